@@ -1,0 +1,154 @@
+//===- AttnOps.td - attn dialect ops -----------------------*- tablegen -*-===//
+#ifndef H20_ATTN_OPS
+#define H20_ATTN_OPS
+
+include "h20/Dialect/Attn/IR/AttnDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+def Attn_FloatTensor : TensorOf<[F16, BF16, F32, F64]>;
+
+def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Root-mean-square layer normalisation";
+  let description = [{
+    Normalises `input` over its trailing dimensions, starting at `axis`, and
+    scales by `weight`:
+
+      y = x / sqrt(mean(x^2 over dims [axis, rank)) + epsilon) * weight
+
+    The mean and the reciprocal square root are computed in `compute_type`
+    (f32 when absent; the "fp32 stash" of torch/transformers), then cast
+    back to the input element type before the multiply by `weight`.
+
+    Shapes: input [d0, ..., d_(r-1)] (rank r >= 1), weight broadcastable to
+    the normalised trailing dims [d_axis, ..., d_(r-1)]; result = input.
+    Dtypes: f16, bf16, f32, f64.
+    Source: Zhang & Sennrich, "Root Mean Square Layer Normalization" (2019),
+    eq. 4; ONNX RMSNormalization-23 (onnx/defs/nn/defs.cc).
+
+    Example:
+    ```mlir
+    %y = attn.rms_norm %x, %w {epsilon = 1.0e-06 : f64, axis = -1 : i64}
+        : (tensor<1x?x128xf32>, tensor<128xf32>) -> tensor<1x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                   F64Attr:$epsilon,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   OptionalAttr<TypeAttr>:$compute_type);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` `(` type($input) `,` type($weight) `)`
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding (RoPE)";
+  let description = [{
+    Rotates pairs of channels of `input` by position-dependent angles.
+
+    For channel pair j in [0, rotary_dim/2) and position p = positions[b, s]:
+      inv_freq[j] = scaled(theta^(-2j / rotary_dim))
+      angle = p * inv_freq[j]
+      (x0, x1) -> (x0 cos(angle) - x1 sin(angle), x1 cos(angle) + x0 sin(angle))
+    where the pair is (2j, 2j+1) when `interleaved`, else (j, j + rotary_dim/2)
+    (half rotation, the Llama / GPT-NeoX convention). Channels at index >=
+    `rotary_dim` pass through unchanged (partial rotary). Angles are computed
+    in f64 and products in f32 (never fp16/bf16: positions beyond 2048 would
+    collapse).
+
+    `scaling` selects how inv_freq is adjusted (Hugging Face transformers,
+    src/transformers/modeling_rope_utils.py):
+      none        — unchanged;
+      linear      — inv_freq / factor (position interpolation, Chen et al. 2023);
+      dynamic_ntk — theta * ((factor * S / original_max_positions) - (factor - 1))^(d/(d-2));
+      yarn        — ramp between beta_fast/beta_slow correction dims over
+                    original_max_positions; cos/sin scaled by attention_factor
+                    (Peng et al., "YaRN", 2023, eq. 15-20);
+      llama3      — wavelength bands split by low/high_freq_factor (Llama 3.1).
+
+    Shapes: input [B, H, S, D], positions [B, S] (i64, absolute token positions).
+    Dtypes: input f16/bf16/f32/f64; result = input.
+    Source: Su et al., "RoFormer" (2021), eq. 34; ONNX RotaryEmbedding-23.
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, TensorOf<[I64, I32]>:$positions,
+                   F64Attr:$theta,
+                   I64Attr:$rotary_dim,
+                   BoolAttr:$interleaved,
+                   DefaultValuedAttr<Attn_RopeScalingAttr,
+                       "::h20::attn::RopeScaling::none">:$scaling,
+                   OptionalAttr<F64Attr>:$factor,
+                   OptionalAttr<I64Attr>:$original_max_positions,
+                   OptionalAttr<F64Attr>:$beta_fast,
+                   OptionalAttr<F64Attr>:$beta_slow,
+                   OptionalAttr<F64Attr>:$mscale,
+                   OptionalAttr<F64Attr>:$mscale_all_dim,
+                   OptionalAttr<F64Attr>:$attention_factor,
+                   OptionalAttr<F64Attr>:$low_freq_factor,
+                   OptionalAttr<F64Attr>:$high_freq_factor);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` `(` type($input) `,` type($positions) `)`
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Scaled dot-product attention with causal/window/GQA/sink";
+  let description = [{
+    Computes, for every batch b, query head h and query row i:
+
+      s[j]  = scale * <q[b,h,i,:], k[b,h/g,j,:]>       (g = kv_group)
+      s[j]  = softcap * tanh(s[j] / softcap)            (if softcap is set)
+      s[j]  = -inf where key j is not visible to row i
+      p[j]  = exp(s[j] - m) / (sum_j exp(s[j] - m) + exp(sink[h] - m))
+      out[b,h,i,:] = sum_j p[j] * v[b,h/g,j,:]
+
+    with m the row maximum (including the sink). Key j is visible to query
+    row i when every stated constraint holds:
+      causal, bottom_right: j <= i + (S_kv - S_q)   (queries are the last S_q
+                            positions of the keys; equals top_left when
+                            S_q == S_kv)
+      causal, top_left:     j <= i
+      window w:             j > i' - w, i' being the causal position of row i
+                            (the window counts the current token)
+      mask (if present):    mask[b,h,i,j] is true (bool), or added to s[j]
+                            (float, additive); broadcast per ONNX rules.
+    A row with no visible key yields 0, not NaN. `sink` adds one learned
+    logit per query head to the softmax denominator only (attention sinks).
+    The mask operand exists only when the importer could not prove what a
+    mask means; proven masks are attributes.
+
+    Shapes: q [B, Hq, S_q, D], k [B, Hkv, S_kv, D], v [B, Hkv, S_kv, Dv],
+    mask broadcastable to [B, Hq, S_q, S_kv], sink [Hq]; result [B, Hq, S_q, Dv].
+    Hq = kv_group * Hkv (MHA: 1, GQA: >1, MQA: Hkv = 1).
+    Dtypes: f16/bf16/f32/f64 inputs, f32 accumulation.
+    Source: Vaswani et al. (2017) eq. 1; Ainslie et al., "GQA" (2023);
+    ONNX Attention-23 (onnx/defs/nn/defs.cc); Xiao et al., "Efficient
+    Streaming Language Models with Attention Sinks" (2023).
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Attn_FloatTensor:$value,
+                   Optional<TensorOf<[I1, F16, BF16, F32, F64]>>:$mask,
+                   Optional<Attn_FloatTensor>:$sink,
+                   F64Attr:$scale,
+                   BoolAttr:$causal,
+                   DefaultValuedAttr<Attn_CausalAlignmentAttr,
+                       "::h20::attn::CausalAlignment::bottom_right">:$alignment,
+                   OptionalAttr<I64Attr>:$window,
+                   OptionalAttr<F64Attr>:$softcap,
+                   I64Attr:$kv_group);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`sink` `(` $sink^ `:` type($sink) `)`)? attr-dict `:`
+    `(` type($query) `,` type($key) `,` type($value) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // H20_ATTN_OPS

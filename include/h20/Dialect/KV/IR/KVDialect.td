@@ -1,0 +1,62 @@
+//===- KVDialect.td - KV-cache dialect ---------------------*- tablegen -*-===//
+#ifndef H20_KV_DIALECT
+#define H20_KV_DIALECT
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def KV_Dialect : Dialect {
+  let name = "kv";
+  let cppNamespace = "::h20::kv";
+  let summary = "KV caches as values with a planned layout";
+  let description = [{
+    Holds the keys and values of attention layers as one value of type
+    `!kv.cache`, whose logical shape is [layers, 2 (key, value), kv_heads,
+    sequence, head_dim] and whose physical order is the `#kv.layout`
+    attribute. h20-fuse-kv-caches plans all layers into one such cache.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+}
+
+def KV_LayoutAttr : AttrDef<KV_Dialect, "Layout"> {
+  let mnemonic = "layout";
+  let summary = "Physical order and alignment of a KV cache";
+  let description = [{
+    `order` lists the logical dimensions [0 layer, 1 kind, 2 head, 3 seq,
+    4 dim] from outermost to innermost in memory (a permutation of 0..4).
+    `align` is the byte alignment of each (layer, kind) slab, a power of two.
+    Example: `#kv.layout<order = [0, 1, 2, 3, 4], align = 256>` is the
+    contiguous [L, 2, H, S, D] layout.
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$order, "int64_t":$align);
+  let assemblyFormat = "`<` `order` `=` `[` $order `]` `,` `align` `=` $align `>`";
+  let genVerifyDecl = 1;
+}
+
+def KV_CacheType : TypeDef<KV_Dialect, "Cache"> {
+  let mnemonic = "cache";
+  let summary = "A KV cache of all (or some) layers";
+  let description = [{
+    Logical shape [layers, 2, kv_heads, seq, head_dim]; only `seq` may be
+    dynamic (`?`). Element type f16, bf16, f32 or f8E4M3FN.
+    Example: `!kv.cache<8x2x32x?x128xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>`
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "::mlir::Type":$elementType,
+                        "::h20::kv::LayoutAttr":$layout);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t numLayers() const { return getShape()[0]; }
+    int64_t numHeads() const { return getShape()[2]; }
+    int64_t seqLen() const { return getShape()[3]; }
+    int64_t headDim() const { return getShape()[4]; }
+  }];
+}
+
+class KV_Op<string mnemonic, list<Trait> traits = []>
+    : Op<KV_Dialect, mnemonic, traits>;
+
+#endif // H20_KV_DIALECT

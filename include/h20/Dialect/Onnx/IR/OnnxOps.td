@@ -1,0 +1,256 @@
+//===- OnnxOps.td - the ONNX ops h20 imports ---------------*- tablegen -*-===//
+//
+// Attribute defaults follow the ONNX operator specification; an attribute
+// absent from the node is absent from the op and takes the spec's default.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_ONNX_OPS
+#define H20_ONNX_OPS
+
+include "h20/Dialect/Onnx/IR/OnnxDialect.td"
+
+//===----------------------------------------------------------------------===//
+// Graph-level values
+//===----------------------------------------------------------------------===//
+
+def Onnx_NoValueOp : Onnx_Op<"NoValue", [Pure]> {
+  let summary = "An omitted optional node input";
+  let results = (outs NoneType:$none);
+  let assemblyFormat = "attr-dict";
+}
+
+def Onnx_WeightOp : Onnx_Op<"Weight", [Pure]> {
+  let summary = "A reference to an initializer's bytes, never the bytes";
+  let description = [{
+    Names the ONNX initializer `name`; its data is `length` bytes at byte
+    `offset` of `file` (the external-data file, relative to the model's
+    directory, or the model file itself for inline raw_data). `offset` and
+    `length` are absent when the data is stored in typed fields (float_data
+    etc.) rather than raw bytes. The result's type is the initializer's shape
+    and dtype. Errors: empty name; a negative offset or length; a length that
+    differs from the byte size of a statically shaped result.
+  }];
+  let arguments = (ins StrAttr:$name, OptionalAttr<StrAttr>:$file,
+                   OptionalAttr<I64Attr>:$offset, OptionalAttr<I64Attr>:$length);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Onnx_ConstantOp : Onnx_NodeOp<"Constant", 0, 0, 1, 1> {
+  let summary = "ONNX Constant (small values only; big ones become onnx.Weight)";
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, ElementsAttr:$value);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def Onnx_AddOp : Onnx_BinaryOp<"Add">;
+def Onnx_SubOp : Onnx_BinaryOp<"Sub">;
+def Onnx_MulOp : Onnx_BinaryOp<"Mul">;
+def Onnx_DivOp : Onnx_BinaryOp<"Div">;
+def Onnx_PowOp : Onnx_BinaryOp<"Pow">;
+def Onnx_AndOp : Onnx_BinaryOp<"And">;
+def Onnx_OrOp : Onnx_BinaryOp<"Or">;
+def Onnx_EqualOp : Onnx_BinaryOp<"Equal">;
+def Onnx_LessOp : Onnx_BinaryOp<"Less">;
+def Onnx_LessOrEqualOp : Onnx_BinaryOp<"LessOrEqual">;
+def Onnx_GreaterOp : Onnx_BinaryOp<"Greater">;
+def Onnx_GreaterOrEqualOp : Onnx_BinaryOp<"GreaterOrEqual">;
+def Onnx_MaxOp : Onnx_VariadicOp<"Max">;
+def Onnx_MinOp : Onnx_VariadicOp<"Min">;
+def Onnx_SumOp : Onnx_VariadicOp<"Sum">;
+
+def Onnx_NegOp : Onnx_UnaryOp<"Neg">;
+def Onnx_NotOp : Onnx_UnaryOp<"Not">;
+def Onnx_AbsOp : Onnx_UnaryOp<"Abs">;
+def Onnx_SqrtOp : Onnx_UnaryOp<"Sqrt">;
+def Onnx_ReciprocalOp : Onnx_UnaryOp<"Reciprocal">;
+def Onnx_ExpOp : Onnx_UnaryOp<"Exp">;
+def Onnx_LogOp : Onnx_UnaryOp<"Log">;
+def Onnx_SinOp : Onnx_UnaryOp<"Sin">;
+def Onnx_CosOp : Onnx_UnaryOp<"Cos">;
+def Onnx_TanhOp : Onnx_UnaryOp<"Tanh">;
+def Onnx_ErfOp : Onnx_UnaryOp<"Erf">;
+def Onnx_SigmoidOp : Onnx_UnaryOp<"Sigmoid">;
+def Onnx_SoftplusOp : Onnx_UnaryOp<"Softplus">;
+def Onnx_ReluOp : Onnx_UnaryOp<"Relu">;
+def Onnx_IsNaNOp : Onnx_UnaryOp<"IsNaN">;
+def Onnx_IdentityOp : Onnx_UnaryOp<"Identity">;
+
+def Onnx_WhereOp : Onnx_NodeOp<"Where", 3, 3, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+
+def Onnx_CastOp : Onnx_NodeOp<"Cast", 1, 1, 1, 1> {
+  /// `to` is an ONNX TensorProto.DataType code.
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$to,
+                   OptionalAttr<SI64Attr>:$saturate);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and normalisation
+//===----------------------------------------------------------------------===//
+
+def Onnx_MatMulOp : Onnx_BinaryOp<"MatMul">;
+
+def Onnx_GemmOp : Onnx_NodeOp<"Gemm", 2, 3, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<F32Attr>:$alpha, OptionalAttr<F32Attr>:$beta,
+                   OptionalAttr<SI64Attr>:$transA, OptionalAttr<SI64Attr>:$transB);
+}
+
+def Onnx_SoftmaxOp : Onnx_NodeOp<"Softmax", 1, 1, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$axis);
+}
+
+class Onnx_ReduceOp<string mnemonic> : Onnx_NodeOp<mnemonic, 1, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$keepdims,
+                   OptionalAttr<SI64Attr>:$noop_with_empty_axes,
+                   OptionalAttr<DenseI64ArrayAttr>:$axes);
+}
+def Onnx_ReduceMeanOp : Onnx_ReduceOp<"ReduceMean">;
+def Onnx_ReduceSumOp : Onnx_ReduceOp<"ReduceSum">;
+def Onnx_ReduceMaxOp : Onnx_ReduceOp<"ReduceMax">;
+
+def Onnx_RMSNormalizationOp : Onnx_NodeOp<"RMSNormalization", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$axis, OptionalAttr<F32Attr>:$epsilon,
+                   OptionalAttr<SI64Attr>:$stash_type);
+}
+
+def Onnx_LayerNormalizationOp : Onnx_NodeOp<"LayerNormalization", 2, 3, 1, 3> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$axis, OptionalAttr<F32Attr>:$epsilon,
+                   OptionalAttr<SI64Attr>:$stash_type);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention and RoPE (opset 23+)
+//===----------------------------------------------------------------------===//
+
+def Onnx_AttentionOp : Onnx_NodeOp<"Attention", 3, 7, 1, 4> {
+  let summary = "ONNX Attention-23/24 (Q, K, V, mask, past_key, past_value, nonpad_kv_seqlen)";
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$is_causal,
+                   OptionalAttr<SI64Attr>:$kv_num_heads,
+                   OptionalAttr<SI64Attr>:$q_num_heads,
+                   OptionalAttr<SI64Attr>:$qk_matmul_output_mode,
+                   OptionalAttr<F32Attr>:$scale,
+                   OptionalAttr<F32Attr>:$softcap,
+                   OptionalAttr<SI64Attr>:$softmax_precision);
+}
+
+def Onnx_RotaryEmbeddingOp : Onnx_NodeOp<"RotaryEmbedding", 3, 4, 1, 1> {
+  let summary = "ONNX RotaryEmbedding-23 (X, cos_cache, sin_cache, position_ids)";
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$interleaved,
+                   OptionalAttr<SI64Attr>:$num_heads,
+                   OptionalAttr<SI64Attr>:$rotary_embedding_dim);
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes, indexing and data movement
+//===----------------------------------------------------------------------===//
+
+def Onnx_ShapeOp : Onnx_NodeOp<"Shape", 1, 1, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$start, OptionalAttr<SI64Attr>:$end);
+}
+def Onnx_ReshapeOp : Onnx_NodeOp<"Reshape", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$allowzero);
+}
+def Onnx_TransposeOp : Onnx_NodeOp<"Transpose", 1, 1, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<DenseI64ArrayAttr>:$perm);
+}
+def Onnx_ConcatOp : Onnx_NodeOp<"Concat", 1, -1, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$axis);
+}
+def Onnx_SplitOp : Onnx_NodeOp<"Split", 1, 2, 1, -1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$axis,
+                   OptionalAttr<SI64Attr>:$num_outputs);
+}
+def Onnx_SliceOp : Onnx_NodeOp<"Slice", 3, 5, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+def Onnx_SqueezeOp : Onnx_NodeOp<"Squeeze", 1, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+def Onnx_UnsqueezeOp : Onnx_NodeOp<"Unsqueeze", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+def Onnx_ExpandOp : Onnx_NodeOp<"Expand", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+def Onnx_TileOp : Onnx_NodeOp<"Tile", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+def Onnx_GatherOp : Onnx_NodeOp<"Gather", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$axis);
+}
+def Onnx_GatherNDOp : Onnx_NodeOp<"GatherND", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$batch_dims);
+}
+def Onnx_RangeOp : Onnx_NodeOp<"Range", 3, 3, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+def Onnx_CumSumOp : Onnx_NodeOp<"CumSum", 2, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$exclusive, OptionalAttr<SI64Attr>:$reverse);
+}
+def Onnx_TriluOp : Onnx_NodeOp<"Trilu", 1, 2, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$upper);
+}
+def Onnx_ConstantOfShapeOp : Onnx_NodeOp<"ConstantOfShape", 1, 1, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<ElementsAttr>:$value);
+}
+
+//===----------------------------------------------------------------------===//
+// com.microsoft contrib ops (ONNX Runtime's transformer optimizer)
+//===----------------------------------------------------------------------===//
+
+def Onnx_MsSimplifiedLayerNormalizationOp
+    : Onnx_NodeOp<"ms.SimplifiedLayerNormalization", 2, 2, 1, 2> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$axis, OptionalAttr<F32Attr>:$epsilon,
+                   OptionalAttr<SI64Attr>:$stash_type);
+}
+def Onnx_MsSkipSimplifiedLayerNormalizationOp
+    : Onnx_NodeOp<"ms.SkipSimplifiedLayerNormalization", 3, 4, 1, 4> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<F32Attr>:$epsilon);
+}
+def Onnx_MsRotaryEmbeddingOp : Onnx_NodeOp<"ms.RotaryEmbedding", 4, 4, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$interleaved,
+                   OptionalAttr<SI64Attr>:$is_packed_batching,
+                   OptionalAttr<SI64Attr>:$num_heads,
+                   OptionalAttr<SI64Attr>:$rotary_embedding_dim,
+                   OptionalAttr<F32Attr>:$scale);
+}
+def Onnx_MsGroupQueryAttentionOp
+    : Onnx_NodeOp<"ms.GroupQueryAttention", 7, 11, 1, 3> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$do_rotary,
+                   OptionalAttr<SI64Attr>:$kv_num_heads,
+                   OptionalAttr<SI64Attr>:$num_heads,
+                   OptionalAttr<SI64Attr>:$local_window_size,
+                   OptionalAttr<SI64Attr>:$rotary_interleaved,
+                   OptionalAttr<F32Attr>:$scale,
+                   OptionalAttr<F32Attr>:$softcap);
+}
+def Onnx_MsMultiHeadAttentionOp
+    : Onnx_NodeOp<"ms.MultiHeadAttention", 1, 10, 1, 4> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs,
+                   OptionalAttr<SI64Attr>:$num_heads,
+                   OptionalAttr<SI64Attr>:$unidirectional,
+                   OptionalAttr<F32Attr>:$scale,
+                   OptionalAttr<F32Attr>:$mask_filter_value);
+}
+
+#endif // H20_ONNX_OPS

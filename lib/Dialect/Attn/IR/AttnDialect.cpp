@@ -1,0 +1,173 @@
+//===- AttnDialect.cpp - attn dialect registration and verifiers ---------===//
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace h20::attn;
+
+#include "h20/Dialect/Attn/IR/AttnDialect.cpp.inc"
+#include "h20/Dialect/Attn/IR/AttnEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "h20/Dialect/Attn/IR/AttnAttrs.cpp.inc"
+#define GET_OP_CLASSES
+#include "h20/Dialect/Attn/IR/AttnOps.cpp.inc"
+
+void AttnDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "h20/Dialect/Attn/IR/AttnAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "h20/Dialect/Attn/IR/AttnOps.cpp.inc"
+      >();
+}
+
+namespace {
+/// True when two dimension sizes may be equal (either is dynamic).
+bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+} // namespace
+
+LogicalResult RmsNormOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (!(getEpsilon().convertToDouble() > 0.0))
+    return emitOpError("epsilon must be > 0, got ") << getEpsilon().convertToDouble();
+  int64_t rank = in.getRank();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < -rank || axis >= rank)
+    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
+  if (axis < 0)
+    axis += rank;
+  int64_t normRank = rank - axis;
+  if (w.getRank() > normRank)
+    return emitOpError("weight rank ")
+           << w.getRank() << " exceeds the " << normRank
+           << " normalised trailing dimension(s)";
+  for (int64_t i = 0; i < w.getRank(); ++i) {
+    int64_t wd = w.getDimSize(w.getRank() - 1 - i);
+    int64_t xd = in.getDimSize(rank - 1 - i);
+    if (wd != 1 && !compatible(wd, xd))
+      return emitOpError("weight dimension ")
+             << w.getRank() - 1 - i << " (" << dimStr(wd)
+             << ") does not match input dimension " << rank - 1 - i << " ("
+             << dimStr(xd) << ")";
+  }
+  if (auto ct = getComputeType(); ct && !isa<FloatType>(*ct))
+    return emitOpError("compute_type must be a float type, got ") << *ct;
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto pos = cast<RankedTensorType>(getPositions().getType());
+  if (in.getRank() != 4)
+    return emitOpError("input must be [B, H, S, D], got rank ") << in.getRank();
+  if (pos.getRank() != 2)
+    return emitOpError("positions must be [B, S], got rank ") << pos.getRank();
+  if (!compatible(pos.getDimSize(0), in.getDimSize(0)) ||
+      !compatible(pos.getDimSize(1), in.getDimSize(2)))
+    return emitOpError("positions shape [")
+           << dimStr(pos.getDimSize(0)) << ", " << dimStr(pos.getDimSize(1))
+           << "] does not match input batch/sequence [" << dimStr(in.getDimSize(0))
+           << ", " << dimStr(in.getDimSize(2)) << "]";
+  if (!(getTheta().convertToDouble() > 1.0))
+    return emitOpError("theta must be > 1, got ") << getTheta().convertToDouble();
+  int64_t rd = static_cast<int64_t>(getRotaryDim());
+  int64_t d = in.getDimSize(3);
+  if (rd <= 0 || rd % 2 != 0)
+    return emitOpError("rotary_dim must be positive and even, got ") << rd;
+  if (!ShapedType::isDynamic(d) && rd > d)
+    return emitOpError("rotary_dim ") << rd << " exceeds head_dim " << d;
+
+  auto require = [&](bool present, StringRef name) -> LogicalResult {
+    if (!present)
+      return emitOpError("scaling '")
+             << stringifyRopeScaling(getScaling()) << "' requires attribute '"
+             << name << "'";
+    return success();
+  };
+  switch (getScaling()) {
+  case RopeScaling::none:
+    return success();
+  case RopeScaling::linear:
+  case RopeScaling::dynamic_ntk:
+    return require(getFactor().has_value(), "factor");
+  case RopeScaling::yarn:
+    if (failed(require(getFactor().has_value(), "factor")) ||
+        failed(require(getOriginalMaxPositions().has_value(),
+                       "original_max_positions")))
+      return failure();
+    return success();
+  case RopeScaling::llama3:
+    if (failed(require(getFactor().has_value(), "factor")) ||
+        failed(require(getOriginalMaxPositions().has_value(),
+                       "original_max_positions")) ||
+        failed(require(getLowFreqFactor().has_value(), "low_freq_factor")) ||
+        failed(require(getHighFreqFactor().has_value(), "high_freq_factor")))
+      return failure();
+    return success();
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto v = cast<RankedTensorType>(getValue().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
+                         {"key", k}, {"value", v}, {"result", r}})
+    if (t.getRank() != 4)
+      return emitOpError() << name << " must be [B, H, S, D], got rank "
+                           << t.getRank();
+  int64_t group = static_cast<int64_t>(getKvGroup());
+  if (group < 1)
+    return emitOpError("kv_group must be >= 1, got ") << group;
+  if (!compatible(k.getDimSize(1), v.getDimSize(1)) ||
+      !compatible(k.getDimSize(2), v.getDimSize(2)))
+    return emitOpError("key and value must agree on KV heads and sequence");
+  if (!compatible(q.getDimSize(3), k.getDimSize(3)))
+    return emitOpError("query head_dim ")
+           << dimStr(q.getDimSize(3)) << " differs from key head_dim "
+           << dimStr(k.getDimSize(3));
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      hq != group * hkv)
+    return emitOpError("query heads (")
+           << hq << ") must equal kv_group (" << group << ") x KV heads ("
+           << hkv << ")";
+  if (!compatible(r.getDimSize(0), q.getDimSize(0)) ||
+      !compatible(r.getDimSize(1), hq) ||
+      !compatible(r.getDimSize(2), q.getDimSize(2)) ||
+      !compatible(r.getDimSize(3), v.getDimSize(3)))
+    return emitOpError("result must be [B, Hq, S_q, Dv] of the inputs");
+  double scale = getScale().convertToDouble();
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    return emitOpError("scale must be a positive finite number, got ")
+           << scale;
+  if (auto w = getWindow(); w && static_cast<int64_t>(*w) < 1)
+    return emitOpError("window must be >= 1 (it counts the current token), got ")
+           << static_cast<int64_t>(*w);
+  if (auto c = getSoftcap(); c && !(c->convertToDouble() > 0.0))
+    return emitOpError("softcap must be > 0, got ") << c->convertToDouble();
+  if (Value sink = getSink()) {
+    auto s = cast<RankedTensorType>(sink.getType());
+    if (s.getRank() != 1 || !compatible(s.getDimSize(0), hq))
+      return emitOpError("sink must be [Hq] = [") << dimStr(hq) << "]";
+  }
+  if (Value mask = getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    if (m.getRank() > 4)
+      return emitOpError("mask rank must be <= 4, got ") << m.getRank();
+  }
+  return success();
+}

@@ -1,0 +1,155 @@
+//===- OnnxDialect.cpp - onnx dialect registration and verifiers ---------===//
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+using namespace mlir;
+using namespace h20::onnx;
+
+#include "h20/Dialect/Onnx/IR/OnnxDialect.cpp.inc"
+#define GET_OP_CLASSES
+#include "h20/Dialect/Onnx/IR/OnnxOps.cpp.inc"
+
+void OnnxDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "h20/Dialect/Onnx/IR/OnnxOps.cpp.inc"
+      >();
+}
+
+namespace h20::onnx {
+
+LogicalResult verifyArity(Operation *op, int minIn, int maxIn, int minOut,
+                          int maxOut) {
+  auto describe = [](int lo, int hi) {
+    if (hi < 0)
+      return "at least " + std::to_string(lo);
+    if (lo == hi)
+      return std::to_string(lo);
+    return std::to_string(lo) + " to " + std::to_string(hi);
+  };
+  int nIn = static_cast<int>(op->getNumOperands());
+  int nOut = static_cast<int>(op->getNumResults());
+  if (nIn < minIn || (maxIn >= 0 && nIn > maxIn))
+    return op->emitOpError("expects ")
+           << describe(minIn, maxIn) << " input(s), got " << nIn;
+  if (nOut < minOut || (maxOut >= 0 && nOut > maxOut))
+    return op->emitOpError("expects ")
+           << describe(minOut, maxOut) << " output(s), got " << nOut;
+  return success();
+}
+
+/// Rank of operand `i` of `op`, or -1 if unranked / none.
+static int64_t rankOf(Operation *op, unsigned i) {
+  if (auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType()))
+    return t.getRank();
+  return -1;
+}
+
+/// Checks an ONNX axis attribute against a rank: valid range is [-r, r).
+static LogicalResult checkAxis(Operation *op, StringRef name, int64_t axis,
+                               int64_t rank) {
+  if (rank >= 0 && (axis < -rank || axis >= rank))
+    return op->emitOpError() << name << " " << axis
+                             << " is out of range for rank " << rank;
+  return success();
+}
+
+LogicalResult verifyNode(ConstantOp op) {
+  if (op.getValue().getType() != op->getResult(0).getType())
+    return op.emitOpError("value type ")
+           << op.getValue().getType() << " differs from result type "
+           << op->getResult(0).getType();
+  return success();
+}
+
+LogicalResult verifyNode(CastOp op) {
+  // TensorProto.DataType codes 1..23 (onnx/onnx.proto3); 0 is UNDEFINED.
+  int64_t to = op.getTo();
+  if (to < 1 || to > 23)
+    return op.emitOpError("'to' = ")
+           << to << " is not an ONNX TensorProto.DataType code (1..23)";
+  return success();
+}
+
+LogicalResult verifyNode(TransposeOp op) {
+  auto perm = op.getPerm();
+  if (!perm)
+    return success();
+  int64_t rank = rankOf(op, 0);
+  if (rank >= 0 && static_cast<int64_t>(perm->size()) != rank)
+    return op.emitOpError("perm has ")
+           << perm->size() << " entries for an input of rank " << rank;
+  llvm::SmallBitVector seen(perm->size());
+  for (int64_t p : *perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm->size()) || seen.test(p))
+      return op.emitOpError("perm is not a permutation of 0..")
+             << perm->size() - 1;
+    seen.set(p);
+  }
+  return success();
+}
+
+LogicalResult verifyNode(ConcatOp op) {
+  return checkAxis(op, "axis", op.getAxis(), rankOf(op, 0));
+}
+
+LogicalResult verifyNode(SoftmaxOp op) {
+  return checkAxis(op, "axis", op.getAxis().value_or(-1), rankOf(op, 0));
+}
+
+LogicalResult verifyNode(RMSNormalizationOp op) {
+  if (auto eps = op.getEpsilon(); eps && !(eps->convertToFloat() > 0.0f))
+    return op.emitOpError("epsilon must be > 0, got ")
+           << eps->convertToFloat();
+  return checkAxis(op, "axis", op.getAxis().value_or(-1), rankOf(op, 0));
+}
+
+LogicalResult verifyNode(AttentionOp op) {
+  int64_t rank = rankOf(op, 0);
+  if (rank >= 0 && rank != 3 && rank != 4)
+    return op.emitOpError("Q must be 3-D or 4-D, got rank ") << rank;
+  if (rank == 3 && (!op.getQNumHeads() || !op.getKvNumHeads()))
+    return op.emitOpError(
+        "3-D inputs need the q_num_heads and kv_num_heads attributes");
+  if (auto mode = op.getQkMatmulOutputMode(); mode && (*mode < 0 || *mode > 3))
+    return op.emitOpError("qk_matmul_output_mode must be 0..3, got ") << *mode;
+  return success();
+}
+
+LogicalResult verifyNode(RotaryEmbeddingOp op) {
+  int64_t rank = rankOf(op, 0);
+  if (rank >= 0 && rank != 3 && rank != 4)
+    return op.emitOpError("X must be 3-D or 4-D, got rank ") << rank;
+  if (rank == 3 && !op.getNumHeads())
+    return op.emitOpError("3-D input needs the num_heads attribute");
+  if (auto rd = op.getRotaryEmbeddingDim(); rd && (*rd < 0 || *rd % 2 != 0))
+    return op.emitOpError("rotary_embedding_dim must be even and >= 0, got ")
+           << *rd;
+  return success();
+}
+
+} // namespace h20::onnx
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError("initializer name must not be empty");
+  std::optional<int64_t> off, len;
+  if (auto o = getOffset())
+    off = static_cast<int64_t>(*o);
+  if (auto l = getLength())
+    len = static_cast<int64_t>(*l);
+  if ((off && *off < 0) || (len && *len < 0))
+    return emitOpError("offset and length must be >= 0");
+  auto type = cast<RankedTensorType>(getResult().getType());
+  unsigned bits = type.getElementTypeBitWidth();
+  if (len && bits % 8 == 0) {
+    int64_t expected = type.getNumElements() * (bits / 8);
+    if (*len != expected)
+      return emitOpError("initializer '")
+             << getName() << "' declares " << *len << " bytes but " << type
+             << " needs " << expected;
+  }
+  return success();
+}
