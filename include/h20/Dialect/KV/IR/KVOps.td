@@ -14,7 +14,7 @@ def KV_AllocOp : KV_Op<"alloc", [Pure]> {
   }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes);
   let results = (outs KV_CacheType:$cache);
-  let assemblyFormat = "`(` $dynamic_sizes `)` attr-dict `:` type($cache)";
+  let assemblyFormat = "`(` $dynamic_sizes `)` attr-dict `:` qualified(type($cache))";
   let hasVerifier = 1;
 }
 
@@ -32,7 +32,7 @@ def KV_WriteOp : KV_Op<"write", [Pure, AllTypesMatch<["cache", "result"]>]> {
   let results = (outs KV_CacheType:$result);
   let assemblyFormat = [{
     $value `into` $cache `[` `layer` `=` $layer `,` `kind` `=` $kind `]`
-    `at` $offset attr-dict `:` type($value) `->` type($cache)
+    `at` $offset attr-dict `:` type($value) `->` qualified(type($cache))
   }];
   let hasVerifier = 1;
 }
@@ -50,7 +50,7 @@ def KV_ViewOp : KV_Op<"view", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $cache `[` `layer` `=` $layer `,` `kind` `=` $kind `]` `length` $length
-    attr-dict `:` type($cache) `->` type($result)
+    attr-dict `:` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,200 @@
+// RUN: h20-opt %s -split-input-file -verify-diagnostics
+// One negative case (at least) for every rule of every attn verifier.
+
+func.func @rms_norm_eps(%x: tensor<4x128xf32>, %w: tensor<128xf32>) -> tensor<4x128xf32> {
+  // expected-error @+1 {{epsilon must be > 0, got 0}}
+  %0 = attn.rms_norm %x, %w {epsilon = 0.0 : f64} : (tensor<4x128xf32>, tensor<128xf32>) -> tensor<4x128xf32>
+  return %0 : tensor<4x128xf32>
+}
+
+// -----
+
+func.func @rms_norm_axis(%x: tensor<4x128xf32>, %w: tensor<128xf32>) -> tensor<4x128xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64, axis = 2 : i64} : (tensor<4x128xf32>, tensor<128xf32>) -> tensor<4x128xf32>
+  return %0 : tensor<4x128xf32>
+}
+
+// -----
+
+func.func @rms_norm_weight_rank(%x: tensor<4x128xf32>, %w: tensor<4x128xf32>) -> tensor<4x128xf32> {
+  // expected-error @+1 {{weight rank 2 exceeds the 1 normalised trailing dimension(s)}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64} : (tensor<4x128xf32>, tensor<4x128xf32>) -> tensor<4x128xf32>
+  return %0 : tensor<4x128xf32>
+}
+
+// -----
+
+func.func @rms_norm_weight_dim(%x: tensor<4x128xf32>, %w: tensor<64xf32>) -> tensor<4x128xf32> {
+  // expected-error @+1 {{weight dimension 0 (64) does not match input dimension 1 (128)}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64} : (tensor<4x128xf32>, tensor<64xf32>) -> tensor<4x128xf32>
+  return %0 : tensor<4x128xf32>
+}
+
+// -----
+
+func.func @rms_norm_compute_type(%x: tensor<4x128xf32>, %w: tensor<128xf32>) -> tensor<4x128xf32> {
+  // expected-error @+1 {{compute_type must be a float type, got 'i32'}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64, compute_type = i32} : (tensor<4x128xf32>, tensor<128xf32>) -> tensor<4x128xf32>
+  return %0 : tensor<4x128xf32>
+}
+
+// -----
+
+func.func @rope_rank(%x: tensor<8x16x16xf32>, %p: tensor<1x16xi64>) -> tensor<8x16x16xf32> {
+  // expected-error @+1 {{input must be [B, H, S, D], got rank 3}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64, interleaved = false} : (tensor<8x16x16xf32>, tensor<1x16xi64>) -> tensor<8x16x16xf32>
+  return %0 : tensor<8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_positions_rank(%x: tensor<1x8x16x16xf32>, %p: tensor<16xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{positions must be [B, S], got rank 1}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64, interleaved = false} : (tensor<1x8x16x16xf32>, tensor<16xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_positions_shape(%x: tensor<1x8x16x16xf32>, %p: tensor<1x15xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{positions shape [1, 15] does not match input batch/sequence [1, 16]}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64, interleaved = false} : (tensor<1x8x16x16xf32>, tensor<1x15xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<1x8x16x16xf32>, %p: tensor<1x16xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{theta must be > 1, got 1}}
+  %0 = attn.rope %x, %p {theta = 1.0 : f64, rotary_dim = 16 : i64, interleaved = false} : (tensor<1x8x16x16xf32>, tensor<1x16xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_odd_dim(%x: tensor<1x8x16x16xf32>, %p: tensor<1x16xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{rotary_dim must be positive and even, got 7}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 7 : i64, interleaved = false} : (tensor<1x8x16x16xf32>, tensor<1x16xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_dim_too_big(%x: tensor<1x8x16x16xf32>, %p: tensor<1x16xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{rotary_dim 32 exceeds head_dim 16}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 32 : i64, interleaved = false} : (tensor<1x8x16x16xf32>, tensor<1x16xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_linear_needs_factor(%x: tensor<1x8x16x16xf32>, %p: tensor<1x16xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{scaling 'linear' requires attribute 'factor'}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64, interleaved = false, scaling = #attn.rope_scaling<linear>} : (tensor<1x8x16x16xf32>, tensor<1x16xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_yarn_needs_original(%x: tensor<1x8x16x16xf32>, %p: tensor<1x16xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{scaling 'yarn' requires attribute 'original_max_positions'}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64, interleaved = true, scaling = #attn.rope_scaling<yarn>, factor = 16.0 : f64} : (tensor<1x8x16x16xf32>, tensor<1x16xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @rope_llama3_needs_bands(%x: tensor<1x8x16x16xf32>, %p: tensor<1x16xi64>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{scaling 'llama3' requires attribute 'low_freq_factor'}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64, interleaved = false, scaling = #attn.rope_scaling<llama3>, factor = 8.0 : f64, original_max_positions = 8192 : i64} : (tensor<1x8x16x16xf32>, tensor<1x16xi64>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{query must be [B, H, S, D], got rank 3}}
+  %0 = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, kv_group = 4 : i64} : (tensor<8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_group_zero(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{kv_group must be >= 1, got 0}}
+  %0 = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, kv_group = 0 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_kv_mismatch(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>, %v: tensor<1x2x12x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{key and value must agree on KV heads and sequence}}
+  %0 = attn.attention %q, %k, %v {scale = 0.25 : f64, causal = true, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x12x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{query head_dim 32 differs from key head_dim 16}}
+  %0 = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, kv_group = 4 : i64} : (tensor<1x8x16x32xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_group(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{query heads (8) must equal kv_group (2) x KV heads (2)}}
+  %0 = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, kv_group = 2 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x8x16xf32> {
+  // expected-error @+1 {{result must be [B, Hq, S_q, Dv] of the inputs}}
+  %0 = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x8x16xf32>
+  return %0 : tensor<1x8x8x16xf32>
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{scale must be a positive finite number, got -1}}
+  %0 = attn.attention %q, %k, %k {scale = -1.0 : f64, causal = true, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_window(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{window must be >= 1 (it counts the current token), got 0}}
+  %0 = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, window = 0 : i64, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{softcap must be > 0, got 0}}
+  %0 = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, softcap = 0.0 : f64, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_sink(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>, %s: tensor<2xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{sink must be [Hq] = [8]}}
+  %0 = attn.attention %q, %k, %k sink(%s : tensor<2xf32>) {scale = 0.25 : f64, causal = true, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @attention_mask_rank(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>, %m: tensor<1x1x1x16x16xi1>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{mask rank must be <= 4, got 5}}
+  %0 = attn.attention %q, %k, %k mask(%m : tensor<1x1x1x16x16xi1>) {scale = 0.25 : f64, causal = false, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}

@@ -1,0 +1,20 @@
+// RUN: h20-opt %s | h20-opt | FileCheck %s
+// Round trip of the kv cache type, layout attribute and every kv op.
+
+// CHECK-LABEL: func.func @alloc_write_view
+// CHECK: %[[C:.*]] = kv.alloc(%{{.*}}) : !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>
+// CHECK: %[[W:.*]] = kv.write %{{.*}} into %[[C]][layer = 1, kind = 0] at %{{.*}} : tensor<1x4x?x32xf32> -> !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>
+// CHECK: kv.view %[[W]][layer = 1, kind = 0] length %{{.*}} : !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>> -> tensor<1x4x?x32xf32>
+func.func @alloc_write_view(%k: tensor<1x4x?x32xf32>, %cap: index, %pos: index, %len: index) -> tensor<1x4x?x32xf32> {
+  %c = kv.alloc(%cap) : !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>
+  %w = kv.write %k into %c[layer = 1, kind = 0] at %pos : tensor<1x4x?x32xf32> -> !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>
+  %v = kv.view %w[layer = 1, kind = 0] length %len : !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>> -> tensor<1x4x?x32xf32>
+  return %v : tensor<1x4x?x32xf32>
+}
+
+// CHECK-LABEL: func.func @static_bf16_seq_major
+// CHECK: kv.alloc() : !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>>
+func.func @static_bf16_seq_major() -> !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>> {
+  %c = kv.alloc() : !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>>
+  return %c : !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>>
+}
