@@ -6,7 +6,7 @@ import lit.formats
 config.name = "h20"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".onnxtext", ".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+config.excludes = ["Inputs", "lit-helpers", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.h20_obj_root, "test")
 
@@ -16,6 +16,13 @@ path = os.pathsep.join([config.h20_tools_dir, config.llvm_tools_dir,
 config.environment["PATH"] = path
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 config.substitutions.append(("%h20_src", config.h20_src_root))
+# Binary ONNX models are written as protobuf text and encoded at test time.
+config.substitutions.append(
+    ("%onnx-encode", f"{config.protoc} --encode=onnx.ModelProto -I{config.onnx_proto_dir} onnx/onnx.proto"))
+# `%expect-exit 2 cmd ...` passes iff cmd exits with code 2; output to stdout.
+config.substitutions.append(
+    ("%expect-exit", f"{config.python} {os.path.join(config.h20_src_root, 'test', 'Inputs', 'expect_exit.py')}"))
+config.substitutions.append(("%python", config.python))
 
 # The shared fixtures live beside the repository in development and CI; a test
 # that needs them says `REQUIRES: fixtures`.

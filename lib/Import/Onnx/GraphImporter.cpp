@@ -20,7 +20,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
-#include <deque>
+#include <queue>
 #include <map>
 
 using namespace mlir;
@@ -213,17 +213,18 @@ GraphImporter::orderNodes(SmallVectorImpl<const NodeProto *> &order) {
       ++pending[i];
       consumers[it->second].push_back(static_cast<int>(i));
     }
-  std::deque<int> ready;
+  // A min-heap keeps the file's order wherever it already is topological.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (int i = 0; i < nodes.size(); ++i)
     if (!pending[i])
-      ready.push_back(i);
+      ready.push(i);
   while (!ready.empty()) {
-    int i = ready.front();
-    ready.pop_front();
+    int i = ready.top();
+    ready.pop();
     order.push_back(&nodes[i]);
     for (int c : consumers[i])
       if (--pending[c] == 0)
-        ready.push_back(c);
+        ready.push(c);
   }
   if (order.size() != static_cast<size_t>(nodes.size())) {
     for (int i = 0; i < nodes.size(); ++i)
