@@ -1,9 +1,23 @@
 //===- Pipelines.cpp - h20's named compilation pipelines -----------------===//
 #include "h20/Pipelines/Pipelines.h"
 
+#include "h20/Transforms/Passes.h"
+
+#include "mlir/Transforms/Passes.h"
+
 llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm,
                                            llvm::StringRef level) {
   if (level == "onnx")
     return llvm::success();
+  if (level == "attn") {
+    // Choosing (mask analysis writes attributes) precedes applying (raising
+    // reads them); CSE merges what both export styles duplicate, and the
+    // canonical order makes equal models print equally.
+    pm.addNestedPass<mlir::func::FuncOp>(createAnalyzeMasks());
+    pm.addNestedPass<mlir::func::FuncOp>(createRaiseToAttn());
+    pm.addPass(mlir::createCSEPass());
+    pm.addNestedPass<mlir::func::FuncOp>(createCanonicalOrder());
+    return llvm::success();
+  }
   return llvm::failure();
 }

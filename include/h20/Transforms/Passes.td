@@ -1,0 +1,58 @@
+//===- Passes.td - h20 transformation passes ---------------*- tablegen -*-===//
+#ifndef H20_TRANSFORMS_PASSES
+#define H20_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def AnalyzeMasks : Pass<"h20-analyze-masks", "mlir::func::FuncOp"> {
+  let summary = "Prove what attention mask subgraphs compute";
+  let description = [{
+    For every boolean tensor used as an attention mask (the mask operand of
+    onnx.Attention, or the condition of a Where that selects between 0 / x and
+    -inf before a Softmax), evaluates its subgraph symbolically over the
+    element indices and the model's dynamic dimensions, and proves with
+    Presburger arithmetic (exactly, for every sequence length) whether it
+    equals one of:
+      * all keys visible;
+      * causal, bottom-right aligned: key j visible to query i iff
+        j <= i + (S_kv - S_q);
+      * causal with a sliding window of w tokens (counting the current one):
+        additionally j > i + (S_kv - S_q) - w;
+      * causal, top-left aligned (j <= i) when that differs.
+    A proven mask gets the attribute
+    `attn.proven_mask = {causal = B, alignment = "...", window = W}` on its
+    defining op; an unproven one gets a warning and stays an operand.
+  }];
+  let dependentDialects = ["h20::attn::AttnDialect"];
+}
+
+def RaiseToAttn : Pass<"h20-raise-attn", "mlir::func::FuncOp"> {
+  let summary = "Raise ONNX attention, RoPE and RMSNorm forms to attn ops";
+  let description = [{
+    Rewrites, identically from both export styles:
+      * onnx.RMSNormalization, ms.SimplifiedLayerNormalization and the
+        decomposed x * Reciprocal(Sqrt(ReduceMean(x^2) + eps)) * w form into
+        attn.rms_norm;
+      * onnx.RotaryEmbedding and the decomposed half-rotation form
+        (x * cos + Concat(-x2, x1) * sin) into attn.rope, recovering theta
+        from the inv_freq constant the cos/sin tables are computed from;
+      * onnx.Attention and MatMul/scale/mask/Softmax/MatMul into
+        attn.attention, folding GQA's Unsqueeze/Expand/Reshape repeat of K and
+        V into kv_group and proven masks (attn.proven_mask) into attributes.
+    Patterns that do not match exactly are left alone.
+  }];
+  let dependentDialects = ["h20::attn::AttnDialect", "mlir::tensor::TensorDialect"];
+}
+
+def CanonicalOrder : Pass<"h20-canonical-order", "mlir::func::FuncOp"> {
+  let summary = "Order ops by a depth-first walk from the function's results";
+  let description = [{
+    Reorders each function body into the post-order of a depth-first walk
+    from the return's operands (operands visited in order). Two functions
+    whose dataflow graphs are the same print the same modulo SSA names,
+    however their producers ordered the nodes. Ops not reachable from the
+    return keep their relative order after the reachable ones.
+  }];
+}
+
+#endif // H20_TRANSFORMS_PASSES

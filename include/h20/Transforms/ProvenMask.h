@@ -1,0 +1,36 @@
+//===- ProvenMask.h - what h20-analyze-masks proved about a mask -*- C++ -*-===//
+//
+// The choice (h20-analyze-masks) and its application (h20-raise-attn) are
+// separate passes; this is the attribute that carries the choice between them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_TRANSFORMS_PROVENMASK_H
+#define H20_TRANSFORMS_PROVENMASK_H
+
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace h20 {
+
+/// The meaning of a boolean mask tensor [..., S_q, S_kv] (true = visible),
+/// proven for every value of the dynamic dimensions.
+struct ProvenMask {
+  bool causal = false; ///< false: every key is visible
+  attn::CausalAlignment alignment = attn::CausalAlignment::bottom_right;
+  std::optional<int64_t> window; ///< sliding window in tokens, if any
+
+  /// Attribute name on the mask's defining op.
+  static constexpr llvm::StringLiteral kAttrName = "attn.proven_mask";
+
+  /// Stores this as a dictionary attribute on `op`.
+  void attachTo(mlir::Operation *op) const;
+  /// Reads the attribute from the op defining `mask`, if present.
+  static std::optional<ProvenMask> of(mlir::Value mask);
+};
+
+} // namespace h20
+
+#endif // H20_TRANSFORMS_PROVENMASK_H

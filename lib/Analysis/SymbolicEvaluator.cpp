@@ -1,0 +1,728 @@
+//===- SymbolicEvaluator.cpp - symbolic shapes and index tensors ---------===//
+//
+// Each rule follows the ONNX operator specification of the op it models;
+// anything not understood yields "unknown" (never a guess), which callers
+// treat as "cannot prove".
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Analysis/SymbolicEvaluator.h"
+
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace h20;
+namespace ox = h20::onnx;
+
+namespace {
+
+using Dims = SmallVector<SymExpr>;
+
+bool isOne(const SymExpr &d) { return constantOf(d) == std::optional<int64_t>(1); }
+
+/// Numpy-style broadcast of several shapes (ONNX "multidirectional").
+std::optional<Dims> broadcast(ArrayRef<Dims> shapes) {
+  size_t rank = 0;
+  for (const Dims &s : shapes)
+    rank = std::max(rank, s.size());
+  Dims out(rank, symConst(1));
+  for (size_t k = 0; k < rank; ++k) {
+    for (const Dims &s : shapes) {
+      if (k + s.size() < rank)
+        continue;
+      const SymExpr &d = s[k + s.size() - rank];
+      if (isOne(d))
+        continue;
+      if (isOne(out[k]))
+        out[k] = d;
+      else if (!provablyEqual(out[k], d))
+        return std::nullopt;
+    }
+  }
+  return out;
+}
+
+/// Re-expresses an operand's element in the indices of a broadcast result.
+SymExpr broadcastElem(const SymTensor &t, ArrayRef<SymExpr> outDims) {
+  size_t rank = outDims.size(), r = t.dims.size();
+  return substituteIndices(t.elem, [&](int64_t k) {
+    int64_t outK = k + static_cast<int64_t>(rank - r);
+    if (isOne(t.dims[k]) && !isOne(outDims[outK]))
+      return symConst(0);
+    return symIndex(outK);
+  });
+}
+
+/// Element i of a small vector as a select chain over `index`.
+SymExpr selectChain(ArrayRef<SymExpr> values, SymExpr index) {
+  SymExpr e = values.back();
+  for (int64_t i = static_cast<int64_t>(values.size()) - 2; i >= 0; --i)
+    e = symSelect(symEq(index, symConst(i)), values[i], e);
+  return e;
+}
+
+/// Clamps a Slice bound to [0, dim] per the ONNX Slice spec (step 1).
+std::optional<SymExpr> sliceBound(SymExpr v, const SymExpr &dim) {
+  if (auto c = constantOf(v)) {
+    if (*c < 0)
+      v = symAdd(dim, v);
+    else if (*c >= (int64_t(1) << 62))
+      return dim;
+  }
+  if (auto c = constantOf(v); c && *c < 0)
+    return symConst(0);
+  auto cv = constantOf(v), cd = constantOf(dim);
+  if (cv && cd)
+    return symConst(std::min(*cv, *cd));
+  // Symbolic: accept only bounds provably within [0, dim], using that every
+  // symbol (a dynamic dimension) is at least 1.
+  auto diff = linearOf(symSub(dim, v));
+  if (diff && diff->isConstant() && diff->constant >= 0)
+    return v;
+  if (cv && *cv >= 0) {
+    auto ld = linearOf(dim);
+    if (ld && llvm::all_of(ld->coeffs, [](const auto &kv) {
+          return kv.first.first && kv.second > 0;
+        })) {
+      int64_t lowest = ld->constant;
+      for (const auto &kv : ld->coeffs)
+        lowest += kv.second;
+      if (*cv <= lowest)
+        return v;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Splits a symbolic dim into constant factor and symbolic factors, for
+/// Reshape's -1 inference (product(in) / product(known out)).
+bool factor(const SymExpr &d, int64_t &constant, SmallVectorImpl<SymExpr> &syms) {
+  if (auto c = constantOf(d)) {
+    constant *= *c;
+    return true;
+  }
+  auto l = linearOf(d);
+  if (!l)
+    return false;
+  // c * x with a single atom: factor the coefficient out.
+  if (l->coeffs.size() == 1 && l->constant == 0) {
+    auto [key, coeff] = *l->coeffs.begin();
+    constant *= coeff;
+    syms.push_back(key.first ? symSymbol(key.second) : symIndex(key.second));
+    return true;
+  }
+  syms.push_back(d);
+  return true;
+}
+
+} // namespace
+
+SymbolicEvaluator::SymbolicEvaluator(func::FuncOp func) {
+  llvm::StringMap<SymExpr> byName;
+  for (auto [argNo, arg] : llvm::enumerate(func.getArguments())) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      continue;
+    auto params = func.getArgAttrOfType<ArrayAttr>(argNo, "onnx.dim_params");
+    SymTensor t;
+    for (int64_t k = 0; k < type.getRank(); ++k) {
+      if (!type.isDynamicDim(k)) {
+        t.dims.push_back(symConst(type.getDimSize(k)));
+        continue;
+      }
+      std::string name;
+      if (params && k < static_cast<int64_t>(params.size()))
+        if (auto s = dyn_cast<StringAttr>(params[k]))
+          name = s.str();
+      if (name.empty()) {
+        t.dims.push_back(newSymbol("arg" + std::to_string(argNo) + "_d" +
+                                   std::to_string(k)));
+        continue;
+      }
+      auto it = byName.find(name);
+      if (it == byName.end())
+        it = byName.insert({name, newSymbol(name)}).first;
+      t.dims.push_back(it->second);
+    }
+    cache[arg] = std::make_unique<SymTensor>(std::move(t));
+  }
+}
+
+SymExpr SymbolicEvaluator::newSymbol(const std::string &name) {
+  names.push_back(name);
+  return symSymbol(static_cast<int64_t>(names.size()) - 1);
+}
+
+SymTensor SymbolicEvaluator::fromType(Value v) {
+  SymTensor t;
+  auto type = cast<RankedTensorType>(v.getType());
+  for (int64_t k = 0; k < type.getRank(); ++k)
+    t.dims.push_back(type.isDynamicDim(k)
+                         ? newSymbol("unknown" + std::to_string(names.size()))
+                         : symConst(type.getDimSize(k)));
+  return t;
+}
+
+const SymTensor *SymbolicEvaluator::get(Value v) {
+  auto it = cache.find(v);
+  if (it != cache.end())
+    return it->second.get();
+  std::optional<SymTensor> t = compute(v);
+  if (!t && isa<RankedTensorType>(v.getType()))
+    t = fromType(v);
+  std::unique_ptr<SymTensor> entry;
+  if (t)
+    entry = std::make_unique<SymTensor>(std::move(*t));
+  const SymTensor *result = entry.get();
+  cache[v] = std::move(entry);
+  return result;
+}
+
+std::optional<Dims> SymbolicEvaluator::shapeOf(Value v) {
+  if (const SymTensor *t = get(v))
+    return t->dims;
+  return std::nullopt;
+}
+
+std::optional<Dims> SymbolicEvaluator::vectorOf(Value v) {
+  const SymTensor *t = get(v);
+  if (!t || !t->elem || t->dims.size() != 1)
+    return std::nullopt;
+  auto n = constantOf(t->dims[0]);
+  if (!n || *n > 64)
+    return std::nullopt;
+  Dims out;
+  for (int64_t i = 0; i < *n; ++i)
+    out.push_back(substituteIndices(t->elem, [&](int64_t) { return symConst(i); }));
+  return out;
+}
+
+std::optional<SymExpr> SymbolicEvaluator::scalarOf(Value v) {
+  const SymTensor *t = get(v);
+  if (!t || !t->elem)
+    return std::nullopt;
+  for (const SymExpr &d : t->dims)
+    if (!isOne(d))
+      return std::nullopt;
+  return substituteIndices(t->elem, [](int64_t) { return symConst(0); });
+}
+
+bool SymbolicEvaluator::isConstantOnDomain(const SymExpr &e, ArrayRef<SymExpr> dims,
+                                           int64_t value) {
+  if (dims.size() > kMaxRank)
+    return false;
+  auto differs = toPresburgerSet(symNot(symEq(e, symConst(value))), kMaxRank,
+                                 numSymbols());
+  auto domain = domainSet(dims, kMaxRank, numSymbols());
+  return differs && domain && differs->intersect(*domain).isIntegerEmpty();
+}
+
+std::optional<SymTensor> SymbolicEvaluator::compute(Value v) {
+  if (!isa<RankedTensorType>(v.getType()))
+    return std::nullopt;
+  auto result = dyn_cast<OpResult>(v);
+  if (!result)
+    return std::nullopt;
+  return computeOpResult(result.getOwner(), result.getResultNumber());
+}
+
+std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
+                                                            unsigned idx) {
+  auto elemType = cast<ShapedType>(op->getResult(idx).getType()).getElementType();
+  bool integral = elemType.isIntOrIndex();
+  auto operand = [&](unsigned i) -> const SymTensor * {
+    if (i >= op->getNumOperands() || isa<NoneType>(op->getOperand(i).getType()))
+      return nullptr;
+    return get(op->getOperand(i));
+  };
+  auto sameAs = [&](unsigned i) -> std::optional<SymTensor> {
+    const SymTensor *t = operand(i);
+    if (!t)
+      return std::nullopt;
+    return SymTensor{t->dims, nullptr};
+  };
+
+  // Elementwise ops with broadcasting; `fn` combines operand elements.
+  auto elementwise =
+      [&](llvm::function_ref<SymExpr(ArrayRef<SymExpr>)> fn) -> std::optional<SymTensor> {
+    SmallVector<const SymTensor *> ins;
+    SmallVector<Dims> shapes;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      const SymTensor *t = operand(i);
+      if (!t)
+        return std::nullopt;
+      ins.push_back(t);
+      shapes.push_back(t->dims);
+    }
+    auto dims = broadcast(shapes);
+    if (!dims)
+      return std::nullopt;
+    SymTensor out{*dims, nullptr};
+    if (!integral && !isa<ox::WhereOp>(op))
+      return out;
+    SmallVector<SymExpr> elems;
+    for (const SymTensor *t : ins) {
+      if (!t->elem)
+        return out;
+      elems.push_back(broadcastElem(*t, *dims));
+    }
+    out.elem = fn(elems);
+    return out;
+  };
+
+  return llvm::TypeSwitch<Operation *, std::optional<SymTensor>>(op)
+      .Case([&](ox::ConstantOp c) -> std::optional<SymTensor> {
+        auto attr = dyn_cast<DenseElementsAttr>(c.getValue());
+        auto type = cast<RankedTensorType>(c->getResult(0).getType());
+        SymTensor t;
+        for (int64_t d : type.getShape())
+          t.dims.push_back(symConst(d));
+        if (!attr || !attr.getElementType().isIntOrIndex())
+          return t;
+        if (attr.isSplat()) {
+          APInt x = attr.getSplatValue<APInt>();
+          t.elem = symConst(x.getBitWidth() == 1 ? x.getZExtValue() : x.getSExtValue());
+          return t;
+        }
+        if (attr.getNumElements() > 64)
+          return t;
+        SmallVector<SymExpr> values;
+        for (APInt x : attr.getValues<APInt>())
+          values.push_back(symConst(x.getBitWidth() == 1 ? x.getZExtValue()
+                                                         : x.getSExtValue()));
+        // Row-major linear index.
+        SymExpr linear = symConst(0);
+        int64_t stride = 1;
+        for (int64_t k = type.getRank() - 1; k >= 0; --k) {
+          linear = symAdd(linear, symMul(symConst(stride), symIndex(k)));
+          stride *= type.getDimSize(k);
+        }
+        t.elem = selectChain(values, linear);
+        return t;
+      })
+      .Case([&](ox::ShapeOp s) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        int64_t r = in->dims.size();
+        int64_t start = s.getStart().value_or(0), end = s.getEnd().value_or(r);
+        if (start < 0) start += r;
+        if (end < 0) end += r;
+        start = std::clamp<int64_t>(start, 0, r);
+        end = std::clamp<int64_t>(end, start, r);
+        Dims values(in->dims.begin() + start, in->dims.begin() + end);
+        SymTensor t{{symConst(end - start)}, nullptr};
+        if (!values.empty())
+          t.elem = selectChain(values, symIndex(0));
+        return t;
+      })
+      .Case([&](ox::RangeOp) -> std::optional<SymTensor> {
+        auto start = scalarOf(op->getOperand(0)), limit = scalarOf(op->getOperand(1)),
+             delta = scalarOf(op->getOperand(2));
+        if (!start || !limit || !delta || constantOf(*delta) != std::optional<int64_t>(1))
+          return std::nullopt;
+        return SymTensor{{symSub(*limit, *start)}, symAdd(*start, symIndex(0))};
+      })
+      .Case([&](ox::UnsqueezeOp) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        auto axes = vectorOf(op->getOperand(1));
+        if (!in || !axes)
+          return std::nullopt;
+        int64_t outRank = in->dims.size() + axes->size();
+        SmallVector<bool> inserted(outRank, false);
+        for (const SymExpr &a : *axes) {
+          auto c = constantOf(a);
+          if (!c)
+            return std::nullopt;
+          int64_t ax = *c < 0 ? *c + outRank : *c;
+          if (ax < 0 || ax >= outRank)
+            return std::nullopt;
+          inserted[ax] = true;
+        }
+        SymTensor t;
+        SmallVector<int64_t> inToOut;
+        for (int64_t k = 0, j = 0; k < outRank; ++k) {
+          if (inserted[k]) {
+            t.dims.push_back(symConst(1));
+          } else {
+            t.dims.push_back(in->dims[j++]);
+            inToOut.push_back(k);
+          }
+        }
+        if (in->elem)
+          t.elem = substituteIndices(in->elem, [&](int64_t k) { return symIndex(inToOut[k]); });
+        return t;
+      })
+      .Case([&](ox::SqueezeOp) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        int64_t r = in->dims.size();
+        SmallVector<bool> removed(r, false);
+        if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType())) {
+          auto axes = vectorOf(op->getOperand(1));
+          if (!axes)
+            return std::nullopt;
+          for (const SymExpr &a : *axes) {
+            auto c = constantOf(a);
+            if (!c)
+              return std::nullopt;
+            int64_t ax = *c < 0 ? *c + r : *c;
+            if (ax < 0 || ax >= r || !isOne(in->dims[ax]))
+              return std::nullopt;
+            removed[ax] = true;
+          }
+        } else {
+          for (int64_t k = 0; k < r; ++k)
+            removed[k] = isOne(in->dims[k]);
+        }
+        SymTensor t;
+        SmallVector<int64_t> inToOut(r, 0);
+        for (int64_t k = 0; k < r; ++k) {
+          if (removed[k])
+            continue;
+          inToOut[k] = t.dims.size();
+          t.dims.push_back(in->dims[k]);
+        }
+        if (in->elem)
+          t.elem = substituteIndices(in->elem, [&](int64_t k) {
+            return removed[k] ? symConst(0) : symIndex(inToOut[k]);
+          });
+        return t;
+      })
+      .Case([&](ox::ReshapeOp r) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        auto target = vectorOf(op->getOperand(1));
+        if (!in || !target)
+          return std::nullopt;
+        bool allowZero = r.getAllowzero().value_or(0) != 0;
+        Dims out;
+        int64_t inferAt = -1;
+        for (auto [k, d] : llvm::enumerate(*target)) {
+          auto c = constantOf(d);
+          if (c && *c == -1) {
+            inferAt = k;
+            out.push_back(nullptr);
+          } else if (c && *c == 0 && !allowZero) {
+            if (k >= in->dims.size())
+              return std::nullopt;
+            out.push_back(in->dims[k]);
+          } else {
+            out.push_back(d);
+          }
+        }
+        if (inferAt >= 0) {
+          int64_t cin = 1, cout = 1;
+          SmallVector<SymExpr> sin, sout;
+          for (const SymExpr &d : in->dims)
+            if (!factor(d, cin, sin))
+              return std::nullopt;
+          for (const SymExpr &d : out)
+            if (d && !factor(d, cout, sout))
+              return std::nullopt;
+          for (const SymExpr &s : sout) {
+            auto it = llvm::find_if(sin, [&](const SymExpr &x) { return provablyEqual(x, s); });
+            if (it == sin.end())
+              return std::nullopt;
+            sin.erase(it);
+          }
+          if (cout == 0 || cin % cout != 0)
+            return std::nullopt;
+          SymExpr inferred = symConst(cin / cout);
+          if (sin.size() > 1)
+            return std::nullopt;
+          if (sin.size() == 1)
+            inferred = symMul(inferred, sin[0]);
+          out[inferAt] = inferred;
+        }
+        SymTensor t{out, nullptr};
+        if (!in->elem)
+          return t;
+        // Elements carry over only when the reshape just adds/removes unit dims.
+        SmallVector<int64_t> inNonUnit, outNonUnit;
+        for (auto [k, d] : llvm::enumerate(in->dims))
+          if (!isOne(d))
+            inNonUnit.push_back(k);
+        for (auto [k, d] : llvm::enumerate(out))
+          if (!isOne(d))
+            outNonUnit.push_back(k);
+        if (inNonUnit.size() != outNonUnit.size())
+          return t;
+        for (auto [a, b] : llvm::zip(inNonUnit, outNonUnit))
+          if (!provablyEqual(in->dims[a], out[b]))
+            return t;
+        t.elem = substituteIndices(in->elem, [&](int64_t k) {
+          auto it = llvm::find(inNonUnit, k);
+          return it == inNonUnit.end() ? symConst(0)
+                                       : symIndex(outNonUnit[it - inNonUnit.begin()]);
+        });
+        return t;
+      })
+      .Case([&](ox::TransposeOp tr) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        int64_t r = in->dims.size();
+        SmallVector<int64_t> perm;
+        if (auto p = tr.getPerm())
+          perm.assign(p->begin(), p->end());
+        else
+          for (int64_t k = r - 1; k >= 0; --k)
+            perm.push_back(k);
+        if (static_cast<int64_t>(perm.size()) != r)
+          return std::nullopt;
+        SymTensor t;
+        for (int64_t p : perm)
+          t.dims.push_back(in->dims[p]);
+        if (in->elem) {
+          SmallVector<int64_t> inv(r);
+          for (int64_t k = 0; k < r; ++k)
+            inv[perm[k]] = k;
+          t.elem = substituteIndices(in->elem, [&](int64_t k) { return symIndex(inv[k]); });
+        }
+        return t;
+      })
+      .Case([&](ox::ConcatOp c) -> std::optional<SymTensor> {
+        SmallVector<const SymTensor *> ins;
+        for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+          const SymTensor *t = operand(i);
+          if (!t)
+            return std::nullopt;
+          ins.push_back(t);
+        }
+        int64_t r = ins[0]->dims.size();
+        int64_t axis = c.getAxis() < 0 ? c.getAxis() + r : c.getAxis();
+        SymTensor t{ins[0]->dims, nullptr};
+        SymExpr total = symConst(0);
+        for (const SymTensor *in : ins)
+          total = symAdd(total, in->dims[axis]);
+        t.dims[axis] = total;
+        bool haveElems = llvm::all_of(ins, [](const SymTensor *x) { return x->elem != nullptr; });
+        if (!haveElems)
+          return t;
+        // Piecewise along `axis`, built back to front.
+        SymExpr offset = total;
+        SymExpr e;
+        for (int64_t i = ins.size() - 1; i >= 0; --i) {
+          offset = symSub(offset, ins[i]->dims[axis]);
+          SymExpr piece = substituteIndices(ins[i]->elem, [&](int64_t k) {
+            return k == axis ? symSub(symIndex(k), offset) : symIndex(k);
+          });
+          e = e ? symSelect(symLt(symIndex(axis), symAdd(offset, ins[i]->dims[axis])), piece, e)
+                : piece;
+        }
+        t.elem = e;
+        return t;
+      })
+      .Case([&](ox::SliceOp) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        auto starts = vectorOf(op->getOperand(1)), ends = vectorOf(op->getOperand(2));
+        if (!in || !starts || !ends || starts->size() != ends->size())
+          return std::nullopt;
+        int64_t r = in->dims.size();
+        SmallVector<int64_t> axes;
+        if (op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType())) {
+          auto a = vectorOf(op->getOperand(3));
+          if (!a)
+            return std::nullopt;
+          for (const SymExpr &x : *a) {
+            auto c = constantOf(x);
+            if (!c)
+              return std::nullopt;
+            axes.push_back(*c < 0 ? *c + r : *c);
+          }
+        } else {
+          for (size_t k = 0; k < starts->size(); ++k)
+            axes.push_back(k);
+        }
+        if (op->getNumOperands() > 4 && !isa<NoneType>(op->getOperand(4).getType())) {
+          auto steps = vectorOf(op->getOperand(4));
+          if (!steps)
+            return std::nullopt;
+          for (const SymExpr &s : *steps)
+            if (constantOf(s) != std::optional<int64_t>(1))
+              return std::nullopt;
+        }
+        SymTensor t{in->dims, nullptr};
+        SmallVector<SymExpr> offsets(r, symConst(0));
+        for (auto [i, ax] : llvm::enumerate(axes)) {
+          if (ax < 0 || ax >= r)
+            return std::nullopt;
+          auto s = sliceBound((*starts)[i], in->dims[ax]);
+          auto e = sliceBound((*ends)[i], in->dims[ax]);
+          if (!s || !e)
+            return std::nullopt;
+          offsets[ax] = *s;
+          t.dims[ax] = symSub(*e, *s);
+        }
+        if (in->elem)
+          t.elem = substituteIndices(in->elem, [&](int64_t k) {
+            return symAdd(symIndex(k), offsets[k]);
+          });
+        return t;
+      })
+      .Case([&](ox::ExpandOp) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        auto shape = vectorOf(op->getOperand(1));
+        if (!in || !shape)
+          return std::nullopt;
+        auto dims = broadcast({in->dims, *shape});
+        if (!dims)
+          return std::nullopt;
+        SymTensor t{*dims, nullptr};
+        if (in->elem)
+          t.elem = broadcastElem(*in, *dims);
+        return t;
+      })
+      .Case([&](ox::GatherOp g) -> std::optional<SymTensor> {
+        const SymTensor *data = operand(0), *ind = operand(1);
+        if (!data || !ind)
+          return std::nullopt;
+        int64_t r = data->dims.size(), q = ind->dims.size();
+        int64_t axis = g.getAxis().value_or(0);
+        if (axis < 0)
+          axis += r;
+        SymTensor t;
+        t.dims.append(data->dims.begin(), data->dims.begin() + axis);
+        t.dims.append(ind->dims.begin(), ind->dims.end());
+        t.dims.append(data->dims.begin() + axis + 1, data->dims.end());
+        if (data->elem && ind->elem) {
+          SymExpr idx = substituteIndices(ind->elem, [&](int64_t k) { return symIndex(axis + k); });
+          idx = symSelect(symLt(idx, symConst(0)), symAdd(idx, data->dims[axis]), idx);
+          t.elem = substituteIndices(data->elem, [&](int64_t k) {
+            if (k < axis) return symIndex(k);
+            if (k == axis) return idx;
+            return symIndex(k - 1 + q);
+          });
+        }
+        return t;
+      })
+      .Case([&](ox::GatherNDOp g) -> std::optional<SymTensor> {
+        const SymTensor *data = operand(0), *ind = operand(1);
+        if (!data || !ind || g.getBatchDims().value_or(0) != 0 || ind->dims.empty())
+          return std::nullopt;
+        auto m = constantOf(ind->dims.back());
+        int64_t q = ind->dims.size(), r = data->dims.size();
+        if (!m || *m > r)
+          return std::nullopt;
+        SymTensor t;
+        t.dims.append(ind->dims.begin(), ind->dims.end() - 1);
+        t.dims.append(data->dims.begin() + *m, data->dims.end());
+        if (data->elem && ind->elem)
+          t.elem = substituteIndices(data->elem, [&](int64_t k) {
+            if (k >= *m)
+              return symIndex(q - 1 + k - *m);
+            return substituteIndices(ind->elem, [&](int64_t j) {
+              return j == q - 1 ? symConst(k) : symIndex(j);
+            });
+          });
+        return t;
+      })
+      .Case([&](ox::CumSumOp c) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        auto axisE = scalarOf(op->getOperand(1));
+        if (!in || !axisE || !constantOf(*axisE))
+          return std::nullopt;
+        SymTensor t{in->dims, nullptr};
+        int64_t r = in->dims.size();
+        int64_t axis = *constantOf(*axisE);
+        if (axis < 0)
+          axis += r;
+        if (!in->elem || c.getExclusive().value_or(0) || c.getReverse().value_or(0))
+          return t;
+        // Closed form only for inputs constant along the whole tensor.
+        SmallVector<int64_t> zeros(kMaxRank, 0);
+        SmallVector<int64_t> ones(numSymbols(), 1);
+        int64_t v = evaluate(in->elem, zeros, ones);
+        if (isConstantOnDomain(in->elem, in->dims, v))
+          t.elem = symMul(symConst(v), symAdd(symIndex(axis), symConst(1)));
+        return t;
+      })
+      .Case([&](ox::CastOp c) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        SymTensor t{in->dims, nullptr};
+        if (!in->elem || !integral)
+          return t;
+        auto inElt = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
+        if (!inElt.isIntOrIndex())
+          return t;
+        t.elem = elemType.isInteger(1) ? symNot(symEq(in->elem, symConst(0)))
+                                       : in->elem;
+        return t;
+      })
+      .Case([&](ox::AddOp) { return elementwise([](ArrayRef<SymExpr> e) { return symAdd(e[0], e[1]); }); })
+      .Case([&](ox::SubOp) { return elementwise([](ArrayRef<SymExpr> e) { return symSub(e[0], e[1]); }); })
+      .Case([&](ox::MulOp) { return elementwise([](ArrayRef<SymExpr> e) { return symMul(e[0], e[1]); }); })
+      .Case([&](ox::EqualOp) { return elementwise([](ArrayRef<SymExpr> e) { return symEq(e[0], e[1]); }); })
+      .Case([&](ox::LessOp) { return elementwise([](ArrayRef<SymExpr> e) { return symLt(e[0], e[1]); }); })
+      .Case([&](ox::LessOrEqualOp) { return elementwise([](ArrayRef<SymExpr> e) { return symLe(e[0], e[1]); }); })
+      .Case([&](ox::GreaterOp) { return elementwise([](ArrayRef<SymExpr> e) { return symLt(e[1], e[0]); }); })
+      .Case([&](ox::GreaterOrEqualOp) { return elementwise([](ArrayRef<SymExpr> e) { return symLe(e[1], e[0]); }); })
+      .Case([&](ox::AndOp) { return elementwise([](ArrayRef<SymExpr> e) { return symAnd(e[0], e[1]); }); })
+      .Case([&](ox::OrOp) { return elementwise([](ArrayRef<SymExpr> e) { return symOr(e[0], e[1]); }); })
+      .Case([&](ox::NotOp) { return elementwise([](ArrayRef<SymExpr> e) { return symNot(e[0]); }); })
+      .Case([&](ox::WhereOp) {
+        return elementwise([](ArrayRef<SymExpr> e) { return symSelect(e[0], e[1], e[2]); });
+      })
+      .Case([&](ox::MaxOp) {
+        return elementwise([](ArrayRef<SymExpr> e) {
+          SymExpr m = e[0];
+          for (const SymExpr &x : e.drop_front())
+            m = symSelect(symLe(x, m), m, x);
+          return m;
+        });
+      })
+      .Case([&](ox::MinOp) {
+        return elementwise([](ArrayRef<SymExpr> e) {
+          SymExpr m = e[0];
+          for (const SymExpr &x : e.drop_front())
+            m = symSelect(symLe(m, x), m, x);
+          return m;
+        });
+      })
+      .Case([&](ox::IdentityOp) -> std::optional<SymTensor> {
+        const SymTensor *in = operand(0);
+        return in ? std::optional<SymTensor>(*in) : std::nullopt;
+      })
+      .Case<ox::DivOp, ox::PowOp>([&](Operation *) {
+        return elementwise([](ArrayRef<SymExpr>) -> SymExpr { return nullptr; });
+      })
+      .Case<ox::NegOp, ox::SqrtOp, ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp,
+            ox::CosOp, ox::TanhOp, ox::ErfOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp,
+            ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RMSNormalizationOp,
+            ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
+            attn::RmsNormOp, attn::RopeOp>(
+          [&](Operation *) { return sameAs(0); })
+      .Case([&](ox::MatMulOp) -> std::optional<SymTensor> {
+        const SymTensor *a = operand(0), *b = operand(1);
+        if (!a || !b || a->dims.size() < 2 || b->dims.size() < 2)
+          return std::nullopt;
+        Dims ba(a->dims.begin(), a->dims.end() - 2), bb(b->dims.begin(), b->dims.end() - 2);
+        auto batch = broadcast({ba, bb});
+        if (!batch)
+          return std::nullopt;
+        SymTensor t{*batch, nullptr};
+        t.dims.push_back(a->dims[a->dims.size() - 2]);
+        t.dims.push_back(b->dims.back());
+        return t;
+      })
+      .Case([&](ox::AttentionOp) -> std::optional<SymTensor> {
+        const SymTensor *q = operand(0), *v = operand(2);
+        if (idx != 0 || !q || !v || q->dims.size() != 4 || v->dims.size() != 4)
+          return std::nullopt;
+        return SymTensor{{q->dims[0], q->dims[1], q->dims[2], v->dims[3]}, nullptr};
+      })
+      .Case([&](attn::AttentionOp) -> std::optional<SymTensor> {
+        const SymTensor *q = operand(0), *v = operand(2);
+        if (!q || !v || q->dims.size() != 4 || v->dims.size() != 4)
+          return std::nullopt;
+        return SymTensor{{q->dims[0], q->dims[1], q->dims[2], v->dims[3]}, nullptr};
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}

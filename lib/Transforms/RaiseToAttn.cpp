@@ -1,0 +1,699 @@
+//===- RaiseToAttn.cpp - ONNX attention/RoPE/RMSNorm forms -> attn ops ---===//
+//
+// Matching is structural and exact: every constant, axis and shape a pattern
+// relies on is checked (shapes symbolically, via SymbolicEvaluator); anything
+// else is left as it was. Both torch.onnx export styles — fused opset-23 ops
+// and the decomposed opset-18 graphs — end up as the same attn ops.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Analysis/SymbolicEvaluator.h"
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Transforms/Passes.h"
+#include "h20/Transforms/ProvenMask.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include <cmath>
+
+namespace h20 {
+#define GEN_PASS_DEF_RAISETOATTN
+#include "h20/Transforms/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+using namespace h20;
+namespace ox = h20::onnx;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Small matchers
+//===----------------------------------------------------------------------===//
+
+/// The value of a splat (or single-element) numeric onnx.Constant.
+std::optional<double> constantScalar(Value v) {
+  auto c = v.getDefiningOp<ox::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto attr = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!attr || !(attr.isSplat() || attr.getNumElements() == 1))
+    return std::nullopt;
+  if (auto f = dyn_cast<DenseFPElementsAttr>(attr))
+    return (*f.getValues<APFloat>().begin()).convertToDouble();
+  if (auto i = dyn_cast<DenseIntElementsAttr>(attr))
+    return static_cast<double>((*i.getValues<APInt>().begin()).getSExtValue());
+  return std::nullopt;
+}
+
+/// Float values of a small constant tensor.
+std::optional<SmallVector<double>> constantValues(Value v) {
+  auto c = v.getDefiningOp<ox::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto attr = dyn_cast<DenseFPElementsAttr>(c.getValue());
+  if (!attr)
+    return std::nullopt;
+  SmallVector<double> out;
+  for (APFloat x : attr.getValues<APFloat>())
+    out.push_back(x.convertToDouble());
+  return out;
+}
+
+/// For a commutative binary op, the operand other than one satisfying `pred`.
+template <typename Pred>
+Value otherOperand(Operation *op, Pred pred, Value *matched = nullptr) {
+  if (op->getNumOperands() != 2)
+    return {};
+  for (unsigned i = 0; i < 2; ++i)
+    if (pred(op->getOperand(i))) {
+      if (matched)
+        *matched = op->getOperand(i);
+      return op->getOperand(1 - i);
+    }
+  return {};
+}
+
+/// The double closest to the shortest decimal that rounds to `f` in fp32:
+/// 9.99999997e-7f becomes 1e-6, so attributes read as the model author wrote.
+double snapFloat(double f) {
+  float x = static_cast<float>(f);
+  for (int digits = 1; digits <= 9; ++digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(x));
+    double d = std::strtod(buf, nullptr);
+    if (static_cast<float>(d) == x)
+      return d;
+  }
+  return f;
+}
+
+/// 1/sqrt(head_dim) exactly when `scale` is that value rounded through fp32
+/// arithmetic (within 4 ulp), else `scale` itself.
+double snapScale(double scale, int64_t headDim) {
+  double exact = 1.0 / std::sqrt(static_cast<double>(headDim));
+  if (headDim > 0 && std::fabs(scale - exact) <= 4 * 1.2e-7 * exact)
+    return exact;
+  return snapFloat(scale);
+}
+
+int64_t rankOf(Value v) {
+  if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+    return t.getRank();
+  return -1;
+}
+
+bool isLastAxis(int64_t axis, int64_t rank) {
+  return axis == -1 || (rank > 0 && axis == rank - 1);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+class Raiser {
+public:
+  Raiser(func::FuncOp func) : func(func), eval(func), b(func.getContext()) {}
+
+  void run() {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops) {
+      if (erased.contains(op))
+        continue;
+      b.setInsertionPoint(op);
+      if (auto n = dyn_cast<ox::RMSNormalizationOp>(op))
+        raiseRmsNorm(n);
+      else if (auto n = dyn_cast<ox::MsSimplifiedLayerNormalizationOp>(op))
+        raiseSimplifiedLayerNorm(n);
+      else if (auto r = dyn_cast<ox::RotaryEmbeddingOp>(op))
+        raiseRotaryEmbedding(r);
+      else if (auto a = dyn_cast<ox::AttentionOp>(op))
+        raiseAttention(a);
+      else if (isa<ox::MulOp>(op))
+        raiseDecomposedRmsNorm(op);
+      else if (isa<ox::AddOp>(op))
+        raiseDecomposedRope(op);
+      else if (isa<ox::MatMulOp>(op))
+        raiseDecomposedAttention(op);
+    }
+    // Whatever the raised ops replaced (mask and cos/sin subgraphs) dies here.
+    IRRewriter rewriter(func.getContext());
+    (void)runRegionDCE(rewriter, func.getBody());
+  }
+
+private:
+  void replace(Operation *op, Value with) {
+    op->getResult(0).replaceAllUsesWith(with);
+  }
+
+  bool sameShape(Value a, Value b) {
+    auto sa = eval.shapeOf(a), sb = eval.shapeOf(b);
+    if (!sa || !sb || sa->size() != sb->size())
+      return false;
+    for (auto [x, y] : llvm::zip(*sa, *sb))
+      if (!provablyEqual(x, y))
+        return false;
+    return true;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // RMSNorm
+  //===--------------------------------------------------------------------===//
+
+  void emitRmsNorm(Operation *op, Value x, Value w, double eps, int64_t axis,
+                   bool stashF32) {
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    auto wt = dyn_cast<RankedTensorType>(w.getType());
+    if (!xt || !wt || xt != op->getResult(0).getType())
+      return;
+    auto norm = attn::RmsNormOp::create(
+        b, op->getLoc(), xt, x, w, b.getF64FloatAttr(snapFloat(eps)),
+        b.getI64IntegerAttr(axis < 0 ? axis + xt.getRank() : axis),
+        stashF32 && !xt.getElementType().isF32() ? TypeAttr::get(b.getF32Type())
+                                                  : TypeAttr());
+    replace(op, norm);
+  }
+
+  void raiseRmsNorm(ox::RMSNormalizationOp op) {
+    // stash_type 1 (float32, the default) is attn.rms_norm's own default.
+    emitRmsNorm(op, op->getOperand(0), op->getOperand(1),
+                op.getEpsilon() ? op.getEpsilon()->convertToFloat() : 1e-5,
+                op.getAxis().value_or(-1), op.getStashType().value_or(1) == 1);
+  }
+
+  void raiseSimplifiedLayerNorm(ox::MsSimplifiedLayerNormalizationOp op) {
+    if (op->getNumResults() > 1 && !op->getResult(1).use_empty())
+      return;
+    emitRmsNorm(op, op->getOperand(0), op->getOperand(1),
+                op.getEpsilon() ? op.getEpsilon()->convertToFloat() : 1e-5,
+                op.getAxis().value_or(-1), true);
+  }
+
+  /// w * (x * Reciprocal(Sqrt(ReduceMean(x^2, [-1], keepdims) + eps))), any
+  /// operand order, or x / Sqrt(...) in place of the Reciprocal product.
+  void raiseDecomposedRmsNorm(Operation *outer) {
+    auto isWeight = [](Value v) { return rankOf(v) == 1; };
+    Value w;
+    Value normed = otherOperand(outer, isWeight, &w);
+    if (!normed)
+      return;
+    Operation *inner = normed.getDefiningOp();
+    Value x, sqrtOut;
+    if (inner && isa<ox::MulOp>(inner)) {
+      Value recip;
+      x = otherOperand(inner, [](Value v) {
+        return v.getDefiningOp<ox::ReciprocalOp>() != nullptr;
+      }, &recip);
+      if (!x)
+        return;
+      sqrtOut = recip.getDefiningOp()->getOperand(0);
+    } else if (inner && isa<ox::DivOp>(inner)) {
+      x = inner->getOperand(0);
+      sqrtOut = inner->getOperand(1);
+    } else {
+      return;
+    }
+    auto sqrt = sqrtOut.getDefiningOp<ox::SqrtOp>();
+    if (!sqrt)
+      return;
+    Operation *add = sqrt->getOperand(0).getDefiningOp();
+    if (!add || !isa<ox::AddOp>(add))
+      return;
+    std::optional<double> eps;
+    Value mean = otherOperand(add, [&](Value v) {
+      eps = constantScalar(v);
+      return eps.has_value();
+    });
+    auto reduce = mean ? mean.getDefiningOp<ox::ReduceMeanOp>() : nullptr;
+    if (!reduce || reduce.getKeepdims().value_or(1) != 1)
+      return;
+    // Axes: the last one only (attribute before opset 18, input from 18 on).
+    int64_t r = rankOf(x);
+    std::optional<SmallVector<SymExpr>> axes;
+    if (reduce->getNumOperands() > 1)
+      axes = eval.vectorOf(reduce->getOperand(1));
+    else if (auto a = reduce.getAxes())
+      axes = SmallVector<SymExpr>(llvm::map_range(
+          *a, [](int64_t v) { return symConst(v); }));
+    if (!axes || axes->size() != 1 || !constantOf((*axes)[0]) ||
+        !isLastAxis(*constantOf((*axes)[0]), r))
+      return;
+    auto pow = reduce->getOperand(0).getDefiningOp<ox::PowOp>();
+    if (!pow || pow->getOperand(0) != x || constantScalar(pow->getOperand(1)) != 2.0)
+      return;
+    auto wt = cast<RankedTensorType>(w.getType());
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    if (!xt || wt.getDimSize(0) != xt.getDimSize(r - 1))
+      return;
+    emitRmsNorm(outer, x, w, *eps, -1, true);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // RoPE
+  //===--------------------------------------------------------------------===//
+
+  /// What the cos/sin tables of a RoPE are made of.
+  struct Angles {
+    Value positions; ///< i64 [B, S]
+    double theta = 0;
+    int64_t halfDim = 0; ///< number of frequencies (rotary_dim / 2)
+    attn::RopeScaling scaling = attn::RopeScaling::none;
+    double factor = 1;
+  };
+
+  /// Recovers theta (and a linear scaling factor) from inv_freq values,
+  /// inv_freq[j] = theta^(-2j/d) / factor with d = 2 * n, within 4 fp32 ulp.
+  static bool fitInvFreq(ArrayRef<double> f, Angles &a) {
+    int64_t n = f.size();
+    if (n < 2 || !(f[0] > 0) || !(f[1] > 0) || f[1] >= f[0])
+      return false;
+    double d = 2.0 * n;
+    double theta = std::pow(f[0] / f[1], d / 2.0);
+    if (std::fabs(theta - std::round(theta)) < 1e-4 * theta)
+      theta = std::round(theta);
+    double factor = 1.0 / f[0];
+    if (std::fabs(factor - std::round(factor)) < 1e-6 * factor)
+      factor = std::round(factor);
+    for (int64_t j = 0; j < n; ++j) {
+      double expected = std::pow(theta, -2.0 * j / d) / factor;
+      if (std::fabs(f[j] - expected) > 4 * 1.2e-7 * expected)
+        return false;
+    }
+    a.theta = theta;
+    a.halfDim = n;
+    if (factor != 1.0) {
+      a.scaling = attn::RopeScaling::linear;
+      a.factor = factor;
+    }
+    return true;
+  }
+
+  /// T[b, s, j] = inv_freq[j] * P[b, s] written as
+  /// Transpose(MatMul(inv_freq[1, n, 1], Cast(P[B, 1, S])), [0, 2, 1]).
+  std::optional<Angles> matchAngleTable(Value t) {
+    auto tr = t.getDefiningOp<ox::TransposeOp>();
+    if (!tr || !tr.getPerm() || ArrayRef<int64_t>(*tr.getPerm()) != ArrayRef<int64_t>{0, 2, 1})
+      return std::nullopt;
+    auto mm = tr->getOperand(0).getDefiningOp<ox::MatMulOp>();
+    if (!mm)
+      return std::nullopt;
+    auto invFreq = constantValues(mm->getOperand(0));
+    auto castOp = mm->getOperand(1).getDefiningOp<ox::CastOp>();
+    if (!invFreq || !castOp)
+      return std::nullopt;
+    auto ft = cast<RankedTensorType>(mm->getOperand(0).getType());
+    if (ft.getRank() != 3 || ft.getDimSize(2) != 1)
+      return std::nullopt;
+    Value p = castOp->getOperand(0);
+    auto pt = dyn_cast<RankedTensorType>(p.getType());
+    if (!pt || pt.getRank() != 3 || pt.getDimSize(1) != 1 ||
+        !pt.getElementType().isInteger(64))
+      return std::nullopt;
+    Angles a;
+    if (!fitInvFreq(*invFreq, a))
+      return std::nullopt;
+    // P = Unsqueeze(pos[B, S], [1]) gives pos directly; else collapse P.
+    if (auto u = p.getDefiningOp<ox::UnsqueezeOp>()) {
+      auto axes = eval.vectorOf(u->getOperand(1));
+      if (axes && axes->size() == 1 && constantOf((*axes)[0]) == std::optional<int64_t>(1))
+        a.positions = u->getOperand(0);
+    }
+    if (!a.positions) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointAfterValue(p);
+      auto collapsed = RankedTensorType::get({pt.getDimSize(0), pt.getDimSize(2)},
+                                             pt.getElementType());
+      a.positions = tensor::CollapseShapeOp::create(
+          b, p.getLoc(), collapsed, p, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    }
+    return a;
+  }
+
+  /// cos/sin operands of a fused RotaryEmbedding: Cos(T) and Sin(T) of the
+  /// same angle table T [B, S, n].
+  std::optional<Angles> matchCosSinPair(Value cosV, Value sinV) {
+    auto c = cosV.getDefiningOp<ox::CosOp>();
+    auto s = sinV.getDefiningOp<ox::SinOp>();
+    if (!c || !s || c->getOperand(0) != s->getOperand(0))
+      return std::nullopt;
+    return matchAngleTable(c->getOperand(0));
+  }
+
+  Value emitRope(Operation *op, Value x, const Angles &a, bool interleaved) {
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rope = attn::RopeOp::create(
+        b, op->getLoc(), xt, x, a.positions, b.getF64FloatAttr(a.theta),
+        b.getI64IntegerAttr(2 * a.halfDim), b.getBoolAttr(interleaved),
+        attn::RopeScalingAttr::get(b.getContext(), a.scaling),
+        a.scaling == attn::RopeScaling::linear ? b.getF64FloatAttr(a.factor) : FloatAttr(),
+        IntegerAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
+        FloatAttr(), FloatAttr());
+    return rope;
+  }
+
+  void raiseRotaryEmbedding(ox::RotaryEmbeddingOp op) {
+    // 4-D input, tables indexed by the batch's own positions (no position_ids).
+    if (op->getNumOperands() != 3 || rankOf(op->getOperand(0)) != 4)
+      return;
+    auto a = matchCosSinPair(op->getOperand(1), op->getOperand(2));
+    if (!a)
+      return;
+    int64_t rd = op.getRotaryEmbeddingDim().value_or(0);
+    if (rd != 0 && rd != 2 * a->halfDim)
+      return;
+    auto xt = cast<RankedTensorType>(op->getOperand(0).getType());
+    if (xt != op->getResult(0).getType() || 2 * a->halfDim > xt.getDimSize(3))
+      return;
+    replace(op, emitRope(op, op->getOperand(0), *a, op.getInterleaved().value_or(0) != 0));
+  }
+
+  /// Slice(x, [start], [end], [axis = last]) with constant bounds.
+  bool matchLastAxisSlice(Value v, Value &x, int64_t &start, int64_t &end) {
+    auto s = v.getDefiningOp<ox::SliceOp>();
+    if (!s || s->getNumOperands() < 4)
+      return false;
+    auto st = eval.vectorOf(s->getOperand(1)), en = eval.vectorOf(s->getOperand(2)),
+         ax = eval.vectorOf(s->getOperand(3));
+    if (!st || !en || !ax || st->size() != 1 || en->size() != 1 || ax->size() != 1)
+      return false;
+    if (s->getNumOperands() > 4) {
+      auto steps = eval.vectorOf(s->getOperand(4));
+      if (!steps || steps->size() != 1 || constantOf((*steps)[0]) != std::optional<int64_t>(1))
+        return false;
+    }
+    x = s->getOperand(0);
+    auto axis = constantOf((*ax)[0]), a = constantOf((*st)[0]), e = constantOf((*en)[0]);
+    int64_t r = rankOf(x);
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    if (!axis || !a || !e || !xt || !isLastAxis(*axis, r) || xt.isDynamicDim(r - 1))
+      return false;
+    int64_t d = xt.getDimSize(r - 1);
+    start = std::clamp<int64_t>(*a < 0 ? *a + d : *a, 0, d);
+    end = std::clamp<int64_t>(*e < 0 ? *e + d : *e, 0, d);
+    return true;
+  }
+
+  /// x * cosU + Concat(-x[..., h:], x[..., :h]) * sinU (half rotation), where
+  /// cosU/sinU = Unsqueeze(Cos/Sin(Concat(T, T)), [1]).
+  void raiseDecomposedRope(Operation *add) {
+    auto asMul = [](Value v) { return v.getDefiningOp<ox::MulOp>(); };
+    auto m0 = asMul(add->getOperand(0)), m1 = asMul(add->getOperand(1));
+    if (!m0 || !m1)
+      return;
+    for (int attempt = 0; attempt < 2; ++attempt, std::swap(m0, m1)) {
+      auto tableOf = [](Operation *mul, auto opTag, Value &other) -> Value {
+        using OpT = decltype(opTag);
+        for (unsigned i = 0; i < 2; ++i) {
+          Value t = mul->getOperand(i);
+          if (auto u = t.getDefiningOp<ox::UnsqueezeOp>())
+            t = u->getOperand(0);
+          if (auto trig = t.getDefiningOp<OpT>()) {
+            other = mul->getOperand(1 - i);
+            return trig->getOperand(0);
+          }
+        }
+        return {};
+      };
+      Value x, rotated;
+      Value cosArg = tableOf(m0, ox::CosOp(), x);
+      Value sinArg = tableOf(m1, ox::SinOp(), rotated);
+      if (!cosArg || cosArg != sinArg)
+        continue;
+      // cos/sin tables: Unsqueeze(., [1]) of [B, S, d] to broadcast over heads.
+      for (Operation *mul : {m0.getOperation(), m1.getOperation()})
+        for (Value t : mul->getOperands())
+          if (auto u = t.getDefiningOp<ox::UnsqueezeOp>()) {
+            auto axes = eval.vectorOf(u->getOperand(1));
+            if (!axes || axes->size() != 1 || constantOf((*axes)[0]) != std::optional<int64_t>(1))
+              return;
+          }
+      // Angle table duplicated for half rotation: Concat(T, T) on the last axis.
+      auto dup = cosArg.getDefiningOp<ox::ConcatOp>();
+      if (!dup || dup->getNumOperands() != 2 || dup->getOperand(0) != dup->getOperand(1) ||
+          !isLastAxis(dup.getAxis(), rankOf(cosArg)))
+        continue;
+      auto angles = matchAngleTable(dup->getOperand(0));
+      if (!angles)
+        continue;
+      // rotated = Concat(Neg(x[h:d]), x[0:h]).
+      auto cat = rotated.getDefiningOp<ox::ConcatOp>();
+      if (!cat || cat->getNumOperands() != 2 || !isLastAxis(cat.getAxis(), rankOf(rotated)))
+        continue;
+      auto neg = cat->getOperand(0).getDefiningOp<ox::NegOp>();
+      if (!neg)
+        continue;
+      Value x1, x2;
+      int64_t s1, e1, s2, e2;
+      if (!matchLastAxisSlice(neg->getOperand(0), x2, s2, e2) ||
+          !matchLastAxisSlice(cat->getOperand(1), x1, s1, e1) || x1 != x || x2 != x)
+        continue;
+      auto xt = dyn_cast<RankedTensorType>(x.getType());
+      int64_t d = xt ? xt.getDimSize(xt.getRank() - 1) : -1;
+      int64_t h = angles->halfDim;
+      if (!xt || xt.getRank() != 4 || d != 2 * h || s1 != 0 || e1 != h || s2 != h || e2 != d ||
+          xt != add->getResult(0).getType())
+        continue;
+      replace(add, emitRope(add, x, *angles, /*interleaved=*/false));
+      return;
+    }
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Attention
+  //===--------------------------------------------------------------------===//
+
+  /// Folds GQA's repeat_kv (Unsqueeze(k, [2]) -> Expand to [B, Hkv, g, S, D]
+  /// -> Reshape to [B, Hkv*g, S, D]) back to k and g; otherwise (k, 1).
+  std::pair<Value, int64_t> stripKvRepeat(Value k) {
+    auto reshape = k.getDefiningOp<ox::ReshapeOp>();
+    auto expand = reshape ? reshape->getOperand(0).getDefiningOp<ox::ExpandOp>() : nullptr;
+    auto unsq = expand ? expand->getOperand(0).getDefiningOp<ox::UnsqueezeOp>() : nullptr;
+    if (!unsq)
+      return {k, 1};
+    Value base = unsq->getOperand(0);
+    auto axes = eval.vectorOf(unsq->getOperand(1));
+    auto bs = eval.shapeOf(base), es = eval.shapeOf(expand->getResult(0)),
+         ks = eval.shapeOf(k);
+    if (!axes || axes->size() != 1 || constantOf((*axes)[0]) != std::optional<int64_t>(2) ||
+        !bs || !es || !ks || bs->size() != 4 || es->size() != 5 || ks->size() != 4)
+      return {k, 1};
+    auto g = constantOf((*es)[2]);
+    if (!g || *g < 1)
+      return {k, 1};
+    const auto &B = *bs, &E = *es, &K = *ks;
+    if (!provablyEqual(E[0], B[0]) || !provablyEqual(E[1], B[1]) ||
+        !provablyEqual(E[3], B[2]) || !provablyEqual(E[4], B[3]) ||
+        !provablyEqual(K[0], B[0]) || !provablyEqual(K[1], symMul(symConst(*g), B[1])) ||
+        !provablyEqual(K[2], B[2]) || !provablyEqual(K[3], B[3]))
+      return {k, 1};
+    return {base, *g};
+  }
+
+  /// Mask handling shared by both forms: a proven mask whose dims match
+  /// (S_q, S_kv) becomes attributes; anything else stays an operand.
+  struct MaskChoice {
+    Value operand;
+    std::optional<ProvenMask> proven;
+  };
+  MaskChoice chooseMask(Value mask, Value q, Value k) {
+    MaskChoice choice{mask, std::nullopt};
+    if (!mask)
+      return choice;
+    Value visible = mask;
+    if (auto w = mask.getDefiningOp<ox::WhereOp>())
+      if (auto c = constantScalar(w->getOperand(1)); c && *c == 0.0)
+        visible = w->getOperand(0);
+    auto proven = ProvenMask::of(visible);
+    auto ms = eval.shapeOf(visible), qs = eval.shapeOf(q), ks = eval.shapeOf(k);
+    if (!proven || !ms || !qs || !ks || ms->size() < 2 || qs->size() != 4 || ks->size() != 4)
+      return choice;
+    if (!provablyEqual((*ms)[ms->size() - 2], (*qs)[2]) ||
+        !provablyEqual((*ms)[ms->size() - 1], (*ks)[2]))
+      return choice;
+    return {Value(), proven};
+  }
+
+  Value emitAttention(Operation *op, Value q, Value k, Value v, MaskChoice mask,
+                      double scale, bool isCausal, std::optional<double> softcap) {
+    auto [kb, gk] = stripKvRepeat(k);
+    auto [vb, gv] = stripKvRepeat(v);
+    if (gk != gv)
+      return {};
+    auto qt = dyn_cast<RankedTensorType>(q.getType());
+    auto kt = dyn_cast<RankedTensorType>(kb.getType());
+    auto vt = dyn_cast<RankedTensorType>(vb.getType());
+    if (!qt || !kt || !vt || qt.getRank() != 4 || kt.getRank() != 4 || vt.getRank() != 4 ||
+        qt.isDynamicDim(1) || kt.isDynamicDim(1) || qt.getDimSize(1) % kt.getDimSize(1) != 0)
+      return {};
+    int64_t group = qt.getDimSize(1) / kt.getDimSize(1);
+    bool causal = isCausal;
+    auto alignment = attn::CausalAlignment::top_left;
+    std::optional<int64_t> window;
+    if (mask.proven && mask.proven->causal) {
+      if (isCausal && mask.proven->alignment != alignment)
+        return {};
+      causal = true;
+      alignment = mask.proven->alignment;
+      window = mask.proven->window;
+    }
+    if (!isCausal && !mask.proven)
+      alignment = attn::CausalAlignment::bottom_right;
+    SmallVector<int64_t> shape{qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2),
+                               vt.getDimSize(3)};
+    auto rt = RankedTensorType::get(shape, qt.getElementType());
+    if (rt != op->getResult(0).getType())
+      return {};
+    // When S_q == S_kv (provably) the two alignments agree: prefer the
+    // canonical bottom_right so equal models print equally.
+    if (auto qs = eval.shapeOf(q), ks = eval.shapeOf(kb);
+        qs && ks && provablyEqual((*qs)[2], (*ks)[2]))
+      alignment = attn::CausalAlignment::bottom_right;
+    if (!qt.isDynamicDim(3))
+      scale = snapScale(scale, qt.getDimSize(3));
+    return attn::AttentionOp::create(
+        b, op->getLoc(), rt, q, kb, vb, mask.operand, Value(), b.getF64FloatAttr(scale),
+        b.getBoolAttr(causal), attn::CausalAlignmentAttr::get(b.getContext(), alignment),
+        window ? b.getI64IntegerAttr(*window) : IntegerAttr(),
+        softcap ? b.getF64FloatAttr(snapFloat(*softcap)) : FloatAttr(),
+        b.getI64IntegerAttr(group));
+  }
+
+  void raiseAttention(ox::AttentionOp op) {
+    // Plain prefill form: Q, K, V 4-D, optional mask, no past, one output used.
+    if (op->getNumOperands() > 4)
+      return;
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return;
+    Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
+    if (rankOf(q) != 4)
+      return;
+    Value mask = op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType())
+                     ? op->getOperand(3)
+                     : Value();
+    double scale;
+    if (auto s = op.getScale())
+      scale = s->convertToFloat();
+    else {
+      auto qt = cast<RankedTensorType>(q.getType());
+      if (qt.isDynamicDim(3))
+        return;
+      scale = 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
+    }
+    std::optional<double> softcap;
+    if (auto c = op.getSoftcap(); c && c->convertToFloat() > 0)
+      softcap = c->convertToFloat();
+    if (Value r = emitAttention(op, q, k, v, chooseMask(mask, q, k), scale,
+                                op.getIsCausal().value_or(0) != 0, softcap))
+      replace(op, r);
+  }
+
+  /// K^T as Transpose(K, [.., 3, 2]) or Reshape(Transpose(Reshape(K)))
+  /// that merges the leading dims, swaps the last two and splits them back.
+  Value stripLastTwoTranspose(Value kt) {
+    if (auto t = kt.getDefiningOp<ox::TransposeOp>()) {
+      if (t.getPerm() && ArrayRef<int64_t>(*t.getPerm()) == ArrayRef<int64_t>{0, 1, 3, 2})
+        return t->getOperand(0);
+      return {};
+    }
+    auto r2 = kt.getDefiningOp<ox::ReshapeOp>();
+    auto t = r2 ? r2->getOperand(0).getDefiningOp<ox::TransposeOp>() : nullptr;
+    auto r1 = t ? t->getOperand(0).getDefiningOp<ox::ReshapeOp>() : nullptr;
+    if (!r1 || !t.getPerm() || ArrayRef<int64_t>(*t.getPerm()) != ArrayRef<int64_t>{0, 2, 1})
+      return {};
+    Value k = r1->getOperand(0);
+    auto ks = eval.shapeOf(k), m = eval.shapeOf(r1->getResult(0)), out = eval.shapeOf(kt);
+    if (!ks || !m || !out || ks->size() != 4 || m->size() != 3 || out->size() != 4)
+      return {};
+    const auto &K = *ks, &M = *m, &O = *out;
+    if (!provablyEqual(M[0], symMul(K[0], K[1])) || !provablyEqual(M[1], K[2]) ||
+        !provablyEqual(M[2], K[3]) || !provablyEqual(O[0], K[0]) || !provablyEqual(O[1], K[1]) ||
+        !provablyEqual(O[2], K[3]) || !provablyEqual(O[3], K[2]))
+      return {};
+    return k;
+  }
+
+  /// MatMul(P, V), P = [Where(IsNaN(sm), 0, sm)] of sm = Softmax(X, last),
+  /// X = S [+ additive mask], S = [Mul/Div const](MatMul(Q [* c], K^T [* c])).
+  void raiseDecomposedAttention(Operation *pv) {
+    Value p = pv->getOperand(0), v = pv->getOperand(1);
+    if (auto w = p.getDefiningOp<ox::WhereOp>()) {
+      auto nan = w->getOperand(0).getDefiningOp<ox::IsNaNOp>();
+      if (!nan || w->getOperand(2) != nan->getOperand(0) ||
+          constantScalar(w->getOperand(1)) != 0.0)
+        return;
+      p = w->getOperand(2);
+    }
+    auto sm = p.getDefiningOp<ox::SoftmaxOp>();
+    if (!sm || !isLastAxis(sm.getAxis().value_or(-1), rankOf(p)) || rankOf(p) != 4)
+      return;
+    Value x = sm->getOperand(0);
+    Value mask;
+    double scale = 1.0;
+    auto peelScale = [&](Value &val) {
+      while (true) {
+        Operation *def = val.getDefiningOp();
+        if (def && isa<ox::MulOp>(def)) {
+          std::optional<double> c;
+          Value rest = otherOperand(def, [&](Value o) { return (c = constantScalar(o)).has_value(); });
+          if (!rest)
+            return;
+          scale *= *c;
+          val = rest;
+        } else if (def && isa<ox::DivOp>(def)) {
+          auto c = constantScalar(def->getOperand(1));
+          if (!c || *c == 0)
+            return;
+          scale /= *c;
+          val = def->getOperand(0);
+        } else {
+          return;
+        }
+      }
+    };
+    if (auto add = x.getDefiningOp<ox::AddOp>()) {
+      // The additive mask is the operand that is not a (scaled) Q.K^T.
+      for (unsigned i = 0; i < 2; ++i) {
+        Value s = add->getOperand(i);
+        Value probe = s;
+        double saved = scale;
+        peelScale(probe);
+        scale = saved;
+        if (probe.getDefiningOp<ox::MatMulOp>()) {
+          mask = add->getOperand(1 - i);
+          x = s;
+          break;
+        }
+      }
+      if (!mask)
+        return;
+    }
+    peelScale(x);
+    auto qk = x.getDefiningOp<ox::MatMulOp>();
+    if (!qk)
+      return;
+    Value q = qk->getOperand(0), kt = qk->getOperand(1);
+    peelScale(q);
+    peelScale(kt);
+    Value k = stripLastTwoTranspose(kt);
+    if (!k || rankOf(q) != 4)
+      return;
+    if (Value r = emitAttention(pv, q, k, v, chooseMask(mask, q, k), scale,
+                                /*isCausal=*/false, std::nullopt))
+      replace(pv, r);
+  }
+
+  func::FuncOp func;
+  SymbolicEvaluator eval;
+  OpBuilder b;
+  llvm::DenseSet<Operation *> erased;
+};
+
+struct RaiseToAttnPass : h20::impl::RaiseToAttnBase<RaiseToAttnPass> {
+  void runOnOperation() override { Raiser(getOperation()).run(); }
+};
+
+} // namespace
