@@ -222,7 +222,7 @@ bool SymbolicEvaluator::isConstantOnDomain(const SymExpr &e, ArrayRef<SymExpr> d
 }
 
 std::optional<SymTensor> SymbolicEvaluator::compute(Value v) {
-  if (!isa<RankedTensorType>(v.getType()))
+  if (!isa<TensorType>(v.getType()))
     return std::nullopt;
   auto result = dyn_cast<OpResult>(v);
   if (!result)

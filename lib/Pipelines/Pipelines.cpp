@@ -13,6 +13,8 @@ llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm,
     // Choosing (mask analysis writes attributes) precedes applying (raising
     // reads them); CSE merges what both export styles duplicate, and the
     // canonical order makes equal models print equally.
+    pm.addNestedPass<mlir::func::FuncOp>(createInferShapes());
+    pm.addNestedPass<mlir::func::FuncOp>(createFoldShapes());
     pm.addNestedPass<mlir::func::FuncOp>(createAnalyzeMasks());
     pm.addNestedPass<mlir::func::FuncOp>(createRaiseToAttn());
     pm.addPass(mlir::createCSEPass());

@@ -176,8 +176,12 @@ struct AnalyzeMasksPass : h20::impl::AnalyzeMasksBase<AnalyzeMasksPass> {
           proven->attachTo(def);
         continue;
       }
-      user->emitWarning("attention mask not proven causal or sliding-window ("
-                        + why + "); it stays a mask operand");
+      std::string node = "node '";
+      if (auto name = dyn_cast<NameLoc>(user->getLoc()))
+        node += name.getName().str();
+      node += "' (" + user->getName().getStringRef().str() + "): ";
+      user->emitWarning(node + "attention mask not proven causal or "
+                        "sliding-window (" + why + "); it stays a mask operand");
     }
   }
 };

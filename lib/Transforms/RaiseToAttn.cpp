@@ -497,11 +497,14 @@ private:
   struct MaskChoice {
     Value operand;
     std::optional<ProvenMask> proven;
+    bool unusable = false; ///< an unranked mask attn ops cannot take
   };
   MaskChoice chooseMask(Value mask, Value q, Value k) {
     MaskChoice choice{mask, std::nullopt};
     if (!mask)
       return choice;
+    if (!isa<RankedTensorType>(mask.getType()))
+      return {Value(), std::nullopt, /*unusable=*/true};
     Value visible = mask;
     if (auto w = mask.getDefiningOp<ox::WhereOp>())
       if (auto c = constantScalar(w->getOperand(1)); c && *c == 0.0)
@@ -518,6 +521,8 @@ private:
 
   Value emitAttention(Operation *op, Value q, Value k, Value v, MaskChoice mask,
                       double scale, bool isCausal, std::optional<double> softcap) {
+    if (mask.unusable)
+      return {};
     auto [kb, gk] = stripKvRepeat(k);
     auto [vb, gv] = stripKvRepeat(v);
     if (gk != gv)

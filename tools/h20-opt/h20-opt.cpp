@@ -43,6 +43,8 @@ int compile(llvm::StringRef input, llvm::StringRef output,
             DialectRegistry &registry) {
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  // Messages name the ONNX node; a dump of the op would only repeat it.
+  ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, llvm::errs());
 

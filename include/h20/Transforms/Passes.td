@@ -4,6 +4,25 @@
 
 include "mlir/Pass/PassBase.td"
 
+def InferShapes : Pass<"h20-infer-shapes", "mlir::func::FuncOp"> {
+  let summary = "Refine onnx op result types from symbolic shapes";
+  let description = [{
+    Replaces unranked or less static result types of onnx ops by the shapes
+    SymbolicEvaluator derives (static where a dim folds to a constant, `?`
+    otherwise). Values returned by the function keep their declared type.
+  }];
+}
+
+def FoldShapes : Pass<"h20-fold-shapes", "mlir::func::FuncOp"> {
+  let summary = "Fold shape subgraphs that compute constants";
+  let description = [{
+    Replaces every integer tensor of at most 64 elements whose elements
+    SymbolicEvaluator proves constant (Shape of static dims, Gather, Concat,
+    Slice, Unsqueeze, arithmetic on them, ...) by an onnx.Constant. Shape
+    vectors that involve dynamic dims stay computed.
+  }];
+}
+
 def AnalyzeMasks : Pass<"h20-analyze-masks", "mlir::func::FuncOp"> {
   let summary = "Prove what attention mask subgraphs compute";
   let description = [{

@@ -6,7 +6,7 @@ include "h20/Dialect/Attn/IR/AttnDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 
-def Attn_FloatTensor : TensorOf<[F16, BF16, F32, F64]>;
+def Attn_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
 
 def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure,
     AllTypesMatch<["input", "result"]>]> {
@@ -74,7 +74,7 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     Dtypes: input f16/bf16/f32/f64; result = input.
     Source: Su et al., "RoFormer" (2021), eq. 34; ONNX RotaryEmbedding-23.
   }];
-  let arguments = (ins Attn_FloatTensor:$input, TensorOf<[I64, I32]>:$positions,
+  let arguments = (ins Attn_FloatTensor:$input, RankedTensorOf<[I64, I32]>:$positions,
                    F64Attr:$theta,
                    I64Attr:$rotary_dim,
                    BoolAttr:$interleaved,
@@ -133,7 +133,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                    Attn_FloatTensor:$value,
-                   Optional<TensorOf<[I1, F16, BF16, F32, F64]>>:$mask,
+                   Optional<RankedTensorOf<[I1, F16, BF16, F32, F64]>>:$mask,
                    Optional<Attn_FloatTensor>:$sink,
                    F64Attr:$scale,
                    BoolAttr:$causal,
