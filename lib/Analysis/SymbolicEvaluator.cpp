@@ -699,6 +699,39 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
             attn::RmsNormOp, attn::RopeOp>(
           [&](Operation *) { return sameAs(0); })
+      .Case<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>(
+          [&](Operation *) -> std::optional<SymTensor> {
+        // Axes from the `axes` input (opset 18) or attribute (before).
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        int64_t r = in->dims.size();
+        SmallVector<bool> reduced(r, false);
+        std::optional<Dims> axes;
+        if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType()))
+          axes = vectorOf(op->getOperand(1));
+        else if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
+          axes = Dims(llvm::map_range(a.asArrayRef(), [](int64_t x) { return symConst(x); }));
+        if (!axes || axes->empty())
+          return std::nullopt; // all axes or noop: not modelled
+        for (const SymExpr &a : *axes) {
+          auto c = constantOf(a);
+          if (!c || *c < -r || *c >= r)
+            return std::nullopt;
+          reduced[*c < 0 ? *c + r : *c] = true;
+        }
+        bool keep = true;
+        if (auto k = op->getAttrOfType<IntegerAttr>("keepdims"))
+          keep = k.getInt() != 0;
+        SymTensor t;
+        for (int64_t k = 0; k < r; ++k) {
+          if (!reduced[k])
+            t.dims.push_back(in->dims[k]);
+          else if (keep)
+            t.dims.push_back(symConst(1));
+        }
+        return t;
+      })
       .Case([&](ox::MatMulOp) -> std::optional<SymTensor> {
         const SymTensor *a = operand(0), *b = operand(1);
         if (!a || !b || a->dims.size() < 2 || b->dims.size() < 2)

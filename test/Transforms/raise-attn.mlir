@@ -1,0 +1,51 @@
+// RUN: h20-opt %s --split-input-file --h20-raise-attn | FileCheck %s
+
+// RMSNormalization-23 (stash_type 1: fp32 statistics) -> attn.rms_norm.
+// CHECK-LABEL: func.func @rms
+// CHECK: attn.rms_norm %arg0, %arg1 {axis = 1 : i64, compute_type = f32, epsilon = 1.000000e-05 : f64} : (tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+func.func @rms(%x: tensor<4x16xbf16>, %w: tensor<16xbf16>) -> tensor<4x16xbf16> {
+  %y = onnx.RMSNormalization(%x, %w) {epsilon = 1.0e-5 : f32} : (tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
+}
+
+// -----
+
+// Attention-23 without a mask and is_causal = 1: causal attribute; no
+// repeat, MHA (kv_group 1); default scale 1/sqrt(16).
+// CHECK-LABEL: func.func @attention_is_causal
+// CHECK: attn.attention %arg0, %arg1, %arg2 {causal = true, kv_group = 1 : i64, scale = 2.500000e-01 : f64}
+func.func @attention_is_causal(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  %y = onnx.Attention(%q, %k, %v) {is_causal = 1 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %y : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Native GQA in Attention-23 (4 query heads over 2 KV heads) and a softcap.
+// CHECK-LABEL: func.func @attention_gqa_softcap
+// CHECK: attn.attention %arg0, %arg1, %arg2 {causal = false, kv_group = 2 : i64, scale = 1.250000e-01 : f64, softcap = 3.000000e+01 : f64}
+func.func @attention_gqa_softcap(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  %y = onnx.Attention(%q, %k, %v) {scale = 0.125 : f32, softcap = 30.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %y : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Attention with a past KV cache (past_key/past_value inputs) is left alone.
+// CHECK-LABEL: func.func @attention_with_past
+// CHECK: onnx.Attention
+func.func @attention_with_past(%q: tensor<1x4x8x16xf32>, %pk: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  %n = onnx.NoValue
+  %y = onnx.Attention(%q, %q, %q, %n, %pk, %pk) : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, none, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %y : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// A mask without attn.proven_mask stays an operand.
+// CHECK-LABEL: func.func @unproven_mask
+// CHECK: attn.attention %arg0, %arg0, %arg0 mask(%arg1 : tensor<8x8xi1>) {causal = false
+func.func @unproven_mask(%q: tensor<1x4x8x16xf32>, %m: tensor<8x8xi1>) -> tensor<1x4x8x16xf32> {
+  %y = onnx.Attention(%q, %q, %q, %m) : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<8x8xi1>) -> tensor<1x4x8x16xf32>
+  return %y : tensor<1x4x8x16xf32>
+}
