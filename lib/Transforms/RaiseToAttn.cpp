@@ -11,6 +11,7 @@
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
 #include "h20/Transforms/ProvenMask.h"
+#include "h20/Transforms/WeightData.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -128,8 +129,16 @@ public:
         raiseRmsNorm(n);
       else if (auto n = dyn_cast<ox::MsSimplifiedLayerNormalizationOp>(op))
         raiseSimplifiedLayerNorm(n);
+      else if (auto n = dyn_cast<ox::MsSkipSimplifiedLayerNormalizationOp>(op))
+        raiseSkipSimplifiedLayerNorm(n);
       else if (auto r = dyn_cast<ox::RotaryEmbeddingOp>(op))
         raiseRotaryEmbedding(r);
+      else if (auto r = dyn_cast<ox::MsRotaryEmbeddingOp>(op))
+        raiseMsRotaryEmbedding(r);
+      else if (auto a = dyn_cast<ox::MsMultiHeadAttentionOp>(op))
+        raiseMsMultiHeadAttention(a);
+      else if (auto g = dyn_cast<ox::MsGroupQueryAttentionOp>(op))
+        raiseMsGroupQueryAttention(g);
       else if (auto a = dyn_cast<ox::AttentionOp>(op))
         raiseAttention(a);
       else if (isa<ox::MulOp>(op))
@@ -266,7 +275,8 @@ private:
 
   /// Recovers theta (and a linear scaling factor) from inv_freq values,
   /// inv_freq[j] = theta^(-2j/d) / factor with d = 2 * n, within 4 fp32 ulp.
-  static bool fitInvFreq(ArrayRef<double> f, Angles &a) {
+  static bool fitInvFreq(ArrayRef<double> f, Angles &a,
+                         double relTolerance = 4 * 1.2e-7) {
     int64_t n = f.size();
     if (n < 2 || !(f[0] > 0) || !(f[1] > 0) || f[1] >= f[0])
       return false;
@@ -279,7 +289,7 @@ private:
       factor = std::round(factor);
     for (int64_t j = 0; j < n; ++j) {
       double expected = std::pow(theta, -2.0 * j / d) / factor;
-      if (std::fabs(f[j] - expected) > 4 * 1.2e-7 * expected)
+      if (std::fabs(f[j] - expected) > relTolerance * expected)
         return false;
     }
     a.theta = theta;
@@ -462,6 +472,222 @@ private:
   }
 
   //===--------------------------------------------------------------------===//
+  // com.microsoft forms: [B, S, N*D] activations
+  //===--------------------------------------------------------------------===//
+
+  Value i64Constant(Location loc, ArrayRef<int64_t> values) {
+    auto t = RankedTensorType::get({static_cast<int64_t>(values.size())}, b.getI64Type());
+    return ox::ConstantOp::create(b, loc, TypeRange{t}, ValueRange{},
+                                  DenseElementsAttr::get(t, values))
+        ->getResult(0);
+  }
+
+  /// [B, S, N*D] -> [B, N, S, D] (Reshape with 0 = copy, then Transpose).
+  Value splitHeads(Location loc, Value x, int64_t n) {
+    auto t = cast<RankedTensorType>(x.getType());
+    int64_t d = t.getDimSize(2) / n;
+    auto split = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), n, d},
+                                       t.getElementType());
+    Value r = ox::ReshapeOp::create(b, loc, TypeRange{split},
+                                    ValueRange{x, i64Constant(loc, {0, 0, n, d})},
+                                    IntegerAttr())
+                  ->getResult(0);
+    auto heads = RankedTensorType::get({t.getDimSize(0), n, t.getDimSize(1), d},
+                                       t.getElementType());
+    return ox::TransposeOp::create(b, loc, TypeRange{heads}, ValueRange{r},
+                                   b.getDenseI64ArrayAttr({0, 2, 1, 3}))
+        ->getResult(0);
+  }
+
+  /// [B, N, S, D] -> [B, S, N*D].
+  Value mergeHeads(Location loc, Value y) {
+    auto t = cast<RankedTensorType>(y.getType());
+    auto tr = RankedTensorType::get({t.getDimSize(0), t.getDimSize(2), t.getDimSize(1),
+                                     t.getDimSize(3)},
+                                    t.getElementType());
+    Value x = ox::TransposeOp::create(b, loc, TypeRange{tr}, ValueRange{y},
+                                      b.getDenseI64ArrayAttr({0, 2, 1, 3}))
+                  ->getResult(0);
+    int64_t nd = t.getDimSize(1) * t.getDimSize(3);
+    auto merged = RankedTensorType::get({t.getDimSize(0), t.getDimSize(2), nd},
+                                        t.getElementType());
+    return ox::ReshapeOp::create(b, loc, TypeRange{merged},
+                                 ValueRange{x, i64Constant(loc, {0, 0, nd})}, IntegerAttr())
+        ->getResult(0);
+  }
+
+  /// [B, S, hidden] with static hidden divisible by n.
+  static bool isPacked3d(Value v, int64_t n) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.getRank() == 3 && !t.isDynamicDim(2) && n > 0 && t.getDimSize(2) % n == 0;
+  }
+
+  /// Recovers theta from cos/sin caches [max_pos, n] (cos(p*f_j), sin(p*f_j)):
+  /// f_j = atan2(sin[1][j], cos[1][j]), fitted to theta^(-2j/(2n)); then
+  /// checked against a far row, so a table of anything else is refused.
+  std::optional<Angles> matchCosSinCache(Value cosV, Value sinV) {
+    auto ct = dyn_cast<RankedTensorType>(cosV.getType());
+    if (!ct || ct != sinV.getType() || ct.getRank() != 2 || !ct.hasStaticShape() ||
+        ct.getDimSize(0) < 2)
+      return std::nullopt;
+    int64_t rows = ct.getDimSize(0), n = ct.getDimSize(1);
+    auto c1 = readFloatElements(cosV, n, n), s1 = readFloatElements(sinV, n, n);
+    if (!c1 || !s1)
+      return std::nullopt;
+    SmallVector<double> f;
+    for (int64_t j = 0; j < n; ++j)
+      f.push_back(std::atan2((*s1)[j], (*c1)[j]));
+    Angles a;
+    if (!fitInvFreq(f, a, 1e-4))
+      return std::nullopt;
+    int64_t far = rows - 1;
+    auto cf = readFloatElements(cosV, far * n, n), sf = readFloatElements(sinV, far * n, n);
+    if (!cf || !sf)
+      return std::nullopt;
+    for (int64_t j = 0; j < n; ++j) {
+      double angle = far * (std::pow(a.theta, -2.0 * j / (2.0 * n)) / a.factor);
+      // fp32 angles carry ~far * 6e-8 radians of rounding.
+      double tol = 1e-5 + 2e-7 * far;
+      if (std::fabs(std::cos(angle) - (*cf)[j]) > tol ||
+          std::fabs(std::sin(angle) - (*sf)[j]) > tol)
+        return std::nullopt;
+    }
+    return a;
+  }
+
+  /// com.microsoft.RotaryEmbedding(x, position_ids, cos_cache, sin_cache).
+  void raiseMsRotaryEmbedding(ox::MsRotaryEmbeddingOp op) {
+    Value x = op->getOperand(0), pos = op->getOperand(1);
+    auto pt = dyn_cast<RankedTensorType>(pos.getType());
+    if (!pt || pt.getRank() != 2 || op.getIsPackedBatching().value_or(0) != 0)
+      return;
+    auto a = matchCosSinCache(op->getOperand(2), op->getOperand(3));
+    if (!a)
+      return;
+    int64_t rd = op.getRotaryEmbeddingDim().value_or(0);
+    if (rd != 0 && rd != 2 * a->halfDim)
+      return;
+    a->positions = pos;
+    bool interleaved = op.getInterleaved().value_or(0) != 0;
+    Location loc = op->getLoc();
+    if (rankOf(x) == 4) {
+      auto xt = cast<RankedTensorType>(x.getType());
+      if (xt.getDimSize(3) < 2 * a->halfDim)
+        return;
+      replace(op, emitRope(op, x, *a, interleaved));
+      return;
+    }
+    int64_t heads = op.getNumHeads().value_or(0);
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    if (heads <= 0 && xt && rankOf(x) == 3 && !xt.isDynamicDim(2))
+      heads = xt.getDimSize(2) / (2 * a->halfDim); // full rotary: D = rd
+    if (!isPacked3d(x, heads) || xt.getDimSize(2) / heads < 2 * a->halfDim)
+      return;
+    Value y = emitRope(op, splitHeads(loc, x, heads), *a, interleaved);
+    replace(op, mergeHeads(loc, y));
+  }
+
+  /// SkipSimplifiedLayerNormalization: sum = x + skip [+ bias]; y = RMSNorm(sum).
+  void raiseSkipSimplifiedLayerNorm(ox::MsSkipSimplifiedLayerNormalizationOp op) {
+    for (unsigned i : {1u, 2u})
+      if (op->getNumResults() > i && !op->getResult(i).use_empty())
+        return;
+    Value x = op->getOperand(0), skip = op->getOperand(1), w = op->getOperand(2);
+    if (x.getType() != skip.getType() || x.getType() != op->getResult(0).getType())
+      return;
+    Location loc = op->getLoc();
+    Value sum = ox::AddOp::create(b, loc, TypeRange{x.getType()}, ValueRange{x, skip})
+                    ->getResult(0);
+    if (op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType()))
+      sum = ox::AddOp::create(b, loc, TypeRange{x.getType()},
+                              ValueRange{sum, op->getOperand(3)})
+                ->getResult(0);
+    if (op->getNumResults() > 3)
+      op->getResult(3).replaceAllUsesWith(sum);
+    auto xt = cast<RankedTensorType>(x.getType());
+    double eps = op.getEpsilon() ? op.getEpsilon()->convertToFloat() : 1e-5;
+    auto norm = attn::RmsNormOp::create(
+        b, loc, xt, sum, w, b.getF64FloatAttr(snapFloat(eps)),
+        b.getI64IntegerAttr(xt.getRank() - 1),
+        xt.getElementType().isF32() ? TypeAttr() : TypeAttr::get(b.getF32Type()));
+    replace(op, norm);
+  }
+
+  /// com.microsoft.MultiHeadAttention with separate Q, K, V [B, S, N*D] and
+  /// nothing else (no bias, masks or past): causal iff unidirectional.
+  void raiseMsMultiHeadAttention(ox::MsMultiHeadAttentionOp op) {
+    if (op->getNumOperands() != 3)
+      return;
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return;
+    int64_t n = op.getNumHeads().value_or(0);
+    Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
+    if (!isPacked3d(q, n) || !isPacked3d(k, n) || !isPacked3d(v, n))
+      return;
+    int64_t d = cast<RankedTensorType>(q.getType()).getDimSize(2) / n;
+    double scale = op.getScale() ? op.getScale()->convertToFloat()
+                                 : 1.0 / std::sqrt(static_cast<double>(d));
+    Location loc = op->getLoc();
+    Value qh = splitHeads(loc, q, n), kh = splitHeads(loc, k, n), vh = splitHeads(loc, v, n);
+    Value y = emitAttentionOfType(op, qh, kh, vh, {}, scale,
+                                  op.getUnidirectional().value_or(0) != 0, std::nullopt);
+    if (y)
+      replace(op, mergeHeads(loc, y));
+  }
+
+  /// com.microsoft.GroupQueryAttention in its prefill form (no past KV, no
+  /// rotary inside), raised only when seqlens_k = S - 1 and
+  /// total_sequence_length = S are provable; otherwise padding could hide
+  /// keys and the op is kept with a warning.
+  void raiseMsGroupQueryAttention(ox::MsGroupQueryAttentionOp op) {
+    auto present = [&](unsigned i) {
+      return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
+    };
+    if (present(3) || present(4) || op.getDoRotary().value_or(0) != 0 ||
+        op->getNumOperands() > 9 || present(7) || present(8))
+      return;
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return;
+    int64_t n = op.getNumHeads().value_or(0), nkv = op.getKvNumHeads().value_or(0);
+    Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
+    if (!isPacked3d(q, n) || !isPacked3d(k, nkv) || !isPacked3d(v, nkv))
+      return;
+    auto qs = eval.shapeOf(q);
+    auto seqlens = eval.get(op->getOperand(5));
+    auto total = eval.scalarOf(op->getOperand(6));
+    bool provenLengths = qs && seqlens && seqlens->elem && total &&
+                         provablyEqual(*total, (*qs)[1]) &&
+                         eval.isConstantOnDomain(symSub(seqlens->elem, (*qs)[1]),
+                                                 seqlens->dims, -1);
+    if (!provenLengths) {
+      op->emitWarning("GroupQueryAttention kept: seqlens_k / total_sequence_length "
+                      "are not provably the full prompt length (padding would "
+                      "change which keys are visible)");
+      return;
+    }
+    int64_t d = cast<RankedTensorType>(q.getType()).getDimSize(2) / n;
+    double scale = op.getScale() && op.getScale()->convertToFloat() != 0
+                       ? op.getScale()->convertToFloat()
+                       : 1.0 / std::sqrt(static_cast<double>(d));
+    std::optional<double> softcap;
+    if (auto c = op.getSoftcap(); c && c->convertToFloat() > 0)
+      softcap = c->convertToFloat();
+    // ORT keeps keys [i - local_window_size, i]: local_window_size + 1 tokens
+    // (onnxruntime/contrib_ops/cpu/bert/gqa_attention_base.h).
+    std::optional<int64_t> window;
+    if (int64_t lws = op.getLocalWindowSize().value_or(-1); lws >= 0)
+      window = lws + 1;
+    Location loc = op->getLoc();
+    Value qh = splitHeads(loc, q, n), kh = splitHeads(loc, k, nkv), vh = splitHeads(loc, v, nkv);
+    Value y = emitAttentionOfType(op, qh, kh, vh, {}, scale, /*isCausal=*/true, softcap,
+                                  window);
+    if (y)
+      replace(op, mergeHeads(loc, y));
+  }
+
+  //===--------------------------------------------------------------------===//
   // Attention
   //===--------------------------------------------------------------------===//
 
@@ -521,6 +747,19 @@ private:
 
   Value emitAttention(Operation *op, Value q, Value k, Value v, MaskChoice mask,
                       double scale, bool isCausal, std::optional<double> softcap) {
+    Value r = emitAttentionOfType(op, q, k, v, mask, scale, isCausal, softcap);
+    if (r && r.getType() != op->getResult(0).getType()) {
+      r.getDefiningOp()->erase();
+      return {};
+    }
+    return r;
+  }
+
+  /// The attn.attention of (q, k, v), result type [B, Hq, S_q, Dv] from the
+  /// operands; the caller checks it against what it replaces.
+  Value emitAttentionOfType(Operation *op, Value q, Value k, Value v, MaskChoice mask,
+                            double scale, bool isCausal, std::optional<double> softcap,
+                            std::optional<int64_t> window = std::nullopt) {
     if (mask.unusable)
       return {};
     auto [kb, gk] = stripKvRepeat(k);
@@ -536,7 +775,6 @@ private:
     int64_t group = qt.getDimSize(1) / kt.getDimSize(1);
     bool causal = isCausal;
     auto alignment = attn::CausalAlignment::top_left;
-    std::optional<int64_t> window;
     if (mask.proven && mask.proven->causal) {
       if (isCausal && mask.proven->alignment != alignment)
         return {};
@@ -549,8 +787,6 @@ private:
     SmallVector<int64_t> shape{qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2),
                                vt.getDimSize(3)};
     auto rt = RankedTensorType::get(shape, qt.getElementType());
-    if (rt != op->getResult(0).getType())
-      return {};
     // When S_q == S_kv (provably) the two alignments agree: prefer the
     // canonical bottom_right so equal models print equally.
     if (auto qs = eval.shapeOf(q), ks = eval.shapeOf(kb);

@@ -19,6 +19,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <queue>
 #include <map>
@@ -471,6 +472,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
         b.getNamedAttr(d.empty() ? "ai.onnx" : d, b.getI64IntegerAttr(v)));
   module->getOperation()->setAttr("onnx.opsets",
                                   b.getDictionaryAttr(opsetAttrs));
+  // Weight files are resolved against this directory (absolute, so later
+  // stages do not depend on the working directory).
+  SmallString<256> dir(model.directory);
+  (void)llvm::sys::fs::make_absolute(dir);
+  module->getOperation()->setAttr("onnx.model_dir", b.getStringAttr(dir));
   if (!model.proto.producer_name().empty())
     module->getOperation()->setAttr(
         "onnx.producer", b.getStringAttr(model.proto.producer_name() + " " +
