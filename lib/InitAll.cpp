@@ -4,6 +4,7 @@
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Conversion/Passes.h"
 #include "h20/Transforms/Passes.h"
 
 #include "mlir/InitAllDialects.h"
@@ -20,4 +21,5 @@ void h20::registerAllDialects(mlir::DialectRegistry &registry) {
 void h20::registerAllPasses() {
   mlir::registerAllPasses();
   h20::registerH20TransformsPasses();
+  h20::registerH20ConversionPasses();
 }

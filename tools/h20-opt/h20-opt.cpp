@@ -1,8 +1,10 @@
 //===- h20-opt.cpp - h20's compiler driver -------------------------------===//
 //
-// Two modes:
+// Three modes:
 //  * `h20-opt model.onnx [--emit=onnx|attn] [-o out.mlir]` imports an ONNX
-//    model (or reads .mlir) and runs the pipeline up to the requested level;
+//    model (or reads .mlir) and prints the IR at the requested level;
+//  * `h20-opt model.onnx --target=cpu -o model.h20 [--logits=last]` compiles
+//    it into an artifact for h20-run;
 //  * anything else is plain MlirOptMain with h20's dialects and passes.
 // Exit codes: 0 success, 1 internal error, 2 bad input.
 //
@@ -10,7 +12,9 @@
 #include "h20/Import/Onnx/OnnxImporter.h"
 #include "h20/InitAll.h"
 #include "h20/Pipelines/Pipelines.h"
-#include "h20/Support/AtomicFile.h"
+#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/FileUtil.h"
+#include "h20/Target/CpuTarget.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -30,6 +34,18 @@ static llvm::cl::opt<std::string> emitLevel(
                    "or attn (after canonicalisation, mask analysis and "
                    "raising). Implied as 'onnx' for .onnx/.onnxtext inputs."),
     llvm::cl::init(""));
+static llvm::cl::opt<std::string> targetName(
+    "target", llvm::cl::desc("Compile into an artifact for this target (cpu); needs -o"),
+    llvm::cl::init(""));
+static llvm::cl::opt<std::string> logitsMode(
+    "logits",
+    llvm::cl::desc("all: logits for every position (default); last: the LM head "
+                   "for the last position only (what TTFT needs)"),
+    llvm::cl::init("all"));
+static llvm::cl::opt<int64_t> maxPositions(
+    "max-positions",
+    llvm::cl::desc("Longest prompt the artifact accepts (h20-run refuses longer ones)"),
+    llvm::cl::init(0));
 
 namespace {
 constexpr int kExitBadInput = 2;
@@ -38,9 +54,21 @@ bool isOnnxFile(llvm::StringRef name) {
   return name.ends_with(".onnx") || name.ends_with(".onnxtext");
 }
 
-/// Prints diagnostics as "h20-opt: error: <loc>: message" on stderr.
-int compile(llvm::StringRef input, llvm::StringRef output,
-            DialectRegistry &registry) {
+int fail(const std::string &message) {
+  llvm::errs() << "h20-opt: error: " << message << "\n";
+  return kExitBadInput;
+}
+
+int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &registry) {
+  if (!targetName.empty() && targetName != "cpu")
+    return fail("unknown --target '" + targetName + "' (this build compiles for: cpu)");
+  if (!targetName.empty() && output == "-")
+    return fail("--target writes a binary artifact: give its path with -o");
+  if (logitsMode != "all" && logitsMode != "last")
+    return fail("--logits must be 'all' or 'last', got '" + logitsMode + "'");
+  if (maxPositions < 0)
+    return fail("--max-positions must be positive");
+
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   // Messages name the ONNX node; a dump of the op would only repeat it.
@@ -54,35 +82,46 @@ int compile(llvm::StringRef input, llvm::StringRef output,
   } else {
     std::string message;
     auto file = openInputFile(input, &message);
-    if (!file) {
-      llvm::errs() << "h20-opt: error: " << message << "\n";
-      return kExitBadInput;
-    }
+    if (!file)
+      return fail(message);
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   }
   if (!module)
     return kExitBadInput;
 
-  std::string level = emitLevel.empty() ? "onnx" : emitLevel.getValue();
+  std::string level = !targetName.empty() ? "attn"
+                      : emitLevel.empty() ? "onnx"
+                                          : emitLevel.getValue();
   PassManager pm(&ctx);
-  if (failed(h20::buildEmitPipeline(pm, level))) {
-    llvm::errs() << "h20-opt: error: unknown --emit level '" << level
-                 << "' (expected onnx or attn)\n";
-    return kExitBadInput;
-  }
+  if (failed(h20::buildEmitPipeline(pm, level)))
+    return fail("unknown --emit level '" + level + "' (expected onnx or attn)");
   if (failed(pm.run(*module)))
     return kExitBadInput;
 
+  std::string error;
+  if (!targetName.empty()) {
+    h20::CpuTargetOptions options;
+    options.logitsLast = logitsMode == "last";
+    if (maxPositions > 0)
+      options.maxPositions = maxPositions;
+    h20::runtime::Artifact artifact;
+    if (failed(h20::compileForCpu(*module, options, artifact)))
+      return kExitBadInput;
+    if (!h20::runtime::writeArtifact(output.str(), artifact, error))
+      return fail(error);
+    return 0;
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os);
   os << "\n";
-  std::string error;
-  if (!h20::writeFileAtomically(output, text, error)) {
-    llvm::errs() << "h20-opt: error: " << error << "\n";
-    return kExitBadInput;
+  if (output == "-") {
+    llvm::outs() << text;
+    return 0;
   }
+  if (!h20::runtime::writeFileAtomically(output.str(), text, error))
+    return fail(error);
   return 0;
 }
 } // namespace
@@ -93,7 +132,7 @@ int main(int argc, char **argv) {
   h20::registerAllPasses();
   auto [input, output] = registerAndParseCLIOptions(
       argc, argv, "h20 compiler driver and pass runner\n", registry);
-  if (isOnnxFile(input) || !emitLevel.empty())
+  if (isOnnxFile(input) || !emitLevel.empty() || !targetName.empty())
     return compile(input, output, registry);
   return asMainReturnCode(MlirOptMain(argc, argv, input, output, registry));
 }

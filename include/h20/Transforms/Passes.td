@@ -63,6 +63,16 @@ def RaiseToAttn : Pass<"h20-raise-attn", "mlir::func::FuncOp"> {
   let dependentDialects = ["h20::attn::AttnDialect", "mlir::tensor::TensorDialect"];
 }
 
+def LogitsLast : Pass<"h20-logits-last", "mlir::ModuleOp"> {
+  let summary = "Compute the LM head for the last position only";
+  let description = [{
+    For a function returning logits [B, S, V] = MatMul(h [B, S, K], W [K, V]),
+    slices h to its last position first, so the result is [B, 1, V] and the
+    LM head costs one row instead of S (all TTFT needs). Fails when the
+    result is not produced by such a MatMul.
+  }];
+}
+
 def CanonicalOrder : Pass<"h20-canonical-order", "mlir::func::FuncOp"> {
   let summary = "Order ops by a depth-first walk from the function's results";
   let description = [{

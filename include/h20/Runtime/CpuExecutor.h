@@ -1,0 +1,41 @@
+//===- CpuExecutor.h - run a CPU artifact's shared object -------*- C++ -*-===//
+#ifndef H20_RUNTIME_CPUEXECUTOR_H
+#define H20_RUNTIME_CPUEXECUTOR_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace h20::runtime {
+
+/// A strided-memref descriptor as MLIR's C interface expects it:
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}, row-major.
+class MemRefDescriptor {
+public:
+  MemRefDescriptor(void *data, const std::vector<int64_t> &shape);
+  void *get() { return words.data(); }
+
+private:
+  std::vector<int64_t> words;
+};
+
+/// A loaded CPU kernel library: the artifact's shared object, loaded from
+/// memory (memfd) so nothing is left on disk.
+class CpuModule {
+public:
+  /// Loads `so` and resolves `symbol` (void(void **)); false with `error`.
+  bool load(const std::vector<uint8_t> &payload, uint64_t offset, uint64_t size,
+            const std::string &symbol, std::string &error);
+  ~CpuModule();
+
+  /// Calls the entry with pointers to descriptors (inputs, weights, outputs).
+  void run(std::vector<MemRefDescriptor> &args);
+
+private:
+  void *handle = nullptr;
+  void (*entry)(void **) = nullptr;
+};
+
+} // namespace h20::runtime
+
+#endif // H20_RUNTIME_CPUEXECUTOR_H

@@ -1,0 +1,25 @@
+//===- FileUtil.h - whole-file reads and atomic writes ----------*- C++ -*-===//
+#ifndef H20_RUNTIME_FILEUTIL_H
+#define H20_RUNTIME_FILEUTIL_H
+
+#include <cstdint>
+#include <string>
+
+namespace h20::runtime {
+
+/// Reads all of `path` into `out`; false with `error` naming the file.
+bool readFile(const std::string &path, std::string &out, std::string &error);
+
+/// Reads `length` bytes at `offset` of `path` into `dst`; false with `error`
+/// naming the file when it is missing or too short.
+bool readFileRange(const std::string &path, uint64_t offset, uint64_t length, void *dst,
+                   std::string &error);
+
+/// Writes `contents` to `path` via a temporary in the same directory and
+/// rename(2): readers see the old file or the whole new one, never a part.
+bool writeFileAtomically(const std::string &path, const std::string &contents,
+                         std::string &error);
+
+} // namespace h20::runtime
+
+#endif // H20_RUNTIME_FILEUTIL_H

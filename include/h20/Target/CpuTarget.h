@@ -1,0 +1,32 @@
+//===- CpuTarget.h - compile attn-level IR to a host artifact ---*- C++ -*-===//
+#ifndef H20_TARGET_CPUTARGET_H
+#define H20_TARGET_CPUTARGET_H
+
+#include "h20/Runtime/Artifact.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+
+namespace h20 {
+
+struct CpuTargetOptions {
+  /// Compute the LM head for the last position only (h20-logits-last).
+  bool logitsLast = false;
+  /// Longest accepted prompt; recorded in the manifest, enforced by h20-run.
+  std::optional<int64_t> maxPositions;
+};
+
+/// Compiles `module` (attn level: the output of --emit=attn) for the host
+/// CPU: h20-lower-to-linalg, one-shot bufferization, LLVM dialect, LLVM -O3,
+/// a native object, linked by the system C compiler into a shared object
+/// that exports `void h20_entry(void **memref_descriptors)`. Fills
+/// `artifact` with the manifest (inputs, outputs, weights by initializer
+/// name and byte range, entry ABI) and that shared object. The module is
+/// consumed (lowered in place). Errors are emitted on the module's context.
+mlir::LogicalResult compileForCpu(mlir::ModuleOp module, const CpuTargetOptions &options,
+                                  runtime::Artifact &artifact);
+
+} // namespace h20
+
+#endif // H20_TARGET_CPUTARGET_H

@@ -1,0 +1,102 @@
+//===- LowerToLinalg.cpp - the h20-lower-to-linalg pass ------------------===//
+#include "AttnToLinalg.h"
+#include "OnnxToLinalg.h"
+
+#include "h20/Conversion/Passes.h"
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace h20 {
+#define GEN_PASS_DEF_LOWERTOLINALG
+#include "h20/Conversion/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+
+namespace {
+
+/// onnx.Weight ops become trailing function arguments, described (in
+/// argument order) by the function's `h20.weights` attribute.
+void weightsToArguments(func::FuncOp func) {
+  SmallVector<h20::onnx::WeightOp> weights;
+  func.walk([&](h20::onnx::WeightOp w) { weights.push_back(w); });
+  Builder b(func.getContext());
+  SmallVector<Attribute> descriptions;
+  Block &entry = func.getBody().front();
+  SmallVector<Type> inputs(func.getArgumentTypes());
+  for (h20::onnx::WeightOp w : weights) {
+    Type t = w.getResult().getType();
+    BlockArgument arg = entry.addArgument(t, w.getLoc());
+    inputs.push_back(t);
+    w.getResult().replaceAllUsesWith(arg);
+    auto wt = cast<RankedTensorType>(t);
+    SmallVector<NamedAttribute> d{b.getNamedAttr("name", w.getNameAttr()),
+                                  b.getNamedAttr("shape", b.getDenseI64ArrayAttr(wt.getShape())),
+                                  b.getNamedAttr("type", TypeAttr::get(wt.getElementType()))};
+    if (auto f = w.getFileAttr())
+      d.push_back(b.getNamedAttr("file", f));
+    if (auto o = w.getOffsetAttr())
+      d.push_back(b.getNamedAttr("offset", o));
+    if (auto l = w.getLengthAttr())
+      d.push_back(b.getNamedAttr("length", l));
+    descriptions.push_back(b.getDictionaryAttr(d));
+    w.erase();
+  }
+  func.setType(FunctionType::get(func.getContext(), inputs, func.getResultTypes()));
+  func->setAttr("h20.weights", b.getArrayAttr(descriptions));
+}
+
+struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
+  void runOnOperation() override {
+    for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      weightsToArguments(func);
+      SmallVector<Operation *> ops;
+      func.walk([&](Operation *op) {
+        if (isa<h20::onnx::OnnxDialect, h20::attn::AttnDialect>(op->getDialect()))
+          ops.push_back(op);
+      });
+      OpBuilder b(func.getContext());
+      for (Operation *op : ops) {
+        if (isa<h20::onnx::NoValueOp>(op))
+          continue;
+        b.setInsertionPoint(op);
+        FailureOr<SmallVector<Value>> lowered =
+            llvm::TypeSwitch<Operation *, FailureOr<SmallVector<Value>>>(op)
+                .Case([&](h20::attn::RmsNormOp o) -> FailureOr<SmallVector<Value>> {
+                  auto v = h20::lowering::lowerRmsNorm(b, o);
+                  if (failed(v)) return failure();
+                  return SmallVector<Value>{*v};
+                })
+                .Case([&](h20::attn::RopeOp o) -> FailureOr<SmallVector<Value>> {
+                  auto v = h20::lowering::lowerRope(b, o);
+                  if (failed(v)) return failure();
+                  return SmallVector<Value>{*v};
+                })
+                .Case([&](h20::attn::AttentionOp o) -> FailureOr<SmallVector<Value>> {
+                  auto v = h20::lowering::lowerAttention(b, o);
+                  if (failed(v)) return failure();
+                  return SmallVector<Value>{*v};
+                })
+                .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o); });
+        if (failed(lowered))
+          return signalPassFailure();
+        for (auto [from, to] : llvm::zip(op->getResults(), *lowered))
+          from.replaceAllUsesWith(to);
+      }
+      for (Operation *op : llvm::reverse(ops)) {
+        if (!op->use_empty()) {
+          op->emitError("still used after lowering");
+          return signalPassFailure();
+        }
+        op->erase();
+      }
+    }
+  }
+};
+
+} // namespace

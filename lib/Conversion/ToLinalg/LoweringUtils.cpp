@@ -1,0 +1,114 @@
+//===- LoweringUtils.cpp - shared helpers of the linalg lowerings --------===//
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+
+namespace h20::lowering {
+
+Value dimOf(OpBuilder &b, Location loc, Value v, int64_t k) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.isDynamicDim(k))
+    return arith::ConstantIndexOp::create(b, loc, t.getDimSize(k));
+  return tensor::DimOp::create(b, loc, v, k);
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ValueRange dims) {
+  SmallVector<Value> dynamic;
+  for (int64_t k = 0; k < type.getRank(); ++k)
+    if (type.isDynamicDim(k))
+      dynamic.push_back(dims[k]);
+  return tensor::EmptyOp::create(b, loc, type, dynamic);
+}
+
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                   ValueRange dims, Value value) {
+  Value empty = emptyTensor(b, loc, type, dims);
+  return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+SmallVector<utils::IteratorType> parallel(unsigned n) {
+  return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
+}
+
+Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                  ValueRange operands, BodyFn body, ArrayRef<Value> givenDims) {
+  int64_t rank = resultType.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  SmallVector<Value> dims(givenDims.begin(), givenDims.end());
+  dims.resize(rank);
+  for (Value v : operands) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t r = t.getRank(), off = rank - r;
+    SmallVector<AffineExpr> exprs;
+    for (int64_t k = 0; k < r; ++k) {
+      int64_t outK = k + off;
+      bool unit = !t.isDynamicDim(k) && t.getDimSize(k) == 1;
+      bool resultUnit = !resultType.isDynamicDim(outK) && resultType.getDimSize(outK) == 1;
+      if (unit && !resultUnit) {
+        exprs.push_back(getAffineConstantExpr(0, ctx));
+        continue;
+      }
+      exprs.push_back(getAffineDimExpr(outK, ctx));
+      if (!dims[outK] && !unit)
+        dims[outK] = dimOf(b, loc, v, k);
+    }
+    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+  }
+  for (int64_t k = 0; k < rank; ++k)
+    if (!dims[k])
+      dims[k] = arith::ConstantIndexOp::create(
+          b, loc, resultType.isDynamicDim(k) ? 1 : resultType.getDimSize(k));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  Value init = emptyTensor(b, loc, resultType, dims);
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, operands, ValueRange{init}, maps, parallel(rank),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value r = body(nb, nl, args.drop_back());
+        linalg::YieldOp::create(nb, nl, r);
+      });
+  return op.getResult(0);
+}
+
+Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
+}
+
+Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  auto fromF = dyn_cast<FloatType>(from), toF = dyn_cast<FloatType>(to);
+  if (fromF && toF)
+    return fromF.getWidth() < toF.getWidth()
+               ? arith::ExtFOp::create(b, loc, to, v).getResult()
+               : arith::TruncFOp::create(b, loc, to, v).getResult();
+  if (to.isInteger(1)) {
+    if (fromF)
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   floatConst(b, loc, from, 0.0));
+    Value zero = arith::ConstantOp::create(b, loc, from, b.getIntegerAttr(from, 0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero);
+  }
+  if (fromF) // float -> int
+    return to.isUnsignedInteger()
+               ? arith::FPToUIOp::create(b, loc, to, v).getResult()
+               : arith::FPToSIOp::create(b, loc, to, v).getResult();
+  bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
+  if (toF)
+    return fromUnsigned ? arith::UIToFPOp::create(b, loc, to, v).getResult()
+                        : arith::SIToFPOp::create(b, loc, to, v).getResult();
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (fw < tw)
+    return fromUnsigned ? arith::ExtUIOp::create(b, loc, to, v).getResult()
+                        : arith::ExtSIOp::create(b, loc, to, v).getResult();
+  if (fw > tw)
+    return arith::TruncIOp::create(b, loc, to, v);
+  return arith::BitcastOp::create(b, loc, to, v);
+}
+
+} // namespace h20::lowering

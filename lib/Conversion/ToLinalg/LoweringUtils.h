@@ -1,0 +1,46 @@
+//===- LoweringUtils.h - shared helpers of the linalg lowerings -*- C++ -*-===//
+#ifndef H20_LIB_CONVERSION_TOLINALG_LOWERINGUTILS_H
+#define H20_LIB_CONVERSION_TOLINALG_LOWERINGUTILS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace h20::lowering {
+
+using BodyFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                              mlir::ValueRange)>;
+
+/// Runtime size (index) of dim `k` of ranked tensor `v`.
+mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, int64_t k);
+
+/// tensor.empty of `type` whose dynamic dims are taken from `dims` (one index
+/// value per dim of `type`; static dims are ignored).
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type, mlir::ValueRange dims);
+
+/// A tensor of `type` filled with `value` (dynamic dims from `dims`).
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type, mlir::ValueRange dims,
+                         mlir::Value value);
+
+/// Numpy-broadcast elementwise map: result[i] = body(operands[bcast(i)]).
+/// Result dims come from `dims` when given, else from the operands (a dim
+/// not statically 1).
+mlir::Value elementwise(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType resultType, mlir::ValueRange operands,
+                        BodyFn body, mlir::ArrayRef<mlir::Value> dims = {});
+
+/// Casts scalar `v` to element type `to` (float/int/bool conversions with
+/// ONNX Cast semantics: float -> int truncates, int -> bool is != 0).
+mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                       mlir::Type to);
+
+/// Float constant of type `t`.
+mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type t, double v);
+
+/// Identity/parallel iterator helpers.
+llvm::SmallVector<mlir::utils::IteratorType> parallel(unsigned n);
+
+} // namespace h20::lowering
+
+#endif // H20_LIB_CONVERSION_TOLINALG_LOWERINGUTILS_H

@@ -1,0 +1,727 @@
+//===- OnnxToLinalg.cpp - onnx ops to linalg/tensor/arith/math -----------===//
+//
+// Semantics follow the ONNX operator specification at the imported opset.
+// Broadcasting is resolved statically: a dim broadcasts when its static size
+// is 1 (what every exporter emits); dynamic dims are taken to match.
+//
+//===----------------------------------------------------------------------===//
+#include "OnnxToLinalg.h"
+#include "LoweringUtils.h"
+
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace h20::lowering;
+namespace ox = h20::onnx;
+
+namespace {
+
+using Values = SmallVector<Value>;
+
+RankedTensorType resultType(Operation *op, unsigned i = 0) {
+  return dyn_cast<RankedTensorType>(op->getResult(i).getType());
+}
+
+bool isFloat(Type t) { return isa<FloatType>(t); }
+
+/// Integer values of a constant 1-D operand (axes, perm-like inputs).
+std::optional<SmallVector<int64_t>> constInts(Value v) {
+  DenseIntElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (APInt x : attr.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
+}
+
+Value idx(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Element `i` of a 1-D integer tensor as an index.
+Value extractIndex(OpBuilder &b, Location loc, Value t, int64_t i) {
+  Value e = tensor::ExtractOp::create(b, loc, t, ValueRange{idx(b, loc, i)});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
+}
+
+/// A 1-D index tensor of `dims` (for tensor.reshape).
+Value shapeTensor(OpBuilder &b, Location loc, ArrayRef<Value> dims) {
+  auto t = RankedTensorType::get({static_cast<int64_t>(dims.size())}, b.getIndexType());
+  return tensor::FromElementsOp::create(b, loc, t, dims);
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value x, RankedTensorType type,
+                ArrayRef<Value> dims) {
+  return tensor::ReshapeOp::create(b, loc, type, x, shapeTensor(b, loc, dims));
+}
+
+LogicalResult unsupported(Operation *op, const Twine &why) {
+  std::string node;
+  if (auto n = dyn_cast<NameLoc>(op->getLoc()))
+    node = " (node '" + n.getName().str() + "')";
+  return op->emitError() << op->getName() << node << ": " << why;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+Value cmp(OpBuilder &b, Location loc, Value x, Value y, arith::CmpFPredicate fp,
+          arith::CmpIPredicate ip) {
+  if (isFloat(x.getType()))
+    return arith::CmpFOp::create(b, loc, fp, x, y);
+  return arith::CmpIOp::create(b, loc, ip, x, y);
+}
+
+/// The scalar body of an elementwise onnx op, or null if it is not one.
+std::optional<std::function<Value(OpBuilder &, Location, ValueRange)>>
+elementwiseBody(Operation *op) {
+  using Fn = std::function<Value(OpBuilder &, Location, ValueRange)>;
+  auto fbin = [](auto fop, auto iop) -> Fn {
+    return [=](OpBuilder &b, Location l, ValueRange a) -> Value {
+      if (isFloat(a[0].getType()))
+        return decltype(fop)::create(b, l, a[0], a[1]);
+      return decltype(iop)::create(b, l, a[0], a[1]);
+    };
+  };
+  Type out = cast<ShapedType>(op->getResult(0).getType()).getElementType();
+  return llvm::TypeSwitch<Operation *, std::optional<Fn>>(op)
+      .Case([&](ox::AddOp) { return fbin(arith::AddFOp(), arith::AddIOp()); })
+      .Case([&](ox::SubOp) { return fbin(arith::SubFOp(), arith::SubIOp()); })
+      .Case([&](ox::MulOp) { return fbin(arith::MulFOp(), arith::MulIOp()); })
+      .Case([&](ox::DivOp) { return fbin(arith::DivFOp(), arith::DivSIOp()); })
+      .Case([&](ox::AndOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return arith::AndIOp::create(b, l, a[0], a[1]); }); })
+      .Case([&](ox::OrOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return arith::OrIOp::create(b, l, a[0], a[1]); }); })
+      .Case([&](ox::EqualOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) { return cmp(b, l, a[0], a[1], arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq); }); })
+      .Case([&](ox::LessOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) { return cmp(b, l, a[0], a[1], arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt); }); })
+      .Case([&](ox::LessOrEqualOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) { return cmp(b, l, a[0], a[1], arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle); }); })
+      .Case([&](ox::GreaterOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) { return cmp(b, l, a[0], a[1], arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt); }); })
+      .Case([&](ox::GreaterOrEqualOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) { return cmp(b, l, a[0], a[1], arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge); }); })
+      .Case<ox::MaxOp, ox::MinOp>([&](Operation *o) {
+        bool isMax = isa<ox::MaxOp>(o);
+        return Fn([isMax](OpBuilder &b, Location l, ValueRange a) {
+          Value m = a[0];
+          for (Value x : a.drop_front()) {
+            if (isFloat(m.getType()))
+              m = isMax ? arith::MaximumFOp::create(b, l, m, x).getResult()
+                        : arith::MinimumFOp::create(b, l, m, x).getResult();
+            else
+              m = isMax ? arith::MaxSIOp::create(b, l, m, x).getResult()
+                        : arith::MinSIOp::create(b, l, m, x).getResult();
+          }
+          return m;
+        });
+      })
+      .Case([&](ox::SumOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) {
+          Value m = a[0];
+          for (Value x : a.drop_front())
+            m = isFloat(m.getType()) ? arith::AddFOp::create(b, l, m, x).getResult()
+                                     : arith::AddIOp::create(b, l, m, x).getResult();
+          return m;
+        });
+      })
+      .Case([&](ox::PowOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value y = castScalar(b, l, a[1], a[0].getType());
+          return math::PowFOp::create(b, l, a[0], y);
+        });
+      })
+      .Case([&](ox::WhereOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return arith::SelectOp::create(b, l, a[0], a[1], a[2]); }); })
+      .Case([&](ox::NegOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          if (isFloat(a[0].getType()))
+            return arith::NegFOp::create(b, l, a[0]);
+          Value z = arith::ConstantOp::create(b, l, a[0].getType(), b.getIntegerAttr(a[0].getType(), 0));
+          return arith::SubIOp::create(b, l, z, a[0]);
+        });
+      })
+      .Case([&](ox::AbsOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          if (isFloat(a[0].getType()))
+            return math::AbsFOp::create(b, l, a[0]);
+          return math::AbsIOp::create(b, l, a[0]);
+        });
+      })
+      .Case([&](ox::NotOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::XOrIOp::create(b, l, a[0], arith::ConstantIntOp::create(b, l, 1, 1));
+        });
+      })
+      .Case([&](ox::SqrtOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return math::SqrtOp::create(b, l, a[0]); }); })
+      .Case([&](ox::ExpOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return math::ExpOp::create(b, l, a[0]); }); })
+      .Case([&](ox::LogOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return math::LogOp::create(b, l, a[0]); }); })
+      .Case([&](ox::SinOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return math::SinOp::create(b, l, a[0]); }); })
+      .Case([&](ox::CosOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return math::CosOp::create(b, l, a[0]); }); })
+      .Case([&](ox::TanhOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return math::TanhOp::create(b, l, a[0]); }); })
+      .Case([&](ox::ErfOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return math::ErfOp::create(b, l, a[0]); }); })
+      .Case([&](ox::ReciprocalOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::DivFOp::create(b, l, floatConst(b, l, a[0].getType(), 1.0), a[0]);
+        });
+      })
+      .Case([&](ox::SigmoidOp) {
+        // 1 / (1 + exp(-x))
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type t = a[0].getType();
+          Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, a[0]));
+          return arith::DivFOp::create(b, l, floatConst(b, l, t, 1.0),
+                                       arith::AddFOp::create(b, l, floatConst(b, l, t, 1.0), e));
+        });
+      })
+      .Case([&](ox::SoftplusOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::Log1pOp::create(b, l, math::ExpOp::create(b, l, a[0]));
+        });
+      })
+      .Case([&](ox::ReluOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          if (isFloat(a[0].getType()))
+            return arith::MaximumFOp::create(b, l, a[0], floatConst(b, l, a[0].getType(), 0.0));
+          Value z = arith::ConstantOp::create(b, l, a[0].getType(), b.getIntegerAttr(a[0].getType(), 0));
+          return arith::MaxSIOp::create(b, l, a[0], z);
+        });
+      })
+      .Case([&](ox::IsNaNOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, a[0], a[0]);
+        });
+      })
+      .Case([&](ox::CastOp) {
+        return Fn([out](OpBuilder &b, Location l, ValueRange a) { return castScalar(b, l, a[0], out); });
+      })
+      .Case([&](ox::IdentityOp) { return Fn([](OpBuilder &, Location, ValueRange a) { return a[0]; }); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+//===----------------------------------------------------------------------===//
+// Structured ops
+//===----------------------------------------------------------------------===//
+
+FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  Value a = op->getOperand(0), c = op->getOperand(1);
+  auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(c.getType());
+  auto rt = resultType(op);
+  if (at.getRank() < 2 || bt.getRank() < 2 || !rt)
+    return unsupported(op, "MatMul with a 1-D operand is not lowered");
+  int64_t r = rt.getRank(), batch = r - 2;
+  MLIRContext *ctx = b.getContext();
+  // Loop dims: batch..., m, n, k.
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  auto operandMap = [&](RankedTensorType t, AffineExpr rowD, AffineExpr colD, int64_t bdims,
+                        Value v, SmallVector<Value> &dims) {
+    SmallVector<AffineExpr> e;
+    for (int64_t k = 0; k < bdims; ++k) {
+      int64_t outK = k + (batch - bdims);
+      bool unit = t.getDimSize(k) == 1 && rt.getDimSize(outK) != 1;
+      e.push_back(unit ? getAffineConstantExpr(0, ctx) : d(outK));
+      if (!unit && !dims[outK])
+        dims[outK] = dimOf(b, loc, v, k);
+    }
+    e.push_back(rowD);
+    e.push_back(colD);
+    return AffineMap::get(r + 1, 0, e, ctx);
+  };
+  SmallVector<Value> dims(r);
+  AffineMap am = operandMap(at, d(batch), d(r), at.getRank() - 2, a, dims);
+  AffineMap bm = operandMap(bt, d(r), d(batch + 1), bt.getRank() - 2, c, dims);
+  for (int64_t k = 0; k < batch; ++k)
+    if (!dims[k])
+      dims[k] = idx(b, loc, 1);
+  dims[batch] = dimOf(b, loc, a, at.getRank() - 2);
+  dims[batch + 1] = dimOf(b, loc, c, bt.getRank() - 1);
+  SmallVector<AffineExpr> oe;
+  for (int64_t k = 0; k < r; ++k)
+    oe.push_back(d(k));
+  Type elt = rt.getElementType();
+  Value zero = isFloat(elt) ? floatConst(b, loc, elt, 0.0)
+                            : arith::ConstantOp::create(b, loc, elt, b.getIntegerAttr(elt, 0)).getResult();
+  Value init = filledTensor(b, loc, rt, dims, zero);
+  SmallVector<utils::IteratorType> it = parallel(r);
+  it.push_back(utils::IteratorType::reduction);
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{rt}, ValueRange{a, c}, ValueRange{init},
+                    {am, bm, AffineMap::get(r + 1, 0, oe, ctx)}, it,
+                    [&](OpBuilder &nb, Location nl, ValueRange x) {
+                      Value p, s;
+                      if (isFloat(elt)) {
+                        p = arith::MulFOp::create(nb, nl, x[0], x[1]);
+                        s = arith::AddFOp::create(nb, nl, x[2], p);
+                      } else {
+                        p = arith::MulIOp::create(nb, nl, x[0], x[1]);
+                        s = arith::AddIOp::create(nb, nl, x[2], p);
+                      }
+                      linalg::YieldOp::create(nb, nl, s);
+                    })
+                    .getResult(0)};
+}
+
+FailureOr<Values> lowerGather(OpBuilder &b, ox::GatherOp op) {
+  Location loc = op.getLoc();
+  Value data = op->getOperand(0), ind = op->getOperand(1);
+  auto dt = cast<RankedTensorType>(data.getType()), it = cast<RankedTensorType>(ind.getType());
+  auto rt = resultType(op);
+  int64_t axis = op.getAxis().value_or(0);
+  if (axis < 0)
+    axis += dt.getRank();
+  int64_t q = it.getRank(), r = rt.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < axis; ++k)
+    dims.push_back(dimOf(b, loc, data, k));
+  for (int64_t k = 0; k < q; ++k)
+    dims.push_back(dimOf(b, loc, ind, k));
+  for (int64_t k = axis + 1; k < dt.getRank(); ++k)
+    dims.push_back(dimOf(b, loc, data, k));
+  SmallVector<AffineExpr> ie;
+  for (int64_t k = 0; k < q; ++k)
+    ie.push_back(getAffineDimExpr(axis + k, ctx));
+  Value axisDim = dimOf(b, loc, data, axis);
+  Value init = emptyTensor(b, loc, rt, dims);
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{rt}, ValueRange{ind}, ValueRange{init},
+                    {AffineMap::get(r, 0, ie, ctx), AffineMap::getMultiDimIdentityMap(r, ctx)},
+                    parallel(r),
+                    [&](OpBuilder &nb, Location nl, ValueRange x) {
+                      Value i = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), x[0]);
+                      // Negative indices count from the end (ONNX Gather).
+                      Value neg = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, i, idx(nb, nl, 0));
+                      i = arith::SelectOp::create(nb, nl, neg, arith::AddIOp::create(nb, nl, i, axisDim), i);
+                      SmallVector<Value> at;
+                      for (int64_t k = 0; k < axis; ++k)
+                        at.push_back(linalg::IndexOp::create(nb, nl, k));
+                      at.push_back(i);
+                      for (int64_t k = axis + 1; k < dt.getRank(); ++k)
+                        at.push_back(linalg::IndexOp::create(nb, nl, k - 1 + q));
+                      linalg::YieldOp::create(nb, nl, ValueRange{tensor::ExtractOp::create(nb, nl, data, at)});
+                    })
+                    .getResult(0)};
+}
+
+FailureOr<Values> lowerReshape(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0), shape = op->getOperand(1);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto rt = resultType(op);
+  bool allowZero = false;
+  if (auto a = op->getAttrOfType<IntegerAttr>("allowzero"))
+    allowZero = a.getInt() != 0;
+  Value total = idx(b, loc, 1);
+  for (int64_t k = 0; k < xt.getRank(); ++k)
+    total = arith::MulIOp::create(b, loc, total, dimOf(b, loc, x, k));
+  SmallVector<Value> dims;
+  Value known = idx(b, loc, 1);
+  int64_t infer = -1;
+  auto constant = constInts(shape);
+  for (int64_t k = 0; k < rt.getRank(); ++k) {
+    if (!rt.isDynamicDim(k)) {
+      dims.push_back(idx(b, loc, rt.getDimSize(k)));
+    } else if (constant && (*constant)[k] == -1) {
+      infer = k;
+      dims.push_back(Value());
+      continue;
+    } else if (constant && (*constant)[k] == 0 && !allowZero) {
+      dims.push_back(dimOf(b, loc, x, k));
+    } else if (constant) {
+      dims.push_back(idx(b, loc, (*constant)[k]));
+    } else {
+      // A computed shape: ONNX 0 / -1 handled at run time is not modelled.
+      dims.push_back(extractIndex(b, loc, shape, k));
+    }
+    known = arith::MulIOp::create(b, loc, known, dims.back());
+  }
+  if (infer >= 0)
+    dims[infer] = arith::DivUIOp::create(b, loc, total, known);
+  return Values{reshapeTo(b, loc, x, rt, dims)};
+}
+
+FailureOr<Values> lowerUnsqueezeSqueeze(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto rt = resultType(op);
+  std::optional<SmallVector<int64_t>> axes;
+  if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType())) {
+    axes = constInts(op->getOperand(1));
+    if (!axes)
+      return unsupported(op, "axes must be constant");
+  }
+  SmallVector<Value> dims;
+  if (isa<ox::UnsqueezeOp>(op)) {
+    int64_t outRank = rt.getRank();
+    SmallVector<bool> inserted(outRank, false);
+    for (int64_t a : *axes)
+      inserted[a < 0 ? a + outRank : a] = true;
+    for (int64_t k = 0, j = 0; k < outRank; ++k)
+      dims.push_back(inserted[k] ? idx(b, loc, 1) : dimOf(b, loc, x, j++));
+  } else {
+    SmallVector<bool> removed(xt.getRank(), false);
+    if (axes)
+      for (int64_t a : *axes)
+        removed[a < 0 ? a + xt.getRank() : a] = true;
+    else
+      for (int64_t k = 0; k < xt.getRank(); ++k)
+        removed[k] = xt.getDimSize(k) == 1;
+    for (int64_t k = 0; k < xt.getRank(); ++k)
+      if (!removed[k])
+        dims.push_back(dimOf(b, loc, x, k));
+  }
+  if (static_cast<int64_t>(dims.size()) != rt.getRank())
+    return unsupported(op, "result rank does not match the axes");
+  return Values{reshapeTo(b, loc, x, rt, dims)};
+}
+
+FailureOr<Values> lowerShape(OpBuilder &b, ox::ShapeOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0);
+  int64_t r = cast<RankedTensorType>(x.getType()).getRank();
+  int64_t start = op.getStart().value_or(0), end = op.getEnd().value_or(r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, start, r);
+  SmallVector<Value> elems;
+  for (int64_t k = start; k < end; ++k)
+    elems.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(), dimOf(b, loc, x, k)));
+  auto t = RankedTensorType::get({end - start}, b.getI64Type());
+  return Values{tensor::FromElementsOp::create(b, loc, t, elems)};
+}
+
+FailureOr<Values> lowerRange(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  auto rt = resultType(op);
+  Type elt = rt.getElementType();
+  auto scalar = [&](unsigned i) { return tensor::ExtractOp::create(b, loc, op->getOperand(i), ValueRange{}).getResult(); };
+  Value start = scalar(0), limit = scalar(1), delta = scalar(2);
+  // n = max(ceil((limit - start) / delta), 0)
+  Value n;
+  if (isFloat(elt)) {
+    Value q = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, limit, start), delta);
+    Value c = math::CeilOp::create(b, loc, q);
+    n = arith::FPToSIOp::create(b, loc, b.getI64Type(), c);
+  } else {
+    n = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, limit, start), delta);
+    n = castScalar(b, loc, n, b.getI64Type());
+  }
+  n = arith::MaxSIOp::create(b, loc, n, arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0));
+  Value len = arith::IndexCastOp::create(b, loc, b.getIndexType(), n);
+  Value init = emptyTensor(b, loc, rt, {len});
+  MLIRContext *ctx = b.getContext();
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{rt}, ValueRange{}, ValueRange{init},
+                    {AffineMap::getMultiDimIdentityMap(1, ctx)}, parallel(1),
+                    [&](OpBuilder &nb, Location nl, ValueRange) {
+                      Value i = linalg::IndexOp::create(nb, nl, 0);
+                      Value iv = castScalar(nb, nl, arith::IndexCastOp::create(nb, nl, nb.getI64Type(), i), elt);
+                      Value v = isFloat(elt)
+                                    ? arith::AddFOp::create(nb, nl, start, arith::MulFOp::create(nb, nl, iv, delta)).getResult()
+                                    : arith::AddIOp::create(nb, nl, start, arith::MulIOp::create(nb, nl, iv, delta)).getResult();
+                      linalg::YieldOp::create(nb, nl, v);
+                    })
+                    .getResult(0)};
+}
+
+FailureOr<Values> lowerConcat(OpBuilder &b, ox::ConcatOp op) {
+  Location loc = op.getLoc();
+  auto rt = resultType(op);
+  int64_t r = rt.getRank(), axis = op.getAxis() < 0 ? op.getAxis() + r : op.getAxis();
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < r; ++k)
+    dims.push_back(k == axis ? Value() : dimOf(b, loc, op->getOperand(0), k));
+  Value total = idx(b, loc, 0);
+  for (Value in : op->getOperands())
+    total = arith::AddIOp::create(b, loc, total, dimOf(b, loc, in, axis));
+  dims[axis] = total;
+  Value acc = emptyTensor(b, loc, rt, dims);
+  Value offset = idx(b, loc, 0);
+  for (Value in : op->getOperands()) {
+    SmallVector<OpFoldResult> offsets(r, b.getIndexAttr(0)), sizes, strides(r, b.getIndexAttr(1));
+    offsets[axis] = offset;
+    for (int64_t k = 0; k < r; ++k)
+      sizes.push_back(dimOf(b, loc, in, k));
+    acc = tensor::InsertSliceOp::create(b, loc, in, acc, offsets, sizes, strides);
+    offset = arith::AddIOp::create(b, loc, offset, dimOf(b, loc, in, axis));
+  }
+  return Values{acc};
+}
+
+FailureOr<Values> lowerSlice(OpBuilder &b, ox::SliceOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto rt = resultType(op);
+  int64_t r = xt.getRank();
+  auto present = [&](unsigned i) {
+    return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
+  };
+  int64_t n = cast<RankedTensorType>(op->getOperand(1).getType()).getDimSize(0);
+  SmallVector<int64_t> axes, steps(n, 1);
+  if (present(3)) {
+    auto a = constInts(op->getOperand(3));
+    if (!a)
+      return unsupported(op, "axes must be constant");
+    axes = *a;
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      axes.push_back(i);
+  }
+  if (present(4)) {
+    auto s = constInts(op->getOperand(4));
+    if (!s)
+      return unsupported(op, "steps must be constant");
+    steps = *s;
+  }
+  SmallVector<OpFoldResult> offsets(r, b.getIndexAttr(0)), sizes, strides(r, b.getIndexAttr(1));
+  for (int64_t k = 0; k < r; ++k)
+    sizes.push_back(dimOf(b, loc, x, k));
+  auto i64 = b.getI64Type();
+  auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v).getResult(); };
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t ax = axes[i] < 0 ? axes[i] + r : axes[i];
+    if (steps[i] <= 0)
+      return unsupported(op, "only positive steps are lowered");
+    Value dim = arith::IndexCastOp::create(b, loc, i64, dimOf(b, loc, x, ax));
+    auto clampBound = [&](Value v) {
+      // v < 0 -> v + dim; then clamp to [0, dim] (ONNX Slice).
+      Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, c64(0));
+      v = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, v, dim), v);
+      v = arith::MaxSIOp::create(b, loc, v, c64(0));
+      return arith::MinSIOp::create(b, loc, v, dim).getResult();
+    };
+    Value s = clampBound(castScalar(b, loc, tensor::ExtractOp::create(b, loc, op->getOperand(1), ValueRange{idx(b, loc, i)}), i64));
+    Value e = clampBound(castScalar(b, loc, tensor::ExtractOp::create(b, loc, op->getOperand(2), ValueRange{idx(b, loc, i)}), i64));
+    Value len = arith::MaxSIOp::create(
+        b, loc, arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, e, s), c64(steps[i])), c64(0));
+    offsets[ax] = arith::IndexCastOp::create(b, loc, b.getIndexType(), s).getResult();
+    sizes[ax] = arith::IndexCastOp::create(b, loc, b.getIndexType(), len).getResult();
+    strides[ax] = b.getIndexAttr(steps[i]);
+  }
+  return Values{tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, sizes, strides)};
+}
+
+FailureOr<Values> lowerExpand(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  auto rt = resultType(op);
+  Value x = op->getOperand(0), shape = op->getOperand(1);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = rt.getRank(), off = r - xt.getRank();
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < r; ++k) {
+    if (!rt.isDynamicDim(k)) {
+      dims.push_back(idx(b, loc, rt.getDimSize(k)));
+      continue;
+    }
+    Value s = extractIndex(b, loc, shape, k);
+    if (k >= off) { // max(shape_k, x_k): 1 in either broadcasts
+      Value xd = dimOf(b, loc, x, k - off);
+      s = arith::MaxUIOp::create(b, loc, s, xd);
+    }
+    dims.push_back(s);
+  }
+  return Values{elementwise(b, loc, rt, ValueRange{x},
+                            [](OpBuilder &, Location, ValueRange a) { return a[0]; }, dims)};
+}
+
+/// Reductions over constant axes: sum, mean and max.
+FailureOr<Values> lowerReduce(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto rt = resultType(op);
+  int64_t r = xt.getRank();
+  std::optional<SmallVector<int64_t>> axes;
+  if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType()))
+    axes = constInts(op->getOperand(1));
+  else if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
+    axes = SmallVector<int64_t>(a.asArrayRef());
+  if (!axes || axes->empty())
+    return unsupported(op, "reduction axes must be constant and non-empty");
+  SmallVector<bool> red(r, false);
+  for (int64_t a : *axes)
+    red[a < 0 ? a + r : a] = true;
+  bool keep = true;
+  if (auto k = op->getAttrOfType<IntegerAttr>("keepdims"))
+    keep = k.getInt() != 0;
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> oe;
+  SmallVector<Value> dims;
+  SmallVector<int64_t> accShape;
+  Value count = idx(b, loc, 1);
+  for (int64_t k = 0; k < r; ++k) {
+    if (red[k]) {
+      count = arith::MulIOp::create(b, loc, count, dimOf(b, loc, x, k));
+      continue;
+    }
+    oe.push_back(getAffineDimExpr(k, ctx));
+    dims.push_back(dimOf(b, loc, x, k));
+    accShape.push_back(xt.getDimSize(k));
+  }
+  Type elt = rt.getElementType();
+  if (!isFloat(elt))
+    return unsupported(op, "integer reductions are not lowered");
+  bool isMax = isa<ox::ReduceMaxOp>(op), isMean = isa<ox::ReduceMeanOp>(op);
+  Value init0 = floatConst(b, loc, elt, isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+  auto accType = RankedTensorType::get(accShape, elt);
+  Value acc = filledTensor(b, loc, accType, dims, init0);
+  SmallVector<utils::IteratorType> it;
+  for (bool x2 : red)
+    it.push_back(x2 ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+  Value res = linalg::GenericOp::create(
+                  b, loc, TypeRange{accType}, ValueRange{x}, ValueRange{acc},
+                  {AffineMap::getMultiDimIdentityMap(r, ctx), AffineMap::get(r, 0, oe, ctx)}, it,
+                  [&](OpBuilder &nb, Location nl, ValueRange a) {
+                    Value v = isMax ? arith::MaximumFOp::create(nb, nl, a[0], a[1]).getResult()
+                                    : arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
+                    linalg::YieldOp::create(nb, nl, v);
+                  })
+                  .getResult(0);
+  if (isMean) {
+    Value cnt = arith::SIToFPOp::create(b, loc, elt, arith::IndexCastOp::create(b, loc, b.getI64Type(), count));
+    res = elementwise(b, loc, accType, ValueRange{res}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+      return arith::DivFOp::create(nb, nl, a[0], cnt);
+    });
+  }
+  if (!keep)
+    return Values{res};
+  SmallVector<Value> outDims;
+  for (int64_t k = 0, j = 0; k < r; ++k)
+    outDims.push_back(red[k] ? idx(b, loc, 1) : dims[j++]);
+  return Values{reshapeTo(b, loc, res, rt, outDims)};
+}
+
+FailureOr<Values> lowerSoftmax(OpBuilder &b, ox::SoftmaxOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank(), axis = op.getAxis().value_or(-1);
+  if (axis < 0)
+    axis += r;
+  Type elt = xt.getElementType();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < r; ++k)
+    dims.push_back(dimOf(b, loc, x, k));
+  SmallVector<AffineExpr> re;
+  SmallVector<int64_t> rowShape;
+  SmallVector<Value> rowDims;
+  SmallVector<utils::IteratorType> it;
+  for (int64_t k = 0; k < r; ++k) {
+    it.push_back(k == axis ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+    if (k == axis)
+      continue;
+    re.push_back(getAffineDimExpr(k, ctx));
+    rowShape.push_back(xt.getDimSize(k));
+    rowDims.push_back(dims[k]);
+  }
+  auto rowType = RankedTensorType::get(rowShape, elt);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, ctx), rowMap = AffineMap::get(r, 0, re, ctx);
+  Value ninf = floatConst(b, loc, elt, -std::numeric_limits<double>::infinity());
+  Value mx = linalg::GenericOp::create(
+                 b, loc, TypeRange{rowType}, ValueRange{x},
+                 ValueRange{filledTensor(b, loc, rowType, rowDims, ninf)}, {id, rowMap}, it,
+                 [&](OpBuilder &nb, Location nl, ValueRange a) {
+                   linalg::YieldOp::create(nb, nl, ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
+                 })
+                 .getResult(0);
+  Value sum = linalg::GenericOp::create(
+                  b, loc, TypeRange{rowType}, ValueRange{x, mx},
+                  ValueRange{filledTensor(b, loc, rowType, rowDims, floatConst(b, loc, elt, 0.0))},
+                  {id, rowMap, rowMap}, it,
+                  [&](OpBuilder &nb, Location nl, ValueRange a) {
+                    Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]));
+                    linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], e)});
+                  })
+                  .getResult(0);
+  Value init = emptyTensor(b, loc, xt, dims);
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{xt}, ValueRange{x, mx, sum}, ValueRange{init},
+                    {id, rowMap, rowMap, id}, parallel(r),
+                    [&](OpBuilder &nb, Location nl, ValueRange a) {
+                      Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]));
+                      linalg::YieldOp::create(nb, nl, ValueRange{arith::DivFOp::create(nb, nl, e, a[2])});
+                    })
+                    .getResult(0)};
+}
+
+FailureOr<Values> lowerConstantOfShape(OpBuilder &b, ox::ConstantOfShapeOp op) {
+  Location loc = op.getLoc();
+  auto rt = resultType(op);
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < rt.getRank(); ++k)
+    dims.push_back(rt.isDynamicDim(k) ? extractIndex(b, loc, op->getOperand(0), k)
+                                      : idx(b, loc, rt.getDimSize(k)));
+  Type elt = rt.getElementType();
+  Attribute v = b.getZeroAttr(elt);
+  if (auto a = op.getValue())
+    if (auto d = dyn_cast<DenseElementsAttr>(*a))
+      v = d.getValues<Attribute>()[0];
+  Value c = arith::ConstantOp::create(b, loc, cast<TypedAttr>(v));
+  return Values{filledTensor(b, loc, rt, dims, c)};
+}
+
+} // namespace
+
+FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
+  for (Type t : op->getResultTypes())
+    if (!isa<RankedTensorType>(t))
+      return unsupported(op, "its result shape is unknown (an unranked tensor)");
+  for (Type t : op->getOperandTypes()) {
+    auto st = dyn_cast<ShapedType>(t);
+    if (st && st.getElementType().isUnsignedInteger())
+      return unsupported(op, "unsigned integer tensors are not lowered");
+  }
+  Location loc = op->getLoc();
+  if (auto body = elementwiseBody(op)) {
+    SmallVector<Value> operands(op->getOperands());
+    return Values{elementwise(b, loc, resultType(op), operands,
+                              [&](OpBuilder &nb, Location nl, ValueRange a) { return (*body)(nb, nl, a); })};
+  }
+  return llvm::TypeSwitch<Operation *, FailureOr<Values>>(op)
+      .Case([&](ox::ConstantOp c) -> FailureOr<Values> {
+        auto attr = dyn_cast<DenseElementsAttr>(c.getValue());
+        if (!attr)
+          return unsupported(op, "non-dense constant");
+        return Values{arith::ConstantOp::create(b, loc, attr)};
+      })
+      .Case([&](ox::MatMulOp) { return lowerMatMul(b, op); })
+      .Case([&](ox::GatherOp g) { return lowerGather(b, g); })
+      .Case([&](ox::ReshapeOp) { return lowerReshape(b, op); })
+      .Case<ox::UnsqueezeOp, ox::SqueezeOp>([&](Operation *) { return lowerUnsqueezeSqueeze(b, op); })
+      .Case([&](ox::TransposeOp t) -> FailureOr<Values> {
+        Value x = op->getOperand(0);
+        int64_t r = cast<RankedTensorType>(x.getType()).getRank();
+        SmallVector<int64_t> perm;
+        if (auto p = t.getPerm())
+          perm.assign(p->begin(), p->end());
+        else
+          for (int64_t k = r - 1; k >= 0; --k)
+            perm.push_back(k);
+        SmallVector<Value> dims;
+        for (int64_t p : perm)
+          dims.push_back(dimOf(b, loc, x, p));
+        Value init = emptyTensor(b, loc, resultType(op), dims);
+        return Values{linalg::TransposeOp::create(b, loc, x, init, perm).getResult()[0]};
+      })
+      .Case([&](ox::ShapeOp s) { return lowerShape(b, s); })
+      .Case([&](ox::RangeOp) { return lowerRange(b, op); })
+      .Case([&](ox::ConcatOp c) { return lowerConcat(b, c); })
+      .Case([&](ox::SliceOp s) { return lowerSlice(b, s); })
+      .Case([&](ox::ExpandOp) { return lowerExpand(b, op); })
+      .Case<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>([&](Operation *) { return lowerReduce(b, op); })
+      .Case([&](ox::SoftmaxOp s) { return lowerSoftmax(b, s); })
+      .Case([&](ox::ConstantOfShapeOp c) { return lowerConstantOfShape(b, c); })
+      .Default([&](Operation *) -> FailureOr<Values> {
+        return unsupported(op, "has no CPU lowering yet");
+      });
+}

@@ -1,0 +1,96 @@
+//===- FileUtil.cpp - whole-file reads and atomic writes -----------------===//
+#include "h20/Runtime/FileUtil.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace h20::runtime {
+
+bool readFile(const std::string &path, std::string &out, std::string &error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot open '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = "'" + path + "' is not a regular file";
+    close(fd);
+    return false;
+  }
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = read(fd, out.data() + done, out.size() - done);
+    if (n <= 0) {
+      error = "cannot read '" + path + "': " + (n == 0 ? "unexpected end" : std::strerror(errno));
+      close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return true;
+}
+
+bool readFileRange(const std::string &path, uint64_t offset, uint64_t length, void *dst,
+                   std::string &error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot open weight file '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  uint64_t done = 0;
+  auto *p = static_cast<char *>(dst);
+  while (done < length) {
+    ssize_t n = pread(fd, p + done, length - done, static_cast<off_t>(offset + done));
+    if (n <= 0) {
+      error = "weight file '" + path + "' ends before byte " + std::to_string(offset + length);
+      close(fd);
+      return false;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  close(fd);
+  return true;
+}
+
+bool writeFileAtomically(const std::string &path, const std::string &contents,
+                         std::string &error) {
+  std::string tmp = path + ".tmp-XXXXXX";
+  int fd = mkstemp(tmp.data());
+  if (fd < 0) {
+    error = "cannot create a temporary file beside '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  fchmod(fd, 0644); // mkstemp creates 0600; outputs are ordinary files
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n <= 0) {
+      error = "cannot write '" + path + "': " + std::strerror(errno);
+      close(fd);
+      unlink(tmp.c_str());
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    error = "cannot flush '" + path + "': " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    error = "cannot rename the temporary file to '" + path + "': " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace h20::runtime

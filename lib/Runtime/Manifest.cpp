@@ -1,0 +1,75 @@
+//===- Manifest.cpp - an artifact's manifest.json, parsed ----------------===//
+#include "h20/Runtime/Manifest.h"
+
+#include <nlohmann/json.hpp>
+
+namespace h20::runtime {
+namespace {
+using json = nlohmann::json;
+
+TensorSpec tensorSpec(const json &j) {
+  TensorSpec t;
+  t.name = j.value("name", "");
+  t.dtype = j.at("dtype").get<std::string>();
+  t.shape = j.at("shape").get<std::vector<int64_t>>();
+  if (j.contains("dims_from"))
+    for (const json &d : j.at("dims_from")) {
+      if (d.is_null())
+        t.dimsFrom.push_back(std::nullopt);
+      else
+        t.dimsFrom.push_back(std::make_pair(d.at("input").get<int>(), d.at("dim").get<int>()));
+    }
+  return t;
+}
+} // namespace
+
+int64_t dtypeSize(const std::string &d) {
+  if (d == "float32" || d == "int32") return 4;
+  if (d == "float64" || d == "int64") return 8;
+  if (d == "float16" || d == "bfloat16") return 2;
+  if (d == "bool" || d == "int8") return 1;
+  return 0;
+}
+
+bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
+  try {
+    json j = json::parse(text);
+    if (j.value("format", "") != "h20-artifact") {
+      error = "manifest is not an h20 artifact manifest";
+      return false;
+    }
+    m.target = j.at("target").get<std::string>();
+    m.logits = j.value("logits", "all");
+    m.modelDir = j.value("model_dir", ".");
+    m.entrySymbol = j.at("entry").at("symbol").get<std::string>();
+    if (j.contains("vocab_size"))
+      m.vocabSize = j.at("vocab_size").get<int64_t>();
+    if (j.contains("max_positions"))
+      m.maxPositions = j.at("max_positions").get<int64_t>();
+    for (const json &t : j.at("inputs"))
+      m.inputs.push_back(tensorSpec(t));
+    for (const json &t : j.at("outputs"))
+      m.outputs.push_back(tensorSpec(t));
+    for (const json &w : j.at("weights")) {
+      WeightSpec s;
+      s.name = w.at("name").get<std::string>();
+      s.file = w.value("file", "");
+      s.dtype = w.at("dtype").get<std::string>();
+      s.shape = w.at("shape").get<std::vector<int64_t>>();
+      if (w.contains("offset"))
+        s.offset = w.at("offset").get<int64_t>();
+      if (w.contains("length"))
+        s.length = w.at("length").get<int64_t>();
+      m.weights.push_back(std::move(s));
+    }
+    for (const json &b : j.at("blobs"))
+      m.blobs.push_back({b.at("name").get<std::string>(), b.at("kind").get<std::string>(),
+                         b.at("offset").get<uint64_t>(), b.at("size").get<uint64_t>()});
+  } catch (const std::exception &e) {
+    error = std::string("manifest is invalid: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+} // namespace h20::runtime

@@ -1,0 +1,372 @@
+//===- CpuTarget.cpp - compile attn-level IR to a host artifact ----------===//
+#include "h20/Target/CpuTarget.h"
+
+#include "h20/Analysis/SymbolicEvaluator.h"
+#include "h20/Conversion/Passes.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+
+namespace h20 {
+namespace {
+
+constexpr llvm::StringLiteral kEntryFunc = "h20_main";
+
+std::string dtypeName(Type t) {
+  if (t.isF32()) return "float32";
+  if (t.isF16()) return "float16";
+  if (t.isBF16()) return "bfloat16";
+  if (t.isF64()) return "float64";
+  if (t.isInteger(64)) return "int64";
+  if (t.isInteger(32)) return "int32";
+  if (t.isInteger(1)) return "bool";
+  if (t.isInteger(8)) return "int8";
+  return "unsupported";
+}
+
+llvm::json::Array shapeOf(RankedTensorType t) {
+  llvm::json::Array a;
+  for (int64_t d : t.getShape())
+    a.push_back(ShapedType::isDynamic(d) ? int64_t(-1) : d);
+  return a;
+}
+
+/// The vocabulary size: rows of the embedding table a Gather reads with the
+/// token ids (argument 0).
+std::optional<int64_t> vocabSize(func::FuncOp func) {
+  if (func.getNumArguments() == 0)
+    return std::nullopt;
+  for (Operation *user : func.getArgument(0).getUsers())
+    if (auto g = dyn_cast<onnx::GatherOp>(user))
+      if (g->getOperand(1) == func.getArgument(0) && g.getAxis().value_or(0) == 0)
+        if (auto t = dyn_cast<RankedTensorType>(g->getOperand(0).getType()))
+          if (!t.isDynamicDim(0))
+            return t.getDimSize(0);
+  return std::nullopt;
+}
+
+/// Inputs and outputs with, for each dynamic output dim, the input dim it
+/// equals (proven by SymbolicEvaluator), so h20-run can size the outputs.
+FailureOr<std::pair<llvm::json::Array, llvm::json::Array>> describeInterface(func::FuncOp func) {
+  SymbolicEvaluator eval(func);
+  llvm::json::Array inputs, outputs;
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (!t)
+      return func.emitError("input ") << i << " has no static rank";
+    llvm::json::Object o{{"dtype", dtypeName(t.getElementType())}, {"shape", shapeOf(t)}};
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, "onnx.name"))
+      o["name"] = name.str();
+    if (auto params = func.getArgAttrOfType<ArrayAttr>(i, "onnx.dim_params")) {
+      llvm::json::Array p;
+      for (Attribute a : params)
+        p.push_back(cast<StringAttr>(a).str());
+      o["dim_params"] = std::move(p);
+    }
+    inputs.push_back(std::move(o));
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return func.emitError("output ") << i << " has no static rank";
+    llvm::json::Array from;
+    auto dims = eval.shapeOf(v);
+    for (int64_t k = 0; k < t.getRank(); ++k) {
+      if (!t.isDynamicDim(k)) {
+        from.push_back(nullptr);
+        continue;
+      }
+      bool found = false;
+      for (auto [a, arg] : llvm::enumerate(func.getArguments())) {
+        auto ad = eval.shapeOf(arg);
+        for (size_t j = 0; ad && dims && j < ad->size() && !found; ++j)
+          if (provablyEqual((*ad)[j], (*dims)[k])) {
+            from.push_back(llvm::json::Object{{"input", int64_t(a)}, {"dim", int64_t(j)}});
+            found = true;
+          }
+        if (found)
+          break;
+      }
+      if (!found)
+        return func.emitError("output ")
+               << i << " dim " << k << " is not provably equal to an input dim";
+    }
+    llvm::json::Object o{{"dtype", dtypeName(t.getElementType())},
+                         {"shape", shapeOf(t)},
+                         {"dims_from", std::move(from)}};
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+      o["name"] = name.str();
+    outputs.push_back(std::move(o));
+  }
+  return std::make_pair(std::move(inputs), std::move(outputs));
+}
+
+/// Destination-passing style at the ABI: every result becomes a trailing
+/// memref argument the caller allocates, written with
+/// bufferization.materialize_in_destination; the function returns nothing.
+/// (Results of dynamic shape could not otherwise be caller-allocated.)
+void outputsToDestinations(func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  OpBuilder b(ret);
+  SmallVector<Type> inputs(func.getArgumentTypes());
+  for (Value v : ret.getOperands()) {
+    auto t = cast<RankedTensorType>(v.getType());
+    auto mt = MemRefType::get(t.getShape(), t.getElementType());
+    BlockArgument dest = func.getBody().front().addArgument(mt, v.getLoc());
+    inputs.push_back(mt);
+    auto m = bufferization::MaterializeInDestinationOp::create(b, v.getLoc(), TypeRange{}, v, dest);
+    m.setRestrict(true);
+    m.setWritable(true);
+  }
+  func::ReturnOp::create(b, ret.getLoc());
+  ret.erase();
+  func.setType(FunctionType::get(func.getContext(), inputs, {}));
+}
+
+void buildLoweringPipeline(PassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // LLVM intrinsics first (rsqrt expands there); what has none (erf, ...)
+  // becomes a libm call.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+/// LLVM IR -> optimised native object for the host CPU.
+FailureOr<std::string> emitObject(llvm::Module &m, std::string &cpuName, Location loc) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return emitError(loc) << "no LLVM target for the host: " << error;
+  cpuName = llvm::sys::getHostCPUName().str();
+  llvm::SubtargetFeatures features;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(f.first(), f.second);
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpuName, features.getString(), llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  m.setTargetTriple(triple);
+  m.setDataLayout(tm->createDataLayout());
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm.get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+
+  llvm::SmallString<0> obj;
+  llvm::raw_svector_ostream os(obj);
+  llvm::legacy::PassManager codegen;
+  if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return emitError(loc) << "LLVM cannot emit an object file for " << triple.str();
+  codegen.run(m);
+  return std::string(obj.str());
+}
+
+/// Links the object and an argv-style entry wrapper into a shared object
+/// with the system C compiler; returns its bytes.
+FailureOr<std::string> linkSharedObject(const std::string &obj, unsigned numArgs, Location loc) {
+  auto cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    cc = llvm::sys::findProgramByName("gcc");
+  if (!cc)
+    return emitError(loc) << "no C compiler ('cc' or 'gcc') on PATH to link the CPU artifact";
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("h20-cpu", dir))
+    return emitError(loc) << "cannot create a temporary directory";
+  auto path = [&](llvm::StringRef name) {
+    llvm::SmallString<128> p(dir);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  };
+  std::string objPath = path("model.o"), cPath = path("entry.c"), soPath = path("model.so");
+  std::string params, args;
+  for (unsigned i = 0; i < numArgs; ++i) {
+    params += (i ? ", void *" : "void *");
+    args += (i ? ", a[" : "a[") + std::to_string(i) + "]";
+  }
+  std::string wrapper = "/* generated by h20: argv-style entry to the MLIR C interface */\n"
+                        "void _mlir_ciface_" + kEntryFunc.str() + "(" + params + ");\n"
+                        "void h20_entry(void **a) { _mlir_ciface_" + kEntryFunc.str() + "(" + args + "); }\n";
+  auto cleanup = [&] {
+    for (const std::string &p : {objPath, cPath, soPath})
+      llvm::sys::fs::remove(p);
+    llvm::sys::fs::remove(dir);
+  };
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream o(objPath, ec), c(cPath, ec);
+    o << obj;
+    c << wrapper;
+  }
+  std::string errMsg;
+  llvm::SmallVector<llvm::StringRef> argv{*cc, "-shared", "-fPIC", "-O2", "-o", soPath,
+                                          objPath, cPath, "-lm"};
+  int rc = llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, {}, 0, 0, &errMsg);
+  auto so = llvm::MemoryBuffer::getFile(soPath);
+  cleanup();
+  if (rc != 0 || !so)
+    return emitError(loc) << "linking the CPU artifact with " << *cc << " failed (exit " << rc
+                          << ") " << errMsg;
+  return (*so)->getBuffer().str();
+}
+
+} // namespace
+
+LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
+                            runtime::Artifact &artifact) {
+  MLIRContext *ctx = module.getContext();
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return module.emitError("expected exactly one function (the graph), found ") << funcs.size();
+  func::FuncOp func = funcs.front();
+
+  if (options.logitsLast) {
+    PassManager pm(ctx);
+    pm.addPass(createLogitsLast());
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  llvm::json::Object manifest{{"format", "h20-artifact"},
+                              {"format_version", int64_t(runtime::kArtifactFormatVersion)},
+                              {"target", "cpu"},
+                              {"logits", options.logitsLast ? "last" : "all"}};
+  if (auto dir = module->getAttrOfType<StringAttr>("onnx.model_dir"))
+    manifest["model_dir"] = dir.str();
+  if (auto v = vocabSize(func))
+    manifest["vocab_size"] = *v;
+  if (options.maxPositions)
+    manifest["max_positions"] = *options.maxPositions;
+  auto iface = describeInterface(func);
+  if (failed(iface))
+    return failure();
+  unsigned numInputs = func.getNumArguments(), numOutputs = func.getNumResults();
+  manifest["inputs"] = std::move(iface->first);
+  manifest["outputs"] = std::move(iface->second);
+
+  // ONNX names live on in the manifest; LLVM has no use for them.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    func.setArgAttrs(i, DictionaryAttr::get(ctx));
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    func.setResultAttrs(i, DictionaryAttr::get(ctx));
+  func.setName(kEntryFunc);
+  func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  PassManager toLinalg(ctx);
+  toLinalg.addPass(createLowerToLinalg());
+  toLinalg.addPass(createCanonicalizerPass());
+  if (failed(toLinalg.run(module)))
+    return failure();
+  outputsToDestinations(func);
+  PassManager pm(ctx);
+  buildLoweringPipeline(pm);
+  // The weight list is read after h20-lower-to-linalg turned weights into
+  // arguments; it survives on the (LLVM) function as an attribute.
+  if (failed(pm.run(module)))
+    return failure();
+  llvm::json::Array weights;
+  unsigned numWeights = 0;
+  module.walk([&](Operation *op) {
+    auto list = op->getAttrOfType<ArrayAttr>("h20.weights");
+    if (!list || !op->hasAttr("sym_name") ||
+        cast<StringAttr>(op->getAttr("sym_name")).getValue() != kEntryFunc)
+      return;
+    for (Attribute a : list) {
+      auto d = cast<DictionaryAttr>(a);
+      llvm::json::Array shape;
+      for (int64_t x : d.getAs<DenseI64ArrayAttr>("shape").asArrayRef())
+        shape.push_back(x);
+      llvm::json::Object w{{"name", d.getAs<StringAttr>("name").str()},
+                           {"dtype", dtypeName(d.getAs<TypeAttr>("type").getValue())},
+                           {"shape", std::move(shape)}};
+      if (auto f = d.getAs<StringAttr>("file"))
+        w["file"] = f.str();
+      if (auto o = d.getAs<IntegerAttr>("offset"))
+        w["offset"] = o.getInt();
+      if (auto l = d.getAs<IntegerAttr>("length"))
+        w["length"] = l.getInt();
+      weights.push_back(std::move(w));
+      ++numWeights;
+    }
+  });
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx);
+  if (!llvmModule)
+    return module.emitError("translation to LLVM IR failed");
+  std::string cpu;
+  auto obj = emitObject(*llvmModule, cpu, module.getLoc());
+  if (failed(obj))
+    return failure();
+  auto so = linkSharedObject(*obj, numInputs + numWeights + numOutputs, module.getLoc());
+  if (failed(so))
+    return failure();
+
+  uint64_t offset = runtime::appendBlob(artifact.payload, so->data(), so->size());
+  manifest["weights"] = std::move(weights);
+  manifest["cpu"] = cpu;
+  manifest["entry"] = llvm::json::Object{
+      {"symbol", "h20_entry"},
+      {"abi", "argv of MLIR memref descriptors: inputs, weights, outputs"}};
+  manifest["blobs"] = llvm::json::Array{llvm::json::Object{
+      {"name", "model.so"}, {"kind", "shared_object"}, {"offset", int64_t(offset)},
+      {"size", int64_t(so->size())}}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
+  artifact.manifest = text;
+  return success();
+}
+
+} // namespace h20

@@ -1,0 +1,272 @@
+//===- h20-run.cpp - run a compiled h20 artifact's prefill ---------------===//
+//
+// h20-run model.h20 --ids ids.npy [--device cpu] [--dump-logits out.npy]
+//                   [--report report.json]
+// Loads the artifact, checks the prompt against the model (vocabulary, the
+// longest accepted prompt), loads the weights it references by byte range,
+// runs the prefill and prints the next token id and the time it took.
+// Exit codes: 0 success, 1 internal error, 2 bad input, 3 out of resources.
+// Plain C++: no MLIR in the runtime.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/CpuExecutor.h"
+#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Npy.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sys/resource.h>
+
+using namespace h20::runtime;
+
+namespace {
+
+constexpr int kExitInternal = 1, kExitBadInput = 2, kExitResources = 3;
+
+int fail(int code, const std::string &message) {
+  std::fprintf(stderr, "h20-run: error: %s%s\n", message.c_str(),
+               code == kExitInternal ? " (internal error; please report)" : "");
+  return code;
+}
+
+const char *kUsage =
+    "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
+    "               [--report REPORT.json]\n"
+    "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n";
+
+struct Options {
+  std::string artifact, ids, device, dumpLogits, report;
+};
+
+bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string &dst) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        dst = a.substr(eq + 1);
+        return true;
+      }
+      if (i + 1 >= argc) {
+        error = "option " + a + " needs a value";
+        return false;
+      }
+      dst = argv[++i];
+      return true;
+    };
+    auto is = [&](const char *flag) {
+      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (is("--ids")) {
+      if (!value(o.ids)) return false;
+    } else if (is("--device")) {
+      if (!value(o.device)) return false;
+    } else if (is("--dump-logits")) {
+      if (!value(o.dumpLogits)) return false;
+    } else if (is("--report")) {
+      if (!value(o.report)) return false;
+    } else if (!a.empty() && a[0] == '-') {
+      error = "unknown option '" + a + "'";
+      return false;
+    } else if (o.artifact.empty()) {
+      o.artifact = a;
+    } else {
+      error = "unexpected argument '" + a + "'";
+      return false;
+    }
+  }
+  if (o.artifact.empty() || o.ids.empty()) {
+    error = "need an artifact and --ids";
+    return false;
+  }
+  return true;
+}
+
+/// 64-byte aligned heap buffer.
+struct Buffer {
+  explicit Buffer(size_t bytes) {
+    if (posix_memalign(&data, 64, bytes ? bytes : 64) != 0)
+      data = nullptr;
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  void *data = nullptr;
+};
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  auto tStart = std::chrono::steady_clock::now();
+  Options opt;
+  std::string error;
+  if (!parseArgs(argc, argv, opt, error))
+    return fail(kExitBadInput, error + "\n" + kUsage);
+
+  Artifact artifact;
+  if (!readArtifact(opt.artifact, artifact, error))
+    return fail(kExitBadInput, error);
+  Manifest m;
+  if (!parseManifest(artifact.manifest, m, error))
+    return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
+  std::string device = opt.device.empty() ? (m.target == "cpu" ? "cpu" : "gpu") : opt.device;
+  if (device != "cpu" && device != "gpu")
+    return fail(kExitBadInput, "--device must be cpu or gpu, got '" + device + "'");
+  if (device == "cpu" && m.target != "cpu")
+    return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
+                                   "'; compile with --target=cpu to run on the CPU");
+  if (device == "gpu")
+    return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
+                                   "', which runs on the CPU: use --device cpu");
+  if (m.inputs.size() != 1 || m.outputs.empty())
+    return fail(kExitBadInput, "h20-run feeds one input (token ids); this model has " +
+                                   std::to_string(m.inputs.size()));
+
+  // Token ids.
+  std::vector<int64_t> ids;
+  if (!readTokenIds(opt.ids, ids, error))
+    return fail(kExitBadInput, error);
+  int64_t S = static_cast<int64_t>(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || (m.vocabSize && ids[i] >= *m.vocabSize))
+      return fail(kExitBadInput, "token id " + std::to_string(ids[i]) + " at position " +
+                                     std::to_string(i) + " is outside the vocabulary [0, " +
+                                     (m.vocabSize ? std::to_string(*m.vocabSize) : "?") + ")");
+  }
+  if (m.maxPositions && S > *m.maxPositions)
+    return fail(kExitBadInput, "prompt of " + std::to_string(S) +
+                                   " tokens exceeds the model's maximum of " +
+                                   std::to_string(*m.maxPositions) + " positions");
+  const TensorSpec &in = m.inputs[0];
+  if (in.shape.size() != 2 || (in.shape[0] != 1 && in.shape[0] != -1) ||
+      (in.dtype != "int64" && in.dtype != "int32"))
+    return fail(kExitBadInput, "the model's input '" + in.name +
+                                   "' is not token ids [1, S] of int64/int32");
+  if (in.shape[1] != -1 && in.shape[1] != S)
+    return fail(kExitBadInput, "the model takes exactly " + std::to_string(in.shape[1]) +
+                                   " tokens; got " + std::to_string(S));
+  std::vector<int64_t> inShape{1, S};
+  Buffer idsBuf(S * 8);
+  if (in.dtype == "int64")
+    std::memcpy(idsBuf.data, ids.data(), S * 8);
+  else
+    for (int64_t i = 0; i < S; ++i)
+      static_cast<int32_t *>(idsBuf.data)[i] = static_cast<int32_t>(ids[i]);
+
+  // Code.
+  auto tLoad = std::chrono::steady_clock::now();
+  if (m.blobs.empty())
+    return fail(kExitBadInput, "'" + opt.artifact + "' holds no code");
+  CpuModule module;
+  if (!module.load(artifact.payload, m.blobs[0].offset, m.blobs[0].size, m.entrySymbol, error))
+    return fail(kExitInternal, error);
+
+  // Weights, by byte range of the ONNX file / external data.
+  std::vector<std::unique_ptr<Buffer>> weightBufs;
+  std::vector<MemRefDescriptor> args;
+  args.emplace_back(idsBuf.data, inShape);
+  uint64_t weightBytes = 0;
+  for (const WeightSpec &w : m.weights) {
+    int64_t count = 1;
+    for (int64_t d : w.shape)
+      count *= d;
+    int64_t bytes = count * dtypeSize(w.dtype);
+    if (!w.offset || w.file.empty())
+      return fail(kExitBadInput, "weight '" + w.name +
+                                     "' is stored in typed protobuf fields, not raw bytes; "
+                                     "re-export the model with raw_data or external data");
+    if (w.length && *w.length != bytes)
+      return fail(kExitBadInput, "weight '" + w.name + "' is " + std::to_string(*w.length) +
+                                     " bytes in the model but its shape needs " +
+                                     std::to_string(bytes));
+    auto buf = std::make_unique<Buffer>(bytes);
+    if (!buf->data)
+      return fail(kExitResources, "out of memory loading weight '" + w.name + "' (" +
+                                      std::to_string(bytes) + " bytes)");
+    if (!readFileRange(m.modelDir + "/" + w.file, *w.offset, bytes, buf->data, error))
+      return fail(kExitBadInput, "weight '" + w.name + "': " + error);
+    weightBytes += bytes;
+    args.emplace_back(buf->data, w.shape);
+    weightBufs.push_back(std::move(buf));
+  }
+  double loadMs = msSince(tLoad);
+
+  // Outputs, sized from the input dims they are proven equal to.
+  std::vector<std::unique_ptr<Buffer>> outBufs;
+  std::vector<std::vector<int64_t>> outShapes;
+  for (const TensorSpec &o : m.outputs) {
+    std::vector<int64_t> shape = o.shape;
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (shape[k] < 0) {
+        if (k >= o.dimsFrom.size() || !o.dimsFrom[k] || o.dimsFrom[k]->first != 0)
+          return fail(kExitBadInput, "output '" + o.name + "' dim " + std::to_string(k) +
+                                         " cannot be sized from the input");
+        shape[k] = inShape[o.dimsFrom[k]->second];
+      }
+    int64_t count = 1;
+    for (int64_t d : shape)
+      count *= d;
+    auto buf = std::make_unique<Buffer>(count * dtypeSize(o.dtype));
+    if (!buf->data)
+      return fail(kExitResources, "out of memory for output '" + o.name + "'");
+    args.emplace_back(buf->data, shape);
+    outBufs.push_back(std::move(buf));
+    outShapes.push_back(shape);
+  }
+
+  auto tRun = std::chrono::steady_clock::now();
+  module.run(args);
+  double prefillMs = msSince(tRun);
+
+  // Next token: argmax over the last position's logits (output 0).
+  const std::vector<int64_t> &ls = outShapes[0];
+  if (m.outputs[0].dtype != "float32" || ls.empty())
+    return fail(kExitBadInput, "output 0 is not float32 logits");
+  int64_t vocab = ls.back(), rows = 1;
+  for (int64_t d : ls)
+    rows *= d;
+  rows /= vocab;
+  const float *logits = static_cast<const float *>(outBufs[0]->data);
+  const float *last = logits + (rows - 1) * vocab;
+  int64_t next = 0;
+  for (int64_t v = 1; v < vocab; ++v)
+    if (last[v] > last[next])
+      next = v;
+
+  if (!opt.dumpLogits.empty() &&
+      !writeFileAtomically(opt.dumpLogits, encodeNpyF32(ls, logits), error))
+    return fail(kExitBadInput, error);
+
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  double totalMs = msSince(tStart);
+  nlohmann::json report{{"device", "cpu"},
+                        {"tokens", S},
+                        {"next_token_id", next},
+                        {"ttft_ms", prefillMs},
+                        {"tokens_per_s", S / (prefillMs / 1000.0)},
+                        {"peak_host_memory_bytes", int64_t(usage.ru_maxrss) * 1024},
+                        {"weight_bytes", weightBytes},
+                        {"stages_ms", {{"load", loadMs}, {"prefill", prefillMs}, {"total", totalMs}}},
+                        {"logits", m.logits}};
+  if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
+    return fail(kExitBadInput, error);
+  std::printf("next token id: %lld\n", static_cast<long long>(next));
+  std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on the CPU; total %.1f ms\n",
+              static_cast<long long>(S), prefillMs, S / (prefillMs / 1000.0), totalMs);
+  return 0;
+}
