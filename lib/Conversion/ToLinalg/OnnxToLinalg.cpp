@@ -507,6 +507,11 @@ FailureOr<Values> lowerSlice(OpBuilder &b, ox::SliceOp op) {
     sizes[ax] = arith::IndexCastOp::create(b, loc, b.getIndexType(), len).getResult();
     strides[ax] = b.getIndexAttr(steps[i]);
   }
+  // Sizes the result type fixes are given as attributes, as extract_slice
+  // derives its result type from them.
+  for (int64_t k = 0; k < r; ++k)
+    if (!rt.isDynamicDim(k))
+      sizes[k] = b.getIndexAttr(rt.getDimSize(k));
   return Values{tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, sizes, strides)};
 }
 

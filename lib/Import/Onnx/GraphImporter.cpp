@@ -147,7 +147,10 @@ LogicalResult GraphImporter::importInitializers() {
     auto loc = NameLoc::get(b.getStringAttr(t.name()), fileLoc);
     auto where = model.locations.find(t.name());
     bool inlineData = t.data_location() != ::onnx::TensorProto::EXTERNAL;
-    if (inlineData && type.getNumElements() <= options.inlineElementLimit) {
+    // Tiny inline tensors fold; tensors in typed fields (float_data, ...)
+    // have no byte range to reference, so they become constants too.
+    bool typedFields = inlineData && !t.has_raw_data();
+    if (inlineData && (type.getNumElements() <= options.inlineElementLimit || typedFields)) {
       std::string message;
       auto dense = denseFromTensor(t, type, message);
       if (failed(dense))

@@ -159,9 +159,10 @@ void buildLoweringPipeline(PassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertLinalgToLoopsPass());
+  // Subview metadata expands into affine.apply: lower affine after it.
+  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // LLVM intrinsics first (rsqrt expands there); what has none (erf, ...)
   // becomes a libm call.

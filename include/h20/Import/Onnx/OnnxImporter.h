@@ -17,8 +17,9 @@ namespace h20 {
 /// Options of importOnnxModel.
 struct OnnxImportOptions {
   /// Initializers with at most this many elements, stored inline in the model
-  /// file, become `onnx.Constant` (so shape subgraphs can fold); all others
-  /// become `onnx.Weight` references. Weight bytes are never read otherwise.
+  /// file, become `onnx.Constant` (so shape subgraphs can fold), as do those
+  /// stored in typed fields (float_data, ...: no byte range to reference);
+  /// all others become `onnx.Weight` references to their bytes.
   int64_t inlineElementLimit = 64;
 };
 
