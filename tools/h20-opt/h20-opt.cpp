@@ -90,7 +90,9 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (!module)
     return kExitBadInput;
 
-  std::string level = !targetName.empty() ? "attn"
+  // --target on .mlir compiles the IR as given (attn level, e.g. from
+  // --emit=attn or after a pass under test); ONNX input is raised first.
+  std::string level = !targetName.empty() ? (isOnnxFile(input) ? "attn" : "onnx")
                       : emitLevel.empty() ? "onnx"
                                           : emitLevel.getValue();
   PassManager pm(&ctx);
