@@ -697,7 +697,7 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
             ox::CosOp, ox::TanhOp, ox::ErfOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp,
             ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RMSNormalizationOp,
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
-            attn::RmsNormOp, attn::RopeOp>(
+            attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp>(
           [&](Operation *) { return sameAs(0); })
       .Case<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>(
           [&](Operation *) -> std::optional<SymTensor> {

@@ -3,6 +3,7 @@
 #define H20_TRANSFORMS_PASSES_H
 
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

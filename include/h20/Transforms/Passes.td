@@ -64,6 +64,7 @@ def RaiseToAttn : Pass<"h20-raise-attn", "mlir::func::FuncOp"> {
 }
 
 def LogitsLast : Pass<"h20-logits-last", "mlir::ModuleOp"> {
+  let dependentDialects = ["h20::onnx::OnnxDialect"];
   let summary = "Compute the LM head for the last position only";
   let description = [{
     For a function returning logits [B, S, V] = MatMul(h [B, S, K], W [K, V]),
@@ -71,6 +72,23 @@ def LogitsLast : Pass<"h20-logits-last", "mlir::ModuleOp"> {
     LM head costs one row instead of S (all TTFT needs). Fails when the
     result is not produced by such a MatMul.
   }];
+}
+
+def LowerRope : Pass<"h20-lower-rope", "mlir::func::FuncOp"> {
+  let summary = "Replace attn.rope by table gathers (no sin/cos per token)";
+  let description = [{
+    Rewrites every attn.rope into attn.rope_table (cos/sin computed at
+    compile time in f64, rounded once to f32, stored as a two-level table:
+    1 MiB at 1M positions and 64 frequency pairs) and attn.rope_apply, which
+    gathers by position and recombines with cos(a+b) = cos a cos b - sin a
+    sin b. Every scaling of attn.rope is kept; dynamic NTK's tables depend
+    on the prompt length and are built once per prefill.
+  }];
+  let options = [
+    Option<"maxPositions", "max-positions", "int64_t", "1048576",
+           "Positions the tables cover (the longest prompt)">
+  ];
+  let dependentDialects = ["h20::attn::AttnDialect", "mlir::tensor::TensorDialect"];
 }
 
 def CanonicalOrder : Pass<"h20-canonical-order", "mlir::func::FuncOp"> {

@@ -11,6 +11,7 @@
 #include "LoweringUtils.h"
 
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Attn/IR/RopeParams.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -109,42 +110,20 @@ FailureOr<Value> lowerRmsNorm(OpBuilder &b, attn::RmsNormOp op) {
       .getResult(0);
 }
 
-/// Inverse frequencies theta^(-2j/rotary_dim) in f64, with the scaling.
-static FailureOr<SmallVector<double>> inverseFrequencies(attn::RopeOp op) {
-  int64_t rd = static_cast<int64_t>(op.getRotaryDim());
-  double theta = op.getTheta().convertToDouble();
-  SmallVector<double> f;
-  for (int64_t j = 0; j < rd / 2; ++j)
-    f.push_back(std::pow(theta, -2.0 * j / rd));
-  switch (op.getScaling()) {
-  case attn::RopeScaling::none:
-    return f;
-  case attn::RopeScaling::linear:
-    for (double &x : f)
-      x /= op.getFactor()->convertToDouble();
-    return f;
-  default:
-    return op.emitOpError("scaling '")
-           << attn::stringifyRopeScaling(op.getScaling())
-           << "' has no CPU reference decomposition yet";
-  }
-}
+namespace {
 
-/// out[c] = x[c] cos(a_j) - x[c'] sin(a_j) for the first element of each pair
-/// and x[c] cos(a_j) + x[c'] sin(a_j) for the second, a_j = pos * inv_freq[j]
-/// in f64; channels c >= rotary_dim are copied.
-FailureOr<Value> lowerRope(OpBuilder &b, attn::RopeOp op) {
-  auto freqs = inverseFrequencies(op);
-  if (failed(freqs))
-    return failure();
-  Location loc = op.getLoc();
-  Value x = op.getInput(), pos = op.getPositions();
+/// Computes (cos, sin) of pair `j` at position `pos` (i64), inside a
+/// linalg body; the result is in the compute type.
+using CosSinFn = function_ref<std::pair<Value, Value>(OpBuilder &, Location, Value pos, Value j)>;
+
+/// The rotation shared by attn.rope and attn.rope_apply: out[c] = x[c] cos -
+/// x[c'] sin for the first element of a pair, x[c] cos + x[c'] sin for the
+/// second; channels c >= rotary_dim are copied bit-exact.
+Value buildRotation(OpBuilder &b, Location loc, Value x, Value pos, int64_t rd, bool interleaved,
+                    CosSinFn cosSin) {
   auto xt = cast<RankedTensorType>(x.getType());
   MLIRContext *ctx = b.getContext();
-  int64_t rd = static_cast<int64_t>(op.getRotaryDim()), half = rd / 2;
-  bool interleaved = op.getInterleaved();
-  auto ft = RankedTensorType::get({half}, b.getF64Type());
-  Value table = arith::ConstantOp::create(b, loc, ft, DenseElementsAttr::get(ft, ArrayRef<double>(*freqs)));
+  int64_t half = rd / 2;
   SmallVector<Value> dims;
   for (int64_t k = 0; k < 4; ++k)
     dims.push_back(dimOf(b, loc, x, k));
@@ -180,11 +159,7 @@ FailureOr<Value> lowerRope(OpBuilder &b, attn::RopeOp op) {
                Value bI = linalg::IndexOp::create(nb, nl, 0), hI = linalg::IndexOp::create(nb, nl, 1),
                      sI = linalg::IndexOp::create(nb, nl, 2);
                Value other = tensor::ExtractOp::create(nb, nl, x, ValueRange{bI, hI, sI, partner});
-               Value f = tensor::ExtractOp::create(nb, nl, table, ValueRange{j});
-               Value p = castScalar(nb, nl, a[1], nb.getF64Type());
-               Value angle = arith::MulFOp::create(nb, nl, p, f);
-               Value cosA = castScalar(nb, nl, math::CosOp::create(nb, nl, angle), ct);
-               Value sinA = castScalar(nb, nl, math::SinOp::create(nb, nl, angle), ct);
+               auto [cosA, sinA] = cosSin(nb, nl, castScalar(nb, nl, a[1], nb.getI64Type()), j);
                Value xc = castScalar(nb, nl, a[0], ct), xo = castScalar(nb, nl, other, ct);
                Value xcos = arith::MulFOp::create(nb, nl, xc, cosA);
                Value osin = arith::MulFOp::create(nb, nl, xo, sinA);
@@ -194,6 +169,136 @@ FailureOr<Value> lowerRope(OpBuilder &b, attn::RopeOp op) {
                linalg::YieldOp::create(nb, nl, out);
              })
       .getResult(0);
+}
+
+/// Dynamic NTK's base for prompt length `seqLen` (index), as f64:
+/// theta * (factor * S / orig - (factor - 1))^(d / (d - 2)) when S > orig.
+Value dynamicNtkBase(OpBuilder &b, Location loc, const rope::Params &p, Value seqLen) {
+  Type f64 = b.getF64Type();
+  Value s = arith::SIToFPOp::create(b, loc, f64, arith::IndexCastOp::create(b, loc, b.getI64Type(), seqLen));
+  double orig = static_cast<double>(p.originalMaxPositions.value_or(1));
+  Value ratio = arith::SubFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, floatConst(b, loc, f64, p.factor / orig), s),
+      floatConst(b, loc, f64, p.factor - 1.0));
+  double e = static_cast<double>(p.rotaryDim) / (p.rotaryDim - 2);
+  Value grown = arith::MulFOp::create(b, loc, floatConst(b, loc, f64, p.theta),
+                                      math::PowFOp::create(b, loc, ratio, floatConst(b, loc, f64, e)));
+  Value longer = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, s, floatConst(b, loc, f64, orig));
+  return arith::SelectOp::create(b, loc, longer, grown, floatConst(b, loc, f64, p.theta));
+}
+
+/// inv_freq[j] = base^(-2j/d) in f64 inside a body, for a runtime base.
+Value runtimeInvFreq(OpBuilder &b, Location loc, Value base, Value j, int64_t d) {
+  Type f64 = b.getF64Type();
+  Value jf = arith::SIToFPOp::create(b, loc, f64, arith::IndexCastOp::create(b, loc, b.getI64Type(), j));
+  Value expo = arith::MulFOp::create(b, loc, jf, floatConst(b, loc, f64, -2.0 / d));
+  return math::PowFOp::create(b, loc, base, expo);
+}
+
+} // namespace
+
+/// The reference: angles pos * inv_freq[j] in f64 (inv_freq from RopeMath),
+/// cos/sin in f64 times the magnitude factor, rounded once.
+FailureOr<Value> lowerRope(OpBuilder &b, attn::RopeOp op) {
+  Location loc = op.getLoc();
+  rope::Params p = attn::ropeParams(op);
+  Type ct = computeTypeFor(cast<RankedTensorType>(op.getInput().getType()).getElementType());
+  Type f64 = b.getF64Type();
+  double m = rope::attentionFactor(p);
+  Value table, base;
+  if (p.scaling == rope::Scaling::dynamic_ntk) {
+    base = dynamicNtkBase(b, loc, p, dimOf(b, loc, op.getPositions(), 1));
+  } else {
+    std::vector<double> f = rope::inverseFrequencies(p);
+    auto ft = RankedTensorType::get({static_cast<int64_t>(f.size())}, f64);
+    table = arith::ConstantOp::create(b, loc, ft, DenseElementsAttr::get(ft, ArrayRef<double>(f)));
+  }
+  return buildRotation(
+      b, loc, op.getInput(), op.getPositions(), p.rotaryDim, op.getInterleaved(),
+      [&](OpBuilder &nb, Location nl, Value pos, Value j) -> std::pair<Value, Value> {
+        Value f = table ? tensor::ExtractOp::create(nb, nl, table, ValueRange{j}).getResult()
+                        : runtimeInvFreq(nb, nl, base, j, p.rotaryDim);
+        Value angle = arith::MulFOp::create(nb, nl, arith::SIToFPOp::create(nb, nl, f64, pos), f);
+        Value c = math::CosOp::create(nb, nl, angle), s = math::SinOp::create(nb, nl, angle);
+        if (m != 1.0) {
+          c = arith::MulFOp::create(nb, nl, c, floatConst(nb, nl, f64, m));
+          s = arith::MulFOp::create(nb, nl, s, floatConst(nb, nl, f64, m));
+        }
+        return {castScalar(nb, nl, c, ct), castScalar(nb, nl, s, ct)};
+      });
+}
+
+/// Tables: computed here at compile time (f64, rounded once), or for
+/// dynamic NTK by a loop nest over the table entries once per prefill.
+FailureOr<SmallVector<Value>> lowerRopeTable(OpBuilder &b, attn::RopeTableOp op) {
+  Location loc = op.getLoc();
+  rope::Params p = attn::ropeParams(op);
+  int64_t maxPos = static_cast<int64_t>(op.getMaxPositions());
+  if (rope::tableBlock(maxPos) != static_cast<int64_t>(op.getBlock()))
+    return op.emitOpError("block ") << op.getBlock() << " differs from the table builder's "
+                                    << rope::tableBlock(maxPos);
+  auto ct = op.getCoarse().getType(), ft = op.getFine().getType();
+  if (!op.getSeqLen()) {
+    rope::TwoLevelTable t = rope::buildTwoLevelTable(p, maxPos);
+    auto pack = [](const std::vector<float> &c, const std::vector<float> &s) {
+      std::vector<float> v(c);
+      v.insert(v.end(), s.begin(), s.end());
+      return v;
+    };
+    std::vector<float> coarse = pack(t.coarseCos, t.coarseSin), fine = pack(t.fineCos, t.fineSin);
+    return SmallVector<Value>{
+        arith::ConstantOp::create(b, loc, ct, DenseElementsAttr::get(ct, ArrayRef<float>(coarse))),
+        arith::ConstantOp::create(b, loc, ft, DenseElementsAttr::get(ft, ArrayRef<float>(fine)))};
+  }
+  Value base = dynamicNtkBase(b, loc, p, op.getSeqLen());
+  MLIRContext *ctx = b.getContext();
+  Type f64 = b.getF64Type();
+  auto build = [&](RankedTensorType type, int64_t stride, double scale) {
+    Value init = tensor::EmptyOp::create(b, loc, type, ValueRange{});
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+               {AffineMap::getMultiDimIdentityMap(3, ctx)}, parallel(3),
+               [&](OpBuilder &nb, Location nl, ValueRange) {
+                 Value which = linalg::IndexOp::create(nb, nl, 0);
+                 Value row = linalg::IndexOp::create(nb, nl, 1), j = linalg::IndexOp::create(nb, nl, 2);
+                 Value posI = arith::MulIOp::create(nb, nl, row, arith::ConstantIndexOp::create(nb, nl, stride));
+                 Value pos = arith::SIToFPOp::create(nb, nl, f64, arith::IndexCastOp::create(nb, nl, nb.getI64Type(), posI));
+                 Value angle = arith::MulFOp::create(nb, nl, pos, runtimeInvFreq(nb, nl, base, j, p.rotaryDim));
+                 Value isSin = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, which,
+                                                     arith::ConstantIndexOp::create(nb, nl, 1));
+                 Value v = arith::SelectOp::create(nb, nl, isSin, math::SinOp::create(nb, nl, angle),
+                                                   math::CosOp::create(nb, nl, angle));
+                 v = arith::MulFOp::create(nb, nl, v, floatConst(nb, nl, f64, scale));
+                 linalg::YieldOp::create(nb, nl, castScalar(nb, nl, v, nb.getF32Type()));
+               })
+        .getResult(0);
+  };
+  return SmallVector<Value>{build(ct, op.getBlock(), rope::attentionFactor(p)), build(ft, 1, 1.0)};
+}
+
+/// cos/sin gathered from the two-level tables and recombined in f32.
+FailureOr<Value> lowerRopeApply(OpBuilder &b, attn::RopeApplyOp op) {
+  Location loc = op.getLoc();
+  Value coarse = op.getCoarse(), fine = op.getFine();
+  int64_t block = static_cast<int64_t>(op.getBlock());
+  Type ct = computeTypeFor(cast<RankedTensorType>(op.getInput().getType()).getElementType());
+  return buildRotation(
+      b, loc, op.getInput(), op.getPositions(), static_cast<int64_t>(op.getRotaryDim()),
+      op.getInterleaved(), [&](OpBuilder &nb, Location nl, Value pos, Value j) -> std::pair<Value, Value> {
+        Value p = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), pos);
+        Value blk = arith::ConstantIndexOp::create(nb, nl, block);
+        Value hi = arith::DivUIOp::create(nb, nl, p, blk), lo = arith::RemUIOp::create(nb, nl, p, blk);
+        Value zero = arith::ConstantIndexOp::create(nb, nl, 0), one = arith::ConstantIndexOp::create(nb, nl, 1);
+        Value cc = tensor::ExtractOp::create(nb, nl, coarse, ValueRange{zero, hi, j});
+        Value cs = tensor::ExtractOp::create(nb, nl, coarse, ValueRange{one, hi, j});
+        Value fc = tensor::ExtractOp::create(nb, nl, fine, ValueRange{zero, lo, j});
+        Value fs = tensor::ExtractOp::create(nb, nl, fine, ValueRange{one, lo, j});
+        Value c = arith::SubFOp::create(nb, nl, arith::MulFOp::create(nb, nl, cc, fc),
+                                        arith::MulFOp::create(nb, nl, cs, fs));
+        Value s = arith::AddFOp::create(nb, nl, arith::MulFOp::create(nb, nl, cs, fc),
+                                        arith::MulFOp::create(nb, nl, cc, fs));
+        return {castScalar(nb, nl, c, ct), castScalar(nb, nl, s, ct)};
+      });
 }
 
 /// Softmax attention with the visibility rules of attn.attention; the S_q x

@@ -10,6 +10,9 @@ namespace h20::lowering {
 /// insertion point), or failure after emitting an error on the op.
 mlir::FailureOr<mlir::Value> lowerRmsNorm(mlir::OpBuilder &b, attn::RmsNormOp op);
 mlir::FailureOr<mlir::Value> lowerRope(mlir::OpBuilder &b, attn::RopeOp op);
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> lowerRopeTable(mlir::OpBuilder &b,
+                                                               attn::RopeTableOp op);
+mlir::FailureOr<mlir::Value> lowerRopeApply(mlir::OpBuilder &b, attn::RopeApplyOp op);
 mlir::FailureOr<mlir::Value> lowerAttention(mlir::OpBuilder &b, attn::AttentionOp op);
 
 } // namespace h20::lowering

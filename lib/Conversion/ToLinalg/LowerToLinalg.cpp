@@ -77,6 +77,12 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                   if (failed(v)) return failure();
                   return SmallVector<Value>{*v};
                 })
+                .Case([&](h20::attn::RopeTableOp o) { return h20::lowering::lowerRopeTable(b, o); })
+                .Case([&](h20::attn::RopeApplyOp o) -> FailureOr<SmallVector<Value>> {
+                  auto v = h20::lowering::lowerRopeApply(b, o);
+                  if (failed(v)) return failure();
+                  return SmallVector<Value>{*v};
+                })
                 .Case([&](h20::attn::AttentionOp o) -> FailureOr<SmallVector<Value>> {
                   auto v = h20::lowering::lowerAttention(b, o);
                   if (failed(v)) return failure();

@@ -171,3 +171,38 @@ LogicalResult AttentionOp::verify() {
   }
   return success();
 }
+
+LogicalResult RopeTableOp::verify() {
+  int64_t rd = static_cast<int64_t>(getRotaryDim());
+  int64_t maxPos = static_cast<int64_t>(getMaxPositions());
+  int64_t block = static_cast<int64_t>(getBlock());
+  if (rd <= 0 || rd % 2)
+    return emitOpError("rotary_dim must be positive and even, got ") << rd;
+  if (maxPos <= 0 || block <= 0)
+    return emitOpError("max_positions and block must be positive");
+  if (getRepresentation() != "two_level")
+    return emitOpError("unknown representation '") << getRepresentation() << "'";
+  if ((getScaling() == RopeScaling::dynamic_ntk) != static_cast<bool>(getSeqLen()))
+    return emitOpError("seq_len is required by, and only by, dynamic_ntk scaling");
+  auto c = getCoarse().getType(), f = getFine().getType();
+  int64_t rows = (maxPos + block - 1) / block;
+  if (c.getShape() != ArrayRef<int64_t>{2, rows, rd / 2} ||
+      f.getShape() != ArrayRef<int64_t>{2, block, rd / 2})
+    return emitOpError("tables must be [2, ")
+           << rows << ", " << rd / 2 << "] and [2, " << block << ", " << rd / 2 << "]";
+  return success();
+}
+
+LogicalResult RopeApplyOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (in.getRank() != 4)
+    return emitOpError("input must be [B, H, S, D], got rank ") << in.getRank();
+  int64_t rd = static_cast<int64_t>(getRotaryDim());
+  if (rd <= 0 || rd % 2 || (!in.isDynamicDim(3) && rd > in.getDimSize(3)))
+    return emitOpError("rotary_dim ") << rd << " must be even and <= head_dim";
+  auto c = getCoarse().getType(), f = getFine().getType();
+  if (c.getRank() != 3 || f.getRank() != 3 || c.getDimSize(2) != rd / 2 ||
+      f.getDimSize(2) != rd / 2 || f.getDimSize(1) != static_cast<int64_t>(getBlock()))
+    return emitOpError("tables do not match rotary_dim ") << rd << " and block " << getBlock();
+  return success();
+}

@@ -151,4 +151,68 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Attn_RopeTableOp : Attn_Op<"rope_table", [Pure]> {
+  let summary = "Compile-time cos/sin tables of a RoPE (two-level)";
+  let description = [{
+    The cos/sin of every position in [0, max_positions) for each frequency
+    pair j < rotary_dim / 2, stored as two levels so the size stays small at
+    1M positions: with p = hi * block + lo,
+      coarse[0][hi][j] = m cos(hi * block * f_j), coarse[1][hi][j] = m sin(...)
+      fine[0][lo][j]   = cos(lo * f_j),            fine[1][lo][j]   = sin(...)
+    where f_j are the scaled inverse frequencies and m the magnitude factor
+    (YaRN attention_factor, else 1), all computed in f64 and rounded once to
+    f32 (RopeMath.h). `representation = "two_level"` records the choice.
+    Dynamic NTK depends on the prompt length: its tables take `seq_len`
+    (index) and are built once per prefill, never per token.
+    Results: coarse [2, ceil(max_positions / block), rotary_dim / 2] and
+    fine [2, block, rotary_dim / 2], f32.
+  }];
+  let arguments = (ins Optional<Index>:$seq_len,
+                   F64Attr:$theta,
+                   I64Attr:$rotary_dim,
+                   DefaultValuedAttr<Attn_RopeScalingAttr,
+                       "::h20::attn::RopeScaling::none">:$scaling,
+                   OptionalAttr<F64Attr>:$factor,
+                   OptionalAttr<I64Attr>:$original_max_positions,
+                   OptionalAttr<F64Attr>:$beta_fast,
+                   OptionalAttr<F64Attr>:$beta_slow,
+                   OptionalAttr<F64Attr>:$mscale,
+                   OptionalAttr<F64Attr>:$mscale_all_dim,
+                   OptionalAttr<F64Attr>:$attention_factor,
+                   OptionalAttr<F64Attr>:$low_freq_factor,
+                   OptionalAttr<F64Attr>:$high_freq_factor,
+                   I64Attr:$max_positions,
+                   I64Attr:$block,
+                   StrAttr:$representation);
+  let results = (outs RankedTensorOf<[F32]>:$coarse, RankedTensorOf<[F32]>:$fine);
+  let assemblyFormat = [{
+    ($seq_len^)? attr-dict `:` type($coarse) `,` type($fine)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RopeApplyOp : Attn_Op<"rope_apply", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotate by RoPE angles gathered from two-level tables";
+  let description = [{
+    Same result as attn.rope (same pairing, same pass-through of channels
+    >= rotary_dim), with cos/sin gathered by position from an
+    attn.rope_table: for position p = hi * block + lo and pair j,
+      cos = cc * fc - cs * fs,  sin = cs * fc + cc * fs
+    with (cc, cs) = coarse[:, hi, j] and (fc, fs) = fine[:, lo, j], in f32.
+    No sin/cos is evaluated at run time.
+    Shapes: input [B, H, S, D], positions [B, S] (i64/i32, < max_positions),
+    coarse/fine as attn.rope_table produces; result = input.
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, RankedTensorOf<[I64, I32]>:$positions,
+                   RankedTensorOf<[F32]>:$coarse, RankedTensorOf<[F32]>:$fine,
+                   I64Attr:$rotary_dim, BoolAttr:$interleaved, I64Attr:$block);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `,` $coarse `,` $fine attr-dict `:`
+    `(` type($input) `,` type($positions) `,` type($coarse) `,` type($fine) `)`
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // H20_ATTN_OPS
