@@ -8,7 +8,10 @@
 #include "h20/Analysis/SymbolicEvaluator.h"
 
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -750,6 +753,20 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         if (idx != 0 || !q || !v || q->dims.size() != 4 || v->dims.size() != 4)
           return std::nullopt;
         return SymTensor{{q->dims[0], q->dims[1], q->dims[2], v->dims[3]}, nullptr};
+      })
+      .Case([&](kv::ViewOp view) -> std::optional<SymTensor> {
+        // [1, H, length, D]; length is tensor.dim(t, c) of a known tensor.
+        auto rt = cast<RankedTensorType>(view.getResult().getType());
+        SymTensor t;
+        for (int64_t k = 0; k < 4; ++k)
+          t.dims.push_back(symConst(rt.isDynamicDim(k) ? 1 : rt.getDimSize(k)));
+        auto dim = view.getLength().getDefiningOp<tensor::DimOp>();
+        auto c = dim ? dim.getConstantIndex() : std::nullopt;
+        auto src = dim ? shapeOf(dim.getSource()) : std::nullopt;
+        if (!c || !src || *c >= static_cast<int64_t>(src->size()))
+          return std::nullopt;
+        t.dims[2] = (*src)[*c];
+        return t;
       })
       .Case([&](attn::AttentionOp) -> std::optional<SymTensor> {
         const SymTensor *q = operand(0), *v = operand(2);

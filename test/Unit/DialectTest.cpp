@@ -35,7 +35,7 @@ TEST_F(DialectTest, RegistersProjectDialects) {
 }
 
 TEST_F(DialectTest, CacheTypeAccessorsAndDynamicSeq) {
-  auto layout = h20::kv::LayoutAttr::get(&ctx, {0, 1, 2, 3, 4}, 256);
+  auto layout = h20::kv::LayoutAttr::get(&ctx, {0, 1, 2, 3, 4}, 256, 0);
   auto cache = h20::kv::CacheType::get(
       &ctx, {8, 2, 32, ShapedType::kDynamic, 128}, BFloat16Type::get(&ctx),
       layout);
@@ -52,7 +52,7 @@ TEST_F(DialectTest, CacheTypeRejectsDynamicHeads) {
     message = d.str();
     return success();
   });
-  auto layout = h20::kv::LayoutAttr::get(&ctx, {0, 1, 2, 3, 4}, 256);
+  auto layout = h20::kv::LayoutAttr::get(&ctx, {0, 1, 2, 3, 4}, 256, 0);
   auto cache = h20::kv::CacheType::getChecked(
       [&] { return emitError(UnknownLoc::get(&ctx)); }, &ctx,
       {8, 2, ShapedType::kDynamic, 16, 128}, BFloat16Type::get(&ctx), layout);

@@ -3,6 +3,8 @@
 #define H20_TRANSFORMS_PASSES_H
 
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/KV/IR/KVDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -91,6 +91,43 @@ def LowerRope : Pass<"h20-lower-rope", "mlir::func::FuncOp"> {
   let dependentDialects = ["h20::attn::AttnDialect", "mlir::tensor::TensorDialect"];
 }
 
+def FuseKVCaches : Pass<"h20-fuse-kv-caches", "mlir::func::FuncOp"> {
+  let summary = "Write every layer's K/V into one planned KV cache";
+  let description = [{
+    Creates ONE kv.alloc for all attention layers (logical
+    [layer][K|V][kv_head][position][head_dim] with a #kv.layout stating dim
+    order, row alignment and page size), writes each layer's K and V (after
+    RoPE) into its slot at position 0 (prefill) and makes each attention read
+    kv.view's of it. Layers whose attentions read the very same K and V
+    values share one slot. The capacity is `max-seq` tokens, or the prompt
+    length when 0. K/V of every layer must agree on heads, head_dim and dtype
+    (else the pass reports the layer and changes nothing).
+  }];
+  let options = [
+    Option<"maxSeq", "max-seq", "int64_t", "0",
+           "Cache capacity in tokens (0: the prompt length)">,
+    Option<"align", "align", "int64_t", "128",
+           "Byte alignment of every cache row (>= 128 for TMA / 16-byte loads)">,
+    Option<"page", "page", "int64_t", "0", "Page size in tokens (0: not paged)">
+  ];
+  let dependentDialects = ["h20::kv::KVDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+def PrintKVPlan : Pass<"h20-print-kv-plan", "mlir::ModuleOp"> {
+  let summary = "Test only: print the byte-offset plan of every kv.alloc";
+  let description = [{
+    Prints, for each kv.alloc, the cache type, element and row bytes, the
+    byte stride of each logical dim, the byte offset of every (layer, kind)
+    slot and the total, as kv::planLayout computes them. Option `capacity`
+    sizes dynamic caches.
+  }];
+  let options = [
+    Option<"capacity", "capacity", "int64_t", "0",
+           "Tokens for caches of dynamic capacity">
+  ];
+}
+
 def CanonicalOrder : Pass<"h20-canonical-order", "mlir::func::FuncOp"> {
   let summary = "Order ops by a depth-first walk from the function's results";
   let description = [{

@@ -4,8 +4,10 @@
 
 #include "h20/Conversion/Passes.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -49,6 +51,41 @@ void weightsToArguments(func::FuncOp func) {
   func->setAttr("h20.weights", b.getArrayAttr(descriptions));
 }
 
+/// KV caches by value: the cache is a tensor [L, 2, H, N, D] (the layout is
+/// a physical detail the CPU target does not need); writes and views are
+/// insert/extract slices of it.
+FailureOr<SmallVector<Value>> lowerKV(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  auto asTensor = [](h20::kv::CacheType t) {
+    return RankedTensorType::get(t.getShape(), t.getElementType());
+  };
+  auto idx = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+  if (auto alloc = dyn_cast<h20::kv::AllocOp>(op))
+    return SmallVector<Value>{tensor::EmptyOp::create(
+        b, loc, asTensor(alloc.getCache().getType()), alloc.getDynamicSizes())};
+  if (auto write = dyn_cast<h20::kv::WriteOp>(op)) {
+    Value cache = op->getOperand(0), value = write.getValue();
+    SmallVector<OpFoldResult> offsets{idx(write.getLayer()), idx(write.getKind()), idx(0),
+                                      write.getOffset(), idx(0)};
+    SmallVector<OpFoldResult> sizes{idx(1), idx(1)};
+    for (int64_t k = 1; k < 4; ++k)
+      sizes.push_back(tensor::getMixedSize(b, loc, value, k));
+    SmallVector<OpFoldResult> strides(5, idx(1));
+    return SmallVector<Value>{
+        tensor::InsertSliceOp::create(b, loc, value, cache, offsets, sizes, strides)};
+  }
+  auto view = cast<h20::kv::ViewOp>(op);
+  Value cache = op->getOperand(0);
+  auto rt = cast<RankedTensorType>(view.getResult().getType());
+  SmallVector<OpFoldResult> offsets{idx(view.getLayer()), idx(view.getKind()), idx(0), idx(0),
+                                    idx(0)};
+  SmallVector<OpFoldResult> sizes{idx(1), idx(1), idx(rt.getDimSize(1)), view.getLength(),
+                                  idx(rt.getDimSize(3))};
+  SmallVector<OpFoldResult> strides(5, idx(1));
+  return SmallVector<Value>{
+      tensor::ExtractSliceOp::create(b, loc, rt, cache, offsets, sizes, strides)};
+}
+
 struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
   void runOnOperation() override {
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
@@ -57,7 +94,8 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
       weightsToArguments(func);
       SmallVector<Operation *> ops;
       func.walk([&](Operation *op) {
-        if (isa<h20::onnx::OnnxDialect, h20::attn::AttnDialect>(op->getDialect()))
+        if (isa<h20::onnx::OnnxDialect, h20::attn::AttnDialect, h20::kv::KVDialect>(
+                op->getDialect()))
           ops.push_back(op);
       });
       OpBuilder b(func.getContext());
@@ -88,6 +126,8 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                   if (failed(v)) return failure();
                   return SmallVector<Value>{*v};
                 })
+                .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
+                    [&](Operation *o) { return lowerKV(b, o); })
                 .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o); });
         if (failed(lowered))
           return signalPassFailure();

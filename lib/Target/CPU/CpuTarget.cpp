@@ -11,7 +11,9 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
@@ -151,13 +153,29 @@ void outputsToDestinations(func::FuncOp func) {
   func.setType(FunctionType::get(func.getContext(), inputs, {}));
 }
 
-void buildLoweringPipeline(PassManager &pm) {
+/// memref.copy between strided views would lower to a call into MLIR's
+/// runner-utils library; linalg.copy lowers to plain loops, keeping the
+/// artifact's code free of MLIR runtime dependencies.
+void copiesToLinalg(ModuleOp module) {
+  SmallVector<memref::CopyOp> copies;
+  module.walk([&](memref::CopyOp c) { copies.push_back(c); });
+  for (memref::CopyOp c : copies) {
+    OpBuilder b(c);
+    linalg::CopyOp::create(b, c.getLoc(), c.getSource(), c.getTarget());
+    c.erase();
+  }
+}
+
+void buildBufferizationPipeline(PassManager &pm) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
+}
+
+void buildLLVMPipeline(PassManager &pm) {
   pm.addPass(createConvertLinalgToLoopsPass());
   // Subview metadata expands into affine.apply: lower affine after it.
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -309,8 +327,13 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   if (failed(toLinalg.run(module)))
     return failure();
   outputsToDestinations(func);
+  PassManager bufferize(ctx);
+  buildBufferizationPipeline(bufferize);
+  if (failed(bufferize.run(module)))
+    return failure();
+  copiesToLinalg(module);
   PassManager pm(ctx);
-  buildLoweringPipeline(pm);
+  buildLLVMPipeline(pm);
   // The weight list is read after h20-lower-to-linalg turned weights into
   // arguments; it survives on the (LLVM) function as an attribute.
   if (failed(pm.run(module)))

@@ -39,7 +39,9 @@ void KVDialect::initialize() {
 static constexpr int64_t kCacheRank = 5;
 
 LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 ArrayRef<int64_t> order, int64_t align) {
+                                 ArrayRef<int64_t> order, int64_t align, int64_t page) {
+  if (page < 0)
+    return emitError() << "layout page must be >= 0 tokens, got " << page;
   if (static_cast<int64_t>(order.size()) != kCacheRank)
     return emitError() << "layout order must list " << kCacheRank
                        << " dimensions, got " << order.size();

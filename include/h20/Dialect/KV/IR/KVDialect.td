@@ -26,12 +26,19 @@ def KV_LayoutAttr : AttrDef<KV_Dialect, "Layout"> {
   let description = [{
     `order` lists the logical dimensions [0 layer, 1 kind, 2 head, 3 seq,
     4 dim] from outermost to innermost in memory (a permutation of 0..4).
-    `align` is the byte alignment of each (layer, kind) slab, a power of two.
-    Example: `#kv.layout<order = [0, 1, 2, 3, 4], align = 256>` is the
-    contiguous [L, 2, H, S, D] layout.
+    `align` is the byte alignment of every innermost row (a power of two;
+    >= 128 where TMA and 16-byte vector loads read the cache): rows are padded
+    to a multiple of it. `page` (tokens, 0 = none) groups positions into
+    pages. Byte strides and offsets are derived from this attribute by
+    kv::planLayout (KVLayout.h) and nowhere else.
+    Example: `#kv.layout<order = [0, 1, 2, 3, 4], align = 128>` is
+    [layer][K|V][kv_head][position][head_dim], positions contiguous per head.
   }];
-  let parameters = (ins ArrayRefParameter<"int64_t">:$order, "int64_t":$align);
-  let assemblyFormat = "`<` `order` `=` `[` $order `]` `,` `align` `=` $align `>`";
+  let parameters = (ins ArrayRefParameter<"int64_t">:$order, "int64_t":$align,
+                        DefaultValuedParameter<"int64_t", "0">:$page);
+  let assemblyFormat = [{
+    `<` `order` `=` `[` $order `]` `,` `align` `=` $align (`,` `page` `=` $page^)? `>`
+  }];
   let genVerifyDecl = 1;
 }
 
