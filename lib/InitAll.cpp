@@ -2,6 +2,7 @@
 #include "h20/InitAll.h"
 
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/H20/IR/H20Dialect.h"
 #include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Conversion/Passes.h"
@@ -13,7 +14,7 @@
 
 void h20::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<h20::onnx::OnnxDialect, h20::attn::AttnDialect,
-                  h20::kv::KVDialect>();
+                  h20::kv::KVDialect, h20::hw::H20Dialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
 }

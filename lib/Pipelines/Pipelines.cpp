@@ -5,10 +5,28 @@
 
 #include "mlir/Transforms/Passes.h"
 
-llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm,
-                                           llvm::StringRef level) {
+llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
+                                           llvm::StringRef target, int64_t maxSeq) {
   if (level == "onnx")
     return llvm::success();
+  if (level == "planned") {
+    if (failed(buildEmitPipeline(pm, "attn")))
+      return llvm::failure();
+    LowerRopeOptions rope;
+    if (maxSeq > 0)
+      rope.maxPositions = maxSeq;
+    pm.addNestedPass<mlir::func::FuncOp>(createLowerRope(rope));
+    pm.addPass(mlir::createCSEPass());
+    FuseKVCachesOptions kv;
+    kv.maxSeq = maxSeq;
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseKVCaches(kv));
+    SelectTilesOptions tiles;
+    tiles.target = target.str();
+    if (maxSeq > 0)
+      tiles.seqLen = maxSeq;
+    pm.addNestedPass<mlir::func::FuncOp>(createSelectTiles(tiles));
+    return llvm::success();
+  }
   if (level == "attn") {
     // Choosing (mask analysis writes attributes) precedes applying (raising
     // reads them); CSE merges what both export styles duplicate, and the

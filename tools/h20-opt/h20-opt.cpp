@@ -30,13 +30,22 @@ using namespace mlir;
 
 static llvm::cl::opt<std::string> emitLevel(
     "emit",
-    llvm::cl::desc("Compile to this level and print it: onnx (imported IR) "
-                   "or attn (after canonicalisation, mask analysis and "
-                   "raising). Implied as 'onnx' for .onnx/.onnxtext inputs."),
+    llvm::cl::desc("Compile to this level and print it: onnx (imported IR), "
+                   "attn (after canonicalisation, mask analysis and raising) "
+                   "or planned (attn + RoPE tables, fused KV cache, tiles for "
+                   "--target). Implied as 'onnx' for .onnx/.onnxtext inputs."),
     llvm::cl::init(""));
 static llvm::cl::opt<std::string> targetName(
-    "target", llvm::cl::desc("Compile into an artifact for this target (cpu); needs -o"),
+    "target",
+    llvm::cl::desc("Target: cpu compiles into an artifact (needs -o); with "
+                   "--emit=planned, the target to plan for (h20, h100, h200, "
+                   "h800, a100, l20, cpu)"),
     llvm::cl::init(""));
+static llvm::cl::opt<int64_t> maxSeq(
+    "max-seq",
+    llvm::cl::desc("--emit=planned: KV-cache capacity and RoPE table length in "
+                   "tokens (0: prompt-sized cache, 1M-position tables)"),
+    llvm::cl::init(0));
 static llvm::cl::opt<std::string> logitsMode(
     "logits",
     llvm::cl::desc("all: logits for every position (default); last: the LM head "
@@ -60,10 +69,20 @@ int fail(const std::string &message) {
 }
 
 int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &registry) {
-  if (!targetName.empty() && targetName != "cpu")
-    return fail("unknown --target '" + targetName + "' (this build compiles for: cpu)");
-  if (!targetName.empty() && output == "-")
+  bool planning = emitLevel == "planned";
+  if (planning && targetName.empty())
+    return fail("--emit=planned needs --target (h20, h100, h200, h800, a100, l20, cpu)");
+  bool buildArtifact = !targetName.empty() && !planning;
+  if (!emitLevel.empty() && !planning && !targetName.empty())
+    return fail("--target with --emit=" + emitLevel + ": use --emit=planned, or no --emit to "
+                "compile an artifact");
+  if (buildArtifact && targetName != "cpu")
+    return fail("target '" + targetName + "' has no code generator in this build yet (only "
+                "cpu); --emit=planned --target=" + targetName + " shows its plan");
+  if (buildArtifact && output == "-")
     return fail("--target writes a binary artifact: give its path with -o");
+  if (maxSeq < 0)
+    return fail("--max-seq must be >= 0");
   if (logitsMode != "all" && logitsMode != "last")
     return fail("--logits must be 'all' or 'last', got '" + logitsMode + "'");
   if (maxPositions < 0)
@@ -92,17 +111,17 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
 
   // --target on .mlir compiles the IR as given (attn level, e.g. from
   // --emit=attn or after a pass under test); ONNX input is raised first.
-  std::string level = !targetName.empty() ? (isOnnxFile(input) ? "attn" : "onnx")
+  std::string level = buildArtifact ? (isOnnxFile(input) ? "attn" : "onnx")
                       : emitLevel.empty() ? "onnx"
                                           : emitLevel.getValue();
   PassManager pm(&ctx);
-  if (failed(h20::buildEmitPipeline(pm, level)))
-    return fail("unknown --emit level '" + level + "' (expected onnx or attn)");
+  if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq)))
+    return fail("unknown --emit level '" + level + "' (expected onnx, attn or planned)");
   if (failed(pm.run(*module)))
     return kExitBadInput;
 
   std::string error;
-  if (!targetName.empty()) {
+  if (buildArtifact) {
     h20::CpuTargetOptions options;
     options.logitsLast = logitsMode == "last";
     if (maxPositions > 0)

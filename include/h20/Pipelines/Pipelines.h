@@ -8,11 +8,16 @@
 namespace h20 {
 
 /// Fills `pm` with the passes that take imported onnx-dialect IR to `level`:
-///   onnx — nothing (the importer's output);
-///   attn — shape/constant folding, mask analysis, raising to attn ops.
+///   onnx    — nothing (the importer's output);
+///   attn    — shape/constant folding, mask analysis, raising to attn ops;
+///   planned — attn, then h20-lower-rope, h20-fuse-kv-caches and
+///             h20-select-tiles for `target` (h20, h100, h200, h800, a100,
+///             l20, cpu), with `maxSeq` as the cache capacity and the RoPE
+///             table length (0: prompt-sized cache, 1M-position tables).
 /// Fails for an unknown level.
-llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm,
-                                      llvm::StringRef level);
+llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
+                                      llvm::StringRef target = "h200",
+                                      int64_t maxSeq = 0);
 
 } // namespace h20
 

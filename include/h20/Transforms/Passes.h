@@ -3,6 +3,7 @@
 #define H20_TRANSFORMS_PASSES_H
 
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/H20/IR/H20Dialect.h"
 #include "h20/Dialect/KV/IR/KVDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"

@@ -128,6 +128,29 @@ def PrintKVPlan : Pass<"h20-print-kv-plan", "mlir::ModuleOp"> {
   ];
 }
 
+def SelectTiles : Pass<"h20-select-tiles", "mlir::func::FuncOp"> {
+  let summary = "Choose per-target tiles for attention, GEMMs and row kernels";
+  let description = [{
+    Writes `h20.tiles = #h20.tiles<...>` on every attn.attention, every
+    onnx.MatMul with a 2-D weight and every memory-bound attn op
+    (rms_norm, rope_apply), chosen by the analytic cost model
+    (TileCostModel.h) for `target` (h20, h100, h200, h800, a100, l20, cpu)
+    at the planning sequence length `seq-len` (used for dynamic dims). A
+    tuning file (JSON: an object whose "overrides" array holds objects with
+    target, kind, head_dim, block_m, block_n, stages, warpgroups, persistent) replaces
+    the model's choice where it matches; an override that does not fit the
+    target's shared memory is an error.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"h200\"", "Target description name">,
+    Option<"seqLen", "seq-len", "int64_t", "32768",
+           "Tokens assumed for dynamic sequence dims">,
+    Option<"tuningFile", "tuning-file", "std::string", "\"\"",
+           "JSON file of measured tile overrides">
+  ];
+  let dependentDialects = ["h20::hw::H20Dialect"];
+}
+
 def CanonicalOrder : Pass<"h20-canonical-order", "mlir::func::FuncOp"> {
   let summary = "Order ops by a depth-first walk from the function's results";
   let description = [{

@@ -1,0 +1,37 @@
+//===- TargetDescription.h - GPUs (and the CPU) as data ---------*- C++ -*-===//
+#ifndef H20_ANALYSIS_TARGETDESCRIPTION_H
+#define H20_ANALYSIS_TARGETDESCRIPTION_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace h20 {
+
+/// What the tile cost model needs to know about a target. Figures are
+/// datasheet values; `source` says where each row's numbers come from.
+struct TargetDescription {
+  llvm::StringRef name;
+  int64_t sms;                 ///< streaming multiprocessors (CPU: cores)
+  int64_t smemPerBlock;        ///< max dynamic shared memory per CTA, bytes
+  int64_t smemPerSM;           ///< shared memory per SM, bytes
+  int64_t registersPerSM;      ///< 32-bit registers per SM
+  int64_t l2Bytes;
+  double hbmBytesPerS;         ///< memory bandwidth
+  double bf16Flops;            ///< dense bf16 tensor-core FLOP/s
+  double fp8Flops;             ///< dense fp8 FLOP/s (0: none)
+  int computeCapability;       ///< e.g. 90 for sm_90 (0: CPU)
+  double nvlinkBytesPerS;      ///< per GPU, 0 when PCIe only
+  llvm::StringRef source;
+};
+
+/// All known targets: h20, h100, h200, h800, a100, l20, cpu.
+llvm::ArrayRef<TargetDescription> knownTargets();
+
+/// The description named `name`, or null.
+const TargetDescription *findTarget(llvm::StringRef name);
+
+} // namespace h20
+
+#endif // H20_ANALYSIS_TARGETDESCRIPTION_H

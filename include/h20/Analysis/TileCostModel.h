@@ -1,0 +1,70 @@
+//===- TileCostModel.h - analytic tile choice per target --------*- C++ -*-===//
+//
+// Estimates the time of attention, GEMM and memory-bound kernels for a tile
+// candidate on a target and picks the fastest that fits. Attention follows the
+// FlashAttention-3 structure (Shah et al., 2024): a producer warpgroup loads
+// K/V tiles by TMA into a `stages`-deep ring, `warpgroups` consumer
+// warpgroups each own 64 query rows (block_m = 64 x warpgroups) and overlap
+// softmax with wgmma when there are two or more. The time of a kernel is the
+// makespan of its tiles on the target's SMs: CTAs in launch order onto the
+// earliest free slot (wave quantisation), or, when persistent, longest tile
+// first (causal-aware order). Per-step time is max(MMA, softmax, L2 load)
+// when overlapped, their sum otherwise.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_ANALYSIS_TILECOSTMODEL_H
+#define H20_ANALYSIS_TILECOSTMODEL_H
+
+#include "h20/Analysis/TargetDescription.h"
+
+#include <string>
+#include <vector>
+
+namespace h20 {
+
+struct AttentionShape {
+  int64_t batch = 1, heads = 1, seqQ = 1, seqKv = 1, headDim = 128, headDimV = 128;
+  int64_t elementBytes = 2;
+  bool causal = true;
+  int64_t window = 0; ///< sliding window in tokens, 0 = none
+};
+
+struct GemmShape {
+  int64_t m = 1, n = 1, k = 1, elementBytes = 2;
+};
+
+/// Memory-bound kernel: `rows` independent rows, `bytesPerRow` moved each.
+struct RowsShape {
+  int64_t rows = 1, bytesPerRow = 1;
+};
+
+struct TileChoice {
+  std::string kind; ///< "attention", "gemm", "rows"
+  int64_t blockM = 0, blockN = 0, blockK = 0, stages = 1, warpgroups = 1;
+  bool persistent = false;
+  int64_t smemBytes = 0;
+  double estUs = 0;
+};
+
+/// Shared memory one attention CTA needs: Q tile, `stages` K and V tiles, O
+/// staging for the store, barriers.
+int64_t attentionSmemBytes(const AttentionShape &s, const TileChoice &c);
+
+/// Registers per consumer thread (O and S accumulators, P in bf16, fixed
+/// overhead); a candidate is feasible when this is at most 240.
+int64_t attentionRegistersPerThread(const AttentionShape &s, const TileChoice &c);
+
+/// Every feasible attention candidate with its estimate.
+std::vector<TileChoice> attentionCandidates(const AttentionShape &s,
+                                            const TargetDescription &t);
+/// Estimate (microseconds) of one candidate; it need not be feasible.
+double estimateAttentionUs(const AttentionShape &s, const TargetDescription &t,
+                           const TileChoice &c);
+TileChoice chooseAttentionTiles(const AttentionShape &s, const TargetDescription &t);
+
+TileChoice chooseGemmTiles(const GemmShape &s, const TargetDescription &t);
+TileChoice chooseRowsTiles(const RowsShape &s, const TargetDescription &t);
+
+} // namespace h20
+
+#endif // H20_ANALYSIS_TILECOSTMODEL_H

@@ -1,0 +1,70 @@
+//===- TileCostModelTest.cpp - tile choices respect every target ---------===//
+#include "h20/Analysis/TileCostModel.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace h20;
+
+namespace {
+
+// Property: over random attention shapes, every target's choice fits its
+// shared memory (and, on GPUs, the register budget), and has a finite,
+// positive estimate.
+TEST(TileCostModel, ChoicesNeverExceedSharedMemory) {
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<int> pick(0, 1 << 30);
+  const int64_t dims[] = {64, 128, 256};
+  for (int i = 0; i < 100; ++i) {
+    AttentionShape s;
+    s.batch = 1 + pick(rng) % 2;
+    s.heads = 1 + pick(rng) % 64;
+    s.seqQ = 1 + pick(rng) % 20000;
+    s.seqKv = s.seqQ + pick(rng) % 4096;
+    s.headDim = s.headDimV = dims[pick(rng) % 3];
+    s.elementBytes = pick(rng) % 2 ? 2 : 4;
+    s.causal = pick(rng) % 2;
+    s.window = pick(rng) % 3 == 0 ? 1 + pick(rng) % 4096 : 0;
+    for (const TargetDescription &t : knownTargets()) {
+      TileChoice c = chooseAttentionTiles(s, t);
+      if (c.blockM == 0)
+        continue; // nothing fits (e.g. D=256 fp32 on a small-smem part)
+      EXPECT_LE(c.smemBytes, t.smemPerBlock) << t.name.str() << " D=" << s.headDim;
+      EXPECT_EQ(c.smemBytes, attentionSmemBytes(s, c));
+      if (t.computeCapability)
+        EXPECT_LE(attentionRegistersPerThread(s, c), 240);
+      EXPECT_GT(c.estUs, 0);
+      EXPECT_TRUE(std::isfinite(c.estUs));
+    }
+  }
+}
+
+TEST(TileCostModel, BF16HeadDimsUpTo256FitEveryHopper) {
+  for (int64_t d : {64, 128, 256}) {
+    AttentionShape s;
+    s.heads = 32;
+    s.seqQ = s.seqKv = 4096;
+    s.headDim = s.headDimV = d;
+    for (const char *name : {"h20", "h100", "h200", "h800"})
+      EXPECT_GT(chooseAttentionTiles(s, *findTarget(name)).blockM, 0) << name << " D=" << d;
+  }
+}
+
+TEST(TileCostModel, MoreWorkTakesLonger) {
+  AttentionShape s;
+  s.heads = 32;
+  s.seqQ = s.seqKv = 4096;
+  const TargetDescription &h200 = *findTarget("h200");
+  double t4k = chooseAttentionTiles(s, h200).estUs;
+  s.seqQ = s.seqKv = 8192;
+  double t8k = chooseAttentionTiles(s, h200).estUs;
+  EXPECT_GT(t8k, 3.5 * t4k); // causal attention is quadratic in S
+  s.causal = false;
+  EXPECT_GT(chooseAttentionTiles(s, h200).estUs, 1.7 * t8k);
+  // The same shape takes longer on the H20 (148 vs 989 TFLOP/s of bf16).
+  EXPECT_GT(chooseAttentionTiles(s, *findTarget("h20")).estUs,
+            5 * chooseAttentionTiles(s, h200).estUs);
+}
+
+} // namespace
