@@ -6,7 +6,7 @@ import lit.formats
 config.name = "h20"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".onnxtext", ".test"]
-config.excludes = ["Inputs", "lit-helpers", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+config.excludes = ["Inputs", "lit-helpers", "expected-pass.txt", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.h20_obj_root, "test")
 
@@ -26,6 +26,10 @@ config.substitutions.append(("%python", config.python))
 
 # The shared fixtures live beside the repository in development and CI; a test
 # that needs them says `REQUIRES: fixtures`.
+conformance = os.path.join(config.h20_src_root, "..", "shared", "conformance", "onnx-node")
+if os.path.isdir(conformance):
+    config.available_features.add("conformance")
+    config.substitutions.append(("%conformance", os.path.realpath(conformance)))
 fixtures = os.path.join(config.h20_src_root, "..", "shared", "fixtures", "onnx")
 if os.path.isdir(fixtures):
     config.available_features.add("fixtures")

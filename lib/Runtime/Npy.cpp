@@ -81,7 +81,7 @@ bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error) {
     return false;
   }
   descr = descr.substr(1, descr.size() - 2);
-  char order = descr[0];
+  char order = descr[0]; // '<' little, '>' big, '|' not applicable
   out.dtype = descr.substr(1);
   if (order == '>' && itemSize(out.dtype) > 1) {
     error = ".npy data is big-endian ('" + descr + "'); only little-endian is read";
@@ -121,18 +121,17 @@ bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error) {
   return true;
 }
 
-std::string encodeNpyF32(const std::vector<int64_t> &shape, const float *data) {
+std::string encodeNpy(const std::string &descr, const std::vector<int64_t> &shape,
+                      const void *data, size_t bytes) {
   // Python tuple syntax: "(4,)" for rank 1, "(1, 2, 3)" otherwise.
   std::string dims;
-  int64_t count = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
+  for (size_t i = 0; i < shape.size(); ++i)
     dims += (i ? ", " : "") + std::to_string(shape[i]);
-    count *= shape[i];
-  }
   if (shape.size() == 1)
     dims += ",";
-  std::string header =
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  std::string order = descr[0] == 'b' || descr == "i1" ? "|" : "<";
+  std::string header = "{'descr': '" + order + descr + "', 'fortran_order': False, 'shape': (" +
+                       dims + "), }";
   // Pad so the data starts at a multiple of 64 bytes; the header ends in \n.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -141,8 +140,15 @@ std::string encodeNpyF32(const std::vector<int64_t> &shape, const float *data) {
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
-  out.append(reinterpret_cast<const char *>(data), count * sizeof(float));
+  out.append(static_cast<const char *>(data), bytes);
   return out;
+}
+
+std::string encodeNpyF32(const std::vector<int64_t> &shape, const float *data) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  return encodeNpy("f4", shape, data, count * sizeof(float));
 }
 
 bool readTokenIds(const std::string &path, std::vector<int64_t> &ids, std::string &error) {

@@ -14,9 +14,11 @@
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Runtime/Manifest.h"
 #include "h20/Runtime/Npy.h"
+#include "h20/Runtime/TensorIO.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,10 +41,15 @@ int fail(int code, const std::string &message) {
 const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
     "               [--report REPORT.json]\n"
-    "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n";
+    "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
+    "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
+    "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n"
+    "  PATH: .npy or serialized ONNX TensorProto (.pb); DIR: input_J.pb / output_J.pb\n"
+    "        in graph order (the ONNX backend-test layout)\n";
 
 struct Options {
-  std::string artifact, ids, device, dumpLogits, report;
+  std::string artifact, ids, device, dumpLogits, report, inputsFrom, outputsTo;
+  std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
 
 bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
@@ -75,6 +82,20 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       if (!value(o.dumpLogits)) return false;
     } else if (is("--report")) {
       if (!value(o.report)) return false;
+    } else if (is("--inputs-from")) {
+      if (!value(o.inputsFrom)) return false;
+    } else if (is("--outputs-to")) {
+      if (!value(o.outputsTo)) return false;
+    } else if (is("--input") || is("--output")) {
+      bool in = is("--input");
+      std::string v;
+      if (!value(v)) return false;
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        error = std::string(in ? "--input" : "--output") + " takes NAME=PATH, got '" + v + "'";
+        return false;
+      }
+      (in ? o.inputs : o.outputs).emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (!a.empty() && a[0] == '-') {
       error = "unknown option '" + a + "'";
       return false;
@@ -85,8 +106,13 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       return false;
     }
   }
-  if (o.artifact.empty() || o.ids.empty()) {
-    error = "need an artifact and --ids";
+  bool generic = !o.inputs.empty() || !o.inputsFrom.empty();
+  if (o.artifact.empty() || (o.ids.empty() && !generic)) {
+    error = "need an artifact and --ids (or --input / --inputs-from)";
+    return false;
+  }
+  if (!o.ids.empty() && generic) {
+    error = "--ids and --input / --inputs-from exclude each other";
     return false;
   }
   return true;
@@ -132,40 +158,87 @@ int main(int argc, char **argv) {
   if (device == "gpu")
     return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
                                    "', which runs on the CPU: use --device cpu");
-  if (m.inputs.size() != 1 || m.outputs.empty())
-    return fail(kExitBadInput, "h20-run feeds one input (token ids); this model has " +
-                                   std::to_string(m.inputs.size()));
+  if (m.outputs.empty())
+    return fail(kExitBadInput, "'" + opt.artifact + "' declares no outputs");
 
-  // Token ids.
-  std::vector<int64_t> ids;
-  if (!readTokenIds(opt.ids, ids, error))
-    return fail(kExitBadInput, error);
-  int64_t S = static_cast<int64_t>(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || (m.vocabSize && ids[i] >= *m.vocabSize))
-      return fail(kExitBadInput, "token id " + std::to_string(ids[i]) + " at position " +
-                                     std::to_string(i) + " is outside the vocabulary [0, " +
-                                     (m.vocabSize ? std::to_string(*m.vocabSize) : "?") + ")");
+  // Inputs: token ids (the LLM path) or named tensors (any graph).
+  bool generic = opt.ids.empty();
+  std::vector<HostTensor> inputs(m.inputs.size());
+  int64_t S = 0;
+  if (!generic) {
+    if (m.inputs.size() != 1)
+      return fail(kExitBadInput, "--ids feeds one input (token ids); this model has " +
+                                     std::to_string(m.inputs.size()) + ": use --input");
+    std::vector<int64_t> ids;
+    if (!readTokenIds(opt.ids, ids, error))
+      return fail(kExitBadInput, error);
+    S = static_cast<int64_t>(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || (m.vocabSize && ids[i] >= *m.vocabSize))
+        return fail(kExitBadInput, "token id " + std::to_string(ids[i]) + " at position " +
+                                       std::to_string(i) + " is outside the vocabulary [0, " +
+                                       (m.vocabSize ? std::to_string(*m.vocabSize) : "?") + ")");
+    }
+    if (m.maxPositions && S > *m.maxPositions)
+      return fail(kExitBadInput, "prompt of " + std::to_string(S) +
+                                     " tokens exceeds the model's maximum of " +
+                                     std::to_string(*m.maxPositions) + " positions");
+    const TensorSpec &in = m.inputs[0];
+    if (in.shape.size() != 2 || (in.shape[0] != 1 && in.shape[0] != -1) ||
+        (in.dtype != "int64" && in.dtype != "int32"))
+      return fail(kExitBadInput, "the model's input '" + in.name +
+                                     "' is not token ids [1, S] of int64/int32: use --input");
+    if (in.shape[1] != -1 && in.shape[1] != S)
+      return fail(kExitBadInput, "the model takes exactly " + std::to_string(in.shape[1]) +
+                                     " tokens; got " + std::to_string(S));
+    HostTensor &t = inputs[0];
+    t.dtype = in.dtype;
+    t.shape = {1, S};
+    t.data.resize(S * dtypeSize(in.dtype));
+    for (int64_t i = 0; i < S; ++i) {
+      if (in.dtype == "int64")
+        std::memcpy(t.data.data() + 8 * i, &ids[i], 8);
+      else {
+        int32_t v = static_cast<int32_t>(ids[i]);
+        std::memcpy(t.data.data() + 4 * i, &v, 4);
+      }
+    }
+  } else {
+    for (const auto &binding : opt.inputs)
+      if (std::none_of(m.inputs.begin(), m.inputs.end(),
+                       [&](const TensorSpec &t) { return t.name == binding.first; }))
+        return fail(kExitBadInput,
+                    "--input '" + binding.first + "': the model has no input of that name");
+    for (size_t j = 0; j < m.inputs.size(); ++j) {
+      const TensorSpec &spec = m.inputs[j];
+      std::string path;
+      for (auto &[name, p] : opt.inputs)
+        if (name == spec.name)
+          path = p;
+      if (path.empty() && !opt.inputsFrom.empty())
+        path = opt.inputsFrom + "/input_" + std::to_string(j) + ".pb";
+      if (path.empty())
+        return fail(kExitBadInput, "no value for input '" + spec.name + "' (give --input " +
+                                       spec.name + "=PATH or --inputs-from DIR)");
+      HostTensor &t = inputs[j];
+      if (!readTensorFile(path, t, error))
+        return fail(kExitBadInput, "input '" + spec.name + "': " + error);
+      bool shapeOk = t.shape.size() == spec.shape.size();
+      for (size_t k = 0; shapeOk && k < t.shape.size(); ++k)
+        shapeOk = spec.shape[k] < 0 || spec.shape[k] == t.shape[k];
+      if (t.dtype != spec.dtype || !shapeOk) {
+        auto str = [](const std::vector<int64_t> &v) {
+          std::string r = "[";
+          for (size_t k = 0; k < v.size(); ++k)
+            r += (k ? ", " : "") + (v[k] < 0 ? std::string("?") : std::to_string(v[k]));
+          return r + "]";
+        };
+        return fail(kExitBadInput, "input '" + spec.name + "' from '" + path + "' is " +
+                                       t.dtype + str(t.shape) + " but the model takes " +
+                                       spec.dtype + str(spec.shape));
+      }
+    }
   }
-  if (m.maxPositions && S > *m.maxPositions)
-    return fail(kExitBadInput, "prompt of " + std::to_string(S) +
-                                   " tokens exceeds the model's maximum of " +
-                                   std::to_string(*m.maxPositions) + " positions");
-  const TensorSpec &in = m.inputs[0];
-  if (in.shape.size() != 2 || (in.shape[0] != 1 && in.shape[0] != -1) ||
-      (in.dtype != "int64" && in.dtype != "int32"))
-    return fail(kExitBadInput, "the model's input '" + in.name +
-                                   "' is not token ids [1, S] of int64/int32");
-  if (in.shape[1] != -1 && in.shape[1] != S)
-    return fail(kExitBadInput, "the model takes exactly " + std::to_string(in.shape[1]) +
-                                   " tokens; got " + std::to_string(S));
-  std::vector<int64_t> inShape{1, S};
-  Buffer idsBuf(S * 8);
-  if (in.dtype == "int64")
-    std::memcpy(idsBuf.data, ids.data(), S * 8);
-  else
-    for (int64_t i = 0; i < S; ++i)
-      static_cast<int32_t *>(idsBuf.data)[i] = static_cast<int32_t>(ids[i]);
 
   // Code.
   auto tLoad = std::chrono::steady_clock::now();
@@ -178,7 +251,15 @@ int main(int argc, char **argv) {
   // Weights, by byte range of the ONNX file / external data.
   std::vector<std::unique_ptr<Buffer>> weightBufs;
   std::vector<MemRefDescriptor> args;
-  args.emplace_back(idsBuf.data, inShape);
+  std::vector<std::unique_ptr<Buffer>> inputBufs;
+  for (HostTensor &t : inputs) {
+    auto buf = std::make_unique<Buffer>(t.data.size());
+    if (!buf->data)
+      return fail(kExitResources, "out of memory for an input");
+    std::memcpy(buf->data, t.data.data(), t.data.size());
+    args.emplace_back(buf->data, t.shape);
+    inputBufs.push_back(std::move(buf));
+  }
   uint64_t weightBytes = 0;
   for (const WeightSpec &w : m.weights) {
     int64_t count = 1;
@@ -212,10 +293,12 @@ int main(int argc, char **argv) {
     std::vector<int64_t> shape = o.shape;
     for (size_t k = 0; k < shape.size(); ++k)
       if (shape[k] < 0) {
-        if (k >= o.dimsFrom.size() || !o.dimsFrom[k] || o.dimsFrom[k]->first != 0)
+        if (k >= o.dimsFrom.size() || !o.dimsFrom[k] || o.dimsFrom[k]->first < 0 ||
+            o.dimsFrom[k]->first >= static_cast<int>(inputs.size()) ||
+            o.dimsFrom[k]->second >= static_cast<int>(inputs[o.dimsFrom[k]->first].shape.size()))
           return fail(kExitBadInput, "output '" + o.name + "' dim " + std::to_string(k) +
-                                         " cannot be sized from the input");
-        shape[k] = inShape[o.dimsFrom[k]->second];
+                                         " cannot be sized from the inputs");
+        shape[k] = inputs[o.dimsFrom[k]->first].shape[o.dimsFrom[k]->second];
       }
     int64_t count = 1;
     for (int64_t d : shape)
@@ -231,6 +314,32 @@ int main(int argc, char **argv) {
   auto tRun = std::chrono::steady_clock::now();
   module.run(args);
   double prefillMs = msSince(tRun);
+
+  if (generic) {
+    for (size_t j = 0; j < m.outputs.size(); ++j) {
+      HostTensor t;
+      t.name = m.outputs[j].name;
+      t.dtype = m.outputs[j].dtype;
+      t.shape = outShapes[j];
+      int64_t count = 1;
+      for (int64_t d : t.shape)
+        count *= d;
+      const auto *p = static_cast<const uint8_t *>(outBufs[j]->data);
+      t.data.assign(p, p + count * dtypeSize(t.dtype));
+      std::vector<std::string> paths;
+      if (!opt.outputsTo.empty())
+        paths.push_back(opt.outputsTo + "/output_" + std::to_string(j) + ".pb");
+      for (auto &[name, path] : opt.outputs)
+        if (name == t.name)
+          paths.push_back(path);
+      for (const std::string &path : paths)
+        if (!writeTensorFile(path, t, error))
+          return fail(kExitBadInput, "output '" + t.name + "': " + error);
+    }
+    std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on the CPU\n", inputs.size(),
+                m.outputs.size(), prefillMs);
+    return 0;
+  }
 
   // Next token: argmax over the last position's logits (output 0).
   const std::vector<int64_t> &ls = outShapes[0];

@@ -24,7 +24,12 @@ struct NpyArray {
 /// (magic, header, byte order, Fortran order, data size).
 bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error);
 
-/// Serialises a float32 array of `shape` as .npy (version 1.0).
+/// Serialises an array of numpy dtype `descr` ("f4", "i8", "b1", ...,
+/// little-endian) and `shape` as .npy (version 1.0).
+std::string encodeNpy(const std::string &descr, const std::vector<int64_t> &shape,
+                      const void *data, size_t bytes);
+
+/// encodeNpy for float32.
 std::string encodeNpyF32(const std::vector<int64_t> &shape, const float *data);
 
 /// Token ids from `path`: an int64/int32 .npy of shape [S] or [1, S], or a

@@ -89,9 +89,9 @@ LogicalResult GraphImporter::readOpsets() {
   auto it = opsets.find("");
   if (it == opsets.end())
     return error() << "model imports no opset of the default ONNX domain";
-  if (it->second < 17 || it->second > 24)
+  if (it->second < 17 || it->second > 25)
     return error() << "default-domain opset " << it->second
-                   << " is not supported (h20 reads opsets 17 to 24)";
+                   << " is not supported (h20 reads opsets 17 to 25)";
   return success();
 }
 

@@ -221,9 +221,9 @@ bool loadModel(StringRef path, LoadedModel &model, std::string &error) {
     error = "model has no graph (not an ONNX model?)";
     return false;
   }
-  if (model.proto.ir_version() < 3 || model.proto.ir_version() > 10) {
+  if (model.proto.ir_version() < 3 || model.proto.ir_version() > 13) {
     error = "ONNX IR version " + std::to_string(model.proto.ir_version()) +
-            " is not supported (h20 reads IR versions 3 to 10)";
+            " is not supported (h20 reads IR versions 3 to 13)";
     return false;
   }
   for (const auto &t : model.proto.graph().initializer()) {

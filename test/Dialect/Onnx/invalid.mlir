@@ -166,3 +166,11 @@ func.func @weight_length() -> tensor<4xf32> {
   %0 = onnx.Weight {name = "w", file = "w.bin", offset = 0 : i64, length = 12 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @unknown_attribute(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{attribute 'left_window_size' is not supported}}
+  %0 = onnx.Neg(%a) {left_window_size = 2 : si64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -28,7 +28,7 @@ struct OnnxImportOptions {
 /// one `func.func @main` whose arguments are the graph inputs and whose
 /// results are the graph outputs; each node becomes one onnx-dialect op.
 ///
-/// Accepts IR versions 3..10, default-domain opsets 17..24 and the
+/// Accepts IR versions 3..13, default-domain opsets 17..25 and the
 /// com.microsoft domain. Dynamic dimensions become `?`; their ONNX names
 /// (dim_param) are kept in the argument attribute `onnx.dim_params`.
 /// External data is checked (file exists, is long enough) but never read.

@@ -29,6 +29,14 @@ LogicalResult verifyArity(Operation *op, int minIn, int maxIn, int minOut,
       return std::to_string(lo);
     return std::to_string(lo) + " to " + std::to_string(hi);
   };
+  // An ONNX attribute the op does not declare would be silently ignored by
+  // every later stage: refuse it. (Attributes with a dialect prefix, like
+  // attn.proven_mask, are h20's own annotations.)
+  for (NamedAttribute a : op->getDiscardableAttrs())
+    if (!a.getName().getValue().contains('.'))
+      return op->emitOpError("attribute '")
+             << a.getName().getValue() << "' is not supported (h20 does not know what it "
+             << "changes, so it cannot compile this node faithfully)";
   int nIn = static_cast<int>(op->getNumOperands());
   int nOut = static_cast<int>(op->getNumResults());
   if (nIn < minIn || (maxIn >= 0 && nIn > maxIn))

@@ -1,0 +1,29 @@
+//===- TensorIO.h - host tensors from/to .npy and TensorProto .pb -*- C++ -*-===//
+#ifndef H20_RUNTIME_TENSORIO_H
+#define H20_RUNTIME_TENSORIO_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace h20::runtime {
+
+/// A dense host tensor; `dtype` uses the manifest's names ("float32",
+/// "float16", "bfloat16", "float64", "int64", "int32", "int8", "bool").
+struct HostTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data; ///< C order, little-endian
+};
+
+/// Reads a .npy file or a serialized ONNX TensorProto (.pb); false with
+/// `error` naming the file and what is wrong.
+bool readTensorFile(const std::string &path, HostTensor &t, std::string &error);
+
+/// Writes `t` as a TensorProto (.pb) or .npy (by extension), atomically.
+bool writeTensorFile(const std::string &path, const HostTensor &t, std::string &error);
+
+} // namespace h20::runtime
+
+#endif // H20_RUNTIME_TENSORIO_H

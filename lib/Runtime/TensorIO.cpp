@@ -1,0 +1,161 @@
+//===- TensorIO.cpp - host tensors from/to .npy and TensorProto .pb ------===//
+#include "h20/Runtime/TensorIO.h"
+
+#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Npy.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+
+namespace h20::runtime {
+namespace {
+
+struct DtypeInfo {
+  const char *name, *npy;
+  int onnx;
+};
+// ONNX TensorProto.DataType codes (onnx/onnx.proto).
+const DtypeInfo kDtypes[] = {
+    {"float32", "f4", 1}, {"float64", "f8", 11}, {"float16", "f2", 10},
+    {"bfloat16", "", 16}, {"int64", "i8", 7},    {"int32", "i4", 6},
+    {"int8", "i1", 3},    {"bool", "b1", 9},
+};
+
+const DtypeInfo *byName(const std::string &n) {
+  for (const DtypeInfo &d : kDtypes)
+    if (n == d.name)
+      return &d;
+  return nullptr;
+}
+
+int64_t count(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+bool fromProto(const ::onnx::TensorProto &p, HostTensor &t, std::string &error) {
+  const DtypeInfo *d = nullptr;
+  for (const DtypeInfo &x : kDtypes)
+    if (x.onnx == p.data_type())
+      d = &x;
+  if (!d) {
+    error = "TensorProto dtype code " + std::to_string(p.data_type()) + " is not supported";
+    return false;
+  }
+  t.dtype = d->name;
+  t.name = p.name();
+  t.shape.assign(p.dims().begin(), p.dims().end());
+  for (int64_t s : t.shape)
+    if (s < 0) {
+      error = "TensorProto has a negative dimension";
+      return false;
+    }
+  int64_t n = count(t.shape), es = dtypeSize(t.dtype);
+  t.data.resize(n * es);
+  if (p.has_raw_data()) {
+    if (static_cast<int64_t>(p.raw_data().size()) != n * es) {
+      error = "TensorProto raw_data holds " + std::to_string(p.raw_data().size()) +
+              " bytes but its shape needs " + std::to_string(n * es);
+      return false;
+    }
+    std::memcpy(t.data.data(), p.raw_data().data(), n * es);
+    return true;
+  }
+  auto need = [&](int64_t have) {
+    if (have == n)
+      return true;
+    error = "TensorProto holds " + std::to_string(have) + " values but its shape needs " +
+            std::to_string(n);
+    return false;
+  };
+  uint8_t *out = t.data.data();
+  switch (p.data_type()) {
+  case 1:
+    if (!need(p.float_data_size())) return false;
+    std::memcpy(out, p.float_data().data(), n * 4);
+    return true;
+  case 11:
+    if (!need(p.double_data_size())) return false;
+    std::memcpy(out, p.double_data().data(), n * 8);
+    return true;
+  case 7:
+    if (!need(p.int64_data_size())) return false;
+    std::memcpy(out, p.int64_data().data(), n * 8);
+    return true;
+  default: // int32_data carries int32, int8, bool, float16 and bfloat16 bits
+    if (!need(p.int32_data_size())) return false;
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v = p.int32_data(i);
+      std::memcpy(out + i * es, &v, es); // little-endian: low bytes first
+    }
+    return true;
+  }
+}
+
+} // namespace
+
+bool readTensorFile(const std::string &path, HostTensor &t, std::string &error) {
+  std::string bytes;
+  if (!readFile(path, bytes, error))
+    return false;
+  if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) {
+    NpyArray a;
+    if (!parseNpy(bytes, a, error)) {
+      error = "'" + path + "': " + error;
+      return false;
+    }
+    t.dtype.clear();
+    for (const DtypeInfo &d : kDtypes)
+      if (a.dtype == d.npy)
+        t.dtype = d.name;
+    if (t.dtype.empty()) {
+      error = "'" + path + "' has unsupported .npy dtype '" + a.dtype + "'";
+      return false;
+    }
+    t.shape = a.shape;
+    t.data = std::move(a.data);
+    return true;
+  }
+  ::onnx::TensorProto p;
+  if (bytes.size() > (size_t(1) << 31) - 1 ||
+      !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    error = "'" + path + "' is neither a .npy file nor a serialized TensorProto";
+    return false;
+  }
+  if (!fromProto(p, t, error)) {
+    error = "'" + path + "': " + error;
+    return false;
+  }
+  return true;
+}
+
+bool writeTensorFile(const std::string &path, const HostTensor &t, std::string &error) {
+  const DtypeInfo *d = byName(t.dtype);
+  if (!d) {
+    error = "cannot write dtype '" + t.dtype + "'";
+    return false;
+  }
+  std::string out;
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0) {
+    if (!*d->npy) {
+      error = "'" + path + "': .npy has no " + t.dtype + "; write a .pb instead";
+      return false;
+    }
+    out = encodeNpy(d->npy, t.shape, t.data.data(), t.data.size());
+  } else {
+    ::onnx::TensorProto p;
+    p.set_name(t.name);
+    p.set_data_type(d->onnx);
+    for (int64_t s : t.shape)
+      p.add_dims(s);
+    p.set_raw_data(t.data.data(), t.data.size());
+    out = p.SerializeAsString();
+  }
+  return writeFileAtomically(path, out, error);
+}
+
+} // namespace h20::runtime
