@@ -365,19 +365,116 @@ private:
   }
 
   void raiseRotaryEmbedding(ox::RotaryEmbeddingOp op) {
-    // 4-D input, tables indexed by the batch's own positions (no position_ids).
-    if (op->getNumOperands() != 3 || rankOf(op->getOperand(0)) != 4)
+    Value x = op->getOperand(0);
+    int64_t rank = rankOf(x);
+    if (rank != 3 && rank != 4)
       return;
-    auto a = matchCosSinPair(op->getOperand(1), op->getOperand(2));
-    if (!a)
+    bool interleaved = op.getInterleaved().value_or(0) != 0;
+    // Tables computed in the graph from an inv_freq constant: recover theta.
+    if (op->getNumOperands() == 3 && rank == 4)
+      if (auto a = matchCosSinPair(op->getOperand(1), op->getOperand(2))) {
+        int64_t rd = op.getRotaryEmbeddingDim().value_or(0);
+        auto xt = cast<RankedTensorType>(x.getType());
+        if ((rd == 0 || rd == 2 * a->halfDim) && xt == op->getResult(0).getType() &&
+            2 * a->halfDim <= xt.getDimSize(3)) {
+          replace(op, emitRope(op, x, *a, interleaved));
+          return;
+        }
+      }
+    raiseRotaryWithCaches(op, interleaved);
+  }
+
+  /// RotaryEmbedding whose cos/sin caches are data (graph inputs): the
+  /// caches become a one-level table for attn.rope_apply (coarse level =
+  /// identity rotation). With position_ids the caches are [max_pos, rd/2];
+  /// without, they are [B, S, rd/2] per token, flattened to B*S rows indexed
+  /// by b*S + s. Static shapes only for the latter.
+  void raiseRotaryWithCaches(ox::RotaryEmbeddingOp op, bool interleaved) {
+    Value x = op->getOperand(0), cosC = op->getOperand(1), sinC = op->getOperand(2);
+    auto ct = dyn_cast<RankedTensorType>(cosC.getType());
+    auto xt = dyn_cast<RankedTensorType>(x.getType());
+    if (!ct || ct != sinC.getType() || !ct.hasStaticShape() || !xt ||
+        xt != op->getResult(0).getType())
       return;
+    bool hasPositions = op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType());
+    int64_t half = ct.getShape().back();
     int64_t rd = op.getRotaryEmbeddingDim().value_or(0);
-    if (rd != 0 && rd != 2 * a->halfDim)
+    if (rd == 0)
+      rd = 2 * half;
+    if (rd != 2 * half)
       return;
-    auto xt = cast<RankedTensorType>(op->getOperand(0).getType());
-    if (xt != op->getResult(0).getType() || 2 * a->halfDim > xt.getDimSize(3))
+    Location loc = op->getLoc();
+    // 3-D input: heads from num_heads.
+    Value x4 = x;
+    if (xt.getRank() == 3) {
+      int64_t n = op.getNumHeads().value_or(0);
+      if (!isPacked3d(x, n))
+        return;
+      x4 = splitHeads(loc, x, n);
+    }
+    auto x4t = cast<RankedTensorType>(x4.getType());
+    if (x4t.isDynamicDim(3) || rd > x4t.getDimSize(3))
       return;
-    replace(op, emitRope(op, op->getOperand(0), *a, op.getInterleaved().value_or(0) != 0));
+    Value positions;
+    int64_t rows;
+    Value cosT = cosC, sinT = sinC;
+    if (hasPositions) {
+      if (ct.getRank() != 2)
+        return;
+      positions = op->getOperand(3);
+      rows = ct.getDimSize(0);
+    } else {
+      // Per-token caches [B, S, half]: flatten and index b * S + s.
+      if (ct.getRank() != 3 || x4t.isDynamicDim(0) || x4t.isDynamicDim(2) ||
+          ct.getDimSize(0) != x4t.getDimSize(0) || ct.getDimSize(1) != x4t.getDimSize(2))
+        return;
+      int64_t B = ct.getDimSize(0), S = ct.getDimSize(1);
+      rows = B * S;
+      auto flat = RankedTensorType::get({rows, half}, ct.getElementType());
+      Value shape = i64Constant(loc, {rows, half});
+      cosT = ox::ReshapeOp::create(b, loc, TypeRange{flat}, ValueRange{cosC, shape}, IntegerAttr())
+                 ->getResult(0);
+      sinT = ox::ReshapeOp::create(b, loc, TypeRange{flat}, ValueRange{sinC, shape}, IntegerAttr())
+                 ->getResult(0);
+      auto pt = RankedTensorType::get({B, S}, b.getI64Type());
+      SmallVector<int64_t> idx(rows);
+      for (int64_t i = 0; i < rows; ++i)
+        idx[i] = i;
+      positions = ox::ConstantOp::create(b, loc, TypeRange{pt}, ValueRange{},
+                                         DenseElementsAttr::get(pt, ArrayRef<int64_t>(idx)))
+                      ->getResult(0);
+    }
+    // fine = [cos; sin] as f32 [2, rows, half]; coarse = identity [2, 1, half].
+    auto f32 = b.getF32Type();
+    auto asF32Row = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (!t.getElementType().isF32()) {
+        auto c = RankedTensorType::get(t.getShape(), f32);
+        v = ox::CastOp::create(b, loc, TypeRange{c}, ValueRange{v},
+                               b.getIntegerAttr(b.getIntegerType(64, true), 1), IntegerAttr())
+                ->getResult(0);
+      }
+      auto u = RankedTensorType::get({1, rows, half}, f32);
+      return ox::UnsqueezeOp::create(b, loc, TypeRange{u}, ValueRange{v, i64Constant(loc, {0})})
+          ->getResult(0);
+    };
+    auto fineType = RankedTensorType::get({2, rows, half}, f32);
+    Value fine = ox::ConcatOp::create(b, loc, TypeRange{fineType},
+                                      ValueRange{asF32Row(cosT), asF32Row(sinT)},
+                                      b.getIntegerAttr(b.getIntegerType(64, true), 0))
+                     ->getResult(0);
+    auto coarseType = RankedTensorType::get({2, 1, half}, f32);
+    SmallVector<float> identity(2 * half, 0.0f);
+    std::fill(identity.begin(), identity.begin() + half, 1.0f);
+    Value coarse = ox::ConstantOp::create(b, loc, TypeRange{coarseType}, ValueRange{},
+                                          DenseElementsAttr::get(coarseType, ArrayRef<float>(identity)))
+                       ->getResult(0);
+    Value y = attn::RopeApplyOp::create(b, loc, x4t, x4, positions, coarse, fine,
+                                        b.getI64IntegerAttr(rd), b.getBoolAttr(interleaved),
+                                        b.getI64IntegerAttr(rows));
+    if (xt.getRank() == 3)
+      y = mergeHeads(loc, y);
+    replace(op, y);
   }
 
   /// Slice(x, [start], [end], [axis = last]) with constant bounds.

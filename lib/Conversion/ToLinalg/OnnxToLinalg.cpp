@@ -448,8 +448,10 @@ FailureOr<Values> lowerConcat(OpBuilder &b, ox::ConcatOp op) {
   for (Value in : op->getOperands()) {
     SmallVector<OpFoldResult> offsets(r, b.getIndexAttr(0)), sizes, strides(r, b.getIndexAttr(1));
     offsets[axis] = offset;
+    // Static sizes as attributes: insert_slice checks the source type
+    // against them.
     for (int64_t k = 0; k < r; ++k)
-      sizes.push_back(dimOf(b, loc, in, k));
+      sizes.push_back(tensor::getMixedSize(b, loc, in, k));
     acc = tensor::InsertSliceOp::create(b, loc, in, acc, offsets, sizes, strides);
     offset = arith::AddIOp::create(b, loc, offset, dimOf(b, loc, in, axis));
   }
