@@ -60,8 +60,50 @@ bool readFileRange(const std::string &path, uint64_t offset, uint64_t length, vo
   return true;
 }
 
-bool writeFileAtomically(const std::string &path, const std::string &contents,
+namespace {
+/// Writes through an existing non-regular file (/dev/null, a FIFO, a tty):
+/// replacing those would break the machine, and they have no partial state.
+bool writeThrough(const std::string &path, const std::string &contents, std::string &error) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot open '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n <= 0) {
+      error = "cannot write '" + path + "': " + std::strerror(errno);
+      close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return true;
+}
+} // namespace
+
+bool writeFileAtomically(const std::string &requested, const std::string &contents,
                          std::string &error) {
+  // A symlink is followed: the file it names is replaced, the link stays.
+  std::string path = requested;
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char *real = realpath(path.c_str(), nullptr);
+    if (real) {
+      path = real;
+      std::free(real);
+    }
+  }
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      error = "'" + requested + "' is a directory";
+      return false;
+    }
+    if (!S_ISREG(st.st_mode))
+      return writeThrough(path, contents, error);
+  }
   std::string tmp = path + ".tmp-XXXXXX";
   int fd = mkstemp(tmp.data());
   if (fd < 0) {
@@ -91,6 +133,44 @@ bool writeFileAtomically(const std::string &path, const std::string &contents,
     return false;
   }
   return true;
+}
+
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino && S_ISREG(sa.st_mode);
+}
+
+bool checkWritable(const std::string &path, std::string &error) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      error = "output '" + path + "' is a directory";
+      return false;
+    }
+    if (!S_ISREG(st.st_mode))
+      return true; // written through (e.g. /dev/null)
+  }
+  std::string dir = ".";
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos)
+    dir = slash == 0 ? "/" : path.substr(0, slash);
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = "cannot write '" + path + "': directory '" + dir + "' does not exist";
+    return false;
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    error = "cannot write '" + path + "': directory '" + dir + "' is not writable";
+    return false;
+  }
+  return true;
+}
+
+int64_t fileSize(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return -1;
+  return static_cast<int64_t>(st.st_size);
 }
 
 } // namespace h20::runtime

@@ -42,6 +42,7 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
     m.logits = j.value("logits", "all");
     m.modelDir = j.value("model_dir", ".");
     m.entrySymbol = j.at("entry").at("symbol").get<std::string>();
+    m.cpu = j.value("cpu", "");
     if (j.contains("vocab_size"))
       m.vocabSize = j.at("vocab_size").get<int64_t>();
     if (j.contains("max_positions"))
@@ -60,6 +61,8 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
         s.offset = w.at("offset").get<int64_t>();
       if (w.contains("length"))
         s.length = w.at("length").get<int64_t>();
+      if (w.contains("file_size"))
+        s.fileSize = w.at("file_size").get<int64_t>();
       m.weights.push_back(std::move(s));
     }
     for (const json &b : j.at("blobs"))

@@ -188,6 +188,10 @@ bool readTokenIds(const std::string &path, std::vector<int64_t> &ids, std::strin
       }
     }
   } else {
+    if (bytes.find('\0') != std::string::npos) {
+      error = "ids file '" + path + "' is neither a .npy file nor text (it holds NUL bytes)";
+      return false;
+    }
     const char *p = bytes.c_str();
     while (*p) {
       if (std::isspace(static_cast<unsigned char>(*p))) {

@@ -32,8 +32,9 @@ TEST(TileCostModel, ChoicesNeverExceedSharedMemory) {
         continue; // nothing fits (e.g. D=256 fp32 on a small-smem part)
       EXPECT_LE(c.smemBytes, t.smemPerBlock) << t.name.str() << " D=" << s.headDim;
       EXPECT_EQ(c.smemBytes, attentionSmemBytes(s, c));
-      if (t.computeCapability)
+      if (t.computeCapability) {
         EXPECT_LE(attentionRegistersPerThread(s, c), 240);
+      }
       EXPECT_GT(c.estUs, 0);
       EXPECT_TRUE(std::isfinite(c.estUs));
     }

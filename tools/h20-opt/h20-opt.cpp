@@ -9,6 +9,7 @@
 // Exit codes: 0 success, 1 internal error, 2 bad input.
 //
 //===----------------------------------------------------------------------===//
+#include "h20/Analysis/TargetDescription.h"
 #include "h20/Import/Onnx/OnnxImporter.h"
 #include "h20/InitAll.h"
 #include "h20/Pipelines/Pipelines.h"
@@ -27,6 +28,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+
+static constexpr int kExitBadInput = 2;
 
 static llvm::cl::opt<std::string> emitLevel(
     "emit",
@@ -57,7 +60,6 @@ static llvm::cl::opt<int64_t> maxPositions(
     llvm::cl::init(0));
 
 namespace {
-constexpr int kExitBadInput = 2;
 
 bool isOnnxFile(llvm::StringRef name) {
   return name.ends_with(".onnx") || name.ends_with(".onnxtext");
@@ -76,17 +78,28 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (!emitLevel.empty() && !planning && !targetName.empty())
     return fail("--target with --emit=" + emitLevel + ": use --emit=planned, or no --emit to "
                 "compile an artifact");
+  if (!targetName.empty() && !h20::findTarget(targetName))
+    return fail("unknown --target '" + targetName +
+                "' (known: h20, h100, h200, h800, a100, l20, cpu)");
   if (buildArtifact && targetName != "cpu")
     return fail("target '" + targetName + "' has no code generator in this build yet (only "
                 "cpu); --emit=planned --target=" + targetName + " shows its plan");
   if (buildArtifact && output == "-")
     return fail("--target writes a binary artifact: give its path with -o");
-  if (maxSeq < 0)
-    return fail("--max-seq must be >= 0");
+  // RoPE tables and tile planning grow with it; 16M tokens is far beyond
+  // any model's context.
+  constexpr int64_t kMaxTokens = int64_t(1) << 24;
+  if (maxSeq < 0 || maxSeq > kMaxTokens)
+    return fail("--max-seq must be between 0 and " + std::to_string(kMaxTokens) + ", got " +
+                std::to_string(maxSeq));
+  if (maxPositions > kMaxTokens)
+    return fail("--max-positions must be at most " + std::to_string(kMaxTokens));
+  if (output != "-" && h20::runtime::sameFile(input.str(), output.str()))
+    return fail("output '" + output.str() + "' is the input file; refusing to overwrite it");
   if (logitsMode != "all" && logitsMode != "last")
     return fail("--logits must be 'all' or 'last', got '" + logitsMode + "'");
   if (maxPositions < 0)
-    return fail("--max-positions must be positive");
+    return fail("--max-positions must be >= 0 (0: no limit)");
 
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
@@ -155,5 +168,6 @@ int main(int argc, char **argv) {
       argc, argv, "h20 compiler driver and pass runner\n", registry);
   if (isOnnxFile(input) || !emitLevel.empty() || !targetName.empty())
     return compile(input, output, registry);
-  return asMainReturnCode(MlirOptMain(argc, argv, input, output, registry));
+  // Bad IR (syntax, verifier) is bad input: exit code 2, like the rest.
+  return failed(MlirOptMain(argc, argv, input, output, registry)) ? kExitBadInput : 0;
 }

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <memory>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 using namespace h20::runtime;
 
@@ -45,10 +46,13 @@ const char *kUsage =
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
     "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n"
     "  PATH: .npy or serialized ONNX TensorProto (.pb); DIR: input_J.pb / output_J.pb\n"
-    "        in graph order (the ONNX backend-test layout)\n";
+    "        in graph order (the ONNX backend-test layout)\n"
+    "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
+    "        (default: where they were at compile time)\n"
+    "  exit codes: 0 ok, 1 internal error, 2 bad input, 3 out of memory\n";
 
 struct Options {
-  std::string artifact, ids, device, dumpLogits, report, inputsFrom, outputsTo;
+  std::string artifact, ids, device, dumpLogits, report, inputsFrom, outputsTo, weightsDir;
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
 
@@ -59,6 +63,10 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       size_t eq = a.find('=');
       if (eq != std::string::npos) {
         dst = a.substr(eq + 1);
+        if (dst.empty()) {
+          error = "option " + a.substr(0, eq) + " needs a non-empty value";
+          return false;
+        }
         return true;
       }
       if (i + 1 >= argc) {
@@ -66,6 +74,10 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
         return false;
       }
       dst = argv[++i];
+      if (dst.empty()) {
+        error = "option " + a + " needs a non-empty value";
+        return false;
+      }
       return true;
     };
     auto is = [&](const char *flag) {
@@ -82,6 +94,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       if (!value(o.dumpLogits)) return false;
     } else if (is("--report")) {
       if (!value(o.report)) return false;
+    } else if (is("--weights-dir")) {
+      if (!value(o.weightsDir)) return false;
     } else if (is("--inputs-from")) {
       if (!value(o.inputsFrom)) return false;
     } else if (is("--outputs-to")) {
@@ -149,6 +163,41 @@ int main(int argc, char **argv) {
   Manifest m;
   if (!parseManifest(artifact.manifest, m, error))
     return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
+  // Outputs: checked before any work, so a bad path cannot leave some
+  // outputs written and others not; none may overwrite an input or another.
+  {
+    std::vector<std::string> outs;
+    for (const std::string *p : {&opt.dumpLogits, &opt.report})
+      if (!p->empty())
+        outs.push_back(*p);
+    for (auto &o : opt.outputs)
+      outs.push_back(o.second);
+    std::vector<std::string> ins{opt.artifact};
+    if (!opt.ids.empty())
+      ins.push_back(opt.ids);
+    for (auto &i : opt.inputs)
+      ins.push_back(i.second);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!checkWritable(outs[i], error))
+        return fail(kExitBadInput, error);
+      for (const std::string &in : ins)
+        if (outs[i] == in || sameFile(outs[i], in))
+          return fail(kExitBadInput, "output '" + outs[i] + "' is an input file; refusing to overwrite it");
+      struct stat st;
+      bool special = stat(outs[i].c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+      for (size_t j = 0; j < i && !special; ++j)
+        if (outs[i] == outs[j] || sameFile(outs[i], outs[j]))
+          return fail(kExitBadInput, "output '" + outs[i] + "' is named twice");
+    }
+    if (!opt.outputsTo.empty() && !checkWritable(opt.outputsTo + "/output_0.pb", error))
+      return fail(kExitBadInput, error);
+  }
+#if defined(__x86_64__)
+  if (m.cpu == "x86-64-v3" &&
+      !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+    return fail(kExitBadInput, "'" + opt.artifact +
+                                   "' was compiled for x86-64-v3 (AVX2, FMA), which this CPU lacks");
+#endif
   std::string device = opt.device.empty() ? (m.target == "cpu" ? "cpu" : "gpu") : opt.device;
   if (device != "cpu" && device != "gpu")
     return fail(kExitBadInput, "--device must be cpu or gpu, got '" + device + "'");
@@ -278,7 +327,16 @@ int main(int argc, char **argv) {
     if (!buf->data)
       return fail(kExitResources, "out of memory loading weight '" + w.name + "' (" +
                                       std::to_string(bytes) + " bytes)");
-    if (!readFileRange(m.modelDir + "/" + w.file, *w.offset, bytes, buf->data, error))
+    std::string file = (opt.weightsDir.empty() ? m.modelDir : opt.weightsDir) + "/" + w.file;
+    int64_t size = fileSize(file);
+    if (size < 0)
+      return fail(kExitBadInput, "weight '" + w.name + "': file '" + file +
+                                     "' is missing (moved? give --weights-dir)");
+    if (w.fileSize && size != *w.fileSize)
+      return fail(kExitBadInput, "weight file '" + file + "' has " + std::to_string(size) +
+                                     " bytes, but had " + std::to_string(*w.fileSize) +
+                                     " when the artifact was compiled: recompile it");
+    if (!readFileRange(file, *w.offset, bytes, buf->data, error))
       return fail(kExitBadInput, "weight '" + w.name + "': " + error);
     weightBytes += bytes;
     args.emplace_back(buf->data, w.shape);

@@ -17,8 +17,20 @@ bool readFileRange(const std::string &path, uint64_t offset, uint64_t length, vo
 
 /// Writes `contents` to `path` via a temporary in the same directory and
 /// rename(2): readers see the old file or the whole new one, never a part.
+/// A symlink is followed (its target is replaced); an existing non-regular
+/// file (/dev/null, a FIFO) is written through, never replaced.
 bool writeFileAtomically(const std::string &path, const std::string &contents,
                          std::string &error);
+
+/// True when both paths exist and name the same file (device and inode).
+bool sameFile(const std::string &a, const std::string &b);
+
+/// Checks, before any work, that `path` can be written: not a directory, its
+/// directory exists and is writable. False with `error` naming the path.
+bool checkWritable(const std::string &path, std::string &error);
+
+/// Size of `path` in bytes, or -1 if it cannot be stat'ed.
+int64_t fileSize(const std::string &path);
 
 } // namespace h20::runtime
 

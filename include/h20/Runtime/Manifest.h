@@ -21,6 +21,7 @@ struct WeightSpec {
   std::string name, file, dtype;
   std::vector<int64_t> shape;
   std::optional<int64_t> offset, length;
+  std::optional<int64_t> fileSize; ///< size of `file` at compile time
 };
 
 struct BlobSpec {
@@ -33,6 +34,7 @@ struct Manifest {
   std::string logits;   ///< "all" or "last"
   std::string modelDir; ///< where weight files are resolved
   std::string entrySymbol;
+  std::string cpu; ///< CPU level the code was compiled for ("x86-64-v3", ...)
   std::optional<int64_t> vocabSize, maxPositions;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<WeightSpec> weights;

@@ -20,6 +20,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <queue>
 #include <map>
@@ -479,6 +480,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   // stages do not depend on the working directory).
   SmallString<256> dir(model.directory);
   (void)llvm::sys::fs::make_absolute(dir);
+  llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
   module->getOperation()->setAttr("onnx.model_dir", b.getStringAttr(dir));
   if (!model.proto.producer_name().empty())
     module->getOperation()->setAttr(
