@@ -23,6 +23,11 @@ MemRefDescriptor::MemRefDescriptor(void *data, const std::vector<int64_t> &shape
   }
 }
 
+std::vector<int64_t> MemRefDescriptor::shape() const {
+  size_t r = (words.size() - 3) / 2;
+  return std::vector<int64_t>(words.begin() + 3, words.begin() + 3 + r);
+}
+
 bool CpuModule::load(const std::vector<uint8_t> &payload, uint64_t offset, uint64_t size,
                      const std::string &symbol, std::string &error) {
   if (offset > payload.size() || size > payload.size() - offset) {
@@ -52,9 +57,32 @@ bool CpuModule::load(const std::vector<uint8_t> &payload, uint64_t offset, uint6
     return false;
   }
   entry = reinterpret_cast<void (*)(void **)>(dlsym(handle, symbol.c_str()));
-  if (!entry) {
-    error = "the artifact's code has no entry '" + symbol + "'";
+  abi = static_cast<const long long *>(dlsym(handle, "h20_abi"));
+  if (!entry || !abi) {
+    error = "the artifact's code has no entry '" + symbol + "' or no ABI description";
     return false;
+  }
+  return true;
+}
+
+bool CpuModule::checkAbi(const std::vector<MemRefDescriptor> &args, std::string &error) const {
+  if (abi[0] != static_cast<long long>(args.size())) {
+    error = "the manifest describes " + std::to_string(args.size()) +
+            " arguments but the code takes " + std::to_string(abi[0]);
+    return false;
+  }
+  const long long *p = abi + 1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::vector<int64_t> shape = args[i].shape();
+    long long rank = *p++;
+    bool ok = rank == static_cast<long long>(shape.size());
+    for (long long k = 0; k < rank; ++k, ++p)
+      ok = ok && (*p < 0 || (k < static_cast<long long>(shape.size()) && *p == shape[k]));
+    if (!ok) {
+      error = "argument " + std::to_string(i) + " does not match the shape the code was "
+              "compiled for";
+      return false;
+    }
   }
   return true;
 }

@@ -62,7 +62,7 @@ static llvm::cl::opt<int64_t> maxPositions(
 namespace {
 
 bool isOnnxFile(llvm::StringRef name) {
-  return name.ends_with(".onnx") || name.ends_with(".onnxtext");
+  return name.ends_with_insensitive(".onnx") || name.ends_with_insensitive(".onnxtext");
 }
 
 int fail(const std::string &message) {
@@ -122,9 +122,10 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (!module)
     return kExitBadInput;
 
-  // --target on .mlir compiles the IR as given (attn level, e.g. from
-  // --emit=attn or after a pass under test); ONNX input is raised first.
-  std::string level = buildArtifact ? (isOnnxFile(input) ? "attn" : "onnx")
+  // An artifact is compiled from the attn level; the attn pipeline leaves
+  // IR that is already there (--emit=attn output, or a pass under test)
+  // as it is, and raises onnx-level .mlir like an ONNX file.
+  std::string level = buildArtifact        ? "attn"
                       : emitLevel.empty() ? "onnx"
                                           : emitLevel.getValue();
   PassManager pm(&ctx);

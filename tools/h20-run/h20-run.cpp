@@ -369,6 +369,8 @@ int main(int argc, char **argv) {
     outShapes.push_back(shape);
   }
 
+  if (!module.checkAbi(args, error))
+    return fail(kExitBadInput, "'" + opt.artifact + "' is inconsistent: " + error);
   auto tRun = std::chrono::steady_clock::now();
   module.run(args);
   double prefillMs = msSince(tRun);

@@ -14,6 +14,8 @@ class MemRefDescriptor {
 public:
   MemRefDescriptor(void *data, const std::vector<int64_t> &shape);
   void *get() { return words.data(); }
+  /// Rank and sizes, as described.
+  std::vector<int64_t> shape() const;
 
 private:
   std::vector<int64_t> words;
@@ -28,12 +30,17 @@ public:
             const std::string &symbol, std::string &error);
   ~CpuModule();
 
+  /// Checks `args` against the ABI the code was compiled for (argument
+  /// count, ranks, static dims); false with `error` naming the argument.
+  bool checkAbi(const std::vector<MemRefDescriptor> &args, std::string &error) const;
+
   /// Calls the entry with pointers to descriptors (inputs, weights, outputs).
   void run(std::vector<MemRefDescriptor> &args);
 
 private:
   void *handle = nullptr;
   void (*entry)(void **) = nullptr;
+  const long long *abi = nullptr;
 };
 
 } // namespace h20::runtime

@@ -298,6 +298,12 @@ FailureOr<Values> lowerGather(OpBuilder &b, ox::GatherOp op) {
                       // Negative indices count from the end (ONNX Gather).
                       Value neg = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, i, idx(nb, nl, 0));
                       i = arith::SelectOp::create(nb, nl, neg, arith::AddIOp::create(nb, nl, i, axisDim), i);
+                      // ONNX leaves out-of-range indices undefined; h20-run
+                      // rejects bad token ids first, and a clamp keeps any
+                      // other index inside the tensor (never a wild read).
+                      Value last = arith::SubIOp::create(nb, nl, axisDim, idx(nb, nl, 1));
+                      i = arith::MaxSIOp::create(nb, nl, arith::MinSIOp::create(nb, nl, i, last),
+                                                 idx(nb, nl, 0));
                       SmallVector<Value> at;
                       for (int64_t k = 0; k < axis; ++k)
                         at.push_back(linalg::IndexOp::create(nb, nl, k));

@@ -200,7 +200,7 @@ bool loadModel(StringRef path, LoadedModel &model, std::string &error) {
     error = "model file is empty";
     return false;
   }
-  if (path.ends_with(".onnxtext")) {
+  if (path.ends_with_insensitive(".onnxtext")) {
     auto status = ::onnx::OnnxParser::Parse(model.proto, bytes.data());
     if (!status.IsOK()) {
       error = "not valid ONNX text syntax: " + status.ErrorMessage();

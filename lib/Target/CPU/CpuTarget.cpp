@@ -247,7 +247,9 @@ FailureOr<std::string> emitObject(llvm::Module &m, std::string &cpuName, Locatio
 
 /// Links the object and an argv-style entry wrapper into a shared object
 /// with the system C compiler; returns its bytes.
-FailureOr<std::string> linkSharedObject(const std::string &obj, unsigned numArgs, Location loc) {
+FailureOr<std::string> linkSharedObject(const std::string &obj,
+                                        ArrayRef<SmallVector<int64_t>> argShapes, Location loc) {
+  unsigned numArgs = argShapes.size();
   auto cc = llvm::sys::findProgramByName("cc");
   if (!cc)
     cc = llvm::sys::findProgramByName("gcc");
@@ -262,6 +264,12 @@ FailureOr<std::string> linkSharedObject(const std::string &obj, unsigned numArgs
     return std::string(p);
   };
   std::string objPath = path("model.o"), cPath = path("entry.c"), soPath = path("model.so");
+  std::string abi = std::to_string(numArgs);
+  for (const SmallVector<int64_t> &shape : argShapes) {
+    abi += ", " + std::to_string(shape.size());
+    for (int64_t d : shape)
+      abi += ", " + std::to_string(ShapedType::isDynamic(d) ? -1 : d);
+  }
   std::string params, args;
   for (unsigned i = 0; i < numArgs; ++i) {
     params += (i ? ", void *" : "void *");
@@ -282,7 +290,10 @@ FailureOr<std::string> linkSharedObject(const std::string &obj, unsigned numArgs
       "}\n"
       "void _mlir_memref_to_llvm_free(void *p) { free(p); }\n"
       "void _mlir_ciface_" + kEntryFunc.str() + "(" + params + ");\n"
-      "void h20_entry(void **a) { _mlir_ciface_" + kEntryFunc.str() + "(" + args + "); }\n";
+      "void h20_entry(void **a) { _mlir_ciface_" + kEntryFunc.str() + "(" + args + "); }\n"
+      "/* The ABI the code was compiled for: argument count, then per argument\n"
+      "   its rank and dims (-1: dynamic). h20-run checks the manifest against it. */\n"
+      "const long long h20_abi[] = {" + abi + "};\n";
   auto cleanup = [&] {
     for (const std::string &p : {objPath, cPath, soPath})
       llvm::sys::fs::remove(p);
@@ -352,6 +363,9 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   if (failed(toLinalg.run(module)))
     return failure();
   outputsToDestinations(func);
+  SmallVector<SmallVector<int64_t>> argShapes;
+  for (Type t : func.getArgumentTypes())
+    argShapes.push_back(SmallVector<int64_t>(cast<ShapedType>(t).getShape()));
   PassManager bufferize(ctx);
   buildBufferizationPipeline(bufferize);
   if (failed(bufferize.run(module)))
@@ -407,7 +421,11 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   auto obj = emitObject(*llvmModule, cpu, module.getLoc());
   if (failed(obj))
     return failure();
-  auto so = linkSharedObject(*obj, numInputs + numWeights + numOutputs, module.getLoc());
+  if (argShapes.size() != numInputs + numWeights + numOutputs)
+    return module.emitError("internal: ") << argShapes.size() << " arguments for "
+                                          << numInputs + numWeights + numOutputs
+                                          << " inputs, weights and outputs";
+  auto so = linkSharedObject(*obj, argShapes, module.getLoc());
   if (failed(so))
     return failure();
 
