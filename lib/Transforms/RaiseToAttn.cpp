@@ -856,7 +856,9 @@ private:
   /// operands; the caller checks it against what it replaces.
   Value emitAttentionOfType(Operation *op, Value q, Value k, Value v, MaskChoice mask,
                             double scale, bool isCausal, std::optional<double> softcap,
-                            std::optional<int64_t> window = std::nullopt) {
+                            std::optional<int64_t> window = std::nullopt,
+                            attn::CausalAlignment isCausalAlignment =
+                                attn::CausalAlignment::top_left) {
     if (mask.unusable)
       return {};
     auto [kb, gk] = stripKvRepeat(k);
@@ -871,7 +873,7 @@ private:
       return {};
     int64_t group = qt.getDimSize(1) / kt.getDimSize(1);
     bool causal = isCausal;
-    auto alignment = attn::CausalAlignment::top_left;
+    auto alignment = isCausalAlignment;
     if (mask.proven && mask.proven->causal) {
       if (isCausal && mask.proven->alignment != alignment)
         return {};
@@ -899,34 +901,96 @@ private:
         b.getI64IntegerAttr(group));
   }
 
+  /// ONNX Attention-23/24: Q, K, V (4-D [B, H, S, D], or 3-D [B, S, H*D]
+  /// with q_num_heads / kv_num_heads), optional mask, optional past_key /
+  /// past_value (keys = past ++ new, returned as present_key / value).
+  /// Not raised: the qk_matmul_output output, nonpad_kv_seqlen, a mask whose
+  /// rank-2 broadcast is ambiguous.
   void raiseAttention(ox::AttentionOp op) {
-    // Plain prefill form: Q, K, V 4-D, optional mask, no past, one output used.
-    if (op->getNumOperands() > 4)
+    auto present = [&](unsigned i) {
+      return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
+    };
+    if (present(6) || (op->getNumResults() > 3 && !op->getResult(3).use_empty()))
       return;
-    for (unsigned i = 1; i < op->getNumResults(); ++i)
-      if (!op->getResult(i).use_empty())
-        return;
+    if (present(4) != present(5))
+      return;
     Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
-    if (rankOf(q) != 4)
+    int64_t rank = rankOf(q);
+    if (rank != 3 && rank != 4)
       return;
-    Value mask = op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType())
-                     ? op->getOperand(3)
-                     : Value();
-    double scale;
-    if (auto s = op.getScale())
-      scale = s->convertToFloat();
-    else {
-      auto qt = cast<RankedTensorType>(q.getType());
-      if (qt.isDynamicDim(3))
+    Location loc = op->getLoc();
+    if (rank == 3) {
+      int64_t hq = op.getQNumHeads().value_or(0), hkv = op.getKvNumHeads().value_or(0);
+      if (!isPacked3d(q, hq) || !isPacked3d(k, hkv) || !isPacked3d(v, hkv))
         return;
-      scale = 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
+      q = splitHeads(loc, q, hq);
+      k = splitHeads(loc, k, hkv);
+      v = splitHeads(loc, v, hkv);
     }
+    if (rankOf(k) != 4 || rankOf(v) != 4)
+      return;
+    // past ++ new along the sequence; present_* are these.
+    if (present(4)) {
+      auto appendPast = [&](Value past, Value cur) -> Value {
+        auto pt = dyn_cast<RankedTensorType>(past.getType());
+        auto ct = cast<RankedTensorType>(cur.getType());
+        if (!pt || pt.getRank() != 4)
+          return {};
+        int64_t s = pt.isDynamicDim(2) || ct.isDynamicDim(2) ? ShapedType::kDynamic
+                                                             : pt.getDimSize(2) + ct.getDimSize(2);
+        auto t = RankedTensorType::get({ct.getDimSize(0), ct.getDimSize(1), s, ct.getDimSize(3)},
+                                       ct.getElementType());
+        return ox::ConcatOp::create(b, loc, TypeRange{t}, ValueRange{past, cur},
+                                    b.getIntegerAttr(b.getIntegerType(64, true), 2))
+            ->getResult(0);
+      };
+      k = appendPast(op->getOperand(4), k);
+      v = appendPast(op->getOperand(5), v);
+      if (!k || !v)
+        return;
+      for (auto [i, val] : {std::pair<unsigned, Value>{1, k}, {2, v}})
+        if (op->getNumResults() > i && !op->getResult(i).use_empty() &&
+            op->getResult(i).getType() != val.getType())
+          return;
+    } else {
+      for (unsigned i = 1; i < op->getNumResults(); ++i)
+        if (!op->getResult(i).use_empty())
+          return;
+    }
+    Value mask = present(3) ? op->getOperand(3) : Value();
+    auto qt = cast<RankedTensorType>(q.getType());
+    double scale;
+    if (auto sc = op.getScale())
+      scale = sc->convertToFloat();
+    else if (!qt.isDynamicDim(3))
+      scale = 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
+    else
+      return;
     std::optional<double> softcap;
     if (auto c = op.getSoftcap(); c && c->convertToFloat() > 0)
       softcap = c->convertToFloat();
-    if (Value r = emitAttention(op, q, k, v, chooseMask(mask, q, k), scale,
-                                op.getIsCausal().value_or(0) != 0, softcap))
-      replace(op, r);
+    // With a past, the queries are the last S_q of the keys: is_causal is
+    // anchored bottom-right (what ONNX's reference computes); without one,
+    // top-left.
+    Value y = emitAttentionOfType(op, q, k, v, chooseMask(mask, q, k), scale,
+                                  op.getIsCausal().value_or(0) != 0, softcap, std::nullopt,
+                                  present(4) ? attn::CausalAlignment::bottom_right
+                                             : attn::CausalAlignment::top_left);
+    if (!y)
+      return;
+    if (rank == 3)
+      y = mergeHeads(loc, y);
+    if (y.getType() != op->getResult(0).getType()) {
+      // Leave the op; what was built for it is dead and goes with the DCE.
+      return;
+    }
+    if (present(4)) {
+      if (op->getNumResults() > 1)
+        op->getResult(1).replaceAllUsesWith(k);
+      if (op->getNumResults() > 2)
+        op->getResult(2).replaceAllUsesWith(v);
+    }
+    replace(op, y);
   }
 
   /// K^T as Transpose(K, [.., 3, 2]) or Reshape(Transpose(Reshape(K)))
