@@ -31,13 +31,18 @@ func.func @attention_gqa_softcap(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf
 
 // -----
 
-// Attention with a past KV cache (past_key/past_value inputs) is left alone.
+// Attention with a past KV cache: keys and values are past ++ new (the
+// present outputs), and is_causal is anchored bottom-right (queries are the
+// last 8 of 16 positions) — the default alignment, hence not printed.
 // CHECK-LABEL: func.func @attention_with_past
-// CHECK: onnx.Attention
-func.func @attention_with_past(%q: tensor<1x4x8x16xf32>, %pk: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+// CHECK: %[[K:.*]] = onnx.Concat(%arg1, %arg0) {axis = 2 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x16x16xf32>
+// CHECK: %[[V:.*]] = onnx.Concat(%arg1, %arg0) {axis = 2 : si64}
+// CHECK: %[[Y:.*]] = attn.attention %arg0, %[[K]], %[[V]] {causal = true, kv_group = 1 : i64, scale = 2.500000e-01 : f64}
+// CHECK: return %[[Y]], %[[K]]
+func.func @attention_with_past(%q: tensor<1x4x8x16xf32>, %pk: tensor<1x4x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {
   %n = onnx.NoValue
-  %y = onnx.Attention(%q, %q, %q, %n, %pk, %pk) : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, none, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
-  return %y : tensor<1x4x8x16xf32>
+  %y:2 = onnx.Attention(%q, %q, %q, %n, %pk, %pk) {is_causal = 1 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, none, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return %y#0, %y#1 : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>
 }
 
 // -----
