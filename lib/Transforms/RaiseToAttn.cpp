@@ -929,7 +929,17 @@ private:
     }
     if (rankOf(k) != 4 || rankOf(v) != 4)
       return;
-    // past ++ new along the sequence; present_* are these.
+    // past ++ new along the sequence; present_* are these. ONNX places query
+    // i at position past_len + i; attn.attention's bottom-right anchor says
+    // S_kv - S_q, the same only when as many keys as queries are new.
+    bool anchored = op.getIsCausal().value_or(0) != 0 ||
+                    op.getLeftWindowSize().value_or(-1) >= 0 ||
+                    op.getRightWindowSize().value_or(-1) >= 0;
+    if (present(4) && anchored) {
+      auto qs = eval.shapeOf(q), ks = eval.shapeOf(k);
+      if (!qs || !ks || qs->size() != 4 || ks->size() != 4 || !provablyEqual((*qs)[2], (*ks)[2]))
+        return;
+    }
     if (present(4)) {
       auto appendPast = [&](Value past, Value cur) -> Value {
         auto pt = dyn_cast<RankedTensorType>(past.getType());
@@ -969,11 +979,24 @@ private:
     std::optional<double> softcap;
     if (auto c = op.getSoftcap(); c && c->convertToFloat() > 0)
       softcap = c->convertToFloat();
+    // Attention-25 local windows: key j visible to query i iff
+    // i - left <= j <= i + right (-1: unbounded). attn.attention expresses
+    // the causal side only: right must be 0, or unbounded with is_causal.
+    bool isCausal = op.getIsCausal().value_or(0) != 0;
+    int64_t left = op.getLeftWindowSize().value_or(-1);
+    int64_t right = op.getRightWindowSize().value_or(-1);
+    if (right > 0 || (right < 0 && left >= 0 && !isCausal))
+      return;
+    if (right == 0)
+      isCausal = true;
+    std::optional<int64_t> window;
+    if (left >= 0)
+      window = left + 1; // the window counts the current token
     // With a past, the queries are the last S_q of the keys: is_causal is
     // anchored bottom-right (what ONNX's reference computes); without one,
     // top-left.
-    Value y = emitAttentionOfType(op, q, k, v, chooseMask(mask, q, k), scale,
-                                  op.getIsCausal().value_or(0) != 0, softcap, std::nullopt,
+    Value y = emitAttentionOfType(op, q, k, v, chooseMask(mask, q, k), scale, isCausal,
+                                  softcap, window,
                                   present(4) ? attn::CausalAlignment::bottom_right
                                              : attn::CausalAlignment::top_left);
     if (!y)

@@ -54,3 +54,24 @@ func.func @unproven_mask(%q: tensor<1x4x8x16xf32>, %m: tensor<8x8xi1>) -> tensor
   %y = onnx.Attention(%q, %q, %q, %m) : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<8x8xi1>) -> tensor<1x4x8x16xf32>
   return %y : tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// Attention-25 local window: left_window_size 2 with is_causal keeps keys
+// i-2..i, a window of 3 tokens counting the current one.
+// CHECK-LABEL: func.func @left_window
+// CHECK: attn.attention %arg0, %arg0, %arg0 {causal = true, kv_group = 1 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
+func.func @left_window(%q: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  %y = onnx.Attention(%q, %q, %q) {is_causal = 1 : si64, left_window_size = 2 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %y : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// A window reaching right of the query (bidirectional) has no attn form: kept.
+// CHECK-LABEL: func.func @bidirectional_window
+// CHECK: onnx.Attention
+func.func @bidirectional_window(%q: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  %y = onnx.Attention(%q, %q, %q) {left_window_size = 1 : si64, right_window_size = 2 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %y : tensor<1x4x8x16xf32>
+}

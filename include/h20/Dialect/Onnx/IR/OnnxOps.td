@@ -132,9 +132,11 @@ def Onnx_LayerNormalizationOp : Onnx_NodeOp<"LayerNormalization", 2, 3, 1, 3> {
 //===----------------------------------------------------------------------===//
 
 def Onnx_AttentionOp : Onnx_NodeOp<"Attention", 3, 7, 1, 4> {
-  let summary = "ONNX Attention-23/24 (Q, K, V, mask, past_key, past_value, nonpad_kv_seqlen)";
+  let summary = "ONNX Attention-23/24/25 (Q, K, V, mask, past_key, past_value, nonpad_kv_seqlen)";
   let arguments = (ins Variadic<Onnx_Input>:$inputs,
                    OptionalAttr<SI64Attr>:$is_causal,
+                   OptionalAttr<SI64Attr>:$left_window_size,
+                   OptionalAttr<SI64Attr>:$right_window_size,
                    OptionalAttr<SI64Attr>:$kv_num_heads,
                    OptionalAttr<SI64Attr>:$q_num_heads,
                    OptionalAttr<SI64Attr>:$qk_matmul_output_mode,
