@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of h20 from Debian's packages (and
-# ONNX Runtime's CPU build from npm for the oracle tests). Idempotent: packages
-# already present are skipped, and apt-get runs only when something is missing.
+# Installs every build and test dependency of h20 from Debian's packages.
+# Idempotent: packages already present are skipped, and apt-get runs only when
+# something is missing.
 set -euo pipefail
 
 PKGS=(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up (Debian packages), builds, and runs every test: lit + FileCheck and
-# GoogleTest, through ctest. Prints ctest's summary line last.
+# GoogleTest, through ctest (its "100% tests passed" summary, then the time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
