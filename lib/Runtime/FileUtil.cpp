@@ -61,6 +61,21 @@ bool readFileRange(const std::string &path, uint64_t offset, uint64_t length, vo
 }
 
 namespace {
+/// Writes all of `contents` to `fd`; false with `error` naming `path`.
+bool writeAll(int fd, const std::string &contents, const std::string &path,
+              std::string &error) {
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n <= 0) {
+      error = "cannot write '" + path + "': " + std::strerror(errno);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 /// Writes through an existing non-regular file (/dev/null, a FIFO, a tty):
 /// replacing those would break the machine, and they have no partial state.
 bool writeThrough(const std::string &path, const std::string &contents, std::string &error) {
@@ -69,18 +84,9 @@ bool writeThrough(const std::string &path, const std::string &contents, std::str
     error = "cannot open '" + path + "': " + std::strerror(errno);
     return false;
   }
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-    if (n <= 0) {
-      error = "cannot write '" + path + "': " + std::strerror(errno);
-      close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
+  bool ok = writeAll(fd, contents, path, error);
   close(fd);
-  return true;
+  return ok;
 }
 } // namespace
 
@@ -111,16 +117,10 @@ bool writeFileAtomically(const std::string &requested, const std::string &conten
     return false;
   }
   fchmod(fd, 0644); // mkstemp creates 0600; outputs are ordinary files
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-    if (n <= 0) {
-      error = "cannot write '" + path + "': " + std::strerror(errno);
-      close(fd);
-      unlink(tmp.c_str());
-      return false;
-    }
-    done += static_cast<size_t>(n);
+  if (!writeAll(fd, contents, path, error)) {
+    close(fd);
+    unlink(tmp.c_str());
+    return false;
   }
   if (fsync(fd) != 0 || close(fd) != 0) {
     error = "cannot flush '" + path + "': " + std::strerror(errno);
