@@ -198,3 +198,67 @@ func.func @attention_mask_rank(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf
   %0 = attn.attention %q, %k, %k mask(%m : tensor<1x1x1x16x16xi1>) {scale = 0.25 : f64, causal = false, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
   return %0 : tensor<1x8x16x16xf32>
 }
+
+// -----
+
+func.func @rope_table_dim() {
+  // expected-error @+1 {{rotary_dim must be positive and even, got 7}}
+  %c, %f = attn.rope_table {theta = 1.0e4 : f64, rotary_dim = 7 : i64, max_positions = 256 : i64, block = 16 : i64, representation = "two_level"} : tensor<2x16x3xf32>, tensor<2x16x3xf32>
+  return
+}
+
+// -----
+
+func.func @rope_table_positions() {
+  // expected-error @+1 {{max_positions and block must be positive}}
+  %c, %f = attn.rope_table {theta = 1.0e4 : f64, rotary_dim = 8 : i64, max_positions = 0 : i64, block = 16 : i64, representation = "two_level"} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_table_representation() {
+  // expected-error @+1 {{unknown representation 'full'}}
+  %c, %f = attn.rope_table {theta = 1.0e4 : f64, rotary_dim = 8 : i64, max_positions = 256 : i64, block = 16 : i64, representation = "full"} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_table_seq_len(%n: index) {
+  // expected-error @+1 {{seq_len is required by, and only by, dynamic_ntk scaling}}
+  %c, %f = attn.rope_table %n {theta = 1.0e4 : f64, rotary_dim = 8 : i64, max_positions = 256 : i64, block = 16 : i64, representation = "two_level"} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_table_shape() {
+  // expected-error @+1 {{tables must be [2, 16, 4] and [2, 16, 4]}}
+  %c, %f = attn.rope_table {theta = 1.0e4 : f64, rotary_dim = 8 : i64, max_positions = 256 : i64, block = 16 : i64, representation = "two_level"} : tensor<2x8x4xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_apply_rank(%x: tensor<2x16x8xf32>, %p: tensor<1x16xi64>, %c: tensor<2x16x4xf32>) -> tensor<2x16x8xf32> {
+  // expected-error @+1 {{input must be [B, H, S, D], got rank 3}}
+  %y = attn.rope_apply %x, %p, %c, %c {rotary_dim = 8 : i64, interleaved = false, block = 16 : i64} : (tensor<2x16x8xf32>, tensor<1x16xi64>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x8xf32>
+  return %y : tensor<2x16x8xf32>
+}
+
+// -----
+
+func.func @rope_apply_dim(%x: tensor<1x2x16x8xf32>, %p: tensor<1x16xi64>, %c: tensor<2x16x8xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+1 {{rotary_dim 16 must be even and <= head_dim}}
+  %y = attn.rope_apply %x, %p, %c, %c {rotary_dim = 16 : i64, interleaved = false, block = 16 : i64} : (tensor<1x2x16x8xf32>, tensor<1x16xi64>, tensor<2x16x8xf32>, tensor<2x16x8xf32>) -> tensor<1x2x16x8xf32>
+  return %y : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @rope_apply_tables(%x: tensor<1x2x16x8xf32>, %p: tensor<1x16xi64>, %c: tensor<2x16x4xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+1 {{tables do not match rotary_dim 8 and block 32}}
+  %y = attn.rope_apply %x, %p, %c, %c {rotary_dim = 8 : i64, interleaved = false, block = 32 : i64} : (tensor<1x2x16x8xf32>, tensor<1x16xi64>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<1x2x16x8xf32>
+  return %y : tensor<1x2x16x8xf32>
+}

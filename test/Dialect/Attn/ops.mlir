@@ -73,3 +73,14 @@ func.func @attention_mqa_diff_v_dim(%q: tensor<1x8x?x16xf32>, %k: tensor<1x1x?x1
       : (tensor<1x8x?x16xf32>, tensor<1x1x?x16xf32>, tensor<1x1x?x32xf32>) -> tensor<1x8x?x32xf32>
   return %0 : tensor<1x8x?x32xf32>
 }
+
+// CHECK-LABEL: func.func @rope_tables
+// CHECK: %[[C:.*]], %[[F:.*]] = attn.rope_table {block = 16 : i64, max_positions = 256 : i64, representation = "two_level", rotary_dim = 8 : i64, theta = 1.000000e+04 : f64} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+// CHECK: attn.rope_apply %arg0, %arg1, %[[C]], %[[F]] {block = 16 : i64, interleaved = true, rotary_dim = 8 : i64} : (tensor<1x2x?x8xf32>, tensor<1x?xi64>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<1x2x?x8xf32>
+// CHECK: attn.rope_table %{{.*}} {{{.*}}scaling = #attn.rope_scaling<dynamic_ntk>
+func.func @rope_tables(%x: tensor<1x2x?x8xf32>, %p: tensor<1x?xi64>, %n: index) -> tensor<1x2x?x8xf32> {
+  %c, %f = attn.rope_table {theta = 1.0e4 : f64, rotary_dim = 8 : i64, max_positions = 256 : i64, block = 16 : i64, representation = "two_level"} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  %y = attn.rope_apply %x, %p, %c, %f {rotary_dim = 8 : i64, interleaved = true, block = 16 : i64} : (tensor<1x2x?x8xf32>, tensor<1x?xi64>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<1x2x?x8xf32>
+  %c2, %f2 = attn.rope_table %n {theta = 1.0e4 : f64, rotary_dim = 8 : i64, scaling = #attn.rope_scaling<dynamic_ntk>, factor = 2.0 : f64, original_max_positions = 64 : i64, max_positions = 256 : i64, block = 16 : i64, representation = "two_level"} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  return %y : tensor<1x2x?x8xf32>
+}

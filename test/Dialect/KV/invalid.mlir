@@ -94,3 +94,8 @@ func.func @view_dim(%c: !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3
   %v = kv.view %c[layer = 0, kind = 1] length %n : !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>> -> tensor<1x4x?x64xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{layout page must be >= 0 tokens, got -4}}
+func.func @layout_page(%c: !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256, page = -4>>)
