@@ -910,7 +910,7 @@ private:
     auto present = [&](unsigned i) {
       return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
     };
-    if (present(6) || (op->getNumResults() > 3 && !op->getResult(3).use_empty()))
+    if (op->getNumResults() > 3 && !op->getResult(3).use_empty())
       return;
     if (present(4) != present(5))
       return;
@@ -968,6 +968,17 @@ private:
           return;
     }
     Value mask = present(3) ? op->getOperand(3) : Value();
+    // nonpad_kv_seqlen with a causal anchor places each batch's queries at
+    // its own (data-dependent) end of the valid keys: not an attribute.
+    if (present(6) && (op.getIsCausal().value_or(0) != 0 ||
+                       op.getLeftWindowSize().value_or(-1) >= 0 ||
+                       op.getRightWindowSize().value_or(-1) >= 0))
+      return;
+    if (present(6)) {
+      mask = withNonpadKv(loc, mask, op->getOperand(6), k);
+      if (!mask)
+        return;
+    }
     auto qt = cast<RankedTensorType>(q.getType());
     double scale;
     if (auto sc = op.getScale())
@@ -1014,6 +1025,67 @@ private:
         op->getResult(2).replaceAllUsesWith(v);
     }
     replace(op, y);
+  }
+
+  /// Attention-24's nonpad_kv_seqlen [B]: keys j >= nonpad[b] are padding.
+  /// Builds the boolean [B, 1, 1, S_kv] "j < nonpad[b]" and combines it with
+  /// `mask` (bool: And; additive: Where(valid, mask, -inf)). It depends on
+  /// data, so it stays a mask operand.
+  Value withNonpadKv(Location loc, Value mask, Value nonpad, Value k) {
+    auto nt = dyn_cast<RankedTensorType>(nonpad.getType());
+    auto kt = cast<RankedTensorType>(k.getType());
+    if (!nt || nt.getRank() != 1 || !nt.getElementType().isInteger(64))
+      return {};
+    auto i64 = b.getI64Type();
+    auto sType = RankedTensorType::get({1}, i64);
+    Value len = ox::ShapeOp::create(b, loc, TypeRange{sType}, ValueRange{k},
+                                    b.getIntegerAttr(b.getIntegerType(64, true), 2),
+                                    b.getIntegerAttr(b.getIntegerType(64, true), 3))
+                    ->getResult(0);
+    auto scalar = RankedTensorType::get({}, i64);
+    Value n = ox::SqueezeOp::create(b, loc, TypeRange{scalar}, ValueRange{len})->getResult(0);
+    auto c = [&](int64_t v) {
+      return ox::ConstantOp::create(b, loc, TypeRange{scalar}, ValueRange{},
+                                    DenseElementsAttr::get(scalar, ArrayRef<int64_t>{v}))
+          ->getResult(0);
+    };
+    auto rType = RankedTensorType::get({kt.getDimSize(2)}, i64);
+    Value j = ox::RangeOp::create(b, loc, TypeRange{rType}, ValueRange{c(0), n, c(1)})->getResult(0);
+    auto bType = RankedTensorType::get({nt.getDimSize(0), 1, 1, 1}, i64);
+    Value limit = ox::ReshapeOp::create(b, loc, TypeRange{bType},
+                                        ValueRange{nonpad, i64Constant(loc, {-1, 1, 1, 1})},
+                                        IntegerAttr())
+                      ->getResult(0);
+    auto vType = RankedTensorType::get({nt.getDimSize(0), 1, 1, kt.getDimSize(2)}, b.getI1Type());
+    Value valid = ox::LessOp::create(b, loc, TypeRange{vType}, ValueRange{j, limit})->getResult(0);
+    if (!mask)
+      return valid;
+    auto mt = dyn_cast<RankedTensorType>(mask.getType());
+    if (!mt || mt.getRank() > 4)
+      return {};
+    // Result: the broadcast of [B, 1, 1, S_kv] and the mask's shape.
+    SmallVector<int64_t> shape(4, 1);
+    ArrayRef<int64_t> vs = vType.getShape();
+    for (int64_t d = 0; d < 4; ++d) {
+      int64_t md = d >= 4 - mt.getRank() ? mt.getDimSize(d - (4 - mt.getRank())) : 1;
+      shape[d] = vs[d] != 1 ? vs[d] : md;
+      if (vs[d] != 1 && md != 1 && md != vs[d])
+        return {};
+    }
+    if (mt.getElementType().isInteger(1))
+      return ox::AndOp::create(b, loc, TypeRange{RankedTensorType::get(shape, b.getI1Type())},
+                               ValueRange{valid, mask})
+          ->getResult(0);
+    auto ft = RankedTensorType::get({}, mt.getElementType());
+    Value ninf = ox::ConstantOp::create(
+                     b, loc, TypeRange{ft}, ValueRange{},
+                     DenseElementsAttr::get(ft, APFloat::getInf(
+                                                    cast<FloatType>(mt.getElementType()).getFloatSemantics(),
+                                                    /*Negative=*/true)))
+                     ->getResult(0);
+    return ox::WhereOp::create(b, loc, TypeRange{RankedTensorType::get(shape, mt.getElementType())},
+                               ValueRange{valid, mask, ninf})
+        ->getResult(0);
   }
 
   /// K^T as Transpose(K, [.., 3, 2]) or Reshape(Transpose(Reshape(K)))

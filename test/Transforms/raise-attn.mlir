@@ -75,3 +75,30 @@ func.func @bidirectional_window(%q: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32
   %y = onnx.Attention(%q, %q, %q) {left_window_size = 1 : si64, right_window_size = 2 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
   return %y : tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// Attention-24 nonpad_kv_seqlen without a causal anchor: keys j >= nonpad[b]
+// are padding, a [B, 1, 1, S_kv] mask "j < nonpad[b]" (data, so an operand).
+// CHECK-LABEL: func.func @nonpad
+// CHECK: %[[J:.*]] = onnx.Range
+// CHECK: %[[L:.*]] = onnx.Reshape(%arg1
+// CHECK: %[[M:.*]] = onnx.Less(%[[J]], %[[L]]) : (tensor<8xi64>, tensor<2x1x1x1xi64>) -> tensor<2x1x1x8xi1>
+// CHECK: attn.attention %arg0, %arg0, %arg0 mask(%[[M]] : tensor<2x1x1x8xi1>) {causal = false
+func.func @nonpad(%q: tensor<2x4x8x16xf32>, %n: tensor<2xi64>) -> tensor<2x4x8x16xf32> {
+  %none = onnx.NoValue
+  %y = onnx.Attention(%q, %q, %q, %none, %none, %none, %n) : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, none, none, none, tensor<2xi64>) -> tensor<2x4x8x16xf32>
+  return %y : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// With is_causal, each batch's queries sit at its own end of the valid keys
+// (data-dependent): not raised.
+// CHECK-LABEL: func.func @nonpad_causal
+// CHECK: onnx.Attention
+func.func @nonpad_causal(%q: tensor<2x4x8x16xf32>, %n: tensor<2xi64>) -> tensor<2x4x8x16xf32> {
+  %none = onnx.NoValue
+  %y = onnx.Attention(%q, %q, %q, %none, %none, %none, %n) {is_causal = 1 : si64} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, none, none, none, tensor<2xi64>) -> tensor<2x4x8x16xf32>
+  return %y : tensor<2x4x8x16xf32>
+}
