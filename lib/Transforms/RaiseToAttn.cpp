@@ -121,9 +121,8 @@ public:
   void run() {
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) { ops.push_back(op); });
+    // Replaced ops stay until the DCE at the end (their results are unused).
     for (Operation *op : ops) {
-      if (erased.contains(op))
-        continue;
       b.setInsertionPoint(op);
       if (auto n = dyn_cast<ox::RMSNormalizationOp>(op))
         raiseRmsNorm(n);
@@ -1186,7 +1185,6 @@ private:
   func::FuncOp func;
   SymbolicEvaluator eval;
   OpBuilder b;
-  llvm::DenseSet<Operation *> erased;
 };
 
 struct RaiseToAttnPass : h20::impl::RaiseToAttnBase<RaiseToAttnPass> {
