@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "h20/Analysis/SymbolicEvaluator.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Attn/IR/RopeMath.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
 #include "h20/Transforms/ProvenMask.h"
@@ -270,7 +271,75 @@ private:
     int64_t halfDim = 0; ///< number of frequencies (rotary_dim / 2)
     attn::RopeScaling scaling = attn::RopeScaling::none;
     double factor = 1;
+    /// llama3 / YaRN parameters, when recognised.
+    std::optional<int64_t> originalMax;
+    std::optional<double> lowFreq, highFreq, betaFast, betaSlow;
+    double magnitude = 1; ///< what multiplies cos and sin (YaRN attention_factor)
   };
+
+  /// Recognises llama3 and YaRN frequency sets: theta from the unscaled
+  /// high frequencies, factor from the lowest, then the scaling parameters by
+  /// trying the values configs use and keeping one that reproduces every
+  /// frequency (RopeMath, the same formulas the lowering uses).
+  static bool fitScaledInvFreq(ArrayRef<double> f, Angles &a, double relTolerance) {
+    int64_t n = f.size();
+    if (n < 4 || !(f[0] > 0) || !(f[1] > 0) || f[1] >= f[0] || !(f[n - 1] > 0))
+      return false;
+    double d = 2.0 * n;
+    double theta = std::pow(f[0] / f[1], d / 2.0);
+    if (std::fabs(theta - std::round(theta)) < 1e-3 * theta)
+      theta = std::round(theta);
+    double factor = std::pow(theta, -2.0 * (n - 1) / d) / f[n - 1];
+    if (std::fabs(factor - std::round(factor)) < 1e-3 * factor)
+      factor = std::round(factor);
+    auto matches = [&](const rope::Params &p) {
+      std::vector<double> g = rope::inverseFrequencies(p);
+      for (int64_t j = 0; j < n; ++j)
+        if (std::fabs(f[j] - g[j]) > relTolerance * g[j])
+          return false;
+      return true;
+    };
+    rope::Params p;
+    p.theta = theta;
+    p.rotaryDim = 2 * n;
+    p.factor = factor;
+    for (int64_t orig : {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}) {
+      p.originalMaxPositions = orig;
+      p.scaling = rope::Scaling::llama3;
+      for (double low : {1.0, 2.0})
+        for (double high : {2.0, 4.0, 8.0}) {
+          p.lowFreqFactor = low;
+          p.highFreqFactor = high;
+          if (low < high && matches(p)) {
+            a.scaling = attn::RopeScaling::llama3;
+            a.lowFreq = low;
+            a.highFreq = high;
+            a.originalMax = orig;
+            a.theta = theta;
+            a.factor = factor;
+            a.halfDim = n;
+            return true;
+          }
+        }
+      p.scaling = rope::Scaling::yarn;
+      for (double fast : {32.0, 16.0})
+        for (double slow : {1.0, 2.0}) {
+          p.betaFast = fast;
+          p.betaSlow = slow;
+          if (matches(p)) {
+            a.scaling = attn::RopeScaling::yarn;
+            a.betaFast = fast;
+            a.betaSlow = slow;
+            a.originalMax = orig;
+            a.theta = theta;
+            a.factor = factor;
+            a.halfDim = n;
+            return true;
+          }
+        }
+    }
+    return false;
+  }
 
   /// Recovers theta (and a linear scaling factor) from inv_freq values,
   /// inv_freq[j] = theta^(-2j/d) / factor with d = 2 * n, within 4 fp32 ulp.
@@ -289,7 +358,7 @@ private:
     for (int64_t j = 0; j < n; ++j) {
       double expected = std::pow(theta, -2.0 * j / d) / factor;
       if (std::fabs(f[j] - expected) > relTolerance * expected)
-        return false;
+        return fitScaledInvFreq(f, a, relTolerance);
     }
     a.theta = theta;
     a.halfDim = n;
@@ -344,22 +413,52 @@ private:
   /// cos/sin operands of a fused RotaryEmbedding: Cos(T) and Sin(T) of the
   /// same angle table T [B, S, n].
   std::optional<Angles> matchCosSinPair(Value cosV, Value sinV) {
+    // YaRN scales both tables by its attention factor: Mul(Cos(T), m).
+    double magnitude = 1.0;
+    auto peel = [&](Value v) -> Value {
+      auto mul = v.getDefiningOp<ox::MulOp>();
+      if (!mul)
+        return v;
+      std::optional<double> m;
+      Value rest = otherOperand(mul, [&](Value o) { return (m = constantScalar(o)).has_value(); });
+      if (!rest)
+        return v;
+      magnitude = *m;
+      return rest;
+    };
+    cosV = peel(cosV);
+    double cosMagnitude = magnitude;
+    sinV = peel(sinV);
+    if (magnitude != cosMagnitude)
+      return std::nullopt;
     auto c = cosV.getDefiningOp<ox::CosOp>();
     auto s = sinV.getDefiningOp<ox::SinOp>();
     if (!c || !s || c->getOperand(0) != s->getOperand(0))
       return std::nullopt;
-    return matchAngleTable(c->getOperand(0));
+    auto a = matchAngleTable(c->getOperand(0));
+    if (!a)
+      return std::nullopt;
+    // Only YaRN carries a magnitude (attention_factor) in attn.rope.
+    if (magnitude != 1.0 && a->scaling != attn::RopeScaling::yarn)
+      return std::nullopt;
+    a->magnitude = snapFloat(magnitude);
+    return a;
   }
 
   Value emitRope(Operation *op, Value x, const Angles &a, bool interleaved) {
     auto xt = cast<RankedTensorType>(x.getType());
+    auto f64 = [&](std::optional<double> v) { return v ? b.getF64FloatAttr(*v) : FloatAttr(); };
+    bool scaled = a.scaling != attn::RopeScaling::none;
+    bool yarn = a.scaling == attn::RopeScaling::yarn;
     auto rope = attn::RopeOp::create(
         b, op->getLoc(), xt, x, a.positions, b.getF64FloatAttr(a.theta),
         b.getI64IntegerAttr(2 * a.halfDim), b.getBoolAttr(interleaved),
         attn::RopeScalingAttr::get(b.getContext(), a.scaling),
-        a.scaling == attn::RopeScaling::linear ? b.getF64FloatAttr(a.factor) : FloatAttr(),
-        IntegerAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
-        FloatAttr(), FloatAttr());
+        scaled ? b.getF64FloatAttr(a.factor) : FloatAttr(),
+        a.originalMax ? b.getI64IntegerAttr(*a.originalMax) : IntegerAttr(), f64(a.betaFast),
+        f64(a.betaSlow), FloatAttr(), FloatAttr(),
+        // The graph's own magnitude, exactly (1 when it multiplies by none).
+        yarn ? b.getF64FloatAttr(a.magnitude) : FloatAttr(), f64(a.lowFreq), f64(a.highFreq));
     return rope;
   }
 
