@@ -57,11 +57,22 @@ struct FuseKVCachesPass : h20::impl::FuseKVCachesBase<FuseKVCachesPass> {
         }
       }
     }
-    // Slots: layers reading the same K and V share one.
+    // Slots: layers reading the same K and V share one, and so do layers
+    // that say so with the same `kv.slot` attribute (a model whose later
+    // layers attend to an earlier layer's cache, like DeepSeek-V4.1's shared
+    // compressed KV): the first writes, all view.
     SmallVector<int64_t> slotOf;
     SmallVector<std::pair<Value, Value>> slots;
+    llvm::DenseMap<int64_t, int64_t> namedSlots;
     for (attn::AttentionOp op : layers) {
       std::pair<Value, Value> key(op.getKey(), op.getValue());
+      if (auto named = op->getAttrOfType<IntegerAttr>("kv.slot")) {
+        auto [it, inserted] = namedSlots.try_emplace(named.getInt(), int64_t(slots.size()));
+        if (inserted)
+          slots.push_back(key);
+        slotOf.push_back(it->second);
+        continue;
+      }
       auto it = llvm::find(slots, key);
       slotOf.push_back(it - slots.begin());
       if (it == slots.end())

@@ -51,3 +51,19 @@ func.func @mismatch(%q: tensor<1x8x4x16xf32>, %k0: tensor<1x2x4x16xf32>, %k1: te
   %b = attn.attention %q, %k1, %k1 {scale = 0.25 : f64, causal = true, kv_group = 2 : i64} : (tensor<1x8x4x16xf32>, tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32>) -> tensor<1x8x4x16xf32>
   return %a, %b : tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>
 }
+
+// -----
+
+// Layers that declare one `kv.slot` share it even when their K/V values are
+// different SSA values: the first writes, both view the same slot.
+// CHECK-LABEL: func.func @declared_slot
+// CHECK: kv.alloc(%{{.*}}) : !kv.cache<1x2x2x?x16xf32
+// CHECK-COUNT-2: kv.write %arg1
+// CHECK-NOT: kv.write
+// CHECK-COUNT-4: kv.view %{{.*}}[layer = 0
+func.func @declared_slot(%q: tensor<1x8x?x16xf32>, %k: tensor<1x2x?x16xf32> {onnx.dim_params = ["", "", "S", ""]},
+                         %k2: tensor<1x2x?x16xf32> {onnx.dim_params = ["", "", "S", ""]}) -> (tensor<1x8x?x16xf32>, tensor<1x8x?x16xf32>) {
+  %a = attn.attention %q, %k, %k {scale = 0.25 : f64, causal = true, kv_group = 4 : i64, kv.slot = 0 : i64} : (tensor<1x8x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) -> tensor<1x8x?x16xf32>
+  %b = attn.attention %a, %k2, %k2 {scale = 0.25 : f64, causal = true, kv_group = 4 : i64, kv.slot = 0 : i64} : (tensor<1x8x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) -> tensor<1x8x?x16xf32>
+  return %a, %b : tensor<1x8x?x16xf32>, tensor<1x8x?x16xf32>
+}

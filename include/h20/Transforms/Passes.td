@@ -99,7 +99,8 @@ def FuseKVCaches : Pass<"h20-fuse-kv-caches", "mlir::func::FuncOp"> {
     order, row alignment and page size), writes each layer's K and V (after
     RoPE) into its slot at position 0 (prefill) and makes each attention read
     kv.view's of it. Layers whose attentions read the very same K and V
-    values share one slot. The capacity is `max-seq` tokens, or the prompt
+    values share one slot, as do attentions carrying the same `kv.slot`
+    integer attribute (the first of them writes; the others view its K/V). The capacity is `max-seq` tokens, or the prompt
     length when 0. K/V of every layer must agree on heads, head_dim and dtype
     (else the pass reports the layer and changes nothing).
   }];
