@@ -103,29 +103,19 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
         if (isa<h20::onnx::NoValueOp>(op))
           continue;
         b.setInsertionPoint(op);
+        // Single-result lowerings, as the list of replacement values.
+        auto one = [](FailureOr<Value> v) -> FailureOr<SmallVector<Value>> {
+          if (failed(v))
+            return failure();
+          return SmallVector<Value>{*v};
+        };
         FailureOr<SmallVector<Value>> lowered =
             llvm::TypeSwitch<Operation *, FailureOr<SmallVector<Value>>>(op)
-                .Case([&](h20::attn::RmsNormOp o) -> FailureOr<SmallVector<Value>> {
-                  auto v = h20::lowering::lowerRmsNorm(b, o);
-                  if (failed(v)) return failure();
-                  return SmallVector<Value>{*v};
-                })
-                .Case([&](h20::attn::RopeOp o) -> FailureOr<SmallVector<Value>> {
-                  auto v = h20::lowering::lowerRope(b, o);
-                  if (failed(v)) return failure();
-                  return SmallVector<Value>{*v};
-                })
+                .Case([&](h20::attn::RmsNormOp o) { return one(h20::lowering::lowerRmsNorm(b, o)); })
+                .Case([&](h20::attn::RopeOp o) { return one(h20::lowering::lowerRope(b, o)); })
                 .Case([&](h20::attn::RopeTableOp o) { return h20::lowering::lowerRopeTable(b, o); })
-                .Case([&](h20::attn::RopeApplyOp o) -> FailureOr<SmallVector<Value>> {
-                  auto v = h20::lowering::lowerRopeApply(b, o);
-                  if (failed(v)) return failure();
-                  return SmallVector<Value>{*v};
-                })
-                .Case([&](h20::attn::AttentionOp o) -> FailureOr<SmallVector<Value>> {
-                  auto v = h20::lowering::lowerAttention(b, o);
-                  if (failed(v)) return failure();
-                  return SmallVector<Value>{*v};
-                })
+                .Case([&](h20::attn::RopeApplyOp o) { return one(h20::lowering::lowerRopeApply(b, o)); })
+                .Case([&](h20::attn::AttentionOp o) { return one(h20::lowering::lowerAttention(b, o)); })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })
                 .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o); });
