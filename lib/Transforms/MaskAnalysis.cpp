@@ -28,33 +28,6 @@ namespace ox = h20::onnx;
 
 namespace {
 
-/// True for a scalar (or splat) float constant that is -inf or float's
-/// lowest value (what PyTorch/transformers use for "masked").
-bool isMinusInfinity(Value v) {
-  auto c = v.getDefiningOp<ox::ConstantOp>();
-  if (!c)
-    return false;
-  auto attr = dyn_cast<DenseFPElementsAttr>(c.getValue());
-  if (!attr || !attr.isSplat())
-    return false;
-  double x = attr.getSplatValue<APFloat>().convertToDouble();
-  return std::isinf(x) ? x < 0 : x <= -3.0e38;
-}
-
-/// The boolean "visible" tensor behind a mask use, if it has that form:
-/// a bool mask itself, or c in Where(c, x, -inf).
-Value visibleCondition(Value mask) {
-  auto type = dyn_cast<ShapedType>(mask.getType());
-  if (!type)
-    return {};
-  if (type.getElementType().isInteger(1))
-    return mask;
-  if (auto w = mask.getDefiningOp<ox::WhereOp>())
-    if (isMinusInfinity(w->getOperand(2)))
-      return w->getOperand(0);
-  return {};
-}
-
 class MaskProver {
 public:
   explicit MaskProver(SymbolicEvaluator &eval) : eval(eval) {}

@@ -1,7 +1,11 @@
 //===- ProvenMask.cpp - what h20-analyze-masks proved about a mask -------===//
 #include "h20/Transforms/ProvenMask.h"
 
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
 #include "mlir/IR/Builders.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -36,4 +40,31 @@ std::optional<h20::ProvenMask> h20::ProvenMask::of(Value mask) {
   if (auto w = dict.getAs<IntegerAttr>("window"))
     m.window = w.getInt();
   return m;
+}
+
+bool h20::isMinusInfinity(Value v) {
+  auto c = v.getDefiningOp<onnx::ConstantOp>();
+  if (!c)
+    return false;
+  auto attr = dyn_cast<DenseFPElementsAttr>(c.getValue());
+  if (!attr || !attr.isSplat())
+    return false;
+  double x = attr.getSplatValue<APFloat>().convertToDouble();
+  return std::isinf(x) ? x < 0 : x <= -3.0e38;
+}
+
+Value h20::visibleCondition(Value mask) {
+  auto type = dyn_cast<ShapedType>(mask.getType());
+  if (!type)
+    return {};
+  if (type.getElementType().isInteger(1))
+    return mask;
+  auto w = mask.getDefiningOp<onnx::WhereOp>();
+  if (!w || !isMinusInfinity(w->getOperand(2)))
+    return {};
+  auto zero = w->getOperand(1).getDefiningOp<onnx::ConstantOp>();
+  auto attr = zero ? dyn_cast<DenseFPElementsAttr>(zero.getValue()) : nullptr;
+  if (!attr || !attr.isSplat() || !attr.getSplatValue<APFloat>().isZero())
+    return {};
+  return w->getOperand(0);
 }

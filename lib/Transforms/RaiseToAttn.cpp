@@ -926,10 +926,9 @@ private:
       return choice;
     if (!isa<RankedTensorType>(mask.getType()))
       return {Value(), std::nullopt, /*unusable=*/true};
-    Value visible = mask;
-    if (auto w = mask.getDefiningOp<ox::WhereOp>())
-      if (auto c = constantScalar(w->getOperand(1)); c && *c == 0.0)
-        visible = w->getOperand(0);
+    Value visible = visibleCondition(mask);
+    if (!visible)
+      return choice;
     auto proven = ProvenMask::of(visible);
     auto ms = eval.shapeOf(visible), qs = eval.shapeOf(q), ks = eval.shapeOf(k);
     if (!proven || !ms || !qs || !ks || ms->size() < 2 || qs->size() != 4 || ks->size() != 4)

@@ -31,6 +31,16 @@ struct ProvenMask {
   static std::optional<ProvenMask> of(mlir::Value mask);
 };
 
+/// True for a scalar (or splat) float onnx.Constant that is -inf or float's
+/// lowest value (what PyTorch/transformers use for "masked").
+bool isMinusInfinity(mlir::Value v);
+
+/// The boolean "visible" tensor a mask operand stands for: a bool mask
+/// itself, or c in the additive form Where(c, 0, -inf); null otherwise.
+/// Mask analysis proves these values; raising reads what it proved — both
+/// through this one definition of the forms.
+mlir::Value visibleCondition(mlir::Value mask);
+
 } // namespace h20
 
 #endif // H20_TRANSFORMS_PROVENMASK_H
