@@ -23,14 +23,6 @@ TensorSpec tensorSpec(const json &j) {
 }
 } // namespace
 
-int64_t dtypeSize(const std::string &d) {
-  if (d == "float32" || d == "int32") return 4;
-  if (d == "float64" || d == "int64") return 8;
-  if (d == "float16" || d == "bfloat16") return 2;
-  if (d == "bool" || d == "int8") return 1;
-  return 0;
-}
-
 bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
   try {
     json j = json::parse(text);

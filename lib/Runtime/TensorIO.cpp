@@ -14,13 +14,14 @@ namespace {
 
 struct DtypeInfo {
   const char *name, *npy;
-  int onnx;
+  int onnx;       ///< TensorProto.DataType code (onnx/onnx.proto)
+  int64_t bytes;
 };
-// ONNX TensorProto.DataType codes (onnx/onnx.proto).
+// The one table of the dtypes h20's runtime moves.
 const DtypeInfo kDtypes[] = {
-    {"float32", "f4", 1}, {"float64", "f8", 11}, {"float16", "f2", 10},
-    {"bfloat16", "", 16}, {"int64", "i8", 7},    {"int32", "i4", 6},
-    {"int8", "i1", 3},    {"bool", "b1", 9},
+    {"float32", "f4", 1, 4}, {"float64", "f8", 11, 8}, {"float16", "f2", 10, 2},
+    {"bfloat16", "", 16, 2}, {"int64", "i8", 7, 8},    {"int32", "i4", 6, 4},
+    {"int8", "i1", 3, 1},    {"bool", "b1", 9, 1},
 };
 
 const DtypeInfo *byName(const std::string &n) {
@@ -97,6 +98,11 @@ bool fromProto(const ::onnx::TensorProto &p, HostTensor &t, std::string &error) 
 }
 
 } // namespace
+
+int64_t dtypeSize(const std::string &dtype) {
+  const DtypeInfo *d = byName(dtype);
+  return d ? d->bytes : 0;
+}
 
 bool readTensorFile(const std::string &path, HostTensor &t, std::string &error) {
   std::string bytes;

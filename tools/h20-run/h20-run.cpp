@@ -59,23 +59,20 @@ struct Options {
 bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    // "--flag=VALUE" or "--flag VALUE"; an empty value is an error.
     auto value = [&](std::string &dst) {
       size_t eq = a.find('=');
+      std::string flag = a.substr(0, eq);
       if (eq != std::string::npos) {
         dst = a.substr(eq + 1);
-        if (dst.empty()) {
-          error = "option " + a.substr(0, eq) + " needs a non-empty value";
-          return false;
-        }
-        return true;
-      }
-      if (i + 1 >= argc) {
+      } else if (i + 1 < argc) {
+        dst = argv[++i];
+      } else {
         error = "option " + a + " needs a value";
         return false;
       }
-      dst = argv[++i];
       if (dst.empty()) {
-        error = "option " + a + " needs a non-empty value";
+        error = "option " + flag + " needs a non-empty value";
         return false;
       }
       return true;
