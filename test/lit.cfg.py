@@ -34,3 +34,13 @@ fixtures = os.path.join(config.h20_src_root, "..", "shared", "fixtures", "onnx")
 if os.path.isdir(fixtures):
     config.available_features.add("fixtures")
     config.substitutions.append(("%fixtures", os.path.realpath(fixtures)))
+
+# The GPU target needs NVRTC (attention kernel) and, to produce cubins,
+# ptxas: both from the CUDA toolkit, optional on a CPU-only machine.
+import glob
+import shutil
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_home, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+if glob.glob(os.path.join(cuda_home, "lib64", "libnvrtc.so*")) or glob.glob("/usr/lib/x86_64-linux-gnu/libnvrtc.so*"):
+    config.available_features.add("nvrtc")

@@ -33,7 +33,10 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
     m.target = j.at("target").get<std::string>();
     m.logits = j.value("logits", "all");
     m.modelDir = j.value("model_dir", ".");
-    m.entrySymbol = j.at("entry").at("symbol").get<std::string>();
+    // CPU artifacts call one entry symbol; GPU artifacts run their "gpu"
+    // program (GpuProgram.h) and need none.
+    if (m.target == "cpu" || j.contains("entry"))
+      m.entrySymbol = j.at("entry").at("symbol").get<std::string>();
     m.cpu = j.value("cpu", "");
     if (j.contains("vocab_size"))
       m.vocabSize = j.at("vocab_size").get<int64_t>();
@@ -63,6 +66,25 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
   } catch (const std::exception &e) {
     error = std::string("manifest is invalid: ") + e.what();
     return false;
+  }
+  return true;
+}
+
+bool resolveOutputShape(const TensorSpec &o, const std::vector<std::vector<int64_t>> &inputShapes,
+                        std::vector<int64_t> &shape, std::string &error) {
+  shape = o.shape;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] >= 0)
+      continue;
+    if (k >= o.dimsFrom.size() || !o.dimsFrom[k] || o.dimsFrom[k]->first < 0 ||
+        o.dimsFrom[k]->first >= static_cast<int>(inputShapes.size()) ||
+        o.dimsFrom[k]->second < 0 ||
+        o.dimsFrom[k]->second >= static_cast<int>(inputShapes[o.dimsFrom[k]->first].size())) {
+      error = "output '" + o.name + "' dim " + std::to_string(k) +
+              " cannot be sized from the inputs";
+      return false;
+    }
+    shape[k] = inputShapes[o.dimsFrom[k]->first][o.dimsFrom[k]->second];
   }
   return true;
 }

@@ -16,6 +16,7 @@
 #include "h20/Runtime/Artifact.h"
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Target/CpuTarget.h"
+#include "h20/Target/GpuTarget.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -54,6 +55,15 @@ static llvm::cl::opt<std::string> logitsMode(
     llvm::cl::desc("all: logits for every position (default); last: the LM head "
                    "for the last position only (what TTFT needs)"),
     llvm::cl::init("all"));
+static llvm::cl::opt<int64_t> chunkTokens(
+    "chunk",
+    llvm::cl::desc("GPU targets: tokens per prefill chunk (0: min(2048, max-positions))"),
+    llvm::cl::init(0));
+static llvm::cl::opt<std::string> computeType(
+    "compute-type",
+    llvm::cl::desc("GPU targets: storage type of weights, activations and KV cache: bf16 "
+                   "(default), f16 or f32; accumulation is float32 either way"),
+    llvm::cl::init("bf16"));
 static llvm::cl::opt<int64_t> maxPositions(
     "max-positions",
     llvm::cl::desc("Longest prompt the artifact accepts (h20-run refuses longer ones)"),
@@ -81,9 +91,14 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (!targetName.empty() && !h20::findTarget(targetName))
     return fail("unknown --target '" + targetName +
                 "' (known: h20, h100, h200, h800, a100, l20, cpu)");
-  if (buildArtifact && targetName != "cpu")
-    return fail("target '" + targetName + "' has no code generator in this build yet (only "
-                "cpu); --emit=planned --target=" + targetName + " shows its plan");
+  bool gpuArtifact = buildArtifact && targetName != "cpu";
+  if (gpuArtifact && !llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue()))
+    return fail("target '" + targetName + "' has no code generator (GPU code is generated for "
+                "sm_90: h20, h100, h200, h800; or use --target=cpu)");
+  if (!llvm::is_contained({"bf16", "f16", "f32"}, computeType.getValue()))
+    return fail("--compute-type must be bf16, f16 or f32, got '" + computeType + "'");
+  if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
+    return fail("--chunk must be between 1 and 1048576 tokens (0: automatic)");
   if (buildArtifact && output == "-")
     return fail("--target writes a binary artifact: give its path with -o");
   // RoPE tables and tile planning grow with it; 16M tokens is far beyond
@@ -125,16 +140,41 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   // An artifact is compiled from the attn level; the attn pipeline leaves
   // IR that is already there (--emit=attn output, or a pass under test)
   // as it is, and raises onnx-level .mlir like an ONNX file.
-  std::string level = buildArtifact        ? "attn"
+  std::string level = gpuArtifact         ? "planned"
+                      : buildArtifact     ? "attn"
                       : emitLevel.empty() ? "onnx"
                                           : emitLevel.getValue();
+  // GPU: the KV cache and RoPE tables hold every position a chunk can
+  // touch, i.e. max-positions rounded up to whole chunks.
+  int64_t gpuMaxPositions = maxPositions > 0 ? maxPositions.getValue() : 8192;
+  int64_t chunk = chunkTokens > 0 ? chunkTokens.getValue()
+                                  : std::min<int64_t>(2048, (gpuMaxPositions + 63) / 64 * 64);
+  int64_t capacity = (gpuMaxPositions + chunk - 1) / chunk * chunk;
   PassManager pm(&ctx);
-  if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq)))
+  if (failed(h20::buildEmitPipeline(pm, level, targetName, gpuArtifact ? capacity : maxSeq.getValue())))
     return fail("unknown --emit level '" + level + "' (expected onnx, attn or planned)");
   if (failed(pm.run(*module)))
     return kExitBadInput;
 
   std::string error;
+  if (gpuArtifact) {
+    h20::GpuTargetOptions options;
+    options.target = targetName;
+    options.logitsLast = logitsMode == "last";
+    options.maxPositions = gpuMaxPositions;
+    options.chunk = chunk;
+    options.computeType = computeType;
+    h20::runtime::Artifact artifact;
+    std::string log;
+    LogicalResult ok = h20::compileForGpu(*module, options, artifact, log);
+    if (getenv("H20_VERBOSE"))
+      llvm::errs() << log;
+    if (failed(ok))
+      return kExitBadInput;
+    if (!h20::runtime::writeArtifact(output.str(), artifact, error))
+      return fail(error);
+    return 0;
+  }
   if (buildArtifact) {
     h20::CpuTargetOptions options;
     options.logitsLast = logitsMode == "last";

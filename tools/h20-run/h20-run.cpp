@@ -5,6 +5,8 @@
 // Loads the artifact, checks the prompt against the model (vocabulary, the
 // longest accepted prompt), loads the weights it references by byte range,
 // runs the prefill and prints the next token id and the time it took.
+// CPU artifacts run their shared object here; GPU artifacts (target h200,
+// h100, h800, h20) run their "gpu" program through GpuExecutor.
 // Exit codes: 0 success, 1 internal error, 2 bad input, 3 out of resources.
 // Plain C++: no MLIR in the runtime.
 //
@@ -12,6 +14,8 @@
 #include "h20/Runtime/Artifact.h"
 #include "h20/Runtime/CpuExecutor.h"
 #include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/GpuExecutor.h"
+#include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
 #include "h20/Runtime/Npy.h"
 #include "h20/Runtime/TensorIO.h"
@@ -26,6 +30,7 @@
 #include <memory>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace h20::runtime;
 
@@ -41,18 +46,22 @@ int fail(int code, const std::string &message) {
 
 const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
-    "               [--report REPORT.json]\n"
+    "               [--report REPORT.json] [--warmup N]\n"
     "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
     "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n"
     "  PATH: .npy or serialized ONNX TensorProto (.pb); DIR: input_J.pb / output_J.pb\n"
     "        in graph order (the ONNX backend-test layout)\n"
+    "  --warmup N: on the GPU, run the prefill N times first (default 1; over one\n"
+    "        chunk when chunked) so ttft_ms excludes first-launch costs (kernel\n"
+    "        loading, cuBLASLt setup); 0 measures a cold start\n"
     "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
     "        (default: where they were at compile time)\n"
     "  exit codes: 0 ok, 1 internal error, 2 bad input, 3 out of memory\n";
 
 struct Options {
   std::string artifact, ids, device, dumpLogits, report, inputsFrom, outputsTo, weightsDir;
+  int64_t warmup = 1; ///< GPU: warm-up prefills before the measured one
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
 
@@ -93,6 +102,16 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       if (!value(o.report)) return false;
     } else if (is("--weights-dir")) {
       if (!value(o.weightsDir)) return false;
+    } else if (is("--warmup")) {
+      std::string v;
+      if (!value(v)) return false;
+      char *end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (*end != '\0' || n < 0 || n > 100) {
+        error = "--warmup takes a count from 0 to 100, got '" + v + "'";
+        return false;
+      }
+      o.warmup = n;
     } else if (is("--inputs-from")) {
       if (!value(o.inputsFrom)) return false;
     } else if (is("--outputs-to")) {
@@ -143,6 +162,166 @@ struct Buffer {
 
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int exitCode(GpuStatus s) {
+  switch (s) {
+  case GpuStatus::Ok: return 0;
+  case GpuStatus::Internal: return kExitInternal;
+  case GpuStatus::BadInput:
+  case GpuStatus::NoDevice: return kExitBadInput;
+  case GpuStatus::Resources: return kExitResources;
+  }
+  return kExitInternal;
+}
+
+/// Writes the outputs of a generic run (--output NAME=PATH, --outputs-to).
+bool writeOutputs(const Options &opt, const std::vector<HostTensor> &outputs, std::string &error) {
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const HostTensor &t = outputs[j];
+    std::vector<std::string> paths;
+    if (!opt.outputsTo.empty())
+      paths.push_back(opt.outputsTo + "/output_" + std::to_string(j) + ".pb");
+    for (auto &[name, path] : opt.outputs)
+      if (name == t.name)
+        paths.push_back(path);
+    for (const std::string &path : paths)
+      if (!writeTensorFile(path, t, error)) {
+        error = "output '" + t.name + "': " + error;
+        return false;
+      }
+  }
+  return true;
+}
+
+/// Runs a GPU artifact: parses its "gpu" program, loads it (weights streamed
+/// to the GPU), runs the prefill, writes what was asked and the report.
+int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
+             const std::vector<HostTensor> &inputs, int64_t S, bool generic,
+             std::chrono::steady_clock::time_point tStart) {
+  std::string error;
+  GpuProgram program;
+  if (!parseGpuProgram(artifact.manifest, m, artifact.payload.size(), program, error))
+    return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
+  GpuExecutor gpu;
+  GpuLoadOptions lo;
+  lo.weightsDir = opt.weightsDir;
+  GpuStatus s = gpu.load(artifact, m, program, lo, error);
+  if (s != GpuStatus::Ok)
+    return fail(exitCode(s), error);
+  const GpuDeviceInfo &dev = gpu.device();
+  const GpuLoadStats &ls = gpu.loadStats();
+
+  GpuRunOptions ro;
+  ro.n = generic ? 0 : S;
+  if (program.chunking && isatty(STDERR_FILENO))
+    ro.progress = [](int64_t chunk, int64_t chunks, int64_t done, int64_t tokens, double ms) {
+      std::fprintf(stderr, "\rprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)\x1b[K",
+                   static_cast<long long>(chunk + 1), static_cast<long long>(chunks),
+                   static_cast<long long>(done), static_cast<long long>(tokens), ms);
+      if (chunk + 1 == chunks)
+        std::fputc('\n', stderr);
+      std::fflush(stderr);
+    };
+  std::vector<HostTensor> outputs;
+  GpuRunStats st;
+  // Warm-up runs load every kernel and let cuBLASLt pick its algorithms;
+  // a chunked program warms up on its first chunk only.
+  std::vector<double> warmupMs;
+  for (int64_t w = 0; w < opt.warmup; ++w) {
+    std::vector<HostTensor> warmInputs = inputs;
+    GpuRunOptions wo;
+    wo.n = ro.n;
+    if (program.chunking) {
+      HostTensor &t = warmInputs[program.chunking->input];
+      int dim = program.chunking->dim;
+      int64_t outer = 1, inner = dtypeSize(t.dtype);
+      for (int d = 0; d < static_cast<int>(t.shape.size()); ++d)
+        if (d < dim)
+          outer *= t.shape[d];
+        else if (d > dim)
+          inner *= t.shape[d];
+      if (outer == 1 && dim < static_cast<int>(t.shape.size()) &&
+          t.shape[dim] > program.chunking->chunk) {
+        t.shape[dim] = program.chunking->chunk;
+        t.data.resize(static_cast<size_t>(t.shape[dim] * inner));
+      }
+    }
+    s = gpu.run(warmInputs, wo, outputs, st, error);
+    if (s != GpuStatus::Ok)
+      return fail(exitCode(s), error);
+    warmupMs.push_back(st.ttftMs);
+  }
+  s = gpu.run(inputs, ro, outputs, st, error);
+  if (s != GpuStatus::Ok)
+    return fail(exitCode(s), error);
+
+  if (generic) {
+    if (!writeOutputs(opt, outputs, error))
+      return fail(kExitBadInput, error);
+    std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s (GPU %d)\n", inputs.size(),
+                outputs.size(), st.ttftMs, dev.name.c_str(), dev.ordinal);
+    return 0;
+  }
+
+  // Next token: argmax over the last position's logits (output 0).
+  const HostTensor &lt = outputs[0];
+  if (lt.dtype != "float32" || lt.shape.empty() || lt.shape.back() <= 0)
+    return fail(kExitBadInput, "output 0 is not float32 logits");
+  int64_t vocab = lt.shape.back(), rows = 1;
+  for (int64_t d : lt.shape)
+    rows *= d;
+  rows /= vocab;
+  if (rows < 1)
+    return fail(kExitBadInput, "output 0 (logits) is empty");
+  const float *logits = reinterpret_cast<const float *>(lt.data.data());
+  const float *last = logits + (rows - 1) * vocab;
+  int64_t next = 0;
+  for (int64_t v = 1; v < vocab; ++v)
+    if (last[v] > last[next])
+      next = v;
+  if (!opt.dumpLogits.empty() &&
+      !writeFileAtomically(opt.dumpLogits, encodeNpyF32(lt.shape, logits), error))
+    return fail(kExitBadInput, error);
+
+  double totalMs = msSince(tStart);
+  double tokensPerS = st.ttftMs > 0 ? S / (st.ttftMs / 1000.0) : 0.0;
+  char driver[32], cc[16];
+  std::snprintf(driver, sizeof driver, "%d.%d", dev.driverVersion / 1000,
+                (dev.driverVersion % 1000) / 10);
+  std::snprintf(cc, sizeof cc, "%d.%d", dev.ccMajor, dev.ccMinor);
+  nlohmann::json report{{"device", "gpu"},
+                        {"gpu", dev.name},
+                        {"driver", driver},
+                        {"compute_capability", cc},
+                        {"code", ls.code},
+                        {"tokens", S},
+                        {"next_token_id", next},
+                        {"ttft_ms", st.ttftMs},
+                        {"tokens_per_s", tokensPerS},
+                        {"stages_ms",
+                         {{"load_weights", ls.loadWeightsMs},
+                          {"upload_ids", st.uploadInputsMs},
+                          {"prefill", st.prefillMs},
+                          {"download", st.downloadMs},
+                          {"total", totalMs}}},
+                        {"warmup_runs", opt.warmup},
+                        {"warmup_ttft_ms", warmupMs},
+                        {"chunks", st.chunks},
+                        {"chunk_ms", st.chunkMs},
+                        {"peak_gpu_memory_bytes", st.peakGpuMemoryBytes},
+                        {"device_memory_used_bytes", st.deviceMemoryUsedBytes},
+                        {"weight_bytes", ls.weightBytes},
+                        {"logits", m.logits}};
+  if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
+    return fail(kExitBadInput, error);
+  std::printf("next token id: %lld\n", static_cast<long long>(next));
+  std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on %s (GPU %d, %s); weights "
+              "%.2f GiB loaded in %.1f ms; total %.1f ms\n",
+              static_cast<long long>(S), st.ttftMs, tokensPerS, dev.name.c_str(), dev.ordinal,
+              ls.code.c_str(), static_cast<double>(ls.weightBytes) / (1ull << 30),
+              ls.loadWeightsMs, totalMs);
+  return 0;
 }
 
 } // namespace
@@ -201,7 +380,7 @@ int main(int argc, char **argv) {
   if (device == "cpu" && m.target != "cpu")
     return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
                                    "'; compile with --target=cpu to run on the CPU");
-  if (device == "gpu")
+  if (device == "gpu" && m.target == "cpu")
     return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
                                    "', which runs on the CPU: use --device cpu");
   if (m.outputs.empty())
@@ -285,6 +464,9 @@ int main(int argc, char **argv) {
       }
     }
   }
+
+  if (device == "gpu")
+    return runOnGpu(opt, artifact, m, inputs, S, generic, tStart);
 
   // Code.
   auto tLoad = std::chrono::steady_clock::now();

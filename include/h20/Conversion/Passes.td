@@ -13,11 +13,39 @@ def LowerToLinalg : Pass<"h20-lower-to-linalg", "mlir::ModuleOp"> {
     into linalg / tensor / arith / math. onnx.Weight values become trailing
     arguments of the function, listed in order in its `h20.weights` attribute
     (initializer names). Fails, naming the op, on anything it cannot lower.
+
+    With `library-calls` (the GPU target), MatMul and attn.attention do not
+    decompose: each becomes one linalg.generic whose `library_call` names the
+    routine that implements it (`h20_gemm`: cuBLASLt, `h20_attention`: the
+    generated attention kernel). Such a generic only carries operands and
+    attributes to the target; its body is a placeholder that must never run.
   }];
+  let options = [
+    Option<"libraryCalls", "library-calls", "bool", "false",
+           "Keep MatMul and attention as library-call generics (GPU target)">
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
     "mlir::scf::SCFDialect"
+  ];
+}
+
+def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
+  let summary = "Turn linalg ops on memrefs into scf.parallel loops mapped to GPU blocks/threads";
+  let description = [{
+    The memory-bound part of the GPU target: every linalg op on memrefs
+    (except library-call generics, which the target implements with a
+    routine) becomes loops, its parallel dims collapsed into one and tiled by
+    `block-size`: the tile loop is mapped to blocks (x), the in-tile loop to
+    threads (x), reductions stay sequential inside a thread, nested parallel
+    loops are sequential. `convert-parallel-loops-to-gpu` then makes each a
+    gpu.launch. An op without parallel dims runs as one thread.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::gpu::GPUDialect",
+                           "mlir::affine::AffineDialect", "mlir::arith::ArithDialect"];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256", "Threads per block">
   ];
 }
 

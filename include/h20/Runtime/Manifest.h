@@ -33,7 +33,7 @@ struct Manifest {
   std::string target;   ///< "cpu", "h200", ...
   std::string logits;   ///< "all" or "last"
   std::string modelDir; ///< where weight files are resolved
-  std::string entrySymbol;
+  std::string entrySymbol; ///< CPU entry point; empty for GPU artifacts
   std::string cpu; ///< CPU level the code was compiled for ("x86-64-v3", ...)
   std::optional<int64_t> vocabSize, maxPositions;
   std::vector<TensorSpec> inputs, outputs;
@@ -43,6 +43,12 @@ struct Manifest {
 
 /// Parses manifest JSON; false with `error` naming the missing/invalid field.
 bool parseManifest(const std::string &json, Manifest &m, std::string &error);
+
+/// The shape of output `o` for inputs of the given shapes: each dynamic dim
+/// is the input dim its "dims_from" names. False with `error` naming the
+/// output and dim when one cannot be sized.
+bool resolveOutputShape(const TensorSpec &o, const std::vector<std::vector<int64_t>> &inputShapes,
+                        std::vector<int64_t> &shape, std::string &error);
 
 /// Bytes per element of a manifest dtype, 0 if unknown.
 int64_t dtypeSize(const std::string &dtype);

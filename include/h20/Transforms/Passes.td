@@ -74,6 +74,49 @@ def LogitsLast : Pass<"h20-logits-last", "mlir::ModuleOp"> {
   }];
 }
 
+def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
+  let dependentDialects = ["h20::onnx::OnnxDialect", "mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect"];
+  let summary = "Make a planned decoder graph one chunk of a chunked prefill";
+  let description = [{
+    Rewrites `@main(ids: [1, S])` at the planned level (fused KV cache, RoPE
+    tables) into the body of a chunked prefill: it takes one chunk of C
+    token ids plus two index arguments, `chunk_start` (p0, the chunk's first
+    position) and `chunk_tokens` (n <= C, the chunk's real tokens; the rest
+    is padding), and
+      * RoPE positions become p0 + the in-chunk positions;
+      * keys and values are written into the cache at p0, and attention
+        reads the cache's first p0 + C positions: with bottom-right causal
+        alignment query i (position p0 + i) sees keys <= p0 + i, so padding
+        (positions >= p0 + n) is never seen by a real token;
+      * with a last-position LM head (h20-logits-last) the slice takes row
+        n - 1, the last real token, instead of row C - 1.
+    The function gets `h20.chunked = {input = 0, dim = 1, output = "rows" |
+    "last"}`. Fails, naming the op, on what cannot be chunked: attention that
+    is not causal, a KV write not at position 0, positions that are not
+    computed in the graph, more than one input.
+  }];
+}
+
+def ComputeType : Pass<"h20-compute-type", "mlir::func::FuncOp"> {
+  let dependentDialects = ["h20::onnx::OnnxDialect"];
+  let summary = "Run a float32 graph in bfloat16 or float16";
+  let description = [{
+    Every float32 value of the function becomes `type` (bf16 or f16):
+    weights (marked `h20.stored_type = f32`: the runtime converts them once,
+    on upload, from the file's float32), activations, constants (rounded to
+    nearest even), Cast targets and the KV cache. What stays float32: the
+    function's interface (float32 inputs are cast on entry, outputs are cast
+    back before returning) and the RoPE tables. The attn ops compute in
+    float32 internally whatever their operand type (RMSNorm's mean of
+    squares, RoPE's products, attention's softmax), and GEMMs accumulate in
+    float32, so only storage is rounded.
+  }];
+  let options = [
+    Option<"type", "type", "std::string", "\"bf16\"", "bf16 or f16">
+  ];
+}
+
 def LowerRope : Pass<"h20-lower-rope", "mlir::func::FuncOp"> {
   let summary = "Replace attn.rope by table gathers (no sin/cos per token)";
   let description = [{

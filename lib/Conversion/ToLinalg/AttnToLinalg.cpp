@@ -488,3 +488,56 @@ FailureOr<Value> lowerAttention(OpBuilder &b, attn::AttentionOp op) {
 }
 
 } // namespace h20::lowering
+
+namespace h20::lowering {
+
+FailureOr<Value> lowerAttentionToLibraryCall(OpBuilder &b, attn::AttentionOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  if (op.getMask())
+    return op.emitError("the GPU target has no attention with an explicit mask yet (the mask "
+                        "was not proven causal/windowed); compile for --target=cpu");
+  if (op.getSink())
+    return op.emitError("the GPU target has no attention with sinks yet");
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  auto rt = cast<RankedTensorType>(op.getResult().getType());
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < 4; ++i)
+    if (rt.isDynamicDim(i))
+      dyn.push_back(dimOf(b, loc, i == 3 ? v : q, i));
+  Value init = tensor::EmptyOp::create(b, loc, rt, dyn);
+  auto dims = [&](unsigned first) {
+    SmallVector<AffineExpr> e;
+    for (unsigned i = 0; i < 4; ++i)
+      e.push_back(getAffineDimExpr(first + i, ctx));
+    return AffineMap::get(16, 0, e, ctx);
+  };
+  SmallVector<utils::IteratorType> its(12, utils::IteratorType::reduction);
+  its.append(4, utils::IteratorType::parallel);
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{rt}, ValueRange{q, k, v}, ValueRange{init},
+      {dims(0), dims(4), dims(8), dims(12)}, its,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value s = arith::AddFOp::create(nb, nl, a[0], a[1]);
+        s = arith::AddFOp::create(nb, nl, s, a[2]);
+        linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, s, a[3])});
+      });
+  g.setLibraryCallAttr(b.getStringAttr(kAttentionLibraryCall));
+  SmallVector<NamedAttribute> attrs{
+      b.getNamedAttr("causal", b.getBoolAttr(op.getCausal())),
+      b.getNamedAttr("bottom_right",
+                     b.getBoolAttr(op.getAlignment() == attn::CausalAlignment::bottom_right)),
+      b.getNamedAttr("kv_group", b.getI64IntegerAttr(static_cast<int64_t>(op.getKvGroup())))};
+  if (auto s = op.getScaleAttr())
+    attrs.push_back(b.getNamedAttr("scale", s));
+  if (auto w = op.getWindowAttr())
+    attrs.push_back(b.getNamedAttr("window", w));
+  if (auto c = op.getSoftcapAttr())
+    attrs.push_back(b.getNamedAttr("softcap", c));
+  if (Attribute t = op->getAttr("h20.tiles"))
+    attrs.push_back(b.getNamedAttr("tiles", t));
+  g->setAttr(kAttentionAttrs, b.getDictionaryAttr(attrs));
+  return g.getResult(0);
+}
+
+} // namespace h20::lowering

@@ -15,6 +15,23 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>> lowerRopeTable(mlir::OpBuilder &
 mlir::FailureOr<mlir::Value> lowerRopeApply(mlir::OpBuilder &b, attn::RopeApplyOp op);
 mlir::FailureOr<mlir::Value> lowerAttention(mlir::OpBuilder &b, attn::AttentionOp op);
 
+/// The `library_call` names of the generics the GPU target implements with a
+/// routine instead of running their body.
+inline constexpr llvm::StringLiteral kGemmLibraryCall = "h20_gemm";
+inline constexpr llvm::StringLiteral kAttentionLibraryCall = "h20_attention";
+/// The attribute (a dictionary: causal, alignment, window, softcap, scale,
+/// kv_group, tiles) an `h20_attention` generic carries.
+inline constexpr llvm::StringLiteral kAttentionAttrs = "h20.attention";
+
+/// attn.attention as one `h20_attention` library-call generic: ins q
+/// [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv]; outs an empty
+/// [B, Hq, Sq, Dv]. Every operand gets its own loop dims (the generic is a
+/// carrier, not a computation); its body is a placeholder using every
+/// operand so no canonicalisation drops one. Fails on a mask or sink
+/// operand (the GPU kernel has neither yet).
+mlir::FailureOr<mlir::Value> lowerAttentionToLibraryCall(mlir::OpBuilder &b,
+                                                         attn::AttentionOp op);
+
 } // namespace h20::lowering
 
 #endif // H20_LIB_CONVERSION_TOLINALG_ATTNTOLINALG_H

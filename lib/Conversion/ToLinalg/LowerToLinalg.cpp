@@ -7,6 +7,7 @@
 #include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -44,6 +45,9 @@ void weightsToArguments(func::FuncOp func) {
       d.push_back(b.getNamedAttr("offset", o));
     if (auto l = w.getLengthAttr())
       d.push_back(b.getNamedAttr("length", l));
+    // h20-compute-type: the file holds another type than the device uses.
+    if (auto st = w->getAttrOfType<TypeAttr>("h20.stored_type"))
+      d.push_back(b.getNamedAttr("stored_type", st));
     descriptions.push_back(b.getDictionaryAttr(d));
     w.erase();
   }
@@ -60,9 +64,14 @@ FailureOr<SmallVector<Value>> lowerKV(OpBuilder &b, Operation *op) {
     return RankedTensorType::get(t.getShape(), t.getElementType());
   };
   auto idx = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
-  if (auto alloc = dyn_cast<h20::kv::AllocOp>(op))
-    return SmallVector<Value>{tensor::EmptyOp::create(
-        b, loc, asTensor(alloc.getCache().getType()), alloc.getDynamicSizes())};
+  if (auto alloc = dyn_cast<h20::kv::AllocOp>(op)) {
+    // Marked, so a target that keeps the cache across calls (the GPU's
+    // chunked prefill) can find it.
+    auto empty = tensor::EmptyOp::create(b, loc, asTensor(alloc.getCache().getType()),
+                                         alloc.getDynamicSizes());
+    empty->setAttr("h20.kv_cache", b.getUnitAttr());
+    return SmallVector<Value>{empty.getResult()};
+  }
   if (auto write = dyn_cast<h20::kv::WriteOp>(op)) {
     Value cache = op->getOperand(0), value = write.getValue();
     SmallVector<OpFoldResult> offsets{idx(write.getLayer()), idx(write.getKind()), idx(0),
@@ -87,6 +96,7 @@ FailureOr<SmallVector<Value>> lowerKV(OpBuilder &b, Operation *op) {
 }
 
 struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
+  using LowerToLinalgBase::LowerToLinalgBase;
   void runOnOperation() override {
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -115,12 +125,18 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                 .Case([&](h20::attn::RopeOp o) { return one(h20::lowering::lowerRope(b, o)); })
                 .Case([&](h20::attn::RopeTableOp o) { return h20::lowering::lowerRopeTable(b, o); })
                 .Case([&](h20::attn::RopeApplyOp o) { return one(h20::lowering::lowerRopeApply(b, o)); })
-                .Case([&](h20::attn::AttentionOp o) { return one(h20::lowering::lowerAttention(b, o)); })
+                .Case([&](h20::attn::AttentionOp o) {
+                  return one(libraryCalls ? h20::lowering::lowerAttentionToLibraryCall(b, o)
+                                          : h20::lowering::lowerAttention(b, o));
+                })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })
                 .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o); });
         if (failed(lowered))
           return signalPassFailure();
+        if (libraryCalls && isa<h20::onnx::MatMulOp>(op))
+          if (auto g = (*lowered)[0].getDefiningOp<linalg::GenericOp>())
+            g.setLibraryCallAttr(b.getStringAttr(h20::lowering::kGemmLibraryCall));
         for (auto [from, to] : llvm::zip(op->getResults(), *lowered))
           from.replaceAllUsesWith(to);
       }

@@ -151,7 +151,11 @@ LogicalResult WeightOp::verify() {
   if ((off && *off < 0) || (len && *len < 0))
     return emitOpError("offset and length must be >= 0");
   auto type = cast<RankedTensorType>(getResult().getType());
+  // After h20-compute-type the bytes are stored as `h20.stored_type` and
+  // converted when loaded.
   unsigned bits = type.getElementTypeBitWidth();
+  if (auto stored = (*this)->getAttrOfType<TypeAttr>("h20.stored_type"))
+    bits = stored.getValue().getIntOrFloatBitWidth();
   if (len && bits % 8 == 0) {
     int64_t expected = type.getNumElements() * (bits / 8);
     if (*len != expected)

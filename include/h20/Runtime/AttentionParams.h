@@ -1,0 +1,53 @@
+/*===- AttentionParams.h - the attention kernel's one parameter ---*- C -*-===//
+ *
+ * An "attention" step of a GPU program (GpuProgram.h) launches its kernel
+ * with exactly one parameter: this struct, passed by value. The runtime fills
+ * it (GpuExecutor.cpp); the CUDA kernel source declares the same struct,
+ * field for field, and reads it. Plain C so both sides can include or mirror
+ * it; the layout is fixed (224 bytes, 8-byte aligned, no implicit padding):
+ *
+ *   offset   0  q, k, v, o        4 device pointers (8 bytes each)
+ *   offset  32  q_stride[4]       long long, elements: batch, head, seq, dim
+ *   offset  64  k_stride[4]
+ *   offset  96  v_stride[4]
+ *   offset 128  o_stride[4]
+ *   offset 160  batch, heads, kv_heads, sq, skv      long long
+ *   offset 200  window_left                          long long
+ *   offset 208  scale, softcap                       float
+ *   offset 216  causal, pad_                         int
+ *
+ * Semantics (row i of the query block, key j):
+ *   O[b, h, i, :] = softmax_j(s_ij) V[b, h / (heads / kv_heads), j, :]
+ *   s_ij = scale * <Q[b, h, i, :], K[b, h / (heads / kv_heads), j, :]>,
+ *          then softcap * tanh(s_ij / softcap) when softcap != 0,
+ *   masked (excluded) when causal and j > i' (i' = skv - sq + i), or when
+ *   window_left >= 0 and j <= i' - window_left.
+ * Q, K, V, O have the element type of the step's "dtype" (float32, float16
+ * or bfloat16); pointers already include the view's offset.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef H20_RUNTIME_ATTENTIONPARAMS_H
+#define H20_RUNTIME_ATTENTIONPARAMS_H
+
+struct H20AttnParams {            /* all strides in elements */
+  const void *q, *k, *v; void *o; /* device pointers of element 0 (base + offset*elem_size) */
+  long long q_stride[4], k_stride[4], v_stride[4], o_stride[4]; /* batch, head, seq, dim */
+  long long batch, heads, kv_heads, sq, skv;
+  long long window_left;          /* -1: no window; else key j visible iff j > i' - window_left */
+  float scale, softcap;           /* softcap 0: none */
+  int causal;                     /* 1: query i sits at position i' = skv - sq + i and sees keys j <= i' */
+  int pad_;
+};
+
+#ifdef __cplusplus
+#include <cstddef>
+static_assert(sizeof(void *) == 8, "H20AttnParams assumes 64-bit pointers");
+static_assert(sizeof(H20AttnParams) == 224, "H20AttnParams layout changed");
+static_assert(offsetof(H20AttnParams, q_stride) == 32, "H20AttnParams layout changed");
+static_assert(offsetof(H20AttnParams, batch) == 160, "H20AttnParams layout changed");
+static_assert(offsetof(H20AttnParams, window_left) == 200, "H20AttnParams layout changed");
+static_assert(offsetof(H20AttnParams, scale) == 208, "H20AttnParams layout changed");
+static_assert(offsetof(H20AttnParams, causal) == 216, "H20AttnParams layout changed");
+#endif
+
+#endif /* H20_RUNTIME_ATTENTIONPARAMS_H */

@@ -1,0 +1,141 @@
+//===- GpuExecutor.h - run a GPU program on one GPU -------------*- C++ -*-===//
+//
+// Executes a parsed GpuProgram (GpuProgram.h) through the CUDA driver API and
+// cuBLASLt, both loaded at run time (CudaDriver.h): this header includes no
+// CUDA header, so h20-run builds and starts without a GPU. Use:
+//
+//   GpuExecutor gpu;
+//   GpuStatus s = gpu.load(artifact, manifest, program, loadOptions, error);
+//   ...  = gpu.run(inputs, runOptions, outputs, stats, error);   // any number of times
+//
+// load() opens the GPU, loads the modules, allocates all device memory
+// (one allocation, planned by planBuffers), streams the weights to the GPU
+// and uploads the consts. run() zeroes the state buffers, uploads the
+// inputs, runs the steps once per chunk and downloads the outputs.
+// Built without the CUDA headers, every call fails with "built without CUDA
+// headers" (GpuStatus::NoDevice).
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_RUNTIME_GPUEXECUTOR_H
+#define H20_RUNTIME_GPUEXECUTOR_H
+
+#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/TensorIO.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace h20::runtime {
+
+/// How a call ended; h20-run maps these to its exit codes.
+enum class GpuStatus {
+  Ok,        ///< exit 0
+  Internal,  ///< exit 1: a driver/library failure that a valid artifact should not cause
+  BadInput,  ///< exit 2: bad artifact, inputs, weight files, or a GPU that cannot run the code
+  Resources, ///< exit 3: out of GPU (or pinned host) memory
+  NoDevice,  ///< exit 2: no driver, no GPU, or no CUDA support in this build
+};
+
+/// The GPU a GpuExecutor runs on.
+struct GpuDeviceInfo {
+  int ordinal = 0;
+  std::string name;               ///< "NVIDIA H200"
+  int driverVersion = 0;          ///< cuDriverGetVersion: 13000 for CUDA 13.0
+  int ccMajor = 0, ccMinor = 0;   ///< compute capability
+  uint64_t totalMemoryBytes = 0;
+  int multiprocessors = 0;
+};
+
+struct GpuLoadOptions {
+  int device = 0;          ///< CUDA device ordinal
+  std::string weightsDir;  ///< where weight files are; empty: the manifest's model_dir
+  uint64_t stagingBytes = uint64_t(32) << 20; ///< per pinned staging buffer (two are used)
+  uint64_t workspaceBytes = uint64_t(32) << 20; ///< cuBLASLt workspace (only with gemm steps)
+};
+
+/// What load() did.
+struct GpuLoadStats {
+  std::string code;        ///< "cubin", "ptx", or "none" (no modules)
+  double loadWeightsMs = 0; ///< weights + consts to the GPU, host wall time
+  uint64_t weightBytes = 0; ///< device bytes of all weight buffers
+  uint64_t planBytes = 0;   ///< the one device allocation (weights, state, I/O, arena)
+};
+
+/// Called after each chunk finished on the GPU: chunk index (0-based),
+/// chunk count, tokens done so far, all tokens, the chunk's GPU time in ms.
+using GpuProgressFn = std::function<void(int64_t chunk, int64_t chunks, int64_t tokensDone,
+                                         int64_t tokens, double chunkMs)>;
+
+struct GpuRunOptions {
+  /// Without chunking: the value of the symbol n (S for a token-id run, 0
+  /// for a generic graph). With chunking n is per chunk and this is unused.
+  int64_t n = 0;
+  GpuProgressFn progress; ///< may be empty
+};
+
+/// Timings (ms) and sizes of one run().
+struct GpuRunStats {
+  int64_t tokens = 0;          ///< S: the chunked input's length (else options.n)
+  int64_t chunks = 0;
+  double uploadInputsMs = 0;   ///< inputs host -> device (GPU events)
+  double prefillMs = 0;        ///< first chunk start -> last chunk end (GPU events)
+  double downloadMs = 0;       ///< "last"/"whole" outputs device -> host (GPU events)
+  double ttftMs = 0;           ///< host wall time: before the input upload -> outputs on the host
+  std::vector<double> chunkMs; ///< per chunk (GPU events)
+  uint64_t peakGpuMemoryBytes = 0; ///< the most device memory this executor held (its own allocations)
+  uint64_t deviceMemoryUsedBytes = 0; ///< total - free on the device at that point (all users)
+};
+
+class GpuExecutor {
+public:
+  GpuExecutor();
+  ~GpuExecutor();
+  GpuExecutor(const GpuExecutor &) = delete;
+  GpuExecutor &operator=(const GpuExecutor &) = delete;
+
+  /// True when the driver loads and at least one GPU is present; otherwise
+  /// false with `reason` (the driver's error, "no CUDA-capable device", or
+  /// "built without CUDA headers"). Cheap after the first call.
+  static bool available(std::string &reason);
+
+  /// Prepares `program` of `artifact` (whose parsed manifest is `manifest`)
+  /// on GPU options.device: checks the compute capability against
+  /// program.arch, loads the modules (cubin on a GPU of the arch's major
+  /// version, else PTX) and resolves every kernel, sets the dynamic shared
+  /// memory limit of kernels that need over 48 KiB, checks that the plan fits
+  /// the free GPU memory (else Resources, saying how much is needed),
+  /// allocates it, streams every weight from its file through pinned staging
+  /// buffers (converting float32 to the buffer's bfloat16/float16 on the
+  /// host), and uploads the consts. The executor keeps copies of `manifest`
+  /// and `program`; `artifact` is only read during the call. Call once.
+  GpuStatus load(const Artifact &artifact, const Manifest &manifest, const GpuProgram &program,
+                 const GpuLoadOptions &options, std::string &error);
+
+  /// Runs the loaded program on `inputs` (one per manifest input, in order,
+  /// dtype as the manifest says; the chunked input is token ids [1, S]).
+  /// Fills `outputs` (one per manifest output: name, dtype, shape with
+  /// dynamic dims sized from the inputs, data) and `stats`. Every step is
+  /// checked for the run's chunks before anything is uploaded (BadInput with
+  /// the step index and field). Driver failures during the steps are
+  /// Internal, naming the step.
+  GpuStatus run(const std::vector<HostTensor> &inputs, const GpuRunOptions &options,
+                std::vector<HostTensor> &outputs, GpuRunStats &stats, std::string &error);
+
+  /// The GPU, after a successful load().
+  const GpuDeviceInfo &device() const;
+  /// What load() did.
+  const GpuLoadStats &loadStats() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace h20::runtime
+
+#endif // H20_RUNTIME_GPUEXECUTOR_H

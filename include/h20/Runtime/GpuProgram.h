@@ -1,0 +1,379 @@
+//===- GpuProgram.h - the GPU launch plan of an artifact --------*- C++ -*-===//
+//
+// Reference documentation of the "gpu" program format. Plain C++: no CUDA and
+// no MLIR header; everything here runs (and is tested) without a GPU.
+//
+// An artifact whose manifest has "target": "h200" (or "h100", "h800", "h20")
+// carries a "gpu" object: the program h20-run executes on the GPU through
+// GpuExecutor. Its fields:
+//
+//   "arch": "sm_90"        compute capability the code was built for ("sm_XY"
+//                          or "sm_XYa"). The GPU must have at least X.Y; a
+//                          cubin is used only on a GPU of the same major
+//                          version, else the PTX is JIT-compiled by the driver.
+//   "symbols": ["p0", "n"] the per-chunk runtime integers linear expressions
+//                          may name (only "p0" and "n" exist): p0 = position of
+//                          the chunk's first token, n = real tokens in it.
+//   "chunking": null | {"chunk": C, "input": i, "dim": d, "pad_value": v}
+//                          input i (token ids [1, S]) is cut along dim d into
+//                          chunks of C tokens: chunk c has p0 = c*C and
+//                          n = min(C, S - p0); its tokens are copied into input
+//                          i's buffer, the rest of the buffer is filled with v,
+//                          and all steps run once per chunk. Without chunking
+//                          the steps run once with p0 = 0 and n = S for a
+//                          token-id run (h20-run --ids), n = 0 otherwise.
+//   "outputs": [{"mode": "rows", "dim": d} | {"mode": "last"} | {"mode": "whole"}]
+//                          one per manifest output. "rows": the output buffer
+//                          holds the chunk's rows (manifest shape with dim d =
+//                          C); rows [0, n) go to host rows [p0, p0 + n) after
+//                          every chunk. "last"/"whole": the buffer is copied
+//                          to the host after the final chunk ("last": e.g. the
+//                          logits of the last real token, [1, 1, V]).
+//   "modules": [{"name": s, "ptx_blob": s | null, "cubin_blob": s | null}]
+//                          code, as names of manifest "blobs" (at least one of
+//                          the two per module).
+//   "buffers": [...]       device buffers, addressed by index in this list:
+//       {"kind": "input",  "index": i, "bytes": B}   manifest input i (chunk-sized
+//                                                    when chunked, else whole)
+//       {"kind": "output", "index": i, "bytes": B}   manifest output i
+//       {"kind": "weight", "index": w, "bytes": B, "dtype": t}
+//                          manifest weight w, converted on upload when t (the
+//                          device dtype) differs from the file's: float32 ->
+//                          bfloat16/float16 (round to nearest even), and
+//                          bfloat16/float16 -> float32. B must be the weight's
+//                          element count times t's size.
+//       {"kind": "state",  "bytes": B}               zeroed once per run before
+//                                                    chunk 0; persists (KV cache)
+//       {"kind": "temp",   "bytes": B, "offset": O}  bytes [O, O + B) of the one
+//                          arena (arena_bytes); temps may alias. O is a
+//                          multiple of 256.
+//       {"kind": "const",  "blob": s, "blob_offset": X, "bytes": B}
+//                          bytes [X, X + B) of blob s, uploaded once at load
+//     Any buffer may carry "dtype" (required for weights); then every step that
+//     reads it with a dtype (gemm, attention, a memref with "dtype") must use
+//     that dtype. Every buffer's base address is 256-byte aligned.
+//   "arena_bytes": A       size of the temp arena
+//   "tf32": false          optional; true lets float32 GEMMs use TF32
+//   "steps": [...]         run in order, on one stream, once per chunk.
+//
+// A linear expression L is a JSON integer or an object {"c": k, "p0": a,
+// "n": b} (missing keys are 0) with the value k + a*p0 + b*n; int64, overflow
+// is an error. Offsets, sizes and strides count elements unless named _bytes.
+//
+// Steps ("op"):
+//   "launch": {"module": m, "kernel": name, "grid": [L, L, L], "block": [L, L, L],
+//              "smem": bytes, "args": [ARG...]}
+//       ARG: {"i64": L} | {"i32": L} | {"f32": number} | {"f64": number} |
+//            {"f16": number} | {"bf16": number} |
+//            {"memref": {"buffer": b, "offset": L, "sizes": [L...],
+//                        "strides": [L...], "dtype": t (optional)}}
+//       Scalars are passed with their own size (f16/bf16: 2 bytes, the
+//       number rounded to nearest even).
+//       A memref becomes 3 + 2*rank kernel parameters, as MLIR's expanded
+//       memref descriptor: (void *allocated, void *aligned, int64 offset,
+//       int64 sizes[rank], int64 strides[rank]); both pointers are the
+//       buffer's base address. A grid dimension of 0 skips the launch.
+//   "gemm": {"dtype_a", "dtype_b", "dtype_c": "float32"|"float16"|"bfloat16",
+//            "batch": L, "m": L, "n": L, "k": L, "alpha": 1.0, "beta": 0.0,
+//            "a": MAT, "b": MAT, "c": MAT}
+//       MAT: {"buffer": b, "offset": L, "batch_stride": L, "row_stride": L,
+//             "col_stride": L}
+//       C[t,i,j] = alpha * sum_k A[t,i,k] * B[t,k,j] + beta * C[t,i,j] with
+//       X[t,r,c] at element offset + t*batch_stride + r*row_stride +
+//       c*col_stride. Each matrix has col_stride 1 (row-major) or row_stride 1
+//       (column-major); batch_stride 0 broadcasts A or B. dtype_a == dtype_b;
+//       dtype_c is the same or float32. Accumulation in float32 (cuBLASLt).
+//   "attention": {"module": m, "kernel": name, "dtype": t, "block_m": BM,
+//                 "threads": T, "smem": bytes, "q": V, "k": V, "v": V, "o": V,
+//                 "batch": L, "heads": H, "kv_heads": KH, "sq": L, "skv": L,
+//                 "head_dim": D, "head_dim_v": DV, "scale": f, "causal": bool,
+//                 "window_left": int (-1: none), "softcap": f (0: none)}
+//       V: {"buffer": b, "offset": L, "strides": [L, L, L, L]} (batch, head,
+//       seq, dim). Launches grid (ceil(sq/BM), H, batch), block (T, 1, 1) with
+//       one parameter, H20AttnParams (AttentionParams.h) by value.
+//   "memset": {"buffer": b, "offset_bytes": L, "bytes": L, "value": 0..255}
+//   "copy":   {"src": b, "src_offset_bytes": L, "dst": b, "dst_offset_bytes": L,
+//              "bytes": L}           device to device; ranges may not overlap
+//
+// Every access a step makes is checked against its buffer's bytes before it
+// runs (for the actual p0 and n of each chunk); a memref whose buffer has no
+// dtype is checked in elements of one byte.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_RUNTIME_GPUPROGRAM_H
+#define H20_RUNTIME_GPUPROGRAM_H
+
+#include "h20/Runtime/Manifest.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace h20::runtime {
+
+/// Values of the program's symbols for one chunk.
+struct SymbolValues {
+  int64_t p0 = 0; ///< position of the chunk's first token
+  int64_t n = 0;  ///< real tokens in the chunk
+};
+
+/// c + p0*P0 + n*N.
+struct LinearExpr {
+  int64_t c = 0, p0 = 0, n = 0;
+
+  /// The constant `v`.
+  static LinearExpr constant(int64_t v) { return {v, 0, 0}; }
+  /// True when the value does not depend on any symbol.
+  bool isConstant() const { return p0 == 0 && n == 0; }
+  /// Evaluates for `s` into `out`; false (out unchanged) on int64 overflow.
+  bool evaluate(const SymbolValues &s, int64_t &out) const;
+};
+
+enum class BufferKind { Input, Output, Weight, State, Temp, Const };
+
+/// One device buffer of the program.
+struct GpuBuffer {
+  BufferKind kind = BufferKind::Temp;
+  int64_t index = -1;     ///< input/output/weight: index in the manifest's list
+  int64_t bytes = 0;      ///< size in bytes (>= 0)
+  std::string dtype;      ///< element dtype; empty when not given
+  int64_t offset = 0;     ///< temp: byte offset in the arena
+  std::string blob;       ///< const: blob name
+  int64_t blobOffset = 0; ///< const: byte offset in the blob
+};
+
+struct GpuChunking {
+  int64_t chunk = 0;    ///< C, tokens per chunk (> 0)
+  int input = 0;        ///< the chunked input's index
+  int dim = 1;          ///< the dim of that input that is cut
+  int64_t padValue = 0; ///< filler for positions past the prompt's end
+};
+
+enum class OutputMode { Rows, Last, Whole };
+
+struct GpuOutput {
+  OutputMode mode = OutputMode::Whole;
+  int dim = 0; ///< Rows: the dim holding the chunk's rows
+};
+
+struct GpuModule {
+  std::string name;
+  std::string ptxBlob, cubinBlob; ///< blob names; empty when absent
+};
+
+/// A kernel argument of a launch step.
+struct LaunchArg {
+  enum Kind { I64, I32, F32, F64, F16, BF16, MemRef } kind = I64;
+  LinearExpr value; ///< I64, I32
+  float f32 = 0;    ///< F32
+  double f64 = 0;   ///< F64
+  uint16_t half = 0; ///< F16, BF16: the bits
+  int buffer = -1;  ///< MemRef: buffer index
+  LinearExpr offset;
+  std::vector<LinearExpr> sizes, strides; ///< MemRef: same length (the rank)
+  std::string dtype;                      ///< MemRef: optional element dtype
+};
+
+struct LaunchStep {
+  int module = 0;
+  std::string kernel;
+  std::array<LinearExpr, 3> grid, block;
+  int64_t smem = 0; ///< dynamic shared memory, bytes
+  std::vector<LaunchArg> args;
+};
+
+/// A matrix operand of a gemm step; strides in elements.
+struct GemmOperand {
+  int buffer = -1;
+  LinearExpr offset, batchStride, rowStride, colStride;
+};
+
+struct GemmStep {
+  std::string dtypeA, dtypeB, dtypeC;
+  LinearExpr batch, m, n, k;
+  double alpha = 1.0, beta = 0.0;
+  GemmOperand a, b, c;
+};
+
+/// A [batch, head, seq, dim] view of a buffer; strides in elements.
+struct AttentionView {
+  int buffer = -1;
+  LinearExpr offset;
+  std::array<LinearExpr, 4> strides;
+};
+
+struct AttentionStep {
+  int module = 0;
+  std::string kernel, dtype;
+  int64_t blockM = 0, threads = 0, smem = 0;
+  AttentionView q, k, v, o;
+  LinearExpr batch, sq, skv;
+  int64_t heads = 0, kvHeads = 0, headDim = 0, headDimV = 0;
+  double scale = 1.0, softcap = 0.0;
+  bool causal = false;
+  int64_t windowLeft = -1;
+};
+
+struct MemsetStep {
+  int buffer = -1;
+  LinearExpr offsetBytes, bytes;
+  int value = 0;
+};
+
+struct CopyStep {
+  int src = -1, dst = -1;
+  LinearExpr srcOffsetBytes, dstOffsetBytes, bytes;
+};
+
+using GpuStep = std::variant<LaunchStep, GemmStep, AttentionStep, MemsetStep, CopyStep>;
+
+/// The parsed, validated "gpu" object of a manifest.
+struct GpuProgram {
+  std::string arch; ///< "sm_90"
+  int archMajor = 0, archMinor = 0;
+  std::vector<std::string> symbols;
+  std::optional<GpuChunking> chunking;
+  std::vector<GpuOutput> outputs;
+  std::vector<GpuModule> modules;
+  std::vector<GpuBuffer> buffers;
+  int64_t arenaBytes = 0;
+  bool tf32 = false;
+  std::vector<GpuStep> steps;
+};
+
+/// Name of a step's op ("launch", "gemm", ...).
+const char *stepOpName(const GpuStep &step);
+
+/// Parses and validates manifest["gpu"] from the manifest JSON text, against
+/// the already parsed manifest `m` (inputs, outputs, weights, blobs) and the
+/// artifact's payload size (blobs must lie inside it). Every structural
+/// error (unknown op or dtype, wrong JSON type, buffer index out of range,
+/// negative size, temp outside the arena, missing blob, a weight buffer whose
+/// bytes do not match the weight, ...) gives false and an `error` naming the
+/// step index or buffer index and the field. When the maximum prompt length
+/// is known (the chunked input's static dim, else manifest max_positions),
+/// also runs checkGpuProgramForLength for it.
+bool parseGpuProgram(const std::string &manifestJson, const Manifest &m, uint64_t payloadSize,
+                     GpuProgram &program, std::string &error);
+
+/// The chunks of a run over `length` tokens: (p0, n) for each. Without
+/// chunking one chunk {0, length}. length 0 gives one chunk {0, 0}.
+std::vector<SymbolValues> chunkSchedule(const GpuProgram &program, int64_t length);
+
+// --- Steps with the symbols substituted --------------------------------------
+
+struct ResolvedMemRef {
+  int buffer = -1;
+  int64_t offset = 0;
+  std::vector<int64_t> sizes, strides;
+};
+
+struct ResolvedLaunchArg {
+  LaunchArg::Kind kind = LaunchArg::I64;
+  int64_t value = 0; ///< I64, I32 (I32 checked to fit)
+  float f32 = 0;
+  double f64 = 0;
+  uint16_t half = 0;
+  ResolvedMemRef memref;
+};
+
+struct ResolvedLaunch {
+  std::array<int64_t, 3> grid{}, block{};
+  std::vector<ResolvedLaunchArg> args;
+  bool empty = false; ///< a grid dimension is 0: nothing to launch
+};
+
+struct ResolvedGemmOperand {
+  int buffer = -1;
+  int64_t offset = 0, batchStride = 0, rowStride = 0, colStride = 0;
+};
+
+struct ResolvedGemm {
+  int64_t batch = 0, m = 0, n = 0, k = 0;
+  ResolvedGemmOperand a, b, c;
+  bool empty = false; ///< batch, m or n is 0
+};
+
+struct ResolvedAttentionView {
+  int buffer = -1;
+  int64_t offset = 0;
+  std::array<int64_t, 4> strides{};
+};
+
+struct ResolvedAttention {
+  ResolvedAttentionView q, k, v, o;
+  int64_t batch = 0, sq = 0, skv = 0;
+  int64_t gridX = 0; ///< ceil(sq / block_m)
+  bool empty = false; ///< batch or sq is 0
+};
+
+struct ResolvedMemset {
+  int buffer = -1;
+  int64_t offsetBytes = 0, bytes = 0;
+};
+
+struct ResolvedCopy {
+  int src = -1, dst = -1;
+  int64_t srcOffsetBytes = 0, dstOffsetBytes = 0, bytes = 0;
+};
+
+using ResolvedStep =
+    std::variant<ResolvedLaunch, ResolvedGemm, ResolvedAttention, ResolvedMemset, ResolvedCopy>;
+
+/// Evaluates step `index` of `program` for the symbol values `s` and checks
+/// every access against its buffer's bytes (sizes >= 0, strides >= 0, the
+/// last element inside the buffer), grid/block limits (grid x <= 2^31-1,
+/// y, z <= 65535, block product <= 1024), gemm layouts (planGemm), copy
+/// ranges that overlap (also through aliasing temps). False with `error`
+/// "step I (op): ..." on the first violation.
+bool resolveStep(const GpuProgram &program, size_t index, const SymbolValues &s,
+                 ResolvedStep &out, std::string &error);
+
+/// Resolves every step for the chunks of a `length`-token run that bound
+/// the accesses of affine expressions (the first, the second-to-last and
+/// the last chunk); false with the first error, prefixed with the symbol
+/// values.
+bool checkGpuProgramForLength(const GpuProgram &program, int64_t length, std::string &error);
+
+// --- Memory plan ---------------------------------------------------------------
+
+/// Where each buffer lives in one device allocation: weights, consts, state,
+/// inputs and outputs one after the other, then the temp arena; every base
+/// 256-byte aligned.
+struct BufferPlan {
+  std::vector<uint64_t> offsets; ///< per buffer, byte offset from the allocation's base
+  uint64_t arenaOffset = 0;      ///< where the temp arena starts
+  uint64_t totalBytes = 0;       ///< size of the allocation
+  uint64_t weightBytes = 0, constBytes = 0, stateBytes = 0, ioBytes = 0; ///< sums of buffer sizes
+};
+
+/// Computes the plan for a validated program; false with `error` when the
+/// total overflows.
+bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error);
+
+// --- Element conversions --------------------------------------------------------
+
+/// float32 -> bfloat16 bits, round to nearest even (NaN stays a quiet NaN).
+uint16_t floatToBfloat16(float f);
+/// float32 -> IEEE float16 bits, round to nearest even, overflow to infinity.
+uint16_t floatToHalf(float f);
+/// bfloat16 bits -> float32 (exact).
+float bfloat16ToFloat(uint16_t h);
+/// IEEE float16 bits -> float32 (exact).
+float halfToFloat(uint16_t h);
+
+/// True when convertElements supports `from` -> `to` (equal dtypes of known
+/// size, float32 -> bfloat16/float16, bfloat16/float16 -> float32).
+bool canConvert(const std::string &from, const std::string &to);
+
+/// Converts `count` elements of dtype `from` at `src` into dtype `to` at
+/// `dst` (which holds count * dtypeSize(to) bytes). Requires canConvert.
+void convertElements(const std::string &from, const void *src, const std::string &to, void *dst,
+                     size_t count);
+
+} // namespace h20::runtime
+
+#endif // H20_RUNTIME_GPUPROGRAM_H

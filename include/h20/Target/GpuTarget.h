@@ -1,0 +1,45 @@
+//===- GpuTarget.h - compile planned IR into a GPU artifact ------*- C++ -*-===//
+#ifndef H20_TARGET_GPUTARGET_H
+#define H20_TARGET_GPUTARGET_H
+
+#include "h20/Runtime/Artifact.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+namespace h20 {
+
+struct GpuTargetOptions {
+  /// Target description name (h20, h100, h200, h800): all sm_90.
+  std::string target = "h200";
+  /// Compute the LM head for the last position only (h20-logits-last).
+  bool logitsLast = false;
+  /// Longest accepted prompt (tokens); the KV cache and RoPE tables were
+  /// planned for it rounded up to a multiple of `chunk`.
+  int64_t maxPositions = 0;
+  /// Tokens per prefill chunk (decoders with token-id input).
+  int64_t chunk = 0;
+  /// Storage type of activations, weights and KV cache: f32, bf16 or f16
+  /// (h20-compute-type); accumulation is float32 either way.
+  std::string computeType = "bf16";
+};
+
+/// Compiles `module` (planned level: fused KV cache, RoPE tables, tiles;
+/// one function) for an sm_90 GPU. Decoders taking token ids [1, S] become
+/// one chunk of a chunked prefill (h20-chunked-prefill); graphs with static
+/// inputs run whole. Then: h20-lower-to-linalg with library calls, one-shot
+/// bufferization, memory-bound ops as MLIR-generated kernels
+/// (h20-linalg-to-gpu-loops, gpu outlining, NVVM, PTX via the LLVM NVPTX
+/// backend), GEMMs as cuBLASLt calls, attention as the NVRTC-compiled kernel;
+/// the host side is evaluated into the runtime's step program
+/// (include/h20/Runtime/GpuProgram.h). PTX is assembled with ptxas for
+/// sm_90 when ptxas is present (cubin kept beside the PTX; its register and
+/// spill report goes to `log`). Errors are emitted on the module's context.
+mlir::LogicalResult compileForGpu(mlir::ModuleOp module, const GpuTargetOptions &options,
+                                  runtime::Artifact &artifact, std::string &log);
+
+} // namespace h20
+
+#endif // H20_TARGET_GPUTARGET_H

@@ -1,0 +1,54 @@
+//===- TargetCommon.h - what every target's artifact describes --*- C++ -*-===//
+//
+// The parts of compiling an artifact that do not depend on the target: the
+// manifest's description of inputs, outputs and weights, and the
+// destination-passing form of the entry function both targets bufferize.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_TARGET_TARGETCOMMON_H
+#define H20_TARGET_TARGETCOMMON_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+
+namespace h20 {
+
+/// The manifest's dtype name of an element type ("float32", "bfloat16",
+/// "int64", ...; "unsupported" for others).
+std::string dtypeName(mlir::Type t);
+
+/// The vocabulary size: rows of the embedding table that a Gather on axis 0
+/// reads with argument 0 (the token ids); none when there is no such Gather.
+std::optional<int64_t> vocabSize(mlir::func::FuncOp func);
+
+/// The manifest's "inputs" and "outputs": name, dtype, shape (-1 dynamic)
+/// and, for each dynamic output dim, the input dim it is proven equal to
+/// (SymbolicEvaluator), so h20-run can size outputs before running. Fails,
+/// with an error on `func`, when an output dim is not provably an input dim.
+mlir::FailureOr<std::pair<llvm::json::Array, llvm::json::Array>>
+describeInterface(mlir::func::FuncOp func);
+
+/// Destination-passing style at the ABI: every result becomes a trailing
+/// memref argument the caller allocates, written with
+/// bufferization.materialize_in_destination; the function returns nothing.
+void outputsToDestinations(mlir::func::FuncOp func);
+
+/// Rewrites every memref.copy into linalg.copy, which lowers like any other
+/// structured op (host loops, or a GPU kernel) instead of calling into
+/// MLIR's runner-utils library.
+void copiesToLinalg(mlir::ModuleOp module);
+
+/// The manifest's "weights" from the `h20.weights` attribute that
+/// h20-lower-to-linalg put on the function named `entry`: name, dtype (as
+/// stored in the file), device_dtype (as the code uses it; differs after
+/// h20-compute-type), shape, file, byte offset/length, and the file's size
+/// at compile time.
+llvm::json::Array describeWeights(mlir::ModuleOp module, llvm::StringRef entry);
+
+} // namespace h20
+
+#endif // H20_TARGET_TARGETCOMMON_H

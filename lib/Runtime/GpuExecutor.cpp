@@ -1,0 +1,983 @@
+//===- GpuExecutor.cpp - run a GPU program on one GPU --------------------===//
+//
+// One context (the device's primary one, which cuBLASLt also uses), one
+// stream, one device allocation planned by planBuffers plus the cuBLASLt
+// workspace and, per run, the padded token ids. Every driver call is
+// checked; failures name the step.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/GpuExecutor.h"
+
+#ifndef H20_HAVE_CUDA_HEADERS
+#define H20_HAVE_CUDA_HEADERS 0
+#endif
+
+#if H20_HAVE_CUDA_HEADERS
+#include "CublasLtGemm.h"
+#include "h20/Runtime/AttentionParams.h"
+#include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/FileUtil.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#endif
+
+namespace h20::runtime {
+
+#if !H20_HAVE_CUDA_HEADERS
+
+namespace {
+const char *kNoCuda = "no CUDA-capable GPU/driver: this h20 was built without CUDA headers "
+                      "(no CUDA toolkit at build time), so it cannot run on the GPU";
+}
+
+struct GpuExecutor::Impl {
+  GpuDeviceInfo info;
+  GpuLoadStats loadStats;
+};
+
+GpuExecutor::GpuExecutor() : impl(std::make_unique<Impl>()) {}
+GpuExecutor::~GpuExecutor() = default;
+
+bool GpuExecutor::available(std::string &reason) {
+  reason = "built without CUDA headers";
+  return false;
+}
+
+GpuStatus GpuExecutor::load(const Artifact &, const Manifest &, const GpuProgram &,
+                            const GpuLoadOptions &, std::string &error) {
+  error = kNoCuda;
+  return GpuStatus::NoDevice;
+}
+
+GpuStatus GpuExecutor::run(const std::vector<HostTensor> &, const GpuRunOptions &,
+                           std::vector<HostTensor> &, GpuRunStats &, std::string &error) {
+  error = kNoCuda;
+  return GpuStatus::NoDevice;
+}
+
+const GpuDeviceInfo &GpuExecutor::device() const { return impl->info; }
+const GpuLoadStats &GpuExecutor::loadStats() const { return impl->loadStats; }
+
+#else // H20_HAVE_CUDA_HEADERS
+
+namespace {
+
+constexpr int64_t kDefaultSharedMemory = 48 << 10;
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+int64_t product(const std::vector<int64_t> &v, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < v.size(); ++i)
+    n *= v[i];
+  return n;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(shape[i]);
+  return r + "]";
+}
+
+} // namespace
+
+struct GpuExecutor::Impl {
+  const CudaApi *cu = nullptr;
+  const CublasLtApi *lt = nullptr;
+  GpuDeviceInfo info;
+  GpuLoadStats loadStats;
+  Manifest m;
+  GpuProgram p;
+  BufferPlan plan;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  std::vector<CUmodule> modules;
+  std::vector<CUfunction> stepFunction; ///< per step; null for gemm/memset/copy
+  CUdeviceptr base = 0, workspace = 0;
+  uint64_t workspaceBytes = 0;
+  std::unique_ptr<CublasLtGemm> gemm;
+  uint64_t heldBytes = 0, peakBytes = 0, peakDeviceUsed = 0;
+  bool loaded = false, loadTried = false;
+  bool syncEachStep = false; ///< H20_GPU_SYNC=1: find the step of an asynchronous fault
+  // Kernel-parameter storage, reused by every launch.
+  std::vector<uint64_t> paramSlots;
+  std::vector<void *> paramPtrs;
+
+  GpuStatus status = GpuStatus::Ok;
+  std::string error;
+
+  ~Impl();
+
+  /// False (recording status and error) when `r` is not success; out of
+  /// memory is always Resources.
+  bool check(CUresult r, const std::string &what, GpuStatus kind = GpuStatus::Internal) {
+    if (r == CUDA_SUCCESS)
+      return true;
+    status = r == CUDA_ERROR_OUT_OF_MEMORY ? GpuStatus::Resources : kind;
+    error = what + ": " + cudaErrorText(*cu, r);
+    return false;
+  }
+  bool fail(GpuStatus s, const std::string &message) {
+    status = s;
+    error = message;
+    return false;
+  }
+
+  bool alloc(CUdeviceptr &ptr, uint64_t bytes, const std::string &what) {
+    CUresult r = cu->cuMemAlloc(&ptr, std::max<uint64_t>(bytes, 256));
+    if (r != CUDA_SUCCESS) {
+      ptr = 0;
+      size_t freeB = 0, totalB = 0;
+      cu->cuMemGetInfo(&freeB, &totalB);
+      return check(r, "allocating " + gib(bytes) + " of GPU memory for " + what + " (" +
+                          gib(freeB) + " free of " + gib(totalB) + ")");
+    }
+    heldBytes += bytes;
+    if (heldBytes > peakBytes)
+      peakBytes = heldBytes;
+    size_t freeB = 0, totalB = 0;
+    if (cu->cuMemGetInfo(&freeB, &totalB) == CUDA_SUCCESS)
+      peakDeviceUsed = std::max<uint64_t>(peakDeviceUsed, totalB - freeB);
+    return true;
+  }
+  void release(CUdeviceptr &ptr, uint64_t bytes) {
+    if (!ptr)
+      return;
+    cu->cuMemFree(ptr);
+    ptr = 0;
+    heldBytes -= bytes;
+  }
+
+  CUdeviceptr address(int buffer) const { return base + plan.offsets[buffer]; }
+
+  bool loadModules(const Artifact &artifact);
+  bool resolveKernels();
+  bool uploadWeights(const GpuLoadOptions &o);
+  bool uploadConsts(const Artifact &artifact);
+  bool execute(size_t index, const ResolvedStep &step);
+};
+
+GpuExecutor::Impl::~Impl() {
+  if (!cu)
+    return;
+  if (ctx)
+    cu->cuCtxSetCurrent(ctx);
+  if (stream)
+    cu->cuStreamSynchronize(stream);
+  gemm.reset();
+  release(workspace, workspaceBytes);
+  release(base, plan.totalBytes);
+  for (CUmodule mod : modules)
+    cu->cuModuleUnload(mod);
+  if (stream)
+    cu->cuStreamDestroy(stream);
+  if (ctx)
+    cu->cuDevicePrimaryCtxRelease(dev);
+}
+
+GpuExecutor::GpuExecutor() : impl(std::make_unique<Impl>()) {}
+GpuExecutor::~GpuExecutor() = default;
+
+const GpuDeviceInfo &GpuExecutor::device() const { return impl->info; }
+const GpuLoadStats &GpuExecutor::loadStats() const { return impl->loadStats; }
+
+bool GpuExecutor::available(std::string &reason) {
+  const CudaApi *cu = cudaApi(reason);
+  if (!cu)
+    return false;
+  int count = 0;
+  CUresult r = cu->cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS) {
+    reason = "cuDeviceGetCount failed: " + cudaErrorText(*cu, r);
+    return false;
+  }
+  if (count == 0) {
+    reason = "the driver sees no GPU";
+    return false;
+  }
+  return true;
+}
+
+bool GpuExecutor::Impl::loadModules(const Artifact &artifact) {
+  bool useCubin = info.ccMajor == p.archMajor;
+  int cubins = 0, ptxs = 0;
+  for (size_t i = 0; i < p.modules.size(); ++i) {
+    const GpuModule &mod = p.modules[i];
+    std::string what = "module " + std::to_string(i) + (mod.name.empty() ? "" : " ('" + mod.name + "')");
+    auto blobBytes = [&](const std::string &name) {
+      for (const BlobSpec &b : m.blobs)
+        if (b.name == name)
+          return std::string(reinterpret_cast<const char *>(artifact.payload.data()) + b.offset,
+                             b.size);
+      return std::string();
+    };
+    CUmodule handle = nullptr;
+    std::string cubinError;
+    if (useCubin && !mod.cubinBlob.empty()) {
+      std::string image = blobBytes(mod.cubinBlob);
+      CUresult r = cu->cuModuleLoadDataEx(&handle, image.data(), 0, nullptr, nullptr);
+      if (r == CUDA_SUCCESS) {
+        ++cubins;
+        modules.push_back(handle);
+        continue;
+      }
+      handle = nullptr;
+      cubinError = cudaErrorText(*cu, r);
+      if (mod.ptxBlob.empty())
+        return fail(GpuStatus::BadInput, what + ": the cubin does not load on " + info.name +
+                                             ": " + cubinError);
+    }
+    if (mod.ptxBlob.empty())
+      return fail(GpuStatus::BadInput,
+                  what + " has only a cubin for " + p.arch + ", and " + info.name +
+                      " has compute capability " + std::to_string(info.ccMajor) + "." +
+                      std::to_string(info.ccMinor) + "; recompile with PTX");
+    std::string ptx = blobBytes(mod.ptxBlob); // std::string keeps a NUL after the text
+    std::vector<char> log(16384, 0);
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log.data(), reinterpret_cast<void *>(static_cast<uintptr_t>(log.size()))};
+    CUresult r = cu->cuModuleLoadDataEx(&handle, ptx.c_str(), 2, opts, values);
+    if (r != CUDA_SUCCESS) {
+      if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return check(r, what);
+      std::string jitLog(log.data(), strnlen(log.data(), log.size()));
+      return fail(GpuStatus::BadInput,
+                  what + ": the PTX does not load on " + info.name + ": " +
+                      cudaErrorText(*cu, r) + (jitLog.empty() ? "" : "\n" + jitLog) +
+                      (cubinError.empty() ? "" : "\n(the cubin did not load either: " + cubinError + ")"));
+    }
+    ++ptxs;
+    modules.push_back(handle);
+  }
+  loadStats.code = cubins && ptxs ? "cubin+ptx" : cubins ? "cubin" : ptxs ? "ptx" : "none";
+  return true;
+}
+
+bool GpuExecutor::Impl::resolveKernels() {
+  std::map<std::pair<int, std::string>, CUfunction> functions;
+  std::map<CUfunction, std::pair<int64_t, size_t>> maxSmem; // bytes, first step asking for it
+  stepFunction.assign(p.steps.size(), nullptr);
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    int module;
+    std::string kernel;
+    int64_t smem;
+    if (auto *l = std::get_if<LaunchStep>(&p.steps[i])) {
+      module = l->module, kernel = l->kernel, smem = l->smem;
+    } else if (auto *a = std::get_if<AttentionStep>(&p.steps[i])) {
+      module = a->module, kernel = a->kernel, smem = a->smem;
+    } else {
+      continue;
+    }
+    std::string where = "step " + std::to_string(i) + " (" + stepOpName(p.steps[i]) + ")";
+    auto key = std::make_pair(module, kernel);
+    auto it = functions.find(key);
+    if (it == functions.end()) {
+      CUfunction f = nullptr;
+      CUresult r = cu->cuModuleGetFunction(&f, modules[module], kernel.c_str());
+      if (r != CUDA_SUCCESS)
+        return fail(GpuStatus::BadInput, where + ": module " + std::to_string(module) +
+                                             " has no kernel '" + kernel + "' (" +
+                                             cudaErrorText(*cu, r) + ")");
+      it = functions.emplace(key, f).first;
+    }
+    stepFunction[i] = it->second;
+    auto &mx = maxSmem[it->second];
+    if (smem > mx.first)
+      mx = {smem, i};
+  }
+  int optin = 0;
+  if (!check(cu->cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                      dev),
+             "cuDeviceGetAttribute"))
+    return false;
+  for (auto &[f, mx] : maxSmem) {
+    if (mx.first <= kDefaultSharedMemory)
+      continue;
+    std::string where = "step " + std::to_string(mx.second) + " (" +
+                        stepOpName(p.steps[mx.second]) + ")";
+    if (mx.first > optin)
+      return fail(GpuStatus::BadInput, where + ": the kernel asks for " +
+                                           std::to_string(mx.first) +
+                                           " bytes of dynamic shared memory; " + info.name +
+                                           " allows " + std::to_string(optin));
+    if (!check(cu->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      static_cast<int>(mx.first)),
+               where + ": setting the kernel's dynamic shared memory to " +
+                   std::to_string(mx.first) + " bytes",
+               GpuStatus::BadInput))
+      return false;
+  }
+  return true;
+}
+
+bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
+  uint64_t stageBytes = std::max<uint64_t>(o.stagingBytes, 1 << 16);
+  void *stage[2] = {nullptr, nullptr};
+  CUevent done[2] = {nullptr, nullptr};
+  bool used[2] = {false, false};
+  struct Cleanup {
+    Impl &self;
+    void **stage;
+    CUevent *done;
+    ~Cleanup() {
+      self.cu->cuStreamSynchronize(self.stream);
+      for (int s = 0; s < 2; ++s) {
+        if (stage[s])
+          self.cu->cuMemFreeHost(stage[s]);
+        if (done[s])
+          self.cu->cuEventDestroy(done[s]);
+      }
+    }
+  } cleanup{*this, stage, done};
+  bool any = std::any_of(p.buffers.begin(), p.buffers.end(),
+                         [](const GpuBuffer &b) { return b.kind == BufferKind::Weight; });
+  if (!any)
+    return true;
+  for (int s = 0; s < 2; ++s) {
+    if (!check(cu->cuMemAllocHost(&stage[s], stageBytes),
+               "allocating " + gib(stageBytes) + " of pinned host memory for weight staging",
+               GpuStatus::Resources) ||
+        !check(cu->cuEventCreate(&done[s], CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
+      return false;
+  }
+  std::vector<uint8_t> raw; // file bytes of a piece that needs converting
+  int slot = 0;
+  for (size_t bi = 0; bi < p.buffers.size(); ++bi) {
+    const GpuBuffer &b = p.buffers[bi];
+    if (b.kind != BufferKind::Weight)
+      continue;
+    const WeightSpec &w = m.weights[b.index];
+    std::string name = "weight '" + w.name + "'";
+    if (!w.offset || w.file.empty())
+      return fail(GpuStatus::BadInput, name + " is stored in typed protobuf fields, not raw bytes; "
+                                              "re-export the model with raw_data or external data");
+    int64_t count = 1;
+    for (int64_t d : w.shape)
+      count *= d;
+    int64_t srcEs = dtypeSize(w.dtype), dstEs = dtypeSize(b.dtype);
+    int64_t fileBytes = count * srcEs;
+    if (w.length && *w.length != fileBytes)
+      return fail(GpuStatus::BadInput, name + " is " + std::to_string(*w.length) +
+                                           " bytes in the model but its shape needs " +
+                                           std::to_string(fileBytes));
+    std::string file = (o.weightsDir.empty() ? m.modelDir : o.weightsDir) + "/" + w.file;
+    int64_t size = fileSize(file);
+    if (size < 0)
+      return fail(GpuStatus::BadInput,
+                  name + ": file '" + file + "' is missing (moved? give --weights-dir)");
+    if (w.fileSize && size != *w.fileSize)
+      return fail(GpuStatus::BadInput, "weight file '" + file + "' has " + std::to_string(size) +
+                                           " bytes, but had " + std::to_string(*w.fileSize) +
+                                           " when the artifact was compiled: recompile it");
+    if (*w.offset < 0 || *w.offset > size || fileBytes > size - *w.offset)
+      return fail(GpuStatus::BadInput, name + ": file '" + file + "' ends before byte " +
+                                           std::to_string(*w.offset + fileBytes));
+    bool convert = w.dtype != b.dtype;
+    int64_t perPiece = static_cast<int64_t>(stageBytes) / std::max(srcEs, dstEs);
+    CUdeviceptr dst = address(static_cast<int>(bi));
+    for (int64_t doneElems = 0; doneElems < count;) {
+      int64_t n = std::min(perPiece, count - doneElems);
+      if (used[slot] && !check(cu->cuEventSynchronize(done[slot]), "uploading " + name))
+        return false;
+      std::string err;
+      uint64_t off = static_cast<uint64_t>(*w.offset + doneElems * srcEs);
+      if (convert) {
+        raw.resize(static_cast<size_t>(n * srcEs));
+        if (!readFileRange(file, off, raw.size(), raw.data(), err))
+          return fail(GpuStatus::BadInput, name + ": " + err);
+        convertElements(w.dtype, raw.data(), b.dtype, stage[slot], static_cast<size_t>(n));
+      } else if (!readFileRange(file, off, static_cast<uint64_t>(n * srcEs), stage[slot], err)) {
+        return fail(GpuStatus::BadInput, name + ": " + err);
+      }
+      if (!check(cu->cuMemcpyHtoDAsync(dst + doneElems * dstEs, stage[slot], n * dstEs, stream),
+                 "uploading " + name) ||
+          !check(cu->cuEventRecord(done[slot], stream), "uploading " + name))
+        return false;
+      used[slot] = true;
+      slot ^= 1;
+      doneElems += n;
+    }
+  }
+  return check(cu->cuStreamSynchronize(stream), "uploading the weights");
+}
+
+bool GpuExecutor::Impl::uploadConsts(const Artifact &artifact) {
+  for (size_t bi = 0; bi < p.buffers.size(); ++bi) {
+    const GpuBuffer &b = p.buffers[bi];
+    if (b.kind != BufferKind::Const || b.bytes == 0)
+      continue;
+    const BlobSpec *blob = nullptr;
+    for (const BlobSpec &s : m.blobs)
+      if (s.name == b.blob)
+        blob = &s;
+    if (!blob)
+      return fail(GpuStatus::BadInput, "buffer " + std::to_string(bi) + ": no blob '" + b.blob + "'");
+    const uint8_t *src = artifact.payload.data() + blob->offset + b.blobOffset;
+    if (!check(cu->cuMemcpyHtoD(address(static_cast<int>(bi)), src, static_cast<size_t>(b.bytes)),
+               "uploading const buffer " + std::to_string(bi)))
+      return false;
+  }
+  return true;
+}
+
+GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
+                            const GpuProgram &program, const GpuLoadOptions &options,
+                            std::string &error) {
+  Impl &I = *impl;
+  auto done = [&](bool ok) {
+    if (ok)
+      return GpuStatus::Ok;
+    error = I.error;
+    return I.status;
+  };
+  if (I.loadTried)
+    return done(I.fail(GpuStatus::Internal, "GpuExecutor::load called twice"));
+  I.loadTried = true;
+  std::string reason;
+  I.cu = cudaApi(reason);
+  if (!I.cu)
+    return done(I.fail(GpuStatus::NoDevice, "no CUDA-capable GPU/driver: " + reason));
+  const CudaApi &cu = *I.cu;
+  int count = 0;
+  if (!I.check(cu.cuDeviceGetCount(&count), "no CUDA-capable GPU/driver: cuDeviceGetCount",
+               GpuStatus::NoDevice))
+    return done(false);
+  if (count == 0)
+    return done(I.fail(GpuStatus::NoDevice, "no CUDA-capable GPU/driver: the driver sees no GPU"));
+  if (options.device < 0 || options.device >= count)
+    return done(I.fail(GpuStatus::BadInput, "GPU " + std::to_string(options.device) +
+                                                " does not exist (" + std::to_string(count) +
+                                                " visible)"));
+  GpuDeviceInfo &info = I.info;
+  info.ordinal = options.device;
+  char name[256] = {0};
+  size_t total = 0;
+  if (!I.check(cu.cuDeviceGet(&I.dev, options.device), "cuDeviceGet") ||
+      !I.check(cu.cuDeviceGetName(name, sizeof name - 1, I.dev), "cuDeviceGetName") ||
+      !I.check(cu.cuDeviceGetAttribute(&info.ccMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                       I.dev),
+               "cuDeviceGetAttribute") ||
+      !I.check(cu.cuDeviceGetAttribute(&info.ccMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                       I.dev),
+               "cuDeviceGetAttribute") ||
+      !I.check(cu.cuDeviceGetAttribute(&info.multiprocessors,
+                                       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, I.dev),
+               "cuDeviceGetAttribute") ||
+      !I.check(cu.cuDeviceTotalMem(&total, I.dev), "cuDeviceTotalMem") ||
+      !I.check(cu.cuDriverGetVersion(&info.driverVersion), "cuDriverGetVersion"))
+    return done(false);
+  info.name = name;
+  info.totalMemoryBytes = total;
+  I.m = manifest;
+  I.p = program;
+  if (info.ccMajor * 10 + info.ccMinor < I.p.archMajor * 10 + I.p.archMinor)
+    return done(I.fail(GpuStatus::BadInput,
+                       "GPU " + std::to_string(options.device) + " (" + info.name +
+                           ") has compute capability " + std::to_string(info.ccMajor) + "." +
+                           std::to_string(info.ccMinor) + "; the artifact (target '" + I.m.target +
+                           "') needs " + I.p.arch + " or newer"));
+  if (!I.check(cu.cuDevicePrimaryCtxRetain(&I.ctx, I.dev), "creating the CUDA context"))
+    return done(false);
+  if (!I.check(cu.cuCtxSetCurrent(I.ctx), "cuCtxSetCurrent") ||
+      !I.check(cu.cuStreamCreate(&I.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
+    return done(false);
+  const char *sync = std::getenv("H20_GPU_SYNC");
+  I.syncEachStep = sync && *sync && std::strcmp(sync, "0") != 0;
+
+  if (!I.loadModules(artifact) || !I.resolveKernels())
+    return done(false);
+  bool hasGemm = std::any_of(I.p.steps.begin(), I.p.steps.end(), [](const GpuStep &s) {
+    return std::holds_alternative<GemmStep>(s);
+  });
+  if (hasGemm) {
+    I.lt = cublasLtApi(reason);
+    if (!I.lt)
+      return done(I.fail(GpuStatus::BadInput, "the artifact's GEMMs need cuBLASLt: " + reason));
+    I.gemm = std::make_unique<CublasLtGemm>(*I.lt);
+    if (!I.gemm->init(reason))
+      return done(I.fail(reason.find("ALLOC_FAILED") != std::string::npos ? GpuStatus::Resources
+                                                                          : GpuStatus::Internal,
+                         reason));
+    I.workspaceBytes = options.workspaceBytes;
+  }
+  if (!planBuffers(I.p, I.plan, reason))
+    return done(I.fail(GpuStatus::BadInput, reason));
+  size_t freeB = 0, totalB = 0;
+  if (!I.check(cu.cuMemGetInfo(&freeB, &totalB), "cuMemGetInfo"))
+    return done(false);
+  uint64_t need = I.plan.totalBytes + I.workspaceBytes;
+  if (need > freeB) {
+    uint64_t arena = static_cast<uint64_t>(I.p.arenaBytes);
+    return done(I.fail(GpuStatus::Resources,
+                       "the artifact needs " + gib(need) + " of GPU memory (weights " +
+                           gib(I.plan.weightBytes) + ", KV cache/state " + gib(I.plan.stateBytes) +
+                           ", activations " + gib(arena) + ", inputs/outputs " +
+                           gib(I.plan.ioBytes) + ", consts " + gib(I.plan.constBytes) +
+                           ", cuBLASLt workspace " + gib(I.workspaceBytes) + "); GPU " +
+                           std::to_string(options.device) + " (" + info.name + ") has " +
+                           gib(freeB) + " free of " + gib(totalB)));
+  }
+  if (!I.alloc(I.base, I.plan.totalBytes, "the program's buffers") ||
+      (I.workspaceBytes && !I.alloc(I.workspace, I.workspaceBytes, "the cuBLASLt workspace")))
+    return done(false);
+  I.loadStats.planBytes = I.plan.totalBytes;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!I.uploadWeights(options) || !I.uploadConsts(artifact))
+    return done(false);
+  I.loadStats.loadWeightsMs = msSince(t0);
+  I.loadStats.weightBytes = I.plan.weightBytes;
+  I.loaded = true;
+  return GpuStatus::Ok;
+}
+
+bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
+  const CudaApi &c = *cu;
+  auto where = [&]() {
+    std::string w = "step " + std::to_string(index) + " (" + stepOpName(p.steps[index]) + ")";
+    if (auto *l = std::get_if<LaunchStep>(&p.steps[index]))
+      w += ", kernel '" + l->kernel + "'";
+    else if (auto *a = std::get_if<AttentionStep>(&p.steps[index]))
+      w += ", kernel '" + a->kernel + "'";
+    return w;
+  };
+  if (auto *r = std::get_if<ResolvedLaunch>(&step)) {
+    if (r->empty)
+      return true;
+    size_t count = 0;
+    for (const ResolvedLaunchArg &a : r->args)
+      count += a.kind == LaunchArg::MemRef ? 3 + 2 * a.memref.sizes.size() : 1;
+    paramSlots.assign(count, 0);
+    paramPtrs.resize(count);
+    size_t k = 0;
+    for (const ResolvedLaunchArg &a : r->args) {
+      switch (a.kind) {
+      case LaunchArg::I64:
+        paramSlots[k++] = static_cast<uint64_t>(a.value);
+        break;
+      case LaunchArg::I32: {
+        int32_t v = static_cast<int32_t>(a.value);
+        std::memcpy(&paramSlots[k++], &v, sizeof v);
+        break;
+      }
+      case LaunchArg::F32:
+        std::memcpy(&paramSlots[k++], &a.f32, sizeof a.f32);
+        break;
+      case LaunchArg::F64:
+        std::memcpy(&paramSlots[k++], &a.f64, sizeof a.f64);
+        break;
+      case LaunchArg::F16:
+      case LaunchArg::BF16:
+        std::memcpy(&paramSlots[k++], &a.half, sizeof a.half);
+        break;
+      case LaunchArg::MemRef: {
+        CUdeviceptr ptr = address(a.memref.buffer);
+        paramSlots[k++] = ptr; // allocated
+        paramSlots[k++] = ptr; // aligned
+        paramSlots[k++] = static_cast<uint64_t>(a.memref.offset);
+        for (int64_t s : a.memref.sizes)
+          paramSlots[k++] = static_cast<uint64_t>(s);
+        for (int64_t s : a.memref.strides)
+          paramSlots[k++] = static_cast<uint64_t>(s);
+        break;
+      }
+      }
+    }
+    for (size_t i = 0; i < count; ++i)
+      paramPtrs[i] = &paramSlots[i];
+    const LaunchStep &ls = std::get<LaunchStep>(p.steps[index]);
+    CUresult res = c.cuLaunchKernel(
+        stepFunction[index], static_cast<unsigned>(r->grid[0]), static_cast<unsigned>(r->grid[1]),
+        static_cast<unsigned>(r->grid[2]), static_cast<unsigned>(r->block[0]),
+        static_cast<unsigned>(r->block[1]), static_cast<unsigned>(r->block[2]),
+        static_cast<unsigned>(ls.smem), stream, count ? paramPtrs.data() : nullptr, nullptr);
+    return res == CUDA_SUCCESS || check(res, where() + ": cuLaunchKernel");
+  }
+  if (auto *r = std::get_if<ResolvedGemm>(&step)) {
+    if (r->empty)
+      return true;
+    const GemmStep &gs = std::get<GemmStep>(p.steps[index]);
+    GemmCall call;
+    call.dtypeA = gs.dtypeA;
+    call.dtypeB = gs.dtypeB;
+    call.dtypeC = gs.dtypeC;
+    call.problem.batch = r->batch;
+    call.problem.m = r->m;
+    call.problem.n = r->n;
+    call.problem.k = r->k;
+    call.problem.a = {r->a.batchStride, r->a.rowStride, r->a.colStride};
+    call.problem.b = {r->b.batchStride, r->b.rowStride, r->b.colStride};
+    call.problem.c = {r->c.batchStride, r->c.rowStride, r->c.colStride};
+    call.a = address(r->a.buffer) + r->a.offset * dtypeSize(gs.dtypeA);
+    call.b = address(r->b.buffer) + r->b.offset * dtypeSize(gs.dtypeB);
+    call.c = address(r->c.buffer) + r->c.offset * dtypeSize(gs.dtypeC);
+    call.alpha = static_cast<float>(gs.alpha);
+    call.beta = static_cast<float>(gs.beta);
+    call.tf32 = p.tf32;
+    std::string err;
+    bool oom = false;
+    if (!gemm->run(call, stream, workspace, workspaceBytes, err, oom))
+      return fail(oom ? GpuStatus::Resources : GpuStatus::Internal, where() + ": " + err);
+    return true;
+  }
+  if (auto *r = std::get_if<ResolvedAttention>(&step)) {
+    if (r->empty)
+      return true;
+    const AttentionStep &as = std::get<AttentionStep>(p.steps[index]);
+    int64_t es = dtypeSize(as.dtype);
+    H20AttnParams params;
+    std::memset(&params, 0, sizeof params);
+    auto ptr = [&](const ResolvedAttentionView &v) {
+      return reinterpret_cast<void *>(address(v.buffer) + static_cast<uint64_t>(v.offset * es));
+    };
+    params.q = ptr(r->q);
+    params.k = ptr(r->k);
+    params.v = ptr(r->v);
+    params.o = ptr(r->o);
+    for (int d = 0; d < 4; ++d) {
+      params.q_stride[d] = r->q.strides[d];
+      params.k_stride[d] = r->k.strides[d];
+      params.v_stride[d] = r->v.strides[d];
+      params.o_stride[d] = r->o.strides[d];
+    }
+    params.batch = r->batch;
+    params.heads = as.heads;
+    params.kv_heads = as.kvHeads;
+    params.sq = r->sq;
+    params.skv = r->skv;
+    params.window_left = as.windowLeft;
+    params.scale = static_cast<float>(as.scale);
+    params.softcap = static_cast<float>(as.softcap);
+    params.causal = as.causal ? 1 : 0;
+    void *args[] = {&params};
+    CUresult res = c.cuLaunchKernel(stepFunction[index], static_cast<unsigned>(r->gridX),
+                                    static_cast<unsigned>(as.heads),
+                                    static_cast<unsigned>(r->batch),
+                                    static_cast<unsigned>(as.threads), 1, 1,
+                                    static_cast<unsigned>(as.smem), stream, args, nullptr);
+    return res == CUDA_SUCCESS || check(res, where() + ": cuLaunchKernel");
+  }
+  if (auto *r = std::get_if<ResolvedMemset>(&step)) {
+    if (r->bytes == 0)
+      return true;
+    const MemsetStep &ms = std::get<MemsetStep>(p.steps[index]);
+    CUresult res = c.cuMemsetD8Async(address(r->buffer) + r->offsetBytes,
+                                     static_cast<unsigned char>(ms.value),
+                                     static_cast<size_t>(r->bytes), stream);
+    return res == CUDA_SUCCESS || check(res, where() + ": cuMemsetD8Async");
+  }
+  const ResolvedCopy &r = std::get<ResolvedCopy>(step);
+  if (r.bytes == 0)
+    return true;
+  CUresult res = c.cuMemcpyDtoDAsync(address(r.dst) + r.dstOffsetBytes,
+                                     address(r.src) + r.srcOffsetBytes,
+                                     static_cast<size_t>(r.bytes), stream);
+  return res == CUDA_SUCCESS || check(res, where() + ": cuMemcpyDtoDAsync");
+}
+
+GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOptions &options,
+                           std::vector<HostTensor> &outputs, GpuRunStats &stats,
+                           std::string &error) {
+  Impl &I = *impl;
+  I.status = GpuStatus::Ok;
+  auto done = [&](bool ok) {
+    if (ok)
+      return GpuStatus::Ok;
+    error = I.error;
+    return I.status;
+  };
+  if (!I.loaded)
+    return done(I.fail(GpuStatus::Internal, "GpuExecutor::run before a successful load"));
+  const CudaApi &cu = *I.cu;
+  const Manifest &m = I.m;
+  const GpuProgram &p = I.p;
+  stats = GpuRunStats();
+  if (!I.check(cu.cuCtxSetCurrent(I.ctx), "cuCtxSetCurrent"))
+    return done(false);
+
+  // Inputs.
+  if (inputs.size() != m.inputs.size())
+    return done(I.fail(GpuStatus::BadInput, "the model takes " + std::to_string(m.inputs.size()) +
+                                                " inputs, got " + std::to_string(inputs.size())));
+  std::vector<int> inputBuffer(m.inputs.size(), -1), outputBuffer(m.outputs.size(), -1);
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    if (p.buffers[b].kind == BufferKind::Input)
+      inputBuffer[p.buffers[b].index] = static_cast<int>(b);
+    else if (p.buffers[b].kind == BufferKind::Output)
+      outputBuffer[p.buffers[b].index] = static_cast<int>(b);
+  }
+  std::vector<std::vector<int64_t>> inputShapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostTensor &t = inputs[i];
+    const TensorSpec &spec = m.inputs[i];
+    int64_t es = dtypeSize(t.dtype);
+    int64_t n = product(t.shape, 0, t.shape.size());
+    bool shapeOk = t.shape.size() == spec.shape.size();
+    for (size_t d = 0; shapeOk && d < t.shape.size(); ++d)
+      shapeOk = t.shape[d] >= 0 && (spec.shape[d] < 0 || spec.shape[d] == t.shape[d]);
+    if (t.dtype != spec.dtype || !shapeOk || es == 0 ||
+        static_cast<int64_t>(t.data.size()) != n * es)
+      return done(I.fail(GpuStatus::BadInput, "input '" + spec.name + "' is " + t.dtype +
+                                                  shapeText(t.shape) + " (" +
+                                                  std::to_string(t.data.size()) +
+                                                  " bytes); the model takes " + spec.dtype +
+                                                  " of rank " + std::to_string(spec.shape.size())));
+    inputShapes.push_back(t.shape);
+    bool chunked = p.chunking && p.chunking->input == static_cast<int>(i);
+    if (!chunked && inputBuffer[i] >= 0 &&
+        static_cast<int64_t>(t.data.size()) > p.buffers[inputBuffer[i]].bytes)
+      return done(I.fail(GpuStatus::BadInput,
+                         "input '" + spec.name + "' " + shapeText(t.shape) + " has " +
+                             std::to_string(t.data.size()) + " bytes; the artifact's buffer for "
+                             "it holds " + std::to_string(p.buffers[inputBuffer[i]].bytes) +
+                             " (compiled for smaller inputs)"));
+  }
+  int64_t S = options.n, inner = 1, idsEs = 0;
+  if (p.chunking) {
+    const GpuChunking &ch = *p.chunking;
+    const HostTensor &ids = inputs[ch.input];
+    if (product(ids.shape, 0, ch.dim) != 1)
+      return done(I.fail(GpuStatus::BadInput, "the chunked input '" + m.inputs[ch.input].name +
+                                                  "' " + shapeText(ids.shape) +
+                                                  " must have batch 1"));
+    S = ids.shape[ch.dim];
+    inner = product(ids.shape, ch.dim + 1, ids.shape.size());
+    idsEs = dtypeSize(ids.dtype);
+  }
+  stats.tokens = S;
+  std::vector<SymbolValues> chunks = chunkSchedule(p, S);
+  std::string err;
+  if (!checkGpuProgramForLength(p, S, err))
+    return done(I.fail(GpuStatus::BadInput, err));
+
+  // Outputs.
+  outputs.assign(m.outputs.size(), HostTensor());
+  struct RowsCopy {
+    int64_t outer, rowBytes;
+  };
+  std::vector<RowsCopy> rows(m.outputs.size(), RowsCopy{0, 0});
+  for (size_t o = 0; o < m.outputs.size(); ++o) {
+    const TensorSpec &spec = m.outputs[o];
+    HostTensor &t = outputs[o];
+    t.name = spec.name;
+    t.dtype = spec.dtype;
+    if (!resolveOutputShape(spec, inputShapes, t.shape, err))
+      return done(I.fail(GpuStatus::BadInput, err));
+    int64_t es = dtypeSize(spec.dtype);
+    int64_t bytes = product(t.shape, 0, t.shape.size()) * es;
+    const GpuBuffer &buf = p.buffers[outputBuffer[o]];
+    if (p.outputs[o].mode == OutputMode::Rows) {
+      int d = p.outputs[o].dim;
+      if (t.shape[d] != S)
+        return done(I.fail(GpuStatus::BadInput, "output '" + spec.name + "' " +
+                                                    shapeText(t.shape) + ": its row dim " +
+                                                    std::to_string(d) + " is not the " +
+                                                    std::to_string(S) + " tokens"));
+      rows[o].outer = product(t.shape, 0, d);
+      rows[o].rowBytes = product(t.shape, d + 1, t.shape.size()) * es;
+      if (rows[o].outer * p.chunking->chunk * rows[o].rowBytes > buf.bytes)
+        return done(I.fail(GpuStatus::BadInput,
+                           "output '" + spec.name + "': a chunk of rows needs " +
+                               std::to_string(rows[o].outer * p.chunking->chunk * rows[o].rowBytes) +
+                               " bytes; its buffer has " + std::to_string(buf.bytes)));
+    } else if (bytes > buf.bytes) {
+      return done(I.fail(GpuStatus::BadInput, "output '" + spec.name + "' " + shapeText(t.shape) +
+                                                  " needs " + std::to_string(bytes) +
+                                                  " bytes; its buffer has " +
+                                                  std::to_string(buf.bytes)));
+    }
+    t.data.assign(static_cast<size_t>(bytes), 0);
+  }
+
+  // Padded token ids, uploaded once; each chunk copies its slice.
+  CUdeviceptr ids = 0;
+  uint64_t idsBytes = 0;
+  std::vector<uint8_t> padded;
+  struct Scoped {
+    Impl &I;
+    CUdeviceptr &ids;
+    uint64_t &bytes;
+    std::vector<CUevent> events;
+    ~Scoped() {
+      I.cu->cuStreamSynchronize(I.stream);
+      for (CUevent e : events)
+        if (e)
+          I.cu->cuEventDestroy(e);
+      I.release(ids, bytes);
+    }
+  } scoped{I, ids, idsBytes, {}};
+  int64_t chunkBytes = 0;
+  if (p.chunking) {
+    const GpuChunking &ch = *p.chunking;
+    chunkBytes = ch.chunk * inner * idsEs;
+    idsBytes = static_cast<uint64_t>(chunks.size()) * chunkBytes;
+    padded.resize(idsBytes);
+    const HostTensor &src = inputs[ch.input];
+    for (int64_t e = 0; e < static_cast<int64_t>(idsBytes / idsEs); ++e) {
+      if (idsEs == 8) {
+        int64_t v = ch.padValue;
+        std::memcpy(padded.data() + e * 8, &v, 8);
+      } else {
+        int32_t v = static_cast<int32_t>(ch.padValue);
+        std::memcpy(padded.data() + e * 4, &v, 4);
+      }
+    }
+    std::memcpy(padded.data(), src.data.data(), src.data.size());
+    if (!I.alloc(ids, idsBytes, "the token ids"))
+      return done(false);
+  }
+  size_t nev = chunks.size() + 5;
+  scoped.events.assign(nev, nullptr);
+  for (CUevent &e : scoped.events)
+    if (!I.check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"))
+      return done(false);
+  CUevent evUp0 = scoped.events[0], evUp1 = scoped.events[1], evDl0 = scoped.events[2],
+          evDl1 = scoped.events[3];
+  CUevent *evChunk = scoped.events.data() + 4; // chunks.size() + 1 boundaries
+
+  // TTFT starts here: ids on the host.
+  auto t0 = std::chrono::steady_clock::now();
+  if (!I.check(cu.cuEventRecord(evUp0, I.stream), "cuEventRecord"))
+    return done(false);
+  if (ids && !I.check(cu.cuMemcpyHtoDAsync(ids, padded.data(), idsBytes, I.stream),
+                      "uploading the token ids"))
+    return done(false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool chunked = p.chunking && p.chunking->input == static_cast<int>(i);
+    if (chunked || inputBuffer[i] < 0 || inputs[i].data.empty())
+      continue;
+    if (!I.check(cu.cuMemcpyHtoDAsync(I.address(inputBuffer[i]), inputs[i].data.data(),
+                                      inputs[i].data.size(), I.stream),
+                 "uploading input '" + m.inputs[i].name + "'"))
+      return done(false);
+  }
+  if (!I.check(cu.cuEventRecord(evUp1, I.stream), "cuEventRecord"))
+    return done(false);
+  for (size_t b = 0; b < p.buffers.size(); ++b)
+    if (p.buffers[b].kind == BufferKind::State && p.buffers[b].bytes > 0 &&
+        !I.check(cu.cuMemsetD8Async(I.address(static_cast<int>(b)), 0,
+                                    static_cast<size_t>(p.buffers[b].bytes), I.stream),
+                 "zeroing state buffer " + std::to_string(b)))
+      return done(false);
+
+  auto chunkElapsed = [&](size_t c, double &ms) {
+    float f = 0;
+    if (!I.check(cu.cuEventElapsedTime(&f, evChunk[c], evChunk[c + 1]), "cuEventElapsedTime"))
+      return false;
+    ms = f;
+    return true;
+  };
+  auto report = [&](size_t c) {
+    if (!options.progress)
+      return true;
+    if (!I.check(cu.cuEventSynchronize(evChunk[c + 1]),
+                 "running chunk " + std::to_string(c) + " (H20_GPU_SYNC=1 names the step)"))
+      return false;
+    double ms = 0;
+    if (!chunkElapsed(c, ms))
+      return false;
+    options.progress(static_cast<int64_t>(c), static_cast<int64_t>(chunks.size()),
+                     chunks[c].p0 + chunks[c].n, S, ms);
+    return true;
+  };
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const SymbolValues &sym = chunks[c];
+    if (!I.check(cu.cuEventRecord(evChunk[c], I.stream), "cuEventRecord"))
+      return done(false);
+    if (p.chunking &&
+        !I.check(cu.cuMemcpyDtoDAsync(I.address(inputBuffer[p.chunking->input]),
+                                      ids + c * chunkBytes, static_cast<size_t>(chunkBytes),
+                                      I.stream),
+                 "copying chunk " + std::to_string(c) + "'s token ids"))
+      return done(false);
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      ResolvedStep rs;
+      if (!resolveStep(p, i, sym, rs, err))
+        return done(I.fail(GpuStatus::BadInput, "chunk " + std::to_string(c) + ": " + err));
+      if (!I.execute(i, rs))
+        return done(false);
+      if (I.syncEachStep &&
+          !I.check(cu.cuStreamSynchronize(I.stream),
+                   "step " + std::to_string(i) + " (" + stepOpName(p.steps[i]) + ") of chunk " +
+                       std::to_string(c)))
+        return done(false);
+    }
+    for (size_t o = 0; o < m.outputs.size(); ++o) {
+      if (p.outputs[o].mode != OutputMode::Rows || sym.n == 0)
+        continue;
+      const RowsCopy &rc = rows[o];
+      for (int64_t x = 0; x < rc.outer; ++x) {
+        uint8_t *dst = outputs[o].data.data() + (x * S + sym.p0) * rc.rowBytes;
+        CUdeviceptr src = I.address(outputBuffer[o]) + x * p.chunking->chunk * rc.rowBytes;
+        if (!I.check(cu.cuMemcpyDtoHAsync(dst, src, static_cast<size_t>(sym.n * rc.rowBytes),
+                                          I.stream),
+                     "downloading output '" + m.outputs[o].name + "' of chunk " +
+                         std::to_string(c)))
+          return done(false);
+      }
+    }
+    if (!I.check(cu.cuEventRecord(evChunk[c + 1], I.stream), "cuEventRecord"))
+      return done(false);
+    // Report the previous chunk while this one runs.
+    if (c > 0 && !report(c - 1))
+      return done(false);
+  }
+  if (!I.check(cu.cuEventRecord(evDl0, I.stream), "cuEventRecord"))
+    return done(false);
+  for (size_t o = 0; o < m.outputs.size(); ++o) {
+    if (p.outputs[o].mode == OutputMode::Rows || outputs[o].data.empty())
+      continue;
+    if (!I.check(cu.cuMemcpyDtoHAsync(outputs[o].data.data(), I.address(outputBuffer[o]),
+                                      outputs[o].data.size(), I.stream),
+                 "downloading output '" + m.outputs[o].name + "'"))
+      return done(false);
+  }
+  if (!I.check(cu.cuEventRecord(evDl1, I.stream), "cuEventRecord") ||
+      !I.check(cu.cuStreamSynchronize(I.stream),
+               "running the program (an asynchronous failure of some step; H20_GPU_SYNC=1 "
+               "names it)"))
+    return done(false);
+  stats.ttftMs = msSince(t0);
+  if (!report(chunks.size() - 1))
+    return done(false);
+
+  float f = 0;
+  stats.chunks = static_cast<int64_t>(chunks.size());
+  if (!I.check(cu.cuEventElapsedTime(&f, evUp0, evUp1), "cuEventElapsedTime"))
+    return done(false);
+  stats.uploadInputsMs = f;
+  if (!I.check(cu.cuEventElapsedTime(&f, evUp1, evChunk[chunks.size()]), "cuEventElapsedTime"))
+    return done(false);
+  stats.prefillMs = f;
+  if (!I.check(cu.cuEventElapsedTime(&f, evDl0, evDl1), "cuEventElapsedTime"))
+    return done(false);
+  stats.downloadMs = f;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    double ms = 0;
+    if (!chunkElapsed(c, ms))
+      return done(false);
+    stats.chunkMs.push_back(ms);
+  }
+  stats.peakGpuMemoryBytes = I.peakBytes;
+  stats.deviceMemoryUsedBytes = I.peakDeviceUsed;
+  return GpuStatus::Ok;
+}
+
+#endif // H20_HAVE_CUDA_HEADERS
+
+} // namespace h20::runtime

@@ -1,0 +1,1193 @@
+//===- GpuProgram.cpp - parse, validate and resolve a GPU program --------===//
+#include "h20/Runtime/GpuProgram.h"
+
+#include "h20/Runtime/GemmPlan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace h20::runtime {
+namespace {
+using json = nlohmann::json;
+
+/// A validation failure; the message already names where.
+struct Invalid : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void invalid(std::string where, const std::string &what) {
+  while (!where.empty() && (where.back() == ' ' || where.back() == ':'))
+    where.pop_back();
+  throw Invalid(where + ": " + what);
+}
+
+/// Bytes above which a size is refused as absurd (1 PiB): keeps every sum
+/// and product of sizes below int64 overflow.
+constexpr int64_t kMaxBytes = int64_t(1) << 50;
+
+std::string describe(const json &v) {
+  std::string s = v.dump();
+  if (s.size() > 40)
+    s = s.substr(0, 37) + "...";
+  return s + " (" + v.type_name() + ")";
+}
+
+const json *find(const json &obj, const char *key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+const json &field(const json &obj, const char *key, const std::string &where) {
+  if (!obj.is_object())
+    invalid(where, "expected an object, got " + describe(obj));
+  const json *v = find(obj, key);
+  if (!v)
+    invalid(where, std::string("missing field '") + key + "'");
+  return *v;
+}
+
+std::string sub(const std::string &where, const char *key) {
+  return where + (where.empty() || where.back() == ' ' ? "" : ".") + key;
+}
+
+int64_t asInt(const json &v, const std::string &where) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    invalid(where, "integer " + v.dump() + " does not fit in int64");
+  if (!v.is_number_integer())
+    invalid(where, "expected an integer, got " + describe(v));
+  return v.get<int64_t>();
+}
+
+int64_t intField(const json &obj, const char *key, const std::string &where) {
+  return asInt(field(obj, key, where), sub(where, key));
+}
+
+int64_t intField(const json &obj, const char *key, const std::string &where, int64_t dflt) {
+  const json *v = obj.is_object() ? find(obj, key) : nullptr;
+  return v && !v->is_null() ? asInt(*v, sub(where, key)) : dflt;
+}
+
+double asNumber(const json &v, const std::string &where) {
+  if (!v.is_number())
+    invalid(where, "expected a number, got " + describe(v));
+  double d = v.get<double>();
+  if (!std::isfinite(d))
+    invalid(where, "expected a finite number");
+  return d;
+}
+
+double numberField(const json &obj, const char *key, const std::string &where, double dflt) {
+  const json *v = obj.is_object() ? find(obj, key) : nullptr;
+  return v && !v->is_null() ? asNumber(*v, sub(where, key)) : dflt;
+}
+
+std::string asString(const json &v, const std::string &where) {
+  if (!v.is_string())
+    invalid(where, "expected a string, got " + describe(v));
+  return v.get<std::string>();
+}
+
+std::string stringField(const json &obj, const char *key, const std::string &where) {
+  return asString(field(obj, key, where), sub(where, key));
+}
+
+bool boolField(const json &obj, const char *key, const std::string &where, bool dflt) {
+  const json *v = obj.is_object() ? find(obj, key) : nullptr;
+  if (!v || v->is_null())
+    return dflt;
+  if (!v->is_boolean())
+    invalid(sub(where, key), "expected true or false, got " + describe(*v));
+  return v->get<bool>();
+}
+
+const json &arrayField(const json &obj, const char *key, const std::string &where) {
+  const json &v = field(obj, key, where);
+  if (!v.is_array())
+    invalid(sub(where, key), "expected an array, got " + describe(v));
+  return v;
+}
+
+int64_t elementCount(const std::vector<int64_t> &shape, const std::string &where) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      invalid(where, "has a dynamic or negative dimension");
+    if (d != 0 && n > kMaxBytes / d)
+      invalid(where, "is too large");
+    n *= d;
+  }
+  return n;
+}
+
+bool isGemmDtype(const std::string &t) {
+  return t == "float32" || t == "float16" || t == "bfloat16";
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    r += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return r + "]";
+}
+
+/// Parses one program; throws Invalid.
+class Parser {
+public:
+  Parser(const Manifest &m, uint64_t payloadSize, GpuProgram &p)
+      : m(m), payloadSize(payloadSize), p(p) {}
+
+  void parse(const json &g) {
+    if (!g.is_object())
+      invalid("gpu", "expected an object, got " + describe(g));
+    parseArch(stringField(g, "arch", "gpu"));
+    if (const json *s = find(g, "symbols"); s && !s->is_null()) {
+      if (!s->is_array())
+        invalid("gpu.symbols", "expected an array, got " + describe(*s));
+      for (size_t i = 0; i < s->size(); ++i) {
+        std::string where = "gpu.symbols[" + std::to_string(i) + "]";
+        std::string name = asString((*s)[i], where);
+        if (name != "p0" && name != "n")
+          invalid(where, "unknown symbol '" + name + "' (the runtime provides p0 and n)");
+        if (std::count(p.symbols.begin(), p.symbols.end(), name))
+          invalid(where, "symbol '" + name + "' is declared twice");
+        p.symbols.push_back(name);
+      }
+    }
+    p.tf32 = boolField(g, "tf32", "gpu", false);
+    p.arenaBytes = intField(g, "arena_bytes", "gpu", 0);
+    if (p.arenaBytes < 0 || p.arenaBytes > kMaxBytes)
+      invalid("gpu.arena_bytes", "must be in [0, 2^50], got " + std::to_string(p.arenaBytes));
+    if (const json *c = find(g, "chunking"); c && !c->is_null())
+      parseChunking(*c);
+    parseOutputs(arrayField(g, "outputs", "gpu"));
+    const json &mods = arrayField(g, "modules", "gpu");
+    for (size_t i = 0; i < mods.size(); ++i)
+      parseModule(mods[i], "gpu.modules[" + std::to_string(i) + "]");
+    const json &bufs = arrayField(g, "buffers", "gpu");
+    for (size_t i = 0; i < bufs.size(); ++i)
+      parseBuffer(bufs[i], i);
+    checkBufferCoverage();
+    const json &steps = arrayField(g, "steps", "gpu");
+    for (size_t i = 0; i < steps.size(); ++i)
+      parseStep(steps[i], i);
+  }
+
+private:
+  const Manifest &m;
+  uint64_t payloadSize;
+  GpuProgram &p;
+
+  void parseArch(const std::string &arch) {
+    p.arch = arch;
+    std::string digits;
+    if (arch.rfind("sm_", 0) == 0) {
+      digits = arch.substr(3);
+      if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f'))
+        digits.pop_back();
+    }
+    if (digits.size() < 2 || digits.size() > 3 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      invalid("gpu.arch", "expected \"sm_XY\" (e.g. \"sm_90\"), got \"" + arch + "\"");
+    int v = std::stoi(digits);
+    p.archMajor = v / 10;
+    p.archMinor = v % 10;
+  }
+
+  const BlobSpec &blob(const std::string &name, const std::string &where) {
+    for (const BlobSpec &b : m.blobs)
+      if (b.name == name) {
+        if (b.offset > payloadSize || b.size > payloadSize - b.offset)
+          invalid(where, "blob '" + name + "' (offset " + std::to_string(b.offset) + ", " +
+                             std::to_string(b.size) + " bytes) lies outside the artifact's " +
+                             std::to_string(payloadSize) + "-byte payload");
+        return b;
+      }
+    invalid(where, "no blob named '" + name + "' in the manifest's \"blobs\"");
+  }
+
+  LinearExpr linear(const json &v, const std::string &where) {
+    if (v.is_number_integer())
+      return LinearExpr::constant(asInt(v, where));
+    if (!v.is_object())
+      invalid(where, "expected an integer or {\"c\", \"p0\", \"n\"}, got " + describe(v));
+    LinearExpr e;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string &key = it.key();
+      int64_t x = asInt(it.value(), where + "." + key);
+      if (key == "c") {
+        e.c = x;
+      } else if (key == "p0" || key == "n") {
+        if (x != 0 && !std::count(p.symbols.begin(), p.symbols.end(), key))
+          invalid(where, "uses symbol '" + key + "', which gpu.symbols does not declare");
+        (key == "p0" ? e.p0 : e.n) = x;
+      } else {
+        invalid(where, "unknown key '" + key + "' (a linear expression has c, p0, n)");
+      }
+    }
+    return e;
+  }
+
+  LinearExpr linearField(const json &obj, const char *key, const std::string &where) {
+    return linear(field(obj, key, where), sub(where, key));
+  }
+
+  void parseChunking(const json &c) {
+    const std::string where = "gpu.chunking";
+    GpuChunking ch;
+    ch.chunk = intField(c, "chunk", where);
+    if (ch.chunk < 1 || ch.chunk > (int64_t(1) << 40))
+      invalid(sub(where, "chunk"), "must be >= 1, got " + std::to_string(ch.chunk));
+    int64_t input = intField(c, "input", where);
+    if (input < 0 || input >= static_cast<int64_t>(m.inputs.size()))
+      invalid(sub(where, "input"), std::to_string(input) + " is not an input index (the model has " +
+                                       std::to_string(m.inputs.size()) + " inputs)");
+    ch.input = static_cast<int>(input);
+    const TensorSpec &in = m.inputs[ch.input];
+    int64_t dim = intField(c, "dim", where);
+    if (dim < 0 || dim >= static_cast<int64_t>(in.shape.size()))
+      invalid(sub(where, "dim"), std::to_string(dim) + " is not a dim of input '" + in.name +
+                                     "' " + shapeText(in.shape));
+    ch.dim = static_cast<int>(dim);
+    for (size_t d = ch.dim + 1; d < in.shape.size(); ++d)
+      if (in.shape[d] < 0)
+        invalid(where, "input '" + in.name + "' " + shapeText(in.shape) +
+                           " has a dynamic dim after the chunked one");
+    if (in.dtype != "int64" && in.dtype != "int32")
+      invalid(where, "the chunked input '" + in.name + "' is " + in.dtype +
+                         "; only int64/int32 (token ids) can be chunked");
+    ch.padValue = intField(c, "pad_value", where, 0);
+    if (in.dtype == "int32" && (ch.padValue < INT32_MIN || ch.padValue > INT32_MAX))
+      invalid(sub(where, "pad_value"), "does not fit the int32 input");
+    p.chunking = ch;
+  }
+
+  void parseOutputs(const json &outs) {
+    if (outs.size() != m.outputs.size())
+      invalid("gpu.outputs", "has " + std::to_string(outs.size()) + " entries for the model's " +
+                                 std::to_string(m.outputs.size()) + " outputs");
+    for (size_t i = 0; i < outs.size(); ++i) {
+      std::string where = "gpu.outputs[" + std::to_string(i) + "]";
+      std::string mode = stringField(outs[i], "mode", where);
+      GpuOutput o;
+      const TensorSpec &spec = m.outputs[i];
+      if (mode == "rows") {
+        o.mode = OutputMode::Rows;
+        if (!p.chunking)
+          invalid(where, "mode \"rows\" needs gpu.chunking");
+        int64_t dim = intField(outs[i], "dim", where);
+        if (dim < 0 || dim >= static_cast<int64_t>(spec.shape.size()))
+          invalid(sub(where, "dim"), std::to_string(dim) + " is not a dim of output '" +
+                                         spec.name + "' " + shapeText(spec.shape));
+        o.dim = static_cast<int>(dim);
+        for (size_t d = 0; d < spec.shape.size(); ++d)
+          if (spec.shape[d] < 0 && static_cast<int>(d) != o.dim)
+            invalid(where, "output '" + spec.name + "' " + shapeText(spec.shape) +
+                               " has a dynamic dim besides the row dim");
+      } else if (mode == "last") {
+        o.mode = OutputMode::Last;
+      } else if (mode == "whole") {
+        o.mode = OutputMode::Whole;
+      } else {
+        invalid(sub(where, "mode"), "unknown mode '" + mode + "' (rows, last, whole)");
+      }
+      p.outputs.push_back(o);
+    }
+  }
+
+  void parseModule(const json &j, const std::string &where) {
+    if (!j.is_object())
+      invalid(where, "expected an object, got " + describe(j));
+    GpuModule mod;
+    if (const json *n = j.is_object() ? find(j, "name") : nullptr; n && !n->is_null())
+      mod.name = asString(*n, sub(where, "name"));
+    for (const char *key : {"ptx_blob", "cubin_blob"}) {
+      const json *v = j.is_object() ? find(j, key) : nullptr;
+      if (!v || v->is_null())
+        continue;
+      std::string name = asString(*v, sub(where, key));
+      const BlobSpec &b = blob(name, sub(where, key));
+      if (b.size == 0)
+        invalid(sub(where, key), "blob '" + name + "' is empty");
+      (std::strcmp(key, "ptx_blob") == 0 ? mod.ptxBlob : mod.cubinBlob) = name;
+    }
+    if (mod.ptxBlob.empty() && mod.cubinBlob.empty())
+      invalid(where, "has neither ptx_blob nor cubin_blob");
+    p.modules.push_back(std::move(mod));
+  }
+
+  void parseBuffer(const json &j, size_t i) {
+    std::string where = "gpu.buffers[" + std::to_string(i) + "]";
+    GpuBuffer b;
+    std::string kind = stringField(j, "kind", where);
+    b.bytes = intField(j, "bytes", where);
+    if (b.bytes < 0 || b.bytes > kMaxBytes)
+      invalid(sub(where, "bytes"), "must be in [0, 2^50], got " + std::to_string(b.bytes));
+    if (const json *d = find(j, "dtype"); d && !d->is_null()) {
+      b.dtype = asString(*d, sub(where, "dtype"));
+      if (dtypeSize(b.dtype) == 0)
+        invalid(sub(where, "dtype"), "unknown dtype '" + b.dtype + "'");
+    }
+    auto index = [&](size_t count, const char *what) {
+      int64_t x = intField(j, "index", where);
+      if (x < 0 || x >= static_cast<int64_t>(count))
+        invalid(sub(where, "index"), std::to_string(x) + " is not " + what + " index (the model has " +
+                                         std::to_string(count) + ")");
+      return x;
+    };
+    auto sameDtype = [&](const std::string &expected, const std::string &what) {
+      if (!b.dtype.empty() && b.dtype != expected)
+        invalid(sub(where, "dtype"), b.dtype + " differs from " + what + "'s " + expected);
+      b.dtype = expected;
+    };
+    if (kind == "input") {
+      b.kind = BufferKind::Input;
+      b.index = index(m.inputs.size(), "an input");
+      sameDtype(m.inputs[b.index].dtype, "input '" + m.inputs[b.index].name + "'");
+    } else if (kind == "output") {
+      b.kind = BufferKind::Output;
+      b.index = index(m.outputs.size(), "an output");
+      sameDtype(m.outputs[b.index].dtype, "output '" + m.outputs[b.index].name + "'");
+    } else if (kind == "weight") {
+      b.kind = BufferKind::Weight;
+      b.index = index(m.weights.size(), "a weight");
+      const WeightSpec &w = m.weights[b.index];
+      if (b.dtype.empty())
+        invalid(where, "a weight buffer needs \"dtype\"");
+      if (!canConvert(w.dtype, b.dtype))
+        invalid(sub(where, "dtype"), "weight '" + w.name + "' is " + w.dtype +
+                                         " in the model; cannot convert it to " + b.dtype);
+      int64_t n = elementCount(w.shape, "weight '" + w.name + "' " + shapeText(w.shape));
+      if (n > kMaxBytes / 8 || n * dtypeSize(b.dtype) != b.bytes)
+        invalid(sub(where, "bytes"), std::to_string(b.bytes) + " bytes, but weight '" + w.name +
+                                         "' " + shapeText(w.shape) + " as " + b.dtype +
+                                         " needs " + std::to_string(n * dtypeSize(b.dtype)));
+    } else if (kind == "state") {
+      b.kind = BufferKind::State;
+    } else if (kind == "temp") {
+      b.kind = BufferKind::Temp;
+      b.offset = intField(j, "offset", where);
+      if (b.offset < 0 || b.offset % 256 != 0)
+        invalid(sub(where, "offset"), "must be a non-negative multiple of 256, got " +
+                                          std::to_string(b.offset));
+      if (b.offset > p.arenaBytes || b.bytes > p.arenaBytes - b.offset)
+        invalid(where, "bytes [" + std::to_string(b.offset) + ", " +
+                           std::to_string(b.offset + b.bytes) + ") exceed arena_bytes " +
+                           std::to_string(p.arenaBytes));
+    } else if (kind == "const") {
+      b.kind = BufferKind::Const;
+      b.blob = stringField(j, "blob", where);
+      const BlobSpec &bl = blob(b.blob, sub(where, "blob"));
+      b.blobOffset = intField(j, "blob_offset", where, 0);
+      if (b.blobOffset < 0 || static_cast<uint64_t>(b.blobOffset) > bl.size ||
+          static_cast<uint64_t>(b.bytes) > bl.size - static_cast<uint64_t>(b.blobOffset))
+        invalid(where, "bytes [" + std::to_string(b.blobOffset) + ", " +
+                           std::to_string(b.blobOffset + b.bytes) + ") lie outside blob '" +
+                           b.blob + "' of " + std::to_string(bl.size) + " bytes");
+    } else {
+      invalid(sub(where, "kind"),
+              "unknown kind '" + kind + "' (input, output, weight, state, temp, const)");
+    }
+    p.buffers.push_back(std::move(b));
+  }
+
+  /// Inputs: at most one buffer each (the chunked one exactly one); outputs:
+  /// exactly one each, large enough when the shape says how large.
+  void checkBufferCoverage() {
+    std::vector<int> inputBuf(m.inputs.size(), -1), outputBuf(m.outputs.size(), -1);
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      const GpuBuffer &b = p.buffers[i];
+      std::vector<int> *seen = b.kind == BufferKind::Input    ? &inputBuf
+                               : b.kind == BufferKind::Output ? &outputBuf
+                                                              : nullptr;
+      if (!seen)
+        continue;
+      int &slot = (*seen)[b.index];
+      if (slot >= 0)
+        invalid("gpu.buffers[" + std::to_string(i) + "]",
+                std::string(b.kind == BufferKind::Input ? "input " : "output ") +
+                    std::to_string(b.index) + " already has buffer " + std::to_string(slot));
+      slot = static_cast<int>(i);
+    }
+    for (size_t o = 0; o < outputBuf.size(); ++o)
+      if (outputBuf[o] < 0)
+        invalid("gpu.buffers", "no buffer holds output " + std::to_string(o) + " ('" +
+                                   m.outputs[o].name + "')");
+    if (p.chunking) {
+      const GpuChunking &ch = *p.chunking;
+      int b = inputBuf[ch.input];
+      if (b < 0)
+        invalid("gpu.buffers", "no buffer holds the chunked input " + std::to_string(ch.input));
+      const TensorSpec &in = m.inputs[ch.input];
+      int64_t inner = elementCount(std::vector<int64_t>(in.shape.begin() + ch.dim + 1, in.shape.end()),
+                                   "input '" + in.name + "'");
+      if (inner > kMaxBytes / ch.chunk ||
+          p.buffers[b].bytes < ch.chunk * inner * dtypeSize(in.dtype))
+        invalid("gpu.buffers[" + std::to_string(b) + "]",
+                "the chunked input's buffer has " + std::to_string(p.buffers[b].bytes) +
+                    " bytes; a chunk of " + std::to_string(ch.chunk) + " tokens needs " +
+                    std::to_string(ch.chunk * inner * dtypeSize(in.dtype)));
+    }
+    for (size_t o = 0; o < outputBuf.size(); ++o) {
+      const TensorSpec &spec = m.outputs[o];
+      const GpuBuffer &b = p.buffers[outputBuf[o]];
+      std::vector<int64_t> shape = spec.shape;
+      if (p.outputs[o].mode == OutputMode::Rows)
+        shape[p.outputs[o].dim] = p.chunking->chunk;
+      if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+        continue; // sized at run time
+      int64_t need = elementCount(shape, "output '" + spec.name + "'");
+      if (need > kMaxBytes / 8 || b.bytes < need * dtypeSize(spec.dtype))
+        invalid("gpu.buffers[" + std::to_string(outputBuf[o]) + "]",
+                "output '" + spec.name + "' " + shapeText(shape) + " needs " +
+                    std::to_string(need * dtypeSize(spec.dtype)) + " bytes, the buffer has " +
+                    std::to_string(b.bytes));
+    }
+  }
+
+  int bufferRef(const json &obj, const char *key, const std::string &where) {
+    int64_t b = intField(obj, key, where);
+    if (b < 0 || b >= static_cast<int64_t>(p.buffers.size()))
+      invalid(sub(where, key), std::to_string(b) + " is not a buffer index (the program has " +
+                                   std::to_string(p.buffers.size()) + " buffers)");
+    return static_cast<int>(b);
+  }
+
+  /// A step that reads buffer `b` as `dtype`: equal to the buffer's, if given.
+  void checkDtype(int b, const std::string &dtype, const std::string &where) {
+    const GpuBuffer &buf = p.buffers[b];
+    if (!buf.dtype.empty() && buf.dtype != dtype)
+      invalid(where, "reads buffer " + std::to_string(b) + " (" + buf.dtype + ") as " + dtype);
+  }
+
+  int moduleRef(const json &obj, const std::string &where) {
+    int64_t mod = intField(obj, "module", where);
+    if (mod < 0 || mod >= static_cast<int64_t>(p.modules.size()))
+      invalid(sub(where, "module"), std::to_string(mod) + " is not a module index (the program has " +
+                                        std::to_string(p.modules.size()) + ")");
+    return static_cast<int>(mod);
+  }
+
+  std::string kernelName(const json &obj, const std::string &where) {
+    std::string k = stringField(obj, "kernel", where);
+    if (k.empty())
+      invalid(sub(where, "kernel"), "is empty");
+    return k;
+  }
+
+  int64_t smemField(const json &obj, const std::string &where) {
+    int64_t smem = intField(obj, "smem", where, 0);
+    if (smem < 0 || smem > (int64_t(1) << 30))
+      invalid(sub(where, "smem"), "must be in [0, 2^30] bytes, got " + std::to_string(smem));
+    return smem;
+  }
+
+  void parseStep(const json &j, size_t i) {
+    std::string where = "step " + std::to_string(i);
+    std::string op = stringField(j, "op", where);
+    where += " (" + op + "): ";
+    if (op == "launch")
+      p.steps.push_back(parseLaunch(j, where));
+    else if (op == "gemm")
+      p.steps.push_back(parseGemm(j, where));
+    else if (op == "attention")
+      p.steps.push_back(parseAttention(j, where));
+    else if (op == "memset") {
+      MemsetStep s;
+      s.buffer = bufferRef(j, "buffer", where);
+      s.offsetBytes = linearField(j, "offset_bytes", where);
+      s.bytes = linearField(j, "bytes", where);
+      int64_t v = intField(j, "value", where, 0);
+      if (v < 0 || v > 255)
+        invalid(sub(where, "value"), "must be a byte value 0..255, got " + std::to_string(v));
+      s.value = static_cast<int>(v);
+      p.steps.push_back(s);
+    } else if (op == "copy") {
+      CopyStep s;
+      s.src = bufferRef(j, "src", where);
+      s.srcOffsetBytes = linearField(j, "src_offset_bytes", where);
+      s.dst = bufferRef(j, "dst", where);
+      s.dstOffsetBytes = linearField(j, "dst_offset_bytes", where);
+      s.bytes = linearField(j, "bytes", where);
+      p.steps.push_back(s);
+    } else {
+      invalid("step " + std::to_string(i) + ": op",
+              "unknown op '" + op + "' (launch, gemm, attention, memset, copy)");
+    }
+  }
+
+  std::array<LinearExpr, 3> dims3(const json &obj, const char *key, const std::string &where) {
+    const json &a = arrayField(obj, key, where);
+    if (a.size() != 3)
+      invalid(sub(where, key), "expected 3 entries, got " + std::to_string(a.size()));
+    std::array<LinearExpr, 3> r;
+    for (size_t d = 0; d < 3; ++d)
+      r[d] = linear(a[d], sub(where, key) + "[" + std::to_string(d) + "]");
+    return r;
+  }
+
+  LaunchStep parseLaunch(const json &j, const std::string &where) {
+    LaunchStep s;
+    s.module = moduleRef(j, where);
+    s.kernel = kernelName(j, where);
+    s.grid = dims3(j, "grid", where);
+    s.block = dims3(j, "block", where);
+    s.smem = smemField(j, where);
+    const json &args = arrayField(j, "args", where);
+    for (size_t a = 0; a < args.size(); ++a) {
+      std::string aw = where + "args[" + std::to_string(a) + "]";
+      const json &arg = args[a];
+      if (!arg.is_object() || arg.size() != 1)
+        invalid(aw, "expected one of {\"i64\": L}, {\"i32\": L}, {\"f32\": x}, {\"memref\": {...}} (or f64, f16, bf16), "
+                    "got " + describe(arg));
+      LaunchArg la;
+      const std::string &kind = arg.begin().key();
+      const json &v = arg.begin().value();
+      if (kind == "i64" || kind == "i32") {
+        la.kind = kind == "i64" ? LaunchArg::I64 : LaunchArg::I32;
+        la.value = linear(v, sub(aw, kind.c_str()));
+      } else if (kind == "f32" || kind == "f16" || kind == "bf16" || kind == "f64") {
+        double d = asNumber(v, sub(aw, kind.c_str()));
+        if (kind == "f64") {
+          la.kind = LaunchArg::F64;
+          la.f64 = d;
+        } else {
+          if (std::fabs(d) > 3.4028234663852886e38)
+            invalid(sub(aw, kind.c_str()), "does not fit a float");
+          float f = static_cast<float>(d);
+          la.kind = kind == "f32" ? LaunchArg::F32 : kind == "f16" ? LaunchArg::F16 : LaunchArg::BF16;
+          la.f32 = f;
+          if (kind == "f16")
+            la.half = floatToHalf(f);
+          else if (kind == "bf16")
+            la.half = floatToBfloat16(f);
+        }
+      } else if (kind == "memref") {
+        la.kind = LaunchArg::MemRef;
+        std::string mw = sub(aw, "memref");
+        la.buffer = bufferRef(v, "buffer", mw);
+        la.offset = linearField(v, "offset", mw);
+        const json &sizes = arrayField(v, "sizes", mw), &strides = arrayField(v, "strides", mw);
+        if (sizes.size() != strides.size())
+          invalid(mw, "has " + std::to_string(sizes.size()) + " sizes but " +
+                          std::to_string(strides.size()) + " strides");
+        if (sizes.size() > 16)
+          invalid(mw, "rank " + std::to_string(sizes.size()) + " is over 16");
+        for (size_t d = 0; d < sizes.size(); ++d) {
+          la.sizes.push_back(linear(sizes[d], mw + ".sizes[" + std::to_string(d) + "]"));
+          la.strides.push_back(linear(strides[d], mw + ".strides[" + std::to_string(d) + "]"));
+        }
+        if (const json *d = find(v, "dtype"); d && !d->is_null()) {
+          la.dtype = asString(*d, sub(mw, "dtype"));
+          if (dtypeSize(la.dtype) == 0)
+            invalid(sub(mw, "dtype"), "unknown dtype '" + la.dtype + "'");
+          checkDtype(la.buffer, la.dtype, mw);
+        }
+      } else {
+        invalid(aw, "unknown argument kind '" + kind + "' (i64, i32, f32, f64, f16, bf16, memref)");
+      }
+      s.args.push_back(std::move(la));
+    }
+    return s;
+  }
+
+  GemmOperand operand(const json &j, const char *key, const std::string &dtype,
+                      const std::string &where) {
+    std::string w = sub(where, key);
+    const json &o = field(j, key, where);
+    GemmOperand g;
+    g.buffer = bufferRef(o, "buffer", w);
+    g.offset = linearField(o, "offset", w);
+    g.batchStride = linearField(o, "batch_stride", w);
+    g.rowStride = linearField(o, "row_stride", w);
+    g.colStride = linearField(o, "col_stride", w);
+    checkDtype(g.buffer, dtype, w);
+    return g;
+  }
+
+  GemmStep parseGemm(const json &j, const std::string &where) {
+    GemmStep s;
+    s.dtypeA = stringField(j, "dtype_a", where);
+    s.dtypeB = stringField(j, "dtype_b", where);
+    s.dtypeC = stringField(j, "dtype_c", where);
+    for (auto [key, t] : {std::pair<const char *, const std::string *>{"dtype_a", &s.dtypeA},
+                          {"dtype_b", &s.dtypeB},
+                          {"dtype_c", &s.dtypeC}})
+      if (!isGemmDtype(*t))
+        invalid(sub(where, key), "unsupported dtype '" + *t + "' (float32, float16, bfloat16)");
+    if (s.dtypeA != s.dtypeB)
+      invalid(where, "dtype_a " + s.dtypeA + " and dtype_b " + s.dtypeB +
+                         " differ; cuBLASLt multiplies equal input types");
+    if (s.dtypeC != s.dtypeA && s.dtypeC != "float32")
+      invalid(where, "dtype_c " + s.dtypeC + " with " + s.dtypeA +
+                         " inputs is unsupported (the same dtype or float32)");
+    s.batch = linearField(j, "batch", where);
+    s.m = linearField(j, "m", where);
+    s.n = linearField(j, "n", where);
+    s.k = linearField(j, "k", where);
+    s.alpha = numberField(j, "alpha", where, 1.0);
+    s.beta = numberField(j, "beta", where, 0.0);
+    s.a = operand(j, "a", s.dtypeA, where);
+    s.b = operand(j, "b", s.dtypeB, where);
+    s.c = operand(j, "c", s.dtypeC, where);
+    return s;
+  }
+
+  AttentionView view(const json &j, const char *key, const std::string &dtype,
+                     const std::string &where) {
+    std::string w = sub(where, key);
+    const json &o = field(j, key, where);
+    AttentionView v;
+    v.buffer = bufferRef(o, "buffer", w);
+    v.offset = linearField(o, "offset", w);
+    const json &strides = arrayField(o, "strides", w);
+    if (strides.size() != 4)
+      invalid(sub(w, "strides"), "expected 4 (batch, head, seq, dim), got " +
+                                     std::to_string(strides.size()));
+    for (size_t d = 0; d < 4; ++d)
+      v.strides[d] = linear(strides[d], sub(w, "strides") + "[" + std::to_string(d) + "]");
+    checkDtype(v.buffer, dtype, w);
+    return v;
+  }
+
+  AttentionStep parseAttention(const json &j, const std::string &where) {
+    AttentionStep s;
+    s.module = moduleRef(j, where);
+    s.kernel = kernelName(j, where);
+    s.dtype = stringField(j, "dtype", where);
+    if (!isGemmDtype(s.dtype))
+      invalid(sub(where, "dtype"), "unsupported dtype '" + s.dtype + "' (float32, float16, bfloat16)");
+    s.blockM = intField(j, "block_m", where);
+    if (s.blockM < 1 || s.blockM > 65536)
+      invalid(sub(where, "block_m"), "must be in [1, 65536], got " + std::to_string(s.blockM));
+    s.threads = intField(j, "threads", where);
+    if (s.threads < 1 || s.threads > 1024)
+      invalid(sub(where, "threads"), "must be in [1, 1024], got " + std::to_string(s.threads));
+    s.smem = smemField(j, where);
+    s.heads = intField(j, "heads", where);
+    s.kvHeads = intField(j, "kv_heads", where);
+    if (s.heads < 1 || s.heads > 65535 || s.kvHeads < 1 || s.heads % s.kvHeads != 0)
+      invalid(where, "heads " + std::to_string(s.heads) + " and kv_heads " +
+                         std::to_string(s.kvHeads) +
+                         ": need 1 <= heads <= 65535 and heads a multiple of kv_heads");
+    s.headDim = intField(j, "head_dim", where);
+    s.headDimV = intField(j, "head_dim_v", where, s.headDim);
+    if (s.headDim < 1 || s.headDim > 65536 || s.headDimV < 1 || s.headDimV > 65536)
+      invalid(where, "head_dim and head_dim_v must be in [1, 65536]");
+    s.scale = numberField(j, "scale", where, 1.0 / std::sqrt(static_cast<double>(s.headDim)));
+    s.softcap = numberField(j, "softcap", where, 0.0);
+    if (s.softcap < 0)
+      invalid(sub(where, "softcap"), "must be >= 0 (0: none)");
+    s.causal = boolField(j, "causal", where, false);
+    s.windowLeft = intField(j, "window_left", where, -1);
+    if (s.windowLeft < -1)
+      invalid(sub(where, "window_left"), "must be -1 (none) or >= 0");
+    s.batch = linearField(j, "batch", where);
+    s.sq = linearField(j, "sq", where);
+    s.skv = linearField(j, "skv", where);
+    s.q = view(j, "q", s.dtype, where);
+    s.k = view(j, "k", s.dtype, where);
+    s.v = view(j, "v", s.dtype, where);
+    s.o = view(j, "o", s.dtype, where);
+    return s;
+  }
+};
+
+// --- Resolution -------------------------------------------------------------
+
+bool addOk(int64_t a, int64_t b, int64_t &r) { return !__builtin_add_overflow(a, b, &r); }
+bool mulOk(int64_t a, int64_t b, int64_t &r) { return !__builtin_mul_overflow(a, b, &r); }
+
+/// The name of a step's field, formatted only when an error is reported:
+/// a[i]b[j] ("args[2].sizes[1]", "grid.x", "q.offset").
+struct Field {
+  const char *a;
+  int64_t i = -1;
+  const char *b = "";
+  int64_t j = -1;
+  std::string str() const {
+    std::string r = a;
+    if (i >= 0)
+      r += "[" + std::to_string(i) + "]";
+    r += b;
+    if (j >= 0)
+      r += "[" + std::to_string(j) + "]";
+    return r;
+  }
+};
+
+/// Substitutes the symbols into one step and checks its accesses; throws
+/// Invalid. Builds no strings unless something is wrong.
+class Resolver {
+public:
+  Resolver(const GpuProgram &p, const SymbolValues &s, size_t index)
+      : p(p), s(s), index(index) {}
+
+  [[noreturn]] void bad(const Field &f, const std::string &what) {
+    invalid("step " + std::to_string(index) + " (" + stepOpName(p.steps[index]) + "): " + f.str(),
+            what);
+  }
+
+  std::string at() const {
+    return "p0=" + std::to_string(s.p0) + ", n=" + std::to_string(s.n);
+  }
+
+  int64_t eval(const LinearExpr &e, const Field &f) {
+    int64_t v;
+    if (!e.evaluate(s, v))
+      bad(f, "overflows int64 at " + at());
+    return v;
+  }
+
+  int64_t evalNonNeg(const LinearExpr &e, const Field &f) {
+    int64_t v = eval(e, f);
+    if (v < 0)
+      bad(f, "is " + std::to_string(v) + " (negative) at " + at());
+    return v;
+  }
+
+  /// Checks that elements offset + sum_d i_d * strides[d], 0 <= i_d <
+  /// sizes[d], of `elemSize` bytes each lie inside buffer `b`.
+  void checkExtent(int b, int64_t elemSize, int64_t offset, const int64_t *sizes,
+                   const int64_t *strides, size_t rank, const Field &f) {
+    for (size_t d = 0; d < rank; ++d)
+      if (sizes[d] == 0)
+        return; // nothing is accessed
+    int64_t last = offset, t, end;
+    bool ok = true;
+    for (size_t d = 0; d < rank && ok; ++d)
+      ok = mulOk(sizes[d] - 1, strides[d], t) && addOk(last, t, last);
+    ok = ok && addOk(last, 1, end) && mulOk(end, elemSize, end);
+    const GpuBuffer &buf = p.buffers[b];
+    if (!ok || end > buf.bytes)
+      bad(f, "accesses bytes up to " + (ok ? std::to_string(end) : std::string("beyond int64")) +
+                 " of buffer " + std::to_string(b) + ", which has " + std::to_string(buf.bytes) +
+                 " (" + at() + ")");
+  }
+
+  void checkBytes(int b, int64_t offset, int64_t bytes, const Field &f) {
+    int64_t one = 1;
+    checkExtent(b, 1, offset, &bytes, &one, 1, f);
+  }
+
+  ResolvedLaunch launch(const LaunchStep &st) {
+    ResolvedLaunch r;
+    static const char *axis[] = {"x", "y", "z"};
+    int64_t threads = 1;
+    for (int d = 0; d < 3; ++d) {
+      r.grid[d] = evalNonNeg(st.grid[d], {"grid.", -1, axis[d]});
+      r.block[d] = evalNonNeg(st.block[d], {"block.", -1, axis[d]});
+      if (r.grid[d] == 0)
+        r.empty = true;
+      if (r.grid[d] > (d == 0 ? int64_t(INT32_MAX) : 65535))
+        bad({"grid.", -1, axis[d]}, std::to_string(r.grid[d]) + " is over the limit");
+      if (r.block[d] < 1 || r.block[d] > 1024)
+        bad({"block.", -1, axis[d]}, std::to_string(r.block[d]) + " is not in [1, 1024]");
+      threads *= r.block[d];
+    }
+    if (threads > 1024)
+      bad({"block"}, std::to_string(threads) + " threads per block is over 1024");
+    r.args.resize(st.args.size());
+    for (size_t a = 0; a < st.args.size(); ++a) {
+      const LaunchArg &la = st.args[a];
+      int64_t ai = static_cast<int64_t>(a);
+      ResolvedLaunchArg &ra = r.args[a];
+      ra.kind = la.kind;
+      if (la.kind == LaunchArg::I64 || la.kind == LaunchArg::I32) {
+        ra.value = eval(la.value, {"args", ai});
+        if (la.kind == LaunchArg::I32 && (ra.value < INT32_MIN || ra.value > INT32_MAX))
+          bad({"args", ai}, std::to_string(ra.value) + " does not fit i32");
+      } else if (la.kind != LaunchArg::MemRef) {
+        ra.f32 = la.f32;
+        ra.f64 = la.f64;
+        ra.half = la.half;
+      } else {
+        ResolvedMemRef &mr = ra.memref;
+        mr.buffer = la.buffer;
+        mr.offset = evalNonNeg(la.offset, {"args", ai, ".offset"});
+        size_t rank = la.sizes.size();
+        mr.sizes.resize(rank);
+        mr.strides.resize(rank);
+        for (size_t d = 0; d < rank; ++d) {
+          int64_t di = static_cast<int64_t>(d);
+          mr.sizes[d] = evalNonNeg(la.sizes[d], {"args", ai, ".sizes", di});
+          mr.strides[d] = evalNonNeg(la.strides[d], {"args", ai, ".strides", di});
+        }
+        const std::string &dt = !la.dtype.empty() ? la.dtype : p.buffers[la.buffer].dtype;
+        int64_t es = dt.empty() ? 1 : dtypeSize(dt);
+        checkExtent(la.buffer, es, mr.offset, mr.sizes.data(), mr.strides.data(), rank,
+                    {"args", ai});
+      }
+    }
+    return r;
+  }
+
+  ResolvedGemmOperand operand(const GemmOperand &o, const char *name, int64_t rows,
+                              int64_t cols, int64_t batch, int64_t es) {
+    ResolvedGemmOperand r;
+    r.buffer = o.buffer;
+    r.offset = evalNonNeg(o.offset, {name, -1, ".offset"});
+    r.batchStride = evalNonNeg(o.batchStride, {name, -1, ".batch_stride"});
+    r.rowStride = evalNonNeg(o.rowStride, {name, -1, ".row_stride"});
+    r.colStride = evalNonNeg(o.colStride, {name, -1, ".col_stride"});
+    const int64_t sizes[3] = {batch, rows, cols};
+    const int64_t strides[3] = {r.batchStride, r.rowStride, r.colStride};
+    checkExtent(o.buffer, es, r.offset, sizes, strides, 3, {name});
+    return r;
+  }
+
+  ResolvedGemm gemm(const GemmStep &st) {
+    ResolvedGemm r;
+    r.batch = evalNonNeg(st.batch, {"batch"});
+    r.m = evalNonNeg(st.m, {"m"});
+    r.n = evalNonNeg(st.n, {"n"});
+    r.k = evalNonNeg(st.k, {"k"});
+    if (r.batch > INT32_MAX)
+      bad({"batch"}, std::to_string(r.batch) + " is over 2^31-1");
+    r.a = operand(st.a, "a", r.m, r.k, r.batch, dtypeSize(st.dtypeA));
+    r.b = operand(st.b, "b", r.k, r.n, r.batch, dtypeSize(st.dtypeB));
+    r.c = operand(st.c, "c", r.m, r.n, r.batch, dtypeSize(st.dtypeC));
+    r.empty = r.batch == 0 || r.m == 0 || r.n == 0;
+    if (!r.empty && r.k == 0 && st.beta != 1.0)
+      bad({"k"}, "is 0 (C = beta * C is not supported unless beta is 1)");
+    if (!r.empty && r.k == 0)
+      r.empty = true; // C = C
+    if (!r.empty) {
+      GemmProblem prob;
+      prob.batch = r.batch;
+      prob.m = r.m;
+      prob.n = r.n;
+      prob.k = r.k;
+      prob.a = {r.a.batchStride, r.a.rowStride, r.a.colStride};
+      prob.b = {r.b.batchStride, r.b.rowStride, r.b.colStride};
+      prob.c = {r.c.batchStride, r.c.rowStride, r.c.colStride};
+      GemmPlan plan;
+      std::string err;
+      if (!planGemm(prob, plan, err))
+        invalid("step " + std::to_string(index) + " (gemm)", err);
+    }
+    return r;
+  }
+
+  ResolvedAttentionView view(const AttentionView &v, const char *name, int64_t batch,
+                             int64_t heads, int64_t seq, int64_t dim, int64_t es) {
+    ResolvedAttentionView r;
+    r.buffer = v.buffer;
+    r.offset = evalNonNeg(v.offset, {name, -1, ".offset"});
+    for (int d = 0; d < 4; ++d)
+      r.strides[d] = evalNonNeg(v.strides[d], {name, -1, ".strides", d});
+    const int64_t sizes[4] = {batch, heads, seq, dim};
+    checkExtent(v.buffer, es, r.offset, sizes, r.strides.data(), 4, {name});
+    return r;
+  }
+
+  ResolvedAttention attention(const AttentionStep &st) {
+    ResolvedAttention r;
+    r.batch = evalNonNeg(st.batch, {"batch"});
+    r.sq = evalNonNeg(st.sq, {"sq"});
+    r.skv = evalNonNeg(st.skv, {"skv"});
+    if (r.batch > 65535)
+      bad({"batch"}, std::to_string(r.batch) + " is over 65535 (grid z)");
+    if (st.causal && r.skv < r.sq)
+      bad({"skv"}, std::to_string(r.skv) + " < sq " + std::to_string(r.sq) +
+                       " with causal: the first queries would see no key");
+    r.gridX = (r.sq + st.blockM - 1) / st.blockM;
+    if (r.gridX > INT32_MAX)
+      bad({"sq"}, "needs over 2^31-1 blocks");
+    int64_t es = dtypeSize(st.dtype);
+    r.q = view(st.q, "q", r.batch, st.heads, r.sq, st.headDim, es);
+    r.k = view(st.k, "k", r.batch, st.kvHeads, r.skv, st.headDim, es);
+    r.v = view(st.v, "v", r.batch, st.kvHeads, r.skv, st.headDimV, es);
+    r.o = view(st.o, "o", r.batch, st.heads, r.sq, st.headDimV, es);
+    r.empty = r.batch == 0 || r.sq == 0;
+    return r;
+  }
+
+  ResolvedMemset memset(const MemsetStep &st) {
+    ResolvedMemset r;
+    r.buffer = st.buffer;
+    r.offsetBytes = evalNonNeg(st.offsetBytes, {"offset_bytes"});
+    r.bytes = evalNonNeg(st.bytes, {"bytes"});
+    checkBytes(st.buffer, r.offsetBytes, r.bytes, {"bytes"});
+    return r;
+  }
+
+  ResolvedCopy copy(const CopyStep &st) {
+    ResolvedCopy r;
+    r.src = st.src;
+    r.dst = st.dst;
+    r.srcOffsetBytes = evalNonNeg(st.srcOffsetBytes, {"src_offset_bytes"});
+    r.dstOffsetBytes = evalNonNeg(st.dstOffsetBytes, {"dst_offset_bytes"});
+    r.bytes = evalNonNeg(st.bytes, {"bytes"});
+    checkBytes(st.src, r.srcOffsetBytes, r.bytes, {"src"});
+    checkBytes(st.dst, r.dstOffsetBytes, r.bytes, {"dst"});
+    // Overlap: the same buffer, or two temps whose arena ranges meet.
+    const GpuBuffer &sb = p.buffers[st.src], &db = p.buffers[st.dst];
+    bool sameBuffer = st.src == st.dst;
+    if ((sameBuffer || (sb.kind == BufferKind::Temp && db.kind == BufferKind::Temp)) &&
+        r.bytes > 0) {
+      int64_t s0 = r.srcOffsetBytes + (sameBuffer ? 0 : sb.offset);
+      int64_t d0 = r.dstOffsetBytes + (sameBuffer ? 0 : db.offset);
+      if (s0 < d0 + r.bytes && d0 < s0 + r.bytes)
+        invalid("step " + std::to_string(index) + " (copy)",
+                "source and destination ranges overlap (" + std::to_string(r.bytes) +
+                    " bytes at " + at() + ")");
+    }
+    return r;
+  }
+
+private:
+  const GpuProgram &p;
+  SymbolValues s;
+  size_t index;
+};
+
+} // namespace
+
+bool LinearExpr::evaluate(const SymbolValues &s, int64_t &out) const {
+  int64_t a, b, r;
+  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !addOk(c, a, r) || !addOk(r, b, r))
+    return false;
+  out = r;
+  return true;
+}
+
+const char *stepOpName(const GpuStep &step) {
+  static const char *names[] = {"launch", "gemm", "attention", "memset", "copy"};
+  return names[step.index()];
+}
+
+bool parseGpuProgram(const std::string &manifestJson, const Manifest &m, uint64_t payloadSize,
+                     GpuProgram &program, std::string &error) {
+  program = GpuProgram();
+  try {
+    json j = json::parse(manifestJson);
+    const json *g = j.is_object() ? find(j, "gpu") : nullptr;
+    if (!g || g->is_null()) {
+      error = "the manifest has no \"gpu\" program (target '" + m.target + "')";
+      return false;
+    }
+    Parser(m, payloadSize, program).parse(*g);
+  } catch (const Invalid &e) {
+    error = std::string("gpu program: ") + e.what();
+    return false;
+  } catch (const std::exception &e) {
+    error = std::string("gpu program: invalid JSON: ") + e.what();
+    return false;
+  }
+  // The largest prompt the artifact accepts bounds every access: check it now.
+  if (program.chunking) {
+    const TensorSpec &in = m.inputs[program.chunking->input];
+    int64_t maxLength = in.shape[program.chunking->dim];
+    if (maxLength < 0 && m.maxPositions)
+      maxLength = *m.maxPositions;
+    if (maxLength > 0 && !checkGpuProgramForLength(program, maxLength, error))
+      return false;
+  }
+  return true;
+}
+
+std::vector<SymbolValues> chunkSchedule(const GpuProgram &program, int64_t length) {
+  if (!program.chunking || length <= 0)
+    return {SymbolValues{0, std::max<int64_t>(length, 0)}};
+  int64_t c = program.chunking->chunk;
+  std::vector<SymbolValues> out;
+  for (int64_t p0 = 0; p0 < length; p0 += c)
+    out.push_back({p0, std::min(c, length - p0)});
+  return out;
+}
+
+bool resolveStep(const GpuProgram &program, size_t index, const SymbolValues &s,
+                 ResolvedStep &out, std::string &error) {
+  if (index >= program.steps.size()) {
+    error = "step " + std::to_string(index) + " does not exist";
+    return false;
+  }
+  const GpuStep &step = program.steps[index];
+  try {
+    Resolver r(program, s, index);
+    if (auto *l = std::get_if<LaunchStep>(&step))
+      out = r.launch(*l);
+    else if (auto *g = std::get_if<GemmStep>(&step))
+      out = r.gemm(*g);
+    else if (auto *a = std::get_if<AttentionStep>(&step))
+      out = r.attention(*a);
+    else if (auto *m = std::get_if<MemsetStep>(&step))
+      out = r.memset(*m);
+    else
+      out = r.copy(std::get<CopyStep>(step));
+  } catch (const Invalid &e) {
+    error = e.what();
+    return false;
+  }
+  return true;
+}
+
+bool checkGpuProgramForLength(const GpuProgram &program, int64_t length, std::string &error) {
+  std::vector<SymbolValues> chunks = chunkSchedule(program, length);
+  size_t k = chunks.size();
+  std::vector<size_t> probe = {0};
+  if (k >= 3)
+    probe.push_back(k - 2);
+  if (k >= 2)
+    probe.push_back(k - 1);
+  for (size_t c : probe)
+    for (size_t i = 0; i < program.steps.size(); ++i) {
+      ResolvedStep r;
+      if (!resolveStep(program, i, chunks[c], r, error)) {
+        error = "gpu program: for a prompt of " + std::to_string(length) + " tokens, chunk " +
+                std::to_string(c) + ": " + error;
+        return false;
+      }
+    }
+  return true;
+}
+
+bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error) {
+  plan = BufferPlan();
+  plan.offsets.assign(program.buffers.size(), 0);
+  uint64_t cursor = 0;
+  auto place = [&](uint64_t bytes) {
+    uint64_t at = (cursor + 255) / 256 * 256;
+    cursor = at + bytes;
+    return at;
+  };
+  for (BufferKind kind : {BufferKind::Weight, BufferKind::Const, BufferKind::State,
+                          BufferKind::Input, BufferKind::Output})
+    for (size_t i = 0; i < program.buffers.size(); ++i) {
+      const GpuBuffer &b = program.buffers[i];
+      if (b.kind != kind)
+        continue;
+      if (b.bytes < 0 || b.bytes > kMaxBytes || cursor > (uint64_t(1) << 62)) {
+        error = "gpu program: buffers too large to plan";
+        return false;
+      }
+      plan.offsets[i] = place(static_cast<uint64_t>(b.bytes));
+      uint64_t bytes = static_cast<uint64_t>(b.bytes);
+      (kind == BufferKind::Weight  ? plan.weightBytes
+       : kind == BufferKind::Const ? plan.constBytes
+       : kind == BufferKind::State ? plan.stateBytes
+                                   : plan.ioBytes) += bytes;
+    }
+  if (program.arenaBytes < 0 || program.arenaBytes > kMaxBytes || cursor > (uint64_t(1) << 62)) {
+    error = "gpu program: buffers too large to plan";
+    return false;
+  }
+  plan.arenaOffset = place(static_cast<uint64_t>(program.arenaBytes));
+  for (size_t i = 0; i < program.buffers.size(); ++i)
+    if (program.buffers[i].kind == BufferKind::Temp)
+      plan.offsets[i] = plan.arenaOffset + static_cast<uint64_t>(program.buffers[i].offset);
+  plan.totalBytes = std::max<uint64_t>((cursor + 255) / 256 * 256, 256);
+  return true;
+}
+
+// --- Element conversions ------------------------------------------------------
+
+uint16_t floatToBfloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) // NaN: keep the sign, make it quiet
+    return static_cast<uint16_t>((x >> 16) | 0x0040u);
+  uint32_t rounding = 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax >= 0x7F800000u) // infinity or NaN
+    return static_cast<uint16_t>(sign | 0x7C00u |
+                                 (ax > 0x7F800000u ? 0x0200u | ((ax >> 13) & 0x03FFu) : 0u));
+  if (ax >= 0x477FF000u) // >= 65520 rounds to infinity
+    return static_cast<uint16_t>(sign | 0x7C00u);
+  if (ax < 0x38800000u) { // below 2^-14: a subnormal half (or zero)
+    if (ax <= 0x33000000u) // <= 2^-25: rounds to zero (ties to even)
+      return static_cast<uint16_t>(sign);
+    uint32_t e = ax >> 23;
+    uint32_t mant = (ax & 0x007FFFFFu) | 0x00800000u;
+    uint32_t shift = 126 - e; // units of 2^-24
+    uint32_t q = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u)))
+      ++q;
+    return static_cast<uint16_t>(sign | q);
+  }
+  uint32_t h = (((ax >> 23) - 112u) << 10) | ((ax >> 13) & 0x03FFu);
+  uint32_t rem = ax & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+    ++h; // a carry into the exponent is the correct rounding
+  return static_cast<uint16_t>(sign | h);
+}
+
+float bfloat16ToFloat(uint16_t h) {
+  uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1Fu, mant = h & 0x03FFu, x;
+  if (e == 0x1F) {
+    x = sign | 0x7F800000u | (mant << 13);
+  } else if (e != 0) {
+    x = sign | ((e + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    x = sign;
+  } else { // subnormal: normalise
+    int shift = 0;
+    while (!(mant & 0x0400u)) {
+      mant <<= 1;
+      ++shift;
+    }
+    x = sign | (static_cast<uint32_t>(113 - shift) << 23) | ((mant & 0x03FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+bool canConvert(const std::string &from, const std::string &to) {
+  if (dtypeSize(from) == 0 || dtypeSize(to) == 0)
+    return false;
+  if (from == to)
+    return true;
+  if (from == "float32")
+    return to == "bfloat16" || to == "float16";
+  return to == "float32" && (from == "bfloat16" || from == "float16");
+}
+
+void convertElements(const std::string &from, const void *src, const std::string &to, void *dst,
+                     size_t count) {
+  if (from == to) {
+    std::memcpy(dst, src, count * static_cast<size_t>(dtypeSize(from)));
+    return;
+  }
+  if (from == "float32") {
+    const auto *s = static_cast<const float *>(src);
+    auto *d = static_cast<uint16_t *>(dst);
+    if (to == "bfloat16")
+      for (size_t i = 0; i < count; ++i)
+        d[i] = floatToBfloat16(s[i]);
+    else
+      for (size_t i = 0; i < count; ++i)
+        d[i] = floatToHalf(s[i]);
+    return;
+  }
+  const auto *s = static_cast<const uint16_t *>(src);
+  auto *d = static_cast<float *>(dst);
+  if (from == "bfloat16")
+    for (size_t i = 0; i < count; ++i)
+      d[i] = bfloat16ToFloat(s[i]);
+  else
+    for (size_t i = 0; i < count; ++i)
+      d[i] = halfToFloat(s[i]);
+}
+
+} // namespace h20::runtime

@@ -1,0 +1,373 @@
+//===- AttentionKernel.cpp - NVRTC instantiation of the attention kernel --===//
+//
+// Variants of lib/Target/GPU/kernels/attention.cuh: naming, shared-memory
+// size, support rules, default choice, and compilation to PTX by NVRTC,
+// which is dlopen'ed (never linked).
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Target/AttentionKernel.h"
+
+#if H20_HAVE_NVRTC_HEADERS
+#include <nvrtc.h>
+#endif
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+namespace h20 {
+
+namespace {
+
+/// The embedded kernel template (generated from attention.cuh by
+/// EmbedFile.cmake): `static const char kAttentionCuh[] = R"...(...)...";`.
+#include "AttentionKernelSource.inc"
+
+const char *dtypeName(int dtype) {
+  switch (dtype) {
+  case 0:
+    return "f32";
+  case 1:
+    return "f16";
+  case 2:
+    return "bf16";
+  default:
+    return "unknown";
+  }
+}
+
+/// fp32 registers per thread held by accumulators (and, for f16/bf16 with
+/// kQInRegs, the Q fragments), as laid out by attention.cuh.
+int64_t accumulatorRegisters(const AttentionVariant &v) {
+  int64_t warps = v.threads / 32;
+  if (v.dtype == 0) {
+    int64_t rows = v.blockM / warps;
+    return rows * ((v.headDimV + 31) / 32 + v.blockN / 32);
+  }
+  int64_t mt = v.blockM / (16 * warps);
+  int64_t regs = mt * (v.headDimV / 2 + v.blockN / 2);
+  if (mt * v.headDim <= 128 && mt * (v.headDimV + v.blockN) <= 192) // kQInRegs
+    regs += mt * v.headDim / 4;
+  return regs;
+}
+
+bool fail(std::string *why, const std::string &msg) {
+  if (why)
+    *why = msg;
+  return false;
+}
+
+int64_t pow2Floor(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x)
+    p *= 2;
+  return p;
+}
+
+} // namespace
+
+std::string AttentionVariant::kernelName() const {
+  return "h20_attention_" + std::string(dtypeName(dtype)) + "_d" + std::to_string(headDim) +
+         "_dv" + std::to_string(headDimV) + "_m" + std::to_string(blockM) + "_n" +
+         std::to_string(blockN) + "_t" + std::to_string(threads);
+}
+
+int64_t AttentionVariant::smemBytes() const {
+  int64_t d = headDim, dv = headDimV, bm = blockM, bn = blockN;
+  if (dtype == 0) // FmaLayout: Q [BM][D], K [BN][D+1], V [BN][DV], P [BM][BN]
+    return 4 * (bm * d + bn * (d + 1) + bn * dv + bm * bn);
+  // TcLayout: Q/O [BM][max(D,DV)+8], 2 x K [BN][D+8], 2 x V [BN][DV+8]
+  return 2 * (bm * (std::max(d, dv) + 8) + 2 * bn * (d + 8) + 2 * bn * (dv + 8));
+}
+
+bool AttentionVariant::isSupported(std::string *why) const {
+  const std::string name = kernelName();
+  if (dtype < 0 || dtype > 2)
+    return fail(why, "dtype " + std::to_string(dtype) + " is not 0 (f32), 1 (f16) or 2 (bf16)");
+  for (int d : {headDim, headDimV})
+    if (d < 16 || d > 256 || d % 16)
+      return fail(why, name + ": head dims must be multiples of 16 in [16, 256]");
+  if (threads < 32 || threads > 512 || threads % 32)
+    return fail(why, name + ": threads must be a multiple of 32 in [32, 512]");
+  int warps = threads / 32;
+  if (dtype == 0) {
+    if (blockM % warps || blockM / warps < 1 || blockM / warps > 16)
+      return fail(why, name + ": f32 needs blockM = 1..16 rows per warp");
+    if (blockN < 32 || blockN > 256 || blockN % 32)
+      return fail(why, name + ": f32 needs blockN a multiple of 32 in [32, 256]");
+  } else {
+    if (blockM != 16 * warps && blockM != 32 * warps)
+      return fail(why, name + ": f16/bf16 need blockM = 16 or 32 rows per warp");
+    if (blockN < 16 || blockN > 256 || blockN % 16)
+      return fail(why, name + ": blockN must be a multiple of 16 in [16, 256]");
+  }
+  if (accumulatorRegisters(*this) > 192)
+    return fail(why, name + ": " + std::to_string(accumulatorRegisters(*this)) +
+                         " accumulator registers per thread (at most 192)");
+  if (smemBytes() > kSm90MaxSmemPerBlock)
+    return fail(why, name + ": " + std::to_string(smemBytes()) +
+                         " bytes of shared memory (at most " +
+                         std::to_string(kSm90MaxSmemPerBlock) + ")");
+  return true;
+}
+
+std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDim,
+                                                       int64_t headDimV, int64_t blockMHint,
+                                                       int64_t blockNHint, std::string *error) {
+  if (dtype < 0 || dtype > 2) {
+    fail(error, "attention: unknown dtype " + std::to_string(dtype));
+    return std::nullopt;
+  }
+  for (int64_t d : {headDim, headDimV})
+    if (d < 16 || d > 256 || d % 16) {
+      fail(error, "attention: head dim " + std::to_string(d) +
+                      " is not supported by the GPU kernel (a multiple of 16 in [16, 256])");
+      return std::nullopt;
+    }
+  AttentionVariant v;
+  v.dtype = dtype;
+  v.headDim = int(headDim);
+  v.headDimV = int(headDimV);
+  // Defaults measured on an H200 (attention-check --sweep, bf16, causal,
+  // B=1 H=32 S=8192): the fastest variant without ptxas spills per head dim.
+  // D <= 64: 128x64 tiles, 32 rows per warp (220 TFLOP/s); D <= 128: 128x128,
+  // 16 rows per warp (248); D <= 256: 128x64, 16 rows per warp (253).
+  const int64_t dMax = std::max(headDim, headDimV);
+  int64_t bm, bn, rowsPerWarp, mMin, mMax, nMin, nMax;
+  if (dtype == 0) {
+    bm = 64, bn = 64, rowsPerWarp = 8, mMin = 32, mMax = 64, nMin = 32, nMax = 64;
+  } else {
+    bm = 128, bn = dMax <= 64 || dMax > 128 ? 64 : 128, rowsPerWarp = dMax <= 64 ? 32 : 16;
+    mMin = 16, mMax = 128, nMin = 16, nMax = 128;
+  }
+  if (blockMHint > 0)
+    bm = std::clamp(pow2Floor(blockMHint), mMin, mMax);
+  if (blockNHint > 0)
+    bn = std::clamp(pow2Floor(blockNHint), nMin, nMax);
+  // Register budget for the accumulators: below the 192 of isSupported, so
+  // the compiler keeps addresses and fragments without spilling.
+  const int64_t regBudget = dtype == 0 ? 96 : 160;
+  for (;;) {
+    const int64_t rows = std::min(rowsPerWarp, bm); // per warp
+    v.blockM = int(bm);
+    v.blockN = int(bn);
+    v.threads = int(std::max<int64_t>(bm / rows, 1) * 32);
+    if (v.isSupported() && accumulatorRegisters(v) <= regBudget)
+      return v;
+    if (rowsPerWarp > 16 && dtype != 0)
+      rowsPerWarp = 16;
+    else if (bn > nMin)
+      bn /= 2;
+    else if (bm > mMin)
+      bm /= 2;
+    else
+      break;
+  }
+  std::string why;
+  v.isSupported(&why);
+  fail(error, "attention: no kernel variant fits (" + why + ")");
+  return std::nullopt;
+}
+
+const std::string &attentionKernelSource() {
+  static const std::string source(kAttentionCuh);
+  return source;
+}
+
+std::string attentionProgramSource(const std::vector<AttentionVariant> &variants) {
+  std::string src = "// h20 attention kernels, generated by compileAttentionPtx\n";
+  std::vector<std::string> seen;
+  for (const AttentionVariant &v : variants) {
+    std::string name = v.kernelName();
+    if (std::find(seen.begin(), seen.end(), name) != seen.end())
+      continue;
+    seen.push_back(name);
+    src += "#define H20_DTYPE " + std::to_string(v.dtype) + "\n";
+    src += "#define H20_HEAD_DIM " + std::to_string(v.headDim) + "\n";
+    src += "#define H20_HEAD_DIM_V " + std::to_string(v.headDimV) + "\n";
+    src += "#define H20_BLOCK_M " + std::to_string(v.blockM) + "\n";
+    src += "#define H20_BLOCK_N " + std::to_string(v.blockN) + "\n";
+    src += "#define H20_THREADS " + std::to_string(v.threads) + "\n";
+    src += "#define H20_KERNEL_NAME " + name + "\n";
+    src += "#include \"h20_attention.cuh\"\n";
+  }
+  return src;
+}
+
+//===----------------------------------------------------------------------===//
+// NVRTC, loaded at run time
+//===----------------------------------------------------------------------===//
+
+#if H20_HAVE_NVRTC_HEADERS
+namespace {
+
+struct NvrtcApi {
+  decltype(&::nvrtcGetErrorString) getErrorString;
+  decltype(&::nvrtcVersion) version;
+  decltype(&::nvrtcCreateProgram) createProgram;
+  decltype(&::nvrtcDestroyProgram) destroyProgram;
+  decltype(&::nvrtcCompileProgram) compileProgram;
+  decltype(&::nvrtcGetPTXSize) getPtxSize;
+  decltype(&::nvrtcGetPTX) getPtx;
+  decltype(&::nvrtcGetProgramLogSize) getProgramLogSize;
+  decltype(&::nvrtcGetProgramLog) getProgramLog;
+};
+
+/// Candidate paths of libnvrtc, most specific first: the dynamic loader's
+/// own search (LD_LIBRARY_PATH, ld.so.cache), then $CUDA_HOME/lib64, then
+/// /usr/local/cuda/lib64.
+std::vector<std::string> nvrtcCandidates() {
+  const char *names[] = {"libnvrtc.so.13", "libnvrtc.so"};
+  std::vector<std::string> dirs = {""};
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    dirs.push_back(std::string(home) + "/lib64/");
+  dirs.push_back("/usr/local/cuda/lib64/");
+  std::vector<std::string> out;
+  for (const std::string &d : dirs)
+    for (const char *n : names)
+      out.push_back(d + n);
+  return out;
+}
+
+/// Loads NVRTC once (thread-safe); null with `error` set when unavailable.
+const NvrtcApi *nvrtcApi(std::string &error) {
+  static std::once_flag once;
+  static NvrtcApi api;
+  static bool ok = false;
+  static std::string loadError;
+  std::call_once(once, [] {
+    void *lib = nullptr;
+    std::string tried;
+    for (const std::string &path : nvrtcCandidates()) {
+      lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (lib)
+        break;
+      tried += (tried.empty() ? "" : ", ") + path;
+    }
+    if (!lib) {
+      loadError = "the GPU target needs NVRTC (libnvrtc.so.13 from the CUDA toolkit): not found "
+                  "(tried " +
+                  tried + "; set CUDA_HOME or LD_LIBRARY_PATH)";
+      return;
+    }
+    bool all = true;
+    auto get = [&](auto &fn, const char *sym) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, sym));
+      if (!fn) {
+        all = false;
+        loadError = "the GPU target needs NVRTC (libnvrtc.so.13 from the CUDA toolkit): " +
+                    std::string(sym) + " is missing from the loaded library";
+      }
+    };
+    get(api.getErrorString, "nvrtcGetErrorString");
+    get(api.version, "nvrtcVersion");
+    get(api.createProgram, "nvrtcCreateProgram");
+    get(api.destroyProgram, "nvrtcDestroyProgram");
+    get(api.compileProgram, "nvrtcCompileProgram");
+    get(api.getPtxSize, "nvrtcGetPTXSize");
+    get(api.getPtx, "nvrtcGetPTX");
+    get(api.getProgramLogSize, "nvrtcGetProgramLogSize");
+    get(api.getProgramLog, "nvrtcGetProgramLog");
+    ok = all;
+  });
+  if (!ok) {
+    error = loadError;
+    return nullptr;
+  }
+  return &api;
+}
+
+} // namespace
+#endif // H20_HAVE_NVRTC_HEADERS
+
+bool nvrtcAvailable(std::string *reason) {
+#if H20_HAVE_NVRTC_HEADERS
+  std::string error;
+  if (nvrtcApi(error))
+    return true;
+  return fail(reason, error);
+#else
+  return fail(reason, "the GPU target needs NVRTC (libnvrtc.so.13 from the CUDA toolkit): this "
+                      "h20 was built without the CUDA toolkit's nvrtc.h");
+#endif
+}
+
+bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const std::string &arch,
+                         std::string &ptx, std::string &log) {
+  ptx.clear();
+  log.clear();
+  if (variants.empty()) {
+    log = "attention: no kernel variant to compile";
+    return false;
+  }
+  for (const AttentionVariant &v : variants) {
+    std::string why;
+    if (!v.isSupported(&why)) {
+      log = "attention: unsupported kernel variant: " + why;
+      return false;
+    }
+  }
+  // "sm_90" / "sm_90a" / "compute_90" -> "compute_90[a]".
+  std::string cc;
+  if (arch.rfind("sm_", 0) == 0)
+    cc = arch.substr(3);
+  else if (arch.rfind("compute_", 0) == 0)
+    cc = arch.substr(8);
+  if (cc.size() < 2 || !std::all_of(cc.begin(), cc.end(), [](char c) {
+        return (c >= '0' && c <= '9') || c == 'a' || c == 'f';
+      })) {
+    log = "attention: malformed GPU architecture '" + arch + "' (expected e.g. sm_90)";
+    return false;
+  }
+#if !H20_HAVE_NVRTC_HEADERS
+  nvrtcAvailable(&log);
+  return false;
+#else
+  std::string error;
+  const NvrtcApi *api = nvrtcApi(error);
+  if (!api) {
+    log = error;
+    return false;
+  }
+  const std::string source = attentionProgramSource(variants);
+  const char *headers[] = {kAttentionCuh};
+  const char *headerNames[] = {"h20_attention.cuh"};
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r =
+      api->createProgram(&prog, source.c_str(), "h20_attention.cu", 1, headers, headerNames);
+  if (r != NVRTC_SUCCESS) {
+    log = std::string("attention: nvrtcCreateProgram: ") + api->getErrorString(r);
+    return false;
+  }
+  const std::string archOpt = "-arch=compute_" + cc;
+  const char *options[] = {archOpt.c_str(), "-default-device", "-std=c++17"};
+  r = api->compileProgram(prog, 3, options);
+  size_t logSize = 0;
+  if (api->getProgramLogSize(prog, &logSize) == NVRTC_SUCCESS && logSize > 1) {
+    log.resize(logSize);
+    api->getProgramLog(prog, log.data());
+    log.resize(logSize - 1); // drop the terminating NUL
+  }
+  bool ok = r == NVRTC_SUCCESS;
+  if (!ok) {
+    log = std::string("attention: NVRTC failed (") + api->getErrorString(r) + "):\n" + log;
+  } else {
+    size_t size = 0;
+    ok = api->getPtxSize(prog, &size) == NVRTC_SUCCESS;
+    if (ok) {
+      ptx.resize(size);
+      ok = api->getPtx(prog, ptx.data()) == NVRTC_SUCCESS;
+      if (ok && !ptx.empty() && ptx.back() == '\0')
+        ptx.pop_back();
+    }
+    if (!ok)
+      log = "attention: NVRTC produced no PTX\n" + log;
+  }
+  api->destroyProgram(&prog);
+  return ok;
+#endif
+}
+
+} // namespace h20

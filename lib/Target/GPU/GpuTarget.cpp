@@ -1,0 +1,363 @@
+//===- GpuTarget.cpp - compile planned IR into a GPU artifact ------------===//
+//
+// Pipeline (see GpuTarget.h): chunk rewrite -> linalg with library calls ->
+// bufferization -> GPU loops -> kernels (one gpu.module, NVVM, PTX) + host
+// step program. The artifact holds the PTX (and cubin) of the generated
+// kernels (module 0) and of the attention variants (module 1), the
+// constants, and the program in the manifest's "gpu" object.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Target/GpuTarget.h"
+
+#include "HostProgram.h"
+
+#include "h20/Conversion/Passes.h"
+#include "h20/Target/AttentionKernel.h"
+#include "h20/Target/PtxAssembler.h"
+#include "h20/Target/TargetCommon.h"
+#include "h20/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+
+namespace h20 {
+namespace {
+
+constexpr llvm::StringLiteral kEntryFunc = "h20_main";
+constexpr llvm::StringLiteral kKernelModule = "h20_kernels";
+
+/// The CUDA toolkit, for libdevice (math functions in kernels): $CUDA_HOME
+/// or /usr/local/cuda; empty when neither has nvvm/libdevice.
+std::string toolkitPath() {
+  for (std::string dir : {llvm::sys::Process::GetEnv("CUDA_HOME").value_or(""),
+                          std::string("/usr/local/cuda")})
+    if (!dir.empty() && llvm::sys::fs::exists(dir + "/nvvm/libdevice"))
+      return dir;
+  return "";
+}
+
+/// Replaces each KV cache (the tensor.empty h20-lower-to-linalg marked) by a
+/// new function argument that the runtime keeps across chunks; returns how
+/// many there were.
+unsigned cachesToArguments(func::FuncOp func) {
+  SmallVector<tensor::EmptyOp> caches;
+  func.walk([&](tensor::EmptyOp e) {
+    if (e->hasAttr("h20.kv_cache"))
+      caches.push_back(e);
+  });
+  Block &entry = func.getBody().front();
+  for (tensor::EmptyOp e : caches) {
+    BlockArgument arg = entry.addArgument(e.getType(), e.getLoc());
+    e.getResult().replaceAllUsesWith(arg);
+    e.erase();
+  }
+  func.setType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
+                                 func.getResultTypes()));
+  for (unsigned i = func.getNumArguments() - caches.size(); i < func.getNumArguments(); ++i)
+    func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                    BoolAttr::get(func.getContext(), true));
+  return caches.size();
+}
+
+/// Moves every outlined kernel into one gpu.module (one PTX module to load)
+/// and points the launches at it; kernels are renamed after their modules,
+/// which outlining made unique.
+void mergeKernelModules(ModuleOp module) {
+  OpBuilder b(module.getContext());
+  SmallVector<mlir::gpu::GPUModuleOp> mods(module.getOps<mlir::gpu::GPUModuleOp>());
+  if (mods.empty())
+    return;
+  b.setInsertionPointToEnd(module.getBody());
+  auto merged = mlir::gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModule);
+  b.setInsertionPointToStart(merged.getBody());
+  for (mlir::gpu::GPUModuleOp m : mods) {
+    StringRef name = m.getName();
+    for (Operation &op : llvm::make_early_inc_range(m.getBody()->getOperations())) {
+      if (auto f = dyn_cast<mlir::gpu::GPUFuncOp>(op)) {
+        f.setName(name);
+        op.moveBefore(merged.getBody(), merged.getBody()->end());
+      }
+    }
+    module.walk([&](mlir::gpu::LaunchFuncOp l) {
+      if (l.getKernelModuleName() == name)
+        l.setKernelAttr(SymbolRefAttr::get(b.getStringAttr(kKernelModule),
+                                           {FlatSymbolRefAttr::get(b.getStringAttr(name))}));
+    });
+    m.erase();
+  }
+}
+
+/// The PTX of the (single) gpu.binary gpu-module-to-binary produced.
+FailureOr<std::string> extractPtx(ModuleOp module) {
+  for (auto bin : module.getOps<mlir::gpu::BinaryOp>())
+    for (Attribute a : bin.getObjects())
+      if (auto obj = dyn_cast<mlir::gpu::ObjectAttr>(a))
+        return obj.getObject().getValue().str();
+  return module.emitError("GPU target: no kernel binary was produced");
+}
+
+LogicalResult runPasses(ModuleOp module, llvm::function_ref<void(PassManager &)> build) {
+  PassManager pm(module.getContext());
+  build(pm);
+  return pm.run(module);
+}
+
+std::string arenaSummary(const gpu::HostProgram &p) {
+  return llvm::formatv("{0} steps, {1} buffers, arena {2} MiB", p.steps.size(), p.buffers.size(),
+                       p.arenaBytes / (1024.0 * 1024.0))
+      .str();
+}
+
+} // namespace
+
+LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
+                            runtime::Artifact &artifact, std::string &log) {
+  MLIRContext *ctx = module.getContext();
+  {
+    DialectRegistry registry;
+    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+    registerBuiltinDialectTranslation(registry);
+    registerLLVMDialectTranslation(registry);
+    registerGPUDialectTranslation(registry);
+    registerNVVMDialectTranslation(registry);
+    ctx->appendDialectRegistry(registry);
+    ctx->loadAllAvailableDialects();
+  }
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return module.emitError("expected exactly one function (the graph), found ") << funcs.size();
+  func::FuncOp func = funcs.front();
+
+  if (options.logitsLast && failed(runPasses(module, [](PassManager &pm) {
+        pm.addPass(createLogitsLast());
+      })))
+    return failure();
+
+  llvm::json::Object manifest{{"format", "h20-artifact"},
+                              {"format_version", int64_t(runtime::kArtifactFormatVersion)},
+                              {"target", options.target},
+                              {"logits", options.logitsLast ? "last" : "all"}};
+  if (auto dir = module->getAttrOfType<StringAttr>("onnx.model_dir"))
+    manifest["model_dir"] = dir.str();
+  if (auto v = vocabSize(func))
+    manifest["vocab_size"] = *v;
+  if (options.maxPositions > 0)
+    manifest["max_positions"] = options.maxPositions;
+  auto iface = describeInterface(func);
+  if (failed(iface))
+    return failure();
+  unsigned numInputs = func.getNumArguments(), numOutputs = func.getNumResults();
+  manifest["inputs"] = std::move(iface->first);
+  manifest["outputs"] = std::move(iface->second);
+
+  // Decoder (token ids [1, S]): one chunk of a chunked prefill. Anything
+  // else runs whole and must be static.
+  gpu::ArgumentRoles roles;
+  roles.numInputs = numInputs;
+  roles.numOutputs = numOutputs;
+  bool chunked = false;
+  if (numInputs == 1) {
+    auto t = dyn_cast<RankedTensorType>(func.getArgument(0).getType());
+    chunked = t && t.getRank() == 2 && t.isDynamicDim(1) && t.getElementType().isInteger();
+  }
+  llvm::json::Value chunking = nullptr;
+  llvm::json::Array outputModes;
+  if (chunked) {
+    if (options.chunk <= 0)
+      return module.emitError("GPU target: internal: no chunk size");
+    if (failed(runPasses(module, [](PassManager &pm) { pm.addPass(createChunkedPrefill()); })))
+      return failure();
+    roles.chunkStartArg = 1;
+    roles.chunkTokensArg = 2;
+    roles.inputDims = {{1, options.chunk}};
+    chunking = llvm::json::Object{
+        {"chunk", options.chunk}, {"input", 0}, {"dim", 1}, {"pad_value", 0}};
+    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+    StringRef mode = info ? info.getAs<StringAttr>("output").getValue() : "rows";
+    for (unsigned i = 0; i < numOutputs; ++i)
+      outputModes.push_back(mode == "last" ? llvm::json::Object{{"mode", "last"}}
+                                           : llvm::json::Object{{"mode", "rows"}, {"dim", 1}});
+  } else {
+    for (BlockArgument a : func.getArguments()) {
+      auto t = dyn_cast<RankedTensorType>(a.getType());
+      if (!t || !t.hasStaticShape())
+        return func.emitError("GPU target: input ")
+               << a.getArgNumber()
+               << " has a dynamic shape; only token ids [1, S] (chunked prefill) may";
+      roles.inputDims.push_back(std::vector<int64_t>(t.getRank(), -1));
+    }
+    for (unsigned i = 0; i < numOutputs; ++i)
+      outputModes.push_back(llvm::json::Object{{"mode", "whole"}});
+  }
+
+  if (options.computeType != "f32") {
+    if (failed(runPasses(module, [&](PassManager &pm) {
+          ComputeTypeOptions o;
+          o.type = options.computeType;
+          pm.addNestedPass<func::FuncOp>(createComputeType(o));
+        })))
+      return failure();
+  }
+  manifest["compute_type"] = options.computeType;
+
+  // ONNX names live on in the manifest.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    func.setArgAttrs(i, DictionaryAttr::get(ctx));
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    func.setResultAttrs(i, DictionaryAttr::get(ctx));
+  func.setName(kEntryFunc);
+
+  if (failed(runPasses(module, [](PassManager &pm) {
+        LowerToLinalgOptions o;
+        o.libraryCalls = true;
+        pm.addPass(createLowerToLinalg(o));
+        pm.addPass(createCanonicalizerPass());
+      })))
+    return failure();
+  llvm::json::Array weights = describeWeights(module, kEntryFunc);
+  roles.numWeights = weights.size();
+  for (const llvm::json::Value &w : weights)
+    roles.weightDtypes.push_back(w.getAsObject()->getString("device_dtype")->str());
+  roles.numState = cachesToArguments(func);
+  outputsToDestinations(func);
+
+  if (failed(runPasses(module, [](PassManager &pm) {
+        bufferization::OneShotBufferizePassOptions bufferize;
+        bufferize.bufferizeFunctionBoundaries = true;
+        bufferize.functionBoundaryTypeConversion =
+            bufferization::LayoutMapOption::IdentityLayoutMap;
+        pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+        pm.addPass(createCanonicalizerPass());
+      })))
+    return failure();
+  copiesToLinalg(module);
+
+  if (failed(runPasses(module, [](PassManager &pm) {
+        pm.addNestedPass<func::FuncOp>(createLinalgToGpuLoops());
+        pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+        pm.addPass(createGpuKernelOutliningPass());
+        pm.addPass(createLowerAffinePass());
+        pm.addPass(createCanonicalizerPass());
+      })))
+    return failure();
+  mergeKernelModules(module);
+
+  std::string toolkit = toolkitPath();
+  if (failed(runPasses(module, [&](PassManager &pm) {
+        OpPassManager &kernels = pm.nest<mlir::gpu::GPUModuleOp>();
+        kernels.addPass(createSCFToControlFlowPass());
+        // bf16/f16 math (exp, tanh, ...) has no libdevice function: compute
+        // it in f32.
+        kernels.addPass(math::createMathExtendToSupportedTypes());
+        ConvertGpuOpsToNVVMOpsOptions nvvm;
+        nvvm.indexBitwidth = 64;
+        kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+        kernels.addPass(createReconcileUnrealizedCastsPass());
+        GpuNVVMAttachTargetOptions attach;
+        attach.chip = "sm_90";
+        attach.features = "+ptx80";
+        attach.optLevel = 3;
+        pm.addPass(createGpuNVVMAttachTarget(attach));
+        GpuModuleToBinaryPassOptions binary;
+        binary.compilationTarget = "isa";
+        binary.toolkitPath = toolkit;
+        pm.addPass(createGpuModuleToBinaryPass(binary));
+      })))
+    return failure();
+  bool haveKernels = !module.getOps<mlir::gpu::BinaryOp>().empty();
+  std::string kernelsPtx;
+  if (haveKernels) {
+    auto ptx = extractPtx(module);
+    if (failed(ptx))
+      return failure();
+    kernelsPtx = std::move(*ptx);
+  }
+
+  if (llvm::sys::Process::GetEnv("H20_DUMP_GPU_HOST"))
+    func.print(llvm::errs());
+  gpu::HostProgram program;
+  if (failed(gpu::buildHostProgram(func, roles, program)))
+    return failure();
+  log += "h20: GPU program: " + arenaSummary(program) + "\n";
+
+  // Blobs: PTX and cubin of both modules, constants.
+  llvm::json::Array blobs, modules;
+  auto addBlob = [&](const std::string &name, StringRef kind, const std::string &bytes) {
+    uint64_t offset = runtime::appendBlob(artifact.payload, bytes.data(), bytes.size());
+    blobs.push_back(llvm::json::Object{{"name", name},
+                                       {"kind", kind},
+                                       {"offset", int64_t(offset)},
+                                       {"size", int64_t(bytes.size())}});
+  };
+  auto addModule = [&](const std::string &name, const std::string &ptx) -> LogicalResult {
+    addBlob(name + ".ptx", "ptx", ptx);
+    std::string cubin, report, error;
+    llvm::json::Value cubinName = nullptr;
+    switch (assemblePtx(ptx, "sm_90", cubin, report, error)) {
+    case PtxasStatus::Ok:
+      addBlob(name + ".cubin", "cubin", cubin);
+      cubinName = name + ".cubin";
+      log += "ptxas " + name + ":\n" + report;
+      break;
+    case PtxasStatus::NotFound:
+      log += "h20: ptxas not found; " + name + " ships as PTX only (the driver JITs it)\n";
+      break;
+    case PtxasStatus::Failed:
+      return module.emitError("GPU target: ptxas rejected the ") << name << " PTX: " << error;
+    }
+    modules.push_back(llvm::json::Object{
+        {"name", name}, {"ptx_blob", name + ".ptx"}, {"cubin_blob", std::move(cubinName)}});
+    return success();
+  };
+  // Module 0 exists even without generated kernels (attention is module 1).
+  if (!haveKernels)
+    kernelsPtx = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  if (failed(addModule("kernels", kernelsPtx)))
+    return failure();
+  std::string attnPtx, attnLog;
+  if (!program.attentionVariants.empty()) {
+    if (!compileAttentionPtx(program.attentionVariants, "sm_90", attnPtx, attnLog))
+      return module.emitError("GPU target: the attention kernel did not compile: ") << attnLog;
+    if (failed(addModule("attention", attnPtx)))
+      return failure();
+  }
+  if (!program.constBlob.empty())
+    addBlob("consts.bin", "data", program.constBlob);
+
+  manifest["weights"] = std::move(weights);
+  manifest["blobs"] = std::move(blobs);
+  manifest["gpu"] = llvm::json::Object{{"arch", "sm_90"},
+                                       {"symbols", llvm::json::Array{"p0", "n"}},
+                                       {"chunking", std::move(chunking)},
+                                       {"outputs", std::move(outputModes)},
+                                       {"modules", std::move(modules)},
+                                       {"buffers", std::move(program.buffers)},
+                                       {"arena_bytes", program.arenaBytes},
+                                       {"steps", std::move(program.steps)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
+  artifact.manifest = text;
+  return success();
+}
+
+} // namespace h20

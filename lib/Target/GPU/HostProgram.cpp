@@ -1,0 +1,895 @@
+//===- HostProgram.cpp - the host side of a GPU function as a step list --===//
+#include "HostProgram.h"
+
+#include "h20/Dialect/H20/IR/H20Dialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace h20::gpu {
+namespace {
+
+constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention";
+constexpr int64_t kAlign = 256;
+
+/// c + p0 * P0 + n * N.
+struct Lin {
+  int64_t c = 0, p0 = 0, n = 0;
+  bool isConst() const { return p0 == 0 && n == 0; }
+  Lin operator+(const Lin &o) const { return {c + o.c, p0 + o.p0, n + o.n}; }
+  Lin operator-(const Lin &o) const { return {c - o.c, p0 - o.p0, n - o.n}; }
+  Lin scaled(int64_t k) const { return {c * k, p0 * k, n * k}; }
+  llvm::json::Value json() const {
+    if (isConst())
+      return c;
+    llvm::json::Object o{{"c", c}};
+    if (p0)
+      o["p0"] = p0;
+    if (n)
+      o["n"] = n;
+    return o;
+  }
+};
+
+struct View {
+  int buffer = -1;
+  Lin offset;
+  SmallVector<Lin> sizes, strides;
+  Type element;
+};
+
+struct Buffer {
+  std::string kind;  ///< input, output, weight, state, temp, const
+  int64_t index = -1;
+  int64_t bytes = 0;
+  std::string dtype;
+  int first = -1, last = -1;
+  int64_t blobOffset = -1;
+  int64_t arenaOffset = -1;
+};
+
+int64_t elementBytes(Type t) {
+  if (t.isIndex())
+    return 8;
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return bits < 8 ? 1 : bits / 8;
+}
+
+std::string dtypeOf(Type t) {
+  if (t.isF32()) return "float32";
+  if (t.isF16()) return "float16";
+  if (t.isBF16()) return "bfloat16";
+  if (t.isF64()) return "float64";
+  if (t.isInteger(64)) return "int64";
+  if (t.isInteger(32)) return "int32";
+  if (t.isInteger(1)) return "bool";
+  if (t.isInteger(8)) return "int8";
+  if (t.isIndex()) return "int64"; // index is 64-bit on the GPU target
+  return "unsupported";
+}
+
+class Evaluator {
+public:
+  Evaluator(func::FuncOp func, const ArgumentRoles &roles, HostProgram &program)
+      : func(func), roles(roles), program(program) {}
+
+  LogicalResult run();
+
+private:
+  FailureOr<Lin> integer(Value v, Operation *user) {
+    auto it = ints.find(v);
+    if (it != ints.end())
+      return it->second;
+    return user->emitError("GPU target: this host value is not a known integer (computed on "
+                           "the device?): ")
+           << v;
+  }
+  FailureOr<Lin> fold(OpFoldResult r, Operation *user) {
+    if (auto a = dyn_cast<Attribute>(r))
+      return Lin{cast<IntegerAttr>(a).getInt()};
+    return integer(cast<Value>(r), user);
+  }
+  FailureOr<Lin> mul(Lin a, Lin b, Operation *user) {
+    if (a.isConst())
+      return b.scaled(a.c);
+    if (b.isConst())
+      return a.scaled(b.c);
+    return user->emitError("GPU target: a product of two chunk-dependent values");
+  }
+  FailureOr<View> view(Value v, Operation *user) {
+    auto it = views.find(v);
+    if (it != views.end())
+      return it->second;
+    return user->emitError("GPU target: unknown buffer ") << v;
+  }
+  int addBuffer(Buffer b) {
+    // At least one alignment unit: a zero-element tensor still has an address.
+    b.bytes = std::max<int64_t>(kAlign, (b.bytes + kAlign - 1) / kAlign * kAlign);
+    buffers.push_back(std::move(b));
+    return static_cast<int>(buffers.size()) - 1;
+  }
+  void use(int buffer) {
+    Buffer &b = buffers[buffer];
+    if (b.first < 0)
+      b.first = currentStep();
+    b.last = currentStep();
+  }
+  int currentStep() const { return static_cast<int>(steps.size()); }
+  View identityView(int buffer, MemRefType t, ArrayRef<Lin> sizes) {
+    View v{buffer, Lin{}, SmallVector<Lin>(sizes), {}, t.getElementType()};
+    v.strides.resize(sizes.size());
+    Lin stride{1};
+    for (size_t k = sizes.size(); k-- > 0;) {
+      v.strides[k] = stride;
+      stride = stride.scaled(sizes[k].c);
+    }
+    return v;
+  }
+  llvm::json::Object viewJson(const View &v) {
+    use(v.buffer);
+    llvm::json::Array sizes, strides;
+    for (const Lin &s : v.sizes)
+      sizes.push_back(s.json());
+    for (const Lin &s : v.strides)
+      strides.push_back(s.json());
+    return llvm::json::Object{{"buffer", v.buffer},
+                              {"offset", v.offset.json()},
+                              {"sizes", std::move(sizes)},
+                              {"strides", std::move(strides)}};
+  }
+
+  LogicalResult bindArguments();
+  LogicalResult evaluate(Operation *op);
+  LogicalResult evalArith(Operation *op);
+  LogicalResult evalAlloc(Operation *op, MemRefType t, ValueRange dynamic);
+  LogicalResult evalGlobal(memref::GetGlobalOp op);
+  LogicalResult evalLaunch(mlir::gpu::LaunchFuncOp op);
+  LogicalResult evalGemm(linalg::GenericOp op);
+  LogicalResult evalAttention(linalg::GenericOp op);
+  void packArena();
+
+  func::FuncOp func;
+  const ArgumentRoles &roles;
+  HostProgram &program;
+  DenseMap<Value, Lin> ints;
+  DenseMap<Value, double> floats;
+  DenseMap<Value, View> views;
+  std::vector<Buffer> buffers;
+  std::map<std::string, int> globals;
+  std::vector<llvm::json::Object> steps;
+  /// Small integer memrefs that only the host touches (shapes for
+  /// memref.reshape, scalars read back): their elements, as known.
+  DenseMap<Value, std::shared_ptr<std::vector<std::optional<Lin>>>> hostArrays;
+
+  LogicalResult evalHostAccess(Operation *op);
+  FailureOr<int64_t> flatIndex(Value memref, ValueRange indices, Operation *op);
+};
+
+LogicalResult Evaluator::bindArguments() {
+  unsigned i = 0;
+  auto memrefArg = [&](unsigned a) { return dyn_cast<MemRefType>(func.getArgument(a).getType()); };
+  auto staticSizes = [&](MemRefType t, ArrayRef<int64_t> dims) {
+    SmallVector<Lin> sizes;
+    for (int64_t k = 0; k < t.getRank(); ++k)
+      sizes.push_back(Lin{t.isDynamicDim(k) ? dims[k] : t.getDimSize(k)});
+    return sizes;
+  };
+  auto bytesOf = [&](MemRefType t, ArrayRef<Lin> sizes) {
+    int64_t n = elementBytes(t.getElementType());
+    for (const Lin &s : sizes)
+      n *= s.c;
+    return n;
+  };
+  auto bind = [&](unsigned a, StringRef kind, int64_t index, ArrayRef<int64_t> dims,
+                  StringRef dtype = "") -> LogicalResult {
+    MemRefType t = memrefArg(a);
+    if (!t || !t.getLayout().isIdentity())
+      return func.emitError("GPU target: argument ") << a << " is not an identity memref";
+    SmallVector<int64_t> d(dims.begin(), dims.end());
+    d.resize(t.getRank(), -1);
+    for (int64_t k = 0; k < t.getRank(); ++k)
+      if (t.isDynamicDim(k) && d[k] < 0)
+        return func.emitError("GPU target: argument ") << a << " dim " << k
+                                                        << " has no static size";
+    SmallVector<Lin> sizes = staticSizes(t, d);
+    Buffer b{kind.str(), index, bytesOf(t, sizes),
+             dtype.empty() ? dtypeOf(t.getElementType()) : dtype.str()};
+    views[func.getArgument(a)] = identityView(addBuffer(b), t, sizes);
+    return success();
+  };
+  for (unsigned k = 0; k < roles.numInputs; ++k, ++i)
+    if (failed(bind(i, "input", k, roles.inputDims[k])))
+      return failure();
+  if (roles.chunkStartArg >= 0)
+    ints[func.getArgument(i++)] = Lin{0, 1, 0};
+  if (roles.chunkTokensArg >= 0)
+    ints[func.getArgument(i++)] = Lin{0, 0, 1};
+  for (unsigned k = 0; k < roles.numWeights; ++k, ++i)
+    if (failed(bind(i, "weight", k, {}, roles.weightDtypes[k])))
+      return failure();
+  for (unsigned k = 0; k < roles.numState; ++k, ++i)
+    if (failed(bind(i, "state", k, {})))
+      return failure();
+  for (unsigned k = 0; k < roles.numOutputs; ++k, ++i) {
+    // Outputs have the inputs' dynamic sizes (the chunk) where dynamic.
+    MemRefType t = memrefArg(i);
+    SmallVector<int64_t> dims(t ? t.getRank() : 0, -1);
+    if (t)
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        if (t.isDynamicDim(d) && !roles.inputDims.empty())
+          dims[d] = roles.inputDims[0].size() > 1 ? roles.inputDims[0][1] : -1;
+    if (failed(bind(i, "output", k, dims)))
+      return failure();
+  }
+  if (i != func.getNumArguments())
+    return func.emitError("GPU target: internal: ")
+           << func.getNumArguments() << " arguments, " << i << " described";
+  return success();
+}
+
+LogicalResult Evaluator::evalArith(Operation *op) {
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+      ints[c.getResult()] = Lin{i.getInt()};
+    else if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+      floats[c.getResult()] = f.getValueAsDouble();
+    else
+      return op->emitError("GPU target: a non-scalar constant on the host");
+    return success();
+  }
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp, arith::ExtUIOp,
+          arith::TruncIOp>(op)) {
+    auto a = integer(op->getOperand(0), op);
+    if (failed(a))
+      return failure();
+    ints[op->getResult(0)] = *a;
+    return success();
+  }
+  SmallVector<Lin> args;
+  for (Value v : op->getOperands()) {
+    auto a = integer(v, op);
+    if (failed(a))
+      return failure();
+    args.push_back(*a);
+  }
+  Value r = op->getResult(0);
+  if (isa<arith::AddIOp>(op)) {
+    ints[r] = args[0] + args[1];
+    return success();
+  }
+  if (isa<arith::SubIOp>(op)) {
+    ints[r] = args[0] - args[1];
+    return success();
+  }
+  if (isa<arith::MulIOp>(op)) {
+    auto m = mul(args[0], args[1], op);
+    if (failed(m))
+      return failure();
+    ints[r] = *m;
+    return success();
+  }
+  for (const Lin &a : args)
+    if (!a.isConst())
+      return op->emitError("GPU target: a non-linear function of the chunk position");
+  int64_t a = args[0].c, b = args.size() > 1 ? args[1].c : 0;
+  auto nonzero = [&]() -> LogicalResult {
+    return b == 0 ? op->emitError("GPU target: division by zero on the host") : success();
+  };
+  std::optional<int64_t> v =
+      llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
+          .Case([&](arith::DivSIOp) { return failed(nonzero()) ? std::nullopt : std::optional(a / b); })
+          .Case([&](arith::DivUIOp) {
+            return failed(nonzero()) ? std::nullopt
+                                     : std::optional(int64_t(uint64_t(a) / uint64_t(b)));
+          })
+          .Case([&](arith::RemSIOp) { return failed(nonzero()) ? std::nullopt : std::optional(a % b); })
+          .Case([&](arith::CeilDivSIOp) {
+            return failed(nonzero()) ? std::nullopt
+                                     : std::optional((a + b - (b > 0 ? 1 : -1)) / b);
+          })
+          .Case([&](arith::FloorDivSIOp) {
+            if (failed(nonzero()))
+              return std::optional<int64_t>();
+            int64_t q = a / b;
+            return std::optional((a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q);
+          })
+          .Case([&](arith::MinSIOp) { return std::optional(std::min(a, b)); })
+          .Case([&](arith::MaxSIOp) { return std::optional(std::max(a, b)); })
+          .Case([&](arith::AndIOp) { return std::optional(a & b); })
+          .Case([&](arith::OrIOp) { return std::optional(a | b); })
+          .Case([&](arith::XOrIOp) { return std::optional(a ^ b); })
+          .Case([&](arith::CmpIOp c) {
+            bool t = false;
+            switch (c.getPredicate()) {
+            case arith::CmpIPredicate::eq: t = a == b; break;
+            case arith::CmpIPredicate::ne: t = a != b; break;
+            case arith::CmpIPredicate::slt: t = a < b; break;
+            case arith::CmpIPredicate::sle: t = a <= b; break;
+            case arith::CmpIPredicate::sgt: t = a > b; break;
+            case arith::CmpIPredicate::sge: t = a >= b; break;
+            case arith::CmpIPredicate::ult: t = uint64_t(a) < uint64_t(b); break;
+            case arith::CmpIPredicate::ule: t = uint64_t(a) <= uint64_t(b); break;
+            case arith::CmpIPredicate::ugt: t = uint64_t(a) > uint64_t(b); break;
+            case arith::CmpIPredicate::uge: t = uint64_t(a) >= uint64_t(b); break;
+            }
+            return std::optional<int64_t>(t);
+          })
+          .Case([&](arith::SelectOp) { return std::optional(a ? b : args[2].c); })
+          .Default([](Operation *) { return std::nullopt; });
+  if (!v)
+    return op->emitError("GPU target: host arithmetic '")
+           << op->getName() << "' is not supported";
+  ints[r] = Lin{*v};
+  return success();
+}
+
+LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynamic) {
+  if (t.hasStaticShape() && t.getNumElements() <= 16 &&
+      (t.getElementType().isIndex() || t.getElementType().isInteger())) {
+    hostArrays[op->getResult(0)] =
+        std::make_shared<std::vector<std::optional<Lin>>>(t.getNumElements());
+    return success();
+  }
+  if (!t.getLayout().isIdentity())
+    return op->emitError("GPU target: allocation with a layout");
+  SmallVector<Lin> sizes;
+  unsigned d = 0;
+  int64_t bytes = elementBytes(t.getElementType());
+  for (int64_t k = 0; k < t.getRank(); ++k) {
+    Lin s{t.getDimSize(k)};
+    if (t.isDynamicDim(k)) {
+      auto v = integer(dynamic[d++], op);
+      if (failed(v))
+        return failure();
+      if (!v->isConst())
+        return op->emitError("GPU target: an allocation whose size depends on the chunk "
+                             "position");
+      s = *v;
+    }
+    sizes.push_back(s);
+    bytes *= s.c;
+  }
+  Buffer b{"temp", -1, bytes, dtypeOf(t.getElementType())};
+  views[op->getResult(0)] = identityView(addBuffer(b), t, sizes);
+  return success();
+}
+
+FailureOr<int64_t> Evaluator::flatIndex(Value memref, ValueRange indices, Operation *op) {
+  auto t = cast<MemRefType>(memref.getType());
+  int64_t flat = 0;
+  for (auto [k, v] : llvm::enumerate(indices)) {
+    auto i = integer(v, op);
+    if (failed(i))
+      return failure();
+    if (!i->isConst())
+      return op->emitError("GPU target: a host index that depends on the chunk position");
+    flat = flat * t.getDimSize(k) + i->c;
+  }
+  return flat;
+}
+
+LogicalResult Evaluator::evalHostAccess(Operation *op) {
+  if (auto st = dyn_cast<memref::StoreOp>(op)) {
+    auto it = hostArrays.find(st.getMemRef());
+    if (it == hostArrays.end())
+      return op->emitError("GPU target: a host store into device memory");
+    auto v = integer(st.getValueToStore(), op);
+    auto i = flatIndex(st.getMemRef(), st.getIndices(), op);
+    if (failed(v) || failed(i))
+      return failure();
+    (*it->second)[*i] = *v;
+    return success();
+  }
+  if (auto ld = dyn_cast<memref::LoadOp>(op)) {
+    auto it = hostArrays.find(ld.getMemRef());
+    if (it == hostArrays.end())
+      return op->emitError("GPU target: a host load from device memory (a value the graph "
+                           "computes on the device is needed on the host)");
+    auto i = flatIndex(ld.getMemRef(), ld.getIndices(), op);
+    if (failed(i))
+      return failure();
+    if (!(*it->second)[*i])
+      return op->emitError("GPU target: a host load of an element never stored");
+    ints[ld.getResult()] = *(*it->second)[*i];
+    return success();
+  }
+  auto r = cast<memref::ReshapeOp>(op);
+  auto src = hostArrays.find(r.getSource());
+  if (src != hostArrays.end())
+    hostArrays[r.getResult()] = src->second;
+  if (!views.count(r.getSource())) {
+    if (src != hostArrays.end())
+      return success();
+    return op->emitError("GPU target: unknown buffer ") << r.getSource();
+  }
+  auto shape = hostArrays.find(r.getShape());
+  auto v = view(r.getSource(), op);
+  if (shape == hostArrays.end() || failed(v))
+    return op->emitError("GPU target: memref.reshape with a shape not known on the host");
+  View out{v->buffer, v->offset, {}, {}, v->element};
+  for (const std::optional<Lin> &s : *shape->second) {
+    if (!s)
+      return op->emitError("GPU target: memref.reshape with an unset shape element");
+    out.sizes.push_back(*s);
+  }
+  // The source is contiguous (bufferization gives reshape an identity
+  // layout), so the result is too.
+  out.strides.resize(out.sizes.size());
+  Lin stride{1};
+  for (size_t k = out.sizes.size(); k-- > 0;) {
+    out.strides[k] = stride;
+    auto next = mul(stride, out.sizes[k], op);
+    if (failed(next))
+      return failure();
+    stride = *next;
+  }
+  views[r.getResult()] = out;
+  return success();
+}
+
+LogicalResult Evaluator::evalGlobal(memref::GetGlobalOp op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto global = module.lookupSymbol<memref::GlobalOp>(op.getNameAttr());
+  if (!global || !global.getInitialValue())
+    return op->emitError("GPU target: global without a value");
+  auto data = dyn_cast<DenseElementsAttr>(*global.getInitialValue());
+  if (!data)
+    return op->emitError("GPU target: global without dense data");
+  MemRefType t = op.getType();
+  std::string key = op.getName().str();
+  int id;
+  auto it = globals.find(key);
+  if (it != globals.end()) {
+    id = it->second;
+  } else {
+    std::string bytes;
+    int64_t eb = elementBytes(t.getElementType());
+    int64_t count = t.getNumElements();
+    if (t.getElementType().isInteger(1)) {
+      for (bool v : data.getValues<bool>())
+        bytes.push_back(v ? 1 : 0);
+      if (data.isSplat())
+        bytes.assign(count, bytes.empty() ? 0 : bytes[0]);
+    } else {
+      ArrayRef<char> raw = data.getRawData();
+      if (data.isSplat()) {
+        for (int64_t k = 0; k < count; ++k)
+          bytes.append(raw.data(), eb);
+      } else {
+        bytes.assign(raw.data(), raw.size());
+      }
+    }
+    while (program.constBlob.size() % kAlign)
+      program.constBlob.push_back(0);
+    Buffer b{"const", -1, static_cast<int64_t>(bytes.size()), dtypeOf(t.getElementType())};
+    b.blobOffset = static_cast<int64_t>(program.constBlob.size());
+    program.constBlob += bytes;
+    id = addBuffer(b);
+    globals[key] = id;
+  }
+  SmallVector<Lin> sizes;
+  for (int64_t s : t.getShape())
+    sizes.push_back(Lin{s});
+  views[op.getResult()] = identityView(id, t, sizes);
+  // Small integer constants may also serve host code (reshape shapes).
+  if (t.getNumElements() <= 16 && (t.getElementType().isIndex() || t.getElementType().isInteger())) {
+    auto host = std::make_shared<std::vector<std::optional<Lin>>>();
+    for (APInt v : data.getValues<APInt>())
+      host->push_back(Lin{v.getSExtValue()});
+    if (data.isSplat())
+      host->assign(t.getNumElements(), host->empty() ? std::optional<Lin>() : (*host)[0]);
+    hostArrays[op.getResult()] = host;
+  }
+  return success();
+}
+
+LogicalResult Evaluator::evalLaunch(mlir::gpu::LaunchFuncOp op) {
+  auto dims = [&](mlir::gpu::KernelDim3 d) -> FailureOr<llvm::json::Array> {
+    llvm::json::Array a;
+    for (Value v : {d.x, d.y, d.z}) {
+      auto l = integer(v, op);
+      if (failed(l))
+        return failure();
+      a.push_back(l->json());
+    }
+    return a;
+  };
+  auto grid = dims(op.getGridSizeOperandValues());
+  auto block = dims(op.getBlockSizeOperandValues());
+  if (failed(grid) || failed(block))
+    return failure();
+  llvm::json::Array args;
+  for (Value v : op.getKernelOperands()) {
+    Type t = v.getType();
+    if (isa<MemRefType>(t)) {
+      auto vw = view(v, op);
+      if (failed(vw))
+        return failure();
+      args.push_back(llvm::json::Object{{"memref", viewJson(*vw)}});
+    } else if (t.isIndex() || t.isInteger(64)) {
+      auto l = integer(v, op);
+      if (failed(l))
+        return failure();
+      args.push_back(llvm::json::Object{{"i64", l->json()}});
+    } else if (t.isInteger(32)) {
+      auto l = integer(v, op);
+      if (failed(l))
+        return failure();
+      args.push_back(llvm::json::Object{{"i32", l->json()}});
+    } else if ((t.isF32() || t.isBF16() || t.isF16()) && floats.count(v)) {
+      // A float constant the outlining passed instead of sinking; 16-bit
+      // ones are rounded to nearest even by the runtime.
+      args.push_back(llvm::json::Object{{dtypeOf(t) == "float32"    ? "f32"
+                                         : dtypeOf(t) == "bfloat16" ? "bf16"
+                                                                    : "f16",
+                                         floats[v]}});
+    } else {
+      return op->emitError("GPU target: kernel argument of type ") << t << " is not supported";
+    }
+  }
+  int64_t smem = 0;
+  if (Value s = op.getDynamicSharedMemorySize()) {
+    auto l = integer(s, op);
+    if (failed(l) || !l->isConst())
+      return op->emitError("GPU target: dynamic shared memory must be a constant");
+    smem = l->c;
+  }
+  steps.push_back(llvm::json::Object{{"op", "launch"},
+                                     {"module", 0},
+                                     {"kernel", op.getKernelName().getValue().str()},
+                                     {"grid", std::move(*grid)},
+                                     {"block", std::move(*block)},
+                                     {"smem", smem},
+                                     {"args", std::move(args)}});
+  return success();
+}
+
+LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
+  auto maps = op.getIndexingMapsArray();
+  auto a = view(op.getDpsInputs()[0], op), b = view(op.getDpsInputs()[1], op),
+       c = view(op.getDpsInits()[0], op);
+  if (failed(a) || failed(b) || failed(c))
+    return failure();
+  int64_t r = static_cast<int64_t>(c->sizes.size());
+  if (r < 2 || maps[2].getNumResults() != r)
+    return op->emitError("GPU target: GEMM output of rank < 2");
+  // Stride of each operand along loop dim `d` (0 when broadcast).
+  auto strideAlong = [&](const View &v, AffineMap m, int64_t d) {
+    for (unsigned k = 0; k < m.getNumResults(); ++k)
+      if (auto e = dyn_cast<AffineDimExpr>(m.getResult(k)); e && e.getPosition() == d)
+        return v.strides[k];
+    return Lin{0};
+  };
+  const View *ops[3] = {&*a, &*b, &*c};
+  Lin batch{1};
+  Lin batchStride[3] = {Lin{0}, Lin{0}, Lin{0}};
+  bool haveBatch = false;
+  for (int64_t d = r - 3; d >= 0; --d) {
+    Lin extent = c->sizes[d];
+    if (!extent.isConst())
+      return op->emitError("GPU target: a GEMM batch that depends on the chunk position");
+    if (extent.c == 1)
+      continue;
+    for (int k = 0; k < 3; ++k) {
+      Lin s = strideAlong(*ops[k], maps[k], d);
+      if (haveBatch) {
+        // Collapsible only if this dim continues the inner batch dims.
+        Lin expect = batchStride[k].scaled(batch.c);
+        if (s.c != expect.c || s.p0 != expect.p0 || s.n != expect.n)
+          return op->emitError("GPU target: GEMM batch dims that do not collapse into one "
+                               "strided batch");
+      } else {
+        batchStride[k] = s;
+      }
+    }
+    batch = batch.scaled(extent.c);
+    haveBatch = true;
+  }
+  auto mat = [&](const View &v, AffineMap m, int64_t rowDim, int64_t colDim) {
+    use(v.buffer);
+    int k = &v == &*a ? 0 : &v == &*b ? 1 : 2;
+    return llvm::json::Object{{"buffer", v.buffer},
+                              {"offset", v.offset.json()},
+                              {"batch_stride", batchStride[k].json()},
+                              {"row_stride", strideAlong(v, m, rowDim).json()},
+                              {"col_stride", strideAlong(v, m, colDim).json()}};
+  };
+  // Loop dims: batch..., m (r-2), n (r-1), k (r).
+  Lin M = c->sizes[r - 2], N = c->sizes[r - 1];
+  Lin K = a->sizes.back();
+  steps.push_back(llvm::json::Object{{"op", "gemm"},
+                                     {"dtype_a", dtypeOf(a->element)},
+                                     {"dtype_b", dtypeOf(b->element)},
+                                     {"dtype_c", dtypeOf(c->element)},
+                                     {"batch", batch.json()},
+                                     {"m", M.json()},
+                                     {"n", N.json()},
+                                     {"k", K.json()},
+                                     {"alpha", 1.0},
+                                     {"beta", 0.0},
+                                     {"a", mat(*a, maps[0], r - 2, r)},
+                                     {"b", mat(*b, maps[1], r, r - 1)},
+                                     {"c", mat(*c, maps[2], r - 2, r - 1)}});
+  return success();
+}
+
+LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
+  auto q = view(op.getDpsInputs()[0], op), k = view(op.getDpsInputs()[1], op),
+       v = view(op.getDpsInputs()[2], op), o = view(op.getDpsInits()[0], op);
+  if (failed(q) || failed(k) || failed(v) || failed(o))
+    return failure();
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.attention");
+  if (!attrs)
+    return op->emitError("GPU target: attention call without its attributes");
+  bool causal = attrs.getAs<BoolAttr>("causal").getValue();
+  bool bottomRight = attrs.getAs<BoolAttr>("bottom_right").getValue();
+  Lin sq = q->sizes[2], skv = k->sizes[2];
+  if (causal && !bottomRight &&
+      (sq.c != skv.c || sq.p0 != skv.p0 || sq.n != skv.n))
+    return op->emitError("GPU target: top-left causal attention with S_q != S_kv is not "
+                         "supported by the kernel");
+  if (!q->sizes[1].isConst() || !k->sizes[1].isConst() || !q->sizes[3].isConst() ||
+      !v->sizes[3].isConst())
+    return op->emitError("GPU target: attention heads and head dims must be static");
+  int dtype = q->element.isF32() ? 0 : q->element.isF16() ? 1 : q->element.isBF16() ? 2 : -1;
+  if (dtype < 0 || k->element != q->element || v->element != q->element)
+    return op->emitError("GPU target: attention needs Q, K, V of one type f32/f16/bf16");
+  int64_t hintM = 0, hintN = 0;
+  if (auto t = attrs.getAs<h20::hw::TilesAttr>("tiles")) {
+    hintM = t.getBlockM();
+    hintN = t.getBlockN();
+  }
+  std::string why;
+  auto variant = chooseAttentionVariant(dtype, q->sizes[3].c, v->sizes[3].c, hintM, hintN, &why);
+  if (!variant)
+    return op->emitError("GPU target: no attention kernel for this op: ") << why;
+  if (llvm::find(program.attentionVariants, *variant) == program.attentionVariants.end())
+    program.attentionVariants.push_back(*variant);
+  auto v4 = [&](const View &x) {
+    use(x.buffer);
+    llvm::json::Array s;
+    for (const Lin &l : x.strides)
+      s.push_back(l.json());
+    return llvm::json::Object{{"buffer", x.buffer}, {"offset", x.offset.json()},
+                              {"strides", std::move(s)}};
+  };
+  int64_t window = -1;
+  if (auto w = attrs.getAs<IntegerAttr>("window"))
+    window = w.getInt();
+  double softcap = 0;
+  if (auto s = attrs.getAs<FloatAttr>("softcap"))
+    softcap = s.getValueAsDouble();
+  steps.push_back(llvm::json::Object{
+      {"op", "attention"},
+      {"module", 1},
+      {"kernel", variant->kernelName()},
+      {"block_m", variant->blockM},
+      {"threads", variant->threads},
+      {"smem", variant->smemBytes()},
+      {"dtype", dtypeOf(q->element)},
+      {"q", v4(*q)},
+      {"k", v4(*k)},
+      {"v", v4(*v)},
+      {"o", v4(*o)},
+      {"batch", q->sizes[0].json()},
+      {"heads", q->sizes[1].c},
+      {"kv_heads", k->sizes[1].c},
+      {"sq", sq.json()},
+      {"skv", skv.json()},
+      {"head_dim", q->sizes[3].c},
+      {"head_dim_v", v->sizes[3].c},
+      {"scale", attrs.getAs<FloatAttr>("scale").getValueAsDouble()},
+      {"causal", causal},
+      {"window_left", window},
+      {"softcap", softcap}});
+  return success();
+}
+
+LogicalResult Evaluator::evaluate(Operation *op) {
+  if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
+    return evalArith(op);
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](memref::AllocOp a) { return evalAlloc(op, a.getType(), a.getDynamicSizes()); })
+      .Case([&](memref::AllocaOp a) { return evalAlloc(op, a.getType(), a.getDynamicSizes()); })
+      .Case([&](memref::DeallocOp) { return success(); })
+      .Case<memref::StoreOp, memref::LoadOp, memref::ReshapeOp>(
+          [&](Operation *o) { return evalHostAccess(o); })
+      .Case([&](memref::GetGlobalOp g) { return evalGlobal(g); })
+      .Case([&](memref::DimOp d) -> LogicalResult {
+        auto v = view(d.getSource(), op);
+        auto k = integer(d.getIndex(), op);
+        if (failed(v) || failed(k))
+          return failure();
+        ints[d.getResult()] = v->sizes[k->c];
+        return success();
+      })
+      .Case([&](memref::CastOp c) -> LogicalResult {
+        auto v = view(c.getSource(), op);
+        if (failed(v))
+          return failure();
+        views[c.getResult()] = *v;
+        return success();
+      })
+      .Case([&](memref::SubViewOp s) -> LogicalResult {
+        auto src = view(s.getSource(), op);
+        if (failed(src))
+          return failure();
+        View r{src->buffer, src->offset, {}, {}, src->element};
+        llvm::SmallBitVector dropped = s.getDroppedDims();
+        auto offs = s.getMixedOffsets(), sizes = s.getMixedSizes(), strides = s.getMixedStrides();
+        for (unsigned k = 0; k < offs.size(); ++k) {
+          auto o = fold(offs[k], op), sz = fold(sizes[k], op), st = fold(strides[k], op);
+          if (failed(o) || failed(sz) || failed(st))
+            return failure();
+          auto delta = mul(*o, src->strides[k], op);
+          auto stride = mul(src->strides[k], *st, op);
+          if (failed(delta) || failed(stride))
+            return failure();
+          r.offset = r.offset + *delta;
+          if (!dropped.test(k)) {
+            r.sizes.push_back(*sz);
+            r.strides.push_back(*stride);
+          }
+        }
+        views[s.getResult()] = r;
+        return success();
+      })
+      .Case([&](memref::ExpandShapeOp e) -> LogicalResult {
+        auto src = view(e.getSrc(), op);
+        if (failed(src))
+          return failure();
+        View r{src->buffer, src->offset, {}, {}, src->element};
+        SmallVector<OpFoldResult> shape = e.getMixedOutputShape();
+        for (OpFoldResult f : shape) {
+          auto s = fold(f, op);
+          if (failed(s))
+            return failure();
+          r.sizes.push_back(*s);
+        }
+        r.strides.resize(r.sizes.size());
+        for (auto [k, group] : llvm::enumerate(e.getReassociationIndices())) {
+          Lin stride = src->strides[k];
+          for (size_t j = group.size(); j-- > 0;) {
+            r.strides[group[j]] = stride;
+            auto next = mul(stride, r.sizes[group[j]], op);
+            if (failed(next))
+              return failure();
+            stride = *next;
+          }
+        }
+        views[e.getResult()] = r;
+        return success();
+      })
+      .Case([&](memref::CollapseShapeOp c) -> LogicalResult {
+        auto src = view(c.getSrc(), op);
+        if (failed(src))
+          return failure();
+        View r{src->buffer, src->offset, {}, {}, src->element};
+        for (const auto &group : c.getReassociationIndices()) {
+          Lin size{1};
+          for (int64_t d : group) {
+            auto s = mul(size, src->sizes[d], op);
+            if (failed(s))
+              return failure();
+            size = *s;
+          }
+          r.sizes.push_back(size);
+          r.strides.push_back(group.empty() ? Lin{1} : src->strides[group.back()]);
+        }
+        views[c.getResult()] = r;
+        return success();
+      })
+      .Case([&](memref::ReinterpretCastOp c) -> LogicalResult {
+        auto src = view(c.getSource(), op);
+        if (failed(src))
+          return failure();
+        View r{src->buffer, {}, {}, {}, src->element};
+        auto off = fold(c.getMixedOffsets()[0], op);
+        if (failed(off))
+          return failure();
+        r.offset = *off;
+        for (OpFoldResult f : c.getMixedSizes()) {
+          auto s = fold(f, op);
+          if (failed(s))
+            return failure();
+          r.sizes.push_back(*s);
+        }
+        for (OpFoldResult f : c.getMixedStrides()) {
+          auto s = fold(f, op);
+          if (failed(s))
+            return failure();
+          r.strides.push_back(*s);
+        }
+        views[c.getResult()] = r;
+        return success();
+      })
+      .Case([&](mlir::gpu::LaunchFuncOp l) { return evalLaunch(l); })
+      .Case([&](linalg::GenericOp g) -> LogicalResult {
+        auto call = g.getLibraryCallAttr();
+        if (call && call.getValue() == kGemm)
+          return evalGemm(g);
+        if (call && call.getValue() == kAttention)
+          return evalAttention(g);
+        return op->emitError("GPU target: internal: a linalg op was left on the host");
+      })
+      .Case([&](func::ReturnOp) { return success(); })
+      .Default([&](Operation *) -> LogicalResult {
+        return op->emitError("GPU target: '")
+               << op->getName() << "' cannot run on the host of a GPU program";
+      });
+}
+
+/// First-fit packing of temporaries by lifetime [first, last] step.
+void Evaluator::packArena() {
+  std::vector<int> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].kind == "temp" && buffers[i].first >= 0)
+      order.push_back(static_cast<int>(i));
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    if (buffers[x].bytes != buffers[y].bytes)
+      return buffers[x].bytes > buffers[y].bytes;
+    return x < y;
+  });
+  std::vector<int> placed;
+  int64_t arena = 0;
+  for (int i : order) {
+    Buffer &b = buffers[i];
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (int j : placed) {
+      const Buffer &o = buffers[j];
+      if (o.first <= b.last && b.first <= o.last)
+        busy.push_back({o.arenaOffset, o.arenaOffset + o.bytes});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (auto [lo, hi] : busy) {
+      if (at + b.bytes <= lo)
+        break;
+      at = std::max(at, hi);
+    }
+    b.arenaOffset = at;
+    arena = std::max(arena, at + b.bytes);
+    placed.push_back(i);
+  }
+  program.arenaBytes = arena;
+}
+
+LogicalResult Evaluator::run() {
+  if (failed(bindArguments()))
+    return failure();
+  for (Operation &op : func.getBody().front())
+    if (failed(evaluate(&op)))
+      return failure();
+  packArena();
+  for (const Buffer &b : buffers) {
+    llvm::json::Object o{{"kind", b.kind}, {"bytes", b.bytes}, {"dtype", b.dtype}};
+    if (b.index >= 0)
+      o["index"] = b.index;
+    if (b.kind == "temp")
+      o["offset"] = b.arenaOffset < 0 ? int64_t(0) : b.arenaOffset;
+    if (b.kind == "const") {
+      o["blob"] = "consts.bin";
+      o["blob_offset"] = b.blobOffset;
+    }
+    program.buffers.push_back(std::move(o));
+  }
+  for (llvm::json::Object &s : steps)
+    program.steps.push_back(std::move(s));
+  return success();
+}
+
+} // namespace
+
+LogicalResult buildHostProgram(func::FuncOp func, const ArgumentRoles &roles,
+                               HostProgram &program) {
+  return Evaluator(func, roles, program).run();
+}
+
+} // namespace h20::gpu

@@ -1,0 +1,187 @@
+//===- TargetCommon.cpp - what every target's artifact describes ---------===//
+#include "h20/Target/TargetCommon.h"
+
+#include "h20/Analysis/SymbolicEvaluator.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace h20 {
+namespace {
+
+llvm::json::Array shapeOf(RankedTensorType t) {
+  llvm::json::Array a;
+  for (int64_t d : t.getShape())
+    a.push_back(ShapedType::isDynamic(d) ? int64_t(-1) : d);
+  return a;
+}
+
+} // namespace
+
+std::string dtypeName(Type t) {
+  if (t.isF32()) return "float32";
+  if (t.isF16()) return "float16";
+  if (t.isBF16()) return "bfloat16";
+  if (t.isF64()) return "float64";
+  if (t.isInteger(64)) return "int64";
+  if (t.isInteger(32)) return "int32";
+  if (t.isInteger(1)) return "bool";
+  if (t.isInteger(8)) return "int8";
+  return "unsupported";
+}
+
+/// The vocabulary size: rows of the embedding table a Gather reads with the
+/// token ids (argument 0).
+std::optional<int64_t> vocabSize(func::FuncOp func) {
+  if (func.getNumArguments() == 0)
+    return std::nullopt;
+  for (Operation *user : func.getArgument(0).getUsers())
+    if (auto g = dyn_cast<onnx::GatherOp>(user))
+      if (g->getOperand(1) == func.getArgument(0) && g.getAxis().value_or(0) == 0)
+        if (auto t = dyn_cast<RankedTensorType>(g->getOperand(0).getType()))
+          if (!t.isDynamicDim(0))
+            return t.getDimSize(0);
+  return std::nullopt;
+}
+
+/// Inputs and outputs with, for each dynamic output dim, the input dim it
+/// equals (proven by SymbolicEvaluator), so h20-run can size the outputs.
+FailureOr<std::pair<llvm::json::Array, llvm::json::Array>> describeInterface(func::FuncOp func) {
+  SymbolicEvaluator eval(func);
+  llvm::json::Array inputs, outputs;
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (!t)
+      return func.emitError("input ") << i << " has no static rank";
+    llvm::json::Object o{{"dtype", dtypeName(t.getElementType())}, {"shape", shapeOf(t)}};
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, "onnx.name"))
+      o["name"] = name.str();
+    if (auto params = func.getArgAttrOfType<ArrayAttr>(i, "onnx.dim_params")) {
+      llvm::json::Array p;
+      for (Attribute a : params)
+        p.push_back(cast<StringAttr>(a).str());
+      o["dim_params"] = std::move(p);
+    }
+    inputs.push_back(std::move(o));
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return func.emitError("output ") << i << " has no static rank";
+    llvm::json::Array from;
+    auto dims = eval.shapeOf(v);
+    for (int64_t k = 0; k < t.getRank(); ++k) {
+      if (!t.isDynamicDim(k)) {
+        from.push_back(nullptr);
+        continue;
+      }
+      bool found = false;
+      for (auto [a, arg] : llvm::enumerate(func.getArguments())) {
+        auto ad = eval.shapeOf(arg);
+        for (size_t j = 0; ad && dims && j < ad->size() && !found; ++j)
+          if (provablyEqual((*ad)[j], (*dims)[k])) {
+            from.push_back(llvm::json::Object{{"input", int64_t(a)}, {"dim", int64_t(j)}});
+            found = true;
+          }
+        if (found)
+          break;
+      }
+      if (!found)
+        return func.emitError("output ")
+               << i << " dim " << k << " is not provably equal to an input dim";
+    }
+    llvm::json::Object o{{"dtype", dtypeName(t.getElementType())},
+                         {"shape", shapeOf(t)},
+                         {"dims_from", std::move(from)}};
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+      o["name"] = name.str();
+    outputs.push_back(std::move(o));
+  }
+  return std::make_pair(std::move(inputs), std::move(outputs));
+}
+
+
+/// memref argument the caller allocates, written with
+/// bufferization.materialize_in_destination; the function returns nothing.
+/// (Results of dynamic shape could not otherwise be caller-allocated.)
+void outputsToDestinations(func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  OpBuilder b(ret);
+  SmallVector<Type> inputs(func.getArgumentTypes());
+  for (Value v : ret.getOperands()) {
+    auto t = cast<RankedTensorType>(v.getType());
+    auto mt = MemRefType::get(t.getShape(), t.getElementType());
+    BlockArgument dest = func.getBody().front().addArgument(mt, v.getLoc());
+    inputs.push_back(mt);
+    auto m = bufferization::MaterializeInDestinationOp::create(b, v.getLoc(), TypeRange{}, v, dest);
+    m.setRestrict(true);
+    m.setWritable(true);
+  }
+  func::ReturnOp::create(b, ret.getLoc());
+  ret.erase();
+  func.setType(FunctionType::get(func.getContext(), inputs, {}));
+}
+
+/// memref.copy between strided views would lower to a call into MLIR's
+/// runner-utils library; linalg.copy lowers to plain loops, keeping the
+/// artifact's code free of MLIR runtime dependencies.
+void copiesToLinalg(ModuleOp module) {
+  SmallVector<memref::CopyOp> copies;
+  module.walk([&](memref::CopyOp c) { copies.push_back(c); });
+  for (memref::CopyOp c : copies) {
+    OpBuilder b(c);
+    linalg::CopyOp::create(b, c.getLoc(), c.getSource(), c.getTarget());
+    c.erase();
+  }
+}
+
+llvm::json::Array describeWeights(ModuleOp module, StringRef entry) {
+  llvm::json::Array weights;
+  module.walk([&](Operation *op) {
+    auto list = op->getAttrOfType<ArrayAttr>("h20.weights");
+    if (!list || !op->hasAttr("sym_name") ||
+        cast<StringAttr>(op->getAttr("sym_name")).getValue() != entry)
+      return;
+    for (Attribute a : list) {
+      auto d = cast<DictionaryAttr>(a);
+      llvm::json::Array shape;
+      for (int64_t x : d.getAs<DenseI64ArrayAttr>("shape").asArrayRef())
+        shape.push_back(x);
+      // dtype: as stored in the file; device_dtype: as the code uses it
+      // (they differ after h20-compute-type; the runtime converts).
+      Type device = d.getAs<TypeAttr>("type").getValue();
+      auto stored = d.getAs<TypeAttr>("stored_type");
+      llvm::json::Object w{{"name", d.getAs<StringAttr>("name").str()},
+                           {"dtype", dtypeName(stored ? stored.getValue() : device)},
+                           {"device_dtype", dtypeName(device)},
+                           {"shape", std::move(shape)}};
+      if (auto f = d.getAs<StringAttr>("file")) {
+        w["file"] = f.str();
+        // Recorded so h20-run notices a replaced or truncated weight file.
+        if (auto dir = module->getAttrOfType<StringAttr>("onnx.model_dir")) {
+          llvm::SmallString<256> path(dir.getValue());
+          llvm::sys::path::append(path, f.getValue());
+          uint64_t size;
+          if (!llvm::sys::fs::file_size(path, size))
+            w["file_size"] = int64_t(size);
+        }
+      }
+      if (auto o = d.getAs<IntegerAttr>("offset"))
+        w["offset"] = o.getInt();
+      if (auto l = d.getAs<IntegerAttr>("length"))
+        w["length"] = l.getInt();
+      weights.push_back(std::move(w));
+    }
+  });
+  return weights;
+}
+
+} // namespace h20

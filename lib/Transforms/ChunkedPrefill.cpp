@@ -1,0 +1,157 @@
+//===- ChunkedPrefill.cpp - one chunk of a chunked prefill ----------------===//
+//
+// A long prompt does not fit as one batch of activations ([S, hidden] per
+// tensor, [S, ffn] for the MLP); processing it C tokens at a time bounds
+// activation memory by C while the KV cache grows to S. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/KV/IR/KVDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace h20 {
+#define GEN_PASS_DEF_CHUNKEDPREFILL
+#include "h20/Transforms/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+namespace ox = h20::onnx;
+
+namespace {
+
+/// The Slice h20-logits-last puts before the LM head: start -1, step 1 on
+/// axis 1 of a rank-3 hidden state.
+ox::SliceOp lastPositionSlice(func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (ret.getNumOperands() != 1)
+    return {};
+  auto mm = ret.getOperand(0).getDefiningOp<ox::MatMulOp>();
+  auto slice = mm ? mm->getOperand(0).getDefiningOp<ox::SliceOp>() : ox::SliceOp();
+  if (!slice || slice->getNumOperands() < 3)
+    return {};
+  auto c = slice->getOperand(1).getDefiningOp<ox::ConstantOp>();
+  auto start = c ? dyn_cast_or_null<DenseIntElementsAttr>(c->getAttr("value"))
+                 : DenseIntElementsAttr();
+  if (!start || start.getNumElements() != 1 ||
+      (*start.value_begin<APInt>()).getSExtValue() != -1)
+    return {};
+  return slice;
+}
+
+struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
+  void runOnOperation() override {
+    for (func::FuncOp func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(rewrite(func)))
+        return signalPassFailure();
+  }
+
+  LogicalResult rewrite(func::FuncOp func) {
+    MLIRContext *ctx = func.getContext();
+    auto ids = func.getNumArguments() == 1
+                   ? dyn_cast<RankedTensorType>(func.getArgument(0).getType())
+                   : RankedTensorType();
+    if (!ids || ids.getRank() != 2 || !ids.isDynamicDim(1) ||
+        !ids.getElementType().isInteger())
+      return func.emitError("chunked prefill needs one input, token ids [1, S] with S dynamic");
+    for (Operation &op : func.getBody().front())
+      if (isa<h20::attn::RopeOp>(op))
+        return op.emitError("chunked prefill needs RoPE as table gathers (run h20-lower-rope)");
+
+    Block &entry = func.getBody().front();
+    Location loc = func.getLoc();
+    BlockArgument p0 = entry.addArgument(IndexType::get(ctx), loc);
+    BlockArgument n = entry.addArgument(IndexType::get(ctx), loc);
+    func.setType(FunctionType::get(ctx, entry.getArgumentTypes(), func.getResultTypes()));
+    func.setArgAttr(1, "onnx.name", StringAttr::get(ctx, "h20.chunk_start"));
+    func.setArgAttr(2, "onnx.name", StringAttr::get(ctx, "h20.chunk_tokens"));
+
+    // Positions: p0 + in-chunk position, computed once per positions value.
+    DenseMap<Value, Value> shifted;
+    WalkResult walk = func.walk([&](h20::attn::RopeApplyOp rope) -> WalkResult {
+      Value pos = rope.getPositions();
+      if (isa<BlockArgument>(pos))
+        return rope.emitError("positions are a graph input; chunked prefill computes them");
+      auto it = shifted.find(pos);
+      if (it == shifted.end()) {
+        OpBuilder b(ctx);
+        b.setInsertionPointAfterValue(pos);
+        auto pt = cast<RankedTensorType>(pos.getType());
+        Value start = arith::IndexCastOp::create(b, loc, pt.getElementType(), p0);
+        SmallVector<Value> dyn;
+        for (int64_t k = 0; k < pt.getRank(); ++k)
+          if (pt.isDynamicDim(k))
+            dyn.push_back(tensor::DimOp::create(b, loc, pos, k));
+        Value splat = tensor::SplatOp::create(b, loc, pt, start, dyn);
+        Value sum = ox::AddOp::create(b, loc, TypeRange{pt}, ValueRange{pos, splat})->getResult(0);
+        it = shifted.try_emplace(pos, sum).first;
+      }
+      rope->setOperand(1, it->second);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+
+    walk = func.walk([&](Operation *op) -> WalkResult {
+      OpBuilder b(op);
+      if (auto w = dyn_cast<h20::kv::WriteOp>(op)) {
+        if (!isConstantIntValue(w.getOffset(), 0))
+          return w.emitError("chunked prefill expects KV writes at position 0 of the prompt");
+        w.getOffsetMutable().assign(p0);
+      } else if (auto v = dyn_cast<h20::kv::ViewOp>(op)) {
+        v.getLengthMutable().assign(arith::AddIOp::create(b, op->getLoc(), v.getLength(), p0));
+      } else if (auto a = dyn_cast<h20::attn::AttentionOp>(op)) {
+        if (!a.getCausal())
+          return a.emitError("chunked prefill needs causal attention (a chunk must not see "
+                             "later tokens)");
+        // Unchunked, S_q == S_kv and both alignments agree; chunked, the
+        // queries are the last S_q of the S_kv positions.
+        a.setAlignment(h20::attn::CausalAlignment::bottom_right);
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+
+    StringRef outputMode = "rows";
+    if (ox::SliceOp slice = lastPositionSlice(func)) {
+      OpBuilder b(slice);
+      Value h = slice->getOperand(0);
+      auto ht = cast<RankedTensorType>(h.getType());
+      auto idx = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+      Value last = arith::SubIOp::create(b, slice.getLoc(), n,
+                                         arith::ConstantIndexOp::create(b, slice.getLoc(), 1));
+      auto rt = cast<RankedTensorType>(slice->getResult(0).getType());
+      SmallVector<OpFoldResult> offsets{idx(0), last, idx(0)}, sizes, strides(3, idx(1));
+      for (int64_t k = 0; k < 3; ++k)
+        sizes.push_back(k == 1 ? idx(1) : tensor::getMixedSize(b, slice.getLoc(), h, k));
+      (void)ht;
+      Value row =
+          tensor::ExtractSliceOp::create(b, slice.getLoc(), rt, h, offsets, sizes, strides);
+      slice->getResult(0).replaceAllUsesWith(row);
+      slice->erase();
+      outputMode = "last";
+    } else {
+      for (Type t : func.getResultTypes()) {
+        auto rt = dyn_cast<RankedTensorType>(t);
+        if (!rt || rt.getRank() < 2 || !rt.isDynamicDim(1))
+          return func.emitError("chunked prefill: every output must be [B, S, ...] (or use "
+                                "--logits=last)");
+      }
+    }
+    Builder b(ctx);
+    func->setAttr("h20.chunked",
+                  b.getDictionaryAttr({b.getNamedAttr("input", b.getI64IntegerAttr(0)),
+                                       b.getNamedAttr("dim", b.getI64IntegerAttr(1)),
+                                       b.getNamedAttr("output", b.getStringAttr(outputMode))}));
+    return success();
+  }
+};
+
+} // namespace

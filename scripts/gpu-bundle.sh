@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prepares everything the GPU tests need into one directory, on the build
+# machine (the compiler needs LLVM/MLIR 22; a GPU machine may have neither):
+#   bin/      h20-run, attention-check, h20-gpu-unittests, npy-compare,
+#             artifact-info
+#   lib/      their non-system shared libraries (protobuf, onnx_proto)
+#   models/   the fixtures' ONNX files, ids and reference logits
+#   art/      artifacts compiled for the H200 (sm_90): each fixture in f32
+#             and bf16 (chunks of 64 tokens, so S = 1024 runs 16 chunks),
+#             plus last-position-logits variants
+#   gpu-test.sh, the runner.
+# Usage: scripts/gpu-bundle.sh OUTDIR [FIXTURES_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${H20_BUILD_DIR:-$root/build}
+out=${1:?usage: gpu-bundle.sh OUTDIR [FIXTURES_DIR]}
+fixtures=${2:-$root/../shared/fixtures/onnx}
+"$root/scripts/build.sh" >/dev/null
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
+for t in h20-run attention-check h20-gpu-unittests npy-compare artifact-info; do
+  [[ -x $build/bin/$t ]] && cp "$build/bin/$t" "$out/bin/"
+done
+# Shared libraries a fresh GPU machine may lack (the rest is glibc/libstdc++).
+for t in "$out"/bin/*; do
+  ldd "$t" | awk '/=> \// {print $3}' |
+    grep -E 'libprotobuf|libonnx_proto' || true
+done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
+cp "$root/scripts/gpu-test.sh" "$out/"
+models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
+for m in "${models[@]}"; do
+  cp "$fixtures/$m.onnx" "$fixtures/$m".ids*.npy "$fixtures/$m".logits*.npy "$out/models/"
+  for ct in f32 bf16; do
+    "$build/bin/h20-opt" "$fixtures/$m.onnx" --target=h200 --compute-type=$ct \
+      --max-positions=1024 --chunk=64 -o "$out/art/$m.$ct.h20"
+    "$build/bin/h20-opt" "$fixtures/$m.onnx" --target=h200 --compute-type=$ct \
+      --max-positions=1024 --chunk=64 --logits=last -o "$out/art/$m.$ct.last.h20"
+  done
+done
+# seed-dense shapes (DESIGN.md section 2), 2 layers, S = 32768: the graph is
+# compiled here against a sparse weights file of the right size; the GPU
+# machine fills the weights (same seed, same bytes) and compares h20 with
+# models/llama/reference.py (PyTorch) on them.
+if python3 -c "import onnx, numpy" 2>/dev/null; then py=python3; else py=/usr/bin/python3; fi
+mkdir -p "$out/seed-dense-2l"
+cp -r "$root/models/llama" "$out/models/llama"
+"$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-2l" --layers 2 --graph
+"$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
+  --logits=last --max-positions=32768 -o "$out/art/seed-dense-2l.bf16.last.h20"
+rm -f "$out/seed-dense-2l/weights.bin"   # sparse here; generated there
+echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out"

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Runs every GPU test and prints a summary table. On a machine that builds
+# h20 (LLVM/MLIR 22 installed), it prepares the bundle itself; on a GPU
+# machine without the compiler, give it a bundle made by gpu-bundle.sh.
+#   scripts/gpu-test.sh [BUNDLE_DIR]
+# Tests: attention-check (the attention kernel vs an fp64 reference),
+# h20-gpu-unittests (runtime on the GPU: GEMMs, program execution), and the
+# fixtures end to end: 3 models x {f32, bf16} x S = 8, 64, 1024 (chunked
+# prefill, 64-token chunks) against the PyTorch float32 logits: relative L2
+# <= 1e-3 (f32) / 2e-2 (bf16) and the same next token; plus the
+# last-position LM head against the reference's last row.
+# Results: BUNDLE/results/gpu-tests.json (and $OUT/ when set). Exit 1 if any
+# test failed; 0 with every test SKIPped when there is no GPU.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bundle=${1:-}
+if [[ -z $bundle ]]; then
+  if [[ -x $here/gpu-bundle.sh ]]; then
+    bundle=$(mktemp -d)/bundle
+    "$here/gpu-bundle.sh" "$bundle" || exit 1
+  else
+    bundle=$here
+  fi
+fi
+bin=$bundle/bin
+export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+results=$bundle/results
+mkdir -p "$results"
+log=$results/gpu-tests.log
+: >"$log"
+rows=()
+json=()
+failed=0
+record() { # name status detail
+  rows+=("$(printf '%-44s %-5s %s' "$1" "$2" "$3")")
+  json+=("{\"test\": \"$1\", \"status\": \"$2\", \"detail\": \"$3\"}")
+  [[ $2 == FAIL ]] && failed=1
+}
+
+if [[ -x $bin/attention-check ]]; then
+  if out=$("$bin/attention-check" 2>&1); then st=PASS; else st=FAIL; fi
+  echo "$out" >>"$log"
+  grep -q '^SKIP' <<<"$out" && st=SKIP
+  record attention-check $st "$(grep -cE '^PASS' <<<"$out") cases passed; $(grep -E 'TFLOP/s' <<<"$out" | tail -1)"
+fi
+if [[ -x $bin/h20-gpu-unittests ]]; then
+  if out=$("$bin/h20-gpu-unittests" 2>&1); then st=PASS; else st=FAIL; fi
+  echo "$out" >>"$log"
+  grep -q 'SKIPPED' <<<"$out" && ! grep -q '\[  PASSED  \] [1-9]' <<<"$out" && st=SKIP
+  record h20-gpu-unittests $st "$(grep -E '^\[  (PASSED|FAILED) ' <<<"$out" | tr '\n' ' ')"
+fi
+
+gpu=yes
+"$bin/h20-run" "$bundle/art/llama_gqa_op23.f32.h20" --ids "$bundle/models/llama_gqa_op23.ids8.npy" \
+  --weights-dir "$bundle/models" >/dev/null 2>"$results/probe.err" || {
+  grep -q "no CUDA-capable GPU" "$results/probe.err" && gpu=no
+}
+for m in llama_gqa_op18 llama_gqa_op23 llama_mha_op23; do
+  for ct in f32 bf16; do
+    tol=1e-3
+    [[ $ct == bf16 ]] && tol=2e-2
+    for S in 8 64 1024; do
+      name="$m $ct S=$S"
+      if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
+      o=$results/$m.$ct.$S
+      if ! "$bin/h20-run" "$bundle/art/$m.$ct.h20" --ids "$bundle/models/$m.ids$S.npy" \
+          --weights-dir "$bundle/models" --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1; then
+        record "$name" FAIL "h20-run failed (see gpu-tests.log)"
+        continue
+      fi
+      if cmp=$("$bin/npy-compare" "$o.npy" "$bundle/models/$m.logits$S.npy" --max-rel-l2 $tol 2>&1); then
+        st=PASS
+      else
+        st=FAIL
+      fi
+      echo "$cmp" >>"$log"
+      record "$name" $st "$(tr '\n' ' ' <<<"$cmp")"
+    done
+    name="$m $ct S=1024 logits=last"
+    if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
+    o=$results/$m.$ct.last
+    if "$bin/h20-run" "$bundle/art/$m.$ct.last.h20" --ids "$bundle/models/$m.ids1024.npy" \
+        --weights-dir "$bundle/models" --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1 &&
+       cmp=$("$bin/npy-compare" "$o.npy" "$bundle/models/$m.logits1024.npy" --max-rel-l2 $tol \
+             --ref-last-row 2>&1); then
+      record "$name" PASS "$(tr '\n' ' ' <<<"$cmp")"
+    else
+      record "$name" FAIL "$(tr '\n' ' ' <<<"${cmp:-h20-run failed}")"
+    fi
+  done
+done
+
+# seed-dense layer shapes, 2 layers, S = 32768, bf16, last-position logits,
+# against PyTorch on the same weights in the same run.
+sd=$bundle/seed-dense-2l
+name="seed-dense-2l bf16 S=32768 vs PyTorch"
+if [[ $gpu == no ]]; then
+  record "$name" SKIP "no GPU"
+elif ! python3 -c "import torch, numpy" 2>/dev/null; then
+  record "$name" SKIP "python3 with torch and numpy not available"
+elif [[ -f $bundle/art/seed-dense-2l.bf16.last.h20 ]]; then
+  python3 "$bundle/models/llama/generate.py" seed-dense "$sd" --layers 2 --weights >>"$log" 2>&1
+  python3 -c "import numpy as np; np.save('$sd/ids.npy', np.random.default_rng(0).integers(0, 129280, (1, 32768), dtype=np.int64))"
+  if "$bin/h20-run" "$bundle/art/seed-dense-2l.bf16.last.h20" --ids "$sd/ids.npy" --weights-dir "$sd" \
+       --dump-logits "$results/seed-dense-2l.h20.npy" --report "$results/seed-dense-2l.h20.json" >>"$log" 2>&1 &&
+     ref=$(python3 "$bundle/models/llama/reference.py" "$sd" "$sd/ids.npy" "$results/seed-dense-2l.ref.npy" 2>>"$log") &&
+     cmp=$("$bin/npy-compare" "$results/seed-dense-2l.h20.npy" "$results/seed-dense-2l.ref.npy" --max-rel-l2 2e-2 2>&1); then
+    st=PASS
+  else
+    st=FAIL
+  fi
+  echo "$ref" >>"$log"
+  ttft=$(grep -o '"ttft_ms": [0-9.]*' "$results/seed-dense-2l.h20.json" 2>/dev/null | head -1)
+  record "$name" $st "$(tr '\n' ' ' <<<"${cmp:-failed} h20 $ttft; $ref")"
+  rm -f "$sd/weights.bin"
+fi
+
+{
+  echo "["
+  for ((i = 0; i < ${#json[@]}; ++i)); do
+    echo "  ${json[$i]}$([[ $i -lt $((${#json[@]} - 1)) ]] && echo ,)"
+  done
+  echo "]"
+} >"$results/gpu-tests.json"
+[[ -n ${OUT:-} ]] && cp -r "$results" "$OUT/" 2>/dev/null
+echo
+printf '%-44s %-5s %s\n' TEST STATUS DETAIL
+printf '%s\n' "${rows[@]}"
+exit $failed

@@ -1,0 +1,158 @@
+//===- AttentionKernelTest.cpp - attention variants, NVRTC and ptxas -----===//
+//
+// Without a GPU: the variant rules and default choices, and (when NVRTC and
+// ptxas are installed) that every main variant compiles to PTX and
+// assembles for sm_90 without spilling. Numerical checks of the kernel run
+// on a GPU in test/tools/attention-check.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Target/AttentionKernel.h"
+#include "h20/Target/PtxAssembler.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+using namespace h20;
+
+namespace {
+
+TEST(AttentionKernel, NamesAndSharedMemory) {
+  AttentionVariant v{2, 128, 128, 128, 64, 256};
+  EXPECT_EQ(v.kernelName(), "h20_attention_bf16_d128_dv128_m128_n64_t256");
+  // Q/O 128 x 136, two K and two V buffers of 64 x 136, 2 bytes each.
+  EXPECT_EQ(v.smemBytes(), 2 * (128 * 136 + 4 * 64 * 136));
+  AttentionVariant f{0, 64, 32, 64, 64, 256};
+  EXPECT_EQ(f.kernelName(), "h20_attention_f32_d64_dv32_m64_n64_t256");
+  EXPECT_EQ(f.smemBytes(), 4 * (64 * 64 + 64 * 65 + 64 * 32 + 64 * 64));
+  EXPECT_TRUE(v.isSupported());
+  EXPECT_TRUE(f.isSupported());
+}
+
+TEST(AttentionKernel, RejectsUnsupportedVariants) {
+  std::string why;
+  EXPECT_FALSE((AttentionVariant{3, 128, 128, 128, 64, 256}.isSupported(&why)));
+  EXPECT_NE(why.find("dtype"), std::string::npos) << why;
+  EXPECT_FALSE((AttentionVariant{2, 72, 72, 128, 64, 256}.isSupported(&why)));
+  EXPECT_NE(why.find("multiples of 16"), std::string::npos) << why;
+  EXPECT_FALSE((AttentionVariant{2, 512, 512, 64, 64, 128}.isSupported(&why)));
+  EXPECT_FALSE((AttentionVariant{2, 128, 128, 128, 64, 96 + 1}.isSupported(&why)));
+  // 48 rows per warp is neither one nor two m16 tiles.
+  EXPECT_FALSE((AttentionVariant{2, 128, 128, 192, 64, 128}.isSupported(&why)));
+  EXPECT_NE(why.find("rows per warp"), std::string::npos) << why;
+  // D = Dv = 256 with 128-key steps and two m-tiles per warp: too many
+  // accumulators; with 256 keys per step also too much shared memory.
+  EXPECT_FALSE((AttentionVariant{2, 256, 256, 128, 128, 128}.isSupported(&why)));
+  EXPECT_FALSE((AttentionVariant{0, 256, 256, 64, 256, 256}.isSupported(&why)));
+  std::string ptx, log;
+  EXPECT_FALSE(compileAttentionPtx({AttentionVariant{2, 72, 72, 128, 64, 256}}, "sm_90", ptx, log));
+  EXPECT_NE(log.find("unsupported kernel variant"), std::string::npos) << log;
+  EXPECT_FALSE(compileAttentionPtx({AttentionVariant{}}, "gfx90a", ptx, log));
+  EXPECT_NE(log.find("malformed GPU architecture"), std::string::npos) << log;
+}
+
+// Property: whatever the dims and the #h20.tiles hints, the choice is a
+// supported variant of the requested dtype and dims.
+TEST(AttentionKernel, ChoicesAreSupported) {
+  for (int dtype : {0, 1, 2})
+    for (int d = 16; d <= 256; d += 16)
+      for (int dv : {16, 64, 128, 256, d})
+        for (int64_t bm : {0, 1, 16, 64, 96, 128, 192, 256, 1024})
+          for (int64_t bn : {0, 1, 16, 48, 64, 128, 176, 256}) {
+            std::string error;
+            std::optional<AttentionVariant> v =
+                chooseAttentionVariant(dtype, d, dv, bm, bn, &error);
+            ASSERT_TRUE(v) << error;
+            std::string why;
+            EXPECT_TRUE(v->isSupported(&why)) << why;
+            EXPECT_EQ(v->dtype, dtype);
+            EXPECT_EQ(v->headDim, d);
+            EXPECT_EQ(v->headDimV, dv);
+            EXPECT_LE(v->smemBytes(), kSm90MaxSmemPerBlock);
+          }
+  std::string error;
+  EXPECT_FALSE(chooseAttentionVariant(2, 512, 512, 0, 0, &error));
+  EXPECT_NE(error.find("head dim 512"), std::string::npos) << error;
+  EXPECT_FALSE(chooseAttentionVariant(2, 100, 100, 0, 0, &error));
+  EXPECT_FALSE(chooseAttentionVariant(5, 128, 128, 0, 0, &error));
+}
+
+TEST(AttentionKernel, ParsesPtxasReport) {
+  const char *report =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'kern_a' for 'sm_90'\n"
+      "ptxas info    : Function properties for kern_a\n"
+      "    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 224 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'kern_b' for 'sm_90'\n"
+      "ptxas info    : Function properties for kern_b\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, 224 bytes cmem[0]\n";
+  std::vector<PtxasFunctionStats> stats = parsePtxasReport(report);
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].name, "kern_a");
+  EXPECT_EQ(stats[0].registers, 255);
+  EXPECT_EQ(stats[0].stackFrame, 8);
+  EXPECT_EQ(stats[0].spillStores, 12);
+  EXPECT_EQ(stats[0].spillLoads, 16);
+  EXPECT_EQ(stats[1].name, "kern_b");
+  EXPECT_EQ(stats[1].registers, 40);
+  EXPECT_EQ(stats[1].spillStores, 0);
+}
+
+/// The variants the GPU target instantiates by default (chooseAttentionVariant
+/// without hints) for f32/f16/bf16 and D = Dv = 16 (the fixture shape), 64,
+/// 128, 256, plus D != Dv (192 / 128).
+std::vector<AttentionVariant> mainVariants() {
+  std::vector<AttentionVariant> out;
+  for (int dtype : {0, 1, 2})
+    for (int d : {16, 64, 128, 256})
+      out.push_back(*chooseAttentionVariant(dtype, d, d));
+  out.push_back(*chooseAttentionVariant(2, 192, 128));
+  return out;
+}
+
+TEST(AttentionKernel, CompilesAndAssemblesForSm90WithoutSpills) {
+  std::string reason;
+  if (!nvrtcAvailable(&reason)) {
+    std::printf("SKIP: %s\n", reason.c_str());
+    GTEST_SKIP() << reason;
+  }
+  std::vector<AttentionVariant> variants = mainVariants();
+  std::string ptx, log;
+  ASSERT_TRUE(compileAttentionPtx(variants, "sm_90", ptx, log)) << log;
+  for (const AttentionVariant &v : variants)
+    EXPECT_NE(ptx.find(".entry " + v.kernelName() + "("), std::string::npos) << v.kernelName();
+  if (findPtxas().empty()) {
+    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+    GTEST_SKIP() << "ptxas not found";
+  }
+  std::string cubin, report, error;
+  ASSERT_EQ(assemblePtx(ptx, "sm_90", cubin, report, error), PtxasStatus::Ok) << error;
+  EXPECT_GT(cubin.size(), 4u);
+  EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
+  std::printf("%s", report.c_str());
+  std::vector<PtxasFunctionStats> stats = parsePtxasReport(report);
+  for (const AttentionVariant &v : variants) {
+    const PtxasFunctionStats *s = nullptr;
+    for (const PtxasFunctionStats &f : stats)
+      if (f.name == v.kernelName())
+        s = &f;
+    ASSERT_NE(s, nullptr) << v.kernelName() << " missing from the ptxas report";
+    std::printf("%-48s %3d registers, %5lld bytes smem, %lld bytes spill stores, %lld loads\n",
+                s->name.c_str(), s->registers, static_cast<long long>(v.smemBytes()),
+                static_cast<long long>(s->spillStores), static_cast<long long>(s->spillLoads));
+    EXPECT_EQ(s->spillStores, 0) << v.kernelName();
+    EXPECT_EQ(s->spillLoads, 0) << v.kernelName();
+  }
+}
+
+TEST(AttentionKernel, AssemblerReportsPtxErrors) {
+  if (findPtxas().empty())
+    GTEST_SKIP() << "ptxas not found";
+  std::string cubin, report, error;
+  EXPECT_EQ(assemblePtx("this is not PTX", "sm_90", cubin, report, error), PtxasStatus::Failed);
+  EXPECT_NE(error.find("ptxas -arch=sm_90 failed"), std::string::npos) << error;
+}
+
+} // namespace

@@ -1,0 +1,778 @@
+//===- GpuExecutorTest.cpp - GpuExecutor on a real GPU --------------------===//
+//
+// Small hand-written programs run through GpuExecutor (and one through
+// h20-run): GEMMs against CPU loops (float32 and bfloat16, row- and
+// column-major, broadcast, beta), chunking with a state buffer, memset and
+// copy, kernel launches from hand-written PTX (the memref parameter
+// expansion and the H20AttnParams layout). Without a GPU every test is
+// skipped with the reason. Labelled `gpu` in ctest.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/GpuExecutor.h"
+#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Npy.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace h20::runtime;
+using json = nlohmann::json;
+
+#ifndef H20_RUN_PATH
+#define H20_RUN_PATH "h20-run"
+#endif
+
+namespace {
+
+/// A temporary directory, removed with its files.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    const char *base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/h20-gpu-test-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()))
+      path = buf.data();
+  }
+  ~TempDir() {
+    if (!path.empty())
+      std::system(("rm -rf '" + path + "'").c_str());
+  }
+};
+
+void writeBytes(const std::string &path, const void *data, size_t bytes) {
+  std::string error;
+  ASSERT_TRUE(writeFileAtomically(path, std::string(static_cast<const char *>(data), bytes), error))
+      << error;
+}
+
+/// An artifact in memory: the manifest (with "gpu") and the payload blobs.
+struct TestArtifact {
+  json manifest;
+  Artifact artifact;
+  Manifest m;
+  GpuProgram program;
+
+  TestArtifact(const std::string &modelDir) {
+    manifest = {{"format", "h20-artifact"}, {"target", "h200"}, {"model_dir", modelDir},
+                {"inputs", json::array()}, {"outputs", json::array()},
+                {"weights", json::array()}, {"blobs", json::array()}};
+  }
+  void addBlob(const std::string &name, const std::string &kind, const std::string &bytes) {
+    uint64_t off = appendBlob(artifact.payload, bytes.data(), bytes.size());
+    manifest["blobs"].push_back({{"name", name}, {"kind", kind}, {"offset", off}, {"size", bytes.size()}});
+  }
+  /// Parses manifest + program; fails the test on an error.
+  void finish(const json &gpu) {
+    manifest["gpu"] = gpu;
+    artifact.manifest = manifest.dump();
+    std::string error;
+    ASSERT_TRUE(parseManifest(artifact.manifest, m, error)) << error;
+    ASSERT_TRUE(parseGpuProgram(artifact.manifest, m, artifact.payload.size(), program, error))
+        << error;
+  }
+};
+
+std::vector<float> randomFloats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+HostTensor tensor(const std::string &dtype, std::vector<int64_t> shape, const void *data,
+                  size_t bytes) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data.assign(static_cast<const uint8_t *>(data), static_cast<const uint8_t *>(data) + bytes);
+  return t;
+}
+
+std::vector<float> asFloats(const HostTensor &t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  return v;
+}
+
+double relL2(const std::vector<float> &got, const std::vector<double> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+json mat(int buffer, int64_t batchStride, int64_t rowStride, int64_t colStride) {
+  return {{"buffer", buffer}, {"offset", 0}, {"batch_stride", batchStride},
+          {"row_stride", rowStride}, {"col_stride", colStride}};
+}
+
+/// Hand-written PTX (sm_90): h20_test_axpy(memref x, memref y, f32 a) does
+/// y[o + i*s] += a * x[o + i*s] for i < size; h20_test_attn_echo(H20AttnParams)
+/// counts its blocks at o + 224 and block (0,0,0) copies the 224 parameter
+/// bytes to o; h20_test_lm_last(memref ids, memref w, memref logits, i64 n,
+/// i64 v) sets logits[j] = w[ids[n-1]*v + j].
+std::string testPtx() {
+  std::string echo;
+  for (int o = 0; o < 224; o += 8)
+    echo += "  ld.param.u64 %rd3, [p+" + std::to_string(o) + "];\n  st.global.u64 [%rd1+" +
+            std::to_string(o) + "], %rd3;\n";
+  return R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry h20_test_axpy(
+  .param .u64 xa, .param .u64 xp, .param .u64 xo, .param .u64 xs, .param .u64 xt,
+  .param .u64 ya, .param .u64 yp, .param .u64 yo, .param .u64 ys, .param .u64 yt,
+  .param .f32 a)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<16>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [xp];
+  ld.param.u64 %rd2, [xo];
+  ld.param.u64 %rd3, [xs];
+  ld.param.u64 %rd4, [xt];
+  ld.param.u64 %rd5, [yp];
+  ld.param.u64 %rd6, [yo];
+  ld.param.u64 %rd7, [yt];
+  ld.param.f32 %f1, [a];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mul.wide.u32 %rd8, %r1, %r2;
+  cvt.u64.u32 %rd9, %r3;
+  add.u64 %rd8, %rd8, %rd9;
+  setp.ge.u64 %p1, %rd8, %rd3;
+  @%p1 bra DONE;
+  mad.lo.u64 %rd10, %rd8, %rd4, %rd2;
+  shl.b64 %rd10, %rd10, 2;
+  add.u64 %rd10, %rd10, %rd1;
+  ld.global.f32 %f2, [%rd10];
+  mad.lo.u64 %rd11, %rd8, %rd7, %rd6;
+  shl.b64 %rd11, %rd11, 2;
+  add.u64 %rd11, %rd11, %rd5;
+  ld.global.f32 %f3, [%rd11];
+  fma.rn.f32 %f3, %f1, %f2, %f3;
+  st.global.f32 [%rd11], %f3;
+DONE:
+  ret;
+}
+
+.visible .entry h20_test_attn_echo(.param .align 8 .b8 p[224])
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [p+24];
+  add.u64 %rd2, %rd1, 224;
+  atom.global.add.u32 %r2, [%rd2], 1;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ctaid.y;
+  mov.u32 %r5, %ctaid.z;
+  or.b32 %r3, %r3, %r4;
+  or.b32 %r3, %r3, %r5;
+  setp.ne.u32 %p1, %r3, 0;
+  @%p1 bra DONE;
+)" + echo + R"(DONE:
+  ret;
+}
+
+.visible .entry h20_test_lm_last(
+  .param .u64 ia, .param .u64 ip, .param .u64 io, .param .u64 is, .param .u64 it,
+  .param .u64 wa, .param .u64 wp, .param .u64 wo, .param .u64 ws, .param .u64 wt,
+  .param .u64 la, .param .u64 lp, .param .u64 lo, .param .u64 ls, .param .u64 lt,
+  .param .u64 n, .param .u64 v)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<16>;
+  .reg .f32 %f<2>;
+  mov.u32 %r1, %tid.x;
+  cvt.u64.u32 %rd1, %r1;
+  ld.param.u64 %rd2, [v];
+  setp.ge.u64 %p1, %rd1, %rd2;
+  @%p1 bra DONE;
+  ld.param.u64 %rd3, [ip];
+  ld.param.u64 %rd4, [io];
+  ld.param.u64 %rd5, [n];
+  add.u64 %rd6, %rd4, %rd5;
+  sub.u64 %rd6, %rd6, 1;
+  shl.b64 %rd6, %rd6, 3;
+  add.u64 %rd6, %rd6, %rd3;
+  ld.global.u64 %rd7, [%rd6];
+  ld.param.u64 %rd8, [wp];
+  ld.param.u64 %rd9, [wo];
+  mad.lo.u64 %rd10, %rd7, %rd2, %rd9;
+  add.u64 %rd10, %rd10, %rd1;
+  shl.b64 %rd10, %rd10, 2;
+  add.u64 %rd10, %rd10, %rd8;
+  ld.global.f32 %f1, [%rd10];
+  ld.param.u64 %rd11, [lp];
+  ld.param.u64 %rd12, [lo];
+  add.u64 %rd13, %rd12, %rd1;
+  shl.b64 %rd13, %rd13, 2;
+  add.u64 %rd13, %rd13, %rd11;
+  st.global.f32 [%rd13], %f1;
+DONE:
+  ret;
+}
+)";
+}
+
+class GpuExecutorTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string reason;
+    if (!GpuExecutor::available(reason))
+      GTEST_SKIP() << "no GPU: " << reason;
+    ASSERT_FALSE(dir.path.empty());
+  }
+  TempDir dir;
+};
+
+} // namespace
+
+// C0 = A * B (row-major, B broadcast over the batch), C1 = A * W^T
+// (nn.Linear weight, C1 column-major), C2 = C0 + 0.5 * A * B (beta 1).
+TEST_F(GpuExecutorTest, GemmFloat32) {
+  const int64_t T = 2, M = 37, N = 50, K = 64;
+  std::vector<float> a = randomFloats(T * M * K, 1), b = randomFloats(K * N, 2),
+                     w = randomFloats(N * K, 3);
+  std::vector<float> weights = b;
+  weights.insert(weights.end(), w.begin(), w.end());
+  writeBytes(dir.path + "/w.bin", weights.data(), weights.size() * 4);
+  TestArtifact t(dir.path);
+  t.manifest["inputs"] = {{{"name", "a"}, {"dtype", "float32"}, {"shape", {T, M, K}}}};
+  for (const char *name : {"c0", "c1", "c2"})
+    t.manifest["outputs"].push_back({{"name", name}, {"dtype", "float32"}, {"shape", {T, M, N}}});
+  t.manifest["weights"] = {
+      {{"name", "b"}, {"file", "w.bin"}, {"dtype", "float32"}, {"shape", {K, N}}, {"offset", 0}},
+      {{"name", "w"}, {"file", "w.bin"}, {"dtype", "float32"}, {"shape", {N, K}},
+       {"offset", K * N * 4}}};
+  int64_t cBytes = T * M * N * 4;
+  json gemm = {{"op", "gemm"}, {"dtype_a", "float32"}, {"dtype_b", "float32"},
+               {"dtype_c", "float32"}, {"batch", T}, {"m", M}, {"n", N}, {"k", K},
+               {"alpha", 1.0}, {"beta", 0.0}};
+  json g0 = gemm, g1 = gemm, g2 = gemm;
+  g0["a"] = mat(0, M * K, K, 1);
+  g0["b"] = mat(4, 0, N, 1);
+  g0["c"] = mat(1, M * N, N, 1);
+  g1["a"] = mat(0, M * K, K, 1);
+  g1["b"] = mat(5, 0, 1, K); // B[k, j] = W[j, k]
+  g1["c"] = mat(2, M * N, 1, M);
+  g2["a"] = mat(0, M * K, K, 1);
+  g2["b"] = mat(4, 0, N, 1);
+  g2["c"] = mat(3, M * N, N, 1);
+  g2["alpha"] = 0.5;
+  g2["beta"] = 1.0;
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}}, {"chunking", nullptr},
+      {"outputs", {{{"mode", "whole"}}, {{"mode", "whole"}}, {{"mode", "whole"}}}},
+      {"modules", json::array()}, {"arena_bytes", 0},
+      {"buffers",
+       {{{"kind", "input"}, {"index", 0}, {"bytes", T * M * K * 4}},
+        {{"kind", "output"}, {"index", 0}, {"bytes", cBytes}},
+        {{"kind", "output"}, {"index", 1}, {"bytes", cBytes}},
+        {{"kind", "output"}, {"index", 2}, {"bytes", cBytes}},
+        {{"kind", "weight"}, {"index", 0}, {"bytes", K * N * 4}, {"dtype", "float32"}},
+        {{"kind", "weight"}, {"index", 1}, {"bytes", N * K * 4}, {"dtype", "float32"}}}},
+      {"steps",
+       {g0, g1,
+        {{"op", "copy"}, {"src", 1}, {"src_offset_bytes", 0}, {"dst", 3},
+         {"dst_offset_bytes", 0}, {"bytes", cBytes}},
+        g2}}};
+  t.finish(gpu);
+  GpuExecutor ex;
+  std::string error;
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+  EXPECT_EQ(ex.loadStats().code, "none");
+  EXPECT_EQ(ex.loadStats().weightBytes, uint64_t(2 * K * N * 4));
+  std::vector<HostTensor> outs;
+  GpuRunStats stats;
+  ASSERT_EQ(ex.run({tensor("float32", {T, M, K}, a.data(), a.size() * 4)}, GpuRunOptions(), outs,
+                   stats, error),
+            GpuStatus::Ok)
+      << error;
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[0].shape, (std::vector<int64_t>{T, M, N}));
+  std::vector<double> r0(T * M * N), r1(T * M * N), r2(T * M * N);
+  for (int64_t s = 0; s < T; ++s)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double ab = 0, aw = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          double x = a[(s * M + i) * K + k];
+          ab += x * b[k * N + j];
+          aw += x * w[j * K + k];
+        }
+        r0[(s * M + i) * N + j] = ab;
+        r1[s * M * N + i + j * M] = aw; // column-major
+        r2[(s * M + i) * N + j] = 1.5 * ab;
+      }
+  EXPECT_LT(relL2(asFloats(outs[0]), r0), 1e-5);
+  EXPECT_LT(relL2(asFloats(outs[1]), r1), 1e-5);
+  EXPECT_LT(relL2(asFloats(outs[2]), r2), 1e-5);
+  EXPECT_EQ(stats.chunks, 1);
+  EXPECT_GT(stats.peakGpuMemoryBytes, 0u);
+  // A second run on the same executor gives the same result.
+  std::vector<HostTensor> again;
+  ASSERT_EQ(ex.run({tensor("float32", {T, M, K}, a.data(), a.size() * 4)}, GpuRunOptions(), again,
+                   stats, error),
+            GpuStatus::Ok)
+      << error;
+  EXPECT_EQ(again[0].data, outs[0].data);
+}
+
+// bfloat16 inputs (the weight converted from float32 on upload), float32 and
+// bfloat16 results.
+TEST_F(GpuExecutorTest, GemmBfloat16) {
+  const int64_t M = 70, N = 96, K = 128;
+  std::vector<float> a = randomFloats(M * K, 4), w = randomFloats(K * N, 5);
+  writeBytes(dir.path + "/w.bin", w.data(), w.size() * 4);
+  std::vector<uint16_t> abf(a.size());
+  convertElements("float32", a.data(), "bfloat16", abf.data(), a.size());
+  TestArtifact t(dir.path);
+  t.manifest["inputs"] = {{{"name", "a"}, {"dtype", "bfloat16"}, {"shape", {M, K}}}};
+  t.manifest["outputs"] = {{{"name", "c32"}, {"dtype", "float32"}, {"shape", {M, N}}},
+                           {{"name", "c16"}, {"dtype", "bfloat16"}, {"shape", {M, N}}}};
+  t.manifest["weights"] = {{{"name", "w"}, {"file", "w.bin"}, {"dtype", "float32"},
+                            {"shape", {K, N}}, {"offset", 0}, {"length", K * N * 4}}};
+  json gemm = {{"op", "gemm"}, {"dtype_a", "bfloat16"}, {"dtype_b", "bfloat16"},
+               {"batch", 1}, {"m", M}, {"n", N}, {"k", K}};
+  json g0 = gemm, g1 = gemm;
+  g0["dtype_c"] = "float32";
+  g0["a"] = mat(0, 0, K, 1);
+  g0["b"] = mat(3, 0, N, 1);
+  g0["c"] = mat(1, 0, N, 1);
+  g1["dtype_c"] = "bfloat16";
+  g1["a"] = mat(0, 0, K, 1);
+  g1["b"] = mat(3, 0, N, 1);
+  g1["c"] = mat(2, 0, N, 1);
+  json gpu = {{"arch", "sm_90"}, {"outputs", {{{"mode", "whole"}}, {{"mode", "whole"}}}},
+              {"modules", json::array()},
+              {"buffers",
+               {{{"kind", "input"}, {"index", 0}, {"bytes", M * K * 2}},
+                {{"kind", "output"}, {"index", 0}, {"bytes", M * N * 4}},
+                {{"kind", "output"}, {"index", 1}, {"bytes", M * N * 2}},
+                {{"kind", "weight"}, {"index", 0}, {"bytes", K * N * 2}, {"dtype", "bfloat16"}}}},
+              {"steps", {g0, g1}}};
+  t.finish(gpu);
+  GpuExecutor ex;
+  std::string error;
+  GpuLoadOptions lo;
+  lo.stagingBytes = 4096; // several pieces per weight, both staging buffers used
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, lo, error), GpuStatus::Ok) << error;
+  std::vector<HostTensor> outs;
+  GpuRunStats stats;
+  ASSERT_EQ(ex.run({tensor("bfloat16", {M, K}, abf.data(), abf.size() * 2)}, GpuRunOptions(),
+                   outs, stats, error),
+            GpuStatus::Ok)
+      << error;
+  std::vector<double> ref(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(bfloat16ToFloat(abf[i * K + k])) *
+               bfloat16ToFloat(floatToBfloat16(w[k * N + j]));
+      ref[i * N + j] = acc;
+    }
+  EXPECT_LT(relL2(asFloats(outs[0]), ref), 1e-4);
+  std::vector<float> c16(M * N);
+  convertElements("bfloat16", outs[1].data.data(), "float32", c16.data(), c16.size());
+  EXPECT_LT(relL2(c16, ref), 1e-2);
+}
+
+// Chunks of 4 over 10 ids: rows output, state kept across chunks (zeroed per
+// run), pad value in the last chunk, memset, "last" outputs.
+TEST_F(GpuExecutorTest, ChunkingStateMemsetCopy) {
+  TestArtifact t(dir.path);
+  t.manifest["inputs"] = {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}};
+  t.manifest["outputs"] = {
+      {{"name", "echo"}, {"dtype", "int64"}, {"shape", {1, -1}},
+       {"dims_from", {nullptr, {{"input", 0}, {"dim", 1}}}}},
+      {{"name", "state"}, {"dtype", "int64"}, {"shape", {1, 16}}},
+      {{"name", "lastchunk"}, {"dtype", "int64"}, {"shape", {1, 4}}}};
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}},
+      {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}, {"pad_value", 7}}},
+      {"outputs", {{{"mode", "rows"}, {"dim", 1}}, {{"mode", "last"}}, {{"mode", "last"}}}},
+      {"modules", json::array()}, {"arena_bytes", 512},
+      {"buffers",
+       {{{"kind", "input"}, {"index", 0}, {"bytes", 32}},
+        {{"kind", "output"}, {"index", 0}, {"bytes", 32}},
+        {{"kind", "output"}, {"index", 1}, {"bytes", 128}},
+        {{"kind", "output"}, {"index", 2}, {"bytes", 32}},
+        {{"kind", "state"}, {"bytes", 128}},
+        {{"kind", "temp"}, {"bytes", 256}, {"offset", 256}}}},
+      {"steps",
+       {{{"op", "copy"}, {"src", 0}, {"src_offset_bytes", 0}, {"dst", 5},
+         {"dst_offset_bytes", 0}, {"bytes", 32}},
+        {{"op", "copy"}, {"src", 5}, {"src_offset_bytes", 0}, {"dst", 1},
+         {"dst_offset_bytes", 0}, {"bytes", 32}},
+        {{"op", "copy"}, {"src", 0}, {"src_offset_bytes", 0}, {"dst", 4},
+         {"dst_offset_bytes", {{"p0", 8}}}, {"bytes", {{"n", 8}}}},
+        {{"op", "memset"}, {"buffer", 4}, {"offset_bytes", 120}, {"bytes", 8}, {"value", 171}},
+        {{"op", "copy"}, {"src", 4}, {"src_offset_bytes", 0}, {"dst", 2},
+         {"dst_offset_bytes", 0}, {"bytes", 128}},
+        {{"op", "copy"}, {"src", 0}, {"src_offset_bytes", 0}, {"dst", 3},
+         {"dst_offset_bytes", 0}, {"bytes", 32}}}}};
+  t.finish(gpu);
+  GpuExecutor ex;
+  std::string error;
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+  for (int64_t S : {10, 6}) {
+    std::vector<int64_t> ids(S);
+    for (int64_t i = 0; i < S; ++i)
+      ids[i] = 100 + i + S;
+    std::vector<int64_t> progress;
+    GpuRunOptions ro;
+    ro.progress = [&](int64_t chunk, int64_t chunks, int64_t done, int64_t tokens, double ms) {
+      progress.push_back(chunk);
+      EXPECT_EQ(chunks, (S + 3) / 4);
+      EXPECT_EQ(tokens, S);
+      EXPECT_EQ(done, std::min<int64_t>(S, 4 * (chunk + 1)));
+      EXPECT_GE(ms, 0.0);
+    };
+    std::vector<HostTensor> outs;
+    GpuRunStats stats;
+    ASSERT_EQ(ex.run({tensor("int64", {1, S}, ids.data(), ids.size() * 8)}, ro, outs, stats,
+                     error),
+              GpuStatus::Ok)
+        << error;
+    int64_t chunks = (S + 3) / 4;
+    EXPECT_EQ(stats.chunks, chunks);
+    EXPECT_EQ(stats.tokens, S);
+    EXPECT_EQ(stats.chunkMs.size(), size_t(chunks));
+    ASSERT_EQ(progress.size(), size_t(chunks));
+    ASSERT_EQ(outs[0].shape, (std::vector<int64_t>{1, S}));
+    std::vector<int64_t> echo(S), state(16), last(4);
+    std::memcpy(echo.data(), outs[0].data.data(), S * 8);
+    std::memcpy(state.data(), outs[1].data.data(), 128);
+    std::memcpy(last.data(), outs[2].data.data(), 32);
+    EXPECT_EQ(echo, ids);
+    for (int64_t i = 0; i < 15; ++i)
+      EXPECT_EQ(state[i], i < S ? ids[i] : 0) << "state row " << i << " (S = " << S << ")";
+    EXPECT_EQ(static_cast<uint64_t>(state[15]), 0xABABABABABABABABull);
+    int64_t p0 = (chunks - 1) * 4;
+    for (int64_t i = 0; i < 4; ++i)
+      EXPECT_EQ(last[i], p0 + i < S ? ids[p0 + i] : 7) << "last chunk position " << i;
+  }
+}
+
+// Kernel launches: memref parameters (allocated, aligned, offset, sizes,
+// strides) and the attention step's H20AttnParams, checked field by field.
+TEST_F(GpuExecutorTest, LaunchesPtxKernels) {
+  const int64_t L = 100;
+  TestArtifact t(dir.path);
+  t.addBlob("k.ptx", "ptx", testPtx());
+  t.manifest["inputs"] = {{{"name", "x"}, {"dtype", "float32"}, {"shape", {L}}}};
+  t.manifest["outputs"] = {{{"name", "y"}, {"dtype", "float32"}, {"shape", {L}}},
+                           {{"name", "echo"}, {"dtype", "float32"}, {"shape", {640}}}};
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}},
+      {"outputs", {{{"mode", "whole"}}, {{"mode", "whole"}}}},
+      {"modules", {{{"name", "test"}, {"ptx_blob", "k.ptx"}}}}, {"arena_bytes", 8192},
+      {"buffers",
+       {{{"kind", "input"}, {"index", 0}, {"bytes", L * 4}},
+        {{"kind", "output"}, {"index", 0}, {"bytes", L * 4}},
+        {{"kind", "output"}, {"index", 1}, {"bytes", 640 * 4}},
+        {{"kind", "temp"}, {"bytes", 4096}, {"offset", 0}, {"dtype", "float32"}},
+        {{"kind", "state"}, {"bytes", 4096}, {"dtype", "float32"}}}},
+      {"steps",
+       {{{"op", "copy"}, {"src", 0}, {"src_offset_bytes", 0}, {"dst", 1},
+         {"dst_offset_bytes", 0}, {"bytes", L * 4}},
+        // Even elements: y += 2 x (size n/2, stride 2).
+        {{"op", "launch"}, {"module", 0}, {"kernel", "h20_test_axpy"},
+         {"grid", {2, 1, 1}}, {"block", {64, 1, 1}}, {"smem", 0},
+         {"args",
+          {{{"memref", {{"buffer", 0}, {"offset", 0}, {"sizes", {L / 2}}, {"strides", {2}}}}},
+           {{"memref", {{"buffer", 1}, {"offset", 0}, {"sizes", {L / 2}}, {"strides", {2}}}}},
+           {{"f32", 2.0}}}}},
+        // Elements 1, 3, 5 (offset 1, three of them): y += -1 x, with 64 KiB
+        // of dynamic shared memory (over the 48 KiB default).
+        {{"op", "launch"}, {"module", 0}, {"kernel", "h20_test_axpy"},
+         {"grid", {1, 1, 1}}, {"block", {32, 1, 1}}, {"smem", 65536},
+         {"args",
+          {{{"memref", {{"buffer", 0}, {"offset", 1}, {"sizes", {3}}, {"strides", {2}}}}},
+           {{"memref", {{"buffer", 1}, {"offset", 1}, {"sizes", {3}}, {"strides", {2}}}}},
+           {{"f32", -1.0}}}}},
+        {{"op", "memset"}, {"buffer", 2}, {"offset_bytes", 0}, {"bytes", 640 * 4}, {"value", 0}},
+        {{"op", "attention"}, {"module", 0}, {"kernel", "h20_test_attn_echo"},
+         {"dtype", "float32"}, {"block_m", 4}, {"threads", 32}, {"smem", 0},
+         {"batch", 2}, {"heads", 4}, {"kv_heads", 2}, {"sq", {{"n", 1}}},
+         {"skv", {{"n", 1}, {"c", 5}}}, {"head_dim", 8}, {"head_dim_v", 8},
+         {"scale", 0.125}, {"causal", true}, {"window_left", 3}, {"softcap", 30.0},
+         {"q", {{"buffer", 3}, {"offset", 8}, {"strides", {320, 80, 8, 1}}}},
+         {"k", {{"buffer", 4}, {"offset", 16}, {"strides", {240, 120, 8, 1}}}},
+         {"v", {{"buffer", 4}, {"offset", {{"c", 8}, {"n", 1}}}, {"strides", {240, 120, 8, 1}}}},
+         {"o", {{"buffer", 2}, {"offset", 0}, {"strides", {320, 80, 8, 1}}}}}}}};
+  t.finish(gpu);
+  GpuExecutor ex;
+  std::string error;
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+  EXPECT_TRUE(ex.loadStats().code == "ptx") << ex.loadStats().code;
+  std::vector<float> x = randomFloats(L, 9);
+  std::vector<HostTensor> outs;
+  GpuRunStats stats;
+  GpuRunOptions ro;
+  ro.n = 10;
+  ASSERT_EQ(ex.run({tensor("float32", {L}, x.data(), x.size() * 4)}, ro, outs, stats, error),
+            GpuStatus::Ok)
+      << error;
+  std::vector<float> y = asFloats(outs[0]);
+  for (int64_t i = 0; i < L; ++i) {
+    float expect = i % 2 == 0 ? 3 * x[i] : (i < 6 ? 0.0f : x[i]);
+    EXPECT_FLOAT_EQ(y[i], expect) << "y[" << i << "]";
+  }
+  // The echoed parameters: pointers relative to the planned buffers.
+  BufferPlan plan;
+  ASSERT_TRUE(planBuffers(t.program, plan, error)) << error;
+  const uint8_t *e = outs[1].data.data();
+  auto u64 = [&](int off) {
+    uint64_t v;
+    std::memcpy(&v, e + off, 8);
+    return v;
+  };
+  auto i64 = [&](int off) { return static_cast<int64_t>(u64(off)); };
+  uint64_t base = u64(24) - plan.offsets[2]; // o = base + offsets[o buffer] + 0
+  EXPECT_EQ(u64(0), base + plan.offsets[3] + 8 * 4);
+  EXPECT_EQ(u64(8), base + plan.offsets[4] + 16 * 4);
+  EXPECT_EQ(u64(16), base + plan.offsets[4] + 18 * 4);
+  EXPECT_EQ(i64(32), 320); // q_stride
+  EXPECT_EQ(i64(56), 1);
+  EXPECT_EQ(i64(64), 240); // k_stride
+  EXPECT_EQ(i64(72), 120);
+  EXPECT_EQ(i64(96), 240); // v_stride
+  EXPECT_EQ(i64(128), 320); // o_stride
+  EXPECT_EQ(i64(160), 2);  // batch
+  EXPECT_EQ(i64(168), 4);  // heads
+  EXPECT_EQ(i64(176), 2);  // kv_heads
+  EXPECT_EQ(i64(184), 10); // sq
+  EXPECT_EQ(i64(192), 15); // skv
+  EXPECT_EQ(i64(200), 3);  // window_left
+  float scale, softcap;
+  std::memcpy(&scale, e + 208, 4);
+  std::memcpy(&softcap, e + 212, 4);
+  EXPECT_FLOAT_EQ(scale, 0.125f);
+  EXPECT_FLOAT_EQ(softcap, 30.0f);
+  int32_t causal, blocks;
+  std::memcpy(&causal, e + 216, 4);
+  std::memcpy(&blocks, e + 224, 4);
+  EXPECT_EQ(causal, 1);
+  EXPECT_EQ(blocks, 3 * 4 * 2); // grid (ceil(10 / 4), heads, batch)
+}
+
+// Errors: a kernel missing from the module is a bad artifact; a step whose
+// access leaves its buffer for this run's length is refused before running.
+TEST_F(GpuExecutorTest, RefusesBadPrograms) {
+  TestArtifact t(dir.path);
+  t.addBlob("k.ptx", "ptx", testPtx());
+  t.manifest["inputs"] = {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}};
+  t.manifest["outputs"] = {{{"name", "y"}, {"dtype", "float32"}, {"shape", {1, 1, 4}}}};
+  json gpu = {{"arch", "sm_90"}, {"symbols", {"p0", "n"}},
+              {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}}},
+              {"outputs", {{{"mode", "last"}}}},
+              {"modules", {{{"ptx_blob", "k.ptx"}}}},
+              {"buffers",
+               {{{"kind", "input"}, {"index", 0}, {"bytes", 32}},
+                {{"kind", "output"}, {"index", 0}, {"bytes", 16}},
+                {{"kind", "state"}, {"bytes", 64}}}},
+              {"steps",
+               {{{"op", "memset"}, {"buffer", 2}, {"offset_bytes", {{"p0", 8}}},
+                 {"bytes", {{"n", 8}}}}}}};
+  t.finish(gpu);
+  {
+    GpuExecutor ex;
+    std::string error;
+    ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+    std::vector<int64_t> ids(9, 1);
+    std::vector<HostTensor> outs;
+    GpuRunStats stats;
+    EXPECT_EQ(ex.run({tensor("int64", {1, 9}, ids.data(), 72)}, GpuRunOptions(), outs, stats,
+                     error),
+              GpuStatus::BadInput);
+    EXPECT_NE(error.find("for a prompt of 9 tokens, chunk 2: step 0 (memset)"), std::string::npos)
+        << error;
+    ids.resize(8);
+    EXPECT_EQ(ex.run({tensor("int64", {1, 8}, ids.data(), 64)}, GpuRunOptions(), outs, stats,
+                     error),
+              GpuStatus::Ok)
+        << error;
+  }
+  json bad = gpu;
+  bad["steps"].push_back({{"op", "launch"}, {"module", 0}, {"kernel", "no_such_kernel"},
+                          {"grid", {1, 1, 1}}, {"block", {1, 1, 1}}, {"args", json::array()}});
+  TestArtifact t2(dir.path);
+  t2.addBlob("k.ptx", "ptx", testPtx());
+  t2.manifest["inputs"] = t.manifest["inputs"];
+  t2.manifest["outputs"] = t.manifest["outputs"];
+  t2.finish(bad);
+  GpuExecutor ex;
+  std::string error;
+  EXPECT_EQ(ex.load(t2.artifact, t2.m, t2.program, GpuLoadOptions(), error), GpuStatus::BadInput);
+  EXPECT_NE(error.find("step 1 (launch): module 0 has no kernel 'no_such_kernel'"),
+            std::string::npos)
+      << error;
+}
+
+namespace {
+/// Runs `cmd` through the shell; its exit status (-1 if it did not exit).
+int runCommand(const std::string &cmd) {
+  int s = std::system(cmd.c_str());
+  return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+} // namespace
+
+// End to end through h20-run: token ids in chunks of 4, a weight from a
+// file, the last token's logits, the report.
+TEST_F(GpuExecutorTest, H20RunEndToEnd) {
+  const char *env = std::getenv("H20_RUN");
+  std::string h20run = env && *env ? env : H20_RUN_PATH;
+  if (access(h20run.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "h20-run not found at '" << h20run << "' (set H20_RUN)";
+  const int64_t V = 16;
+  std::vector<float> w(V * V, 0.0f);
+  for (int64_t i = 0; i < V; ++i)
+    w[i * V + (i * 3 + 1) % V] = 1.0f; // next token after i is (3i + 1) mod V
+  writeBytes(dir.path + "/lm.bin", w.data(), w.size() * 4);
+  TestArtifact t(dir.path);
+  t.addBlob("k.ptx", "ptx", testPtx());
+  t.manifest["vocab_size"] = V;
+  t.manifest["max_positions"] = 64;
+  t.manifest["logits"] = "last";
+  t.manifest["inputs"] = {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}};
+  t.manifest["outputs"] = {{{"name", "logits"}, {"dtype", "float32"}, {"shape", {1, 1, V}}}};
+  t.manifest["weights"] = {{{"name", "w"}, {"file", "lm.bin"}, {"dtype", "float32"},
+                            {"shape", {V, V}}, {"offset", 0}, {"length", V * V * 4},
+                            {"file_size", V * V * 4}}};
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}},
+      {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
+      {"outputs", {{{"mode", "last"}}}},
+      {"modules", {{{"name", "k"}, {"ptx_blob", "k.ptx"}}}},
+      {"buffers",
+       {{{"kind", "input"}, {"index", 0}, {"bytes", 32}},
+        {{"kind", "output"}, {"index", 0}, {"bytes", V * 4}},
+        {{"kind", "weight"}, {"index", 0}, {"bytes", V * V * 4}, {"dtype", "float32"}}}},
+      {"steps",
+       {{{"op", "launch"}, {"module", 0}, {"kernel", "h20_test_lm_last"},
+         {"grid", {1, 1, 1}}, {"block", {32, 1, 1}},
+         {"args",
+          {{{"memref", {{"buffer", 0}, {"offset", 0}, {"sizes", {{{"n", 1}}}}, {"strides", {1}}}}},
+           {{"memref", {{"buffer", 2}, {"offset", 0}, {"sizes", {V * V}}, {"strides", {1}}}}},
+           {{"memref", {{"buffer", 1}, {"offset", 0}, {"sizes", {V}}, {"strides", {1}}}}},
+           {{"i64", {{"n", 1}}}},
+           {{"i64", V}}}}}}}};
+  t.finish(gpu);
+  std::string error, art = dir.path + "/lm.h20";
+  ASSERT_TRUE(writeArtifact(art, t.artifact, error)) << error;
+  std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 7}; // next: 3*7+1 mod 16 = 6
+  std::string npy = encodeNpy("i8", {1, int64_t(ids.size())}, ids.data(), ids.size() * 8);
+  ASSERT_NO_FATAL_FAILURE(writeBytes(dir.path + "/ids.npy", npy.data(), npy.size()));
+  std::string cmd = "'" + h20run + "' '" + art + "' --ids '" + dir.path + "/ids.npy' --report '" +
+                    dir.path + "/r.json' --dump-logits '" + dir.path + "/l.npy' > '" + dir.path +
+                    "/out.txt' 2>&1";
+  int rc = runCommand(cmd);
+  std::string out;
+  readFile(dir.path + "/out.txt", out, error);
+  ASSERT_EQ(rc, 0) << out;
+  std::string reportText;
+  ASSERT_TRUE(readFile(dir.path + "/r.json", reportText, error)) << error;
+  json r = json::parse(reportText);
+  EXPECT_EQ(r["device"], "gpu");
+  EXPECT_EQ(r["tokens"], int64_t(ids.size()));
+  EXPECT_EQ(r["next_token_id"], (ids.back() * 3 + 1) % V);
+  EXPECT_EQ(r["chunks"], 3);
+  EXPECT_EQ(r["chunk_ms"].size(), 3u);
+  EXPECT_EQ(r["compute_capability"].get<std::string>().substr(0, 1), "9");
+  EXPECT_EQ(r["weight_bytes"], V * V * 4);
+  EXPECT_EQ(r["warmup_runs"], 1);
+  EXPECT_EQ(r["warmup_ttft_ms"].size(), 1u);
+  for (const char *k : {"load_weights", "upload_ids", "prefill", "download", "total"})
+    EXPECT_TRUE(r["stages_ms"].contains(k)) << k;
+  EXPECT_NE(out.find("next token id: " + std::to_string((ids.back() * 3 + 1) % V)),
+            std::string::npos)
+      << out;
+  // A missing weight file is bad input (exit 2), naming the file.
+  std::remove((dir.path + "/lm.bin").c_str());
+  rc = runCommand("'" + h20run + "' '" + art + "' --ids '" + dir.path + "/ids.npy' > '" +
+                  dir.path + "/out.txt' 2>&1");
+  readFile(dir.path + "/out.txt", out, error);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("lm.bin' is missing"), std::string::npos) << out;
+}
+
+// Throughput of the gemm step (cuBLASLt through GpuExecutor) at LLM-prefill
+// sizes, bfloat16 in, float32 accumulate, for a [K, N] weight and for an
+// nn.Linear [N, K] one. Opt-in (H20_GPU_BENCH=1): it moves ~1 GB.
+TEST_F(GpuExecutorTest, GemmThroughput) {
+  const char *bench = std::getenv("H20_GPU_BENCH");
+  if (!bench || std::string(bench) != "1")
+    GTEST_SKIP() << "set H20_GPU_BENCH=1 to measure GEMM throughput";
+  const int64_t M = 4096, N = 8192, K = 8192, reps = 10;
+  {
+    std::vector<float> w = randomFloats(K * N, 11);
+    writeBytes(dir.path + "/w.bin", w.data(), w.size() * 4);
+  }
+  std::vector<uint16_t> a(M * K);
+  {
+    std::vector<float> af = randomFloats(M * K, 12);
+    convertElements("float32", af.data(), "bfloat16", a.data(), a.size());
+  }
+  for (bool linear : {false, true}) {
+    TestArtifact t(dir.path);
+    t.manifest["inputs"] = {{{"name", "a"}, {"dtype", "bfloat16"}, {"shape", {M, K}}}};
+    t.manifest["outputs"] = {{{"name", "c"}, {"dtype", "bfloat16"}, {"shape", {M, N}}}};
+    t.manifest["weights"] = {{{"name", "w"}, {"file", "w.bin"}, {"dtype", "float32"},
+                              {"shape", linear ? json{N, K} : json{K, N}}, {"offset", 0}}};
+    json g = {{"op", "gemm"}, {"dtype_a", "bfloat16"}, {"dtype_b", "bfloat16"},
+              {"dtype_c", "bfloat16"}, {"batch", 1}, {"m", M}, {"n", N}, {"k", K},
+              {"a", mat(0, 0, K, 1)}, {"b", linear ? mat(2, 0, 1, K) : mat(2, 0, N, 1)},
+              {"c", mat(1, 0, N, 1)}};
+    json gpu = {{"arch", "sm_90"}, {"outputs", {{{"mode", "whole"}}}}, {"modules", json::array()},
+                {"buffers",
+                 {{{"kind", "input"}, {"index", 0}, {"bytes", M * K * 2}},
+                  {{"kind", "output"}, {"index", 0}, {"bytes", M * N * 2}},
+                  {{"kind", "weight"}, {"index", 0}, {"bytes", K * N * 2}, {"dtype", "bfloat16"}}}},
+                {"steps", json::array()}};
+    for (int64_t r = 0; r < reps; ++r)
+      gpu["steps"].push_back(g);
+    t.finish(gpu);
+    GpuExecutor ex;
+    std::string error;
+    ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+    std::vector<HostTensor> outs;
+    GpuRunStats stats;
+    HostTensor in = tensor("bfloat16", {M, K}, a.data(), a.size() * 2);
+    for (int warm = 0; warm < 2; ++warm)
+      ASSERT_EQ(ex.run({in}, GpuRunOptions(), outs, stats, error), GpuStatus::Ok) << error;
+    double tflops = reps * 2.0 * M * N * K / (stats.prefillMs * 1e-3) / 1e12;
+    std::printf("gemm %lld x %lld x %lld bf16 (%s weight): %.3f ms each, %.0f TFLOP/s; weights "
+                "%.2f GiB uploaded in %.0f ms\n",
+                static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
+                linear ? "[N, K]" : "[K, N]", stats.prefillMs / reps, tflops,
+                ex.loadStats().weightBytes / double(1 << 30), ex.loadStats().loadWeightsMs);
+    EXPECT_GT(tflops, 100.0);
+  }
+}

@@ -1,0 +1,742 @@
+//===- GpuProgramTest.cpp - GPU program parsing, validation, planning ----===//
+//
+// Everything here runs without a GPU: the program format (GpuProgram.h),
+// the symbol arithmetic, the memory plan, the GEMM-to-cuBLASLt mapping
+// (checked by emulating the column-major library call on the CPU) and the
+// float conversions used when weights are uploaded.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/GemmPlan.h"
+#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Manifest.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+using namespace h20::runtime;
+using json = nlohmann::json;
+
+namespace {
+
+/// A manifest for a small model: ids [1, S] int64 -> logits [1, 1, 8] and
+/// hidden rows [1, S, 4]; weights w0 [4, 8] float32 and w1 [8] float16.
+json baseManifest() {
+  return json{
+      {"format", "h20-artifact"},
+      {"target", "h200"},
+      {"max_positions", 64},
+      {"inputs", {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}}},
+      {"outputs",
+       {{{"name", "logits"}, {"dtype", "float32"}, {"shape", {1, 1, 8}}},
+        {{"name", "hidden"},
+         {"dtype", "float32"},
+         {"shape", {1, -1, 4}},
+         {"dims_from", {nullptr, {{"input", 0}, {"dim", 1}}, nullptr}}}}},
+      {"weights",
+       {{{"name", "w0"}, {"file", "m.bin"}, {"dtype", "float32"}, {"shape", {4, 8}},
+         {"offset", 0}, {"length", 128}},
+        {{"name", "w1"}, {"file", "m.bin"}, {"dtype", "float16"}, {"shape", {8}},
+         {"offset", 128}, {"length", 16}}}},
+      {"blobs",
+       {{{"name", "kernels.ptx"}, {"kind", "ptx"}, {"offset", 0}, {"size", 100}},
+        {{"name", "consts.bin"}, {"kind", "data"}, {"offset", 128}, {"size", 64}}}},
+  };
+}
+
+/// A valid program for baseManifest: chunks of 16 tokens; one step of
+/// each op.
+json baseProgram() {
+  json mat = {{"buffer", 0}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 4},
+              {"col_stride", 1}};
+  return json{
+      {"arch", "sm_90"},
+      {"symbols", {"p0", "n"}},
+      {"chunking", {{"chunk", 16}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
+      {"outputs", {{{"mode", "last"}}, {{"mode", "rows"}, {"dim", 1}}}},
+      {"modules", {{{"name", "kernels"}, {"ptx_blob", "kernels.ptx"}, {"cubin_blob", nullptr}}}},
+      {"arena_bytes", 4096},
+      {"buffers",
+       {
+           {{"kind", "input"}, {"index", 0}, {"bytes", 128}},                      // 0
+           {{"kind", "output"}, {"index", 0}, {"bytes", 32}},                      // 1
+           {{"kind", "output"}, {"index", 1}, {"bytes", 256}},                     // 2
+           {{"kind", "weight"}, {"index", 0}, {"bytes", 64}, {"dtype", "bfloat16"}}, // 3
+           {{"kind", "weight"}, {"index", 1}, {"bytes", 32}, {"dtype", "float32"}},  // 4
+           {{"kind", "state"}, {"bytes", 64 * 4 * 2}, {"dtype", "bfloat16"}},      // 5: [64, 4]
+           {{"kind", "temp"}, {"bytes", 1024}, {"offset", 0}, {"dtype", "bfloat16"}}, // 6
+           {{"kind", "temp"}, {"bytes", 1024}, {"offset", 512}},                   // 7 (aliases 6)
+           {{"kind", "const"}, {"blob", "consts.bin"}, {"blob_offset", 0}, {"bytes", 64}}, // 8
+       }},
+      {"steps",
+       {
+           {{"op", "launch"},
+            {"module", 0},
+            {"kernel", "embed"},
+            {"grid", {{{"n", 1}}, 1, 1}},
+            {"block", {128, 1, 1}},
+            {"smem", 0},
+            {"args",
+             {{{"memref",
+                {{"buffer", 0}, {"offset", 0}, {"sizes", {1, {{"n", 1}}}}, {"strides", {16, 1}}}}},
+              {{"i64", {{"p0", 1}}}},
+              {{"i32", 7}},
+              {{"f32", 0.5}},
+              {{"memref",
+                {{"buffer", 5},
+                 {"offset", {{"p0", 4}}},
+                 {"sizes", {{{"n", 1}}, 4}},
+                 {"strides", {4, 1}},
+                 {"dtype", "bfloat16"}}}}}}},
+           {{"op", "gemm"},
+            {"dtype_a", "bfloat16"},
+            {"dtype_b", "bfloat16"},
+            {"dtype_c", "float32"},
+            {"batch", 1},
+            {"m", {{"n", 1}}},
+            {"n", 8},
+            {"k", 4},
+            {"alpha", 1.0},
+            {"beta", 0.0},
+            {"a", {{"buffer", 6}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 4}, {"col_stride", 1}}},
+            {"b", {{"buffer", 3}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8}, {"col_stride", 1}}},
+            {"c", {{"buffer", 7}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8}, {"col_stride", 1}}}},
+           {{"op", "attention"},
+            {"module", 0},
+            {"kernel", "attn"},
+            {"dtype", "bfloat16"},
+            {"block_m", 64},
+            {"threads", 128},
+            {"smem", 100000},
+            {"batch", 1},
+            {"heads", 2},
+            {"kv_heads", 1},
+            {"sq", {{"n", 1}}},
+            {"skv", {{"p0", 1}, {"n", 1}}},
+            {"head_dim", 2},
+            {"head_dim_v", 2},
+            {"scale", 0.7},
+            {"causal", true},
+            {"window_left", -1},
+            {"softcap", 0.0},
+            {"q", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}}},
+            {"k", {{"buffer", 5}, {"offset", 0}, {"strides", {0, 0, 4, 1}}}},
+            {"v", {{"buffer", 5}, {"offset", 2}, {"strides", {0, 0, 4, 1}}}},
+            {"o", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}}}},
+           {{"op", "memset"}, {"buffer", 1}, {"offset_bytes", 0}, {"bytes", 32}, {"value", 0}},
+           {{"op", "copy"},
+            {"src", 7},
+            {"src_offset_bytes", 0},
+            {"dst", 2},
+            {"dst_offset_bytes", 0},
+            {"bytes", {{"n", 16}}}},
+       }},
+  };
+}
+
+/// Parses `gpu` as the program of baseManifest (or `manifest`); returns the
+/// error ("" on success).
+std::string parse(const json &gpu, GpuProgram &p, json manifest = baseManifest()) {
+  manifest["gpu"] = gpu;
+  std::string text = manifest.dump(), error;
+  Manifest m;
+  if (!parseManifest(text, m, error))
+    return "manifest: " + error;
+  if (!parseGpuProgram(text, m, 4096, p, error))
+    return error.empty() ? "(empty error)" : error;
+  return "";
+}
+
+std::string parseError(const json &gpu, json manifest = baseManifest()) {
+  GpuProgram p;
+  std::string e = parse(gpu, p, std::move(manifest));
+  return e.empty() ? "(accepted)" : e;
+}
+
+} // namespace
+
+TEST(LinearExpr, Evaluates) {
+  int64_t v = 0;
+  EXPECT_TRUE((LinearExpr{3, 2, -1}.evaluate({10, 4}, v)));
+  EXPECT_EQ(v, 3 + 20 - 4);
+  EXPECT_TRUE(LinearExpr::constant(-5).evaluate({100, 100}, v));
+  EXPECT_EQ(v, -5);
+  EXPECT_TRUE(LinearExpr::constant(7).isConstant());
+  EXPECT_FALSE((LinearExpr{0, 0, 1}.isConstant()));
+  v = 42;
+  EXPECT_FALSE((LinearExpr{0, INT64_MAX, 0}.evaluate({2, 0}, v)));
+  EXPECT_EQ(v, 42); // unchanged on overflow
+  EXPECT_FALSE((LinearExpr{INT64_MAX, 0, 1}.evaluate({0, 1}, v)));
+  EXPECT_FALSE((LinearExpr{INT64_MIN, 0, -1}.evaluate({0, 1}, v)));
+}
+
+TEST(GpuProgram, ParsesAValidProgram) {
+  GpuProgram p;
+  ASSERT_EQ(parse(baseProgram(), p), "");
+  EXPECT_EQ(p.arch, "sm_90");
+  EXPECT_EQ(p.archMajor, 9);
+  EXPECT_EQ(p.archMinor, 0);
+  ASSERT_TRUE(p.chunking.has_value());
+  EXPECT_EQ(p.chunking->chunk, 16);
+  ASSERT_EQ(p.outputs.size(), 2u);
+  EXPECT_EQ(p.outputs[1].mode, OutputMode::Rows);
+  ASSERT_EQ(p.buffers.size(), 9u);
+  EXPECT_EQ(p.buffers[0].dtype, "int64"); // filled in from the manifest
+  EXPECT_EQ(p.buffers[2].dtype, "float32");
+  EXPECT_EQ(p.buffers[7].offset, 512);
+  EXPECT_EQ(p.buffers[8].blob, "consts.bin");
+  ASSERT_EQ(p.steps.size(), 5u);
+  EXPECT_STREQ(stepOpName(p.steps[0]), "launch");
+  const auto &l = std::get<LaunchStep>(p.steps[0]);
+  ASSERT_EQ(l.args.size(), 5u);
+  EXPECT_EQ(l.args[0].kind, LaunchArg::MemRef);
+  EXPECT_EQ(l.args[0].sizes[1].n, 1);
+  EXPECT_EQ(l.args[1].value.p0, 1);
+  EXPECT_EQ(l.args[2].kind, LaunchArg::I32);
+  EXPECT_FLOAT_EQ(l.args[3].f32, 0.5f);
+  const auto &a = std::get<AttentionStep>(p.steps[2]);
+  EXPECT_TRUE(a.causal);
+  EXPECT_EQ(a.skv.p0, 1);
+  EXPECT_DOUBLE_EQ(a.scale, 0.7);
+  EXPECT_EQ(std::get<CopyStep>(p.steps[4]).bytes.n, 16);
+}
+
+TEST(GpuProgram, ScalarArgumentKinds) {
+  json g = baseProgram();
+  g["steps"][0]["args"] = {{{"bf16", 1.5}}, {{"f16", -2.0}}, {{"f64", 0.1}}, {{"f32", 3}}};
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p), "");
+  const auto &l = std::get<LaunchStep>(p.steps[0]);
+  EXPECT_EQ(l.args[0].kind, LaunchArg::BF16);
+  EXPECT_EQ(l.args[0].half, 0x3FC0);
+  EXPECT_EQ(l.args[1].kind, LaunchArg::F16);
+  EXPECT_EQ(l.args[1].half, 0xC000);
+  EXPECT_EQ(l.args[2].kind, LaunchArg::F64);
+  EXPECT_DOUBLE_EQ(l.args[2].f64, 0.1);
+  EXPECT_FLOAT_EQ(l.args[3].f32, 3.0f);
+  ResolvedStep r;
+  std::string error;
+  ASSERT_TRUE(resolveStep(p, 0, {0, 4}, r, error)) << error;
+  EXPECT_EQ(std::get<ResolvedLaunch>(r).args[1].half, 0xC000);
+  EXPECT_DOUBLE_EQ(std::get<ResolvedLaunch>(r).args[2].f64, 0.1);
+  g["steps"][0]["args"] = {{{"f16", 1e39}}};
+  EXPECT_NE(parseError(g).find("step 0 (launch): args[0].f16: does not fit a float"),
+            std::string::npos)
+      << parseError(g);
+}
+
+TEST(GpuProgram, DefaultsAndOptionalFields) {
+  json g = baseProgram();
+  g["steps"][2].erase("scale");
+  g["steps"][2].erase("head_dim_v");
+  g["steps"][2].erase("window_left");
+  g["steps"][3].erase("value");
+  g["tf32"] = true;
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p), "");
+  const auto &a = std::get<AttentionStep>(p.steps[2]);
+  EXPECT_DOUBLE_EQ(a.scale, 1.0 / std::sqrt(2.0));
+  EXPECT_EQ(a.headDimV, 2);
+  EXPECT_EQ(a.windowLeft, -1);
+  EXPECT_TRUE(p.tf32);
+}
+
+TEST(GpuProgram, RejectsBadPrograms) {
+  struct Case {
+    const char *name;
+    std::function<void(json &)> mutate;
+    const char *message;
+  };
+  const Case cases[] = {
+      {"unknown op", [](json &g) { g["steps"][3]["op"] = "frobnicate"; },
+       "step 3: op: unknown op 'frobnicate'"},
+      {"op not a string", [](json &g) { g["steps"][3]["op"] = 5; },
+       "step 3.op: expected a string"},
+      {"step not an object", [](json &g) { g["steps"][1] = 17; },
+       "step 1: expected an object"},
+      {"buffer out of range", [](json &g) { g["steps"][1]["a"]["buffer"] = 99; },
+       "step 1 (gemm): a.buffer: 99 is not a buffer index (the program has 9 buffers)"},
+      {"negative buffer index", [](json &g) { g["steps"][3]["buffer"] = -1; },
+       "step 3 (memset): buffer: -1 is not a buffer index"},
+      {"negative bytes", [](json &g) { g["buffers"][5]["bytes"] = -8; },
+       "gpu.buffers[5].bytes: must be in [0, 2^50], got -8"},
+      {"unknown gemm dtype", [](json &g) { g["steps"][1]["dtype_c"] = "int8"; },
+       "step 1 (gemm): dtype_c: unsupported dtype 'int8'"},
+      {"mixed gemm inputs", [](json &g) { g["steps"][1]["dtype_b"] = "float16"; },
+       "dtype_a bfloat16 and dtype_b float16 differ"},
+      {"gemm reads a buffer as another dtype",
+       [](json &g) { g["steps"][1]["b"]["buffer"] = 4; },
+       "step 1 (gemm): b: reads buffer 4 (float32) as bfloat16"},
+      {"unknown buffer dtype", [](json &g) { g["buffers"][6]["dtype"] = "float8"; },
+       "gpu.buffers[6].dtype: unknown dtype 'float8'"},
+      {"unknown buffer kind", [](json &g) { g["buffers"][6]["kind"] = "scratch"; },
+       "gpu.buffers[6].kind: unknown kind 'scratch'"},
+      {"missing ptx blob", [](json &g) { g["modules"][0]["ptx_blob"] = "nope.ptx"; },
+       "gpu.modules[0].ptx_blob: no blob named 'nope.ptx'"},
+      {"module without code", [](json &g) { g["modules"][0]["ptx_blob"] = nullptr; },
+       "gpu.modules[0]: has neither ptx_blob nor cubin_blob"},
+      {"const outside its blob", [](json &g) { g["buffers"][8]["blob_offset"] = 32; },
+       "lie outside blob 'consts.bin' of 64 bytes"},
+      {"temp outside the arena", [](json &g) { g["buffers"][7]["offset"] = 3584; },
+       "gpu.buffers[7]: bytes [3584, 4608) exceed arena_bytes 4096"},
+      {"unaligned temp", [](json &g) { g["buffers"][7]["offset"] = 100; },
+       "must be a non-negative multiple of 256"},
+      {"weight bytes mismatch", [](json &g) { g["buffers"][3]["bytes"] = 128; },
+       "128 bytes, but weight 'w0' [4, 8] as bfloat16 needs 64"},
+      {"weight without dtype", [](json &g) { g["buffers"][3].erase("dtype"); },
+       "a weight buffer needs \"dtype\""},
+      {"unconvertible weight", [](json &g) { g["buffers"][4]["dtype"] = "int32"; },
+       "weight 'w1' is float16 in the model; cannot convert it to int32"},
+      {"weight index out of range", [](json &g) { g["buffers"][3]["index"] = 2; },
+       "gpu.buffers[3].index: 2 is not a weight index"},
+      {"output without a buffer", [](json &g) { g["buffers"][2]["index"] = 0; },
+       "output 0 already has buffer 1"},
+      {"input dtype mismatch", [](json &g) { g["buffers"][0]["dtype"] = "int32"; },
+       "int32 differs from input 'ids''s int64"},
+      {"chunk buffer too small", [](json &g) { g["buffers"][0]["bytes"] = 64; },
+       "a chunk of 16 tokens needs 128"},
+      {"rows output buffer too small", [](json &g) { g["buffers"][2]["bytes"] = 100; },
+       "output 'hidden' [1, 16, 4] needs 256 bytes, the buffer has 100"},
+      {"outputs count", [](json &g) { g["outputs"].erase(1); },
+       "gpu.outputs: has 1 entries for the model's 2 outputs"},
+      {"rows without chunking", [](json &g) { g["chunking"] = nullptr; },
+       "mode \"rows\" needs gpu.chunking"},
+      {"unknown output mode", [](json &g) { g["outputs"][0]["mode"] = "first"; },
+       "unknown mode 'first'"},
+      {"chunk of 0", [](json &g) { g["chunking"]["chunk"] = 0; },
+       "gpu.chunking.chunk: must be >= 1"},
+      {"bad arch", [](json &g) { g["arch"] = "hopper"; }, "gpu.arch: expected \"sm_XY\""},
+      {"unknown symbol", [](json &g) { g["symbols"] = {"p0", "n", "q"}; },
+       "unknown symbol 'q'"},
+      {"undeclared symbol", [](json &g) { g["symbols"] = {"n"}; },
+       "uses symbol 'p0', which gpu.symbols does not declare"},
+      {"unknown key in a linear expression",
+       [](json &g) { g["steps"][3]["bytes"] = {{"c", 1}, {"m", 2}}; },
+       "step 3 (memset): bytes: unknown key 'm'"},
+      {"float where an integer belongs", [](json &g) { g["steps"][3]["bytes"] = 1.5; },
+       "step 3 (memset): bytes: expected an integer or"},
+      {"integer over int64", [](json &g) { g["steps"][3]["bytes"] = 18446744073709551615ull; },
+       "does not fit in int64"},
+      {"unknown arg kind", [](json &g) { g["steps"][0]["args"][1] = {{"u8", 1}}; },
+       "step 0 (launch): args[1]: unknown argument kind 'u8'"},
+      {"memref rank mismatch",
+       [](json &g) { g["steps"][0]["args"][0]["memref"]["strides"] = {1}; },
+       "has 2 sizes but 1 strides"},
+      {"grid of 2 dims", [](json &g) { g["steps"][0]["grid"] = {1, 1}; },
+       "step 0 (launch): grid: expected 3 entries"},
+      {"module out of range", [](json &g) { g["steps"][0]["module"] = 1; },
+       "step 0 (launch): module: 1 is not a module index"},
+      {"empty kernel name", [](json &g) { g["steps"][0]["kernel"] = ""; }, "kernel: is empty"},
+      {"heads not a multiple of kv_heads", [](json &g) { g["steps"][2]["kv_heads"] = 3; },
+       "heads a multiple of kv_heads"},
+      {"attention dtype", [](json &g) { g["steps"][2]["dtype"] = "int64"; },
+       "step 2 (attention): dtype: unsupported dtype 'int64'"},
+      {"missing field", [](json &g) { g["steps"][4].erase("dst"); },
+       "step 4 (copy): missing field 'dst'"},
+      {"memset value", [](json &g) { g["steps"][3]["value"] = 256; },
+       "value: must be a byte value 0..255"},
+      // Extents, checked for the longest prompt (max_positions 64).
+      {"memref past its buffer",
+       [](json &g) { g["steps"][0]["args"][4]["memref"]["offset"] = {{"p0", 4}, {"c", 4}}; },
+       "step 0 (launch): args[4]: accesses bytes up to 520 of buffer 5, which has 512"},
+      {"copy past its buffer", [](json &g) { g["steps"][4]["bytes"] = {{"n", 32}}; },
+       "chunk 0: step 4 (copy): dst: accesses bytes up to 512 of buffer 2, which has 256 (p0=0, n=16)"},
+      {"negative size at run time", [](json &g) { g["steps"][1]["m"] = {{"n", 1}, {"c", -17}}; },
+       "step 1 (gemm): m: is -1 (negative)"},
+      {"gemm without a unit stride", [](json &g) { g["steps"][1]["a"]["col_stride"] = 2; },
+       "gemm operand a has row_stride 4 and col_stride 2: one of them must be 1"},
+      {"attention causal with skv < sq", [](json &g) { g["steps"][2]["skv"] = 1; },
+       "skv: 1 < sq"},
+      {"overlapping copy through aliasing temps",
+       [](json &g) {
+         g["steps"][4]["dst"] = 6;
+         g["steps"][4]["dst_offset_bytes"] = 520;
+       },
+       "step 4 (copy): source and destination ranges overlap"},
+      {"block too large", [](json &g) { g["steps"][0]["block"] = {64, 32, 1}; },
+       "step 0 (launch): block: 2048 threads per block is over 1024"},
+      {"i32 overflow", [](json &g) { g["steps"][0]["args"][2] = {{"i32", 1ll << 40}}; },
+       "does not fit i32"},
+  };
+  for (const Case &c : cases) {
+    json g = baseProgram();
+    c.mutate(g);
+    std::string e = parseError(g);
+    EXPECT_NE(e.find(c.message), std::string::npos)
+        << c.name << ":\n  got:      " << e << "\n  expected: ..." << c.message << "...";
+  }
+}
+
+TEST(GpuProgram, RejectsManifestsWithoutAProgram) {
+  json m = baseManifest();
+  std::string text = m.dump(), error;
+  Manifest man;
+  ASSERT_TRUE(parseManifest(text, man, error)) << error; // no entry needed off the CPU
+  GpuProgram p;
+  EXPECT_FALSE(parseGpuProgram(text, man, 4096, p, error));
+  EXPECT_NE(error.find("has no \"gpu\" program (target 'h200')"), std::string::npos) << error;
+  EXPECT_FALSE(parseGpuProgram("{not json", man, 4096, p, error));
+  EXPECT_NE(error.find("invalid JSON"), std::string::npos) << error;
+  // A blob outside the payload.
+  json g = baseProgram();
+  m["gpu"] = g;
+  text = m.dump();
+  EXPECT_FALSE(parseGpuProgram(text, man, 64, p, error));
+  EXPECT_NE(error.find("blob 'kernels.ptx' (offset 0, 100 bytes) lies outside the artifact's "
+                       "64-byte payload"),
+            std::string::npos)
+      << error;
+  // CPU manifests still need their entry symbol.
+  json cpu = baseManifest();
+  cpu["target"] = "cpu";
+  EXPECT_FALSE(parseManifest(cpu.dump(), man, error));
+}
+
+TEST(GpuProgram, ChunkSchedule) {
+  GpuProgram p;
+  ASSERT_EQ(parse(baseProgram(), p), "");
+  auto s = chunkSchedule(p, 40);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].p0, 0);
+  EXPECT_EQ(s[0].n, 16);
+  EXPECT_EQ(s[1].p0, 16);
+  EXPECT_EQ(s[2].p0, 32);
+  EXPECT_EQ(s[2].n, 8);
+  EXPECT_EQ(chunkSchedule(p, 16).size(), 1u);
+  p.chunking.reset();
+  s = chunkSchedule(p, 40);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].n, 40);
+}
+
+TEST(GpuProgram, ResolvesSymbols) {
+  GpuProgram p;
+  ASSERT_EQ(parse(baseProgram(), p), "");
+  ResolvedStep r;
+  std::string error;
+  ASSERT_TRUE(resolveStep(p, 0, {32, 5}, r, error)) << error;
+  const auto &l = std::get<ResolvedLaunch>(r);
+  EXPECT_EQ(l.grid[0], 5);
+  EXPECT_FALSE(l.empty);
+  EXPECT_EQ(l.args[1].value, 32);
+  EXPECT_EQ(l.args[2].value, 7);
+  EXPECT_EQ(l.args[4].memref.offset, 128);
+  EXPECT_EQ(l.args[4].memref.sizes[0], 5);
+  ASSERT_TRUE(resolveStep(p, 2, {32, 5}, r, error)) << error;
+  const auto &a = std::get<ResolvedAttention>(r);
+  EXPECT_EQ(a.sq, 5);
+  EXPECT_EQ(a.skv, 37);
+  EXPECT_EQ(a.gridX, 1);
+  ASSERT_TRUE(resolveStep(p, 0, {0, 0}, r, error)) << error;
+  EXPECT_TRUE(std::get<ResolvedLaunch>(r).empty); // grid x = n = 0
+  ASSERT_TRUE(resolveStep(p, 1, {0, 0}, r, error)) << error;
+  EXPECT_TRUE(std::get<ResolvedGemm>(r).empty); // m = 0
+  EXPECT_FALSE(resolveStep(p, 9, {0, 0}, r, error));
+  EXPECT_NE(error.find("step 9 does not exist"), std::string::npos);
+  // A position past the KV cache (state: 64 rows) is refused with the values.
+  EXPECT_FALSE(resolveStep(p, 0, {62, 5}, r, error));
+  EXPECT_NE(error.find("(p0=62, n=5)"), std::string::npos) << error;
+}
+
+TEST(GpuProgram, ChecksTheLastChunkOfALength) {
+  json g = baseProgram();
+  // The state holds 64 rows; a write of 16 rows at p0 would pass at the
+  // largest multiple of the chunk below 64 only if n were the real count.
+  g["steps"][0]["args"][4]["memref"]["sizes"][0] = 16;
+  std::string e = parseError(g);
+  EXPECT_EQ(e, "(accepted)"); // 48 + 16 = 64 rows: fits exactly
+  g["buffers"][5]["bytes"] = 60 * 4 * 2; // a 60-row cache
+  GpuProgram p;
+  json m = baseManifest();
+  m["max_positions"] = 60;
+  EXPECT_NE(parse(g, p, m).find("for a prompt of 60 tokens, chunk 3: step 0 (launch): args[4]: "
+                                "accesses bytes up to 512 of buffer 5, which has 480 (p0=48, n=12)"),
+            std::string::npos)
+      << parse(g, p, m);
+  m.erase("max_positions"); // unknown maximum: checked at run time
+  ASSERT_EQ(parse(g, p, m), "");
+  std::string error;
+  EXPECT_TRUE(checkGpuProgramForLength(p, 40, error)) << error;
+  EXPECT_FALSE(checkGpuProgramForLength(p, 50, error));
+  EXPECT_NE(error.find("chunk 3"), std::string::npos) << error;
+}
+
+TEST(GpuProgram, PlansBuffers) {
+  GpuProgram p;
+  ASSERT_EQ(parse(baseProgram(), p), "");
+  BufferPlan plan;
+  std::string error;
+  ASSERT_TRUE(planBuffers(p, plan, error)) << error;
+  ASSERT_EQ(plan.offsets.size(), p.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    EXPECT_EQ(plan.offsets[i] % 256, 0u) << "buffer " << i;
+  // Weights first, in order, then consts, state, inputs, outputs, arena.
+  EXPECT_EQ(plan.offsets[3], 0u);
+  EXPECT_EQ(plan.offsets[4], 256u);
+  EXPECT_EQ(plan.offsets[8], 512u);
+  EXPECT_EQ(plan.offsets[5], 768u);
+  EXPECT_EQ(plan.offsets[0], 1280u);
+  EXPECT_EQ(plan.offsets[1], 1536u);
+  EXPECT_EQ(plan.offsets[2], 1792u);
+  EXPECT_EQ(plan.arenaOffset, 2048u);
+  EXPECT_EQ(plan.offsets[6], 2048u);
+  EXPECT_EQ(plan.offsets[7], 2048u + 512u);
+  EXPECT_EQ(plan.totalBytes, 2048u + 4096u);
+  EXPECT_EQ(plan.weightBytes, 96u);
+  EXPECT_EQ(plan.stateBytes, 512u);
+  EXPECT_EQ(plan.constBytes, 64u);
+  EXPECT_EQ(plan.ioBytes, 128u + 32u + 256u);
+  // No buffers still gives a usable (non-empty) allocation.
+  GpuProgram empty;
+  ASSERT_TRUE(planBuffers(empty, plan, error));
+  EXPECT_EQ(plan.totalBytes, 256u);
+}
+
+TEST(Manifest, ResolvesOutputShapes) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(parseManifest(baseManifest().dump(), m, error)) << error;
+  std::vector<int64_t> shape;
+  ASSERT_TRUE(resolveOutputShape(m.outputs[1], {{1, 37}}, shape, error)) << error;
+  EXPECT_EQ(shape, (std::vector<int64_t>{1, 37, 4}));
+  ASSERT_TRUE(resolveOutputShape(m.outputs[0], {{1, 37}}, shape, error));
+  EXPECT_EQ(shape, (std::vector<int64_t>{1, 1, 8}));
+  EXPECT_FALSE(resolveOutputShape(m.outputs[1], {}, shape, error));
+  EXPECT_NE(error.find("output 'hidden' dim 1 cannot be sized"), std::string::npos);
+}
+
+// --- GEMM mapping ---------------------------------------------------------------
+
+namespace {
+
+/// What cuBLASLt computes for `plan` (column-major, op per transpose flag),
+/// emulated on doubles; `A`, `B` are the library's operands.
+void emulateLibrary(const GemmPlan &plan, const std::vector<double> &A, const std::vector<double> &B,
+                    std::vector<double> &C, double alpha, double beta) {
+  for (int64_t t = 0; t < plan.batch; ++t)
+    for (int64_t i = 0; i < plan.m; ++i)
+      for (int64_t j = 0; j < plan.n; ++j) {
+        double acc = 0;
+        for (int64_t l = 0; l < plan.k; ++l) {
+          // op(A)(i, l) and op(B)(l, j) on the stored column-major matrices.
+          int64_t ar = plan.transA ? l : i, ac = plan.transA ? i : l;
+          int64_t br = plan.transB ? j : l, bc = plan.transB ? l : j;
+          EXPECT_LT(ar, plan.a.rows);
+          EXPECT_LT(ac, plan.a.cols);
+          EXPECT_LT(br, plan.b.rows);
+          EXPECT_LT(bc, plan.b.cols);
+          acc += A[t * plan.a.batchStride + ar + ac * plan.a.ld] *
+                 B[t * plan.b.batchStride + br + bc * plan.b.ld];
+        }
+        double &c = C[t * plan.c.batchStride + i + j * plan.c.ld];
+        c = alpha * acc + beta * c;
+      }
+}
+
+} // namespace
+
+TEST(GemmPlan, TypicalLayouts) {
+  GemmPlan plan;
+  std::string error;
+  // Row-major everything: C^T = B^T A^T, no transposes, library m = n.
+  GemmProblem p{1, 3, 5, 7, {0, 7, 1}, {0, 5, 1}, {0, 5, 1}};
+  ASSERT_TRUE(planGemm(p, plan, error)) << error;
+  EXPECT_TRUE(plan.swapped);
+  EXPECT_FALSE(plan.transA);
+  EXPECT_FALSE(plan.transB);
+  EXPECT_EQ(plan.m, 5);
+  EXPECT_EQ(plan.n, 3);
+  EXPECT_EQ(plan.a.ld, 5);
+  EXPECT_EQ(plan.b.ld, 7);
+  EXPECT_EQ(plan.c.ld, 5);
+  // x * W^T with W [n, k] row-major (nn.Linear): B has row_stride 1.
+  p.b = {0, 1, 7};
+  ASSERT_TRUE(planGemm(p, plan, error)) << error;
+  EXPECT_TRUE(plan.transA);
+  EXPECT_FALSE(plan.transB);
+  // Column-major C: no swap.
+  p.c = {0, 1, 3};
+  ASSERT_TRUE(planGemm(p, plan, error)) << error;
+  EXPECT_FALSE(plan.swapped);
+  EXPECT_TRUE(plan.transA); // A is row-major
+  EXPECT_FALSE(plan.transB);
+  // Errors.
+  p.a = {0, 2, 2};
+  EXPECT_FALSE(planGemm(p, plan, error));
+  EXPECT_NE(error.find("one of them must be 1"), std::string::npos) << error;
+  p.a = {0, 3, 1}; // rows of 7 elements 3 apart
+  EXPECT_FALSE(planGemm(p, plan, error));
+  EXPECT_NE(error.find("overlapping rows"), std::string::npos) << error;
+  p.a = {0, 7, 1};
+  p.batch = 2;
+  p.c.batchStride = 0;
+  EXPECT_FALSE(planGemm(p, plan, error));
+  EXPECT_NE(error.find("batch_stride 0"), std::string::npos) << error;
+}
+
+TEST(GemmPlan, MatchesTheRowMajorDefinition) {
+  std::mt19937 rng(1234);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 400; ++trial) {
+    GemmProblem p;
+    p.batch = pick(1, 3);
+    p.m = pick(1, 6);
+    p.n = pick(1, 6);
+    p.k = pick(1, 6);
+    // Each operand row- or column-major, padded leading dims, maybe broadcast.
+    auto strides = [&](int64_t rows, int64_t cols, bool broadcastOk) {
+      GemmStrides s;
+      bool rowMajor = pick(0, 1);
+      int64_t ld = (rowMajor ? cols : rows) + pick(0, 2);
+      s.rowStride = rowMajor ? ld : 1;
+      s.colStride = rowMajor ? 1 : ld;
+      int64_t extent = (rowMajor ? rows : cols) * ld;
+      s.batchStride = broadcastOk && pick(0, 3) == 0 ? 0 : extent + pick(0, 3);
+      return s;
+    };
+    p.a = strides(p.m, p.k, true);
+    p.b = strides(p.k, p.n, true);
+    p.c = strides(p.m, p.n, false);
+    auto size = [&](const GemmStrides &s, int64_t rows, int64_t cols) {
+      return static_cast<size_t>((p.batch - 1) * s.batchStride + (rows - 1) * s.rowStride +
+                                 (cols - 1) * s.colStride + 1);
+    };
+    std::vector<double> A(size(p.a, p.m, p.k)), B(size(p.b, p.k, p.n)),
+        C0(size(p.c, p.m, p.n));
+    for (double &x : A)
+      x = pick(-4, 4);
+    for (double &x : B)
+      x = pick(-4, 4);
+    for (double &x : C0)
+      x = pick(-4, 4);
+    double alpha = pick(1, 3), beta = pick(0, 2);
+    // Reference, by the definition.
+    std::vector<double> ref = C0;
+    for (int64_t t = 0; t < p.batch; ++t)
+      for (int64_t i = 0; i < p.m; ++i)
+        for (int64_t j = 0; j < p.n; ++j) {
+          double acc = 0;
+          for (int64_t l = 0; l < p.k; ++l)
+            acc += A[t * p.a.batchStride + i * p.a.rowStride + l * p.a.colStride] *
+                   B[t * p.b.batchStride + l * p.b.rowStride + j * p.b.colStride];
+          double &c = ref[t * p.c.batchStride + i * p.c.rowStride + j * p.c.colStride];
+          c = alpha * acc + beta * c;
+        }
+    GemmPlan plan;
+    std::string error;
+    ASSERT_TRUE(planGemm(p, plan, error)) << error;
+    EXPECT_GE(plan.a.ld, std::max<int64_t>(plan.a.rows, 1));
+    EXPECT_GE(plan.b.ld, std::max<int64_t>(plan.b.rows, 1));
+    EXPECT_GE(plan.c.ld, std::max<int64_t>(plan.c.rows, 1));
+    EXPECT_EQ(plan.c.rows, plan.m);
+    EXPECT_EQ(plan.c.cols, plan.n);
+    std::vector<double> got = C0;
+    emulateLibrary(plan, plan.swapped ? B : A, plan.swapped ? A : B, got, alpha, beta);
+    ASSERT_EQ(got, ref) << "trial " << trial << ": batch " << p.batch << " m " << p.m << " n "
+                        << p.n << " k " << p.k;
+  }
+}
+
+// --- Conversions ------------------------------------------------------------------
+
+namespace {
+float bitsToFloat(uint32_t x) {
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+} // namespace
+
+TEST(Conversion, Bfloat16RoundsToNearestEven) {
+  EXPECT_EQ(floatToBfloat16(1.0f), 0x3F80);
+  EXPECT_EQ(floatToBfloat16(-2.0f), 0xC000);
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x3F808000)), 0x3F80); // tie -> even (down)
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x3F818000)), 0x3F82); // tie -> even (up)
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x3F808001)), 0x3F81); // above the tie
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x7F7FFFFF)), 0x7F80); // rounds to infinity
+  EXPECT_EQ(floatToBfloat16(INFINITY), 0x7F80);
+  uint16_t nan = floatToBfloat16(bitsToFloat(0x7F800001)); // signalling NaN stays NaN
+  EXPECT_EQ(nan & 0x7F80, 0x7F80);
+  EXPECT_NE(nan & 0x007F, 0);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7F80) == 0x7F80 && (h & 0x7F))
+      continue; // NaNs
+    ASSERT_EQ(floatToBfloat16(bfloat16ToFloat(static_cast<uint16_t>(h))), h);
+  }
+}
+
+TEST(Conversion, HalfRoundsToNearestEven) {
+  EXPECT_EQ(floatToHalf(1.0f), 0x3C00);
+  EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(65519.99f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00); // tie with odd 0x7BFF -> infinity
+  EXPECT_EQ(floatToHalf(1e10f), 0x7C00);
+  EXPECT_EQ(floatToHalf(-INFINITY), 0xFC00);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);    // smallest subnormal
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);    // tie -> even (zero)
+  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -25)), 0x0001);    // above the tie
+  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);    // 1.5 units: tie -> even 2
+  EXPECT_EQ(floatToHalf(std::ldexp(1023.5f, -24)), 0x0400); // rounds up to the smallest normal
+  uint16_t nan = floatToHalf(NAN);
+  EXPECT_EQ(nan & 0x7C00, 0x7C00);
+  EXPECT_NE(nan & 0x03FF, 0);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF))
+      continue;
+    ASSERT_EQ(floatToHalf(halfToFloat(static_cast<uint16_t>(h))), h) << std::hex << h;
+  }
+  // Random floats: the result is a nearest half, ties to even.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mag(-30.0f, 17.0f);
+  for (int i = 0; i < 200000; ++i) {
+    float f = std::ldexp(1.0f + std::uniform_real_distribution<float>(0, 1)(rng), static_cast<int>(mag(rng)));
+    if (i & 1)
+      f = -f;
+    uint16_t h = floatToHalf(f);
+    double got = halfToFloat(h), err = std::fabs(got - f);
+    if (std::isinf(got)) {
+      ASSERT_GE(std::fabs(f), 65520.0f);
+      continue;
+    }
+    for (int d : {-1, 1}) {
+      uint16_t nb = static_cast<uint16_t>(h + d);
+      if ((h & 0x7FFF) == 0 && d < 0)
+        continue;
+      double other = halfToFloat(nb);
+      if (std::isinf(other) || ((nb ^ h) & 0x8000))
+        continue;
+      double oerr = std::fabs(other - f);
+      ASSERT_TRUE(err < oerr || (err == oerr && (h & 1) == 0))
+          << f << " -> " << std::hex << h << " but " << nb << " is as near";
+    }
+  }
+}
+
+TEST(Conversion, ConvertElements) {
+  EXPECT_TRUE(canConvert("float32", "bfloat16"));
+  EXPECT_TRUE(canConvert("float32", "float16"));
+  EXPECT_TRUE(canConvert("bfloat16", "float32"));
+  EXPECT_TRUE(canConvert("int64", "int64"));
+  EXPECT_FALSE(canConvert("float16", "bfloat16"));
+  EXPECT_FALSE(canConvert("int64", "int32"));
+  EXPECT_FALSE(canConvert("float32", "float8"));
+  float src[3] = {1.0f, -0.5f, 3.140625f};
+  uint16_t bf[3], hf[3];
+  convertElements("float32", src, "bfloat16", bf, 3);
+  convertElements("float32", src, "float16", hf, 3);
+  EXPECT_EQ(bf[0], 0x3F80);
+  EXPECT_EQ(hf[1], 0xB800);
+  float back[3];
+  convertElements("bfloat16", bf, "float32", back, 3);
+  EXPECT_FLOAT_EQ(back[2], 3.140625f);
+  convertElements("float16", hf, "float32", back, 3);
+  EXPECT_FLOAT_EQ(back[1], -0.5f);
+  int64_t ints[2] = {5, -7}, out[2];
+  convertElements("int64", ints, "int64", out, 2);
+  EXPECT_EQ(out[1], -7);
+}

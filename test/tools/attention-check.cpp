@@ -1,0 +1,685 @@
+//===- attention-check.cpp - the GPU attention kernel against an fp64 reference ===//
+//
+// attention-check [--filter SUBSTR] [--no-timing] [--sweep]
+//
+// Compiles the attention kernel variants (chooseAttentionVariant, NVRTC via
+// compileAttentionPtx, PTX loaded by the driver), runs a matrix of cases on
+// random inputs and compares each output with a CPU fp64 reference computed
+// from the same (rounded) inputs: causal with a chunk offset (sq < skv),
+// sq == skv, odd lengths and lengths below one tile, GQA / MQA / MHA,
+// sliding window (with and without causal), softcap, rows without a visible
+// key (zeros), strided views (BSHD Q/O, KV-cache slices, dim stride 2 with
+// unaligned rows — each also bit-compared with the contiguous run), offsets
+// past 2^31 elements; f32 / f16 / bf16; D = 16, 64, 128, 256 (and D != Dv).
+// Elements outside an output view must stay untouched. Tolerance: relative
+// L2 <= 1e-5 for f32, <= 1e-2 for f16/bf16.
+//
+// Prints one line per case (PASS/FAIL, error) and exits 1 on any failure,
+// 0 when all pass, and 0 with "SKIP: no GPU (<reason>)" when the driver or a
+// device is missing. Then times causal bf16 attention (B=1, H=32, D=128,
+// S=8192; CUDA events, 3 warm-ups, median of 10) and prints TFLOP/s
+// (4 * S^2 * D * H / 2 FLOPs); --sweep times several tile variants per D.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/AttentionParams.h"
+#include "h20/Runtime/CudaDriver.h"
+#include "h20/Target/AttentionKernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace h20;
+using h20::runtime::CudaApi;
+
+namespace {
+
+const CudaApi *api = nullptr;
+
+/// Aborts the tool (exit 1) on a driver error: the checks below assume a
+/// working device once one was found.
+void check(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS)
+    return;
+  std::fprintf(stderr, "attention-check: %s: %s\n", what,
+               h20::runtime::cudaErrorText(*api, r).c_str());
+  std::exit(1);
+}
+
+// ---- element conversions (round to nearest even) ------------------------------
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t toBf16(float f) {
+  uint32_t x = bitsOf(f);
+  return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+float fromBf16(uint16_t h) { return floatOf(uint32_t(h) << 16); }
+uint16_t toF16(float f) {
+  uint32_t x = bitsOf(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u)
+    return uint16_t(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (x >= 0x477ff000u) // >= 65520 rounds to infinity
+    return uint16_t(sign | 0x7c00u);
+  if (x < 0x38800000u) // below 2^-14: subnormal, in units of 2^-24
+    return uint16_t(sign | uint32_t(std::nearbyint(floatOf(x) * 16777216.0f)));
+  return uint16_t(sign | ((x - 0x38000000u + 0xfffu + ((x >> 13) & 1u)) >> 13));
+}
+float fromF16(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0)
+    return (sign ? -1.f : 1.f) * float(m) * 5.9604644775390625e-08f; // 2^-24
+  if (e == 31)
+    return floatOf(sign | 0x7f800000u | (m << 13));
+  return floatOf(sign | ((e + 112) << 23) | (m << 13));
+}
+
+int elemBytes(int dtype) { return dtype == 0 ? 4 : 2; }
+const char *dtypeName(int dtype) { return dtype == 0 ? "f32" : dtype == 1 ? "f16" : "bf16"; }
+
+/// Rounds `x` to the dtype (the values the kernel sees) and returns it as float.
+float roundTo(int dtype, float x) {
+  if (dtype == 1)
+    return fromF16(toF16(x));
+  if (dtype == 2)
+    return fromBf16(toBf16(x));
+  return x;
+}
+void storeElem(int dtype, unsigned char *dst, float x) {
+  if (dtype == 0) {
+    std::memcpy(dst, &x, 4);
+  } else {
+    uint16_t h = dtype == 1 ? toF16(x) : toBf16(x);
+    std::memcpy(dst, &h, 2);
+  }
+}
+float loadElem(int dtype, const unsigned char *src) {
+  if (dtype == 0) {
+    float f;
+    std::memcpy(&f, src, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, src, 2);
+  return dtype == 1 ? fromF16(h) : fromBf16(h);
+}
+
+// ---- strided device views -------------------------------------------------------
+
+enum Layout {
+  kContiguous = 0, ///< [B, H, S, D] everywhere
+  kCacheViews = 1, ///< Q/O as [B, S, H, D]; K/V slices of a [2, B, H, S+13, D] cache at position 5
+  kDimStride2 = 2, ///< dim stride 2, row pitch 2D+3, base offset 1: no 16-byte vectors
+  kHugeOffset = 3, ///< K/V batch stride 2^31 + 8 elements (64-bit offsets)
+};
+
+/// One logical [B, H, S, D] tensor as a strided view into a device buffer.
+struct View {
+  int dtype = 0;
+  int64_t dims[4] = {0, 0, 0, 0};
+  long long stride[4] = {0, 0, 0, 0};
+  int64_t offset = 0; ///< elements from the buffer start to element 0
+  int64_t size = 0;   ///< elements in the buffer
+  CUdeviceptr buf = 0;
+
+  int64_t index(int64_t b, int64_t h, int64_t s, int64_t d) const {
+    return offset + b * stride[0] + h * stride[1] + s * stride[2] + d * stride[3];
+  }
+  int64_t count() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
+  /// Elements [lo, hi) of the buffer that batch b's view touches.
+  void batchSpan(int64_t b, int64_t &lo, int64_t &hi) const {
+    lo = index(b, 0, 0, 0);
+    hi = index(b, dims[1] - 1, dims[2] - 1, dims[3] - 1) + 1;
+  }
+};
+
+/// Makes a view of logical dims [B, H, S, D] for tensor `which` ('q', 'k',
+/// 'v' or 'o') in `layout` and allocates its buffer, filled with 0xff bytes
+/// (NaN in every dtype: elements the kernel must not touch, or must write).
+View makeView(int dtype, int layout, char which, int64_t B, int64_t H, int64_t S, int64_t D) {
+  View v;
+  v.dtype = dtype;
+  int64_t dims[4] = {B, H, S, D};
+  std::copy(dims, dims + 4, v.dims);
+  bool kv = which == 'k' || which == 'v';
+  auto set = [&](long long sb, long long sh, long long ss, long long sd) {
+    v.stride[0] = sb, v.stride[1] = sh, v.stride[2] = ss, v.stride[3] = sd;
+  };
+  switch (layout) {
+  case kCacheViews:
+    if (!kv) {
+      set(S * H * D, D, H * D, 1);
+    } else {
+      int64_t P = S + 13;
+      set(H * P * D, P * D, D, 1);
+      v.offset = (which == 'v' ? B * H * P * D : 0) + 5 * D;
+      v.size = 2 * B * H * P * D;
+    }
+    break;
+  case kDimStride2: {
+    long long pitch = 2 * D + 3;
+    set(H * S * pitch, S * pitch, pitch, 2);
+    v.offset = 1;
+    break;
+  }
+  case kHugeOffset:
+    if (kv)
+      set((1LL << 31) + 8, S * D, D, 1);
+    else
+      set(H * S * D, S * D, D, 1);
+    break;
+  default:
+    set(H * S * D, S * D, D, 1);
+  }
+  if (!v.size) {
+    int64_t lo, hi;
+    v.batchSpan(B - 1, lo, hi);
+    v.size = hi;
+  }
+  check(api->cuMemAlloc(&v.buf, size_t(v.size) * elemBytes(dtype)), "cuMemAlloc");
+  check(api->cuMemsetD8Async(v.buf, 0xff, size_t(v.size) * elemBytes(dtype), nullptr),
+        "cuMemsetD8Async");
+  return v;
+}
+
+void freeView(View &v) {
+  if (v.buf)
+    api->cuMemFree(v.buf);
+  v.buf = 0;
+}
+
+/// Copies the logical tensor `x` ([B, H, S, D], row-major) into the view,
+/// one batch span at a time (spans of different batches do not overlap).
+void upload(const View &v, const std::vector<float> &x) {
+  const int eb = elemBytes(v.dtype);
+  for (int64_t b = 0; b < v.dims[0]; ++b) {
+    int64_t lo, hi;
+    v.batchSpan(b, lo, hi);
+    std::vector<unsigned char> host(size_t(hi - lo) * eb, 0xff);
+    for (int64_t h = 0; h < v.dims[1]; ++h)
+      for (int64_t s = 0; s < v.dims[2]; ++s)
+        for (int64_t d = 0; d < v.dims[3]; ++d)
+          storeElem(v.dtype, &host[size_t(v.index(b, h, s, d) - lo) * eb],
+                    x[((b * v.dims[1] + h) * v.dims[2] + s) * v.dims[3] + d]);
+    check(api->cuMemcpyHtoD(v.buf + size_t(lo) * eb, host.data(), host.size()), "cuMemcpyHtoD");
+  }
+}
+
+/// Reads the view back into a logical [B, H, S, D] tensor; counts the
+/// elements inside the batch spans but outside the view that are no longer
+/// 0xff bytes (written although they must not be) into `stray`.
+std::vector<float> download(const View &v, int64_t &stray) {
+  const int eb = elemBytes(v.dtype);
+  std::vector<float> x(size_t(v.count()));
+  stray = 0;
+  for (int64_t b = 0; b < v.dims[0]; ++b) {
+    int64_t lo, hi;
+    v.batchSpan(b, lo, hi);
+    std::vector<unsigned char> host(size_t(hi - lo) * eb);
+    check(api->cuMemcpyDtoH(host.data(), v.buf + size_t(lo) * eb, host.size()), "cuMemcpyDtoH");
+    std::vector<bool> inView(size_t(hi - lo), false);
+    for (int64_t h = 0; h < v.dims[1]; ++h)
+      for (int64_t s = 0; s < v.dims[2]; ++s)
+        for (int64_t d = 0; d < v.dims[3]; ++d) {
+          int64_t at = v.index(b, h, s, d) - lo;
+          inView[size_t(at)] = true;
+          x[size_t(((b * v.dims[1] + h) * v.dims[2] + s) * v.dims[3] + d)] =
+              loadElem(v.dtype, &host[size_t(at) * eb]);
+        }
+    for (size_t i = 0; i < inView.size(); ++i)
+      if (!inView[i])
+        for (int k = 0; k < eb; ++k)
+          if (host[i * eb + k] != 0xff) {
+            ++stray;
+            break;
+          }
+  }
+  return x;
+}
+
+// ---- cases and the fp64 reference -----------------------------------------------
+
+struct Case {
+  std::string name;
+  int dtype = 2, d = 128, dv = 128;
+  int64_t batch = 1, heads = 1, kvHeads = 1, sq = 1, skv = 1;
+  bool causal = false;
+  int64_t window = -1;
+  float softcap = 0.f;
+  float scale = 0.f; ///< 0: 1 / sqrt(D)
+  int layout = kContiguous;
+};
+
+/// The visibility rule of the kernel (AttentionParams.h).
+bool visible(const Case &c, int64_t i, int64_t j) {
+  int64_t pos = c.skv - c.sq + i;
+  if (c.causal && j > pos)
+    return false;
+  return c.window < 0 || j > pos - c.window;
+}
+
+/// o[b,h,i,:] = sum_j softmax_j(s_ij) v[b,kh,j,:] in fp64, rows without a
+/// visible key = 0; q [B,H,sq,D], k [B,Hkv,skv,D], v [B,Hkv,skv,Dv].
+std::vector<double> reference(const Case &c, float scale, const std::vector<float> &q,
+                              const std::vector<float> &k, const std::vector<float> &v) {
+  std::vector<double> o(size_t(c.batch * c.heads * c.sq * c.dv), 0.0);
+  const int64_t group = c.heads / c.kvHeads;
+  auto work = [&](int64_t bh) {
+    int64_t b = bh / c.heads, h = bh % c.heads, kh = h / group;
+    std::vector<double> s(size_t(c.skv));
+    for (int64_t i = 0; i < c.sq; ++i) {
+      const float *qi = &q[size_t(((b * c.heads + h) * c.sq + i) * c.d)];
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < c.skv; ++j) {
+        if (!visible(c, i, j)) {
+          s[size_t(j)] = -INFINITY;
+          continue;
+        }
+        const float *kj = &k[size_t(((b * c.kvHeads + kh) * c.skv + j) * c.d)];
+        double dot = 0;
+        for (int d = 0; d < c.d; ++d)
+          dot += double(qi[d]) * double(kj[d]);
+        dot *= scale;
+        if (c.softcap > 0)
+          dot = c.softcap * std::tanh(dot / c.softcap);
+        s[size_t(j)] = dot;
+        mx = std::max(mx, dot);
+      }
+      if (mx == -INFINITY)
+        continue; // no visible key: zeros
+      double sum = 0;
+      for (int64_t j = 0; j < c.skv; ++j)
+        sum += s[size_t(j)] = std::exp(s[size_t(j)] - mx);
+      double *oi = &o[size_t(((b * c.heads + h) * c.sq + i) * c.dv)];
+      for (int64_t j = 0; j < c.skv; ++j) {
+        if (s[size_t(j)] == 0)
+          continue;
+        const float *vj = &v[size_t(((b * c.kvHeads + kh) * c.skv + j) * c.dv)];
+        double p = s[size_t(j)] / sum;
+        for (int d = 0; d < c.dv; ++d)
+          oi[d] += p * vj[d];
+      }
+    }
+  };
+  const int64_t jobs = c.batch * c.heads;
+  unsigned nthreads = std::max(1u, std::min(std::thread::hardware_concurrency(), 32u));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < nthreads; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t bh = t; bh < jobs; bh += nthreads)
+        work(bh);
+    });
+  for (std::thread &t : pool)
+    t.join();
+  return o;
+}
+
+// ---- kernels ------------------------------------------------------------------------
+
+struct Kernel {
+  AttentionVariant variant;
+  CUfunction fn = nullptr;
+};
+
+std::map<std::string, Kernel> kernels; // by kernel name
+std::vector<CUmodule> modules;
+
+/// Compiles `variants` into one module and registers their functions.
+bool loadKernels(const std::vector<AttentionVariant> &variants) {
+  std::string ptx, log;
+  if (!compileAttentionPtx(variants, "sm_90", ptx, log)) {
+    std::printf("FAIL compile: %s\n", log.c_str());
+    return false;
+  }
+  CUmodule mod;
+  check(api->cuModuleLoadDataEx(&mod, ptx.c_str(), 0, nullptr, nullptr), "cuModuleLoadDataEx");
+  modules.push_back(mod);
+  for (const AttentionVariant &v : variants) {
+    Kernel k;
+    k.variant = v;
+    check(api->cuModuleGetFunction(&k.fn, mod, v.kernelName().c_str()), "cuModuleGetFunction");
+    check(api->cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  int(v.smemBytes())),
+          "cuFuncSetAttribute");
+    kernels[v.kernelName()] = k;
+  }
+  return true;
+}
+
+H20AttnParams makeParams(const Case &c, float scale, const View &q, const View &k, const View &v,
+                         const View &o) {
+  H20AttnParams p;
+  std::memset(&p, 0, sizeof p);
+  const int eb = elemBytes(c.dtype);
+  p.q = reinterpret_cast<const void *>(q.buf + size_t(q.offset) * eb);
+  p.k = reinterpret_cast<const void *>(k.buf + size_t(k.offset) * eb);
+  p.v = reinterpret_cast<const void *>(v.buf + size_t(v.offset) * eb);
+  p.o = reinterpret_cast<void *>(o.buf + size_t(o.offset) * eb);
+  std::copy(q.stride, q.stride + 4, p.q_stride);
+  std::copy(k.stride, k.stride + 4, p.k_stride);
+  std::copy(v.stride, v.stride + 4, p.v_stride);
+  std::copy(o.stride, o.stride + 4, p.o_stride);
+  p.batch = c.batch, p.heads = c.heads, p.kv_heads = c.kvHeads, p.sq = c.sq, p.skv = c.skv;
+  p.window_left = c.window;
+  p.scale = scale;
+  p.softcap = c.softcap;
+  p.causal = c.causal ? 1 : 0;
+  return p;
+}
+
+void launch(const Kernel &k, const H20AttnParams &p, CUstream stream) {
+  const AttentionVariant &v = k.variant;
+  H20AttnParams copy = p;
+  void *args[] = {&copy};
+  check(api->cuLaunchKernel(k.fn, unsigned((p.sq + v.blockM - 1) / v.blockM), unsigned(p.heads),
+                            unsigned(p.batch), unsigned(v.threads), 1, 1,
+                            unsigned(v.smemBytes()), stream, args, nullptr),
+        "cuLaunchKernel");
+}
+
+const Kernel &kernelFor(const Case &c) {
+  return kernels.at(chooseAttentionVariant(c.dtype, c.d, c.dv)->kernelName());
+}
+
+/// Runs `c` in `layout` on inputs q/k/v (logical, already rounded); returns
+/// the logical output and the count of stray writes.
+std::vector<float> runCase(const Case &c, int layout, float scale, const std::vector<float> &q,
+                           const std::vector<float> &k, const std::vector<float> &v,
+                           int64_t &stray) {
+  View vq = makeView(c.dtype, layout, 'q', c.batch, c.heads, c.sq, c.d);
+  View vk = makeView(c.dtype, layout, 'k', c.batch, c.kvHeads, c.skv, c.d);
+  View vv = makeView(c.dtype, layout, 'v', c.batch, c.kvHeads, c.skv, c.dv);
+  View vo = makeView(c.dtype, layout, 'o', c.batch, c.heads, c.sq, c.dv);
+  upload(vq, q);
+  upload(vk, k);
+  upload(vv, v);
+  launch(kernelFor(c), makeParams(c, scale, vq, vk, vv, vo), nullptr);
+  check(api->cuCtxSynchronize(), "kernel");
+  std::vector<float> out = download(vo, stray);
+  for (View *x : {&vq, &vk, &vv, &vo})
+    freeView(*x);
+  return out;
+}
+
+/// Runs one case against the reference; prints its line; true on PASS.
+bool runCheck(const Case &c, std::mt19937 &rng) {
+  const float scale = c.scale > 0 ? c.scale : 1.f / std::sqrt(float(c.d));
+  std::uniform_real_distribution<float> uni(-2.f, 2.f);
+  auto fill = [&](int64_t n) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float &e : x)
+      e = roundTo(c.dtype, uni(rng));
+    return x;
+  };
+  std::vector<float> q = fill(c.batch * c.heads * c.sq * c.d);
+  std::vector<float> k = fill(c.batch * c.kvHeads * c.skv * c.d);
+  std::vector<float> v = fill(c.batch * c.kvHeads * c.skv * c.dv);
+  std::vector<double> ref = reference(c, scale, q, k, v);
+  int64_t stray = 0;
+  std::vector<float> out = runCase(c, c.layout, scale, q, k, v, stray);
+
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double e = double(out[i]) - ref[i];
+    num += e * e;
+    den += ref[i] * ref[i];
+  }
+  const double tol = c.dtype == 0 ? 1e-5 : 1e-2;
+  // All rows empty: the output must be exactly zero.
+  const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  bool pass = err <= tol && stray == 0; // NaN fails
+  std::string extra;
+  if (stray)
+    extra += " stray-writes=" + std::to_string(stray);
+  if (c.layout != kContiguous) {
+    int64_t stray0 = 0;
+    std::vector<float> base = runCase(c, kContiguous, scale, q, k, v, stray0);
+    int64_t differ = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      differ += std::memcmp(&out[i], &base[i], sizeof(float)) != 0;
+    if (differ || stray0)
+      pass = false;
+    extra += " vs-contiguous: " + std::to_string(differ) + " differ";
+  }
+  const AttentionVariant &var = kernelFor(c).variant;
+  std::printf("%s %-44s rel_l2=%.3e (tol %.0e) [%s]%s\n", pass ? "PASS" : "FAIL", c.name.c_str(),
+              err, tol, var.kernelName().c_str(), extra.c_str());
+  std::fflush(stdout);
+  return pass;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  auto add = [&](Case c, const std::string &what) {
+    c.name = std::string(dtypeName(c.dtype)) + "-d" + std::to_string(c.d) +
+             (c.dv != c.d ? "-dv" + std::to_string(c.dv) : "") + " " + what;
+    out.push_back(c);
+  };
+  for (int dtype : {0, 1, 2})
+    for (int d : {16, 64, 128, 256}) {
+      Case c;
+      c.dtype = dtype, c.d = c.dv = d;
+      auto shape = [&](int64_t b, int64_t h, int64_t hkv, int64_t sq, int64_t skv, bool causal) {
+        Case x = c;
+        x.batch = b, x.heads = h, x.kvHeads = hkv, x.sq = sq, x.skv = skv, x.causal = causal;
+        return x;
+      };
+      add(shape(2, 4, 4, 129, 129, true), "mha causal sq=skv=129 b=2");
+      add(shape(1, 8, 2, 7, 1000, true), "gqa8/2 causal chunk sq=7 skv=1000");
+      add(shape(1, 4, 1, 200, 333, false), "mqa4/1 full sq=200 skv=333");
+      add(shape(1, 2, 2, 1, 1, true), "causal sq=skv=1");
+      add(shape(1, 2, 1, 1, 77, true), "causal sq=1 skv=77");
+      add(shape(1, 3, 3, 7, 7, false), "full sq=skv=7 (< tile)");
+      Case w = shape(1, 4, 2, 300, 300, true);
+      w.window = 64;
+      add(w, "gqa causal window=64 s=300");
+      w = shape(1, 2, 1, 100, 1000, true);
+      w.window = 37;
+      add(w, "causal window=37 chunk sq=100 skv=1000");
+      w = shape(1, 2, 1, 100, 300, false);
+      w.window = 50;
+      add(w, "window=50 without causal sq=100 skv=300");
+      Case sc = shape(1, 2, 2, 129, 129, true);
+      sc.softcap = 2.f, sc.scale = 0.5f;
+      add(sc, "causal softcap=2 scale=0.5");
+      add(shape(1, 2, 2, 50, 20, true), "causal sq=50 > skv=20 (30 empty rows)");
+      w = shape(1, 2, 2, 33, 40, true);
+      w.window = 0;
+      add(w, "causal window=0 (all rows empty)");
+      Case l = shape(2, 4, 2, 77, 130, true);
+      l.layout = kCacheViews;
+      add(l, "strided bshd-q/o cache-k/v gqa causal");
+      l.layout = kDimStride2;
+      add(l, "strided dim-stride-2 unaligned gqa causal");
+    }
+  // D != Dv, longer sequences, 64-bit offsets.
+  Case c;
+  c.dtype = 2, c.d = 192, c.dv = 128, c.heads = 4, c.kvHeads = 2, c.sq = 300, c.skv = 300;
+  c.causal = true;
+  add(c, "gqa causal s=300");
+  c.dtype = 0;
+  add(c, "gqa causal s=300");
+  for (int dtype : {1, 2}) {
+    Case big;
+    big.dtype = dtype, big.heads = 2, big.kvHeads = 2, big.sq = 1000, big.skv = 1000;
+    add(big, "full s=1000");
+    big.causal = true;
+    add(big, "causal s=1000");
+  }
+  Case huge;
+  huge.dtype = 2, huge.batch = 2, huge.heads = 2, huge.kvHeads = 1, huge.sq = 64, huge.skv = 96;
+  huge.causal = true, huge.layout = kHugeOffset;
+  add(huge, "k/v batch stride 2^31+8 (64-bit offsets)");
+  return out;
+}
+
+// ---- timing ---------------------------------------------------------------------------
+
+/// Median time (ms) of one launch of `k` on B=1 causal attention with H heads,
+/// S = sq = skv, contiguous random bf16/f16 inputs (3 warm-ups, 10 timed).
+double timeCausal(const Kernel &k, int64_t H, int64_t S) {
+  const AttentionVariant &var = k.variant;
+  Case c;
+  c.dtype = var.dtype, c.d = var.headDim, c.dv = var.headDimV;
+  c.heads = c.kvHeads = H, c.sq = c.skv = S, c.causal = true;
+  // Inputs are kept for the next variant of the same problem (--sweep).
+  static std::map<std::vector<int64_t>, std::vector<View>> inputs;
+  std::vector<View> &io = inputs[{c.dtype, c.d, c.dv, H, S}];
+  if (io.empty()) {
+    io.push_back(makeView(c.dtype, kContiguous, 'q', 1, H, S, c.d));
+    io.push_back(makeView(c.dtype, kContiguous, 'k', 1, H, S, c.d));
+    io.push_back(makeView(c.dtype, kContiguous, 'v', 1, H, S, c.dv));
+    io.push_back(makeView(c.dtype, kContiguous, 'o', 1, H, S, c.dv));
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uni(-2.f, 2.f);
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> data(size_t(io[size_t(i)].count()));
+      for (float &e : data)
+        e = uni(rng);
+      upload(io[size_t(i)], data);
+    }
+  }
+  H20AttnParams p = makeParams(c, 1.f / std::sqrt(float(c.d)), io[0], io[1], io[2], io[3]);
+  CUevent start, stop;
+  check(api->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(api->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  for (int i = 0; i < 3; ++i)
+    launch(k, p, nullptr);
+  std::vector<float> ms;
+  for (int i = 0; i < 10; ++i) {
+    check(api->cuEventRecord(start, nullptr), "cuEventRecord");
+    launch(k, p, nullptr);
+    check(api->cuEventRecord(stop, nullptr), "cuEventRecord");
+    check(api->cuEventSynchronize(stop), "cuEventSynchronize");
+    float t = 0;
+    check(api->cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
+    ms.push_back(t);
+  }
+  api->cuEventDestroy(start);
+  api->cuEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void reportTiming(const Kernel &k, int64_t H, int64_t S) {
+  double ms = timeCausal(k, H, S);
+  const AttentionVariant &v = k.variant;
+  // Causal: half of the 2 * S^2 * (D + Dv) * H FLOPs of full attention.
+  double flops = double(S) * double(S) * double(v.headDim + v.headDimV) * double(H);
+  std::printf("TIME %-46s B=1 H=%lld S=%lld causal: %.3f ms, %.1f TFLOP/s\n",
+              v.kernelName().c_str(), static_cast<long long>(H), static_cast<long long>(S), ms,
+              flops / (ms * 1e-3) / 1e12);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string filter;
+  bool timing = true, sweep = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (!std::strcmp(argv[i], "--no-timing")) {
+      timing = false;
+    } else if (!std::strcmp(argv[i], "--sweep")) {
+      sweep = true;
+    } else {
+      std::fprintf(stderr, "usage: attention-check [--filter SUBSTR] [--no-timing] [--sweep]\n");
+      return 2;
+    }
+  }
+  std::string error;
+  api = h20::runtime::cudaApi(error);
+  int count = 0;
+  if (api && api->cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 0)
+    error = "no CUDA device";
+  if (!api || count == 0) {
+    std::printf("SKIP: no GPU (%s)\n", error.c_str());
+    return 0;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  check(api->cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check(api->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  char name[256] = {0};
+  api->cuDeviceGetName(name, sizeof name, dev);
+  int major = 0, minor = 0;
+  api->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  api->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  std::printf("device: %s (sm_%d%d)\n", name, major, minor);
+  if (major < 9) {
+    std::printf("SKIP: no GPU (the kernels are compiled for sm_90; this device is sm_%d%d)\n",
+                major, minor);
+    return 0;
+  }
+
+  std::vector<Case> all = cases();
+  std::vector<Case> selected;
+  for (const Case &c : all)
+    if (filter.empty() || c.name.find(filter) != std::string::npos)
+      selected.push_back(c);
+  std::vector<AttentionVariant> variants;
+  for (const Case &c : selected) {
+    AttentionVariant v = *chooseAttentionVariant(c.dtype, c.d, c.dv);
+    if (std::find(variants.begin(), variants.end(), v) == variants.end())
+      variants.push_back(v);
+  }
+  AttentionVariant timed = *chooseAttentionVariant(2, 128, 128);
+  if (timing && std::find(variants.begin(), variants.end(), timed) == variants.end())
+    variants.push_back(timed);
+  if (!loadKernels(variants))
+    return 1;
+
+  std::mt19937 rng(2026);
+  int failures = 0;
+  for (const Case &c : selected)
+    failures += !runCheck(c, rng);
+  std::printf("%s: %d of %zu cases failed\n", failures ? "FAIL" : "PASS", failures,
+              selected.size());
+
+  if (timing)
+    reportTiming(kernels.at(timed.kernelName()), 32, 8192);
+  if (sweep) {
+    // The defaults of the other dtypes, then tile variants per head dim
+    // (bf16), timed on the same problem.
+    std::vector<AttentionVariant> sw = {*chooseAttentionVariant(2, 64, 64),
+                                        *chooseAttentionVariant(2, 256, 256),
+                                        *chooseAttentionVariant(1, 128, 128),
+                                        *chooseAttentionVariant(0, 128, 128)};
+    for (int d : {64, 128, 256})
+      for (int bm : {64, 128})
+        for (int bn : {32, 64, 128})
+          for (int rowsPerWarp : {16, 32}) {
+            AttentionVariant v{2, d, d, bm, bn, bm / rowsPerWarp * 32};
+            if (v.isSupported() && std::find(sw.begin(), sw.end(), v) == sw.end() &&
+                !(v == timed))
+              sw.push_back(v);
+          }
+    if (loadKernels(sw))
+      for (const AttentionVariant &v : sw)
+        reportTiming(kernels.at(v.kernelName()), 32, 8192);
+  }
+  for (CUmodule m : modules)
+    api->cuModuleUnload(m);
+  api->cuDevicePrimaryCtxRelease(dev);
+  return failures ? 1 : 0;
+}
