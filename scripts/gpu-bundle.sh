@@ -26,7 +26,7 @@ for t in "$out"/bin/*; do
   ldd "$t" | awk '/=> \// {print $3}' |
     grep -E 'libprotobuf|libonnx_proto' || true
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
-cp "$root/scripts/gpu-test.sh" "$out/"
+cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
 for m in "${models[@]}"; do
   cp "$fixtures/$m.onnx" "$fixtures/$m".ids*.npy "$fixtures/$m".logits*.npy "$out/models/"
@@ -48,4 +48,11 @@ cp -r "$root/models/llama" "$out/models/llama"
 "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
   --logits=last --max-positions=32768 -o "$out/art/seed-dense-2l.bf16.last.h20"
 rm -f "$out/seed-dense-2l/weights.bin"   # sparse here; generated there
+# 64-bit indexing: one seed-dense layer at S = 524288 + 4096, where one
+# layer's K holds 32 x 528384 x 128 > 2^31 elements.
+mkdir -p "$out/seed-dense-1l"
+"$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-1l" --layers 1 --graph
+"$build/bin/h20-opt" "$out/seed-dense-1l/model.onnx" --target=h200 --compute-type=bf16 \
+  --logits=last --max-positions=528384 -o "$out/art/seed-dense-1l.bf16.last.h20"
+rm -f "$out/seed-dense-1l/weights.bin"
 echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out"

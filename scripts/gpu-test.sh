@@ -90,30 +90,34 @@ for m in llama_gqa_op18 llama_gqa_op23 llama_mha_op23; do
   done
 done
 
-# seed-dense layer shapes, 2 layers, S = 32768, bf16, last-position logits,
-# against PyTorch on the same weights in the same run.
-sd=$bundle/seed-dense-2l
-name="seed-dense-2l bf16 S=32768 vs PyTorch"
-if [[ $gpu == no ]]; then
-  record "$name" SKIP "no GPU"
-elif ! python3 -c "import torch, numpy" 2>/dev/null; then
-  record "$name" SKIP "python3 with torch and numpy not available"
-elif [[ -f $bundle/art/seed-dense-2l.bf16.last.h20 ]]; then
-  python3 "$bundle/models/llama/generate.py" seed-dense "$sd" --layers 2 --weights >>"$log" 2>&1
-  python3 -c "import numpy as np; np.save('$sd/ids.npy', np.random.default_rng(0).integers(0, 129280, (1, 32768), dtype=np.int64))"
-  if "$bin/h20-run" "$bundle/art/seed-dense-2l.bf16.last.h20" --ids "$sd/ids.npy" --weights-dir "$sd" \
-       --dump-logits "$results/seed-dense-2l.h20.npy" --report "$results/seed-dense-2l.h20.json" >>"$log" 2>&1 &&
-     ref=$(python3 "$bundle/models/llama/reference.py" "$sd" "$sd/ids.npy" "$results/seed-dense-2l.ref.npy" 2>>"$log") &&
-     cmp=$("$bin/npy-compare" "$results/seed-dense-2l.h20.npy" "$results/seed-dense-2l.ref.npy" --max-rel-l2 2e-2 2>&1); then
+# seed-dense layer shapes against PyTorch on the same weights in the same
+# run (bf16, last-position logits): 2 layers at S = 32768 (the GPU target's
+# end-to-end check), and 1 layer at S = 524288 + 4096, where one layer's K
+# has more than 2^31 elements (64-bit indexing in every kernel).
+seed_dense() { # layers S name
+  local sd=$bundle/seed-dense-$1l art=$bundle/art/seed-dense-$1l.bf16.last.h20 name=$3 ref cmp st ttft
+  if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; return; fi
+  if ! python3 -c "import torch, numpy" 2>/dev/null; then
+    record "$name" SKIP "python3 with torch and numpy not available"; return
+  fi
+  [[ -f $art ]] || { record "$name" SKIP "artifact not in the bundle"; return; }
+  python3 "$bundle/models/llama/generate.py" seed-dense "$sd" --layers "$1" --weights >>"$log" 2>&1
+  python3 -c "import numpy as np; np.save('$sd/ids.npy', np.random.default_rng(0).integers(0, 129280, (1, $2), dtype=np.int64))"
+  if "$bin/h20-run" "$art" --ids "$sd/ids.npy" --weights-dir "$sd" \
+       --dump-logits "$results/seed-dense-$1l.h20.npy" --report "$results/seed-dense-$1l.h20.json" >>"$log" 2>&1 &&
+     ref=$(python3 "$bundle/models/llama/reference.py" "$sd" "$sd/ids.npy" "$results/seed-dense-$1l.ref.npy" 2>>"$log") &&
+     cmp=$("$bin/npy-compare" "$results/seed-dense-$1l.h20.npy" "$results/seed-dense-$1l.ref.npy" --max-rel-l2 2e-2 2>&1); then
     st=PASS
   else
     st=FAIL
   fi
   echo "$ref" >>"$log"
-  ttft=$(grep -o '"ttft_ms": [0-9.]*' "$results/seed-dense-2l.h20.json" 2>/dev/null | head -1)
+  ttft=$(grep -o '"ttft_ms": [0-9.]*' "$results/seed-dense-$1l.h20.json" 2>/dev/null | head -1)
   record "$name" $st "$(tr '\n' ' ' <<<"${cmp:-failed} h20 $ttft; $ref")"
   rm -f "$sd/weights.bin"
-fi
+}
+seed_dense 2 32768 "seed-dense-2l bf16 S=32768 vs PyTorch"
+seed_dense 1 528384 "seed-dense-1l bf16 S=528384 (K > 2^31 elems)"
 
 {
   echo "["

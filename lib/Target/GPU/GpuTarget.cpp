@@ -23,6 +23,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/PassManager.h"
@@ -233,6 +235,36 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
         pm.addPass(createCanonicalizerPass());
       })))
     return failure();
+  // Elementwise producers fuse into their single consumer (SiLU's sigmoid
+  // and products, residual adds into the next RMSNorm, ...): one kernel and
+  // one pass over memory instead of several. Library calls keep their
+  // operands as they are.
+  {
+    RewritePatternSet patterns(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *operand) {
+      Operation *producer = operand->get().getDefiningOp();
+      auto isCall = [](Operation *op) {
+        auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+        return g && g.getLibraryCallAttr();
+      };
+      return producer && producer->hasOneUse() && !isCall(producer) &&
+             !isCall(operand->getOwner());
+    });
+    if (failed(applyPatternsGreedily(func, std::move(patterns))))
+      return func.emitError("GPU target: elementwise fusion did not converge");
+  }
+  // cuBLASLt writes C with beta = 0: the zero fill of a GEMM's init is dead.
+  func.walk([&](linalg::GenericOp g) {
+    if (!g.getLibraryCallAttr() || g.getLibraryCallAttr().getValue() != "h20_gemm")
+      return;
+    for (OpOperand &init : g.getDpsInitsMutable())
+      if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
+        init.set(fill.getDpsInits()[0]);
+  });
+  func.walk([&](linalg::FillOp fill) {
+    if (fill->use_empty())
+      fill->erase();
+  });
   llvm::json::Array weights = describeWeights(module, kEntryFunc);
   roles.numWeights = weights.size();
   for (const llvm::json::Value &w : weights)
@@ -251,6 +283,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     return failure();
   copiesToLinalg(module);
 
+  if (llvm::sys::Process::GetEnv("H20_DUMP_GPU_LINALG"))
+    func.print(llvm::errs());
   if (failed(runPasses(module, [](PassManager &pm) {
         pm.addNestedPass<func::FuncOp>(createLinalgToGpuLoops());
         pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());

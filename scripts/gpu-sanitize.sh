@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# compute-sanitizer over every GPU kernel h20 runs on the fixtures: memcheck
+# (out-of-bounds / misaligned accesses, leaks of device allocations) and
+# racecheck (shared-memory hazards), on each fixture in f32 and bf16 at
+# S = 1024 in 64-token chunks (so chunked KV writes, causal offsets and the
+# partial last chunk are all exercised), plus the last-position LM head.
+# That covers every generated (MLIR) kernel kind, both attention variants
+# and the cuBLASLt GEMMs.
+#   scripts/gpu-sanitize.sh [BUNDLE_DIR]   (bundle from gpu-bundle.sh)
+# Prints one line per run and the total error count; exit 1 if any error.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bundle=${1:-$here}
+bin=$bundle/bin
+export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+[[ -x $cs ]] || { echo "SKIP: compute-sanitizer not found"; exit 0; }
+results=$bundle/results
+mkdir -p "$results"
+total=0
+printf '%-10s %-44s %s\n' TOOL RUN ERRORS
+for tool in memcheck racecheck; do
+  for art in "$bundle"/art/llama_*.h20; do
+    base=$(basename "$art" .h20)
+    model=${base%%.*}
+    out=$results/sanitize.$tool.$base.txt
+    extra=()
+    [[ $tool == memcheck ]] && extra=(--leak-check full)
+    "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 99 "$bin/h20-run" "$art" \
+      --ids "$bundle/models/$model.ids1024.npy" --weights-dir "$bundle/models" --warmup 0 \
+      >"$out" 2>&1
+    rc=$?
+    n=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$out" | grep -oE '[0-9]+' | tail -1)
+    [[ -z $n ]] && n=$([[ $rc == 0 ]] && echo 0 || echo "?")
+    [[ $rc != 0 && $n == 0 ]] && n="? (exit $rc)"
+    printf '%-10s %-44s %s\n' "$tool" "$base" "$n"
+    [[ $n =~ ^[0-9]+$ ]] && total=$((total + n)) || total=$((total + 1))
+  done
+done
+echo "compute-sanitizer: $total error(s) in total"
+[[ -n ${OUT:-} ]] && cp "$results"/sanitize.* "$OUT/" 2>/dev/null
+[[ $total == 0 ]]
