@@ -18,7 +18,7 @@ fixtures=${2:-$root/../shared/fixtures/onnx}
 "$root/scripts/build.sh" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
-for t in h20-run attention-check h20-gpu-unittests npy-compare artifact-info; do
+for t in h20-run attention-check h20-gpu-unittests npy-compare tensor-compare artifact-info; do
   [[ -x $build/bin/$t ]] && cp "$build/bin/$t" "$out/bin/"
 done
 # Shared libraries a fresh GPU machine may lack (the rest is glibc/libstdc++).
@@ -37,6 +37,22 @@ for m in "${models[@]}"; do
       --max-positions=1024 --chunk=64 --logits=last -o "$out/art/$m.$ct.last.h20"
   done
 done
+# ONNX's own conformance cases (Attention, RotaryEmbedding, RMSNormalization),
+# compiled for the GPU in their own types (f32 stays f32, f16 stays f16); a
+# case that does not compile leaves its reason in conformance-art/CASE.err.
+conformance=${H20_CONFORMANCE_DIR:-$root/../shared/conformance/onnx-node}
+if [[ -d $conformance ]]; then
+  mkdir -p "$out/conformance-art"
+  cp -r "$conformance" "$out/conformance"
+  cp "$root/test/Conformance/expected-pass.txt" "$out/conformance-expected.txt"
+  for dir in "$conformance"/*/; do
+    c=$(basename "$dir")
+    "$build/bin/h20-opt" "$dir/model.onnx" --target=h200 --compute-type=f32 \
+      -o "$out/conformance-art/$c.h20" 2>"$out/conformance-art/$c.err" || true
+    [[ -s $out/conformance-art/$c.err ]] || rm -f "$out/conformance-art/$c.err"
+  done
+fi
+
 # seed-dense shapes (DESIGN.md section 2), 2 layers, S = 32768: the graph is
 # compiled here against a sparse weights file of the right size; the GPU
 # machine fills the weights (same seed, same bytes) and compares h20 with

@@ -90,6 +90,57 @@ for m in llama_gqa_op18 llama_gqa_op23 llama_mha_op23; do
   done
 done
 
+# ONNX conformance cases on the GPU target: every output of every case
+# within |out - ref| <= 1e-3 + 1e-3 |ref| (f16: 2e-3), like the CPU column.
+if [[ -d $bundle/conformance ]]; then
+  cpass=0 ctotal=0
+  : >"$results/conformance-gpu.txt"
+  for dir in "$bundle"/conformance/*/; do
+    c=$(basename "$dir")
+    ctotal=$((ctotal + 1))
+    art=$bundle/conformance-art/$c.h20
+    w=$results/conformance/$c
+    mkdir -p "$w"
+    if [[ $gpu == no ]]; then
+      echo "$c SKIP no GPU" >>"$results/conformance-gpu.txt"
+      continue
+    fi
+    if [[ ! -f $art ]]; then
+      echo "$c FAIL compile: $(grep -m1 -o 'error: .*' "$bundle/conformance-art/$c.err" 2>/dev/null | cut -c8-140)" \
+        >>"$results/conformance-gpu.txt"
+      continue
+    fi
+    if ! "$bin/h20-run" "$art" --inputs-from "$dir/test_data_set_0" --outputs-to "$w" >"$w/run.log" 2>&1; then
+      echo "$c FAIL run: $(grep -m1 -o 'error: .*' "$w/run.log" | cut -c8-140)" >>"$results/conformance-gpu.txt"
+      continue
+    fi
+    ok=1
+    for ref in "$dir"/test_data_set_0/output_*.pb; do
+      if ! "$bin/tensor-compare" "$w/$(basename "$ref")" "$ref" >"$w/compare.log" 2>&1; then
+        ok=0
+        echo "$c FAIL compare $(basename "$ref"): $(head -1 "$w/compare.log")" >>"$results/conformance-gpu.txt"
+        break
+      fi
+    done
+    if [[ $ok == 1 ]]; then
+      echo "$c PASS" >>"$results/conformance-gpu.txt"
+      cpass=$((cpass + 1))
+    fi
+  done
+  if [[ $gpu == no ]]; then
+    record "ONNX conformance (GPU target)" SKIP "no GPU"
+  else
+    st=PASS
+    # Regression guard: every case passing on the CPU target must pass here.
+    if [[ -f $bundle/conformance-expected.txt ]]; then
+      while read -r c; do
+        grep -q "^$c PASS" "$results/conformance-gpu.txt" || st=FAIL
+      done <"$bundle/conformance-expected.txt"
+    fi
+    record "ONNX conformance (GPU target)" $st "$cpass of $ctotal cases pass (results/conformance-gpu.txt)"
+  fi
+fi
+
 # seed-dense layer shapes against PyTorch on the same weights in the same
 # run (bf16, last-position logits): 2 layers at S = 32768 (the GPU target's
 # end-to-end check), and 1 layer at S = 524288 + 4096, where one layer's K

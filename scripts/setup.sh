@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(
   cmake ninja-build ccache g++ python3 python3-numpy
-  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   googletest libgtest-dev nlohmann-json3-dev
   zlib1g-dev libzstd-dev libcurl4-openssl-dev libedit-dev libxml2-dev libffi-dev

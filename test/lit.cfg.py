@@ -24,6 +24,12 @@ config.substitutions.append(
     ("%expect-exit", f"{config.python} {os.path.join(config.h20_src_root, 'test', 'Inputs', 'expect_exit.py')}"))
 config.substitutions.append(("%python", config.python))
 
+# Sanitizer builds (H20_SANITIZE, scripts/sanitize.sh): a test that cannot
+# run under them says `UNSUPPORTED: asan` (e.g. `ulimit -v`: ASan reserves
+# terabytes of address space for its shadow memory).
+if "address" in getattr(config, "h20_sanitize", ""):
+    config.available_features.add("asan")
+
 # The shared fixtures live beside the repository in development and CI; a test
 # that needs them says `REQUIRES: fixtures`.
 conformance = os.path.join(config.h20_src_root, "..", "shared", "conformance", "onnx-node")

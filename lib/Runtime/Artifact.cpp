@@ -60,6 +60,11 @@ bool readArtifact(const std::string &path, Artifact &a, std::string &error) {
   std::string bytes;
   if (!readFile(path, bytes, error))
     return false;
+  return parseArtifact(bytes, path, a, error);
+}
+
+bool parseArtifact(const std::string &bytes, const std::string &path, Artifact &a,
+                   std::string &error) {
   if (bytes.size() < kHeaderSize || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     error = "'" + path + "' is not an h20 artifact (bad magic; compile one with h20-opt --target=...)";
     return false;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -58,7 +59,12 @@ bool CpuModule::load(const std::vector<uint8_t> &payload, uint64_t offset, uint6
   }
   entry = reinterpret_cast<void (*)(void **)>(dlsym(handle, symbol.c_str()));
   abi = static_cast<const long long *>(dlsym(handle, "h20_abi"));
-  if (!entry || !abi) {
+  // The table's length, from its ELF symbol: checkCpuAbi never reads past it.
+  Dl_info info;
+  void *extra = nullptr; // dladdr1 stores a `const ElfW(Sym) *` here
+  if (abi && dladdr1(abi, &info, &extra, RTLD_DL_SYMENT) && extra)
+    abiWords = static_cast<const ElfW(Sym) *>(extra)->st_size / sizeof(long long);
+  if (!entry || !abi || abiWords == 0) {
     error = "the artifact's code has no entry '" + symbol + "' or no ABI description";
     return false;
   }
@@ -66,18 +72,42 @@ bool CpuModule::load(const std::vector<uint8_t> &payload, uint64_t offset, uint6
 }
 
 bool CpuModule::checkAbi(const std::vector<MemRefDescriptor> &args, std::string &error) const {
-  if (abi[0] != static_cast<long long>(args.size())) {
+  return checkCpuAbi(abi, abiWords, args, error);
+}
+
+bool checkCpuAbi(const long long *abi, size_t words, const std::vector<MemRefDescriptor> &args,
+                 std::string &error) {
+  size_t at = 0;
+  auto next = [&](long long &v) {
+    if (at >= words)
+      return false;
+    v = abi[at++];
+    return true;
+  };
+  auto truncated = [&] {
+    error = "the code's ABI description ends after " + std::to_string(words) + " words";
+    return false;
+  };
+  long long count;
+  if (!next(count))
+    return truncated();
+  if (count != static_cast<long long>(args.size())) {
     error = "the manifest describes " + std::to_string(args.size()) +
-            " arguments but the code takes " + std::to_string(abi[0]);
+            " arguments but the code takes " + std::to_string(count);
     return false;
   }
-  const long long *p = abi + 1;
   for (size_t i = 0; i < args.size(); ++i) {
     std::vector<int64_t> shape = args[i].shape();
-    long long rank = *p++;
+    long long rank;
+    if (!next(rank))
+      return truncated();
     bool ok = rank == static_cast<long long>(shape.size());
-    for (long long k = 0; k < rank; ++k, ++p)
-      ok = ok && (*p < 0 || (k < static_cast<long long>(shape.size()) && *p == shape[k]));
+    for (size_t k = 0; ok && k < shape.size(); ++k) {
+      long long dim;
+      if (!next(dim))
+        return truncated();
+      ok = dim < 0 || dim == shape[k];
+    }
     if (!ok) {
       error = "argument " + std::to_string(i) + " does not match the shape the code was "
               "compiled for";

@@ -98,6 +98,22 @@ void loadCuda(CudaState &s) {
   resolve(lib, a.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
   resolve(lib, a.cuGetErrorString, {"cuGetErrorString"}, missing);
   resolve(lib, a.cuGetErrorName, {"cuGetErrorName"}, missing);
+  // CUDA graphs: optional (the executor falls back to plain launches).
+  // cuStreamGetCaptureInfo_v3 and the _v2 kernel-node calls exist since
+  // CUDA 12.3 / 12.0.
+  std::string optional;
+  resolve(lib, a.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, optional);
+  resolve(lib, a.cuStreamEndCapture, {"cuStreamEndCapture"}, optional);
+  resolve(lib, a.cuStreamGetCaptureInfo, {"cuStreamGetCaptureInfo_v3"}, optional);
+  resolve(lib, a.cuGraphInstantiate, {"cuGraphInstantiateWithFlags"}, optional);
+  resolve(lib, a.cuGraphLaunch, {"cuGraphLaunch"}, optional);
+  resolve(lib, a.cuGraphNodeGetType, {"cuGraphNodeGetType"}, optional);
+  resolve(lib, a.cuGraphKernelNodeGetParams, {"cuGraphKernelNodeGetParams_v2"}, optional);
+  resolve(lib, a.cuGraphExecKernelNodeSetParams, {"cuGraphExecKernelNodeSetParams_v2"},
+          optional);
+  resolve(lib, a.cuGraphGetNodes, {"cuGraphGetNodes"}, optional);
+  resolve(lib, a.cuGraphDestroy, {"cuGraphDestroy"}, optional);
+  resolve(lib, a.cuGraphExecDestroy, {"cuGraphExecDestroy"}, optional);
   if (!missing.empty()) {
     s.error = "no usable NVIDIA driver: libcuda.so.1 lacks " + missing +
               " (driver too old for CUDA 13?)";
@@ -189,6 +205,32 @@ const CublasLtApi *cublasLtApi(std::string &error) {
     return nullptr;
   }
   return &s.api;
+}
+
+bool cudaGraphSupport(const CudaApi &api, std::string &missing) {
+  struct Entry {
+    bool present;
+    const char *name;
+  } entries[] = {
+      {api.cuStreamBeginCapture != nullptr, "cuStreamBeginCapture_v2"},
+      {api.cuStreamEndCapture != nullptr, "cuStreamEndCapture"},
+      {api.cuStreamGetCaptureInfo != nullptr, "cuStreamGetCaptureInfo_v3"},
+      {api.cuGraphInstantiate != nullptr, "cuGraphInstantiateWithFlags"},
+      {api.cuGraphLaunch != nullptr, "cuGraphLaunch"},
+      {api.cuGraphNodeGetType != nullptr, "cuGraphNodeGetType"},
+      {api.cuGraphKernelNodeGetParams != nullptr,
+       "cuGraphKernelNodeGetParams_v2"},
+      {api.cuGraphExecKernelNodeSetParams != nullptr,
+       "cuGraphExecKernelNodeSetParams_v2"},
+      {api.cuGraphGetNodes != nullptr, "cuGraphGetNodes"},
+      {api.cuGraphDestroy != nullptr, "cuGraphDestroy"},
+      {api.cuGraphExecDestroy != nullptr, "cuGraphExecDestroy"}};
+  for (const Entry &e : entries)
+    if (!e.present) {
+      missing = std::string("the driver lacks ") + e.name;
+      return false;
+    }
+  return true;
 }
 
 std::string cudaErrorText(const CudaApi &api, CUresult r) {

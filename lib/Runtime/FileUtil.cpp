@@ -1,11 +1,15 @@
 //===- FileUtil.cpp - whole-file reads and atomic writes -----------------===//
 #include "h20/Runtime/FileUtil.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,12 +65,90 @@ bool readFileRange(const std::string &path, uint64_t offset, uint64_t length, vo
 }
 
 namespace {
+
+// --- Removing the temporary file of an interrupted atomic write -------------
+//
+// Between mkstemp and rename a fatal signal (Ctrl-C, kill, a closed terminal,
+// the file-size limit) would leave "<path>.tmp-XXXXXX" behind. While that
+// window is open, handlers for those signals unlink the temporary file (the
+// output itself is never partial: it only appears by rename), restore the
+// previous disposition and raise the signal again, so the process ends as it
+// would have (or the previous handler runs). Signals the process ignores stay
+// ignored. The handler uses only async-signal-safe calls (unlink, sigaction,
+// raise) and state written before the window opens.
+
+constexpr int kFatalSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGXFSZ};
+constexpr size_t kMaxTempPath = 4096;
+char tempPath[kMaxTempPath];          ///< mkstemp's template, filled in place
+std::atomic<bool> tempActive{false};  ///< tempPath names our file
+struct sigaction previous[NSIG];      ///< dispositions before the window
+bool installed[NSIG];
+std::mutex writeMutex;                ///< one guarded write at a time
+
+void removeTempOnSignal(int sig) {
+  if (tempActive.load())
+    unlink(tempPath);
+  sigaction(sig, &previous[sig], nullptr);
+  raise(sig); // pending until this handler returns, then handled as before
+}
+
+/// Opens the window: `path` becomes mkstemp's template in `tempPath` and the
+/// handlers are installed. Closing it (destructor) restores the dispositions.
+class TempFileGuard {
+public:
+  explicit TempFileGuard(const std::string &tmpl) : lock(writeMutex) {
+    if (tmpl.size() >= kMaxTempPath)
+      return; // no path that long can be created; mkstemp reports it
+    std::memcpy(tempPath, tmpl.c_str(), tmpl.size() + 1);
+    for (int sig : kFatalSignals) {
+      struct sigaction old;
+      if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN)
+        continue;
+      previous[sig] = old;
+      struct sigaction sa;
+      std::memset(&sa, 0, sizeof sa);
+      sa.sa_handler = removeTempOnSignal;
+      sigfillset(&sa.sa_mask); // one cleanup at a time
+      installed[sig] = sigaction(sig, &sa, nullptr) == 0;
+    }
+    tempActive.store(true);
+    usable = true;
+  }
+  /// The buffer to pass to mkstemp (the template, rewritten in place).
+  char *name() { return usable ? tempPath : nullptr; }
+  /// The temporary file is gone (renamed or removed): nothing to clean.
+  void disarm() { tempActive.store(false); }
+  ~TempFileGuard() {
+    tempActive.store(false);
+    for (int sig : kFatalSignals)
+      if (installed[sig]) {
+        sigaction(sig, &previous[sig], nullptr);
+        installed[sig] = false;
+      }
+  }
+
+private:
+  std::lock_guard<std::mutex> lock;
+  bool usable = false;
+};
+
+/// Test hook: H20_TEST_PAUSE_IN_ATOMIC_WRITE_MS=N sleeps N ms after half of
+/// the temporary file is written, so a test can interrupt the write there.
+void pauseForTest() {
+  const char *ms = std::getenv("H20_TEST_PAUSE_IN_ATOMIC_WRITE_MS");
+  if (!ms || !*ms)
+    return;
+  long n = std::strtol(ms, nullptr, 10);
+  if (n > 0)
+    usleep(static_cast<useconds_t>(std::min(n, 600000L)) * 1000);
+}
+
 /// Writes all of `contents` to `fd`; false with `error` naming `path`.
-bool writeAll(int fd, const std::string &contents, const std::string &path,
+bool writeAll(int fd, const char *data, size_t size, const std::string &path,
               std::string &error) {
   size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+  while (done < size) {
+    ssize_t n = write(fd, data + done, size - done);
     if (n <= 0) {
       error = "cannot write '" + path + "': " + std::strerror(errno);
       return false;
@@ -84,7 +166,7 @@ bool writeThrough(const std::string &path, const std::string &contents, std::str
     error = "cannot open '" + path + "': " + std::strerror(errno);
     return false;
   }
-  bool ok = writeAll(fd, contents, path, error);
+  bool ok = writeAll(fd, contents.data(), contents.size(), path, error);
   close(fd);
   return ok;
 }
@@ -111,13 +193,22 @@ bool writeFileAtomically(const std::string &requested, const std::string &conten
       return writeThrough(path, contents, error);
   }
   std::string tmp = path + ".tmp-XXXXXX";
-  int fd = mkstemp(tmp.data());
+  TempFileGuard guard(tmp);
+  int fd = mkstemp(guard.name() ? guard.name() : tmp.data());
+  if (guard.name())
+    tmp = guard.name();
   if (fd < 0) {
     error = "cannot create a temporary file beside '" + path + "': " + std::strerror(errno);
     return false;
   }
   fchmod(fd, 0644); // mkstemp creates 0600; outputs are ordinary files
-  if (!writeAll(fd, contents, path, error)) {
+  size_t half = contents.size() / 2;
+  bool written = writeAll(fd, contents.data(), half, path, error);
+  if (written) {
+    pauseForTest();
+    written = writeAll(fd, contents.data() + half, contents.size() - half, path, error);
+  }
+  if (!written) {
     close(fd);
     unlink(tmp.c_str());
     return false;
@@ -132,6 +223,7 @@ bool writeFileAtomically(const std::string &requested, const std::string &conten
     unlink(tmp.c_str());
     return false;
   }
+  guard.disarm();
   return true;
 }
 

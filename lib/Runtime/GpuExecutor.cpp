@@ -17,6 +17,7 @@
 #include "h20/Runtime/AttentionParams.h"
 #include "h20/Runtime/CudaDriver.h"
 #include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/NcclComm.h"
 
 #include <algorithm>
 #include <chrono>
@@ -115,9 +116,74 @@ struct GpuExecutor::Impl {
   uint64_t heldBytes = 0, peakBytes = 0, peakDeviceUsed = 0;
   bool loaded = false, loadTried = false;
   bool syncEachStep = false; ///< H20_GPU_SYNC=1: find the step of an asynchronous fault
-  // Kernel-parameter storage, reused by every launch.
-  std::vector<uint64_t> paramSlots;
-  std::vector<void *> paramPtrs;
+  std::unique_ptr<NcclComm> nccl; ///< GpuLoadOptions::ncclRanks >= 1 and NCCL came up
+
+  /// One kernel launch of a launch or attention step, parameters included.
+  struct KernelLaunch {
+    CUfunction f = nullptr;
+    unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, smem = 0;
+    bool attention = false;
+    std::vector<uint64_t> slots; ///< launch: one 8-byte slot per kernel parameter
+    H20AttnParams attn{};        ///< attention: the one parameter (zeroed padding)
+    std::vector<void *> ptrs;    ///< filled by params()
+
+    /// The kernelParams array for cuLaunchKernel / a kernel node.
+    void **params() {
+      if (attention) {
+        ptrs.assign(1, &attn);
+      } else {
+        ptrs.resize(slots.size());
+        for (size_t i = 0; i < slots.size(); ++i)
+          ptrs[i] = &slots[i];
+      }
+      return ptrs.empty() ? nullptr : ptrs.data();
+    }
+    bool sameAs(const KernelLaunch &o) const {
+      return f == o.f && std::equal(grid, grid + 3, o.grid) &&
+             std::equal(block, block + 3, o.block) && smem == o.smem &&
+             attention == o.attention &&
+             (attention ? std::memcmp(&attn, &o.attn, sizeof attn) == 0 : slots == o.slots);
+    }
+  };
+  KernelLaunch launchScratch; ///< reused by every plain launch
+
+  // CUDA graphs (see GpuExecutor.h). The steps are cut into segments: runs
+  // of steps replayed as one graph, and single steps (gemm, memset, copy
+  // naming p0) launched on their own between them.
+  struct GraphNode {
+    size_t step = 0;
+    CUgraphNode node = nullptr; ///< the step's kernel node in `graph`
+    KernelLaunch last;          ///< parameters the executable graph holds now
+  };
+  struct CapturedGraph {
+    std::vector<int64_t> key; ///< see graphKey
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    std::vector<GraphNode> nodes; ///< kernel nodes whose parameters name p0 or n
+    int64_t nodeCount = 0;
+    int64_t lastRun = -1; ///< the run that last launched it (for GpuRunStats::graphNodes)
+  };
+  struct Segment {
+    size_t begin = 0, end = 0;
+    bool graph = false; ///< else one step launched on its own
+    bool plain = false; ///< too many distinct graphs: launched step by step from now on
+    std::vector<std::unique_ptr<CapturedGraph>> graphs;
+  };
+  std::vector<Segment> segments;
+  std::vector<StepSymbols> symbols; ///< per step
+  std::string graphsOff; ///< non-empty: why no graphs are used any more (capture failed, no API)
+  int64_t runCount = 0;
+
+  bool isKernel(size_t i) const {
+    return std::holds_alternative<LaunchStep>(p.steps[i]) ||
+           std::holds_alternative<AttentionStep>(p.steps[i]);
+  }
+  void planSegments();
+  void destroyGraphs();
+  std::vector<int64_t> graphKey(const Segment &seg, const std::vector<ResolvedStep> &rs) const;
+  bool capture(Segment &seg, const std::vector<ResolvedStep> &rs, std::vector<int64_t> key,
+               CapturedGraph *&out, std::string &why);
+  bool runSegment(Segment &seg, const std::vector<ResolvedStep> &rs, GpuRunStats &stats);
 
   GpuStatus status = GpuStatus::Ok;
   std::string error;
@@ -170,8 +236,48 @@ struct GpuExecutor::Impl {
   bool resolveKernels();
   bool uploadWeights(const GpuLoadOptions &o);
   bool uploadConsts(const Artifact &artifact);
+  void initNccl(const GpuLoadOptions &o);
+  std::string where(size_t index) const;
+  /// Fills `k` for launch/attention step `index` resolved as `step` (not
+  /// empty).
+  void buildKernel(size_t index, const ResolvedStep &step, KernelLaunch &k) const;
+  bool launchKernel(size_t index, KernelLaunch &k);
   bool execute(size_t index, const ResolvedStep &step);
 };
+
+namespace {
+
+/// True when the resolved step does nothing (a grid of 0, no bytes, ...).
+bool isEmpty(const ResolvedStep &r) {
+  if (auto *l = std::get_if<ResolvedLaunch>(&r))
+    return l->empty;
+  if (auto *g = std::get_if<ResolvedGemm>(&r))
+    return g->empty;
+  if (auto *a = std::get_if<ResolvedAttention>(&r))
+    return a->empty;
+  if (auto *m = std::get_if<ResolvedMemset>(&r))
+    return m->bytes == 0;
+  return std::get<ResolvedCopy>(r).bytes == 0;
+}
+
+/// Appends the resolved values of a gemm, memset or copy step.
+void appendResolved(const ResolvedStep &r, std::vector<int64_t> &key) {
+  if (auto *g = std::get_if<ResolvedGemm>(&r)) {
+    key.insert(key.end(), {g->batch, g->m, g->n, g->k});
+    for (const ResolvedGemmOperand *o : {&g->a, &g->b, &g->c})
+      key.insert(key.end(), {o->buffer, o->offset, o->batchStride, o->rowStride, o->colStride});
+  } else if (auto *m = std::get_if<ResolvedMemset>(&r)) {
+    key.insert(key.end(), {m->buffer, m->offsetBytes, m->bytes});
+  } else if (auto *c = std::get_if<ResolvedCopy>(&r)) {
+    key.insert(key.end(), {c->src, c->dst, c->srcOffsetBytes, c->dstOffsetBytes, c->bytes});
+  }
+}
+
+/// Distinct graphs one segment may hold before it is launched step by step
+/// (shapes that change with every chunk would recapture every chunk).
+constexpr size_t kMaxGraphsPerSegment = 8;
+
+} // namespace
 
 GpuExecutor::Impl::~Impl() {
   if (!cu)
@@ -180,6 +286,8 @@ GpuExecutor::Impl::~Impl() {
     cu->cuCtxSetCurrent(ctx);
   if (stream)
     cu->cuStreamSynchronize(stream);
+  destroyGraphs();
+  nccl.reset();
   gemm.reset();
   release(workspace, workspaceBytes);
   release(base, plan.totalBytes);
@@ -436,6 +544,64 @@ bool GpuExecutor::Impl::uploadConsts(const Artifact &artifact) {
   return true;
 }
 
+/// A 1-rank communicator through the N-rank path (unique id, init rank),
+/// checked by one all-reduce. Any failure leaves NCCL off and says why in
+/// loadStats.nccl: one GPU does not need it.
+void GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string why;
+  auto unavailable = [&](const std::string &reason) {
+    loadStats.nccl = "unavailable: " + reason;
+    loadStats.ncclInitMs = msSince(t0);
+  };
+  if (!ncclAvailable(why))
+    return unavailable(why);
+  NcclComm::UniqueId id;
+  auto comm = std::make_unique<NcclComm>();
+  if (!NcclComm::newUniqueId(id, why) || !comm->init(o.ncclRanks, o.ncclRank, id, why))
+    return unavailable(why);
+  // Self-check: all-reduce (sum) 64 floats in place; every rank holds
+  // i + 1 + rank, so the sum is ranks * (i + 1) + ranks * (ranks - 1) / 2.
+  const size_t count = 64;
+  std::vector<float> host(count), back(count, -1.0f);
+  for (size_t i = 0; i < count; ++i)
+    host[i] = static_cast<float>(i + 1 + o.ncclRank);
+  CUdeviceptr buf = 0;
+  CUresult r = cu->cuMemAlloc(&buf, count * sizeof(float));
+  if (r != CUDA_SUCCESS)
+    return unavailable("allocating the all-reduce check buffer: " + cudaErrorText(*cu, r));
+  bool ok = (r = cu->cuMemcpyHtoD(buf, host.data(), count * sizeof(float))) == CUDA_SUCCESS;
+  if (!ok)
+    why = "cuMemcpyHtoD: " + cudaErrorText(*cu, r);
+  ok = ok && comm->allReduceSumF32(buf, buf, count, stream, why);
+  if (ok && (r = cu->cuStreamSynchronize(stream)) != CUDA_SUCCESS) {
+    why = "ncclAllReduce did not finish: " + cudaErrorText(*cu, r);
+    ok = false;
+  }
+  ok = ok && comm->checkAsync(why);
+  if (ok && (r = cu->cuMemcpyDtoH(back.data(), buf, count * sizeof(float))) != CUDA_SUCCESS) {
+    why = "cuMemcpyDtoH: " + cudaErrorText(*cu, r);
+    ok = false;
+  }
+  cu->cuMemFree(buf);
+  for (size_t i = 0; ok && i < count; ++i) {
+    double ranks = o.ncclRanks;
+    float expect = static_cast<float>(ranks * double(i + 1) + ranks * (ranks - 1) / 2);
+    if (back[i] != expect) {
+      why = "the all-reduce self-check gave " + std::to_string(back[i]) + " at element " +
+            std::to_string(i) + ", expected " + std::to_string(expect);
+      ok = false;
+    }
+  }
+  if (!ok)
+    return unavailable(why);
+  nccl = std::move(comm);
+  loadStats.nccl = ncclVersionText();
+  loadStats.ncclRanks = nccl->ranks();
+  loadStats.ncclRank = nccl->rank();
+  loadStats.ncclInitMs = msSince(t0);
+}
+
 GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
                             const GpuProgram &program, const GpuLoadOptions &options,
                             std::string &error) {
@@ -449,6 +615,15 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
   if (I.loadTried)
     return done(I.fail(GpuStatus::Internal, "GpuExecutor::load called twice"));
   I.loadTried = true;
+  if (options.ncclRanks > 1)
+    return done(I.fail(GpuStatus::BadInput,
+                       "multi-GPU prefill is not implemented yet (asked for " +
+                           std::to_string(options.ncclRanks) + " GPUs); run on 1 GPU"));
+  if (options.ncclRanks < 0 || options.ncclRank < 0 ||
+      (options.ncclRanks > 0 && options.ncclRank >= options.ncclRanks))
+    return done(I.fail(GpuStatus::BadInput, "NCCL rank " + std::to_string(options.ncclRank) +
+                                                " of " + std::to_string(options.ncclRanks) +
+                                                " ranks is out of range"));
   std::string reason;
   I.cu = cudaApi(reason);
   if (!I.cu)
@@ -499,6 +674,11 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
     return done(false);
   const char *sync = std::getenv("H20_GPU_SYNC");
   I.syncEachStep = sync && *sync && std::strcmp(sync, "0") != 0;
+  if (std::string missing; !cudaGraphSupport(cu, missing))
+    I.graphsOff = "no CUDA graphs: " + missing;
+  I.planSegments();
+  if (options.ncclRanks == 1)
+    I.initNccl(options);
 
   if (!I.loadModules(artifact) || !I.resolveKernels())
     return done(false);
@@ -546,67 +726,117 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
   return GpuStatus::Ok;
 }
 
-bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
-  const CudaApi &c = *cu;
-  auto where = [&]() {
-    std::string w = "step " + std::to_string(index) + " (" + stepOpName(p.steps[index]) + ")";
-    if (auto *l = std::get_if<LaunchStep>(&p.steps[index]))
-      w += ", kernel '" + l->kernel + "'";
-    else if (auto *a = std::get_if<AttentionStep>(&p.steps[index]))
-      w += ", kernel '" + a->kernel + "'";
-    return w;
-  };
+std::string GpuExecutor::Impl::where(size_t index) const {
+  std::string w = "step " + std::to_string(index) + " (" + stepOpName(p.steps[index]) + ")";
+  if (auto *l = std::get_if<LaunchStep>(&p.steps[index]))
+    w += ", kernel '" + l->kernel + "'";
+  else if (auto *a = std::get_if<AttentionStep>(&p.steps[index]))
+    w += ", kernel '" + a->kernel + "'";
+  return w;
+}
+
+void GpuExecutor::Impl::buildKernel(size_t index, const ResolvedStep &step,
+                                    KernelLaunch &k) const {
+  k.f = stepFunction[index];
   if (auto *r = std::get_if<ResolvedLaunch>(&step)) {
-    if (r->empty)
-      return true;
+    const LaunchStep &ls = std::get<LaunchStep>(p.steps[index]);
+    k.attention = false;
+    std::memset(&k.attn, 0, sizeof k.attn);
+    for (int d = 0; d < 3; ++d) {
+      k.grid[d] = static_cast<unsigned>(r->grid[d]);
+      k.block[d] = static_cast<unsigned>(r->block[d]);
+    }
+    k.smem = static_cast<unsigned>(ls.smem);
     size_t count = 0;
     for (const ResolvedLaunchArg &a : r->args)
       count += a.kind == LaunchArg::MemRef ? 3 + 2 * a.memref.sizes.size() : 1;
-    paramSlots.assign(count, 0);
-    paramPtrs.resize(count);
-    size_t k = 0;
+    k.slots.assign(count, 0);
+    size_t n = 0;
     for (const ResolvedLaunchArg &a : r->args) {
       switch (a.kind) {
       case LaunchArg::I64:
-        paramSlots[k++] = static_cast<uint64_t>(a.value);
+        k.slots[n++] = static_cast<uint64_t>(a.value);
         break;
       case LaunchArg::I32: {
         int32_t v = static_cast<int32_t>(a.value);
-        std::memcpy(&paramSlots[k++], &v, sizeof v);
+        std::memcpy(&k.slots[n++], &v, sizeof v);
         break;
       }
       case LaunchArg::F32:
-        std::memcpy(&paramSlots[k++], &a.f32, sizeof a.f32);
+        std::memcpy(&k.slots[n++], &a.f32, sizeof a.f32);
         break;
       case LaunchArg::F64:
-        std::memcpy(&paramSlots[k++], &a.f64, sizeof a.f64);
+        std::memcpy(&k.slots[n++], &a.f64, sizeof a.f64);
         break;
       case LaunchArg::F16:
       case LaunchArg::BF16:
-        std::memcpy(&paramSlots[k++], &a.half, sizeof a.half);
+        std::memcpy(&k.slots[n++], &a.half, sizeof a.half);
         break;
       case LaunchArg::MemRef: {
         CUdeviceptr ptr = address(a.memref.buffer);
-        paramSlots[k++] = ptr; // allocated
-        paramSlots[k++] = ptr; // aligned
-        paramSlots[k++] = static_cast<uint64_t>(a.memref.offset);
+        k.slots[n++] = ptr; // allocated
+        k.slots[n++] = ptr; // aligned
+        k.slots[n++] = static_cast<uint64_t>(a.memref.offset);
         for (int64_t s : a.memref.sizes)
-          paramSlots[k++] = static_cast<uint64_t>(s);
+          k.slots[n++] = static_cast<uint64_t>(s);
         for (int64_t s : a.memref.strides)
-          paramSlots[k++] = static_cast<uint64_t>(s);
+          k.slots[n++] = static_cast<uint64_t>(s);
         break;
       }
       }
     }
-    for (size_t i = 0; i < count; ++i)
-      paramPtrs[i] = &paramSlots[i];
-    const LaunchStep &ls = std::get<LaunchStep>(p.steps[index]);
-    CUresult res = c.cuLaunchKernel(
-        stepFunction[index], static_cast<unsigned>(r->grid[0]), static_cast<unsigned>(r->grid[1]),
-        static_cast<unsigned>(r->grid[2]), static_cast<unsigned>(r->block[0]),
-        static_cast<unsigned>(r->block[1]), static_cast<unsigned>(r->block[2]),
-        static_cast<unsigned>(ls.smem), stream, count ? paramPtrs.data() : nullptr, nullptr);
-    return res == CUDA_SUCCESS || check(res, where() + ": cuLaunchKernel");
+    return;
+  }
+  const ResolvedAttention &r = std::get<ResolvedAttention>(step);
+  const AttentionStep &as = std::get<AttentionStep>(p.steps[index]);
+  int64_t es = dtypeSize(as.dtype);
+  k.attention = true;
+  k.slots.clear();
+  H20AttnParams &params = k.attn;
+  std::memset(&params, 0, sizeof params);
+  auto ptr = [&](const ResolvedAttentionView &v) {
+    return reinterpret_cast<void *>(address(v.buffer) + static_cast<uint64_t>(v.offset * es));
+  };
+  params.q = ptr(r.q);
+  params.k = ptr(r.k);
+  params.v = ptr(r.v);
+  params.o = ptr(r.o);
+  for (int d = 0; d < 4; ++d) {
+    params.q_stride[d] = r.q.strides[d];
+    params.k_stride[d] = r.k.strides[d];
+    params.v_stride[d] = r.v.strides[d];
+    params.o_stride[d] = r.o.strides[d];
+  }
+  params.batch = r.batch;
+  params.heads = as.heads;
+  params.kv_heads = as.kvHeads;
+  params.sq = r.sq;
+  params.skv = r.skv;
+  params.window_left = as.windowLeft;
+  params.scale = static_cast<float>(as.scale);
+  params.softcap = static_cast<float>(as.softcap);
+  params.causal = as.causal ? 1 : 0;
+  k.grid[0] = static_cast<unsigned>(r.gridX);
+  k.grid[1] = static_cast<unsigned>(as.heads);
+  k.grid[2] = static_cast<unsigned>(r.batch);
+  k.block[0] = static_cast<unsigned>(as.threads);
+  k.block[1] = k.block[2] = 1;
+  k.smem = static_cast<unsigned>(as.smem);
+}
+
+bool GpuExecutor::Impl::launchKernel(size_t index, KernelLaunch &k) {
+  CUresult res = cu->cuLaunchKernel(k.f, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+                                    k.block[2], k.smem, stream, k.params(), nullptr);
+  return res == CUDA_SUCCESS || check(res, where(index) + ": cuLaunchKernel");
+}
+
+bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
+  const CudaApi &c = *cu;
+  if (isKernel(index)) {
+    if (isEmpty(step))
+      return true;
+    buildKernel(index, step, launchScratch);
+    return launchKernel(index, launchScratch);
   }
   if (auto *r = std::get_if<ResolvedGemm>(&step)) {
     if (r->empty)
@@ -632,45 +862,8 @@ bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
     std::string err;
     bool oom = false;
     if (!gemm->run(call, stream, workspace, workspaceBytes, err, oom))
-      return fail(oom ? GpuStatus::Resources : GpuStatus::Internal, where() + ": " + err);
+      return fail(oom ? GpuStatus::Resources : GpuStatus::Internal, where(index) + ": " + err);
     return true;
-  }
-  if (auto *r = std::get_if<ResolvedAttention>(&step)) {
-    if (r->empty)
-      return true;
-    const AttentionStep &as = std::get<AttentionStep>(p.steps[index]);
-    int64_t es = dtypeSize(as.dtype);
-    H20AttnParams params;
-    std::memset(&params, 0, sizeof params);
-    auto ptr = [&](const ResolvedAttentionView &v) {
-      return reinterpret_cast<void *>(address(v.buffer) + static_cast<uint64_t>(v.offset * es));
-    };
-    params.q = ptr(r->q);
-    params.k = ptr(r->k);
-    params.v = ptr(r->v);
-    params.o = ptr(r->o);
-    for (int d = 0; d < 4; ++d) {
-      params.q_stride[d] = r->q.strides[d];
-      params.k_stride[d] = r->k.strides[d];
-      params.v_stride[d] = r->v.strides[d];
-      params.o_stride[d] = r->o.strides[d];
-    }
-    params.batch = r->batch;
-    params.heads = as.heads;
-    params.kv_heads = as.kvHeads;
-    params.sq = r->sq;
-    params.skv = r->skv;
-    params.window_left = as.windowLeft;
-    params.scale = static_cast<float>(as.scale);
-    params.softcap = static_cast<float>(as.softcap);
-    params.causal = as.causal ? 1 : 0;
-    void *args[] = {&params};
-    CUresult res = c.cuLaunchKernel(stepFunction[index], static_cast<unsigned>(r->gridX),
-                                    static_cast<unsigned>(as.heads),
-                                    static_cast<unsigned>(r->batch),
-                                    static_cast<unsigned>(as.threads), 1, 1,
-                                    static_cast<unsigned>(as.smem), stream, args, nullptr);
-    return res == CUDA_SUCCESS || check(res, where() + ": cuLaunchKernel");
   }
   if (auto *r = std::get_if<ResolvedMemset>(&step)) {
     if (r->bytes == 0)
@@ -679,7 +872,7 @@ bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
     CUresult res = c.cuMemsetD8Async(address(r->buffer) + r->offsetBytes,
                                      static_cast<unsigned char>(ms.value),
                                      static_cast<size_t>(r->bytes), stream);
-    return res == CUDA_SUCCESS || check(res, where() + ": cuMemsetD8Async");
+    return res == CUDA_SUCCESS || check(res, where(index) + ": cuMemsetD8Async");
   }
   const ResolvedCopy &r = std::get<ResolvedCopy>(step);
   if (r.bytes == 0)
@@ -687,7 +880,229 @@ bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
   CUresult res = c.cuMemcpyDtoDAsync(address(r.dst) + r.dstOffsetBytes,
                                      address(r.src) + r.srcOffsetBytes,
                                      static_cast<size_t>(r.bytes), stream);
-  return res == CUDA_SUCCESS || check(res, where() + ": cuMemcpyDtoDAsync");
+  return res == CUDA_SUCCESS || check(res, where(index) + ": cuMemcpyDtoDAsync");
+}
+
+// --- CUDA graphs ---------------------------------------------------------------
+
+void GpuExecutor::Impl::planSegments() {
+  segments.clear();
+  symbols.resize(p.steps.size());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    symbols[i] = stepSymbols(p.steps[i]);
+    // A kernel's parameters are updated in the graph; a gemm/memset/copy
+    // cannot be, so one naming p0 (a new value every chunk) runs outside.
+    bool outside = !isKernel(i) && symbols[i].p0;
+    if (outside || segments.empty() || !segments.back().graph) {
+      Segment seg;
+      seg.begin = i;
+      seg.end = i + 1;
+      seg.graph = !outside;
+      segments.push_back(std::move(seg));
+    } else {
+      segments.back().end = i + 1;
+    }
+  }
+}
+
+void GpuExecutor::Impl::destroyGraphs() {
+  for (Segment &seg : segments) {
+    for (auto &g : seg.graphs) {
+      if (g->exec)
+        cu->cuGraphExecDestroy(g->exec);
+      if (g->graph)
+        cu->cuGraphDestroy(g->graph);
+    }
+    seg.graphs.clear();
+  }
+}
+
+/// What distinguishes the graphs of one segment: for every step naming a
+/// symbol, whether it is empty (not captured at all), and for a gemm,
+/// memset or copy its resolved values (they cannot be updated in place).
+std::vector<int64_t> GpuExecutor::Impl::graphKey(const Segment &seg,
+                                                 const std::vector<ResolvedStep> &rs) const {
+  std::vector<int64_t> key;
+  for (size_t i = seg.begin; i < seg.end; ++i) {
+    if (!symbols[i].any())
+      continue;
+    key.push_back(static_cast<int64_t>(i));
+    key.push_back(isEmpty(rs[i]) ? 1 : 0);
+    if (!isKernel(i))
+      appendResolved(rs[i], key);
+  }
+  return key;
+}
+
+bool GpuExecutor::Impl::capture(Segment &seg, const std::vector<ResolvedStep> &rs,
+                                std::vector<int64_t> key, CapturedGraph *&out, std::string &why) {
+  const CudaApi &c = *cu;
+  auto g = std::make_unique<CapturedGraph>();
+  g->key = std::move(key);
+  // Relaxed: cuBLASLt may set itself up (host calls) while being captured.
+  CUresult r = c.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+  if (r != CUDA_SUCCESS) {
+    why = "cuStreamBeginCapture: " + cudaErrorText(c, r);
+    return false;
+  }
+  bool ok = true;
+  KernelLaunch k;
+  for (size_t i = seg.begin; ok && i < seg.end; ++i) {
+    if (isEmpty(rs[i]))
+      continue;
+    if (!isKernel(i)) {
+      if (!execute(i, rs[i])) {
+        why = error;
+        ok = false;
+      }
+      continue;
+    }
+    buildKernel(i, rs[i], k);
+    if (!launchKernel(i, k)) {
+      why = error;
+      ok = false;
+      break;
+    }
+    if (!symbols[i].any())
+      continue;
+    // Single stream: the capture's one dependency is the node just added.
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    const CUgraphNode *deps = nullptr;
+    size_t ndeps = 0;
+    r = c.cuStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, nullptr, &ndeps);
+    if (r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE || ndeps != 1) {
+      why = where(i) + ": cannot find its captured node (" +
+            (r != CUDA_SUCCESS ? cudaErrorText(c, r)
+                               : std::to_string(ndeps) + " capture dependencies") +
+            ")";
+      ok = false;
+      break;
+    }
+    CUgraphNode node = deps[0];
+    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+    CUDA_KERNEL_NODE_PARAMS kp;
+    std::memset(&kp, 0, sizeof kp);
+    bool same = c.cuGraphNodeGetType(node, &type) == CUDA_SUCCESS &&
+                type == CU_GRAPH_NODE_TYPE_KERNEL &&
+                c.cuGraphKernelNodeGetParams(node, &kp) == CUDA_SUCCESS &&
+                (kp.func == k.f || !kp.func) && kp.gridDimX == k.grid[0] &&
+                kp.gridDimY == k.grid[1] && kp.gridDimZ == k.grid[2] &&
+                kp.blockDimX == k.block[0] && kp.blockDimY == k.block[1] &&
+                kp.blockDimZ == k.block[2] && kp.sharedMemBytes == k.smem;
+    if (!same) {
+      why = where(i) + ": the captured node is not this step's kernel";
+      ok = false;
+      break;
+    }
+    GraphNode gn;
+    gn.step = i;
+    gn.node = node;
+    gn.last = k;
+    g->nodes.push_back(std::move(gn));
+  }
+  CUgraph graph = nullptr;
+  r = c.cuStreamEndCapture(stream, &graph);
+  if (ok && r != CUDA_SUCCESS) {
+    why = "cuStreamEndCapture: " + cudaErrorText(c, r);
+    ok = false;
+  }
+  if (!ok) {
+    if (graph)
+      c.cuGraphDestroy(graph);
+    return false;
+  }
+  g->graph = graph;
+  size_t count = 0;
+  if (c.cuGraphGetNodes(graph, nullptr, &count) == CUDA_SUCCESS)
+    g->nodeCount = static_cast<int64_t>(count);
+  r = c.cuGraphInstantiate(&g->exec, graph, 0);
+  if (r != CUDA_SUCCESS) {
+    g->exec = nullptr;
+    c.cuGraphDestroy(graph);
+    why = "cuGraphInstantiate: " + cudaErrorText(c, r);
+    return false;
+  }
+  seg.graphs.push_back(std::move(g));
+  out = seg.graphs.back().get();
+  return true;
+}
+
+bool GpuExecutor::Impl::runSegment(Segment &seg, const std::vector<ResolvedStep> &rs,
+                                   GpuRunStats &stats) {
+  auto plainly = [&] {
+    for (size_t i = seg.begin; i < seg.end; ++i)
+      if (!execute(i, rs[i]))
+        return false;
+    return true;
+  };
+  std::string range = "steps " + std::to_string(seg.begin) + ".." + std::to_string(seg.end - 1);
+  if (!seg.graph || seg.plain || !graphsOff.empty())
+    return plainly();
+  bool any = false;
+  for (size_t i = seg.begin; i < seg.end && !any; ++i)
+    any = !isEmpty(rs[i]);
+  if (!any)
+    return true;
+  std::vector<int64_t> key = graphKey(seg, rs);
+  CapturedGraph *g = nullptr;
+  for (auto &cand : seg.graphs)
+    if (cand->key == key)
+      g = cand.get();
+  if (!g) {
+    if (seg.graphs.size() >= kMaxGraphsPerSegment) {
+      seg.plain = true;
+      stats.cudaGraphNote = range + " take more than " + std::to_string(kMaxGraphsPerSegment) +
+                            " distinct shapes: launched one by one";
+      return plainly();
+    }
+    std::string why;
+    if (!capture(seg, rs, std::move(key), g, why)) {
+      // Nothing ran; the steps run plainly (a real error shows again there).
+      graphsOff = "capturing " + range + " failed (" + why + "): running without CUDA graphs";
+      stats.cudaGraphNote = graphsOff;
+      status = GpuStatus::Ok;
+      error.clear();
+      return plainly();
+    }
+    ++stats.graphCaptures;
+  }
+  const CudaApi &c = *cu;
+  for (GraphNode &gn : g->nodes) {
+    buildKernel(gn.step, rs[gn.step], launchScratch);
+    if (launchScratch.sameAs(gn.last))
+      continue;
+    CUDA_KERNEL_NODE_PARAMS kp;
+    std::memset(&kp, 0, sizeof kp);
+    kp.func = launchScratch.f;
+    kp.gridDimX = launchScratch.grid[0];
+    kp.gridDimY = launchScratch.grid[1];
+    kp.gridDimZ = launchScratch.grid[2];
+    kp.blockDimX = launchScratch.block[0];
+    kp.blockDimY = launchScratch.block[1];
+    kp.blockDimZ = launchScratch.block[2];
+    kp.sharedMemBytes = launchScratch.smem;
+    kp.kernelParams = launchScratch.params();
+    if (!check(c.cuGraphExecKernelNodeSetParams(g->exec, gn.node, &kp),
+               where(gn.step) + ": updating its CUDA graph node"))
+      return false;
+    gn.last.f = launchScratch.f;
+    std::copy(launchScratch.grid, launchScratch.grid + 3, gn.last.grid);
+    std::copy(launchScratch.block, launchScratch.block + 3, gn.last.block);
+    gn.last.smem = launchScratch.smem;
+    gn.last.attention = launchScratch.attention;
+    gn.last.slots = launchScratch.slots;
+    gn.last.attn = launchScratch.attn;
+    ++stats.graphNodeUpdates;
+  }
+  if (!check(c.cuGraphLaunch(g->exec, stream), "launching the CUDA graph of " + range))
+    return false;
+  ++stats.graphLaunches;
+  if (g->lastRun != runCount) {
+    g->lastRun = runCount;
+    stats.graphNodes += g->nodeCount;
+  }
+  stats.cudaGraph = true;
+  return true;
 }
 
 GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOptions &options,
@@ -895,6 +1310,20 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                      chunks[c].p0 + chunks[c].n, S, ms);
     return true;
   };
+  // CUDA graphs for the chunk loop (see GpuExecutor.h), when they can be used.
+  ++I.runCount;
+  bool graphs = false;
+  if (!options.cudaGraph)
+    stats.cudaGraphNote = "disabled by the caller (--no-cuda-graph)";
+  else if (!p.chunking)
+    stats.cudaGraphNote = "the program is not chunked";
+  else if (I.syncEachStep)
+    stats.cudaGraphNote = "H20_GPU_SYNC=1 runs the steps one by one";
+  else if (!I.graphsOff.empty())
+    stats.cudaGraphNote = I.graphsOff;
+  else
+    graphs = true;
+  std::vector<ResolvedStep> resolved(p.steps.size());
   for (size_t c = 0; c < chunks.size(); ++c) {
     const SymbolValues &sym = chunks[c];
     if (!I.check(cu.cuEventRecord(evChunk[c], I.stream), "cuEventRecord"))
@@ -905,17 +1334,23 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                                       I.stream),
                  "copying chunk " + std::to_string(c) + "'s token ids"))
       return done(false);
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      ResolvedStep rs;
-      if (!resolveStep(p, i, sym, rs, err))
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      if (!resolveStep(p, i, sym, resolved[i], err))
         return done(I.fail(GpuStatus::BadInput, "chunk " + std::to_string(c) + ": " + err));
-      if (!I.execute(i, rs))
-        return done(false);
-      if (I.syncEachStep &&
-          !I.check(cu.cuStreamSynchronize(I.stream),
-                   "step " + std::to_string(i) + " (" + stepOpName(p.steps[i]) + ") of chunk " +
-                       std::to_string(c)))
-        return done(false);
+    if (graphs) {
+      for (Impl::Segment &seg : I.segments)
+        if (!I.runSegment(seg, resolved, stats))
+          return done(false);
+    } else {
+      for (size_t i = 0; i < p.steps.size(); ++i) {
+        if (!I.execute(i, resolved[i]))
+          return done(false);
+        if (I.syncEachStep &&
+            !I.check(cu.cuStreamSynchronize(I.stream),
+                     "step " + std::to_string(i) + " (" + stepOpName(p.steps[i]) +
+                         ") of chunk " + std::to_string(c)))
+          return done(false);
+      }
     }
     for (size_t o = 0; o < m.outputs.size(); ++o) {
       if (p.outputs[o].mode != OutputMode::Rows || sym.n == 0)

@@ -961,6 +961,50 @@ const char *stepOpName(const GpuStep &step) {
   return names[step.index()];
 }
 
+StepSymbols stepSymbols(const GpuStep &step) {
+  StepSymbols r;
+  auto use = [&](const LinearExpr &e) {
+    r.p0 = r.p0 || e.p0 != 0;
+    r.n = r.n || e.n != 0;
+  };
+  if (auto *l = std::get_if<LaunchStep>(&step)) {
+    for (int d = 0; d < 3; ++d) {
+      use(l->grid[d]);
+      use(l->block[d]);
+    }
+    for (const LaunchArg &a : l->args) {
+      use(a.value);
+      use(a.offset);
+      for (const LinearExpr &e : a.sizes)
+        use(e);
+      for (const LinearExpr &e : a.strides)
+        use(e);
+    }
+  } else if (auto *g = std::get_if<GemmStep>(&step)) {
+    for (const LinearExpr *e : {&g->batch, &g->m, &g->n, &g->k})
+      use(*e);
+    for (const GemmOperand *o : {&g->a, &g->b, &g->c})
+      for (const LinearExpr *e : {&o->offset, &o->batchStride, &o->rowStride, &o->colStride})
+        use(*e);
+  } else if (auto *a = std::get_if<AttentionStep>(&step)) {
+    for (const LinearExpr *e : {&a->batch, &a->sq, &a->skv})
+      use(*e);
+    for (const AttentionView *v : {&a->q, &a->k, &a->v, &a->o}) {
+      use(v->offset);
+      for (const LinearExpr &e : v->strides)
+        use(e);
+    }
+  } else if (auto *m = std::get_if<MemsetStep>(&step)) {
+    use(m->offsetBytes);
+    use(m->bytes);
+  } else {
+    const CopyStep &c = std::get<CopyStep>(step);
+    for (const LinearExpr *e : {&c.srcOffsetBytes, &c.dstOffsetBytes, &c.bytes})
+      use(*e);
+  }
+  return r;
+}
+
 bool parseGpuProgram(const std::string &manifestJson, const Manifest &m, uint64_t payloadSize,
                      GpuProgram &program, std::string &error) {
   program = GpuProgram();

@@ -1,68 +1,153 @@
 //===- Manifest.cpp - an artifact's manifest.json, parsed ----------------===//
+//
+// The manifest comes from a file h20-run is given: every number is checked
+// for its JSON type and range here, so the runtime's size arithmetic (element
+// counts, byte sizes, indices into the inputs) cannot overflow or index out
+// of bounds whatever the file says.
+//
+//===----------------------------------------------------------------------===//
 #include "h20/Runtime/Manifest.h"
 
+#include "h20/Runtime/TensorIO.h"
+
 #include <nlohmann/json.hpp>
+
+#include <climits>
+#include <stdexcept>
 
 namespace h20::runtime {
 namespace {
 using json = nlohmann::json;
 
-TensorSpec tensorSpec(const json &j) {
+/// A manifest field with the wrong type or an out-of-range value.
+struct Invalid : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// An integer in [lo, hi]; floats, strings, ... are refused (nlohmann's
+/// get<int>() would convert a float, undefined behaviour when out of range).
+int64_t integer(const json &j, const std::string &what, int64_t lo = INT64_MIN,
+                int64_t hi = INT64_MAX) {
+  if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX))
+    throw Invalid(what + " is out of range");
+  if (!j.is_number_integer())
+    throw Invalid(what + " must be an integer");
+  int64_t v = j.get<int64_t>();
+  if (v < lo || v > hi)
+    throw Invalid(what + " is " + std::to_string(v) + ", outside [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]");
+  return v;
+}
+
+std::string stringOf(const json &j, const std::string &what) {
+  if (!j.is_string())
+    throw Invalid(what + " must be a string");
+  return j.get<std::string>();
+}
+
+const json &arrayOf(const json &j, const std::string &what) {
+  if (!j.is_array())
+    throw Invalid(what + " must be an array");
+  return j;
+}
+
+/// Dims: -1 (dynamic) where `dynamicOk`, else >= 0; at most 2^50 elements
+/// over the static ones.
+std::vector<int64_t> shapeOf(const json &j, const std::string &what, bool dynamicOk) {
+  std::vector<int64_t> shape;
+  for (const json &d : arrayOf(j, what))
+    shape.push_back(integer(d, what + " dim", dynamicOk ? -1 : 0, INT64_MAX));
+  if (shape.size() > 64)
+    throw Invalid(what + " has rank " + std::to_string(shape.size()) + " (at most 64)");
+  std::vector<int64_t> fixed;
+  for (int64_t d : shape)
+    fixed.push_back(d < 0 ? 1 : d);
+  int64_t n;
+  if (!elementCount(fixed, n))
+    throw Invalid(what + " has more than 2^50 elements");
+  return shape;
+}
+
+std::string dtypeOf(const json &j, const std::string &what) {
+  std::string t = stringOf(j, what);
+  if (dtypeSize(t) == 0)
+    throw Invalid(what + " '" + t + "' is not a dtype this runtime supports");
+  return t;
+}
+
+TensorSpec tensorSpec(const json &j, const std::string &what) {
+  if (!j.is_object())
+    throw Invalid(what + " must be an object");
   TensorSpec t;
   t.name = j.value("name", "");
-  t.dtype = j.at("dtype").get<std::string>();
-  t.shape = j.at("shape").get<std::vector<int64_t>>();
+  t.dtype = dtypeOf(j.at("dtype"), what + " dtype");
+  t.shape = shapeOf(j.at("shape"), what + " shape", /*dynamicOk=*/true);
   if (j.contains("dims_from"))
-    for (const json &d : j.at("dims_from")) {
+    for (const json &d : arrayOf(j.at("dims_from"), what + " dims_from")) {
       if (d.is_null())
         t.dimsFrom.push_back(std::nullopt);
       else
-        t.dimsFrom.push_back(std::make_pair(d.at("input").get<int>(), d.at("dim").get<int>()));
+        t.dimsFrom.push_back(std::make_pair(
+            static_cast<int>(integer(d.at("input"), what + " dims_from input", 0, INT_MAX)),
+            static_cast<int>(integer(d.at("dim"), what + " dims_from dim", 0, INT_MAX))));
     }
   return t;
 }
 } // namespace
 
 bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
+  m = Manifest();
   try {
     json j = json::parse(text);
-    if (j.value("format", "") != "h20-artifact") {
+    if (!j.is_object() || j.value("format", "") != "h20-artifact") {
       error = "manifest is not an h20 artifact manifest";
       return false;
     }
-    m.target = j.at("target").get<std::string>();
+    m.target = stringOf(j.at("target"), "target");
     m.logits = j.value("logits", "all");
     m.modelDir = j.value("model_dir", ".");
     // CPU artifacts call one entry symbol; GPU artifacts run their "gpu"
     // program (GpuProgram.h) and need none.
     if (m.target == "cpu" || j.contains("entry"))
-      m.entrySymbol = j.at("entry").at("symbol").get<std::string>();
+      m.entrySymbol = stringOf(j.at("entry").at("symbol"), "entry symbol");
     m.cpu = j.value("cpu", "");
     if (j.contains("vocab_size"))
-      m.vocabSize = j.at("vocab_size").get<int64_t>();
+      m.vocabSize = integer(j.at("vocab_size"), "vocab_size", 0);
     if (j.contains("max_positions"))
-      m.maxPositions = j.at("max_positions").get<int64_t>();
-    for (const json &t : j.at("inputs"))
-      m.inputs.push_back(tensorSpec(t));
-    for (const json &t : j.at("outputs"))
-      m.outputs.push_back(tensorSpec(t));
-    for (const json &w : j.at("weights")) {
+      m.maxPositions = integer(j.at("max_positions"), "max_positions", 0);
+    for (const json &t : arrayOf(j.at("inputs"), "inputs"))
+      m.inputs.push_back(tensorSpec(t, "input " + std::to_string(m.inputs.size())));
+    for (const json &t : arrayOf(j.at("outputs"), "outputs"))
+      m.outputs.push_back(tensorSpec(t, "output " + std::to_string(m.outputs.size())));
+    // Every dims_from names an existing input dim.
+    for (const TensorSpec &o : m.outputs)
+      for (const auto &from : o.dimsFrom)
+        if (from && (from->first >= static_cast<int>(m.inputs.size()) ||
+                     from->second >= static_cast<int>(m.inputs[from->first].shape.size())))
+          throw Invalid("output '" + o.name + "' dims_from names input " +
+                        std::to_string(from->first) + " dim " + std::to_string(from->second) +
+                        ", which does not exist");
+    for (const json &w : arrayOf(j.at("weights"), "weights")) {
+      std::string what = "weight " + std::to_string(m.weights.size());
       WeightSpec s;
-      s.name = w.at("name").get<std::string>();
+      s.name = stringOf(w.at("name"), what + " name");
       s.file = w.value("file", "");
-      s.dtype = w.at("dtype").get<std::string>();
-      s.shape = w.at("shape").get<std::vector<int64_t>>();
+      s.dtype = dtypeOf(w.at("dtype"), what + " dtype");
+      s.shape = shapeOf(w.at("shape"), what + " shape", /*dynamicOk=*/false);
       if (w.contains("offset"))
-        s.offset = w.at("offset").get<int64_t>();
+        s.offset = integer(w.at("offset"), what + " offset", 0);
       if (w.contains("length"))
-        s.length = w.at("length").get<int64_t>();
+        s.length = integer(w.at("length"), what + " length", 0);
       if (w.contains("file_size"))
-        s.fileSize = w.at("file_size").get<int64_t>();
+        s.fileSize = integer(w.at("file_size"), what + " file_size", 0);
       m.weights.push_back(std::move(s));
     }
-    for (const json &b : j.at("blobs"))
-      m.blobs.push_back({b.at("name").get<std::string>(), b.at("kind").get<std::string>(),
-                         b.at("offset").get<uint64_t>(), b.at("size").get<uint64_t>()});
+    for (const json &b : arrayOf(j.at("blobs"), "blobs")) {
+      std::string what = "blob " + std::to_string(m.blobs.size());
+      m.blobs.push_back({stringOf(b.at("name"), what + " name"), stringOf(b.at("kind"), what + " kind"),
+                         static_cast<uint64_t>(integer(b.at("offset"), what + " offset", 0)),
+                         static_cast<uint64_t>(integer(b.at("size"), what + " size", 0))});
+    }
   } catch (const std::exception &e) {
     error = std::string("manifest is invalid: ") + e.what();
     return false;
@@ -85,6 +170,11 @@ bool resolveOutputShape(const TensorSpec &o, const std::vector<std::vector<int64
       return false;
     }
     shape[k] = inputShapes[o.dimsFrom[k]->first][o.dimsFrom[k]->second];
+  }
+  int64_t n;
+  if (!elementCount(shape, n)) {
+    error = "output '" + o.name + "' would have more than 2^50 elements";
+    return false;
   }
   return true;
 }

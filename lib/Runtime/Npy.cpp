@@ -38,10 +38,16 @@ bool headerField(const std::string &h, const std::string &key, std::string &valu
   return true;
 }
 
+/// Bytes per element of a numpy descr without byte order ("f4" -> 4), or 0
+/// when it does not end in a plausible size (1 to 64 bytes).
 int64_t itemSize(const std::string &dtype) {
   if (dtype.size() < 2)
     return 0;
-  return std::strtoll(dtype.c_str() + 1, nullptr, 10);
+  char *end = nullptr;
+  long long n = std::strtoll(dtype.c_str() + 1, &end, 10);
+  if (*end != '\0' || n < 1 || n > 64)
+    return 0;
+  return n;
 }
 
 } // namespace
@@ -83,7 +89,12 @@ bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error) {
   descr = descr.substr(1, descr.size() - 2);
   char order = descr[0]; // '<' little, '>' big, '|' not applicable
   out.dtype = descr.substr(1);
-  if (order == '>' && itemSize(out.dtype) > 1) {
+  int64_t size = itemSize(out.dtype);
+  if (size == 0) {
+    error = ".npy descr '" + descr + "' has no element size h20 reads (1 to 64 bytes)";
+    return false;
+  }
+  if (order == '>' && size > 1) {
     error = ".npy data is big-endian ('" + descr + "'); only little-endian is read";
     return false;
   }
@@ -110,9 +121,8 @@ bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error) {
     }
     count *= d;
   }
-  int64_t size = itemSize(out.dtype);
   size_t dataStart = headerStart + headerLen;
-  if (size <= 0 || bytes.size() - dataStart != static_cast<size_t>(count * size)) {
+  if (bytes.size() - dataStart != static_cast<size_t>(count * size)) {
     error = ".npy data holds " + std::to_string(bytes.size() - dataStart) +
             " bytes but shape and dtype need " + std::to_string(count * size);
     return false;
@@ -155,6 +165,11 @@ bool readTokenIds(const std::string &path, std::vector<int64_t> &ids, std::strin
   std::string bytes;
   if (!readFile(path, bytes, error))
     return false;
+  return parseTokenIds(bytes, path, ids, error);
+}
+
+bool parseTokenIds(const std::string &bytes, const std::string &path, std::vector<int64_t> &ids,
+                   std::string &error) {
   ids.clear();
   if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) {
     NpyArray a;

@@ -31,12 +31,6 @@ const DtypeInfo *byName(const std::string &n) {
   return nullptr;
 }
 
-int64_t count(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 bool fromProto(const ::onnx::TensorProto &p, HostTensor &t, std::string &error) {
   const DtypeInfo *d = nullptr;
@@ -50,45 +44,46 @@ bool fromProto(const ::onnx::TensorProto &p, HostTensor &t, std::string &error) 
   t.dtype = d->name;
   t.name = p.name();
   t.shape.assign(p.dims().begin(), p.dims().end());
-  for (int64_t s : t.shape)
-    if (s < 0) {
-      error = "TensorProto has a negative dimension";
-      return false;
-    }
-  int64_t n = count(t.shape), es = dtypeSize(t.dtype);
-  t.data.resize(n * es);
+  int64_t n = 0, es = dtypeSize(t.dtype);
+  if (!elementCount(t.shape, n)) {
+    error = "TensorProto has a negative dimension or more than 2^50 elements";
+    return false;
+  }
+  // The sizes are checked against the data the message holds before any
+  // buffer is allocated: the dims alone may claim petabytes.
   if (p.has_raw_data()) {
     if (static_cast<int64_t>(p.raw_data().size()) != n * es) {
       error = "TensorProto raw_data holds " + std::to_string(p.raw_data().size()) +
               " bytes but its shape needs " + std::to_string(n * es);
       return false;
     }
-    std::memcpy(t.data.data(), p.raw_data().data(), n * es);
+    t.data.assign(p.raw_data().begin(), p.raw_data().end());
     return true;
   }
-  auto need = [&](int64_t have) {
-    if (have == n)
-      return true;
+  int64_t have = p.data_type() == 1    ? p.float_data_size()
+                 : p.data_type() == 11 ? p.double_data_size()
+                 : p.data_type() == 7  ? p.int64_data_size()
+                                       : p.int32_data_size();
+  if (have != n) {
     error = "TensorProto holds " + std::to_string(have) + " values but its shape needs " +
             std::to_string(n);
     return false;
-  };
+  }
+  t.data.resize(n * es);
+  if (n == 0)
+    return true;
   uint8_t *out = t.data.data();
   switch (p.data_type()) {
   case 1:
-    if (!need(p.float_data_size())) return false;
     std::memcpy(out, p.float_data().data(), n * 4);
     return true;
   case 11:
-    if (!need(p.double_data_size())) return false;
     std::memcpy(out, p.double_data().data(), n * 8);
     return true;
   case 7:
-    if (!need(p.int64_data_size())) return false;
     std::memcpy(out, p.int64_data().data(), n * 8);
     return true;
   default: // int32_data carries int32, int8, bool, float16 and bfloat16 bits
-    if (!need(p.int32_data_size())) return false;
     for (int64_t i = 0; i < n; ++i) {
       int32_t v = p.int32_data(i);
       std::memcpy(out + i * es, &v, es); // little-endian: low bytes first
@@ -104,10 +99,27 @@ int64_t dtypeSize(const std::string &dtype) {
   return d ? d->bytes : 0;
 }
 
+bool elementCount(const std::vector<int64_t> &shape, int64_t &count) {
+  constexpr int64_t kMax = int64_t(1) << 50;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > kMax / d))
+      return false;
+    n *= d;
+  }
+  count = n;
+  return true;
+}
+
 bool readTensorFile(const std::string &path, HostTensor &t, std::string &error) {
   std::string bytes;
   if (!readFile(path, bytes, error))
     return false;
+  return parseTensorBytes(bytes, path, t, error);
+}
+
+bool parseTensorBytes(const std::string &bytes, const std::string &path, HostTensor &t,
+                      std::string &error) {
   if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) {
     NpyArray a;
     if (!parseNpy(bytes, a, error)) {

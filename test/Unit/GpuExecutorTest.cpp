@@ -4,8 +4,10 @@
 // h20-run): GEMMs against CPU loops (float32 and bfloat16, row- and
 // column-major, broadcast, beta), chunking with a state buffer, memset and
 // copy, kernel launches from hand-written PTX (the memref parameter
-// expansion and the H20AttnParams layout). Without a GPU every test is
-// skipped with the reason. Labelled `gpu` in ctest.
+// expansion and the H20AttnParams layout), CUDA graph replay of the chunk
+// loop against plain launches, NCCL (a 1-rank communicator, through load()
+// and h20-run). Without a GPU every test is skipped with the reason.
+// Labelled `gpu` in ctest.
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/Artifact.h"
@@ -13,7 +15,11 @@
 #include "h20/Runtime/GpuExecutor.h"
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/NcclComm.h"
 #include "h20/Runtime/Npy.h"
+#if H20_HAVE_CUDA_HEADERS
+#include "h20/Runtime/CudaDriver.h"
+#endif
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -775,4 +781,421 @@ TEST_F(GpuExecutorTest, GemmThroughput) {
                 ex.loadStats().weightBytes / double(1 << 30), ex.loadStats().loadWeightsMs);
     EXPECT_GT(tflops, 100.0);
   }
+}
+
+// --- CUDA graphs -------------------------------------------------------------
+
+namespace {
+
+/// A chunked program (chunks of 4) whose steps exercise every way a CUDA
+/// graph replay can differ from plain launches: kernels whose parameters
+/// name p0 and n (updated graph nodes), an attention step (skv = p0 + n, v
+/// offset p0), a last-row gemm whose A offset names n (a graph per n), a
+/// copy whose destination names p0 (run between two graphs), memsets, and
+/// rows, state and last outputs.
+///   state[j] += 2 * c[j] for the chunk's positions j (c[j] = j + 1);
+///   X[0..16) = c[p0 .. p0 + 16) (memset, then X += 1 * c[p0 + i]);
+///   G = X[n - 1, :] (X as [4, 4]) times W [4, 8];
+///   state[32 + p0 + i] = X[i] for i < n (copy);
+///   echo = the attention parameters (memset, then the echo kernel);
+///   rows: token p0 + r gets X[2r], X[2r + 1].
+void graphProgram(TestArtifact &t, const std::string &dir) {
+  std::vector<float> w(32), c(64);
+  for (int i = 0; i < 32; ++i)
+    w[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  for (int i = 0; i < 64; ++i)
+    c[i] = static_cast<float>(i + 1);
+  writeBytes(dir + "/w.bin", w.data(), w.size() * 4);
+  t.addBlob("k.ptx", "ptx", testPtx());
+  t.addBlob("c.bin", "data", std::string(reinterpret_cast<const char *>(c.data()), 256));
+  t.manifest["max_positions"] = 32;
+  t.manifest["inputs"] = {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}};
+  t.manifest["outputs"] = {
+      {{"name", "rows"}, {"dtype", "float32"}, {"shape", {1, -1, 2}},
+       {"dims_from", {nullptr, {{"input", 0}, {"dim", 1}}, nullptr}}},
+      {{"name", "state"}, {"dtype", "float32"}, {"shape", {64}}},
+      {{"name", "echo"}, {"dtype", "float32"}, {"shape", {64}}},
+      {{"name", "g"}, {"dtype", "float32"}, {"shape", {1, 8}}}};
+  t.manifest["weights"] = {{{"name", "w"}, {"file", "w.bin"}, {"dtype", "float32"},
+                            {"shape", {4, 8}}, {"offset", 0}}};
+  auto memref = [](int buffer, json offset, json size) {
+    return json{{"memref", {{"buffer", buffer}, {"offset", offset}, {"sizes", {size}},
+                            {"strides", {1}}}}};
+  };
+  auto axpy = [](json x, json y, double a) {
+    return json{{"op", "launch"}, {"module", 0}, {"kernel", "h20_test_axpy"},
+                {"grid", {1, 1, 1}}, {"block", {32, 1, 1}}, {"smem", 0},
+                {"args", {x, y, {{"f32", a}}}}};
+  };
+  json p0 = {{"p0", 1}}, n = {{"n", 1}};
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}},
+      {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
+      {"outputs", {{{"mode", "rows"}, {"dim", 1}}, {{"mode", "last"}}, {{"mode", "last"}},
+                   {{"mode", "last"}}}},
+      {"modules", {{{"name", "k"}, {"ptx_blob", "k.ptx"}}}}, {"arena_bytes", 256},
+      {"buffers",
+       {{{"kind", "input"}, {"index", 0}, {"bytes", 32}},                              // 0
+        {{"kind", "output"}, {"index", 0}, {"bytes", 32}},                             // 1
+        {{"kind", "output"}, {"index", 1}, {"bytes", 256}},                            // 2
+        {{"kind", "output"}, {"index", 2}, {"bytes", 256}},                            // 3
+        {{"kind", "output"}, {"index", 3}, {"bytes", 32}, {"dtype", "float32"}},       // 4
+        {{"kind", "weight"}, {"index", 0}, {"bytes", 128}, {"dtype", "float32"}},      // 5
+        {{"kind", "state"}, {"bytes", 256}, {"dtype", "float32"}},                     // 6
+        {{"kind", "temp"}, {"bytes", 64}, {"offset", 0}, {"dtype", "float32"}},        // 7
+        {{"kind", "const"}, {"blob", "c.bin"}, {"blob_offset", 0}, {"bytes", 256},
+         {"dtype", "float32"}}}},                                                      // 8
+      {"steps",
+       {axpy(memref(8, p0, n), memref(6, p0, n), 2.0),                                 // 0
+        {{"op", "memset"}, {"buffer", 7}, {"offset_bytes", 0}, {"bytes", 64}},         // 1
+        axpy(memref(8, p0, 16), memref(7, 0, 16), 1.0),                                // 2
+        {{"op", "gemm"}, {"dtype_a", "float32"}, {"dtype_b", "float32"},               // 3
+         {"dtype_c", "float32"}, {"batch", 1}, {"m", 1}, {"n", 8}, {"k", 4},
+         {"a", {{"buffer", 7}, {"offset", {{"c", -4}, {"n", 4}}}, {"batch_stride", 0},
+                {"row_stride", 4}, {"col_stride", 1}}},
+         {"b", mat(5, 0, 8, 1)}, {"c", mat(4, 0, 8, 1)}},
+        {{"op", "copy"}, {"src", 7}, {"src_offset_bytes", 0}, {"dst", 6},              // 4
+         {"dst_offset_bytes", {{"c", 128}, {"p0", 4}}}, {"bytes", {{"n", 4}}}},
+        {{"op", "memset"}, {"buffer", 3}, {"offset_bytes", 0}, {"bytes", 256}},        // 5
+        {{"op", "attention"}, {"module", 0}, {"kernel", "h20_test_attn_echo"},         // 6
+         {"dtype", "float32"}, {"block_m", 4}, {"threads", 32}, {"smem", 0},
+         {"batch", 1}, {"heads", 2}, {"kv_heads", 1}, {"sq", n},
+         {"skv", {{"p0", 1}, {"n", 1}}}, {"head_dim", 2}, {"head_dim_v", 2},
+         {"scale", 0.5}, {"causal", true}, {"window_left", -1}, {"softcap", 0.0},
+         {"q", {{"buffer", 7}, {"offset", 0}, {"strides", {16, 8, 2, 1}}}},
+         {"k", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 0, 1, 1}}}},
+         {"v", {{"buffer", 6}, {"offset", p0}, {"strides", {0, 0, 1, 1}}}},
+         {"o", {{"buffer", 3}, {"offset", 0}, {"strides", {16, 8, 2, 1}}}}},
+        {{"op", "copy"}, {"src", 7}, {"src_offset_bytes", 0}, {"dst", 1},              // 7
+         {"dst_offset_bytes", 0}, {"bytes", 32}},
+        {{"op", "copy"}, {"src", 6}, {"src_offset_bytes", 0}, {"dst", 2},              // 8
+         {"dst_offset_bytes", 0}, {"bytes", 256}}}}};
+  t.finish(gpu);
+}
+
+} // namespace
+
+// Graph replay and plain launches give the same bytes; graphs are captured
+// once per distinct shape (here: n = 4 and the last chunk's n = 2 for the
+// first segment, one for the last) and reused by the next run.
+TEST_F(GpuExecutorTest, CudaGraphMatchesPlainLaunches) {
+  TestArtifact t(dir.path);
+  ASSERT_NO_FATAL_FAILURE(graphProgram(t, dir.path));
+  GpuExecutor graphed, plain;
+  std::string error;
+  ASSERT_EQ(graphed.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok)
+      << error;
+  ASSERT_EQ(plain.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok)
+      << error;
+  BufferPlan plan;
+  ASSERT_TRUE(planBuffers(t.program, plan, error)) << error;
+  for (int64_t S : {10, 10, 7, 32}) {
+    SCOPED_TRACE("S = " + std::to_string(S));
+    std::vector<int64_t> ids(S, 1);
+    HostTensor in = tensor("int64", {1, S}, ids.data(), ids.size() * 8);
+    std::vector<HostTensor> og, op;
+    GpuRunStats sg, sp;
+    GpuRunOptions ro;
+    ASSERT_EQ(graphed.run({in}, ro, og, sg, error), GpuStatus::Ok) << error;
+    ro.cudaGraph = false;
+    ASSERT_EQ(plain.run({in}, ro, op, sp, error), GpuStatus::Ok) << error;
+    EXPECT_TRUE(sg.cudaGraph) << sg.cudaGraphNote;
+    EXPECT_TRUE(sg.cudaGraphNote.empty()) << sg.cudaGraphNote;
+    EXPECT_FALSE(sp.cudaGraph);
+    EXPECT_EQ(sp.graphLaunches, 0);
+    int64_t chunks = (S + 3) / 4;
+    EXPECT_EQ(sg.graphLaunches, 2 * chunks); // two graph segments around the p0 copy
+    ASSERT_EQ(og.size(), op.size());
+    for (size_t o = 0; o < og.size(); ++o) {
+      EXPECT_EQ(og[o].shape, op[o].shape) << og[o].name;
+      if (og[o].name != "echo") {
+        EXPECT_TRUE(og[o].data == op[o].data) << "output '" << og[o].name << "' differs";
+      }
+    }
+    // The echoed attention parameters hold device pointers (each executor
+    // has its own allocation): the same relative to q, the rest bit for bit.
+    ASSERT_EQ(og[2].data.size(), op[2].data.size());
+    for (int ptr = 8; ptr < 32; ptr += 8) {
+      int64_t qg, qp, xg, xp;
+      std::memcpy(&qg, og[2].data.data(), 8);
+      std::memcpy(&qp, op[2].data.data(), 8);
+      std::memcpy(&xg, og[2].data.data() + ptr, 8);
+      std::memcpy(&xp, op[2].data.data() + ptr, 8);
+      EXPECT_EQ(xg - qg, xp - qp) << "echoed pointer at byte " << ptr;
+    }
+    EXPECT_EQ(std::memcmp(og[2].data.data() + 32, op[2].data.data() + 32,
+                          og[2].data.size() - 32),
+              0)
+        << "echoed attention parameters differ";
+    // The values themselves.
+    int64_t lastP0 = (chunks - 1) * 4, lastN = S - lastP0;
+    std::vector<float> rows = asFloats(og[0]), state = asFloats(og[1]), g = asFloats(og[3]);
+    for (int64_t j = 0; j < S; ++j) {
+      int64_t p0 = j / 4 * 4, r = j % 4;
+      EXPECT_EQ(rows[2 * j], float(p0 + 2 * r + 1)) << "row " << j;
+      EXPECT_EQ(rows[2 * j + 1], float(p0 + 2 * r + 2)) << "row " << j;
+    }
+    for (int64_t j = 0; j < 32; ++j) {
+      EXPECT_EQ(state[j], j < S ? 2.0f * float(j + 1) : 0.0f) << "state " << j;
+      EXPECT_EQ(state[32 + j], j < S ? float(j + 1) : 0.0f) << "state " << 32 + j;
+    }
+    std::vector<float> w(32);
+    for (int i = 0; i < 32; ++i)
+      w[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+    for (int j = 0; j < 8; ++j) {
+      double ref = 0;
+      for (int k = 0; k < 4; ++k)
+        ref += double(lastP0 + (lastN - 1) * 4 + k + 1) * w[k * 8 + j];
+      EXPECT_NEAR(g[j], ref, 1e-3) << "g " << j;
+    }
+    const uint8_t *e = og[2].data.data();
+    auto i64 = [&](int off) {
+      int64_t v;
+      std::memcpy(&v, e + off, 8);
+      return v;
+    };
+    uint64_t kPtr = static_cast<uint64_t>(i64(8)), vPtr = static_cast<uint64_t>(i64(16));
+    EXPECT_EQ(vPtr - kPtr, uint64_t(lastP0 * 4)); // v offset p0 elements
+    EXPECT_EQ(i64(184), lastN);                   // sq
+    EXPECT_EQ(i64(192), S);                       // skv
+    int32_t blocks;
+    std::memcpy(&blocks, e + 224, 4);
+    EXPECT_EQ(blocks, 2); // grid (ceil(n / 4), heads 2, batch 1), this chunk only
+  }
+}
+
+// Captures: the first run captures 3 graphs (segment 1 for n = 4 and
+// n = 2, segment 2 once); the same length again captures none and only
+// updates kernel nodes; the plain executor is unaffected.
+TEST_F(GpuExecutorTest, CudaGraphsAreReused) {
+  TestArtifact t(dir.path);
+  ASSERT_NO_FATAL_FAILURE(graphProgram(t, dir.path));
+  GpuExecutor ex;
+  std::string error;
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+  std::vector<int64_t> ids(10, 3);
+  HostTensor in = tensor("int64", {1, 10}, ids.data(), ids.size() * 8);
+  std::vector<HostTensor> outs;
+  GpuRunStats st;
+  ASSERT_EQ(ex.run({in}, GpuRunOptions(), outs, st, error), GpuStatus::Ok) << error;
+  ASSERT_TRUE(st.cudaGraph) << st.cudaGraphNote;
+  EXPECT_EQ(st.graphCaptures, 3);
+  EXPECT_EQ(st.graphLaunches, 6);
+  EXPECT_EQ(st.graphNodeUpdates, 4); // chunk 1: 2 axpys + attention; chunk 2: attention
+  EXPECT_GT(st.graphNodes, 0);
+  ASSERT_EQ(ex.run({in}, GpuRunOptions(), outs, st, error), GpuStatus::Ok) << error;
+  EXPECT_EQ(st.graphCaptures, 0);
+  EXPECT_EQ(st.graphLaunches, 6);
+  EXPECT_EQ(st.graphNodeUpdates, 7); // the n = 2 graph already holds chunk 2's values
+  // Not chunked: no graphs, and the reason.
+  GpuRunOptions off;
+  off.cudaGraph = false;
+  ASSERT_EQ(ex.run({in}, off, outs, st, error), GpuStatus::Ok) << error;
+  EXPECT_FALSE(st.cudaGraph);
+  EXPECT_NE(st.cudaGraphNote.find("disabled"), std::string::npos) << st.cudaGraphNote;
+}
+
+// --- NCCL --------------------------------------------------------------------
+
+#if H20_HAVE_CUDA_HEADERS
+// A 1-rank communicator made the way N ranks make theirs, and an
+// all-reduce on it (out of place and in place).
+TEST_F(GpuExecutorTest, NcclOneRankAllReduce) {
+  std::string reason;
+  if (!ncclAvailable(reason))
+    GTEST_SKIP() << "no NCCL: " << reason;
+  EXPECT_EQ(ncclVersionText().substr(0, 2), "2.");
+  const CudaApi *cu = cudaApi(reason);
+  ASSERT_TRUE(cu) << reason;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(cu->cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cu->cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
+  ASSERT_EQ(cu->cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  const size_t count = 1000;
+  CUdeviceptr a = 0, b = 0;
+  ASSERT_EQ(cu->cuMemAlloc(&a, count * 4), CUDA_SUCCESS);
+  ASSERT_EQ(cu->cuMemAlloc(&b, count * 4), CUDA_SUCCESS);
+  std::vector<float> x = randomFloats(count, 21), y(count, 0.0f);
+  ASSERT_EQ(cu->cuMemcpyHtoD(a, x.data(), count * 4), CUDA_SUCCESS);
+  {
+    NcclComm comm;
+    NcclComm::UniqueId id;
+    std::string error;
+    ASSERT_TRUE(NcclComm::newUniqueId(id, error)) << error;
+    EXPECT_FALSE(comm.init(1, 1, id, error));
+    EXPECT_NE(error.find("out of range"), std::string::npos) << error;
+    EXPECT_FALSE(comm.allReduceSumF32(a, b, count, stream, error));
+    ASSERT_TRUE(comm.init(1, 0, id, error)) << error;
+    EXPECT_TRUE(comm.valid());
+    EXPECT_EQ(comm.ranks(), 1);
+    EXPECT_EQ(comm.rank(), 0);
+    EXPECT_FALSE(comm.init(1, 0, id, error));
+    ASSERT_TRUE(comm.allReduceSumF32(a, b, count, stream, error)) << error;
+    ASSERT_TRUE(comm.allReduceSumF32(a, a, count, stream, error)) << error;
+    ASSERT_EQ(cu->cuStreamSynchronize(stream), CUDA_SUCCESS);
+    EXPECT_TRUE(comm.checkAsync(error)) << error;
+    ASSERT_EQ(cu->cuMemcpyDtoH(y.data(), b, count * 4), CUDA_SUCCESS);
+    EXPECT_EQ(std::memcmp(x.data(), y.data(), count * 4), 0); // one rank: a copy
+    ASSERT_EQ(cu->cuMemcpyDtoH(y.data(), a, count * 4), CUDA_SUCCESS);
+    EXPECT_EQ(std::memcmp(x.data(), y.data(), count * 4), 0);
+    comm.destroy();
+    EXPECT_FALSE(comm.valid());
+    comm.destroy(); // idempotent
+  }
+  cu->cuMemFree(a);
+  cu->cuMemFree(b);
+  cu->cuStreamDestroy(stream);
+  cu->cuDevicePrimaryCtxRelease(dev);
+}
+#endif
+
+// load() with ncclRanks = 1 sets up the communicator (or says why not);
+// more ranks are refused before anything else happens.
+TEST_F(GpuExecutorTest, NcclThroughLoad) {
+  TestArtifact t(dir.path);
+  ASSERT_NO_FATAL_FAILURE(graphProgram(t, dir.path));
+  std::string error, reason;
+  GpuLoadOptions lo;
+  lo.ncclRanks = 2;
+  {
+    GpuExecutor ex;
+    EXPECT_EQ(ex.load(t.artifact, t.m, t.program, lo, error), GpuStatus::BadInput);
+    EXPECT_NE(error.find("multi-GPU prefill is not implemented yet"), std::string::npos) << error;
+  }
+  lo.ncclRanks = 1;
+  GpuExecutor ex;
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, lo, error), GpuStatus::Ok) << error;
+  if (ncclAvailable(reason)) {
+    EXPECT_EQ(ex.loadStats().nccl, ncclVersionText());
+    EXPECT_EQ(ex.loadStats().ncclRanks, 1);
+    EXPECT_EQ(ex.loadStats().ncclRank, 0);
+  } else {
+    EXPECT_EQ(ex.loadStats().nccl, "unavailable: " + reason);
+  }
+  std::vector<int64_t> ids(5, 2);
+  std::vector<HostTensor> outs;
+  GpuRunStats st;
+  EXPECT_EQ(ex.run({tensor("int64", {1, 5}, ids.data(), 40)}, GpuRunOptions(), outs, st, error),
+            GpuStatus::Ok)
+      << error;
+  GpuExecutor none;
+  ASSERT_EQ(none.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok)
+      << error;
+  EXPECT_EQ(none.loadStats().nccl, "");
+}
+
+// h20-run: --gpus / WORLD_SIZE over 1 is refused plainly; the report says
+// what NCCL and the CUDA graphs did; --no-cuda-graph gives the same logits;
+// without libnccl a 1-GPU run goes on and says so.
+TEST_F(GpuExecutorTest, H20RunGpusNcclAndGraphs) {
+  const char *env = std::getenv("H20_RUN");
+  std::string h20run = env && *env ? env : H20_RUN_PATH;
+  if (access(h20run.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "h20-run not found at '" << h20run << "' (set H20_RUN)";
+  const int64_t V = 16;
+  std::vector<float> w(V * V, 0.0f);
+  for (int64_t i = 0; i < V; ++i)
+    w[i * V + (i * 5 + 2) % V] = 1.0f;
+  writeBytes(dir.path + "/lm.bin", w.data(), w.size() * 4);
+  TestArtifact t(dir.path);
+  t.addBlob("k.ptx", "ptx", testPtx());
+  t.manifest["vocab_size"] = V;
+  t.manifest["max_positions"] = 64;
+  t.manifest["logits"] = "last";
+  t.manifest["inputs"] = {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}};
+  t.manifest["outputs"] = {{{"name", "logits"}, {"dtype", "float32"}, {"shape", {1, 1, V}}}};
+  t.manifest["weights"] = {{{"name", "w"}, {"file", "lm.bin"}, {"dtype", "float32"},
+                            {"shape", {V, V}}, {"offset", 0}, {"length", V * V * 4}}};
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}},
+      {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
+      {"outputs", {{{"mode", "last"}}}},
+      {"modules", {{{"name", "k"}, {"ptx_blob", "k.ptx"}}}},
+      {"buffers",
+       {{{"kind", "input"}, {"index", 0}, {"bytes", 32}},
+        {{"kind", "output"}, {"index", 0}, {"bytes", V * 4}},
+        {{"kind", "weight"}, {"index", 0}, {"bytes", V * V * 4}, {"dtype", "float32"}}}},
+      {"steps",
+       {{{"op", "launch"}, {"module", 0}, {"kernel", "h20_test_lm_last"},
+         {"grid", {1, 1, 1}}, {"block", {32, 1, 1}},
+         {"args",
+          {{{"memref", {{"buffer", 0}, {"offset", 0}, {"sizes", {{{"n", 1}}}}, {"strides", {1}}}}},
+           {{"memref", {{"buffer", 2}, {"offset", 0}, {"sizes", {V * V}}, {"strides", {1}}}}},
+           {{"memref", {{"buffer", 1}, {"offset", 0}, {"sizes", {V}}, {"strides", {1}}}}},
+           {{"i64", {{"n", 1}}}},
+           {{"i64", V}}}}}}}};
+  t.finish(gpu);
+  std::string error, art = dir.path + "/lm.h20";
+  ASSERT_TRUE(writeArtifact(art, t.artifact, error)) << error;
+  std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 7, 9, 11}; // next: 5*11+2 mod 16 = 9
+  std::string npy = encodeNpy("i8", {1, int64_t(ids.size())}, ids.data(), ids.size() * 8);
+  ASSERT_NO_FATAL_FAILURE(writeBytes(dir.path + "/ids.npy", npy.data(), npy.size()));
+  auto h20 = [&](const std::string &envs, const std::string &args, std::string &out) {
+    std::string cmd = envs + " '" + h20run + "' '" + art + "' --ids '" + dir.path + "/ids.npy' " +
+                      args + " > '" + dir.path + "/out.txt' 2>&1";
+    int rc = runCommand(cmd);
+    std::string e;
+    out.clear();
+    readFile(dir.path + "/out.txt", out, e);
+    return rc;
+  };
+  auto report = [&](const std::string &name) {
+    std::string text, e;
+    EXPECT_TRUE(readFile(dir.path + "/" + name, text, e)) << e;
+    return text.empty() ? json() : json::parse(text);
+  };
+  std::string out;
+  EXPECT_EQ(h20("", "--gpus 2", out), 2) << out;
+  EXPECT_NE(out.find("multi-GPU prefill is not implemented yet"), std::string::npos) << out;
+  EXPECT_EQ(h20("WORLD_SIZE=8 RANK=3 LOCAL_RANK=3", "", out), 2) << out;
+  EXPECT_NE(out.find("multi-GPU prefill is not implemented yet"), std::string::npos) << out;
+  EXPECT_EQ(h20("WORLD_SIZE=1", "--gpus 2", out), 2) << out;
+  EXPECT_NE(out.find("disagrees with WORLD_SIZE=1"), std::string::npos) << out;
+  EXPECT_EQ(h20("", "--gpus 0", out), 2) << out;
+  // Graphs (default) and --no-cuda-graph: the same logits, bit for bit.
+  ASSERT_EQ(h20("WORLD_SIZE=1 RANK=0 LOCAL_RANK=0",
+                "--gpus 1 --report '" + dir.path + "/g.json' --dump-logits '" + dir.path +
+                    "/g.npy'",
+                out),
+            0)
+      << out;
+  ASSERT_EQ(h20("", "--no-cuda-graph --report '" + dir.path + "/p.json' --dump-logits '" +
+                        dir.path + "/p.npy'",
+                out),
+            0)
+      << out;
+  json g = report("g.json"), p = report("p.json");
+  EXPECT_EQ(g["next_token_id"], (11 * 5 + 2) % V);
+  EXPECT_EQ(p["next_token_id"], g["next_token_id"]);
+  EXPECT_EQ(g["gpus"], 1);
+  EXPECT_EQ(g["cuda_graph"]["used"], true) << g["cuda_graph"].dump();
+  EXPECT_EQ(g["cuda_graph"]["launches"], 4);
+  EXPECT_EQ(p["cuda_graph"]["used"], false);
+  EXPECT_TRUE(p["cuda_graph"].contains("note"));
+  std::string gl, pl;
+  ASSERT_TRUE(readFile(dir.path + "/g.npy", gl, error)) << error;
+  ASSERT_TRUE(readFile(dir.path + "/p.npy", pl, error)) << error;
+  EXPECT_TRUE(gl == pl) << "logits differ between graph and plain launches";
+  std::string reason;
+  if (ncclAvailable(reason)) {
+    ASSERT_TRUE(g["nccl"].is_object()) << g["nccl"].dump();
+    EXPECT_EQ(g["nccl"]["version"], ncclVersionText());
+    EXPECT_EQ(g["nccl"]["ranks"], 1);
+  } else {
+    EXPECT_EQ(g["nccl"], "unavailable: " + reason);
+  }
+  // No NCCL library: the 1-GPU run continues and the report says why.
+  ASSERT_EQ(h20("H20_NCCL_LIBRARY=/nonexistent/libnccl.so.2",
+                "--report '" + dir.path + "/n.json'", out),
+            0)
+      << out;
+  json nr = report("n.json");
+  ASSERT_TRUE(nr["nccl"].is_string()) << nr["nccl"].dump();
+  EXPECT_EQ(nr["nccl"].get<std::string>().rfind("unavailable: libnccl.so.2 not found", 0), 0u)
+      << nr["nccl"].dump();
+  EXPECT_NE(out.find("NCCL unavailable"), std::string::npos) << out;
+  EXPECT_EQ(nr["next_token_id"], g["next_token_id"]);
 }

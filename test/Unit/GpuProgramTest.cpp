@@ -442,6 +442,39 @@ TEST(GpuProgram, ResolvesSymbols) {
   EXPECT_NE(error.find("(p0=62, n=5)"), std::string::npos) << error;
 }
 
+// Which steps name p0 / n: what the executor updates in a replayed CUDA
+// graph (launch, attention) or keys its graphs on (gemm, memset, copy).
+TEST(GpuProgram, StepSymbols) {
+  GpuProgram p;
+  ASSERT_EQ(parse(baseProgram(), p), "");
+  ASSERT_EQ(p.steps.size(), 5u);
+  StepSymbols launch = stepSymbols(p.steps[0]), gemm = stepSymbols(p.steps[1]),
+              attn = stepSymbols(p.steps[2]), memset = stepSymbols(p.steps[3]),
+              copy = stepSymbols(p.steps[4]);
+  EXPECT_TRUE(launch.p0 && launch.n);
+  EXPECT_TRUE(!gemm.p0 && gemm.n); // m = n
+  EXPECT_TRUE(attn.p0 && attn.n);  // skv = p0 + n
+  EXPECT_FALSE(memset.any());
+  EXPECT_TRUE(!copy.p0 && copy.n);
+  // Only a non-zero coefficient counts.
+  json gpu = baseProgram();
+  gpu["steps"][3]["offset_bytes"] = {{"c", 0}, {"p0", 0}, {"n", 0}};
+  gpu["steps"][3]["bytes"] = {{"c", 32}};
+  gpu["steps"][4]["src_offset_bytes"] = {{"p0", 2}};
+  gpu["steps"][4]["bytes"] = 16;
+  ASSERT_EQ(parse(gpu, p), "");
+  EXPECT_FALSE(stepSymbols(p.steps[3]).any());
+  EXPECT_TRUE(stepSymbols(p.steps[4]).p0);
+  EXPECT_FALSE(stepSymbols(p.steps[4]).n);
+  // A scalar launch argument counts too.
+  gpu = baseProgram();
+  gpu["steps"][0]["grid"] = {1, 1, 1};
+  gpu["steps"][0]["args"] = {{{"i64", {{"n", 1}}}}};
+  ASSERT_EQ(parse(gpu, p), "");
+  EXPECT_TRUE(stepSymbols(p.steps[0]).n);
+  EXPECT_FALSE(stepSymbols(p.steps[0]).p0);
+}
+
 TEST(GpuProgram, ChecksTheLastChunkOfALength) {
   json g = baseProgram();
   // The state holds 64 rows; a write of 16 rows at p0 would pass at the

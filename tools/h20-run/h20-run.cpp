@@ -46,7 +46,7 @@ int fail(int code, const std::string &message) {
 
 const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
-    "               [--report REPORT.json] [--warmup N]\n"
+    "               [--report REPORT.json] [--warmup N] [--gpus N] [--no-cuda-graph]\n"
     "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
     "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n"
@@ -55,6 +55,11 @@ const char *kUsage =
     "  --warmup N: on the GPU, run the prefill N times first (default 1; over one\n"
     "        chunk when chunked) so ttft_ms excludes first-launch costs (kernel\n"
     "        loading, cuBLASLt setup); 0 measures a cold start\n"
+    "  --gpus N: GPUs of the prefill (default 1, or WORLD_SIZE; RANK and LOCAL_RANK\n"
+    "        give this process's rank and GPU); NCCL is set up through the N-GPU\n"
+    "        path, and only N = 1 is implemented so far\n"
+    "  --no-cuda-graph: launch every step of every chunk on its own instead of\n"
+    "        replaying each chunk as a CUDA graph (same results, more launch gaps)\n"
     "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
     "        (default: where they were at compile time)\n"
     "  exit codes: 0 ok, 1 internal error, 2 bad input, 3 out of memory\n";
@@ -62,6 +67,8 @@ const char *kUsage =
 struct Options {
   std::string artifact, ids, device, dumpLogits, report, inputsFrom, outputsTo, weightsDir;
   int64_t warmup = 1; ///< GPU: warm-up prefills before the measured one
+  int64_t gpus = 0;   ///< --gpus; 0: not given
+  bool noCudaGraph = false;
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
 
@@ -112,6 +119,18 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
         return false;
       }
       o.warmup = n;
+    } else if (is("--gpus")) {
+      std::string v;
+      if (!value(v)) return false;
+      char *end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 1024) {
+        error = "--gpus takes a GPU count from 1, got '" + v + "'";
+        return false;
+      }
+      o.gpus = n;
+    } else if (a == "--no-cuda-graph") {
+      o.noCudaGraph = true;
     } else if (is("--inputs-from")) {
       if (!value(o.inputsFrom)) return false;
     } else if (is("--outputs-to")) {
@@ -194,6 +213,60 @@ bool writeOutputs(const Options &opt, const std::vector<HostTensor> &outputs, st
   return true;
 }
 
+/// Reads the integer environment variable `name` into `out`; false with
+/// `error` when it is set but not a non-negative integer. `set` says
+/// whether it is set (and not empty).
+bool envCount(const char *name, int64_t &out, bool &set, std::string &error) {
+  const char *v = std::getenv(name);
+  set = v && *v;
+  if (!set)
+    return true;
+  char *end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > (1 << 20)) {
+    error = std::string(name) + "='" + v + "' is not a non-negative integer";
+    return false;
+  }
+  out = n;
+  return true;
+}
+
+/// The GPUs of the prefill and this process's place among them: --gpus N
+/// (else WORLD_SIZE, else 1), RANK, LOCAL_RANK (the CUDA device). Only one
+/// GPU is implemented: more is bad input, said plainly.
+bool gpuRanks(const Options &opt, GpuLoadOptions &lo, std::string &error) {
+  int64_t world = 1, rank = 0, local = 0;
+  bool worldSet = false, rankSet = false, localSet = false;
+  if (!envCount("WORLD_SIZE", world, worldSet, error) ||
+      !envCount("RANK", rank, rankSet, error) ||
+      !envCount("LOCAL_RANK", local, localSet, error))
+    return false;
+  if (opt.gpus && worldSet && world != opt.gpus) {
+    error = "--gpus " + std::to_string(opt.gpus) + " disagrees with WORLD_SIZE=" +
+            std::to_string(world);
+    return false;
+  }
+  int64_t n = opt.gpus ? opt.gpus : worldSet ? world : 1;
+  if (n < 1) {
+    error = "WORLD_SIZE=0: no GPU to run on";
+    return false;
+  }
+  if (n > 1) {
+    error = "multi-GPU prefill is not implemented yet (asked for " + std::to_string(n) +
+            " GPUs by " + (opt.gpus ? "--gpus" : "WORLD_SIZE") + "); run with --gpus 1";
+    return false;
+  }
+  if (rank >= n) {
+    error = "RANK=" + std::to_string(rank) + " is not below the " + std::to_string(n) +
+            " GPU(s) of the prefill";
+    return false;
+  }
+  lo.ncclRanks = static_cast<int>(n);
+  lo.ncclRank = static_cast<int>(rank);
+  lo.device = static_cast<int>(local);
+  return true;
+}
+
 /// Runs a GPU artifact: parses its "gpu" program, loads it (weights streamed
 /// to the GPU), runs the prefill, writes what was asked and the report.
 int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
@@ -206,14 +279,20 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   GpuExecutor gpu;
   GpuLoadOptions lo;
   lo.weightsDir = opt.weightsDir;
+  if (!gpuRanks(opt, lo, error))
+    return fail(kExitBadInput, error);
   GpuStatus s = gpu.load(artifact, m, program, lo, error);
   if (s != GpuStatus::Ok)
     return fail(exitCode(s), error);
   const GpuDeviceInfo &dev = gpu.device();
   const GpuLoadStats &ls = gpu.loadStats();
+  if (ls.nccl.rfind("unavailable", 0) == 0)
+    std::fprintf(stderr, "h20-run: note: NCCL %s; the 1-GPU prefill runs without it\n",
+                 ls.nccl.c_str());
 
   GpuRunOptions ro;
   ro.n = generic ? 0 : S;
+  ro.cudaGraph = !opt.noCudaGraph;
   if (program.chunking && isatty(STDERR_FILENO))
     ro.progress = [](int64_t chunk, int64_t chunks, int64_t done, int64_t tokens, double ms) {
       std::fprintf(stderr, "\rprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)\x1b[K",
@@ -232,6 +311,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     std::vector<HostTensor> warmInputs = inputs;
     GpuRunOptions wo;
     wo.n = ro.n;
+    wo.cudaGraph = ro.cudaGraph;
     if (program.chunking) {
       HostTensor &t = warmInputs[program.chunking->input];
       int dim = program.chunking->dim;
@@ -313,6 +393,21 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                         {"device_memory_used_bytes", st.deviceMemoryUsedBytes},
                         {"weight_bytes", ls.weightBytes},
                         {"logits", m.logits}};
+  report["gpus"] = lo.ncclRanks;
+  if (ls.nccl.empty() || ls.nccl.rfind("unavailable", 0) == 0)
+    report["nccl"] = ls.nccl.empty() ? "not used" : ls.nccl;
+  else
+    report["nccl"] = {{"version", ls.nccl},
+                      {"ranks", ls.ncclRanks},
+                      {"rank", ls.ncclRank},
+                      {"init_ms", ls.ncclInitMs}};
+  report["cuda_graph"] = {{"used", st.cudaGraph},
+                          {"captures", st.graphCaptures},
+                          {"launches", st.graphLaunches},
+                          {"node_updates", st.graphNodeUpdates},
+                          {"nodes", st.graphNodes}};
+  if (!st.cudaGraphNote.empty())
+    report["cuda_graph"]["note"] = st.cudaGraphNote;
   if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
     return fail(kExitBadInput, error);
   std::printf("next token id: %lld\n", static_cast<long long>(next));
@@ -380,6 +475,9 @@ int main(int argc, char **argv) {
   if (device == "cpu" && m.target != "cpu")
     return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
                                    "'; compile with --target=cpu to run on the CPU");
+  if (device == "cpu" && opt.gpus)
+    return fail(kExitBadInput, "--gpus applies to GPU artifacts; '" + opt.artifact +
+                                   "' runs on the CPU");
   if (device == "gpu" && m.target == "cpu")
     return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
                                    "', which runs on the CPU: use --device cpu");
@@ -490,9 +588,10 @@ int main(int argc, char **argv) {
   }
   uint64_t weightBytes = 0;
   for (const WeightSpec &w : m.weights) {
-    int64_t count = 1;
-    for (int64_t d : w.shape)
-      count *= d;
+    // parseManifest bounds the shape (static, at most 2^50 elements).
+    int64_t count = 0;
+    if (!elementCount(w.shape, count))
+      return fail(kExitBadInput, "weight '" + w.name + "' has an invalid shape");
     int64_t bytes = count * dtypeSize(w.dtype);
     if (!w.offset || w.file.empty())
       return fail(kExitBadInput, "weight '" + w.name +
@@ -526,20 +625,14 @@ int main(int argc, char **argv) {
   // Outputs, sized from the input dims they are proven equal to.
   std::vector<std::unique_ptr<Buffer>> outBufs;
   std::vector<std::vector<int64_t>> outShapes;
+  std::vector<std::vector<int64_t>> inputShapes;
+  for (const HostTensor &t : inputs)
+    inputShapes.push_back(t.shape);
   for (const TensorSpec &o : m.outputs) {
-    std::vector<int64_t> shape = o.shape;
-    for (size_t k = 0; k < shape.size(); ++k)
-      if (shape[k] < 0) {
-        if (k >= o.dimsFrom.size() || !o.dimsFrom[k] || o.dimsFrom[k]->first < 0 ||
-            o.dimsFrom[k]->first >= static_cast<int>(inputs.size()) ||
-            o.dimsFrom[k]->second >= static_cast<int>(inputs[o.dimsFrom[k]->first].shape.size()))
-          return fail(kExitBadInput, "output '" + o.name + "' dim " + std::to_string(k) +
-                                         " cannot be sized from the inputs");
-        shape[k] = inputs[o.dimsFrom[k]->first].shape[o.dimsFrom[k]->second];
-      }
-    int64_t count = 1;
-    for (int64_t d : shape)
-      count *= d;
+    std::vector<int64_t> shape;
+    int64_t count = 0;
+    if (!resolveOutputShape(o, inputShapes, shape, error) || !elementCount(shape, count))
+      return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
     auto buf = std::make_unique<Buffer>(count * dtypeSize(o.dtype));
     if (!buf->data)
       return fail(kExitResources, "out of memory for output '" + o.name + "'");
@@ -585,9 +678,13 @@ int main(int argc, char **argv) {
   if (m.outputs[0].dtype != "float32" || ls.empty())
     return fail(kExitBadInput, "output 0 is not float32 logits");
   int64_t vocab = ls.back(), rows = 1;
+  if (vocab <= 0)
+    return fail(kExitBadInput, "output 0 (logits) has no vocabulary dim");
   for (int64_t d : ls)
     rows *= d;
   rows /= vocab;
+  if (rows < 1)
+    return fail(kExitBadInput, "output 0 (logits) is empty");
   const float *logits = static_cast<const float *>(outBufs[0]->data);
   const float *last = logits + (rows - 1) * vocab;
   int64_t next = 0;

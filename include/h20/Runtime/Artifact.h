@@ -44,6 +44,11 @@ bool writeArtifact(const std::string &path, const Artifact &a, std::string &erro
 /// saying what is wrong.
 bool readArtifact(const std::string &path, Artifact &a, std::string &error);
 
+/// readArtifact for the bytes of a file already read; `path` only names it
+/// in messages.
+bool parseArtifact(const std::string &bytes, const std::string &path, Artifact &a,
+                   std::string &error);
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_ARTIFACT_H

@@ -41,7 +41,15 @@ private:
   void *handle = nullptr;
   void (*entry)(void **) = nullptr;
   const long long *abi = nullptr;
+  size_t abiWords = 0; ///< length of the code's h20_abi table
 };
+
+/// The ABI check of CpuModule::checkAbi on a table `abi` of `words` words
+/// (argument count, then per argument its rank and dims, -1 for dynamic):
+/// false with `error` when `args` differ in count, rank or a static dim, or
+/// when the table is shorter than it says. Never reads past `words`.
+bool checkCpuAbi(const long long *abi, size_t words, const std::vector<MemRefDescriptor> &args,
+                 std::string &error);
 
 } // namespace h20::runtime
 

@@ -55,6 +55,20 @@ struct CudaApi {
   decltype(&::cuEventElapsedTime) cuEventElapsedTime;
   decltype(&::cuGetErrorString) cuGetErrorString;
   decltype(&::cuGetErrorName) cuGetErrorName;
+  // CUDA graphs (stream capture, replay with updated kernel parameters).
+  // Optional: null when the driver lacks them (cudaGraphSupport says which);
+  // the executor then runs without graphs.
+  decltype(&::cuStreamBeginCapture) cuStreamBeginCapture;
+  decltype(&::cuStreamEndCapture) cuStreamEndCapture;
+  decltype(&::cuStreamGetCaptureInfo) cuStreamGetCaptureInfo;
+  decltype(&::cuGraphInstantiate) cuGraphInstantiate;
+  decltype(&::cuGraphLaunch) cuGraphLaunch;
+  decltype(&::cuGraphNodeGetType) cuGraphNodeGetType;
+  decltype(&::cuGraphKernelNodeGetParams) cuGraphKernelNodeGetParams;
+  decltype(&::cuGraphExecKernelNodeSetParams) cuGraphExecKernelNodeSetParams;
+  decltype(&::cuGraphGetNodes) cuGraphGetNodes;
+  decltype(&::cuGraphDestroy) cuGraphDestroy;
+  decltype(&::cuGraphExecDestroy) cuGraphExecDestroy;
 };
 
 /// cuBLASLt functions h20 uses (GEMMs: bf16/fp16/fp32 in, fp32 accumulate).
@@ -78,6 +92,10 @@ struct CublasLtApi {
 /// with `error` set ("no NVIDIA driver: libcuda.so.1 not found", or the
 /// cuInit error) when the machine cannot run GPU code.
 const CudaApi *cudaApi(std::string &error);
+
+/// True when `api` has every CUDA graph entry point the executor uses;
+/// otherwise false with `missing` naming the first absent one.
+bool cudaGraphSupport(const CudaApi &api, std::string &missing);
 
 /// Loads libcublasLt.so.13 (then libcublasLt.so), searching the default
 /// library path and /usr/local/cuda/lib64. Null with `error` when absent.

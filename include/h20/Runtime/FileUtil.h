@@ -19,6 +19,11 @@ bool readFileRange(const std::string &path, uint64_t offset, uint64_t length, vo
 /// rename(2): readers see the old file or the whole new one, never a part.
 /// A symlink is followed (its target is replaced); an existing non-regular
 /// file (/dev/null, a FIFO) is written through, never replaced.
+/// A fatal signal during the write (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ;
+/// those not ignored) removes the temporary file before the process ends, so
+/// an interrupted write leaves neither it nor a partial output. Test hook:
+/// the environment variable H20_TEST_PAUSE_IN_ATOMIC_WRITE_MS=N pauses N ms
+/// halfway through writing the temporary file.
 bool writeFileAtomically(const std::string &path, const std::string &contents,
                          std::string &error);
 

@@ -10,8 +10,21 @@
 //
 // load() opens the GPU, loads the modules, allocates all device memory
 // (one allocation, planned by planBuffers), streams the weights to the GPU
-// and uploads the consts. run() zeroes the state buffers, uploads the
-// inputs, runs the steps once per chunk and downloads the outputs.
+// and uploads the consts; with GpuLoadOptions::ncclRanks it also joins an
+// NCCL communicator (NcclComm.h). run() zeroes the state buffers, uploads
+// the inputs, runs the steps once per chunk and downloads the outputs.
+//
+// CUDA graphs: a chunked program's per-chunk steps are the same for every
+// chunk except the values of expressions that name p0 or n. run() captures
+// them once into a CUDA graph (stream capture: kernels, cuBLASLt GEMMs,
+// memsets, copies) and replays it for every chunk, first updating the
+// parameters of the kernel nodes (launch and attention steps) whose
+// expressions name a symbol. A gemm, memset or copy step that names n is
+// part of the graph's key (chunks with another n, such as a short last
+// chunk, get their own graph); one that names p0 runs outside the graphs,
+// between them. Graphs are kept across runs. GpuRunOptions::cudaGraph =
+// false (h20-run --no-cuda-graph) runs every step with its own launch;
+// both give bit-identical results.
 // Built without the CUDA headers, every call fails with "built without CUDA
 // headers" (GpuStatus::NoDevice).
 //
@@ -56,6 +69,13 @@ struct GpuLoadOptions {
   std::string weightsDir;  ///< where weight files are; empty: the manifest's model_dir
   uint64_t stagingBytes = uint64_t(32) << 20; ///< per pinned staging buffer (two are used)
   uint64_t workspaceBytes = uint64_t(32) << 20; ///< cuBLASLt workspace (only with gemm steps)
+  /// NCCL: 0 = no communicator. 1 = join a 1-rank communicator (the same
+  /// path N ranks will take) and all-reduce a small buffer once as a
+  /// self-check; when libnccl.so.2 is missing or NCCL fails, load() goes on
+  /// without it and loadStats().nccl says why. Over 1: BadInput
+  /// ("multi-GPU prefill is not implemented yet").
+  int ncclRanks = 0;
+  int ncclRank = 0; ///< this process's rank in [0, ncclRanks)
 };
 
 /// What load() did.
@@ -64,6 +84,12 @@ struct GpuLoadStats {
   double loadWeightsMs = 0; ///< weights + consts to the GPU, host wall time
   uint64_t weightBytes = 0; ///< device bytes of all weight buffers
   uint64_t planBytes = 0;   ///< the one device allocation (weights, state, I/O, arena)
+  /// NCCL: empty when not asked for (ncclRanks 0); the library version
+  /// ("2.28.9") when the communicator is up and its all-reduce self-check
+  /// passed; "unavailable: REASON" otherwise.
+  std::string nccl;
+  int ncclRanks = 0, ncclRank = 0; ///< the communicator's size and this rank (when up)
+  double ncclInitMs = 0;           ///< communicator set-up and self-check, host wall time
 };
 
 /// Called after each chunk finished on the GPU: chunk index (0-based),
@@ -76,6 +102,10 @@ struct GpuRunOptions {
   /// for a generic graph). With chunking n is per chunk and this is unused.
   int64_t n = 0;
   GpuProgressFn progress; ///< may be empty
+  /// Replay a chunked program's chunks as CUDA graphs (see above). Ignored
+  /// (plain launches) for programs without chunking, under H20_GPU_SYNC=1,
+  /// or when the driver lacks the graph API.
+  bool cudaGraph = true;
 };
 
 /// Timings (ms) and sizes of one run().
@@ -89,6 +119,14 @@ struct GpuRunStats {
   std::vector<double> chunkMs; ///< per chunk (GPU events)
   uint64_t peakGpuMemoryBytes = 0; ///< the most device memory this executor held (its own allocations)
   uint64_t deviceMemoryUsedBytes = 0; ///< total - free on the device at that point (all users)
+  /// CUDA graphs: whether chunks ran as graph replays; when not, or when
+  /// some part fell back to plain launches, why (empty otherwise).
+  bool cudaGraph = false;
+  std::string cudaGraphNote;
+  int64_t graphCaptures = 0;    ///< graphs captured and instantiated during this run
+  int64_t graphLaunches = 0;    ///< cuGraphLaunch calls
+  int64_t graphNodeUpdates = 0; ///< kernel nodes whose parameters were updated
+  int64_t graphNodes = 0;       ///< nodes of the graphs launched (sum over the distinct graphs)
 };
 
 class GpuExecutor {

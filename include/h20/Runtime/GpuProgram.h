@@ -247,6 +247,14 @@ struct GpuProgram {
 /// Name of a step's op ("launch", "gemm", ...).
 const char *stepOpName(const GpuStep &step);
 
+/// Which symbols a step's linear expressions name (a non-zero coefficient
+/// anywhere: offsets, sizes, strides, grid, block, scalar arguments).
+struct StepSymbols {
+  bool p0 = false, n = false;
+  bool any() const { return p0 || n; }
+};
+StepSymbols stepSymbols(const GpuStep &step);
+
 /// Parses and validates manifest["gpu"] from the manifest JSON text, against
 /// the already parsed manifest `m` (inputs, outputs, weights, blobs) and the
 /// artifact's payload size (blobs must lie inside it). Every structural

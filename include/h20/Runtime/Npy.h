@@ -37,6 +37,11 @@ std::string encodeNpyF32(const std::vector<int64_t> &shape, const float *data);
 /// ranks, batch != 1, non-integers, empty) is an error naming the file.
 bool readTokenIds(const std::string &path, std::vector<int64_t> &ids, std::string &error);
 
+/// readTokenIds for the bytes of a file already read; `path` only names it
+/// in messages.
+bool parseTokenIds(const std::string &bytes, const std::string &path, std::vector<int64_t> &ids,
+                   std::string &error);
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_NPY_H

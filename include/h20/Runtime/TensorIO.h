@@ -21,6 +21,16 @@ struct HostTensor {
 /// `error` naming the file and what is wrong.
 bool readTensorFile(const std::string &path, HostTensor &t, std::string &error);
 
+/// readTensorFile for the bytes of a file already read; `path` only names it
+/// in messages.
+bool parseTensorBytes(const std::string &bytes, const std::string &path, HostTensor &t,
+                      std::string &error);
+
+/// The number of elements of `shape` into `count`; false when a dim is
+/// negative (dynamic) or the product exceeds 2^50 (no int64 overflow in any
+/// byte size computed from it).
+bool elementCount(const std::vector<int64_t> &shape, int64_t &count);
+
 /// Writes `t` as a TensorProto (.pb) or .npy (by extension), atomically.
 bool writeTensorFile(const std::string &path, const HostTensor &t, std::string &error);
 

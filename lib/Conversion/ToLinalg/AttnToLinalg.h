@@ -23,12 +23,17 @@ inline constexpr llvm::StringLiteral kAttentionLibraryCall = "h20_attention";
 /// kv_group, tiles) an `h20_attention` generic carries.
 inline constexpr llvm::StringLiteral kAttentionAttrs = "h20.attention";
 
+/// Unit attribute a target puts on an attn.attention its kernel cannot run
+/// (unsupported head dim, alignment, ...): lowered by decomposition instead.
+inline constexpr llvm::StringLiteral kDecomposeAttention = "h20.decompose";
+
 /// attn.attention as one `h20_attention` library-call generic: ins q
 /// [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv]; outs an empty
 /// [B, Hq, Sq, Dv]. Every operand gets its own loop dims (the generic is a
 /// carrier, not a computation); its body is a placeholder using every
-/// operand so no canonicalisation drops one. Fails on a mask or sink
-/// operand (the GPU kernel has neither yet).
+/// operand so no canonicalisation drops one. With a mask or sink operand
+/// (the kernel has neither) or the kDecomposeAttention attribute, returns
+/// the reference decomposition (lowerAttention) instead.
 mlir::FailureOr<mlir::Value> lowerAttentionToLibraryCall(mlir::OpBuilder &b,
                                                          attn::AttentionOp op);
 

@@ -88,7 +88,10 @@ FailureOr<SmallVector<Value>> lowerKV(OpBuilder &b, Operation *op) {
   auto rt = cast<RankedTensorType>(view.getResult().getType());
   SmallVector<OpFoldResult> offsets{idx(view.getLayer()), idx(view.getKind()), idx(0), idx(0),
                                     idx(0)};
-  SmallVector<OpFoldResult> sizes{idx(1), idx(1), idx(rt.getDimSize(1)), view.getLength(),
+  // A static result length wins over the (then constant-valued) operand.
+  OpFoldResult length = rt.isDynamicDim(2) ? OpFoldResult(view.getLength())
+                                           : OpFoldResult(idx(rt.getDimSize(2)));
+  SmallVector<OpFoldResult> sizes{idx(1), idx(1), idx(rt.getDimSize(1)), length,
                                   idx(rt.getDimSize(3))};
   SmallVector<OpFoldResult> strides(5, idx(1));
   return SmallVector<Value>{

@@ -122,6 +122,14 @@ Type GraphImporter::importType(const ::onnx::TypeProto &t, StringRef valueName,
         return {};
       }
       shape.push_back(d.dim_value());
+      SmallVector<int64_t> known;
+      for (int64_t x : shape)
+        if (x != ShapedType::kDynamic)
+          known.push_back(x);
+      if (!elementCount(known)) {
+        error() << "value '" << valueName << "' has too many elements";
+        return {};
+      }
     } else {
       shape.push_back(ShapedType::kDynamic);
     }
@@ -141,6 +149,9 @@ LogicalResult GraphImporter::importInitializers() {
       if (d < 0)
         return error() << "initializer '" << t.name()
                        << "' has negative dimension " << d;
+    auto count = elementCount(llvm::ArrayRef<int64_t>(t.dims().data(), t.dims().size()));
+    if (!count)
+      return error() << "initializer '" << t.name() << "' has too many elements";
     RankedTensorType type = tensorType(t, &ctx);
     if (!type)
       return error() << "initializer '" << t.name() << "' has unsupported dtype "
@@ -151,7 +162,7 @@ LogicalResult GraphImporter::importInitializers() {
     // Tiny inline tensors fold; tensors in typed fields (float_data, ...)
     // have no byte range to reference, so they become constants too.
     bool typedFields = inlineData && !t.has_raw_data();
-    if (inlineData && (type.getNumElements() <= options.inlineElementLimit || typedFields)) {
+    if (inlineData && (*count <= options.inlineElementLimit || typedFields)) {
       std::string message;
       auto dense = denseFromTensor(t, type, message);
       if (failed(dense))
@@ -270,6 +281,11 @@ GraphImporter::importAttribute(const ::onnx::AttributeProto &a,
     break;
   }
   case AP::TENSOR: {
+    if (!elementCount(llvm::ArrayRef<int64_t>(a.t().dims().data(), a.t().dims().size()))) {
+      error() << describe(n) << ": attribute '" << a.name()
+              << "' has a negative dimension or too many elements";
+      return failure();
+    }
     RankedTensorType type = tensorType(a.t(), &ctx);
     std::string message;
     if (!type) {
@@ -329,8 +345,13 @@ Type GraphImporter::inferredType(const NodeProto &n, ArrayRef<Value> operands,
       elt = v.getElementType();
     else if (op == "ConstantOfShape")
       elt = b.getF32Type();
-  } else if (op == "Where" && operands.size() > 1) {
-    elt = cast<ShapedType>(operands[1].getType()).getElementType();
+  } else if (op == "Where" && !operands.empty()) {
+    // The values' type (inputs 1 and 2; either may be omitted, `none`).
+    for (Value v : operands.drop_front())
+      if (auto st = dyn_cast<ShapedType>(v.getType())) {
+        elt = st.getElementType();
+        break;
+      }
   }
   if (!elt) {
     for (Value v : operands)
@@ -352,7 +373,10 @@ LogicalResult GraphImporter::importNode(const NodeProto &n) {
     operands.pop_back();
 
   SmallVector<NamedAttribute> attrs;
+  llvm::StringSet<> attrNames;
   for (const auto &a : n.attribute()) {
+    if (!attrNames.insert(a.name()).second)
+      return error() << describe(n) << ": attribute '" << a.name() << "' is given twice";
     if (a.has_ref_attr_name())
       return error() << describe(n) << ": attribute '" << a.name()
                      << "' refers to a function attribute, which h20 does not "
@@ -362,41 +386,59 @@ LogicalResult GraphImporter::importNode(const NodeProto &n) {
       return failure();
     attrs.push_back(*na);
   }
-  if (n.op_type() == "Constant" && n.domain().empty()) {
-    // value_float / value_int / value_ints / value_floats -> one `value`.
-    for (NamedAttribute &a : attrs) {
-      Attribute v = a.getValue();
-      StringRef name = a.getName();
-      if (name == "value_float")
-        v = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
-                                   cast<FloatAttr>(v).getValue());
-      else if (name == "value_int")
-        v = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
-                                   APInt(64, cast<IntegerAttr>(v).getInt()));
-      else if (name == "value_ints") {
-        auto arr = cast<DenseI64ArrayAttr>(v).asArrayRef();
-        v = DenseElementsAttr::get(
-            RankedTensorType::get({static_cast<int64_t>(arr.size())},
-                                  b.getI64Type()),
-            arr);
-      } else if (name == "value_floats") {
-        auto arr = cast<DenseF32ArrayAttr>(v).asArrayRef();
-        v = DenseElementsAttr::get(
-            RankedTensorType::get({static_cast<int64_t>(arr.size())},
-                                  b.getF32Type()),
-            arr);
-      } else if (name != "value") {
-        return error() << describe(n) << ": Constant attribute '" << name
-                       << "' is not supported";
-      }
-      a = NamedAttribute(b.getStringAttr("value"), v);
+  bool isConstant = n.op_type() == "Constant" &&
+                    (n.domain().empty() || n.domain() == "ai.onnx");
+  if (isConstant) {
+    // value_float / value_int / value_ints / value_floats -> one `value`,
+    // each only from the attribute kind ONNX defines for it.
+    if (attrs.size() != 1)
+      return error() << describe(n) << ": a Constant needs exactly one value attribute, it has "
+                     << attrs.size();
+    NamedAttribute &a = attrs.front();
+    Attribute v = a.getValue();
+    StringRef name = a.getName();
+    auto wrongKind = [&] {
+      return error() << describe(n) << ": Constant attribute '" << name
+                     << "' has the wrong kind for its name";
+    };
+    if (name == "value_float") {
+      auto f = dyn_cast<FloatAttr>(v);
+      if (!f)
+        return wrongKind();
+      v = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()), f.getValue());
+    } else if (name == "value_int") {
+      auto i = dyn_cast<IntegerAttr>(v);
+      if (!i)
+        return wrongKind();
+      v = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                 APInt(64, i.getInt()));
+    } else if (name == "value_ints") {
+      auto ints = dyn_cast<DenseI64ArrayAttr>(v);
+      if (!ints)
+        return wrongKind();
+      auto arr = ints.asArrayRef();
+      v = DenseElementsAttr::get(
+          RankedTensorType::get({static_cast<int64_t>(arr.size())}, b.getI64Type()), arr);
+    } else if (name == "value_floats") {
+      auto floats = dyn_cast<DenseF32ArrayAttr>(v);
+      if (!floats)
+        return wrongKind();
+      auto arr = floats.asArrayRef();
+      v = DenseElementsAttr::get(
+          RankedTensorType::get({static_cast<int64_t>(arr.size())}, b.getF32Type()), arr);
+    } else if (name != "value") {
+      return error() << describe(n) << ": Constant attribute '" << name
+                     << "' is not supported";
+    } else if (!isa<DenseElementsAttr>(v)) {
+      return wrongKind();
     }
+    a = NamedAttribute(b.getStringAttr("value"), v);
   }
 
   SmallVector<Type> resultTypes;
   for (const std::string &out : n.output()) {
     Type t = declaredTypes.lookup(out);
-    if (n.op_type() == "Constant" && !attrs.empty())
+    if (isConstant)
       t = cast<DenseElementsAttr>(attrs.front().getValue()).getType();
     if (!t)
       t = inferredType(n, operands, attrs);
@@ -541,6 +583,19 @@ OwningOpRef<ModuleOp> h20::importOnnxModel(StringRef path, MLIRContext &ctx,
   onnx_import::LoadedModel model;
   std::string message;
   if (!onnx_import::loadModel(path, model, message)) {
+    emitError(FileLineColLoc::get(&ctx, path, 0, 0)) << message;
+    return nullptr;
+  }
+  return onnx_import::GraphImporter(ctx, model, options).run();
+}
+
+OwningOpRef<ModuleOp> h20::importOnnxModelFromBuffer(StringRef bytes, StringRef path,
+                                                     MLIRContext &ctx,
+                                                     const OnnxImportOptions &options) {
+  ctx.loadDialect<h20::onnx::OnnxDialect, func::FuncDialect>();
+  onnx_import::LoadedModel model;
+  std::string message;
+  if (!onnx_import::loadModelFromBytes(bytes, path, model, message)) {
     emitError(FileLineColLoc::get(&ctx, path, 0, 0)) << message;
     return nullptr;
   }

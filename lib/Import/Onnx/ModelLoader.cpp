@@ -148,11 +148,13 @@ bool checkExternal(const ::onnx::TensorProto &t, LoadedModel &model,
             loc.file + "' must be a relative path inside the model directory";
     return false;
   }
-  int64_t n = 1;
-  for (int64_t d : t.dims())
-    n *= d;
+  auto n = elementCount(llvm::ArrayRef<int64_t>(t.dims().data(), t.dims().size()));
+  if (!n) {
+    error = "initializer '" + t.name() + "' has a negative dimension or too many elements";
+    return false;
+  }
   auto width = byteWidth(t.data_type());
-  int64_t needed = width ? n * *width : -1;
+  int64_t needed = width ? *n * *width : -1;
   if (haveLength && needed >= 0 && loc.length != needed) {
     error = "initializer '" + t.name() + "': external_data length " +
             std::to_string(loc.length) + " differs from the " +
@@ -170,11 +172,12 @@ bool checkExternal(const ::onnx::TensorProto &t, LoadedModel &model,
     return false;
   }
   uint64_t size = st.getSize();
-  if (loc.offset + static_cast<uint64_t>(loc.length) > size) {
+  if (static_cast<uint64_t>(loc.offset) > size ||
+      static_cast<uint64_t>(loc.length) > size - static_cast<uint64_t>(loc.offset)) {
     error = "initializer '" + t.name() + "': external data file '" +
             std::string(full) + "' has " + std::to_string(size) +
             " bytes, but the tensor needs bytes [" + std::to_string(loc.offset) +
-            ", " + std::to_string(loc.offset + loc.length) + ")";
+            ", " + std::to_string(static_cast<uint64_t>(loc.offset) + static_cast<uint64_t>(loc.length)) + ")";
     return false;
   }
   model.locations[t.name()] = loc;
@@ -184,24 +187,31 @@ bool checkExternal(const ::onnx::TensorProto &t, LoadedModel &model,
 } // namespace
 
 bool loadModel(StringRef path, LoadedModel &model, std::string &error) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                      /*RequiresNullTerminator=*/true);
+  if (!buffer) {
+    model.path = path.str();
+    error = "cannot read model file: " + buffer.getError().message();
+    return false;
+  }
+  return loadModelFromBytes((*buffer)->getBuffer(), path, model, error);
+}
+
+bool loadModelFromBytes(StringRef bytes, StringRef path, LoadedModel &model,
+                        std::string &error) {
   model.path = path.str();
   SmallString<256> dir(path);
   sys::path::remove_filename(dir);
   model.directory = dir.empty() ? "." : std::string(dir);
 
-  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
-                                      /*RequiresNullTerminator=*/true);
-  if (!buffer) {
-    error = "cannot read model file: " + buffer.getError().message();
-    return false;
-  }
-  StringRef bytes = (*buffer)->getBuffer();
   if (bytes.empty()) {
     error = "model file is empty";
     return false;
   }
   if (path.ends_with_insensitive(".onnxtext")) {
-    auto status = ::onnx::OnnxParser::Parse(model.proto, bytes.data());
+    // The parser reads a NUL-terminated string.
+    std::string text = bytes.str();
+    auto status = ::onnx::OnnxParser::Parse(model.proto, text.c_str());
     if (!status.IsOK()) {
       error = "not valid ONNX text syntax: " + status.ErrorMessage();
       return false;
@@ -232,15 +242,17 @@ bool loadModel(StringRef path, LoadedModel &model, std::string &error) {
         return false;
       continue;
     }
+    auto n = elementCount(llvm::ArrayRef<int64_t>(t.dims().data(), t.dims().size()));
+    if (!n) {
+      error = "initializer '" + t.name() + "' has a negative dimension or too many elements";
+      return false;
+    }
     if (t.has_raw_data()) {
       auto width = byteWidth(t.data_type());
-      int64_t n = 1;
-      for (int64_t d : t.dims())
-        n *= d;
-      if (width && static_cast<int64_t>(t.raw_data().size()) != n * *width) {
+      if (width && static_cast<int64_t>(t.raw_data().size()) != *n * *width) {
         error = "initializer '" + t.name() + "' (" + dataTypeName(t.data_type()) +
                 "): raw_data holds " + std::to_string(t.raw_data().size()) +
-                " bytes but its shape needs " + std::to_string(n * *width);
+                " bytes but its shape needs " + std::to_string(*n * *width);
         return false;
       }
     }

@@ -37,6 +37,12 @@ struct LoadedModel {
 /// tensor at fault.
 bool loadModel(llvm::StringRef path, LoadedModel &model, std::string &error);
 
+/// loadModel for the bytes of a file already read: `path` names it in
+/// messages, decides the syntax (`.onnxtext`) and the directory external data
+/// is looked up in.
+bool loadModelFromBytes(llvm::StringRef bytes, llvm::StringRef path, LoadedModel &model,
+                        std::string &error);
+
 } // namespace h20::onnx_import
 
 #endif // H20_LIB_IMPORT_ONNX_MODELLOADER_H

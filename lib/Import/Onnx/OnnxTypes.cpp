@@ -6,6 +6,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstring>
+#include <limits>
 
 using namespace mlir;
 
@@ -64,6 +65,17 @@ std::optional<int64_t> byteWidth(int32_t dt) {
   }
 }
 
+std::optional<int64_t> elementCount(llvm::ArrayRef<int64_t> dims) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 16;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > kMax / d))
+      return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
 std::string dataTypeName(int32_t dt) {
   static const char *names[] = {
       "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32",
@@ -119,7 +131,7 @@ DenseElementsAttr fromBits(RankedTensorType type, ArrayRef<uint64_t> bits) {
 FailureOr<DenseElementsAttr> denseFromTensor(const ::onnx::TensorProto &t,
                                              RankedTensorType type,
                                              std::string &error) {
-  int64_t n = type.getNumElements();
+  int64_t n = 0;
   int32_t dt = t.data_type();
   auto width = byteWidth(dt);
   std::string what = "tensor '" + t.name() + "' (" + dataTypeName(dt) + ")";
@@ -127,8 +139,14 @@ FailureOr<DenseElementsAttr> denseFromTensor(const ::onnx::TensorProto &t,
     error = what + ": dtype is not supported for constant data";
     return failure();
   }
+  auto count = elementCount(type.getShape());
+  if (!count) {
+    error = what + ": the shape has too many elements";
+    return failure();
+  }
+  n = *count;
+  // Sizes are checked against the data before anything is allocated.
   SmallVector<uint64_t> bits;
-  bits.reserve(n);
   if (t.has_raw_data()) {
     const std::string &raw = t.raw_data();
     int64_t expected = n * *width;
@@ -137,13 +155,16 @@ FailureOr<DenseElementsAttr> denseFromTensor(const ::onnx::TensorProto &t,
               " bytes but shape needs " + std::to_string(expected);
       return failure();
     }
+    bits.reserve(n);
     for (int64_t i = 0; i < n; ++i)
       bits.push_back(readRaw(raw, i, *width));
     return fromBits(type, bits);
   }
   auto checkCount = [&](int64_t have, const char *field) -> LogicalResult {
-    if (have == n)
+    if (have == n) {
+      bits.reserve(n);
       return success();
+    }
     error = what + ": " + field + " holds " + std::to_string(have) +
             " values but shape needs " + std::to_string(n);
     return failure();

@@ -21,6 +21,10 @@ mlir::Type elementType(int32_t dataType, mlir::MLIRContext *ctx);
 /// that are not byte-addressable (4-bit types, strings).
 std::optional<int64_t> byteWidth(int32_t dataType);
 
+/// The number of elements of a tensor of these dims, or nullopt when a dim is
+/// negative or the count (times 16, the widest element) overflows int64.
+std::optional<int64_t> elementCount(llvm::ArrayRef<int64_t> dims);
+
 /// Human-readable name of an ONNX dtype code ("FLOAT", "INT64", ...).
 std::string dataTypeName(int32_t dataType);
 

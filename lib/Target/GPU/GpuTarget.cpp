@@ -12,6 +12,7 @@
 #include "HostProgram.h"
 
 #include "h20/Conversion/Passes.h"
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/PtxAssembler.h"
 #include "h20/Target/TargetCommon.h"
@@ -78,6 +79,33 @@ unsigned cachesToArguments(func::FuncOp func) {
     func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                     BoolAttr::get(func.getContext(), true));
   return caches.size();
+}
+
+/// Marks (h20.decompose) the attention ops the attention kernel cannot run,
+/// so h20-lower-to-linalg decomposes them: head dims the kernel lacks,
+/// non-float32/16 types, windows without causal masking, top-left causal
+/// alignment with S_q != S_kv (the kernel is bottom-right), grids beyond
+/// 65535 heads or batches.
+void markAttentionToDecompose(func::FuncOp func) {
+  func.walk([&](attn::AttentionOp op) {
+    auto q = cast<RankedTensorType>(op.getQuery().getType());
+    auto k = cast<RankedTensorType>(op.getKey().getType());
+    auto v = cast<RankedTensorType>(op.getValue().getType());
+    Type e = q.getElementType();
+    int dtype = e.isF32() ? 0 : e.isF16() ? 1 : e.isBF16() ? 2 : -1;
+    bool ok = dtype >= 0 && !q.isDynamicDim(3) && !v.isDynamicDim(3) &&
+              chooseAttentionVariant(dtype, q.getDimSize(3), v.getDimSize(3)).has_value();
+    if (op.getWindow() && !op.getCausal())
+      ok = false;
+    if (op.getCausal() && op.getAlignment() == attn::CausalAlignment::top_left &&
+        (q.isDynamicDim(2) || k.isDynamicDim(2) || q.getDimSize(2) != k.getDimSize(2)))
+      ok = false;
+    for (int64_t d : {q.getDimSize(0), q.getDimSize(1)})
+      if (ShapedType::isDynamic(d) || d > 65535)
+        ok = false;
+    if (!ok)
+      op->setAttr("h20.decompose", UnitAttr::get(op.getContext()));
+  });
 }
 
 /// Moves every outlined kernel into one gpu.module (one PTX module to load)
@@ -228,6 +256,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     func.setResultAttrs(i, DictionaryAttr::get(ctx));
   func.setName(kEntryFunc);
 
+  markAttentionToDecompose(func);
   if (failed(runPasses(module, [](PassManager &pm) {
         LowerToLinalgOptions o;
         o.libraryCalls = true;

@@ -42,6 +42,13 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxModel(llvm::StringRef path, mlir::MLIRContext &ctx,
                 const OnnxImportOptions &options = {});
 
+/// importOnnxModel for a model already in memory: `path` names it in
+/// diagnostics, selects the syntax (`.onnxtext`) and is where external data
+/// is looked up (its directory). Used by the fuzz tests (test/Fuzz).
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxModelFromBuffer(llvm::StringRef bytes, llvm::StringRef path, mlir::MLIRContext &ctx,
+                          const OnnxImportOptions &options = {});
+
 } // namespace h20
 
 #endif // H20_IMPORT_ONNX_ONNXIMPORTER_H

@@ -1,5 +1,6 @@
-"""write_npy.py DTYPE DIMS PATH: a .npy of zeros ('<' + DTYPE, shape DIMS
-as comma-separated ints) without numpy, for runtime input tests."""
+"""write_npy.py DTYPE DIMS PATH [--header-only]: a .npy of zeros ('<' +
+DTYPE, shape DIMS as comma-separated ints) without numpy, for runtime input
+tests; --header-only writes no data (for dtypes no data could match)."""
 import struct
 import sys
 
@@ -13,4 +14,5 @@ for d in dims:
 size = int(dtype[1:])
 with open(path, "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-    f.write(b"\0" * (count * size))
+    if "--header-only" not in sys.argv[4:]:
+        f.write(b"\0" * (count * size))

@@ -1,0 +1,76 @@
+//===- NcclComm.h - an NCCL communicator, NCCL loaded at run time -*- C++ -*-===//
+//
+// The multi-GPU prefill talks between GPUs through NCCL. Like libcuda,
+// libnccl.so.2 is never linked: it is dlopen'ed on first use, so h20-run
+// starts on machines without it (a 1-GPU run continues without NCCL). The
+// few NCCL types used are declared in NcclComm.cpp after NCCL's C API
+// (nccl.h); this header includes neither CUDA nor NCCL headers.
+//
+// One code path for 1 GPU and for N: rank 0 makes a unique id, every rank
+// joins with init(ranks, rank, id) on the GPU whose CUDA context is current
+// to the calling thread. Before NCCL's first call NCCL_NVLS_ENABLE=0 is set
+// (unless the user set it): NVLink multicast (NVLS) is not used.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_RUNTIME_NCCLCOMM_H
+#define H20_RUNTIME_NCCLCOMM_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace h20::runtime {
+
+/// Loads libnccl.so.2 (once, thread-safe). False with `reason` when it is
+/// missing or lacks a function h20 uses.
+bool ncclAvailable(std::string &reason);
+
+/// The loaded library's version, "2.28.9"; empty when unavailable.
+std::string ncclVersionText();
+
+class NcclComm {
+public:
+  /// NCCL's ncclUniqueId: made once by rank 0, given to every rank.
+  struct UniqueId {
+    char bytes[128];
+  };
+
+  NcclComm() = default;
+  ~NcclComm();
+  NcclComm(const NcclComm &) = delete;
+  NcclComm &operator=(const NcclComm &) = delete;
+
+  /// ncclGetUniqueId; false with `error`.
+  static bool newUniqueId(UniqueId &id, std::string &error);
+
+  /// ncclCommInitRank: joins the `ranks`-rank communicator `id` as `rank`,
+  /// on the GPU of the calling thread's current CUDA context. Blocks until
+  /// every rank joined. False with `error` (NCCL's message), the object
+  /// unchanged. Call once.
+  bool init(int ranks, int rank, const UniqueId &id, std::string &error);
+
+  /// ncclAllReduce (sum) of `count` float32 from device address `send` into
+  /// `recv` (equal: in place), enqueued on `stream` (a CUstream). False with
+  /// `error` when NCCL refuses to enqueue it.
+  bool allReduceSumF32(uint64_t send, uint64_t recv, size_t count, void *stream,
+                       std::string &error);
+
+  /// ncclCommGetAsyncError: false with `error` when an operation of this
+  /// communicator failed asynchronously (or the query itself failed).
+  bool checkAsync(std::string &error);
+
+  /// ncclCommDestroy; the object can no longer be used. Idempotent.
+  void destroy();
+
+  bool valid() const { return comm != nullptr; }
+  int ranks() const { return nranks; }
+  int rank() const { return myRank; }
+
+private:
+  void *comm = nullptr; ///< ncclComm_t
+  int nranks = 0, myRank = -1;
+};
+
+} // namespace h20::runtime
+
+#endif // H20_RUNTIME_NCCLCOMM_H
