@@ -31,19 +31,24 @@ log=$results/gpu-tests.log
 rows=()
 json=()
 failed=0
+# H20_GPU_SECTIONS picks parts: kernels fixtures conformance seed (default: all).
+sections=${H20_GPU_SECTIONS:-kernels fixtures conformance seed}
+want() { [[ " $sections " == *" $1 "* ]]; }
 record() { # name status detail
   rows+=("$(printf '%-44s %-5s %s' "$1" "$2" "$3")")
-  json+=("{\"test\": \"$1\", \"status\": \"$2\", \"detail\": \"$3\"}")
+  local d=${3//\\/\\\\}
+  d=${d//\"/\\\"}
+  json+=("{\"test\": \"$1\", \"status\": \"$2\", \"detail\": \"$d\"}")
   [[ $2 == FAIL ]] && failed=1
 }
 
-if [[ -x $bin/attention-check ]]; then
+if want kernels && [[ -x $bin/attention-check ]]; then
   if out=$("$bin/attention-check" 2>&1); then st=PASS; else st=FAIL; fi
   echo "$out" >>"$log"
   grep -q '^SKIP' <<<"$out" && st=SKIP
   record attention-check $st "$(grep -cE '^PASS' <<<"$out") cases passed; $(grep -E 'TFLOP/s' <<<"$out" | tail -1)"
 fi
-if [[ -x $bin/h20-gpu-unittests ]]; then
+if want kernels && [[ -x $bin/h20-gpu-unittests ]]; then
   if out=$("$bin/h20-gpu-unittests" 2>&1); then st=PASS; else st=FAIL; fi
   echo "$out" >>"$log"
   grep -q 'SKIPPED' <<<"$out" && ! grep -q '\[  PASSED  \] [1-9]' <<<"$out" && st=SKIP
@@ -55,7 +60,7 @@ gpu=yes
   --weights-dir "$bundle/models" >/dev/null 2>"$results/probe.err" || {
   grep -q "no CUDA-capable GPU" "$results/probe.err" && gpu=no
 }
-for m in llama_gqa_op18 llama_gqa_op23 llama_mha_op23; do
+want fixtures && for m in llama_gqa_op18 llama_gqa_op23 llama_mha_op23; do
   for ct in f32 bf16; do
     tol=1e-3
     [[ $ct == bf16 ]] && tol=2e-2
@@ -92,7 +97,7 @@ done
 
 # ONNX conformance cases on the GPU target: every output of every case
 # within |out - ref| <= 1e-3 + 1e-3 |ref| (f16: 2e-3), like the CPU column.
-if [[ -d $bundle/conformance ]]; then
+if want conformance && [[ -d $bundle/conformance ]]; then
   cpass=0 ctotal=0
   : >"$results/conformance-gpu.txt"
   for dir in "$bundle"/conformance/*/; do
@@ -167,8 +172,10 @@ seed_dense() { # layers S name
   record "$name" $st "$(tr '\n' ' ' <<<"${cmp:-failed} h20 $ttft; $ref")"
   rm -f "$sd/weights.bin"
 }
-seed_dense 2 32768 "seed-dense-2l bf16 S=32768 vs PyTorch"
-seed_dense 1 528384 "seed-dense-1l bf16 S=528384 (K > 2^31 elems)"
+if want seed; then
+  seed_dense 2 32768 "seed-dense-2l bf16 S=32768 vs PyTorch"
+  seed_dense 1 528384 "seed-dense-1l bf16 S=528384 (K > 2^31 elems)"
+fi
 
 {
   echo "["

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Utils/GPUUtils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -317,6 +318,16 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   if (failed(runPasses(module, [](PassManager &pm) {
         pm.addNestedPass<func::FuncOp>(createLinalgToGpuLoops());
         pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+      })))
+    return failure();
+  // Constants a kernel uses become part of it, not launch arguments (a
+  // float argument would cost a parameter slot and -inf has no JSON form).
+  func.walk([](mlir::gpu::LaunchOp launch) {
+    (void)sinkOperationsIntoLaunchOp(launch, [](Operation *op) {
+      return isa<arith::ConstantOp>(op);
+    });
+  });
+  if (failed(runPasses(module, [](PassManager &pm) {
         pm.addPass(createGpuKernelOutliningPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createCanonicalizerPass());

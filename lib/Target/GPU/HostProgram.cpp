@@ -472,6 +472,9 @@ LogicalResult Evaluator::evalGlobal(memref::GetGlobalOp op) {
     b.blobOffset = static_cast<int64_t>(program.constBlob.size());
     program.constBlob += bytes;
     id = addBuffer(b);
+    // The buffer is rounded up to whole alignment units: so is its blob
+    // range (zero padding), which the runtime checks against the blob.
+    program.constBlob.resize(b.blobOffset + buffers[id].bytes, '\0');
     globals[key] = id;
   }
   SmallVector<Lin> sizes;
