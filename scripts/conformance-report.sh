@@ -21,7 +21,8 @@ gpu_total="not run"
   echo "$(git -C "$root" rev-parse --short HEAD). Tolerance |out - ref| <= 1e-3 + 1e-3 |ref|"
   echo "(float16: 2e-3), every output of every case. Peer: ONNX Runtime 1.30 (CPU) passes"
   echo "102 of 114. The GPU column is the H200 run recorded in"
-  echo "bench/results/conformance-gpu-h200.txt ($gpu_total)."
+  echo "bench/results/conformance-gpu-h200.txt ($gpu_total; each case compiled with"
+  echo "--compute-type=f32, i.e. in its own types: float32 stays float32, float16 stays float16)."
   echo
   echo "**$total**"
   echo

@@ -45,6 +45,48 @@ ox::SliceOp lastPositionSlice(func::FuncOp func) {
   return slice;
 }
 
+/// Whether chunking `op` is sound: it computes each token's row from that
+/// row alone (or is shape arithmetic / a weight), so running the prompt C
+/// tokens at a time gives the same rows. What mixes tokens must be one of
+/// the ops chunked prefill rewrites (attention through the KV cache, RoPE
+/// positions). Conservative: an op not listed is refused, naming it.
+LogicalResult checkPerToken(Operation *op, Value ids) {
+  auto refuse = [&](StringRef why) {
+    return op->emitError("chunked prefill: ") << why
+                                              << "; this graph cannot run a chunk at a time "
+                                                 "(compile it for --target=cpu)";
+  };
+  if (isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp, ox::NegOp, ox::AbsOp,
+          ox::SqrtOp, ox::ExpOp, ox::LogOp, ox::SinOp, ox::CosOp, ox::TanhOp, ox::ErfOp,
+          ox::ReciprocalOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp, ox::CastOp, ox::IdentityOp,
+          ox::ReshapeOp, ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp,
+          ox::RangeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp, ox::SliceOp>(op))
+    return success();
+  if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,
+          h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||
+      op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "tensor")
+    return success();
+  if (auto n = dyn_cast<h20::attn::RmsNormOp>(op)) {
+    auto t = cast<RankedTensorType>(n.getInput().getType());
+    return static_cast<int64_t>(n.getAxis()) == t.getRank() - 1 ? success()
+                                          : refuse("RMSNorm over more than the last axis");
+  }
+  if (isa<ox::MatMulOp>(op)) {
+    Operation *w = op->getOperand(1).getDefiningOp();
+    if (w && isa<ox::WeightOp, ox::ConstantOp>(w))
+      return success();
+    return refuse("a MatMul of two activations mixes tokens");
+  }
+  if (isa<ox::GatherOp>(op)) {
+    if (op->getOperand(1) == ids && isa_and_nonnull<ox::WeightOp, ox::ConstantOp>(
+                                        op->getOperand(0).getDefiningOp()))
+      return success();
+    return refuse("a Gather that is not the token embedding (position embeddings from "
+                  "the prompt length are not chunked)");
+  }
+  return refuse("'" + op->getName().getStringRef().str() + "' is not known to act per token");
+}
+
 struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
   void runOnOperation() override {
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>())
@@ -57,9 +99,12 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     auto ids = func.getNumArguments() == 1
                    ? dyn_cast<RankedTensorType>(func.getArgument(0).getType())
                    : RankedTensorType();
-    if (!ids || ids.getRank() != 2 || !ids.isDynamicDim(1) ||
+    if (!ids || ids.getRank() != 2 || !ids.isDynamicDim(1) || ids.getDimSize(0) != 1 ||
         !ids.getElementType().isInteger())
       return func.emitError("chunked prefill needs one input, token ids [1, S] with S dynamic");
+    for (Operation &op : func.getBody().front())
+      if (!isa<func::ReturnOp>(op) && failed(checkPerToken(&op, func.getArgument(0))))
+        return failure();
     for (Operation &op : func.getBody().front())
       if (isa<h20::attn::RopeOp>(op))
         return op.emitError("chunked prefill needs RoPE as table gathers (run h20-lower-rope)");

@@ -99,6 +99,23 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
     if (walk.wasInterrupted())
       return signalPassFailure();
 
+    // RoPE tables stay float32 (attn.rope_apply's contract); tables that
+    // came from graph inputs or constants were converted above: cast back.
+    func.walk([&](h20::attn::RopeApplyOp rope) {
+      for (unsigned i : {2u, 3u}) {
+        Value t = rope->getOperand(i);
+        auto rt = cast<RankedTensorType>(t.getType());
+        if (rt.getElementType() == f32)
+          continue;
+        b.setInsertionPoint(rope);
+        auto back = ox::CastOp::create(b, rope.getLoc(),
+                                       TypeRange{RankedTensorType::get(rt.getShape(), f32)},
+                                       ValueRange{t});
+        back->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), 1));
+        rope->setOperand(i, back->getResult(0));
+      }
+    });
+
     // float32 outputs: cast back before returning.
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     b.setInsertionPoint(ret);

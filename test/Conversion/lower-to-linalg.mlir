@@ -67,7 +67,7 @@ func.func @attention(%q: tensor<1x8x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: ten
 // An op without a CPU lowering is an error naming it.
 func.func @unsupported(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
-  // expected-error @+1 {{onnx.Tile: has no CPU lowering yet}}
+  // expected-error @+1 {{onnx.Tile: has no lowering to linalg yet (no target supports it)}}
   %y = onnx.Tile(%x, %r) : (tensor<4xf32>, tensor<1xi64>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }

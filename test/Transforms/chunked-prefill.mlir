@@ -78,3 +78,27 @@ func.func @noncausal(%ids: tensor<1x?xi64>) -> tensor<1x?x2x4xf32> {
   %o = onnx.Transpose(%a) {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x?x4xf32>) -> tensor<1x?x2x4xf32>
   return %o : tensor<1x?x2x4xf32>
 }
+
+// -----
+
+// Mixing tokens outside attention is refused, not silently chunked.
+func.func @gram(%ids: tensor<1x?xi64>) -> tensor<1x8x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %t = onnx.Transpose(%x) {perm = array<i64: 0, 2, 1>} : (tensor<1x?x8xf32>) -> tensor<1x8x?xf32>
+  // expected-error @+1 {{chunked prefill: a MatMul of two activations mixes tokens}}
+  %g = onnx.MatMul(%t, %x) : (tensor<1x8x?xf32>, tensor<1x?x8xf32>) -> tensor<1x8x8xf32>
+  return %g : tensor<1x8x8xf32>
+}
+
+// -----
+
+func.func @position_embedding(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %c1 = arith.constant 1 : index
+  %w = onnx.Weight {name = "wpe"} : tensor<64x8xf32>
+  %len = tensor.dim %ids, %c1 : tensor<1x?xi64>
+  %pos = tensor.empty(%len) : tensor<1x?xi64>
+  // expected-error @+1 {{chunked prefill: a Gather that is not the token embedding}}
+  %p = onnx.Gather(%w, %pos) {axis = 0 : si64} : (tensor<64x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  return %p : tensor<1x?x8xf32>
+}

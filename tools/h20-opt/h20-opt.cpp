@@ -66,7 +66,8 @@ static llvm::cl::opt<std::string> computeType(
     llvm::cl::init("bf16"));
 static llvm::cl::opt<int64_t> maxPositions(
     "max-positions",
-    llvm::cl::desc("Longest prompt the artifact accepts (h20-run refuses longer ones)"),
+    llvm::cl::desc("Longest prompt the artifact accepts (h20-run refuses longer ones); "
+                   "CPU: 0 = no limit; GPU: sizes the KV cache and RoPE tables, 0 = 8192"),
     llvm::cl::init(0));
 
 namespace {
@@ -147,8 +148,10 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   // GPU: the KV cache and RoPE tables hold every position a chunk can
   // touch, i.e. max-positions rounded up to whole chunks.
   int64_t gpuMaxPositions = maxPositions > 0 ? maxPositions.getValue() : 8192;
-  int64_t chunk = chunkTokens > 0 ? chunkTokens.getValue()
-                                  : std::min<int64_t>(2048, (gpuMaxPositions + 63) / 64 * 64);
+  // A chunk longer than the longest prompt only costs memory: clamp it.
+  int64_t promptCap = (gpuMaxPositions + 63) / 64 * 64;
+  int64_t chunk = chunkTokens > 0 ? std::min<int64_t>(chunkTokens.getValue(), promptCap)
+                                  : std::min<int64_t>(2048, promptCap);
   int64_t capacity = (gpuMaxPositions + chunk - 1) / chunk * chunk;
   PassManager pm(&ctx);
   if (failed(h20::buildEmitPipeline(pm, level, targetName, gpuArtifact ? capacity : maxSeq.getValue())))

@@ -94,7 +94,10 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
     The function gets `h20.chunked = {input = 0, dim = 1, output = "rows" |
     "last"}`. Fails, naming the op, on what cannot be chunked: attention that
     is not causal, a KV write not at position 0, positions that are not
-    computed in the graph, more than one input.
+    computed in the graph, more than one input, and any op not known to act
+    per token (a MatMul of two activations, a Gather other than the token
+    embedding such as absolute position embeddings, a reduction over the
+    sequence, ...): chunking those would silently change the result.
   }];
 }
 

@@ -735,6 +735,6 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
       .Case([&](ox::SoftmaxOp s) { return lowerSoftmax(b, s); })
       .Case([&](ox::ConstantOfShapeOp c) { return lowerConstantOfShape(b, c); })
       .Default([&](Operation *) -> FailureOr<Values> {
-        return unsupported(op, "has no CPU lowering yet");
+        return unsupported(op, "has no lowering to linalg yet (no target supports it)");
       });
 }

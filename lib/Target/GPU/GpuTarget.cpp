@@ -232,8 +232,9 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
       auto t = dyn_cast<RankedTensorType>(a.getType());
       if (!t || !t.hasStaticShape())
         return func.emitError("GPU target: input ")
-               << a.getArgNumber()
-               << " has a dynamic shape; only token ids [1, S] (chunked prefill) may";
+               << a.getArgNumber() << " has a dynamic shape; the GPU target runs graphs with "
+               << "static inputs, or decoders whose only input is token ids [1, S] (chunked "
+               << "prefill); this graph has " << numInputs << " input(s)";
       roles.inputDims.push_back(std::vector<int64_t>(t.getRank(), -1));
     }
     for (unsigned i = 0; i < numOutputs; ++i)
