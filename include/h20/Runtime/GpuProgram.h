@@ -95,9 +95,14 @@
 //   "copy":   {"src": b, "src_offset_bytes": L, "dst": b, "dst_offset_bytes": L,
 //              "bytes": L}           device to device; ranges may not overlap
 //
-// Every access a step makes is checked against its buffer's bytes before it
-// runs (for the actual p0 and n of each chunk); a memref whose buffer has no
-// dtype is checked in elements of one byte.
+// Every view a step declares (memref arguments, GEMM and attention operands,
+// memset/copy ranges) is checked against its buffer's bytes before it runs
+// (for the actual p0 and n of each chunk); a memref whose buffer has no
+// dtype is checked in elements of one byte. What a compiled kernel does with
+// its arguments is not verified: a generated kernel's loop bounds come from
+// its integer arguments and the shapes it was compiled for, and the
+// attention kernel's head dims from its variant. The artifact's CRC catches
+// corruption, not a deliberately edited program; run artifacts you trust.
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_RUNTIME_GPUPROGRAM_H
