@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -19,13 +20,37 @@ namespace {
 constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention";
 constexpr int64_t kAlign = 256;
 
-/// c + p0 * P0 + n * N.
+/// Set when Lin arithmetic overflowed int64; the evaluator turns it into
+/// an error on the op being evaluated.
+thread_local bool linOverflow = false;
+
+int64_t checkedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  linOverflow |= __builtin_add_overflow(a, b, &r);
+  return r;
+}
+int64_t checkedSub(int64_t a, int64_t b) {
+  int64_t r;
+  linOverflow |= __builtin_sub_overflow(a, b, &r);
+  return r;
+}
+int64_t checkedMul(int64_t a, int64_t b) {
+  int64_t r;
+  linOverflow |= __builtin_mul_overflow(a, b, &r);
+  return r;
+}
+
+/// c + p0 * P0 + n * N, every operation checked for int64 overflow.
 struct Lin {
   int64_t c = 0, p0 = 0, n = 0;
   bool isConst() const { return p0 == 0 && n == 0; }
-  Lin operator+(const Lin &o) const { return {c + o.c, p0 + o.p0, n + o.n}; }
-  Lin operator-(const Lin &o) const { return {c - o.c, p0 - o.p0, n - o.n}; }
-  Lin scaled(int64_t k) const { return {c * k, p0 * k, n * k}; }
+  Lin operator+(const Lin &o) const {
+    return {checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n)};
+  }
+  Lin operator-(const Lin &o) const {
+    return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n)};
+  }
+  Lin scaled(int64_t k) const { return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k)}; }
   llvm::json::Value json() const {
     if (isConst())
       return c;
@@ -184,7 +209,7 @@ LogicalResult Evaluator::bindArguments() {
   auto bytesOf = [&](MemRefType t, ArrayRef<Lin> sizes) {
     int64_t n = elementBytes(t.getElementType());
     for (const Lin &s : sizes)
-      n *= s.c;
+      n = checkedMul(n, s.c);
     return n;
   };
   auto bind = [&](unsigned a, StringRef kind, int64_t index, ArrayRef<int64_t> dims,
@@ -280,6 +305,8 @@ LogicalResult Evaluator::evalArith(Operation *op) {
       return op->emitError("GPU target: a non-linear function of the chunk position");
   int64_t a = args[0].c, b = args.size() > 1 ? args[1].c : 0;
   auto nonzero = [&]() -> LogicalResult {
+    if (b == -1 && a == std::numeric_limits<int64_t>::min())
+      return op->emitError("GPU target: a division overflows 64 bits");
     return b == 0 ? op->emitError("GPU target: division by zero on the host") : success();
   };
   std::optional<int64_t> v =
@@ -354,7 +381,7 @@ LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynam
       s = *v;
     }
     sizes.push_back(s);
-    bytes *= s.c;
+    bytes = checkedMul(bytes, s.c);
   }
   Buffer b{"temp", -1, bytes, dtypeOf(t.getElementType())};
   views[op->getResult(0)] = identityView(addBuffer(b), t, sizes);
@@ -370,6 +397,8 @@ FailureOr<int64_t> Evaluator::flatIndex(Value memref, ValueRange indices, Operat
       return failure();
     if (!i->isConst())
       return op->emitError("GPU target: a host index that depends on the chunk position");
+    if (i->c < 0 || i->c >= t.getDimSize(k))
+      return op->emitError("GPU target: host index ") << i->c << " out of bounds";
     flat = flat * t.getDimSize(k) + i->c;
   }
   return flat;
@@ -710,6 +739,8 @@ LogicalResult Evaluator::evaluate(Operation *op) {
         auto k = integer(d.getIndex(), op);
         if (failed(v) || failed(k))
           return failure();
+        if (!k->isConst() || k->c < 0 || k->c >= static_cast<int64_t>(v->sizes.size()))
+          return op->emitError("GPU target: memref.dim of a dimension out of range");
         ints[d.getResult()] = v->sizes[k->c];
         return success();
       })
@@ -867,9 +898,13 @@ void Evaluator::packArena() {
 LogicalResult Evaluator::run() {
   if (failed(bindArguments()))
     return failure();
-  for (Operation &op : func.getBody().front())
+  linOverflow = false;
+  for (Operation &op : func.getBody().front()) {
     if (failed(evaluate(&op)))
       return failure();
+    if (linOverflow)
+      return op.emitError("GPU target: a size, offset or index overflows 64 bits");
+  }
   packArena();
   for (const Buffer &b : buffers) {
     llvm::json::Object o{{"kind", b.kind}, {"bytes", b.bytes}, {"dtype", b.dtype}};
