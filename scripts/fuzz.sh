@@ -42,9 +42,11 @@ fi
 cmake --build "$build" --target "h20-fuzz-$target" -- -j "${H20_JOBS:-2}"
 
 mkdir -p "$corpus" "$crashes"
-# Reports abort the run (and name the input); leaks are not findings here:
-# libMLIR keeps global state (uniqued types, registered options) on purpose.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:symbolize=1}
+# Reports abort the run (and name the input). Leaks are not findings here:
+# every input gets a fresh MLIRContext, but libMLIR keeps some global state
+# on purpose. allow_user_poisoning=0: see scripts/sanitize.sh (LLVM's
+# allocators, half instrumented, give false use-after-poison reports).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:allow_user_poisoning=0:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "fuzz: $target for ${seconds}s, corpus $corpus (seeds $seeds), crashes in $crashes/"
 set +e
@@ -53,7 +55,7 @@ set +e
   -print_final_stats=1 -artifact_prefix="$crashes/" >"$log" 2>&1
 rc=$?
 set -e
-grep -E "^#[0-9]+ +(DONE|INITED)|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb" "$log" || true
+grep -E "^#[0-9]+[[:space:]]+(DONE|INITED)|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb" "$log" || true
 echo "fuzz: corpus now $(find "$corpus" -type f | wc -l) inputs, $(du -sh "$corpus" | cut -f1)"
 if [[ $rc -ne 0 ]]; then
   echo "fuzz: $target FAILED (exit $rc); see $log and $crashes/" >&2

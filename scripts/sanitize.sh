@@ -33,12 +33,14 @@ cmake --build "$build" -- -j "${H20_JOBS:-$(nproc)}"
 t1=$(date +%s)
 
 rm -rf "$logs" && mkdir -p "$logs"
-# Leaks: libMLIR and libLLVM keep global state until exit on purpose
-# (registered options and dialects, uniqued types and attributes, the thread
-# pool); test/Sanitize/lsan.supp suppresses leaks allocated there, so a leak
-# in h20's own code still fails.
-export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:halt_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-export LSAN_OPTIONS="suppressions=$root/test/Sanitize/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+# allow_user_poisoning=0: LLVM's BumpPtrAllocator (MLIR's type, attribute
+# and operation storage) poisons and unpoisons its slabs in header code; the
+# copies h20's instrumented code instantiates poison a slab, the copies inside
+# the uninstrumented libMLIR then hand out memory from it without unpoisoning,
+# and the next access from h20's code is reported as use-after-poison (a false
+# positive; real heap, stack and global errors are still caught). Leaks are
+# checked (none are reported, libMLIR's global state included).
+export ASAN_OPTIONS="log_path=$logs/asan:allow_user_poisoning=0:detect_leaks=1:halt_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 set +e
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
