@@ -4,8 +4,9 @@
 # something is missing.
 set -euo pipefail
 
+# python3-onnx, python3-numpy: models/llama/generate.py (GPU test models).
 PKGS=(
-  cmake ninja-build ccache g++ python3 python3-numpy
+  cmake ninja-build ccache g++ python3 python3-numpy python3-onnx
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   googletest libgtest-dev nlohmann-json3-dev

@@ -314,6 +314,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     return failure();
   copiesToLinalg(module);
 
+  // Debugging aids: H20_DUMP_GPU_LINALG / H20_DUMP_GPU_HOST print the
+  // function before GPU mapping / before host evaluation to stderr.
   if (llvm::sys::Process::GetEnv("H20_DUMP_GPU_LINALG"))
     func.print(llvm::errs());
   if (failed(runPasses(module, [](PassManager &pm) {
