@@ -60,8 +60,16 @@ LogicalResult checkPerToken(Operation *op, Value ids) {
           ox::SqrtOp, ox::ExpOp, ox::LogOp, ox::SinOp, ox::CosOp, ox::TanhOp, ox::ErfOp,
           ox::ReciprocalOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp, ox::CastOp, ox::IdentityOp,
           ox::ReshapeOp, ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp,
-          ox::RangeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp, ox::SliceOp>(op))
+          ox::RangeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
     return success();
+  // The only slice allowed is h20-logits-last's, which the pass rewrites to
+  // the chunk's last real row; any other could cut along the sequence.
+  if (auto sl = dyn_cast<ox::SliceOp>(op)) {
+    auto f = op->getParentOfType<func::FuncOp>();
+    if (sl == lastPositionSlice(f))
+      return success();
+    return refuse("a Slice may cut along the sequence");
+  }
   if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,
           h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||
       op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "tensor")

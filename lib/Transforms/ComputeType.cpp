@@ -60,6 +60,7 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
         continue;
       auto cast = ox::CastOp::create(b, arg.getLoc(), TypeRange{nt}, ValueRange{arg});
       cast->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), onnxCode));
+      cast->setAttr("h20.entry_cast", b.getUnitAttr());
       arg.replaceAllUsesExcept(cast->getResult(0), cast);
     }
 
@@ -67,11 +68,10 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
       if (isa<h20::attn::RopeTableOp>(op) || op->getParentOp() != func)
         return WalkResult::advance();
       if (auto c = dyn_cast<ox::CastOp>(op)) {
-        if (c->getAttrOfType<IntegerAttr>("to").getInt() == 1 &&
-            !llvm::is_contained(func.getArguments(), c->getOperand(0)))
+        if (c->hasAttr("h20.entry_cast"))
+          return WalkResult::advance(); // made above: already the compute type
+        if (c->getAttrOfType<IntegerAttr>("to").getInt() == 1)
           c->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), onnxCode));
-        else if (llvm::is_contained(func.getArguments(), c->getOperand(0)))
-          return WalkResult::advance(); // the entry cast made above
       }
       if (auto k = dyn_cast<ox::ConstantOp>(op)) {
         auto v = dyn_cast<DenseElementsAttr>(k.getValue());

@@ -102,3 +102,16 @@ func.func @position_embedding(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %p = onnx.Gather(%w, %pos) {axis = 0 : si64} : (tensor<64x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
   return %p : tensor<1x?x8xf32>
 }
+
+// -----
+
+func.func @first_token(%ids: tensor<1x?xi64>) -> tensor<1x1x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %s = onnx.Constant() {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %e = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  // expected-error @+1 {{chunked prefill: a Slice may cut along the sequence}}
+  %f = onnx.Slice(%x, %s, %e, %a) : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x8xf32>
+  return %f : tensor<1x1x8xf32>
+}
