@@ -89,14 +89,11 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         for (unsigned i = 0; i < all.size(); ++i)
           all[i] = i;
         rewriter.setInsertionPoint(outer);
-        scf::ParallelOp before = outer;
         collapseParallelLoops(rewriter, outer, {all});
-        // The collapsed loop replaced `outer`; find it again.
+        // The collapsed loop replaced `outer`. Every loop made so far is
+        // mapped and the ops not yet converted are still linalg ops, so the
+        // one unmapped top-level parallel loop is the collapsed one.
         outer = nullptr;
-        (void)before;
-      }
-      if (!outer) {
-        // The newest top-level parallel loop in the block is the collapsed one.
         for (Operation &o : llvm::reverse(func.getBody().front()))
           if (auto p = dyn_cast<scf::ParallelOp>(o); p && !p->hasAttr(gpu::getMappingAttrName())) {
             outer = p;
