@@ -3,12 +3,14 @@
 
 #include "h20/Analysis/SymbolicEvaluator.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Runtime/Artifact.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -34,6 +36,7 @@ std::string dtypeName(Type t) {
   if (t.isInteger(32)) return "int32";
   if (t.isInteger(1)) return "bool";
   if (t.isInteger(8)) return "int8";
+  if (t.isIndex()) return "int64"; // 64-bit on every h20 target
   return "unsupported";
 }
 
@@ -141,6 +144,33 @@ void copiesToLinalg(ModuleOp module) {
     linalg::CopyOp::create(b, c.getLoc(), c.getSource(), c.getTarget());
     c.erase();
   }
+}
+
+FailureOr<llvm::json::Object> beginManifest(ModuleOp module, func::FuncOp func, StringRef target,
+                                           bool logitsLast, int64_t maxPositions) {
+  llvm::json::Object manifest{{"format", "h20-artifact"},
+                              {"format_version", int64_t(runtime::kArtifactFormatVersion)},
+                              {"target", target.str()},
+                              {"logits", logitsLast ? "last" : "all"}};
+  if (auto dir = module->getAttrOfType<StringAttr>("onnx.model_dir"))
+    manifest["model_dir"] = dir.str();
+  if (auto v = vocabSize(func))
+    manifest["vocab_size"] = *v;
+  if (maxPositions > 0)
+    manifest["max_positions"] = maxPositions;
+  auto iface = describeInterface(func);
+  if (failed(iface))
+    return failure();
+  manifest["inputs"] = std::move(iface->first);
+  manifest["outputs"] = std::move(iface->second);
+  return manifest;
+}
+
+std::string manifestText(llvm::json::Object manifest) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
+  return text;
 }
 
 llvm::json::Array describeWeights(ModuleOp module, StringRef entry) {

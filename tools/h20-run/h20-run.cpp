@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,6 +94,20 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       }
       return true;
     };
+    // An integer option value in [lo, hi]; `what` starts the error message.
+    auto count = [&](auto &dst, long long lo, long long hi, const char *what) {
+      std::string v;
+      if (!value(v))
+        return false;
+      char *end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (*end != '\0' || n < lo || n > hi) {
+        error = std::string(what) + ", got '" + v + "'";
+        return false;
+      }
+      dst = static_cast<std::remove_reference_t<decltype(dst)>>(n);
+      return true;
+    };
     auto is = [&](const char *flag) {
       return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
     };
@@ -110,25 +125,9 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
     } else if (is("--weights-dir")) {
       if (!value(o.weightsDir)) return false;
     } else if (is("--warmup")) {
-      std::string v;
-      if (!value(v)) return false;
-      char *end = nullptr;
-      long long n = std::strtoll(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 0 || n > 100) {
-        error = "--warmup takes a count from 0 to 100, got '" + v + "'";
-        return false;
-      }
-      o.warmup = n;
+      if (!count(o.warmup, 0, 100, "--warmup takes a count from 0 to 100")) return false;
     } else if (is("--gpus")) {
-      std::string v;
-      if (!value(v)) return false;
-      char *end = nullptr;
-      long long n = std::strtoll(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 1024) {
-        error = "--gpus takes a GPU count from 1, got '" + v + "'";
-        return false;
-      }
-      o.gpus = n;
+      if (!count(o.gpus, 1, 1024, "--gpus takes a GPU count from 1")) return false;
     } else if (a == "--no-cuda-graph") {
       o.noCudaGraph = true;
     } else if (is("--inputs-from")) {

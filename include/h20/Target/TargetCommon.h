@@ -32,6 +32,17 @@ std::optional<int64_t> vocabSize(mlir::func::FuncOp func);
 mlir::FailureOr<std::pair<llvm::json::Array, llvm::json::Array>>
 describeInterface(mlir::func::FuncOp func);
 
+/// The manifest fields every target writes first: format and version,
+/// `target`, `logits` (all/last), model_dir, vocab_size, max_positions (when
+/// > 0) and the inputs/outputs of describeInterface. Fails like
+/// describeInterface.
+mlir::FailureOr<llvm::json::Object> beginManifest(mlir::ModuleOp module, mlir::func::FuncOp func,
+                                                  llvm::StringRef target, bool logitsLast,
+                                                  int64_t maxPositions);
+
+/// The manifest as the artifact stores it (JSON, two-space indent).
+std::string manifestText(llvm::json::Object manifest);
+
 /// Destination-passing style at the ABI: every result becomes a trailing
 /// memref argument the caller allocates, written with
 /// bufferization.materialize_in_destination; the function returns nothing.

@@ -209,22 +209,11 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
     if (failed(pm.run(module)))
       return failure();
   }
-  llvm::json::Object manifest{{"format", "h20-artifact"},
-                              {"format_version", int64_t(runtime::kArtifactFormatVersion)},
-                              {"target", "cpu"},
-                              {"logits", options.logitsLast ? "last" : "all"}};
-  if (auto dir = module->getAttrOfType<StringAttr>("onnx.model_dir"))
-    manifest["model_dir"] = dir.str();
-  if (auto v = vocabSize(func))
-    manifest["vocab_size"] = *v;
-  if (options.maxPositions)
-    manifest["max_positions"] = *options.maxPositions;
-  auto iface = describeInterface(func);
-  if (failed(iface))
+  auto begun = beginManifest(module, func, "cpu", options.logitsLast, options.maxPositions.value_or(0));
+  if (failed(begun))
     return failure();
+  llvm::json::Object manifest = std::move(*begun);
   unsigned numInputs = func.getNumArguments(), numOutputs = func.getNumResults();
-  manifest["inputs"] = std::move(iface->first);
-  manifest["outputs"] = std::move(iface->second);
 
   // ONNX names live on in the manifest; LLVM has no use for them.
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
@@ -282,10 +271,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   manifest["blobs"] = llvm::json::Array{llvm::json::Object{
       {"name", "model.so"}, {"kind", "shared_object"}, {"offset", int64_t(offset)},
       {"size", int64_t(so->size())}}};
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
-  artifact.manifest = text;
+  artifact.manifest = manifestText(std::move(manifest));
   return success();
 }
 

@@ -183,22 +183,11 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
       })))
     return failure();
 
-  llvm::json::Object manifest{{"format", "h20-artifact"},
-                              {"format_version", int64_t(runtime::kArtifactFormatVersion)},
-                              {"target", options.target},
-                              {"logits", options.logitsLast ? "last" : "all"}};
-  if (auto dir = module->getAttrOfType<StringAttr>("onnx.model_dir"))
-    manifest["model_dir"] = dir.str();
-  if (auto v = vocabSize(func))
-    manifest["vocab_size"] = *v;
-  if (options.maxPositions > 0)
-    manifest["max_positions"] = options.maxPositions;
-  auto iface = describeInterface(func);
-  if (failed(iface))
+  auto begun = beginManifest(module, func, options.target, options.logitsLast, options.maxPositions);
+  if (failed(begun))
     return failure();
+  llvm::json::Object manifest = std::move(*begun);
   unsigned numInputs = func.getNumArguments(), numOutputs = func.getNumResults();
-  manifest["inputs"] = std::move(iface->first);
-  manifest["outputs"] = std::move(iface->second);
 
   // Decoder (token ids [1, S]): one chunk of a chunked prefill. Anything
   // else runs whole and must be static.
@@ -430,10 +419,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
                                        {"buffers", std::move(program.buffers)},
                                        {"arena_bytes", program.arenaBytes},
                                        {"steps", std::move(program.steps)}};
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
-  artifact.manifest = text;
+  artifact.manifest = manifestText(std::move(manifest));
   return success();
 }
 

@@ -2,6 +2,7 @@
 #include "HostProgram.h"
 
 #include "h20/Dialect/H20/IR/H20Dialect.h"
+#include "h20/Target/TargetCommon.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -87,18 +88,6 @@ int64_t elementBytes(Type t) {
   return bits < 8 ? 1 : bits / 8;
 }
 
-std::string dtypeOf(Type t) {
-  if (t.isF32()) return "float32";
-  if (t.isF16()) return "float16";
-  if (t.isBF16()) return "bfloat16";
-  if (t.isF64()) return "float64";
-  if (t.isInteger(64)) return "int64";
-  if (t.isInteger(32)) return "int32";
-  if (t.isInteger(1)) return "bool";
-  if (t.isInteger(8)) return "int8";
-  if (t.isIndex()) return "int64"; // index is 64-bit on the GPU target
-  return "unsupported";
-}
 
 class Evaluator {
 public:
@@ -225,7 +214,7 @@ LogicalResult Evaluator::bindArguments() {
                                                         << " has no static size";
     SmallVector<Lin> sizes = staticSizes(t, d);
     Buffer b{kind.str(), index, bytesOf(t, sizes),
-             dtype.empty() ? dtypeOf(t.getElementType()) : dtype.str()};
+             dtype.empty() ? dtypeName(t.getElementType()) : dtype.str()};
     views[func.getArgument(a)] = identityView(addBuffer(b), t, sizes);
     return success();
   };
@@ -383,7 +372,7 @@ LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynam
     sizes.push_back(s);
     bytes = checkedMul(bytes, s.c);
   }
-  Buffer b{"temp", -1, bytes, dtypeOf(t.getElementType())};
+  Buffer b{"temp", -1, bytes, dtypeName(t.getElementType())};
   views[op->getResult(0)] = identityView(addBuffer(b), t, sizes);
   return success();
 }
@@ -497,7 +486,7 @@ LogicalResult Evaluator::evalGlobal(memref::GetGlobalOp op) {
     }
     while (program.constBlob.size() % kAlign)
       program.constBlob.push_back(0);
-    Buffer b{"const", -1, static_cast<int64_t>(bytes.size()), dtypeOf(t.getElementType())};
+    Buffer b{"const", -1, static_cast<int64_t>(bytes.size()), dtypeName(t.getElementType())};
     b.blobOffset = static_cast<int64_t>(program.constBlob.size());
     program.constBlob += bytes;
     id = addBuffer(b);
@@ -558,8 +547,8 @@ LogicalResult Evaluator::evalLaunch(mlir::gpu::LaunchFuncOp op) {
     } else if ((t.isF32() || t.isBF16() || t.isF16()) && floats.count(v)) {
       // A float constant the outlining passed instead of sinking; 16-bit
       // ones are rounded to nearest even by the runtime.
-      args.push_back(llvm::json::Object{{dtypeOf(t) == "float32"    ? "f32"
-                                         : dtypeOf(t) == "bfloat16" ? "bf16"
+      args.push_back(llvm::json::Object{{dtypeName(t) == "float32"    ? "f32"
+                                         : dtypeName(t) == "bfloat16" ? "bf16"
                                                                     : "f16",
                                          floats[v]}});
     } else {
@@ -637,9 +626,9 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   Lin M = c->sizes[r - 2], N = c->sizes[r - 1];
   Lin K = a->sizes.back();
   steps.push_back(llvm::json::Object{{"op", "gemm"},
-                                     {"dtype_a", dtypeOf(a->element)},
-                                     {"dtype_b", dtypeOf(b->element)},
-                                     {"dtype_c", dtypeOf(c->element)},
+                                     {"dtype_a", dtypeName(a->element)},
+                                     {"dtype_b", dtypeName(b->element)},
+                                     {"dtype_c", dtypeName(c->element)},
                                      {"batch", batch.json()},
                                      {"m", M.json()},
                                      {"n", N.json()},
@@ -705,7 +694,7 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
       {"block_m", variant->blockM},
       {"threads", variant->threads},
       {"smem", variant->smemBytes()},
-      {"dtype", dtypeOf(q->element)},
+      {"dtype", dtypeName(q->element)},
       {"q", v4(*q)},
       {"k", v4(*k)},
       {"v", v4(*v)},
