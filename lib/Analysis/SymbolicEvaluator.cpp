@@ -754,6 +754,12 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
           return std::nullopt;
         return SymTensor{{q->dims[0], q->dims[1], q->dims[2], v->dims[3]}, nullptr};
       })
+      .Case([&](attn::AttentionScoresOp) -> std::optional<SymTensor> {
+        const SymTensor *q = operand(0), *k = operand(1);
+        if (!q || !k || q->dims.size() != 4 || k->dims.size() != 4)
+          return std::nullopt;
+        return SymTensor{{q->dims[0], q->dims[1], q->dims[2], k->dims[2]}, nullptr};
+      })
       .Case([&](kv::ViewOp view) -> std::optional<SymTensor> {
         // [1, H, length, D]; length is tensor.dim(t, c) of a known tensor.
         auto rt = cast<RankedTensorType>(view.getResult().getType());
@@ -773,6 +779,12 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         if (!q || !v || q->dims.size() != 4 || v->dims.size() != 4)
           return std::nullopt;
         return SymTensor{{q->dims[0], q->dims[1], q->dims[2], v->dims[3]}, nullptr};
+      })
+      .Case([&](attn::AttentionScoresOp) -> std::optional<SymTensor> {
+        const SymTensor *q = operand(0), *k = operand(1);
+        if (!q || !k || q->dims.size() != 4 || k->dims.size() != 4)
+          return std::nullopt;
+        return SymTensor{{q->dims[0], q->dims[1], q->dims[2], k->dims[2]}, nullptr};
       })
       .Default([](Operation *) { return std::nullopt; });
 }

@@ -14,6 +14,8 @@
 #include "h20/Transforms/ProvenMask.h"
 #include "h20/Transforms/WeightData.h"
 
+#include "OnnxAttentionMasks.h"
+
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -998,24 +1000,31 @@ private:
         b.getI64IntegerAttr(group));
   }
 
-  /// ONNX Attention-23/24: Q, K, V (4-D [B, H, S, D], or 3-D [B, S, H*D]
-  /// with q_num_heads / kv_num_heads), optional mask, optional past_key /
-  /// past_value (keys = past ++ new, returned as present_key / value).
-  /// Not raised: the qk_matmul_output output, nonpad_kv_seqlen, a mask whose
-  /// rank-2 broadcast is ambiguous.
+  /// ONNX Attention-23/24/25: Q, K, V (4-D [B, H, S, D], or 3-D [B, S, H*D]
+  /// with q_num_heads / kv_num_heads), optional mask (a mask with fewer keys
+  /// than K is padded with masked-out keys), optional past_key / past_value
+  /// (keys = past ++ new, returned as present_key / value), optional
+  /// nonpad_kv_seqlen, local windows, and the qk_matmul_output output (an
+  /// attn.attention_scores beside the attn.attention).
+  ///
+  /// Query row i sits at key position pos(i) = i + offset, offset = S_past
+  /// with a past, nonpad_kv_seqlen[b] - S_q with nonpad_kv_seqlen and no past,
+  /// else 0 (ONNX's reference, onnx/reference/ops/op_attention.py). When that
+  /// placement is attn.attention's top-left or bottom-right anchor and the
+  /// window ends at the diagonal, it becomes attributes; otherwise (a
+  /// per-batch offset, S_past with fewer new keys than queries, a window
+  /// reaching right of the diagonal) an explicit boolean mask operand.
   void raiseAttention(ox::AttentionOp op) {
     auto present = [&](unsigned i) {
       return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
     };
-    if (op->getNumResults() > 3 && !op->getResult(3).use_empty())
-      return;
     if (present(4) != present(5))
       return;
     Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
     int64_t rank = rankOf(q);
     if (rank != 3 && rank != 4)
       return;
-    Location loc = op->getLoc();
+    Location loc = op.getLoc();
     if (rank == 3) {
       int64_t hq = op.getQNumHeads().value_or(0), hkv = op.getKvNumHeads().value_or(0);
       if (!isPacked3d(q, hq) || !isPacked3d(k, hkv) || !isPacked3d(v, hkv))
@@ -1026,16 +1035,24 @@ private:
     }
     if (rankOf(k) != 4 || rankOf(v) != 4)
       return;
-    // past ++ new along the sequence; present_* are these. ONNX places query
-    // i at position past_len + i; attn.attention's bottom-right anchor says
-    // S_kv - S_q, the same only when as many keys as queries are new.
-    bool anchored = op.getIsCausal().value_or(0) != 0 ||
-                    op.getLeftWindowSize().value_or(-1) >= 0 ||
-                    op.getRightWindowSize().value_or(-1) >= 0;
+    // Visibility: is_causal bounds the window at the diagonal.
+    bool isCausal = op.getIsCausal().value_or(0) != 0;
+    int64_t left = op.getLeftWindowSize().value_or(-1);
+    int64_t right = op.getRightWindowSize().value_or(-1);
+    if (isCausal)
+      right = 0;
+    if (left < -1 || right < -1) {
+      op->emitWarning("Attention kept: window sizes below -1");
+      return;
+    }
+    bool anchored = left >= 0 || right >= 0;
+    // With a past, bottom-right (offset S_kv - S_q) is S_past only when as
+    // many keys as queries are new.
+    bool offsetUnaligned = false;
     if (present(4) && anchored) {
       auto qs = eval.shapeOf(q), ks = eval.shapeOf(k);
-      if (!qs || !ks || qs->size() != 4 || ks->size() != 4 || !provablyEqual((*qs)[2], (*ks)[2]))
-        return;
+      offsetUnaligned = !qs || !ks || qs->size() != 4 || ks->size() != 4 ||
+                        !provablyEqual((*qs)[2], (*ks)[2]);
     }
     if (present(4)) {
       auto appendPast = [&](Value past, Value cur) -> Value {
@@ -1060,21 +1077,19 @@ private:
             op->getResult(i).getType() != val.getType())
           return;
     } else {
-      for (unsigned i = 1; i < op->getNumResults(); ++i)
+      for (unsigned i = 1; i < 3 && i < op->getNumResults(); ++i)
         if (!op->getResult(i).use_empty())
           return;
     }
     Value mask = present(3) ? op->getOperand(3) : Value();
-    // nonpad_kv_seqlen with a causal anchor places each batch's queries at
-    // its own (data-dependent) end of the valid keys: not an attribute.
-    if (present(6) && (op.getIsCausal().value_or(0) != 0 ||
-                       op.getLeftWindowSize().value_or(-1) >= 0 ||
-                       op.getRightWindowSize().value_or(-1) >= 0))
-      return;
-    if (present(6)) {
-      mask = withNonpadKv(loc, mask, op->getOperand(6), k);
-      if (!mask)
-        return;
+    if (auto mt = mask ? dyn_cast<RankedTensorType>(mask.getType()) : RankedTensorType()) {
+      int64_t skv = cast<RankedTensorType>(k.getType()).getDimSize(2);
+      if (mt.getRank() >= 1 && !mt.isDynamicDim(mt.getRank() - 1) && !ShapedType::isDynamic(skv) &&
+          mt.getShape().back() < skv) {
+        mask = padMaskKeys(b, loc, mask, skv);
+        if (!mask)
+          return;
+      }
     }
     auto qt = cast<RankedTensorType>(q.getType());
     double scale;
@@ -1087,33 +1102,51 @@ private:
     std::optional<double> softcap;
     if (auto c = op.getSoftcap(); c && c->convertToFloat() > 0)
       softcap = c->convertToFloat();
-    // Attention-25 local windows: key j visible to query i iff
-    // i - left <= j <= i + right (-1: unbounded). attn.attention expresses
-    // the causal side only: right must be 0, or unbounded with is_causal.
-    bool isCausal = op.getIsCausal().value_or(0) != 0;
-    int64_t left = op.getLeftWindowSize().value_or(-1);
-    int64_t right = op.getRightWindowSize().value_or(-1);
-    if (right > 0 || (right < 0 && left >= 0 && !isCausal))
-      return;
-    if (right == 0)
-      isCausal = true;
+
+    bool perBatchOffset = present(6) && !present(4) && anchored;
+    bool rightOfDiagonal = right > 0 || (right < 0 && left >= 0);
+    bool causalAttr = false;
     std::optional<int64_t> window;
-    if (left >= 0)
-      window = left + 1; // the window counts the current token
-    // With a past, the queries are the last S_q of the keys: is_causal is
-    // anchored bottom-right (what ONNX's reference computes); without one,
-    // top-left.
-    Value y = emitAttentionOfType(op, q, k, v, chooseMask(mask, q, k), scale, isCausal,
-                                  softcap, window,
+    if (perBatchOffset || rightOfDiagonal || offsetUnaligned) {
+      QueryPlacement placement;
+      placement.pastKey = present(4) ? op->getOperand(4) : Value();
+      placement.nonpad = present(6) ? op->getOperand(6) : Value();
+      placement.left = left;
+      placement.right = right;
+      Value visible = buildVisibilityMask(b, loc, q, k, placement);
+      mask = visible ? restrictMask(b, loc, mask, visible) : Value();
+      if (!mask)
+        return;
+    } else {
+      causalAttr = right == 0;
+      if (left >= 0)
+        window = left + 1; // the window counts the current token
+    }
+    if (present(6)) {
+      mask = withNonpadKv(loc, mask, op->getOperand(6), k);
+      if (!mask)
+        return;
+    }
+    // With a past, the queries are the last S_q of the keys: bottom-right
+    // (checked above); without one, top-left.
+    Value y = emitAttentionOfType(op, q, k, v, chooseMask(mask, q, k), scale, causalAttr, softcap,
+                                  window,
                                   present(4) ? attn::CausalAlignment::bottom_right
                                              : attn::CausalAlignment::top_left);
     if (!y)
       return;
+    auto attention = y.getDefiningOp<attn::AttentionOp>();
     if (rank == 3)
       y = mergeHeads(loc, y);
     if (y.getType() != op->getResult(0).getType()) {
       // Leave the op; what was built for it is dead and goes with the DCE.
       return;
+    }
+    Value scores;
+    if (op->getNumResults() > 3 && !op->getResult(3).use_empty()) {
+      scores = emitScores(op, attention);
+      if (!scores)
+        return;
     }
     if (present(4)) {
       if (op->getNumResults() > 1)
@@ -1121,13 +1154,37 @@ private:
       if (op->getNumResults() > 2)
         op->getResult(2).replaceAllUsesWith(v);
     }
+    if (scores)
+      op->getResult(3).replaceAllUsesWith(scores);
     replace(op, y);
   }
 
+  /// qk_matmul_output of `op` as an attn.attention_scores with the operands
+  /// and visibility of `attention`; null when the mode is unknown or the
+  /// result type differs from the op's.
+  Value emitScores(ox::AttentionOp op, attn::AttentionOp attention) {
+    int64_t mode = op.getQkMatmulOutputMode().value_or(0);
+    auto stage = attn::symbolizeScoreStage(static_cast<uint32_t>(mode));
+    if (mode < 0 || !stage) {
+      op->emitWarning("Attention kept: qk_matmul_output_mode ") << mode << " is not 0..3";
+      return {};
+    }
+    auto qt = cast<RankedTensorType>(attention.getQuery().getType());
+    auto kt = cast<RankedTensorType>(attention.getKey().getType());
+    auto rt = RankedTensorType::get(
+        {qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2), kt.getDimSize(2)}, qt.getElementType());
+    if (rt != op->getResult(3).getType())
+      return {};
+    return attn::AttentionScoresOp::create(
+        b, op.getLoc(), rt, attention.getQuery(), attention.getKey(), attention.getMask(),
+        attn::ScoreStageAttr::get(b.getContext(), *stage), attention.getScaleAttr(),
+        attention.getCausalAttr(), attention.getAlignmentAttr(), attention.getWindowAttr(),
+        attention.getSoftcapAttr(), attention.getKvGroupAttr());
+  }
+
   /// Attention-24's nonpad_kv_seqlen [B]: keys j >= nonpad[b] are padding.
-  /// Builds the boolean [B, 1, 1, S_kv] "j < nonpad[b]" and combines it with
-  /// `mask` (bool: And; additive: Where(valid, mask, -inf)). It depends on
-  /// data, so it stays a mask operand.
+  /// Builds the boolean [B, 1, 1, S_kv] "j < nonpad[b]" and restricts `mask`
+  /// to it (restrictMask). It depends on data, so it stays a mask operand.
   Value withNonpadKv(Location loc, Value mask, Value nonpad, Value k) {
     auto nt = dyn_cast<RankedTensorType>(nonpad.getType());
     auto kt = cast<RankedTensorType>(k.getType());
@@ -1155,34 +1212,7 @@ private:
                       ->getResult(0);
     auto vType = RankedTensorType::get({nt.getDimSize(0), 1, 1, kt.getDimSize(2)}, b.getI1Type());
     Value valid = ox::LessOp::create(b, loc, TypeRange{vType}, ValueRange{j, limit})->getResult(0);
-    if (!mask)
-      return valid;
-    auto mt = dyn_cast<RankedTensorType>(mask.getType());
-    if (!mt || mt.getRank() > 4)
-      return {};
-    // Result: the broadcast of [B, 1, 1, S_kv] and the mask's shape.
-    SmallVector<int64_t> shape(4, 1);
-    ArrayRef<int64_t> vs = vType.getShape();
-    for (int64_t d = 0; d < 4; ++d) {
-      int64_t md = d >= 4 - mt.getRank() ? mt.getDimSize(d - (4 - mt.getRank())) : 1;
-      shape[d] = vs[d] != 1 ? vs[d] : md;
-      if (vs[d] != 1 && md != 1 && md != vs[d])
-        return {};
-    }
-    if (mt.getElementType().isInteger(1))
-      return ox::AndOp::create(b, loc, TypeRange{RankedTensorType::get(shape, b.getI1Type())},
-                               ValueRange{valid, mask})
-          ->getResult(0);
-    auto ft = RankedTensorType::get({}, mt.getElementType());
-    Value ninf = ox::ConstantOp::create(
-                     b, loc, TypeRange{ft}, ValueRange{},
-                     DenseElementsAttr::get(ft, APFloat::getInf(
-                                                    cast<FloatType>(mt.getElementType()).getFloatSemantics(),
-                                                    /*Negative=*/true)))
-                     ->getResult(0);
-    return ox::WhereOp::create(b, loc, TypeRange{RankedTensorType::get(shape, mt.getElementType())},
-                               ValueRange{valid, mask, ninf})
-        ->getResult(0);
+    return restrictMask(b, loc, mask, valid);
   }
 
   /// K^T as Transpose(K, [.., 3, 2]) or Reshape(Transpose(Reshape(K)))

@@ -64,6 +64,38 @@ func.func @attention(%q: tensor<1x8x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: ten
 
 // -----
 
+// attn.attention_scores at the probabilities stage: the masked scores, row
+// maxima and denominators, then exp(s - m) / den with 0 for rows whose
+// denominator is 0 (no visible key), rounded to f16.
+// CHECK-LABEL: func.func @scores_probabilities
+// CHECK: arith.cmpi sle
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.cmpf ogt
+// CHECK: arith.divf
+// CHECK: arith.truncf {{.*}} : f32 to f16
+func.func @scores_probabilities(%q: tensor<1x4x8x16xf16>, %k: tensor<1x2x8x16xf16>) -> tensor<1x4x8x8xf16> {
+  %s = attn.attention_scores %q, %k {stage = #attn.score_stage<probabilities>, scale = 0.25 : f64, causal = true, kv_group = 2 : i64}
+      : (tensor<1x4x8x16xf16>, tensor<1x2x8x16xf16>) -> tensor<1x4x8x8xf16>
+  return %s : tensor<1x4x8x8xf16>
+}
+
+// -----
+
+// At the softcapped stage only scale and softcap apply: no mask, no -inf.
+// CHECK-LABEL: func.func @scores_softcapped
+// CHECK: linalg.generic
+// CHECK: math.tanh
+// CHECK-NOT: arith.cmpi
+// CHECK: return
+func.func @scores_softcapped(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %m: tensor<8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %s = attn.attention_scores %q, %k mask(%m : tensor<8x8xf32>) {stage = #attn.score_stage<softcapped>, scale = 0.25 : f64, causal = true, softcap = 2.0 : f64, kv_group = 1 : i64}
+      : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  return %s : tensor<1x4x8x8xf32>
+}
+
+// -----
+
 // An op without a CPU lowering is an error naming it.
 func.func @unsupported(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>

@@ -68,9 +68,19 @@ func.func @left_window(%q: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
 
 // -----
 
-// A window reaching right of the query (bidirectional) has no attn form: kept.
+// A window reaching right of the query (bidirectional, i-1 <= j <= i+2)
+// has no attribute form: an explicit boolean mask from Range and
+// comparisons, [1, 1, S_q, S_kv].
 // CHECK-LABEL: func.func @bidirectional_window
-// CHECK: onnx.Attention
+// CHECK: %[[I:.*]] = onnx.Unsqueeze({{.*}}) : (tensor<8xi64>, tensor<1xi64>) -> tensor<8x1xi64>
+// CHECK: %[[J:.*]] = onnx.Range
+// CHECK: %[[HI:.*]] = onnx.Add(%[[I]], %{{.*}}) : (tensor<8x1xi64>, tensor<i64>) -> tensor<8x1xi64>
+// CHECK: %[[R:.*]] = onnx.LessOrEqual(%[[J]], %[[HI]]) : (tensor<8xi64>, tensor<8x1xi64>) -> tensor<8x8xi1>
+// CHECK: %[[LO:.*]] = onnx.Sub(%[[I]], %{{.*}}) : (tensor<8x1xi64>, tensor<i64>) -> tensor<8x1xi64>
+// CHECK: %[[L:.*]] = onnx.GreaterOrEqual(%[[J]], %[[LO]])
+// CHECK: %[[V:.*]] = onnx.And(%[[R]], %[[L]])
+// CHECK: %[[M:.*]] = onnx.Unsqueeze(%[[V]], %{{.*}}) : (tensor<8x8xi1>, tensor<2xi64>) -> tensor<1x1x8x8xi1>
+// CHECK: attn.attention %arg0, %arg0, %arg0 mask(%[[M]] : tensor<1x1x8x8xi1>) {causal = false
 func.func @bidirectional_window(%q: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
   %y = onnx.Attention(%q, %q, %q) {left_window_size = 1 : si64, right_window_size = 2 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
   return %y : tensor<1x4x8x16xf32>
@@ -93,12 +103,53 @@ func.func @nonpad(%q: tensor<2x4x8x16xf32>, %n: tensor<2xi64>) -> tensor<2x4x8x1
 
 // -----
 
-// With is_causal, each batch's queries sit at its own end of the valid keys
-// (data-dependent): not raised.
+// With is_causal, each batch's queries sit at its own end of the valid keys,
+// pos(i) = i + nonpad[b] - S_q: an explicit [B, 1, S_q, S_kv] mask, then
+// restricted to the valid keys j < nonpad[b].
 // CHECK-LABEL: func.func @nonpad_causal
-// CHECK: onnx.Attention
+// CHECK: %[[E:.*]] = onnx.Reshape(%arg1, %{{.*}}) : (tensor<2xi64>, tensor<3xi64>) -> tensor<2x1x1xi64>
+// CHECK: %[[O:.*]] = onnx.Sub(%[[E]], %{{.*}}) : (tensor<2x1x1xi64>, tensor<i64>) -> tensor<2x1x1xi64>
+// CHECK: %[[P:.*]] = onnx.Add(%{{.*}}, %[[O]]) : (tensor<8x1xi64>, tensor<2x1x1xi64>) -> tensor<2x8x1xi64>
+// CHECK: %[[C:.*]] = onnx.LessOrEqual(%{{.*}}, %[[P]]) : (tensor<8xi64>, tensor<2x8x1xi64>) -> tensor<2x8x8xi1>
+// CHECK: %[[V:.*]] = onnx.Unsqueeze(%[[C]], %{{.*}}) : (tensor<2x8x8xi1>, tensor<1xi64>) -> tensor<2x1x8x8xi1>
+// CHECK: %[[N:.*]] = onnx.Less
+// CHECK: %[[M:.*]] = onnx.And(%[[N]], %[[V]]) : (tensor<2x1x1x8xi1>, tensor<2x1x8x8xi1>) -> tensor<2x1x8x8xi1>
+// CHECK: attn.attention %arg0, %arg0, %arg0 mask(%[[M]] : tensor<2x1x8x8xi1>) {causal = false
 func.func @nonpad_causal(%q: tensor<2x4x8x16xf32>, %n: tensor<2xi64>) -> tensor<2x4x8x16xf32> {
   %none = onnx.NoValue
   %y = onnx.Attention(%q, %q, %q, %none, %none, %none, %n) {is_causal = 1 : si64} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, none, none, none, tensor<2xi64>) -> tensor<2x4x8x16xf32>
   return %y : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A past of 8 with 2 new keys for 4 queries: ONNX places query i at 8 + i,
+// not at the bottom-right anchor S_kv - S_q = 6: an explicit mask whose
+// offset is the past's length.
+// CHECK-LABEL: func.func @past_fewer_new_keys
+// CHECK: %[[K:.*]] = onnx.Concat(%arg2, %arg1) {axis = 2 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x2x16xf32>) -> tensor<1x4x10x16xf32>
+// CHECK: %[[PL:.*]] = onnx.Shape(%arg2) {end = 3 : si64, start = 2 : si64}
+// CHECK: onnx.LessOrEqual({{.*}}) : (tensor<10xi64>, tensor<4x1xi64>) -> tensor<4x10xi1>
+// CHECK: attn.attention %arg0, %[[K]], %{{.*}} mask(%{{.*}} : tensor<1x1x4x10xi1>) {causal = false
+func.func @past_fewer_new_keys(%q: tensor<1x4x4x16xf32>, %k: tensor<1x4x2x16xf32>, %pk: tensor<1x4x8x16xf32>) -> tensor<1x4x4x16xf32> {
+  %n = onnx.NoValue
+  %y = onnx.Attention(%q, %k, %k, %n, %pk, %pk) {is_causal = 1 : si64} : (tensor<1x4x4x16xf32>, tensor<1x4x2x16xf32>, tensor<1x4x2x16xf32>, none, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x4x16xf32>
+  return %y : tensor<1x4x4x16xf32>
+}
+
+// -----
+
+// qk_matmul_output (mode 2: scores after softcap and mask) becomes an
+// attn.attention_scores with the attention's operands and visibility; a
+// mask of 6 keys for 8 is padded with -inf.
+// CHECK-LABEL: func.func @qk_output
+// CHECK: %[[PAD:.*]] = onnx.Constant() {value = dense<0xFF800000> : tensor<8x2xf32>}
+// CHECK: %[[M:.*]] = onnx.Concat(%arg1, %[[PAD]]) {axis = 1 : si64} : (tensor<8x6xf32>, tensor<8x2xf32>) -> tensor<8x8xf32>
+// CHECK: %[[Y:.*]] = attn.attention %arg0, %arg0, %arg0 mask(%[[M]] : tensor<8x8xf32>) {causal = true, kv_group = 1 : i64, scale = 2.500000e-01 : f64, softcap = 2.000000e+00 : f64}
+// CHECK: %[[S:.*]] = attn.attention_scores %arg0, %arg0 mask(%[[M]] : tensor<8x8xf32>) {causal = true, kv_group = 1 : i64, scale = 2.500000e-01 : f64, softcap = 2.000000e+00 : f64, stage = #attn.score_stage<masked>}
+// CHECK: return %[[Y]], %[[S]]
+func.func @qk_output(%q: tensor<1x4x8x16xf32>, %m: tensor<8x6xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>) {
+  %n = onnx.NoValue
+  %y:4 = onnx.Attention(%q, %q, %q, %m) {is_causal = 1 : si64, qk_matmul_output_mode = 2 : si64, softcap = 2.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<8x6xf32>) -> (tensor<1x4x8x16xf32>, tensor<*xf32>, tensor<*xf32>, tensor<1x4x8x8xf32>)
+  return %y#0, %y#3 : tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>
 }

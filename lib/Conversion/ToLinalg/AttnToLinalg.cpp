@@ -301,27 +301,43 @@ FailureOr<Value> lowerRopeApply(OpBuilder &b, attn::RopeApplyOp op) {
       });
 }
 
-/// Softmax attention with the visibility rules of attn.attention; the S_q x
-/// S_kv score matrix is materialised (a reference, not a fast path).
-FailureOr<Value> lowerAttention(OpBuilder &b, attn::AttentionOp op) {
+namespace {
+
+/// The score matrix of attn.attention / attn.attention_scores (steps 1-2 of
+/// the decomposition), in the compute type `ct`.
+struct Scores {
+  Type ct;
+  RankedTensorType type; ///< [B, Hq, S_q, S_kv] x ct
+  Value B, H, Sq, Skv;   ///< their sizes
+  Value raw;             ///< <q, k> unscaled
+  Value masked;          ///< scale, softcap, mask; -inf where not visible
+};
+
+/// Builds the scores of `op` (AttentionOp or AttentionScoresOp: the same
+/// operands q, k, mask and visibility attributes); `masked` stays null
+/// unless `withMask`.
+template <typename OpT>
+Scores buildScores(OpBuilder &b, OpT op, bool withMask = true) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value q = op.getQuery(), k = op.getKey();
   auto qt = cast<RankedTensorType>(q.getType());
-  auto rt = cast<RankedTensorType>(op.getResult().getType());
-  Type ct = computeTypeFor(qt.getElementType());
+  Scores sc;
+  sc.ct = computeTypeFor(qt.getElementType());
+  Type ct = sc.ct;
   int64_t group = static_cast<int64_t>(op.getKvGroup());
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   auto kvHead = [&](unsigned hDim) { return d(hDim).floorDiv(group); };
 
-  Value B = dimOf(b, loc, q, 0), H = dimOf(b, loc, q, 1), Sq = dimOf(b, loc, q, 2),
-        Skv = dimOf(b, loc, k, 2), Dv = dimOf(b, loc, v, 3);
+  sc.B = dimOf(b, loc, q, 0), sc.H = dimOf(b, loc, q, 1), sc.Sq = dimOf(b, loc, q, 2),
+  sc.Skv = dimOf(b, loc, k, 2);
+  Value B = sc.B, H = sc.H, Sq = sc.Sq, Skv = sc.Skv;
   auto scoreType = RankedTensorType::get({qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2),
                                           cast<RankedTensorType>(k.getType()).getDimSize(2)},
                                          ct);
+  sc.type = scoreType;
   Value zero = floatConst(b, loc, ct, 0.0);
   Value negInf = floatConst(b, loc, ct, -std::numeric_limits<double>::infinity());
-
   // 1. raw[b,h,i,j] = sum_d q[b,h,i,d] k[b,h/g,j,d]
   Value raw0 = filledTensor(b, loc, scoreType, {B, H, Sq, Skv}, zero);
   Value raw = linalg::GenericOp::create(
@@ -336,6 +352,10 @@ FailureOr<Value> lowerAttention(OpBuilder &b, attn::AttentionOp op) {
                     linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], p)});
                   })
                   .getResult(0);
+
+  sc.raw = raw;
+  if (!withMask)
+    return sc;
 
   // 2. scaled / capped / masked scores; invisible keys get -inf.
   double scale = op.getScale().convertToDouble();
@@ -398,18 +418,74 @@ FailureOr<Value> lowerAttention(OpBuilder &b, attn::AttentionOp op) {
           })
           .getResult(0);
 
+  sc.masked = scores;
+  return sc;
+}
+
+/// exp(s - m), 0 when the row maximum m is -inf (no visible key).
+Value expOrZero(OpBuilder &nb, Location nl, Type ct, Value s, Value m) {
+  Value negInf = floatConst(nb, nl, ct, -std::numeric_limits<double>::infinity());
+  Value isInf = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, m, negInf);
+  Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, s, m));
+  return arith::SelectOp::create(nb, nl, isInf, floatConst(nb, nl, ct, 0.0), e);
+}
+
+/// Row maxima [B, Hq, S_q] of the masked scores.
+Value rowMaxOf(OpBuilder &b, Location loc, const Scores &sc) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto rowType = RankedTensorType::get(sc.type.getShape().drop_back(), sc.ct);
+  Value max0 = filledTensor(b, loc, rowType, {sc.B, sc.H, sc.Sq},
+                            floatConst(b, loc, sc.ct, -std::numeric_limits<double>::infinity()));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rowType}, ValueRange{sc.masked}, ValueRange{max0},
+             {AffineMap::getMultiDimIdentityMap(4, ctx), AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)},
+             iterators({false, false, false, true}),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               linalg::YieldOp::create(nb, nl, ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
+             })
+      .getResult(0);
+}
+
+/// Softmax denominators [B, Hq, S_q]: sum_j exp(s - m).
+Value denominatorsOf(OpBuilder &b, Location loc, const Scores &sc, Value rowMax) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto rowType = RankedTensorType::get(sc.type.getShape().drop_back(), sc.ct);
+  Value den0 = filledTensor(b, loc, rowType, {sc.B, sc.H, sc.Sq}, floatConst(b, loc, sc.ct, 0.0));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rowType}, ValueRange{sc.masked, rowMax}, ValueRange{den0},
+             {AffineMap::getMultiDimIdentityMap(4, ctx), AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx),
+              AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)},
+             iterators({false, false, false, true}),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], expOrZero(nb, nl, sc.ct, a[0], a[1]))});
+             })
+      .getResult(0);
+}
+
+} // namespace
+
+/// Softmax attention with the visibility rules of attn.attention; the S_q x
+/// S_kv score matrix is materialised (a reference, not a fast path).
+FailureOr<Value> lowerAttention(OpBuilder &b, attn::AttentionOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value v = op.getValue();
+  auto rt = cast<RankedTensorType>(op.getResult().getType());
+  int64_t group = static_cast<int64_t>(op.getKvGroup());
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto kvHead = [&](unsigned hDim) { return d(hDim).floorDiv(group); };
+  Scores sc = buildScores(b, op);
+  Type ct = sc.ct;
+  Value B = sc.B, H = sc.H, Sq = sc.Sq, Dv = dimOf(b, loc, v, 3);
+  Value scores = sc.masked;
+  Value zero = floatConst(b, loc, ct, 0.0);
+
   // 3. Row max (with the sink logit, if any).
-  auto rowType = RankedTensorType::get(scoreType.getShape().drop_back(), ct);
-  Value max0 = filledTensor(b, loc, rowType, {B, H, Sq}, negInf);
-  Value rowMax = linalg::GenericOp::create(
-                     b, loc, TypeRange{rowType}, ValueRange{scores}, ValueRange{max0},
-                     {AffineMap::getMultiDimIdentityMap(4, ctx),
-                      AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)},
-                     iterators({false, false, false, true}),
-                     [&](OpBuilder &nb, Location nl, ValueRange a) {
-                       linalg::YieldOp::create(nb, nl, ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
-                     })
-                     .getResult(0);
+  auto rowType = RankedTensorType::get(sc.type.getShape().drop_back(), ct);
+  Value rowMax = rowMaxOf(b, loc, sc);
   // sink[h] joins every row of head h: a map through dim 1 only.
   Value sink = op.getSink();
   auto withSink = [&](Value rows, Value extra,
@@ -438,20 +514,9 @@ FailureOr<Value> lowerAttention(OpBuilder &b, attn::AttentionOp op) {
 
   // 4. e = exp(s - m) (0 on fully masked rows), denominators and P.V.
   auto expOf = [&](OpBuilder &nb, Location nl, Value s, Value m) -> Value {
-    Value isInf = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, m, negInf);
-    Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, s, m));
-    return arith::SelectOp::create(nb, nl, isInf, floatConst(nb, nl, ct, 0.0), e);
+    return expOrZero(nb, nl, ct, s, m);
   };
-  Value den0 = filledTensor(b, loc, rowType, {B, H, Sq}, zero);
-  Value den = linalg::GenericOp::create(
-                  b, loc, TypeRange{rowType}, ValueRange{scores, rowMax}, ValueRange{den0},
-                  {AffineMap::getMultiDimIdentityMap(4, ctx), AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx),
-                   AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)},
-                  iterators({false, false, false, true}),
-                  [&](OpBuilder &nb, Location nl, ValueRange a) {
-                    linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], expOf(nb, nl, a[0], a[1]))});
-                  })
-                  .getResult(0);
+  Value den = denominatorsOf(b, loc, sc, rowMax);
   if (sink)
     den = withSink(den, rowMax, [&](OpBuilder &nb, Location nl, Value dn, Value s, Value m) -> Value {
       return arith::AddFOp::create(nb, nl, dn, expOf(nb, nl, s, m));
@@ -483,6 +548,61 @@ FailureOr<Value> lowerAttention(OpBuilder &b, attn::AttentionOp op) {
                Value y = arith::SelectOp::create(nb, nl, positive, arith::DivFOp::create(nb, nl, a[0], a[1]),
                                                  floatConst(nb, nl, ct, 0.0));
                linalg::YieldOp::create(nb, nl, castScalar(nb, nl, y, rt.getElementType()));
+             })
+      .getResult(0);
+}
+
+/// The requested stage of the score matrix, rounded to the result type.
+FailureOr<Value> lowerAttentionScores(OpBuilder &b, attn::AttentionScoresOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto rt = cast<RankedTensorType>(op.getResult().getType());
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  attn::ScoreStage stage = op.getStage();
+  bool unmasked = stage == attn::ScoreStage::scaled || stage == attn::ScoreStage::softcapped;
+  Scores sc = buildScores(b, op, /*withMask=*/!unmasked);
+  Type ct = sc.ct;
+  Value init = emptyTensor(b, loc, rt, {sc.B, sc.H, sc.Sq, sc.Skv});
+  auto id = AffineMap::getMultiDimIdentityMap(4, ctx);
+  auto rows = AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
+  if (unmasked) {
+    double scale = op.getScale().convertToDouble();
+    std::optional<double> softcap;
+    if (auto c = op.getSoftcap(); c && stage == attn::ScoreStage::softcapped)
+      softcap = c->convertToDouble();
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{rt}, ValueRange{sc.raw}, ValueRange{init}, {id, id}, parallel(4),
+               [&](OpBuilder &nb, Location nl, ValueRange a) {
+                 Value s = arith::MulFOp::create(nb, nl, a[0], floatConst(nb, nl, ct, scale));
+                 if (softcap) {
+                   Value c = floatConst(nb, nl, ct, *softcap);
+                   s = arith::MulFOp::create(
+                       nb, nl, c, math::TanhOp::create(nb, nl, arith::DivFOp::create(nb, nl, s, c)));
+                 }
+                 linalg::YieldOp::create(nb, nl, castScalar(nb, nl, s, rt.getElementType()));
+               })
+        .getResult(0);
+  }
+  if (stage == attn::ScoreStage::masked)
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{rt}, ValueRange{sc.masked}, ValueRange{init}, {id, id}, parallel(4),
+               [&](OpBuilder &nb, Location nl, ValueRange a) {
+                 linalg::YieldOp::create(nb, nl, castScalar(nb, nl, a[0], rt.getElementType()));
+               })
+        .getResult(0);
+  // probabilities: exp(s - m) / den, rows without a visible key 0.
+  Value rowMax = rowMaxOf(b, loc, sc);
+  Value den = denominatorsOf(b, loc, sc, rowMax);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rt}, ValueRange{sc.masked, rowMax, den}, ValueRange{init},
+             {id, rows, rows, id}, parallel(4),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value e = expOrZero(nb, nl, ct, a[0], a[1]);
+               Value positive = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, a[2],
+                                                      floatConst(nb, nl, ct, 0.0));
+               Value p = arith::SelectOp::create(nb, nl, positive, arith::DivFOp::create(nb, nl, e, a[2]),
+                                                 floatConst(nb, nl, ct, 0.0));
+               linalg::YieldOp::create(nb, nl, castScalar(nb, nl, p, rt.getElementType()));
              })
       .getResult(0);
 }

@@ -14,6 +14,10 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>> lowerRopeTable(mlir::OpBuilder &
                                                                attn::RopeTableOp op);
 mlir::FailureOr<mlir::Value> lowerRopeApply(mlir::OpBuilder &b, attn::RopeApplyOp op);
 mlir::FailureOr<mlir::Value> lowerAttention(mlir::OpBuilder &b, attn::AttentionOp op);
+/// attn.attention_scores: the [B, Hq, S_q, S_kv] matrix at the op's stage
+/// (the same score decomposition as lowerAttention), on every target.
+mlir::FailureOr<mlir::Value> lowerAttentionScores(mlir::OpBuilder &b,
+                                                  attn::AttentionScoresOp op);
 
 /// The `library_call` names of the generics the GPU target implements with a
 /// routine instead of running their body.

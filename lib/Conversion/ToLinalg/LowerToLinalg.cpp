@@ -132,6 +132,9 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                   return one(libraryCalls ? h20::lowering::lowerAttentionToLibraryCall(b, o)
                                           : h20::lowering::lowerAttention(b, o));
                 })
+                .Case([&](h20::attn::AttentionScoresOp o) {
+                  return one(h20::lowering::lowerAttentionScores(b, o));
+                })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })
                 .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o); });

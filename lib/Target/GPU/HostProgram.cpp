@@ -8,6 +8,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
@@ -119,6 +120,11 @@ private:
   }
   FailureOr<View> view(Value v, Operation *user) {
     auto it = views.find(v);
+    if (auto host = hostArrays.find(v);
+        it != views.end() && host != hostArrays.end() && hostWritten.count(host->second.get()))
+      return user->emitError("GPU target: an integer array the host computed is used on the "
+                             "device: ")
+             << v;
     if (it != views.end())
       return it->second;
     return user->emitError("GPU target: unknown buffer ") << v;
@@ -181,6 +187,8 @@ private:
   /// Small integer memrefs that only the host touches (shapes for
   /// memref.reshape, scalars read back): their elements, as known.
   DenseMap<Value, std::shared_ptr<std::vector<std::optional<Lin>>>> hostArrays;
+  /// The host arrays a host store wrote (their device copies are stale).
+  llvm::SmallPtrSet<const void *, 8> hostWritten;
 
   LogicalResult evalHostAccess(Operation *op);
   FailureOr<int64_t> flatIndex(Value memref, ValueRange indices, Operation *op);
@@ -349,9 +357,11 @@ LogicalResult Evaluator::evalArith(Operation *op) {
 LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynamic) {
   if (t.hasStaticShape() && t.getNumElements() <= 16 &&
       (t.getElementType().isIndex() || t.getElementType().isInteger())) {
+    // Also a device buffer: a kernel may fill it (an integer Range); the
+    // host then never knows its elements, and view() refuses the device
+    // use of one the host wrote.
     hostArrays[op->getResult(0)] =
         std::make_shared<std::vector<std::optional<Lin>>>(t.getNumElements());
-    return success();
   }
   if (!t.getLayout().isIdentity())
     return op->emitError("GPU target: allocation with a layout");
@@ -403,6 +413,7 @@ LogicalResult Evaluator::evalHostAccess(Operation *op) {
     if (failed(v) || failed(i))
       return failure();
     (*it->second)[*i] = *v;
+    hostWritten.insert(it->second.get());
     return success();
   }
   if (auto ld = dyn_cast<memref::LoadOp>(op)) {
@@ -422,7 +433,8 @@ LogicalResult Evaluator::evalHostAccess(Operation *op) {
   auto src = hostArrays.find(r.getSource());
   if (src != hostArrays.end())
     hostArrays[r.getResult()] = src->second;
-  if (!views.count(r.getSource())) {
+  bool hostOnly = src != hostArrays.end() && hostWritten.count(src->second.get());
+  if (!views.count(r.getSource()) || hostOnly) {
     if (src != hostArrays.end())
       return success();
     return op->emitError("GPU target: unknown buffer ") << r.getSource();

@@ -262,3 +262,19 @@ func.func @rope_apply_tables(%x: tensor<1x2x16x8xf32>, %p: tensor<1x16xi64>, %c:
   %y = attn.rope_apply %x, %p, %c, %c {rotary_dim = 8 : i64, interleaved = false, block = 32 : i64} : (tensor<1x2x16x8xf32>, tensor<1x16xi64>, tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<1x2x16x8xf32>
   return %y : tensor<1x2x16x8xf32>
 }
+
+// -----
+
+func.func @scores_shape(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x12x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{result must be [B, Hq, S_q, S_kv] of the inputs}}
+  %0 = attn.attention_scores %q, %k {stage = #attn.score_stage<scaled>, scale = 0.25 : f64, causal = false, kv_group = 4 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x12x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+func.func @scores_group(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{query heads (8) must equal kv_group (2) x KV heads (2)}}
+  %0 = attn.attention_scores %q, %k {stage = #attn.score_stage<masked>, scale = 0.25 : f64, causal = true, kv_group = 2 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
+  return %0 : tensor<1x8x16x16xf32>
+}

@@ -66,6 +66,15 @@ func.func @attention_window_sink_mask(%q: tensor<1x4x?x64xbf16>, %k: tensor<1x4x
   return %0 : tensor<1x4x?x64xbf16>
 }
 
+// CHECK-LABEL: func.func @attention_scores
+// CHECK: attn.attention_scores %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<?x?xf32>) {causal = false, kv_group = 2 : i64, scale = 2.500000e-01 : f64, stage = #attn.score_stage<probabilities>} : (tensor<1x4x?x16xf16>, tensor<1x2x?x16xf16>) -> tensor<1x4x?x?xf16>
+func.func @attention_scores(%q: tensor<1x4x?x16xf16>, %k: tensor<1x2x?x16xf16>, %m: tensor<?x?xf32>) -> tensor<1x4x?x?xf16> {
+  %0 = attn.attention_scores %q, %k mask(%m : tensor<?x?xf32>)
+      {stage = #attn.score_stage<probabilities>, scale = 0.25 : f64, causal = false, kv_group = 2 : i64}
+      : (tensor<1x4x?x16xf16>, tensor<1x2x?x16xf16>) -> tensor<1x4x?x?xf16>
+  return %0 : tensor<1x4x?x?xf16>
+}
+
 // CHECK-LABEL: func.func @attention_mqa_diff_v_dim
 // CHECK: attn.attention {{.*}}kv_group = 8 : i64{{.*}} -> tensor<1x8x?x32xf32>
 func.func @attention_mqa_diff_v_dim(%q: tensor<1x8x?x16xf32>, %k: tensor<1x1x?x16xf32>, %v: tensor<1x1x?x32xf32>) -> tensor<1x8x?x32xf32> {

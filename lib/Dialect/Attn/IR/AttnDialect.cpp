@@ -119,56 +119,86 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  auto q = cast<RankedTensorType>(getQuery().getType());
-  auto k = cast<RankedTensorType>(getKey().getType());
-  auto v = cast<RankedTensorType>(getValue().getType());
-  auto r = cast<RankedTensorType>(getResult().getType());
+/// The rules attn.attention and attn.attention_scores share: q and k are
+/// [B, H, S, D] with equal D, Hq = kv_group x Hkv, a positive finite scale,
+/// window >= 1, softcap > 0, mask rank <= 4.
+template <typename OpT>
+static LogicalResult verifyScoreOperands(OpT op) {
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  auto r = cast<RankedTensorType>(op.getResult().getType());
   for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
-                         {"key", k}, {"value", v}, {"result", r}})
+                         {"key", k}, {"result", r}})
     if (t.getRank() != 4)
-      return emitOpError() << name << " must be [B, H, S, D], got rank "
-                           << t.getRank();
-  int64_t group = static_cast<int64_t>(getKvGroup());
+      return op.emitOpError() << name << " must be [B, H, S, D], got rank "
+                              << t.getRank();
+  int64_t group = static_cast<int64_t>(op.getKvGroup());
   if (group < 1)
-    return emitOpError("kv_group must be >= 1, got ") << group;
-  if (!compatible(k.getDimSize(1), v.getDimSize(1)) ||
-      !compatible(k.getDimSize(2), v.getDimSize(2)))
-    return emitOpError("key and value must agree on KV heads and sequence");
+    return op.emitOpError("kv_group must be >= 1, got ") << group;
   if (!compatible(q.getDimSize(3), k.getDimSize(3)))
-    return emitOpError("query head_dim ")
+    return op.emitOpError("query head_dim ")
            << dimStr(q.getDimSize(3)) << " differs from key head_dim "
            << dimStr(k.getDimSize(3));
   int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
   if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
       hq != group * hkv)
-    return emitOpError("query heads (")
+    return op.emitOpError("query heads (")
            << hq << ") must equal kv_group (" << group << ") x KV heads ("
            << hkv << ")";
+  double scale = op.getScale().convertToDouble();
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    return op.emitOpError("scale must be a positive finite number, got ")
+           << scale;
+  if (auto w = op.getWindow(); w && static_cast<int64_t>(*w) < 1)
+    return op.emitOpError("window must be >= 1 (it counts the current token), got ")
+           << static_cast<int64_t>(*w);
+  if (auto c = op.getSoftcap(); c && !(c->convertToDouble() > 0.0))
+    return op.emitOpError("softcap must be > 0, got ") << c->convertToDouble();
+  if (Value mask = op.getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    if (m.getRank() > 4)
+      return op.emitOpError("mask rank must be <= 4, got ") << m.getRank();
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyScoreOperands(*this)))
+    return failure();
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto v = cast<RankedTensorType>(getValue().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  if (v.getRank() != 4)
+    return emitOpError() << "value must be [B, H, S, D], got rank " << v.getRank();
+  if (!compatible(k.getDimSize(1), v.getDimSize(1)) ||
+      !compatible(k.getDimSize(2), v.getDimSize(2)))
+    return emitOpError("key and value must agree on KV heads and sequence");
+  int64_t hq = q.getDimSize(1);
   if (!compatible(r.getDimSize(0), q.getDimSize(0)) ||
       !compatible(r.getDimSize(1), hq) ||
       !compatible(r.getDimSize(2), q.getDimSize(2)) ||
       !compatible(r.getDimSize(3), v.getDimSize(3)))
     return emitOpError("result must be [B, Hq, S_q, Dv] of the inputs");
-  double scale = getScale().convertToDouble();
-  if (!(scale > 0.0) || !std::isfinite(scale))
-    return emitOpError("scale must be a positive finite number, got ")
-           << scale;
-  if (auto w = getWindow(); w && static_cast<int64_t>(*w) < 1)
-    return emitOpError("window must be >= 1 (it counts the current token), got ")
-           << static_cast<int64_t>(*w);
-  if (auto c = getSoftcap(); c && !(c->convertToDouble() > 0.0))
-    return emitOpError("softcap must be > 0, got ") << c->convertToDouble();
   if (Value sink = getSink()) {
     auto s = cast<RankedTensorType>(sink.getType());
     if (s.getRank() != 1 || !compatible(s.getDimSize(0), hq))
       return emitOpError("sink must be [Hq] = [") << dimStr(hq) << "]";
   }
-  if (Value mask = getMask()) {
-    auto m = cast<RankedTensorType>(mask.getType());
-    if (m.getRank() > 4)
-      return emitOpError("mask rank must be <= 4, got ") << m.getRank();
-  }
+  return success();
+}
+
+LogicalResult AttentionScoresOp::verify() {
+  if (failed(verifyScoreOperands(*this)))
+    return failure();
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  if (!compatible(r.getDimSize(0), q.getDimSize(0)) ||
+      !compatible(r.getDimSize(1), q.getDimSize(1)) ||
+      !compatible(r.getDimSize(2), q.getDimSize(2)) ||
+      !compatible(r.getDimSize(3), k.getDimSize(2)))
+    return emitOpError("result must be [B, Hq, S_q, S_kv] of the inputs");
   return success();
 }
 

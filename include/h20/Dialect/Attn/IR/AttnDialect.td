@@ -51,6 +51,22 @@ def Attn_CausalAlignmentAttr : EnumAttr<Attn_Dialect, Attn_CausalAlignment,
   let assemblyFormat = "`<` $value `>`";
 }
 
+/// Which intermediate of attention an attn.attention_scores returns, in the
+/// order attention computes them (ONNX Attention's qk_matmul_output_mode
+/// 0..3, as ONNX's own test data defines them).
+def Attn_ScoreStage : I32EnumAttr<"ScoreStage",
+    "intermediate of the attention score pipeline", [
+    I32EnumAttrCase<"scaled", 0>,
+    I32EnumAttrCase<"softcapped", 1>,
+    I32EnumAttrCase<"masked", 2>,
+    I32EnumAttrCase<"probabilities", 3>]> {
+  let cppNamespace = "::h20::attn";
+  let genSpecializedAttr = 0;
+}
+def Attn_ScoreStageAttr : EnumAttr<Attn_Dialect, Attn_ScoreStage, "score_stage"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;
 

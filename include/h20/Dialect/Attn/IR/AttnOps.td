@@ -151,6 +151,50 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Attn_AttentionScoresOp : Attn_Op<"attention_scores", [Pure]> {
+  let summary = "The S_q x S_kv score matrix of an attention, at one stage";
+  let description = [{
+    Materialises one intermediate of the attention that an attn.attention
+    with the same operands and attributes computes (see there for the
+    visibility rules), for graphs that ask for it as an output (ONNX
+    Attention's qk_matmul_output). For batch b, query head h, row i, key j:
+
+      scaled        s = scale * <q[b,h,i,:], k[b,h/g,j,:]>
+      softcapped    c = softcap * tanh(s / softcap)   (= s without softcap)
+      masked        m = c + mask[b,h,i,j] (additive mask), or -inf where key
+                    j is not visible to row i (causal, window, bool mask)
+      probabilities p = exp(m - max_j m) / sum_j exp(m - max_j m); rows
+                    without a visible key are 0
+
+    The whole [B, Hq, S_q, S_kv] matrix is built: this op exists only
+    because a graph returns it, never on the attn.attention fast path.
+    Arithmetic in f32 (f64 for f64 inputs); the result is rounded to its
+    element type.
+
+    Shapes: q [B, Hq, S_q, D], k [B, Hkv, S_kv, D], mask broadcastable to
+    [B, Hq, S_q, S_kv]; result [B, Hq, S_q, S_kv].
+    Source: ONNX Attention-23/24 (onnx/defs/nn/defs.cc), output
+    qk_matmul_output with qk_matmul_output_mode = stage: softcap is applied
+    before the mask, as in ONNX's reference (onnx/reference/ops/op_attention.py).
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Optional<RankedTensorOf<[I1, F16, BF16, F32, F64]>>:$mask,
+                   Attn_ScoreStageAttr:$stage,
+                   F64Attr:$scale,
+                   BoolAttr:$causal,
+                   DefaultValuedAttr<Attn_CausalAlignmentAttr,
+                       "::h20::attn::CausalAlignment::bottom_right">:$alignment,
+                   OptionalAttr<I64Attr>:$window,
+                   OptionalAttr<F64Attr>:$softcap,
+                   I64Attr:$kv_group);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key (`mask` `(` $mask^ `:` type($mask) `)`)? attr-dict `:`
+    `(` type($query) `,` type($key) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_RopeTableOp : Attn_Op<"rope_table", [Pure]> {
   let summary = "Compile-time cos/sin tables of a RoPE (two-level)";
   let description = [{
