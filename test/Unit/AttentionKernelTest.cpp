@@ -2,7 +2,8 @@
 //
 // Without a GPU: the variant rules and default choices, and (when NVRTC and
 // ptxas are installed) that every main variant compiles to PTX and
-// assembles for sm_90 without spilling. Numerical checks of the kernel run
+// assembles for sm_90 without spilling, and that the wgmma variants (kind 1)
+// compile for sm_90a into wgmma instructions without spilling. Numerical checks of the kernel run
 // on a GPU in test/tools/attention-check.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 using namespace h20;
 
@@ -75,6 +77,64 @@ TEST(AttentionKernel, ChoicesAreSupported) {
   EXPECT_NE(error.find("head dim 512"), std::string::npos) << error;
   EXPECT_FALSE(chooseAttentionVariant(2, 100, 100, 0, 0, &error));
   EXPECT_FALSE(chooseAttentionVariant(5, 128, 128, 0, 0, &error));
+}
+
+TEST(AttentionKernel, WgmmaVariants) {
+  std::optional<AttentionVariant> v = chooseWgmmaAttentionVariant(2, 128, 128);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, 1);
+  EXPECT_EQ(v->kernelName(), "h20_attention_wgmma_bf16_d128_dv128_m128_n128_t384");
+  EXPECT_EQ(v->requiredArch(), "sm_90a");
+  // Q 128 x 128, two K and two V stages of 128 x 128, 2 bytes each; barriers; alignment.
+  EXPECT_EQ(v->smemBytes(), 2 * (128 * 128 + 4 * 128 * 128) + 64 + 1024);
+  EXPECT_TRUE(v->isSupported());
+  AttentionVariant kind0 = *v;
+  kind0.kind = 0;
+  EXPECT_FALSE(kind0 == *v);
+  EXPECT_EQ(attentionArch({kind0}), "sm_90");
+  EXPECT_EQ(attentionArch({kind0, *v}), "sm_90a");
+  for (int dtype : {1, 2})
+    for (int d : {64, 128, 256}) {
+      std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(dtype, d, d);
+      ASSERT_TRUE(w) << d;
+      EXPECT_TRUE(w->isSupported());
+      EXPECT_LE(w->smemBytes(), kSm90MaxSmemPerBlock);
+    }
+  std::string error;
+  EXPECT_FALSE(chooseWgmmaAttentionVariant(0, 128, 128, &error)); // f32
+  EXPECT_NE(error.find("f16 or bf16"), std::string::npos) << error;
+  EXPECT_FALSE(chooseWgmmaAttentionVariant(2, 192, 128, &error)); // D != Dv
+  EXPECT_FALSE(chooseWgmmaAttentionVariant(2, 96, 96, &error));
+  std::string why;
+  AttentionVariant big = *v;
+  big.blockN = 256; // S 128 + O 64 + P 64 registers
+  EXPECT_FALSE(big.isSupported(&why));
+  EXPECT_NE(why.find("registers"), std::string::npos) << why;
+  AttentionVariant odd = *v;
+  odd.kind = 7;
+  EXPECT_FALSE(odd.isSupported(&why));
+  std::string ptx, log;
+  EXPECT_FALSE(compileAttentionPtx({*v}, "sm_90", ptx, log));
+  EXPECT_NE(log.find("needs sm_90a"), std::string::npos) << log;
+}
+
+// H20_ATTENTION_KERNEL=wgmma opts chooseAttentionVariant into kind 1 where
+// the wgmma kernel has a variant; elsewhere (f32, D != Dv) it keeps kind 0.
+TEST(AttentionKernel, WgmmaOptInByEnvironment) {
+  const char *old = std::getenv("H20_ATTENTION_KERNEL");
+  std::string saved = old ? old : "";
+  EXPECT_EQ(chooseAttentionVariant(2, 128, 128)->kind, 0);
+  setenv("H20_ATTENTION_KERNEL", "wgmma", 1);
+  EXPECT_EQ(chooseAttentionVariant(2, 128, 128)->kind, 1);
+  EXPECT_EQ(chooseAttentionVariant(1, 64, 64, 64, 32)->kind, 1); // hints ignored
+  EXPECT_EQ(chooseAttentionVariant(0, 128, 128)->kind, 0);
+  EXPECT_EQ(chooseAttentionVariant(2, 192, 128)->kind, 0);
+  setenv("H20_ATTENTION_KERNEL", "mma", 1);
+  EXPECT_EQ(chooseAttentionVariant(2, 128, 128)->kind, 0);
+  if (old)
+    setenv("H20_ATTENTION_KERNEL", saved.c_str(), 1);
+  else
+    unsetenv("H20_ATTENTION_KERNEL");
 }
 
 TEST(AttentionKernel, ParsesPtxasReport) {
@@ -144,6 +204,64 @@ TEST(AttentionKernel, CompilesAndAssemblesForSm90WithoutSpills) {
                 static_cast<long long>(s->spillStores), static_cast<long long>(s->spillLoads));
     EXPECT_EQ(s->spillStores, 0) << v.kernelName();
     EXPECT_EQ(s->spillLoads, 0) << v.kernelName();
+  }
+}
+
+// The wgmma variants (f16/bf16, D = Dv = 64, 128, 256) compile for sm_90a
+// (compute_90a PTX with wgmma.mma_async) and assemble without spills and
+// without ptxas falling back (setmaxnreg ignored: C7508; wgmma serialized:
+// C7510/C7515/C7520 "serialized"). Whether the SASS holds HGMMA needs
+// cuobjdump, which is not part of this check.
+TEST(AttentionKernel, WgmmaCompilesAndAssemblesForSm90aWithoutSpills) {
+  std::string reason;
+  if (!nvrtcAvailable(&reason)) {
+    std::printf("SKIP: %s\n", reason.c_str());
+    GTEST_SKIP() << reason;
+  }
+  std::vector<AttentionVariant> variants;
+  for (int dtype : {1, 2})
+    for (int d : {64, 128, 256})
+      variants.push_back(*chooseWgmmaAttentionVariant(dtype, d, d));
+  std::string ptx, log;
+  ASSERT_EQ(attentionArch(variants), "sm_90a");
+  ASSERT_TRUE(compileAttentionPtx(variants, "sm_90a", ptx, log)) << log;
+  EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+  for (const AttentionVariant &v : variants) {
+    size_t at = ptx.find(".entry " + v.kernelName() + "(");
+    ASSERT_NE(at, std::string::npos) << v.kernelName();
+    size_t next = ptx.find(".entry ", at + 1);
+    std::string body = ptx.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    // D/16 wgmmas for S = Q K^T and BN/16 for O += P V per tile.
+    size_t count = 0;
+    for (size_t p = body.find("wgmma.mma_async"); p != std::string::npos;
+         p = body.find("wgmma.mma_async", p + 1))
+      ++count;
+    EXPECT_EQ(count, size_t(v.headDim / 16 + v.blockN / 16)) << v.kernelName();
+    EXPECT_NE(body.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
+    EXPECT_NE(body.find("fence.proxy.async.shared::cta"), std::string::npos);
+  }
+  if (findPtxas().empty()) {
+    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+    GTEST_SKIP() << "ptxas not found";
+  }
+  std::string cubin, report, error;
+  ASSERT_EQ(assemblePtx(ptx, "sm_90a", cubin, report, error), PtxasStatus::Ok) << error;
+  std::printf("%s", report.c_str());
+  EXPECT_EQ(report.find("C7508"), std::string::npos) << report;
+  EXPECT_EQ(report.find("serialized"), std::string::npos) << report;
+  std::vector<PtxasFunctionStats> stats = parsePtxasReport(report);
+  for (const AttentionVariant &v : variants) {
+    const PtxasFunctionStats *s = nullptr;
+    for (const PtxasFunctionStats &f : stats)
+      if (f.name == v.kernelName())
+        s = &f;
+    ASSERT_NE(s, nullptr) << v.kernelName() << " missing from the ptxas report";
+    std::printf("%-52s %3d registers, %6lld bytes smem, %lld bytes spill stores, %lld loads\n",
+                s->name.c_str(), s->registers, static_cast<long long>(v.smemBytes()),
+                static_cast<long long>(s->spillStores), static_cast<long long>(s->spillLoads));
+    EXPECT_EQ(s->spillStores, 0) << v.kernelName();
+    EXPECT_EQ(s->spillLoads, 0) << v.kernelName();
+    EXPECT_EQ(s->stackFrame, 0) << v.kernelName();
   }
 }
 

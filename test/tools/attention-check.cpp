@@ -1,6 +1,7 @@
 //===- attention-check.cpp - the GPU attention kernel against an fp64 reference ===//
 //
-// attention-check [--filter SUBSTR] [--no-timing] [--sweep]
+// attention-check [--filter SUBSTR] [--no-timing] [--sweep] [--no-check]
+//                 [--time S1,S2,...] [--kernels default|wgmma|all] [--json PATH]
 //
 // Compiles the attention kernel variants (chooseAttentionVariant, NVRTC via
 // compileAttentionPtx, PTX loaded by the driver), runs a matrix of cases on
@@ -20,6 +21,20 @@
 // S=8192; CUDA events, 3 warm-ups, median of 10) and prints TFLOP/s
 // (4 * S^2 * D * H / 2 FLOPs); --sweep times several tile variants per D.
 //
+// Kernel families: on an sm_90 device (H20/H100/H200) every case also runs
+// on the wgmma kernel (AttentionVariant kind 1, compiled for sm_90a) when it
+// has a variant for the case's dtype and dims (f16/bf16, D = Dv in {64, 128,
+// 256}); `--kernels default` checks only the default choice, `--kernels
+// wgmma` only the wgmma kernel. Timing covers the default variant, plus the
+// wgmma variant with --sweep or `--kernels all` (only it with `--kernels
+// wgmma`).
+//   --time S1,S2,...  time at these S (default 8192)
+//   --no-check        skip the correctness cases (timing only)
+//   --no-timing       skip the timing
+//   --json PATH       also write the timings as a JSON array of {"kernel",
+//                     "S", "H", "D", "ms", "tflops"} (atomically: PATH.tmp,
+//                     then rename)
+//
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/AttentionParams.h"
 #include "h20/Runtime/CudaDriver.h"
@@ -29,8 +44,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -341,10 +358,10 @@ struct Kernel {
 std::map<std::string, Kernel> kernels; // by kernel name
 std::vector<CUmodule> modules;
 
-/// Compiles `variants` into one module and registers their functions.
-bool loadKernels(const std::vector<AttentionVariant> &variants) {
+/// Compiles `variants` for `arch` into one module and registers their functions.
+bool loadModule(const std::vector<AttentionVariant> &variants, const std::string &arch) {
   std::string ptx, log;
-  if (!compileAttentionPtx(variants, "sm_90", ptx, log)) {
+  if (!compileAttentionPtx(variants, arch, ptx, log)) {
     std::printf("FAIL compile: %s\n", log.c_str());
     return false;
   }
@@ -359,6 +376,21 @@ bool loadKernels(const std::vector<AttentionVariant> &variants) {
                                   int(v.smemBytes())),
           "cuFuncSetAttribute");
     kernels[v.kernelName()] = k;
+  }
+  return true;
+}
+
+/// Compiles `variants` into one module per required architecture (kind 0
+/// for sm_90 as the GPU target ships it, kind 1 for sm_90a) and registers
+/// their functions.
+bool loadKernels(const std::vector<AttentionVariant> &all) {
+  for (const char *arch : {"sm_90", "sm_90a"}) {
+    std::vector<AttentionVariant> variants;
+    for (const AttentionVariant &v : all)
+      if (v.requiredArch() == arch && !kernels.count(v.kernelName()))
+        variants.push_back(v);
+    if (!variants.empty() && !loadModule(variants, arch))
+      return false;
   }
   return true;
 }
@@ -394,15 +426,29 @@ void launch(const Kernel &k, const H20AttnParams &p, CUstream stream) {
         "cuLaunchKernel");
 }
 
-const Kernel &kernelFor(const Case &c) {
-  return kernels.at(chooseAttentionVariant(c.dtype, c.d, c.dv)->kernelName());
+/// Which kernel families run (--kernels): the default choice
+/// (chooseAttentionVariant), the wgmma kernel, or both.
+enum class Families { Default, Wgmma, All };
+
+/// The variants that check case `c` (each distinct once): the default choice
+/// unless `families` is Wgmma, and the wgmma variant (when `wgmma` — an
+/// sm_90 device — and it supports the case) unless `families` is Default.
+std::vector<AttentionVariant> variantsFor(const Case &c, Families families, bool wgmma) {
+  std::vector<AttentionVariant> out;
+  if (families != Families::Wgmma)
+    out.push_back(*chooseAttentionVariant(c.dtype, c.d, c.dv));
+  if (wgmma && families != Families::Default)
+    if (std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(c.dtype, c.d, c.dv))
+      if (std::find(out.begin(), out.end(), *w) == out.end())
+        out.push_back(*w);
+  return out;
 }
 
 /// Runs `c` in `layout` on inputs q/k/v (logical, already rounded); returns
 /// the logical output and the count of stray writes.
-std::vector<float> runCase(const Case &c, int layout, float scale, const std::vector<float> &q,
-                           const std::vector<float> &k, const std::vector<float> &v,
-                           int64_t &stray) {
+std::vector<float> runCase(const Kernel &kernel, const Case &c, int layout, float scale,
+                           const std::vector<float> &q, const std::vector<float> &k,
+                           const std::vector<float> &v, int64_t &stray) {
   View vq = makeView(c.dtype, layout, 'q', c.batch, c.heads, c.sq, c.d);
   View vk = makeView(c.dtype, layout, 'k', c.batch, c.kvHeads, c.skv, c.d);
   View vv = makeView(c.dtype, layout, 'v', c.batch, c.kvHeads, c.skv, c.dv);
@@ -410,7 +456,7 @@ std::vector<float> runCase(const Case &c, int layout, float scale, const std::ve
   upload(vq, q);
   upload(vk, k);
   upload(vv, v);
-  launch(kernelFor(c), makeParams(c, scale, vq, vk, vv, vo), nullptr);
+  launch(kernel, makeParams(c, scale, vq, vk, vv, vo), nullptr);
   check(api->cuCtxSynchronize(), "kernel");
   std::vector<float> out = download(vo, stray);
   for (View *x : {&vq, &vk, &vv, &vo})
@@ -418,8 +464,9 @@ std::vector<float> runCase(const Case &c, int layout, float scale, const std::ve
   return out;
 }
 
-/// Runs one case against the reference; prints its line; true on PASS.
-bool runCheck(const Case &c, std::mt19937 &rng) {
+/// Runs one case on each of `variants` (same inputs) against the fp64
+/// reference; prints one line per variant; returns the number of FAILs.
+int runCheck(const Case &c, const std::vector<AttentionVariant> &variants, std::mt19937 &rng) {
   const float scale = c.scale > 0 ? c.scale : 1.f / std::sqrt(float(c.d));
   std::uniform_real_distribution<float> uni(-2.f, 2.f);
   auto fill = [&](int64_t n) {
@@ -432,37 +479,41 @@ bool runCheck(const Case &c, std::mt19937 &rng) {
   std::vector<float> k = fill(c.batch * c.kvHeads * c.skv * c.d);
   std::vector<float> v = fill(c.batch * c.kvHeads * c.skv * c.dv);
   std::vector<double> ref = reference(c, scale, q, k, v);
-  int64_t stray = 0;
-  std::vector<float> out = runCase(c, c.layout, scale, q, k, v, stray);
+  int failures = 0;
+  for (const AttentionVariant &var : variants) {
+    const Kernel &kernel = kernels.at(var.kernelName());
+    int64_t stray = 0;
+    std::vector<float> out = runCase(kernel, c, c.layout, scale, q, k, v, stray);
 
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double e = double(out[i]) - ref[i];
-    num += e * e;
-    den += ref[i] * ref[i];
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      double e = double(out[i]) - ref[i];
+      num += e * e;
+      den += ref[i] * ref[i];
+    }
+    const double tol = c.dtype == 0 ? 1e-5 : 1e-2;
+    // All rows empty: the output must be exactly zero.
+    const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    bool pass = err <= tol && stray == 0; // NaN fails
+    std::string extra;
+    if (stray)
+      extra += " stray-writes=" + std::to_string(stray);
+    if (c.layout != kContiguous) {
+      int64_t stray0 = 0;
+      std::vector<float> base = runCase(kernel, c, kContiguous, scale, q, k, v, stray0);
+      int64_t differ = 0;
+      for (size_t i = 0; i < out.size(); ++i)
+        differ += std::memcmp(&out[i], &base[i], sizeof(float)) != 0;
+      if (differ || stray0)
+        pass = false;
+      extra += " vs-contiguous: " + std::to_string(differ) + " differ";
+    }
+    std::printf("%s %-44s rel_l2=%.3e (tol %.0e) [%s]%s\n", pass ? "PASS" : "FAIL",
+                c.name.c_str(), err, tol, var.kernelName().c_str(), extra.c_str());
+    std::fflush(stdout);
+    failures += !pass;
   }
-  const double tol = c.dtype == 0 ? 1e-5 : 1e-2;
-  // All rows empty: the output must be exactly zero.
-  const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  bool pass = err <= tol && stray == 0; // NaN fails
-  std::string extra;
-  if (stray)
-    extra += " stray-writes=" + std::to_string(stray);
-  if (c.layout != kContiguous) {
-    int64_t stray0 = 0;
-    std::vector<float> base = runCase(c, kContiguous, scale, q, k, v, stray0);
-    int64_t differ = 0;
-    for (size_t i = 0; i < out.size(); ++i)
-      differ += std::memcmp(&out[i], &base[i], sizeof(float)) != 0;
-    if (differ || stray0)
-      pass = false;
-    extra += " vs-contiguous: " + std::to_string(differ) + " differ";
-  }
-  const AttentionVariant &var = kernelFor(c).variant;
-  std::printf("%s %-44s rel_l2=%.3e (tol %.0e) [%s]%s\n", pass ? "PASS" : "FAIL", c.name.c_str(),
-              err, tol, var.kernelName().c_str(), extra.c_str());
-  std::fflush(stdout);
-  return pass;
+  return failures;
 }
 
 std::vector<Case> cases() {
@@ -532,29 +583,47 @@ std::vector<Case> cases() {
 
 // ---- timing ---------------------------------------------------------------------------
 
+/// Fills the contiguous view `v` (f16/bf16 or f32) with uniform values in
+/// [-2, 2) from a xorshift generator seeded by `seed`: fast enough for the
+/// 2^29-element inputs of S = 128K, and never zeros.
+void uploadRandom(const View &v, uint64_t seed) {
+  const int eb = elemBytes(v.dtype);
+  std::vector<unsigned char> host(size_t(v.size) * eb);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < v.size; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const float f = float(x >> 40) * (4.f / 16777216.f) - 2.f;
+    storeElem(v.dtype, &host[size_t(i) * eb], f);
+  }
+  check(api->cuMemcpyHtoD(v.buf, host.data(), host.size()), "cuMemcpyHtoD");
+}
+
+/// Timing inputs per (dtype, D, Dv, H, S), kept for the next variant of the
+/// same problem and released by releaseTimingInputs().
+std::map<std::vector<int64_t>, std::vector<View>> timingInputs;
+
+void releaseTimingInputs() {
+  for (auto &[key, views] : timingInputs)
+    for (View &v : views)
+      freeView(v);
+  timingInputs.clear();
+}
+
 /// Median time (ms) of one launch of `k` on B=1 causal attention with H heads,
-/// S = sq = skv, contiguous random bf16/f16 inputs (3 warm-ups, 10 timed).
+/// S = sq = skv, contiguous random inputs (3 warm-ups, 10 timed, CUDA events).
 double timeCausal(const Kernel &k, int64_t H, int64_t S) {
   const AttentionVariant &var = k.variant;
   Case c;
   c.dtype = var.dtype, c.d = var.headDim, c.dv = var.headDimV;
   c.heads = c.kvHeads = H, c.sq = c.skv = S, c.causal = true;
-  // Inputs are kept for the next variant of the same problem (--sweep).
-  static std::map<std::vector<int64_t>, std::vector<View>> inputs;
-  std::vector<View> &io = inputs[{c.dtype, c.d, c.dv, H, S}];
+  std::vector<View> &io = timingInputs[{c.dtype, c.d, c.dv, H, S}];
   if (io.empty()) {
     io.push_back(makeView(c.dtype, kContiguous, 'q', 1, H, S, c.d));
     io.push_back(makeView(c.dtype, kContiguous, 'k', 1, H, S, c.d));
     io.push_back(makeView(c.dtype, kContiguous, 'v', 1, H, S, c.dv));
     io.push_back(makeView(c.dtype, kContiguous, 'o', 1, H, S, c.dv));
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> uni(-2.f, 2.f);
-    for (int i = 0; i < 3; ++i) {
-      std::vector<float> data(size_t(io[size_t(i)].count()));
-      for (float &e : data)
-        e = uni(rng);
-      upload(io[size_t(i)], data);
-    }
+    for (int i = 0; i < 3; ++i)
+      uploadRandom(io[size_t(i)], uint64_t(7 + i));
   }
   H20AttnParams p = makeParams(c, 1.f / std::sqrt(float(c.d)), io[0], io[1], io[2], io[3]);
   CUevent start, stop;
@@ -562,6 +631,7 @@ double timeCausal(const Kernel &k, int64_t H, int64_t S) {
   check(api->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
   for (int i = 0; i < 3; ++i)
     launch(k, p, nullptr);
+  check(api->cuCtxSynchronize(), "warm-up");
   std::vector<float> ms;
   for (int i = 0; i < 10; ++i) {
     check(api->cuEventRecord(start, nullptr), "cuEventRecord");
@@ -578,22 +648,85 @@ double timeCausal(const Kernel &k, int64_t H, int64_t S) {
   return ms[ms.size() / 2];
 }
 
+/// One timing, for --json.
+struct Timing {
+  std::string kernel;
+  int64_t S, H, D;
+  double ms, tflops;
+};
+std::vector<Timing> timings;
+
 void reportTiming(const Kernel &k, int64_t H, int64_t S) {
   double ms = timeCausal(k, H, S);
   const AttentionVariant &v = k.variant;
   // Causal: half of the 2 * S^2 * (D + Dv) * H FLOPs of full attention.
   double flops = double(S) * double(S) * double(v.headDim + v.headDimV) * double(H);
+  double tflops = flops / (ms * 1e-3) / 1e12;
   std::printf("TIME %-46s B=1 H=%lld S=%lld causal: %.3f ms, %.1f TFLOP/s\n",
               v.kernelName().c_str(), static_cast<long long>(H), static_cast<long long>(S), ms,
-              flops / (ms * 1e-3) / 1e12);
+              tflops);
   std::fflush(stdout);
+  timings.push_back({v.kernelName(), S, H, v.headDim, ms, tflops});
+}
+
+/// Writes `timings` to `path` as a JSON array, atomically (path.tmp, rename).
+bool writeJson(const std::string &path) {
+  const std::string tmp = path + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "attention-check: cannot write %s\n", tmp.c_str());
+    return false;
+  }
+  std::fprintf(f, "[");
+  for (size_t i = 0; i < timings.size(); ++i) {
+    const Timing &t = timings[i];
+    std::fprintf(f,
+                 "%s\n  {\"kernel\": \"%s\", \"S\": %lld, \"H\": %lld, \"D\": %lld, \"ms\": %.6f, "
+                 "\"tflops\": %.3f}",
+                 i ? "," : "", t.kernel.c_str(), static_cast<long long>(t.S),
+                 static_cast<long long>(t.H), static_cast<long long>(t.D), t.ms, t.tflops);
+  }
+  std::fprintf(f, "\n]\n");
+  bool ok = std::fflush(f) == 0;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "attention-check: cannot write %s\n", path.c_str());
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+/// Parses "S1,S2,..." (positive integers) into `out`; false on bad input.
+bool parseSizes(const char *text, std::vector<int64_t> &out) {
+  out.clear();
+  std::string s(text);
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char *end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end || v <= 0 || v > (1LL << 24))
+      return false;
+    out.push_back(v);
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  return !out.empty();
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string filter;
-  bool timing = true, sweep = false;
+  std::string filter, jsonPath;
+  bool timing = true, sweep = false, checks = true;
+  std::optional<Families> familiesOpt;
+  std::vector<int64_t> sizes = {8192};
+  const char *usage = "usage: attention-check [--filter SUBSTR] [--no-timing] [--sweep] "
+                      "[--no-check] [--time S1,S2,...] [--kernels default|wgmma|all] "
+                      "[--json PATH]\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
       filter = argv[++i];
@@ -601,8 +734,29 @@ int main(int argc, char **argv) {
       timing = false;
     } else if (!std::strcmp(argv[i], "--sweep")) {
       sweep = true;
+    } else if (!std::strcmp(argv[i], "--no-check")) {
+      checks = false;
+    } else if (!std::strcmp(argv[i], "--time") && i + 1 < argc) {
+      if (!parseSizes(argv[++i], sizes)) {
+        std::fprintf(stderr, "attention-check: --time wants S1,S2,... (positive integers)\n");
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      jsonPath = argv[++i];
+    } else if (!std::strcmp(argv[i], "--kernels") && i + 1 < argc) {
+      std::string k = argv[++i];
+      if (k == "default")
+        familiesOpt = Families::Default;
+      else if (k == "wgmma")
+        familiesOpt = Families::Wgmma;
+      else if (k == "all")
+        familiesOpt = Families::All;
+      else {
+        std::fprintf(stderr, "%s", usage);
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: attention-check [--filter SUBSTR] [--no-timing] [--sweep]\n");
+      std::fprintf(stderr, "%s", usage);
       return 2;
     }
   }
@@ -631,52 +785,85 @@ int main(int argc, char **argv) {
                 major, minor);
     return 0;
   }
+  // compute_90a PTX (the wgmma kernel) runs on compute capability 9.0 only.
+  const bool wgmma = major == 9 && minor == 0;
+  if (!wgmma)
+    std::printf("NOTE: sm_%d%d is not sm_90: the wgmma kernel is not checked\n", major, minor);
+  // Checks run both families by default; timing only the default choice
+  // unless --sweep or --kernels says otherwise.
+  const Families checkFamilies = familiesOpt.value_or(Families::All);
+  const Families timeFamilies =
+      familiesOpt.value_or(sweep ? Families::All : Families::Default);
 
   std::vector<Case> all = cases();
   std::vector<Case> selected;
-  for (const Case &c : all)
-    if (filter.empty() || c.name.find(filter) != std::string::npos)
-      selected.push_back(c);
+  if (checks)
+    for (const Case &c : all)
+      if (filter.empty() || c.name.find(filter) != std::string::npos)
+        selected.push_back(c);
   std::vector<AttentionVariant> variants;
-  for (const Case &c : selected) {
-    AttentionVariant v = *chooseAttentionVariant(c.dtype, c.d, c.dv);
-    if (std::find(variants.begin(), variants.end(), v) == variants.end())
-      variants.push_back(v);
-  }
-  AttentionVariant timed = *chooseAttentionVariant(2, 128, 128);
-  if (timing && std::find(variants.begin(), variants.end(), timed) == variants.end())
-    variants.push_back(timed);
-  if (!loadKernels(variants))
+  for (const Case &c : selected)
+    for (const AttentionVariant &v : variantsFor(c, checkFamilies, wgmma))
+      if (std::find(variants.begin(), variants.end(), v) == variants.end())
+        variants.push_back(v);
+  Case timedCase;
+  timedCase.dtype = 2, timedCase.d = timedCase.dv = 128;
+  const std::vector<AttentionVariant> timed = variantsFor(timedCase, timeFamilies, wgmma);
+  if (timing)
+    for (const AttentionVariant &v : timed)
+      if (std::find(variants.begin(), variants.end(), v) == variants.end())
+        variants.push_back(v);
+  if (!variants.empty() && !loadKernels(variants))
     return 1;
 
   std::mt19937 rng(2026);
-  int failures = 0;
-  for (const Case &c : selected)
-    failures += !runCheck(c, rng);
-  std::printf("%s: %d of %zu cases failed\n", failures ? "FAIL" : "PASS", failures,
-              selected.size());
+  int failures = 0, runs = 0;
+  for (const Case &c : selected) {
+    std::vector<AttentionVariant> vs = variantsFor(c, checkFamilies, wgmma);
+    runs += int(vs.size());
+    failures += runCheck(c, vs, rng);
+  }
+  if (checks)
+    std::printf("%s: %d of %d cases failed\n", failures ? "FAIL" : "PASS", failures, runs);
 
-  if (timing)
-    reportTiming(kernels.at(timed.kernelName()), 32, 8192);
-  if (sweep) {
-    // The defaults of the other dtypes, then tile variants per head dim
-    // (bf16), timed on the same problem.
-    std::vector<AttentionVariant> sw = {*chooseAttentionVariant(2, 64, 64),
-                                        *chooseAttentionVariant(2, 256, 256),
-                                        *chooseAttentionVariant(1, 128, 128),
-                                        *chooseAttentionVariant(0, 128, 128)};
-    for (int d : {64, 128, 256})
-      for (int bm : {64, 128})
-        for (int bn : {32, 64, 128})
-          for (int rowsPerWarp : {16, 32}) {
-            AttentionVariant v{2, d, d, bm, bn, bm / rowsPerWarp * 32};
-            if (v.isSupported() && std::find(sw.begin(), sw.end(), v) == sw.end() &&
-                !(v == timed))
-              sw.push_back(v);
-          }
-    if (loadKernels(sw))
+  if (timing) {
+    std::vector<AttentionVariant> sw;
+    if (sweep) {
+      // The defaults of the other dtypes, then tile variants per head dim
+      // (bf16), then the wgmma variants of the other dims, timed on the
+      // same problem.
+      sw = {*chooseAttentionVariant(2, 64, 64), *chooseAttentionVariant(2, 256, 256),
+            *chooseAttentionVariant(1, 128, 128), *chooseAttentionVariant(0, 128, 128)};
+      for (int d : {64, 128, 256})
+        for (int bm : {64, 128})
+          for (int bn : {32, 64, 128})
+            for (int rowsPerWarp : {16, 32}) {
+              AttentionVariant v{2, d, d, bm, bn, bm / rowsPerWarp * 32};
+              if (v.isSupported() && std::find(sw.begin(), sw.end(), v) == sw.end())
+                sw.push_back(v);
+            }
+      if (wgmma)
+        for (int dtype : {1, 2})
+          for (int d : {64, 128, 256})
+            sw.push_back(*chooseWgmmaAttentionVariant(dtype, d, d));
+      std::vector<AttentionVariant> rest;
       for (const AttentionVariant &v : sw)
-        reportTiming(kernels.at(v.kernelName()), 32, 8192);
+        if (std::find(timed.begin(), timed.end(), v) == timed.end() &&
+            std::find(rest.begin(), rest.end(), v) == rest.end())
+          rest.push_back(v);
+      sw = rest;
+      if (!loadKernels(sw))
+        sw.clear();
+    }
+    for (int64_t S : sizes) {
+      for (const AttentionVariant &v : timed)
+        reportTiming(kernels.at(v.kernelName()), 32, S);
+      for (const AttentionVariant &v : sw)
+        reportTiming(kernels.at(v.kernelName()), 32, S);
+      releaseTimingInputs();
+    }
+    if (!jsonPath.empty() && !writeJson(jsonPath))
+      failures += 1;
   }
   for (CUmodule m : modules)
     api->cuModuleUnload(m);

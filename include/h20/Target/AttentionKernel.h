@@ -28,6 +28,16 @@ constexpr int64_t kSm90MaxSmemPerBlock = 227 * 1024;
 /// smemBytes() (above 48 KiB the caller raises the kernel's
 /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first). The kernel takes
 /// one H20AttnParams by value (include/h20/Runtime/AttentionParams.h).
+///
+/// Two kernel families (`kind`):
+///   0  the FlashAttention-2-style kernel (mma.sync + cp.async for f16/bf16,
+///      FMA for f32); compiles for sm_90 (and any later target).
+///   1  the wgmma kernel (FlashAttention-3-style: one producer warpgroup
+///      loading K/V into a 2-stage ring, two consumer warpgroups of 64 rows
+///      each, S = Q K^T and O += P V by wgmma, setmaxnreg); f16/bf16 only,
+///      D = Dv in {64, 128, 256}, blockM 128, threads 384; needs sm_90a
+///      (requiredArch()). Supports every H20AttnParams view (views without
+///      unit dim stride or 16-byte aligned rows take a slow element path).
 struct AttentionVariant {
   int dtype = 2;       ///< element type of Q, K, V and O: 0 f32, 1 f16, 2 bf16
   int headDim = 128;   ///< D of Q and K: a multiple of 16 in [16, 256]
@@ -35,27 +45,36 @@ struct AttentionVariant {
   int blockM = 128;    ///< query rows per CTA
   int blockN = 64;     ///< keys per step
   int threads = 256;   ///< threads per CTA
+  int kind = 0;        ///< kernel family: 0 mma.sync (FA2-style), 1 wgmma (sm_90a)
 
   /// Entry point name, unique per variant, e.g.
-  /// "h20_attention_bf16_d128_dv128_m128_n64_t256".
+  /// "h20_attention_bf16_d128_dv128_m128_n64_t256" (kind 0) or
+  /// "h20_attention_wgmma_bf16_d128_dv128_m128_n128_t384" (kind 1).
   std::string kernelName() const;
   /// Dynamic shared memory of one CTA in bytes (mirrors the layouts
-  /// TcLayout / FmaLayout in attention.cuh). f16/bf16: Q/O tile plus two
-  /// K and two V buffers of 16-bit elements, rows padded by 8 elements;
-  /// f32: Q, K (odd pitch), V and P tiles of fp32.
+  /// TcLayout / FmaLayout / WgLayout in attention.cuh). Kind 0 f16/bf16: Q/O
+  /// tile plus two K and two V buffers of 16-bit elements, rows padded by 8
+  /// elements; f32: Q, K (odd pitch), V and P tiles of fp32. Kind 1: Q
+  /// [128][D], two K [BN][D] and two V [BN][Dv] stages (16-bit, swizzled,
+  /// unpadded), 64 bytes of mbarriers and 1024 bytes to align the base.
   int64_t smemBytes() const;
-  /// Whether the kernel supports this variant: dtype in {0, 1, 2}; D and Dv
-  /// multiples of 16 in [16, 256]; threads a multiple of 32 in [32, 512];
-  /// f16/bf16: blockM = 16 or 32 rows per warp, blockN a multiple of 16 in
-  /// [16, 256]; f32: blockM a multiple of the warps with at most 16 rows per
-  /// warp, blockN a multiple of 32 in [32, 256]; register accumulators
-  /// (O and S) of at most 192 fp32 per thread; smemBytes() <= 227 KiB.
+  /// Whether the kernel supports this variant. Kind 0: dtype in {0, 1, 2}; D
+  /// and Dv multiples of 16 in [16, 256]; threads a multiple of 32 in [32,
+  /// 512]; f16/bf16: blockM = 16 or 32 rows per warp, blockN a multiple of 16
+  /// in [16, 256]; f32: blockM a multiple of the warps with at most 16 rows
+  /// per warp, blockN a multiple of 32 in [32, 256]; register accumulators (O
+  /// and S) of at most 192 fp32 per thread. Kind 1: dtype f16/bf16, D = Dv in
+  /// {64, 128, 256}, blockM 128, threads 384, blockN in {64, 128, 256}, S, O
+  /// and P registers of at most 192 per thread. Both: smemBytes() <= 227 KiB.
   /// On false, `why` (if given) says which rule failed.
   bool isSupported(std::string *why = nullptr) const;
+  /// The least GPU architecture the variant compiles for: "sm_90" (kind 0)
+  /// or "sm_90a" (kind 1: wgmma and setmaxnreg).
+  std::string requiredArch() const;
 
   bool operator==(const AttentionVariant &o) const {
     return dtype == o.dtype && headDim == o.headDim && headDimV == o.headDimV &&
-           blockM == o.blockM && blockN == o.blockN && threads == o.threads;
+           blockM == o.blockM && blockN == o.blockN && threads == o.threads && kind == o.kind;
   }
 };
 
@@ -72,23 +91,42 @@ struct AttentionVariant {
 /// fp32 per thread for f16/bf16, 96 for f32) and the tiles fit 227 KiB of
 /// shared memory. Returns nullopt with `error` set when D or Dv is
 /// unsupported (not a multiple of 16 in [16, 256]) or dtype is unknown.
+///
+/// Opt-in to the wgmma kernel: with the environment variable
+/// H20_ATTENTION_KERNEL=wgmma, and when chooseWgmmaAttentionVariant has a
+/// variant for (dtype, D, Dv), that variant (kind 1) is returned instead and
+/// the tile hints are ignored; compile it with attentionArch() ("sm_90a").
+/// Any other value (or none) keeps the kind-0 choice above.
 std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDim,
                                                        int64_t headDimV, int64_t blockMHint = 0,
                                                        int64_t blockNHint = 0,
                                                        std::string *error = nullptr);
 
+/// The wgmma (kind 1) variant for f16/bf16 (`dtype` 1 or 2) and D = Dv in
+/// {64, 128, 256}: blockM 128, threads 384, blockN 128 for D <= 128 and 64
+/// for D = 256. nullopt (with `error` set) for any other dtype or dims.
+std::optional<AttentionVariant> chooseWgmmaAttentionVariant(int dtype, int64_t headDim,
+                                                            int64_t headDimV,
+                                                            std::string *error = nullptr);
+
+/// The architecture to compile `variants` for together: "sm_90a" when one of
+/// them needs it (requiredArch), else "sm_90".
+std::string attentionArch(const std::vector<AttentionVariant> &variants);
+
 /// The kernel template as embedded at build time (attention.cuh).
 const std::string &attentionKernelSource();
 
 /// The NVRTC translation unit for `variants`: per variant (duplicates
-/// dropped), one block of H20_* macros and `#include "h20_attention.cuh"`
-/// (the embedded template, given to NVRTC as a header).
+/// dropped), one block of H20_* macros (H20_KIND among them) and
+/// `#include "h20_attention.cuh"` (the embedded template, given to NVRTC as a
+/// header).
 std::string attentionProgramSource(const std::vector<AttentionVariant> &variants);
 
 /// Compiles every variant into one PTX module with NVRTC (-arch=compute_XX
 /// from `arch`, e.g. "sm_90" or "sm_90a"; -default-device; -std=c++17).
 /// Returns true with the module in `ptx`. Returns false with the reason in
 /// `log` when a variant is unsupported (isSupported), `arch` is malformed,
+/// a kind-1 variant is compiled for another arch than sm_90a,
 /// NVRTC cannot be loaded ("the GPU target needs NVRTC (libnvrtc.so.13 from
 /// the CUDA toolkit): ..."), or the compilation fails (NVRTC's program log).
 /// `log` also receives NVRTC's warnings on success. Thread-safe.

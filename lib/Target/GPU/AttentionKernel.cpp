@@ -66,16 +66,72 @@ int64_t pow2Floor(int64_t x) {
   return p;
 }
 
+/// isSupported for kind 1 (the wgmma kernel's static_asserts and #errors in
+/// attention.cuh, plus a register and a shared-memory budget).
+bool wgmmaSupported(const AttentionVariant &v, std::string *why) {
+  const std::string name = v.kernelName();
+  if (v.dtype != 1 && v.dtype != 2)
+    return fail(why, name + ": the wgmma kernel needs f16 or bf16");
+  if (v.headDim != v.headDimV || (v.headDim != 64 && v.headDim != 128 && v.headDim != 256))
+    return fail(why, name + ": the wgmma kernel needs D = Dv in {64, 128, 256}");
+  if (v.blockM != 128 || v.threads != 384)
+    return fail(why, name + ": the wgmma kernel needs blockM 128 and 384 threads");
+  if (v.blockN != 64 && v.blockN != 128 && v.blockN != 256)
+    return fail(why, name + ": the wgmma kernel needs blockN in {64, 128, 256}");
+  // Per consumer thread: S (BN / 2 fp32), O (Dv / 2 fp32), P (BN / 4 x 32 bits).
+  const int regs = v.blockN / 2 + v.headDimV / 2 + v.blockN / 4;
+  if (regs > 192)
+    return fail(why, name + ": " + std::to_string(regs) +
+                         " S/O/P registers per consumer thread (at most 192)");
+  if (v.smemBytes() > kSm90MaxSmemPerBlock)
+    return fail(why, name + ": " + std::to_string(v.smemBytes()) +
+                         " bytes of shared memory (at most " +
+                         std::to_string(kSm90MaxSmemPerBlock) + ")");
+  return true;
+}
+
 } // namespace
 
+std::string AttentionVariant::requiredArch() const { return kind == 1 ? "sm_90a" : "sm_90"; }
+
+std::string attentionArch(const std::vector<AttentionVariant> &variants) {
+  for (const AttentionVariant &v : variants)
+    if (v.requiredArch() == "sm_90a")
+      return "sm_90a";
+  return "sm_90";
+}
+
+std::optional<AttentionVariant> chooseWgmmaAttentionVariant(int dtype, int64_t headDim,
+                                                            int64_t headDimV,
+                                                            std::string *error) {
+  AttentionVariant v;
+  v.kind = 1;
+  v.dtype = dtype;
+  v.headDim = int(std::clamp<int64_t>(headDim, 0, 1 << 20));
+  v.headDimV = int(std::clamp<int64_t>(headDimV, 0, 1 << 20));
+  v.blockM = 128;
+  v.threads = 384;
+  // 128 keys per step while S (64), O (<= 64) and P (32) registers fit; D =
+  // 256 takes 64 (O alone is 128 registers).
+  v.blockN = headDim <= 128 ? 128 : 64;
+  std::string why;
+  if (!v.isSupported(&why)) {
+    fail(error, "attention: no wgmma kernel variant: " + why);
+    return std::nullopt;
+  }
+  return v;
+}
+
 std::string AttentionVariant::kernelName() const {
-  return "h20_attention_" + std::string(dtypeName(dtype)) + "_d" + std::to_string(headDim) +
+  return std::string(kind == 1 ? "h20_attention_wgmma_" : "h20_attention_") + dtypeName(dtype) + "_d" + std::to_string(headDim) +
          "_dv" + std::to_string(headDimV) + "_m" + std::to_string(blockM) + "_n" +
          std::to_string(blockN) + "_t" + std::to_string(threads);
 }
 
 int64_t AttentionVariant::smemBytes() const {
   int64_t d = headDim, dv = headDimV, bm = blockM, bn = blockN;
+  if (kind == 1) // WgLayout: Q [BM][D], 2 x K [BN][D], 2 x V [BN][DV], 6 mbarriers, alignment
+    return 2 * (bm * d + 2 * bn * d + 2 * bn * dv) + 64 + 1024;
   if (dtype == 0) // FmaLayout: Q [BM][D], K [BN][D+1], V [BN][DV], P [BM][BN]
     return 4 * (bm * d + bn * (d + 1) + bn * dv + bm * bn);
   // TcLayout: Q/O [BM][max(D,DV)+8], 2 x K [BN][D+8], 2 x V [BN][DV+8]
@@ -84,6 +140,10 @@ int64_t AttentionVariant::smemBytes() const {
 
 bool AttentionVariant::isSupported(std::string *why) const {
   const std::string name = kernelName();
+  if (kind == 1)
+    return wgmmaSupported(*this, why);
+  if (kind != 0)
+    return fail(why, "kernel kind " + std::to_string(kind) + " is not 0 (mma.sync) or 1 (wgmma)");
   if (dtype < 0 || dtype > 2)
     return fail(why, "dtype " + std::to_string(dtype) + " is not 0 (f32), 1 (f16) or 2 (bf16)");
   for (int d : {headDim, headDimV})
@@ -126,6 +186,9 @@ std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDi
                       " is not supported by the GPU kernel (a multiple of 16 in [16, 256])");
       return std::nullopt;
     }
+  if (const char *k = std::getenv("H20_ATTENTION_KERNEL"); k && std::string(k) == "wgmma")
+    if (std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(dtype, headDim, headDimV))
+      return w;
   AttentionVariant v;
   v.dtype = dtype;
   v.headDim = int(headDim);
@@ -190,6 +253,7 @@ std::string attentionProgramSource(const std::vector<AttentionVariant> &variants
     src += "#define H20_BLOCK_M " + std::to_string(v.blockM) + "\n";
     src += "#define H20_BLOCK_N " + std::to_string(v.blockN) + "\n";
     src += "#define H20_THREADS " + std::to_string(v.threads) + "\n";
+    src += "#define H20_KIND " + std::to_string(v.kind) + "\n";
     src += "#define H20_KERNEL_NAME " + name + "\n";
     src += "#include \"h20_attention.cuh\"\n";
   }
@@ -321,6 +385,12 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
     log = "attention: malformed GPU architecture '" + arch + "' (expected e.g. sm_90)";
     return false;
   }
+  for (const AttentionVariant &v : variants)
+    if (v.requiredArch() == "sm_90a" && cc != "90a") {
+      log = "attention: " + v.kernelName() + " (wgmma) needs sm_90a, not '" + arch +
+            "' (compile with attentionArch(variants))";
+      return false;
+    }
 #if !H20_HAVE_NVRTC_HEADERS
   nvrtcAvailable(&log);
   return false;

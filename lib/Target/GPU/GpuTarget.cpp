@@ -374,11 +374,12 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
                                        {"offset", int64_t(offset)},
                                        {"size", int64_t(bytes.size())}});
   };
-  auto addModule = [&](const std::string &name, const std::string &ptx) -> LogicalResult {
+  auto addModule = [&](const std::string &name, const std::string &ptx,
+                       const std::string &arch = "sm_90") -> LogicalResult {
     addBlob(name + ".ptx", "ptx", ptx);
     std::string cubin, report, error;
     llvm::json::Value cubinName = nullptr;
-    switch (assemblePtx(ptx, "sm_90", cubin, report, error)) {
+    switch (assemblePtx(ptx, arch, cubin, report, error)) {
     case PtxasStatus::Ok:
       addBlob(name + ".cubin", "cubin", cubin);
       cubinName = name + ".cubin";
@@ -401,9 +402,11 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     return failure();
   std::string attnPtx, attnLog;
   if (!program.attentionVariants.empty()) {
-    if (!compileAttentionPtx(program.attentionVariants, "sm_90", attnPtx, attnLog))
+    // sm_90a only when a wgmma variant was opted into (H20_ATTENTION_KERNEL=wgmma).
+    const std::string attnArch = attentionArch(program.attentionVariants);
+    if (!compileAttentionPtx(program.attentionVariants, attnArch, attnPtx, attnLog))
       return module.emitError("GPU target: the attention kernel did not compile: ") << attnLog;
-    if (failed(addModule("attention", attnPtx)))
+    if (failed(addModule("attention", attnPtx, attnArch)))
       return failure();
   }
   if (!program.constBlob.empty())

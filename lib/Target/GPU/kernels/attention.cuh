@@ -19,6 +19,9 @@
 //   H20_BLOCK_N      keys per step
 //   H20_THREADS      threads per CTA (a multiple of 32)
 //   H20_KERNEL_NAME  name of the extern "C" entry (default h20_attention)
+//   H20_KIND         0 (default): the bodies below; 1: the wgmma body (sm_90a,
+//                    f16/bf16, D = Dv in {64, 128, 256}, 128 x BLOCK_N tiles,
+//                    384 threads; see "wgmma body" further down)
 //
 // Two bodies:
 //   * f16/bf16: tensor cores through mma.sync.m16n8k16 (fp32 accumulate).
@@ -777,6 +780,563 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
     attentionTc<DT, D, DV, BM, BN, NT>(p);
 }
 
+// ==== wgmma body (AttentionVariant::kind 1; sm_90a only) =====================
+//
+// A FlashAttention-3-style forward kernel (Shah et al., "FlashAttention-3:
+// Fast and Accurate Attention with Asynchrony and Low-precision", 2024) for
+// f16/bf16 and D = Dv in {64, 128, 256}: 384 threads in 3 warpgroups.
+//   * Warpgroup 0, the producer (setmaxnreg 40 registers), streams the K and
+//     V tiles of the CTA's visible key range into a 2-stage shared-memory ring.
+//     It uses cp.async (16-byte copies, zero-filled past skv) rather than the
+//     tensor copy engine: a TMA tensor map would have to be built on the host
+//     per launch, and the launch path passes one H20AttnParams and nothing
+//     else; cp.async.bulk (1-D) cannot write the 128-byte swizzle, which
+//     permutes 16-byte chunks within a row, nor zero-fill rows past skv.
+//     Views that cannot be moved in 16-byte pieces (dim stride != 1 or
+//     unaligned rows) take an element-by-element path with the same layout,
+//     so every H20AttnParams view is supported (slowly in that case).
+//     Per stage s, per tile: cp.async.wait_group, fence.proxy.async (the
+//     tensor cores read through the async proxy what cp.async and st.shared
+//     wrote through the generic one), then an arrival on fullK[s] / fullV[s]
+//     (128 producer arrivals each). The producer waits on empty[s] (256
+//     consumer arrivals) before refilling a stage.
+//   * Warpgroups 1 and 2, the consumers (setmaxnreg 232), each own 64 query
+//     rows (BLOCK_M = 128). Per tile: S = Q K^T by wgmma m64nBNk16 with Q and
+//     K from shared memory (K-major, 128-byte swizzle); the online softmax in
+//     registers (base 2, the log2(e)-prescaled scale folded into one FMA per
+//     element); P rounded to f16/bf16 in registers, which is the register A
+//     operand of O += P V (wgmma m64nDVk16, V from shared memory, MN-major:
+//     V is [keys][Dv] with Dv contiguous, so the descriptor is the transposed
+//     one). Causal: the CTA's key range stops at its last row's position, so
+//     fully masked tiles are never loaded; only tiles crossing the diagonal,
+//     the window's edge or skv are masked.
+//   * Epilogue: O / l rounded to the element type, staged in the warpgroup's
+//     own Q tile (same swizzle: conflict-free), then 16-byte stores per row
+//     (element stores for a non-vectorizable O view).
+//
+// Shared memory (WgLayout; AttentionVariant::smemBytes mirrors it), from the
+// dynamic base rounded up to 1024 bytes (the 128-byte swizzle repeats every
+// 8 rows of 128 bytes, and wgmma computes it from address bits 4-9):
+//   Q [2 warpgroups][64 rows][D], then K [2 stages][BN][D], then V
+//   [2 stages][BN][Dv], then 6 mbarriers (fullK[2], fullV[2], empty[2]).
+// Every tile is stored as column blocks of 64 elements (128 bytes per row):
+// element (r, c) of a tile with R rows lives at byte
+//   (c / 64) * R * 128 + r * 128 + (((c % 64) / 8) ^ (r % 8)) * 16 + (c % 8) * 2,
+// which is the canonical "128B swizzle" layout of the PTX ISA (matrix
+// descriptor layout type 1) both for K-major operands (Q, K: rows are M/N,
+// columns are the reduction dim) and for MN-major ones (V: rows are the
+// reduction dim, columns are N).
+//
+// Fragment layouts (PTX ISA, "Register Fragments" of wgmma .m64nNk16): warp
+// w of a warpgroup owns rows 16w..16w+15 of the 64; lane l = 4g + t holds,
+// of the fp32 accumulator D (N/2 registers), d[4n + 2h + c] = D[16w + g +
+// 8h][8n + 2t + c]; the register A operand (4 x 32 bits, two 16-bit values
+// each) holds a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..], a[2] =
+// A[g][2t+8..], a[3] = A[g+8][2t+8..] of the warp's 16 x 16 slice. So the
+// S accumulators of keys 16k..16k+15 (n8 blocks 2k, 2k+1) are exactly the
+// A operand of k-step k of P V, as with mma.sync.
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+namespace wg {
+
+/// fp32 accumulator operands of the wgmma wrappers ("+f" constraints).
+#define H20_WG_ACC8(d, i)                                                                          \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),      \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define H20_WG_ACC32_AT(d, i)                                                                      \
+  H20_WG_ACC8(d, i), H20_WG_ACC8(d, i + 8), H20_WG_ACC8(d, i + 16), H20_WG_ACC8(d, i + 24)
+#define H20_WG_ACC32(d) H20_WG_ACC32_AT(d, 0)
+#define H20_WG_ACC64(d) H20_WG_ACC32_AT(d, 0), H20_WG_ACC32_AT(d, 32)
+#define H20_WG_ACC128(d)                                                                           \
+  H20_WG_ACC32_AT(d, 0), H20_WG_ACC32_AT(d, 32), H20_WG_ACC32_AT(d, 64), H20_WG_ACC32_AT(d, 96)
+
+/// D[64 x N] = (scaleD ? D : 0) + A[64 x 16] * B[16 x N] for one warpgroup,
+/// fp32 accumulators d (N / 2 per thread, layout in the section comment).
+/// ss: A and B from shared memory, both K-major (descriptors a, b).
+/// rs: A from registers (4 x 32 bits, layout in the section comment), B from
+/// shared memory MN-major (imm-trans-b = 1; descriptor b).
+/// Asynchronous: wgmmaFence() before, wgmmaCommit() + wgmmaWait<0>() after.
+template <int DT, int N> struct Wgmma;
+template <> struct Wgmma<1, 64> {
+  static __device__ __forceinline__ void ss(float (&d)[32], u64 a, u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : H20_WG_ACC32(d)
+                 : "l"(a), "l"(b), "r"(scaleD));
+  }
+  static __device__ __forceinline__ void rs(float (&d)[32], const u32 (&a)[4], u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : H20_WG_ACC32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scaleD));
+  }
+};
+template <> struct Wgmma<1, 128> {
+  static __device__ __forceinline__ void ss(float (&d)[64], u64 a, u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : H20_WG_ACC64(d)
+                 : "l"(a), "l"(b), "r"(scaleD));
+  }
+  static __device__ __forceinline__ void rs(float (&d)[64], const u32 (&a)[4], u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : H20_WG_ACC64(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scaleD));
+  }
+};
+template <> struct Wgmma<1, 256> {
+  static __device__ __forceinline__ void ss(float (&d)[128], u64 a, u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : H20_WG_ACC128(d)
+                 : "l"(a), "l"(b), "r"(scaleD));
+  }
+  static __device__ __forceinline__ void rs(float (&d)[128], const u32 (&a)[4], u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+                 : H20_WG_ACC128(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scaleD));
+  }
+};
+template <> struct Wgmma<2, 64> {
+  static __device__ __forceinline__ void ss(float (&d)[32], u64 a, u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : H20_WG_ACC32(d)
+                 : "l"(a), "l"(b), "r"(scaleD));
+  }
+  static __device__ __forceinline__ void rs(float (&d)[32], const u32 (&a)[4], u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : H20_WG_ACC32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scaleD));
+  }
+};
+template <> struct Wgmma<2, 128> {
+  static __device__ __forceinline__ void ss(float (&d)[64], u64 a, u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : H20_WG_ACC64(d)
+                 : "l"(a), "l"(b), "r"(scaleD));
+  }
+  static __device__ __forceinline__ void rs(float (&d)[64], const u32 (&a)[4], u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : H20_WG_ACC64(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scaleD));
+  }
+};
+template <> struct Wgmma<2, 256> {
+  static __device__ __forceinline__ void ss(float (&d)[128], u64 a, u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : H20_WG_ACC128(d)
+                 : "l"(a), "l"(b), "r"(scaleD));
+  }
+  static __device__ __forceinline__ void rs(float (&d)[128], const u32 (&a)[4], u64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+                 : H20_WG_ACC128(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scaleD));
+  }
+};
+
+/// Pins accumulator registers between asynchronous wgmma and their next
+/// ordinary use (the compiler must not move or copy them across the wait).
+template <int N> __device__ __forceinline__ void fenceRegs(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    asm volatile("" : "+f"(d[i])::"memory");
+}
+
+__device__ __forceinline__ void wgmmaFence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmmaCommit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmmaWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/// Shared-memory matrix descriptor of wgmma (PTX ISA "Matrix Descriptor
+/// Format"): start address >> 4 in bits 0-13, leading-dimension byte offset
+/// >> 4 in 16-29, stride-dimension byte offset >> 4 in 32-45, base offset 0
+/// (every swizzle atom is 1024-byte aligned; start addresses inside an atom
+/// only move by multiples of 16 bytes within its first 128-byte row), layout
+/// type 1 (128-byte swizzle) in bits 62-63.
+///   K-major (Q, K): sbo = 1024 (8 rows of 128 bytes to the next 8 rows of
+///   M/N); lbo is unused (a k16 step stays inside one 128-byte row), set to 16.
+///   MN-major (V): lbo = bytes from one 64-column block to the next (N
+///   direction), sbo = 1024 (8 rows of K to the next 8).
+__device__ __forceinline__ u64 smemDesc(u32 addr, u32 lbo, u32 sbo) {
+  return u64((addr >> 4) & 0x3fffu) | (u64((lbo >> 4) & 0x3fffu) << 16) |
+         (u64((sbo >> 4) & 0x3fffu) << 32) | (1ull << 62);
+}
+
+/// Byte offset of 16-byte chunk c (elements 8c..8c+7) of row r in a tile of
+/// `rows` rows stored as 64-column blocks with the 128-byte swizzle.
+__device__ __forceinline__ u32 swz128(int r, int c, int rows) {
+  return u32((c >> 3) * rows * 128 + r * 128 + (((c ^ r) & 7) << 4));
+}
+
+__device__ __forceinline__ void stShared32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void stShared128(u32 addr, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c),
+               "r"(d)
+               : "memory");
+}
+__device__ __forceinline__ uint4 ldShared128(u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void mbarInit(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/// One arrival (release semantics at CTA scope).
+__device__ __forceinline__ void mbarArrive(u32 bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar)
+               : "memory");
+}
+/// Waits until the phase of parity `parity` of the barrier has completed
+/// (acquire semantics at CTA scope).
+__device__ __forceinline__ void mbarWait(u32 bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+/// Makes this thread's generic-proxy shared-memory writes (st.shared,
+/// completed cp.async) visible to later async-proxy reads (wgmma), and
+/// orders earlier async-proxy reads before later generic writes.
+__device__ __forceinline__ void fenceProxyAsync() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+/// Named barrier `id` (1..15; 0 is __syncthreads) over `count` threads.
+__device__ __forceinline__ void namedBarrier(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+template <int R> __device__ __forceinline__ void setMaxRegsInc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R> __device__ __forceinline__ void setMaxRegsDec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+
+/// Copies rows [row0, row0 + ROWS) x columns [0, COLS) of a strided (seq,
+/// dim) matrix `src` of 16-bit elements into the swizzled tile at shared
+/// address `dst` (ROWS rows per 64-column block); rows >= `valid` become
+/// zeros. NT threads take 16-byte chunks in turn (consecutive threads,
+/// consecutive chunks of a row: coalesced). `vec`: cp.async (asynchronous:
+/// commit and wait before use); otherwise element loads and st.shared.
+/// (A loop over a compile-time count, fully unrolled, made ptxas spill in
+/// the 40-register producer: it hoists every chunk's address.)
+template <int ROWS, int COLS, int NT>
+__device__ __forceinline__ void loadSwizzled(bool vec, u32 dst, const u16 *src, i64 ss, i64 ds,
+                                             i64 row0, i64 valid, int t) {
+  constexpr int kChunks = COLS / 8; // per row
+  static_assert((ROWS * kChunks) % NT == 0, "tile chunks must divide among the threads");
+  if (vec) {
+#pragma unroll
+    for (int e = t; e < ROWS * kChunks; e += NT) {
+      const int r = e / kChunks, c = e % kChunks;
+      const i64 row = row0 + r;
+      const bool ok = row < valid;
+      cpAsync16(dst + swz128(r, c, ROWS), src + (ok ? row : 0) * ss + c * 8, ok ? 16 : 0);
+    }
+  } else {
+#pragma unroll 1
+    for (int e = t; e < ROWS * kChunks; e += NT) {
+      const int r = e / kChunks, c = e % kChunks;
+      const i64 row = row0 + r;
+      u32 w[4] = {0u, 0u, 0u, 0u};
+      if (row < valid) {
+        const u16 *g = src + row * ss + i64(c) * 8 * ds;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          w[k / 2] |= u32(g[i64(k) * ds]) << (16 * (k % 2));
+      }
+      stShared128(dst + swz128(r, c, ROWS), w[0], w[1], w[2], w[3]);
+    }
+  }
+}
+
+/// Byte offsets from the 1024-aligned base (see the section comment).
+template <int D, int DV, int BN> struct WgLayout {
+  static constexpr int kQWarpgroup = 64 * D * 2; ///< one consumer's Q (and O staging) tile
+  static constexpr int kKStage = BN * D * 2;
+  static constexpr int kVStage = BN * DV * 2;
+  static constexpr int kQ = 0;
+  static constexpr int kK = kQ + 2 * kQWarpgroup;
+  static constexpr int kV = kK + 2 * kKStage;
+  static constexpr int kBar = kV + 2 * kVStage; ///< fullK[2], fullV[2], empty[2]
+  static constexpr int kBytes = kBar + 64 + 1024; ///< + slack for the base alignment
+};
+
+} // namespace wg
+
+/// The wgmma forward kernel body (kind 1): 384 threads, BLOCK_M = 128.
+template <int DT, int D, int DV, int BN>
+__device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
+  using namespace wg;
+  typedef WgLayout<D, DV, BN> L;
+  static_assert(D == DV && (D == 64 || D == 128 || D == 256),
+                "wgmma kernel: D = Dv in {64, 128, 256} (O is staged in the Q tile)");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma kernel: BLOCK_N in {64, 128, 256}");
+  constexpr int BM = 128;
+
+  const u32 base = (smemAddr(h20SmemRaw) + 1023u) & ~1023u;
+  const u32 sK = base + L::kK, sV = base + L::kV;
+  const u32 fullK = base + L::kBar, fullV = fullK + 16, empty = fullK + 32; // + 8 * stage
+  const int warpgroup = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < 2; ++s) {
+      mbarInit(fullK + 8 * s, 128);
+      mbarInit(fullV + 8 * s, 128);
+      mbarInit(empty + 8 * s, 256);
+    }
+  }
+  __syncthreads(); // the barriers are initialised before anyone uses them
+
+  // Heaviest row blocks (causal: the last ones) first.
+  const i64 mBlock = i64(gridDim.x) - 1 - blockIdx.x;
+  const i64 h = blockIdx.y, b = blockIdx.z;
+  const i64 group = p.kv_heads > 0 ? p.heads / p.kv_heads : 1;
+  const i64 kh = h / (group > 0 ? group : 1);
+  const i64 m0 = mBlock * BM;
+  const KeyRange keys(p, m0, BM);
+  const i64 nTiles = keys.tiles(BN);
+
+  if (warpgroup == 0) {
+    // ---- producer ----
+    setMaxRegsDec<40>();
+    const int t = threadIdx.x;
+    const u16 *gK = headBase<u16>(p.k, p.k_stride, b, kh);
+    const u16 *gV = headBase<u16>(p.v, p.v_stride, b, kh);
+    const bool vecK = vectorizable(gK, p.k_stride[2], p.k_stride[3], 2);
+    const bool vecV = vectorizable(gV, p.v_stride[2], p.v_stride[3], 2);
+    for (i64 j = 0; j < nTiles; ++j) {
+      const int s = int(j & 1);
+      if (j >= 2) // wait until both consumers released tile j - 2 of this stage
+        mbarWait(empty + 8 * s, u32(((j >> 1) - 1) & 1));
+      const i64 n0 = keys.begin + j * BN;
+      loadSwizzled<BN, D, 128>(vecK, sK + s * L::kKStage, gK, p.k_stride[2], p.k_stride[3], n0,
+                               p.skv, t);
+      cpAsyncCommit();
+      loadSwizzled<BN, DV, 128>(vecV, sV + s * L::kVStage, gV, p.v_stride[2], p.v_stride[3], n0,
+                                p.skv, t);
+      cpAsyncCommit();
+      cpAsyncWait<1>(); // this thread's K copies have landed
+      fenceProxyAsync();
+      mbarArrive(fullK + 8 * s);
+      cpAsyncWait<0>();
+      fenceProxyAsync();
+      mbarArrive(fullV + 8 * s);
+    }
+    return;
+  }
+
+  // ---- consumers ----
+  setMaxRegsInc<232>();
+  const int cw = warpgroup - 1;             // 0 or 1: rows 64 * cw .. of the CTA
+  const int tid = threadIdx.x - 128 * warpgroup;
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+  const i64 mw = m0 + 64 * cw; // this warpgroup's first query row
+  const i64 lastRowW = imin(mw + 64, p.sq) - 1;
+  const u32 sQ = base + L::kQ + cw * L::kQWarpgroup;
+
+  const u16 *gQ = headBase<u16>(p.q, p.q_stride, b, h);
+  loadSwizzled<64, D, 128>(vectorizable(gQ, p.q_stride[2], p.q_stride[3], 2), sQ, gQ,
+                           p.q_stride[2], p.q_stride[3], mw, p.sq, tid);
+  cpAsyncCommit();
+  cpAsyncWait<0>();
+  fenceProxyAsync();
+  namedBarrier(1 + cw, 128); // the whole warpgroup's Q rows are in place
+
+  float o[DV / 2];
+#pragma unroll
+  for (int i = 0; i < DV / 2; ++i)
+    o[i] = 0.f;
+  float rowMax[2] = {negInf(), negInf()}, rowSum[2] = {0.f, 0.f}; // rows g, g + 8 (base 2)
+
+  // Logits in base 2: s * mul, with mul = scale * log2(e) folded into the
+  // exponent's FMA; with a softcap (or a non-positive scale) the logits are
+  // transformed in place first and mul = 1.
+  const float softcap = p.softcap, scaleLog2 = p.scale * kLog2e;
+  const float capIn = softcap > 0.f ? p.scale / softcap : 0.f, capOut = softcap * kLog2e;
+  const bool inPlace = softcap > 0.f || !(scaleLog2 > 0.f);
+  const float mul = inPlace ? 1.f : scaleLog2;
+
+  for (i64 j = 0; j < nTiles; ++j) {
+    const int s = int(j & 1);
+    const u32 parity = u32((j >> 1) & 1);
+    const i64 n0 = keys.begin + j * BN;
+    const u32 kTile = sK + s * L::kKStage, vTile = sV + s * L::kVStage;
+
+    // S = Q K^T (raw dot products).
+    float sc[BN / 2];
+    mbarWait(fullK + 8 * s, parity);
+    wgmmaFence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const u64 da = smemDesc(sQ + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024);
+      const u64 db = smemDesc(kTile + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
+      Wgmma<DT, BN>::ss(sc, da, db, kk > 0 ? 1 : 0);
+    }
+    wgmmaCommit();
+    wgmmaWait<0>();
+    fenceRegs(sc);
+
+    if (inPlace) {
+      if (softcap > 0.f) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i)
+          sc[i] = softcapLogit2(sc[i], capIn, capOut);
+      } else {
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i)
+          sc[i] *= scaleLog2;
+      }
+    }
+    if (keys.tileNeedsMask(n0, BN, mw, lastRowW, p.skv)) {
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        int lo, hi;
+        keys.visibleColumns(mw + 16 * warp + g + 8 * hr, n0, BN, p.skv, &lo, &hi);
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int col = 8 * n + 2 * t4 + c;
+            if (col < lo || col >= hi)
+              sc[4 * n + 2 * hr + c] = negInf();
+          }
+      }
+    }
+
+    // Online softmax (base 2) for rows g (hr = 0) and g + 8 (hr = 1); the
+    // four lanes of a row group share a row.
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float mx = negInf();
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+        mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * hr], sc[4 * n + 2 * hr + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float mNew = fmaxf(rowMax[hr], mx * mul);
+      // No visible key yet: keep every exponent finite (exp2(-inf) = 0).
+      const float ref = mNew == negInf() ? 0.f : mNew;
+      const float alpha = fastExp2(rowMax[hr] - ref);
+      rowMax[hr] = mNew;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const float e = fastExp2(fmaf(sc[4 * n + 2 * hr + c], mul, -ref));
+          sc[4 * n + 2 * hr + c] = e;
+          sum += e;
+        }
+      rowSum[hr] = rowSum[hr] * alpha + sum; // this lane's share of the row
+#pragma unroll
+      for (int n = 0; n < DV / 8; ++n) {
+        o[4 * n + 2 * hr] *= alpha;
+        o[4 * n + 2 * hr + 1] *= alpha;
+      }
+    }
+
+    // P (16-bit) as the register A operand: keys 16k..16k+15 are k-step k.
+    u32 pa[BN / 16][4];
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k) {
+      pa[k][0] = Elem<DT>::pack(sc[8 * k + 0], sc[8 * k + 1]);
+      pa[k][1] = Elem<DT>::pack(sc[8 * k + 2], sc[8 * k + 3]);
+      pa[k][2] = Elem<DT>::pack(sc[8 * k + 4], sc[8 * k + 5]);
+      pa[k][3] = Elem<DT>::pack(sc[8 * k + 6], sc[8 * k + 7]);
+    }
+
+    // O += P V; V tile rows 16k.. start 16 * 128 bytes further per k-step.
+    mbarWait(fullV + 8 * s, parity);
+    wgmmaFence();
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+      Wgmma<DT, DV>::rs(o, pa[k], smemDesc(vTile + k * 2048, BN * 128, 1024), 1);
+    wgmmaCommit();
+    wgmmaWait<0>();
+    fenceRegs(o);
+    mbarArrive(empty + 8 * s); // this thread is done with stage s
+  }
+
+  // Epilogue: O / l (0 for rows without a visible key) into this
+  // warpgroup's Q tile (its last wgmma read has completed), then to global.
+  fenceProxyAsync(); // async-proxy reads of sQ before the generic writes
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float l = rowSum[hr];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? fastRcp(l) : 0.f;
+    const int row = 16 * warp + g + 8 * hr;
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n)
+      stShared32(sQ + swz128(row, n, 64) + 4 * t4,
+                 Elem<DT>::pack(o[4 * n + 2 * hr] * inv, o[4 * n + 2 * hr + 1] * inv));
+  }
+  namedBarrier(1 + cw, 128);
+
+  u16 *gO = const_cast<u16 *>(headBase<u16>(p.o, p.o_stride, b, h));
+  const i64 os = p.o_stride[2], od = p.o_stride[3];
+  constexpr int kChunks = DV / 8; // 16-byte pieces per row
+  if (vectorizable(gO, os, od, 2)) {
+#pragma unroll 4
+    for (int e = tid; e < 64 * kChunks; e += 128) {
+      const int r = e / kChunks, c = e % kChunks;
+      if (mw + r < p.sq)
+        *reinterpret_cast<uint4 *>(gO + (mw + r) * os + c * 8) = ldShared128(sQ + swz128(r, c, 64));
+    }
+  } else {
+    for (int e = tid; e < 64 * kChunks; e += 128) {
+      const int r = e / kChunks, c = e % kChunks;
+      if (mw + r < p.sq) {
+        const uint4 v = ldShared128(sQ + swz128(r, c, 64));
+        const u32 w[4] = {v.x, v.y, v.z, v.w};
+        u16 *dst = gO + (mw + r) * os + i64(c) * 8 * od;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          dst[i64(k) * od] = u16(w[k / 2] >> (16 * (k % 2)));
+      }
+    }
+  }
+}
+
+#endif // __CUDA_ARCH_FEAT_SM90_ALL
+
 } // namespace h20attn
 
 #endif // H20_ATTENTION_CUH_COMMON
@@ -790,7 +1350,23 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
 #ifndef H20_KERNEL_NAME
 #define H20_KERNEL_NAME h20_attention
 #endif
+#ifndef H20_KIND
+#define H20_KIND 0
+#endif
 
+#if H20_KIND == 1
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "the wgmma attention kernel (H20_KIND 1) needs -arch=compute_90a"
+#endif
+#if H20_BLOCK_M != 128 || H20_THREADS != 384
+#error "the wgmma attention kernel needs H20_BLOCK_M 128 and H20_THREADS 384"
+#endif
+/// Flash-attention forward (wgmma, producer + 2 consumer warpgroups) for one
+/// (query block, head, batch) per CTA; see the wgmma section comment.
+extern "C" __global__ void __launch_bounds__(384, 1) H20_KERNEL_NAME(const H20AttnParams p) {
+  h20attn::attentionWgmma<H20_DTYPE, H20_HEAD_DIM, H20_HEAD_DIM_V, H20_BLOCK_N>(p);
+}
+#else
 /// Flash-attention forward for one (query block, head, batch) per CTA; see
 /// the file comment for the launch geometry, shared memory and semantics.
 extern "C" __global__ void __launch_bounds__(H20_THREADS, 1)
@@ -798,8 +1374,10 @@ extern "C" __global__ void __launch_bounds__(H20_THREADS, 1)
   h20attn::attention<H20_DTYPE, H20_HEAD_DIM, H20_HEAD_DIM_V, H20_BLOCK_M, H20_BLOCK_N,
                      H20_THREADS>(p);
 }
+#endif
 
 #undef H20_KERNEL_NAME
+#undef H20_KIND
 #undef H20_DTYPE
 #undef H20_HEAD_DIM
 #undef H20_HEAD_DIM_V
