@@ -9,12 +9,25 @@
 #             and bf16 (chunks of 64 tokens, so S = 1024 runs 16 chunks),
 #             plus last-position-logits variants
 #   gpu-test.sh, the runner.
+# With H20_BUNDLE_BENCH=1 (or =only: the benchmark part alone, without the
+# fixtures, conformance cases and seed-dense test models), also the issue-7
+# benchmarks (bench/run-bench.sh runs them on the GPU machine):
+#   bench/      run-bench.sh, its Python parts, build-info.json, and the
+#               cost model's predicted TTFT (section C) for each S, computed
+#               here: predicted-S*.json / .txt
+#   seed-dense-8l/  the 8-layer seed-dense graph (weights made there)
+#   art/seed-dense-8l.S*.h20  one artifact per S (H20_BENCH_TTFT_S, default
+#               32768 131072 524288): --max-positions sizes the KV cache, so
+#               each S runs with the memory it needs
 # Usage: scripts/gpu-bundle.sh OUTDIR [FIXTURES_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${H20_BUILD_DIR:-$root/build}
 out=${1:?usage: gpu-bundle.sh OUTDIR [FIXTURES_DIR]}
 fixtures=${2:-$root/../shared/fixtures/onnx}
+bench=${H20_BUNDLE_BENCH:-0}
+[[ $bench == 0 || $bench == 1 || $bench == only ]] ||
+  { echo "gpu-bundle: H20_BUNDLE_BENCH must be 0, 1 or only" >&2; exit 2; }
 "$root/scripts/build.sh" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
@@ -28,6 +41,7 @@ for t in "$out"/bin/*; do
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
 cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
+[[ $bench == only ]] && models=()
 for m in "${models[@]}"; do
   cp "$fixtures/$m.onnx" "$fixtures/$m".ids*.npy "$fixtures/$m".logits*.npy "$out/models/"
   for ct in f32 bf16; do
@@ -41,7 +55,7 @@ done
 # compiled for the GPU in their own types (f32 stays f32, f16 stays f16); a
 # case that does not compile leaves its reason in conformance-art/CASE.err.
 conformance=${H20_CONFORMANCE_DIR:-$root/../shared/conformance/onnx-node}
-if [[ -d $conformance ]]; then
+if [[ -d $conformance && $bench != only ]]; then
   mkdir -p "$out/conformance-art"
   cp -r "$conformance" "$out/conformance"
   cp "$root/test/Conformance/expected-pass.txt" "$out/conformance-expected.txt"
@@ -58,8 +72,9 @@ fi
 # machine fills the weights (same seed, same bytes) and compares h20 with
 # models/llama/reference.py (PyTorch) on them.
 if python3 -c "import onnx, numpy" 2>/dev/null; then py=python3; else py=/usr/bin/python3; fi
-mkdir -p "$out/seed-dense-2l"
 cp -r "$root/models/llama" "$out/models/llama"
+if [[ $bench != only ]]; then
+mkdir -p "$out/seed-dense-2l"
 "$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-2l" --layers 2 --graph
 "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
   --logits=last --max-positions=32768 -o "$out/art/seed-dense-2l.bf16.last.h20"
@@ -71,4 +86,31 @@ mkdir -p "$out/seed-dense-1l"
 "$build/bin/h20-opt" "$out/seed-dense-1l/model.onnx" --target=h200 --compute-type=bf16 \
   --logits=last --max-positions=528384 -o "$out/art/seed-dense-1l.bf16.last.h20"
 rm -f "$out/seed-dense-1l/weights.bin"
+fi
+
+# Issue-7 benchmarks (bench/run-bench.sh): seed-dense, 8 layers, compiled
+# once per S; the cost model's prediction for the same graph (section C,
+# no GPU needed) from its attn-level IR with the last-position LM head.
+if [[ $bench != 0 ]]; then
+  sd=$out/seed-dense-8l
+  mkdir -p "$sd" "$out/bench"
+  "$py" "$root/models/llama/generate.py" seed-dense "$sd" --layers 8 --graph
+  for S in ${H20_BENCH_TTFT_S:-32768 131072 524288}; do
+    "$build/bin/h20-opt" "$sd/model.onnx" --target=h200 --compute-type=bf16 \
+      --logits=last --max-positions="$S" -o "$out/art/seed-dense-8l.S$S.h20"
+  done
+  "$build/bin/h20-opt" "$sd/model.onnx" --emit=attn -o "$sd/model.attn.mlir"
+  for S in ${H20_BENCH_TTFT_S:-32768 131072 524288}; do
+    "$build/bin/h20-opt" "$sd/model.attn.mlir" --h20-logits-last \
+      --h20-predict-prefill="targets=h20,h200 gpus=1,8 seq-len=$S element-bytes=2 output=$out/bench/predicted-S$S.json" \
+      -o /dev/null >"$out/bench/predicted-S$S.txt"
+  done
+  rm -f "$sd/weights.bin" "$sd/model.attn.mlir"
+  cp "$root"/bench/{run-bench.sh,attn_torch.py,ttft_torch.py,summarize.py,plot.py} "$out/bench/"
+  commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  dirty=false
+  [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] && dirty=true
+  printf '{"commit": "%s", "dirty": %s, "bundled": "%s", "ttft_s": "%s"}\n' "$commit" "$dirty" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${H20_BENCH_TTFT_S:-32768 131072 524288}" >"$out/bench/build-info.json"
+fi
 echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out"

@@ -17,7 +17,9 @@ machine and run on another:
   --weights  fills weights.bin: N(0, std) with std = init_std (0.02), the
              LM head 1/sqrt(hidden), RMSNorm weights 1 + N(0, 0.02); a
              per-tensor seed (the config's seed + the tensor's index) makes
-             the bytes reproducible on any machine with numpy.
+             the bytes reproducible on any machine with numpy (tensors are
+             filled by parallel processes, `--jobs`; the bytes do not
+             depend on their number).
 Configs: models/llama/configs/*.json (seed-dense.json: DESIGN.md section 2),
 or a path; `--layers N` overrides the layer count.
 """
@@ -172,27 +174,51 @@ def write_graph(cfg, out):
             f.truncate(total)
 
 
-def write_weights(cfg, out):
+def _fill(wpath, i, e, seed, std):
+    """Writes tensor i of the layout (its own seed: any order, any process)."""
+    rng = np.random.default_rng(seed * 1000003 + i)
+    n = int(np.prod(e["shape"]))
+    fd = os.open(wpath, os.O_WRONLY)
+    try:
+        # In slices of 64M values: bounded host memory for big tensors.
+        for start in range(0, n, 1 << 26):
+            m = min(1 << 26, n - start)
+            if e["kind"] == "norm":
+                a = 1.0 + std * rng.standard_normal(m, dtype=np.float32)
+            elif e["kind"] == "head":
+                a = rng.standard_normal(m, dtype=np.float32) / np.float32(np.sqrt(e["shape"][0]))
+            else:
+                a = std * rng.standard_normal(m, dtype=np.float32)
+            buf = memoryview(a.astype("<f4", copy=False)).cast("B")
+            pos = e["offset"] + start * 4
+            while buf:
+                k = os.pwrite(fd, buf, pos)
+                buf, pos = buf[k:], pos + k
+    finally:
+        os.close(fd)
+    return i
+
+
+def write_weights(cfg, out, jobs=0):
     entries, total = layout(cfg)
     wpath = os.path.join(out, "weights.bin")
     seed = cfg.get("seed", 0)
     std = cfg.get("initializer_range", 0.02)
     with open(wpath, "r+b" if os.path.exists(wpath) else "w+b") as f:
         f.truncate(total)
-        for i, e in enumerate(entries):
-            rng = np.random.default_rng(seed * 1000003 + i)
-            n = int(np.prod(e["shape"]))
-            f.seek(e["offset"])
-            # In slices of 64M values: bounded host memory for big tensors.
-            for start in range(0, n, 1 << 26):
-                m = min(1 << 26, n - start)
-                if e["kind"] == "norm":
-                    a = 1.0 + std * rng.standard_normal(m, dtype=np.float32)
-                elif e["kind"] == "head":
-                    a = rng.standard_normal(m, dtype=np.float32) / np.float32(np.sqrt(e["shape"][0]))
-                else:
-                    a = std * rng.standard_normal(m, dtype=np.float32)
-                f.write(a.astype("<f4").tobytes())
+    # Tensors are independent (one seed each), so processes fill them in
+    # parallel with the same bytes as a sequential run; largest first.
+    jobs = jobs or min(16, os.cpu_count() or 1)
+    order = sorted(range(len(entries)), key=lambda i: -entries[i]["length"])
+    if jobs <= 1:
+        for i in order:
+            _fill(wpath, i, entries[i], seed, std)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for _ in pool.map(_fill, [wpath] * len(order), order, [entries[i] for i in order],
+                          [seed] * len(order), [std] * len(order)):
+            pass
 
 
 def main():
@@ -202,6 +228,8 @@ def main():
     ap.add_argument("--layers", type=int, default=0, help="override num_hidden_layers")
     ap.add_argument("--graph", action="store_true", help="write model.onnx + layout.json")
     ap.add_argument("--weights", action="store_true", help="write weights.bin")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="--weights: processes (default min(16, CPUs)); same bytes for any count")
     a = ap.parse_args()
     if not (a.graph or a.weights):
         a.graph = a.weights = True
@@ -209,7 +237,7 @@ def main():
     if a.graph:
         write_graph(cfg, a.out)
     if a.weights:
-        write_weights(cfg, a.out)
+        write_weights(cfg, a.out, a.jobs)
     return 0
 
 

@@ -59,7 +59,16 @@ def rope(x, cos, sin):
 
 
 @torch.no_grad()
-def prefill(cfg, W, ids):
+def prefill(cfg, W, ids, rows=0):
+    """Last-position logits [1, 1, vocab] (float32) of the prompt `ids` [1, S].
+
+    rows = 0: every layer on the whole prompt at once (fastest; at S = 512K
+    the largest temporaries, the MLP's [S, 11008] products and RoPE's float32
+    copies, peak at ~70 GiB). rows > 0: the per-token parts (projections,
+    RoPE, MLP) run `rows` tokens at a time into preallocated Q/K/V and
+    residual buffers, attention still on the whole prompt: the same
+    arithmetic on each row, far less memory at 512K.
+    """
     h, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg.get("head_dim", h // nh)
     eps = cfg.get("rms_norm_eps", 1e-6)
@@ -68,21 +77,57 @@ def prefill(cfg, W, ids):
     ang = pos[:, None] * inv_freq(cfg, ids.device)[None, :]
     cos, sin = torch.cos(ang), torch.sin(ang)
     x = W["model.embed_tokens.weight"][ids[0]]
+    blocks = [(r, min(S, r + rows)) for r in range(0, S, rows)] if rows > 0 else [(0, S)]
+    chunked = len(blocks) > 1
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        hN = rms(x, W[p + "input_layernorm.weight"], eps)
-        q = (hN @ W[p + "self_attn.q_proj.weight"]).view(S, nh, d).transpose(0, 1)
-        k = (hN @ W[p + "self_attn.k_proj.weight"]).view(S, nkv, d).transpose(0, 1)
-        v = (hN @ W[p + "self_attn.v_proj.weight"]).view(S, nkv, d).transpose(0, 1)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        if not chunked:
+            hN = rms(x, W[p + "input_layernorm.weight"], eps)
+            q = (hN @ W[p + "self_attn.q_proj.weight"]).view(S, nh, d).transpose(0, 1)
+            k = (hN @ W[p + "self_attn.k_proj.weight"]).view(S, nkv, d).transpose(0, 1)
+            v = (hN @ W[p + "self_attn.v_proj.weight"]).view(S, nkv, d).transpose(0, 1)
+            q, k = rope(q, cos, sin), rope(k, cos, sin)
+            del hN
+        else:
+            q = torch.empty(nh, S, d, device=x.device, dtype=x.dtype)
+            k = torch.empty(nkv, S, d, device=x.device, dtype=x.dtype)
+            v = torch.empty(nkv, S, d, device=x.device, dtype=x.dtype)
+            for r0, r1 in blocks:
+                n, c, s = r1 - r0, cos[r0:r1], sin[r0:r1]
+                hN = rms(x[r0:r1], W[p + "input_layernorm.weight"], eps)
+                q[:, r0:r1] = rope((hN @ W[p + "self_attn.q_proj.weight"]).view(n, nh, d).transpose(0, 1), c, s)
+                k[:, r0:r1] = rope((hN @ W[p + "self_attn.k_proj.weight"]).view(n, nkv, d).transpose(0, 1), c, s)
+                v[:, r0:r1] = (hN @ W[p + "self_attn.v_proj.weight"]).view(n, nkv, d).transpose(0, 1)
+                del hN
         a = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True,
                                            scale=d ** -0.5, enable_gqa=nh != nkv)[0]
-        x = x + a.transpose(0, 1).reshape(S, nh * d) @ W[p + "self_attn.o_proj.weight"]
-        hN = rms(x, W[p + "post_attention_layernorm.weight"], eps)
-        g = hN @ W[p + "mlp.gate_proj.weight"]
-        x = x + (F.silu(g) * (hN @ W[p + "mlp.up_proj.weight"])) @ W[p + "mlp.down_proj.weight"]
+        del q, k, v
+        for r0, r1 in blocks:
+            xr = x[r0:r1] + a[:, r0:r1].transpose(0, 1).reshape(r1 - r0, nh * d) @ W[p + "self_attn.o_proj.weight"]
+            hN = rms(xr, W[p + "post_attention_layernorm.weight"], eps)
+            g = hN @ W[p + "mlp.gate_proj.weight"]
+            xr = xr + (F.silu(g) * (hN @ W[p + "mlp.up_proj.weight"])) @ W[p + "mlp.down_proj.weight"]
+            del hN, g
+            if chunked:
+                x[r0:r1] = xr
+            else:
+                x = xr
+            del xr
+        del a
     last = rms(x[-1:], W["model.norm.weight"], eps)
     return (last.float() @ W["lm_head.weight"].float()).view(1, 1, -1)
+
+
+def sdpa_backends():
+    """SDPA limited to cuDNN first, then FlashAttention, then the
+    memory-efficient kernel (never the math fallback, which materialises S x S)."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        return sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
+                            SDPBackend.EFFICIENT_ATTENTION])
+    except Exception:  # older torch: default backend choice
+        import contextlib
+        return contextlib.nullcontext()
 
 
 def main():
@@ -92,23 +137,19 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
     ap.add_argument("--no-warmup", action="store_true")
+    ap.add_argument("--rows", type=int, default=0,
+                    help="projections, RoPE and MLP this many tokens at a time (0: whole prompt)")
     a = ap.parse_args()
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[a.dtype]
     cfg, W = load(a.dir, "cuda", dtype)
     ids = torch.from_numpy(np.load(a.ids).astype(np.int64)).cuda()
-    try:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        ctx = sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
-                           SDPBackend.EFFICIENT_ATTENTION])
-    except Exception:  # older torch: default backend choice
-        import contextlib
-        ctx = contextlib.nullcontext()
+    ctx = sdpa_backends()
     with ctx:
         if not a.no_warmup:
-            prefill(cfg, W, ids[:, :min(ids.shape[1], 1024)])
+            prefill(cfg, W, ids[:, :min(ids.shape[1], 1024)], a.rows)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        logits = prefill(cfg, W, ids)
+        logits = prefill(cfg, W, ids, a.rows)
         torch.cuda.synchronize()
         ms = (time.perf_counter() - t0) * 1e3
     np.save(a.out, logits.cpu().numpy().astype(np.float32))

@@ -198,6 +198,42 @@ def SelectTiles : Pass<"h20-select-tiles", "mlir::func::FuncOp"> {
   let dependentDialects = ["h20::hw::H20Dialect"];
 }
 
+def PredictPrefill : Pass<"h20-predict-prefill", "mlir::ModuleOp"> {
+  let summary = "Print the cost model's predicted prefill time per target and GPU count";
+  let description = [{
+    A model, not a measurement. Sums, over every op of the module at the
+    attn level (run h20-logits-last first for a last-position LM head), the
+    estimate of the cost model h20-select-tiles uses (TileCostModel.h):
+    attn.attention at its best attention tile, onnx.MatMul at its best GEMM
+    tile (batch dims folded into M), rms_norm / rope / rope_apply as row
+    kernels; every other op that computes a tensor (shape-only ops and
+    weights excluded) is an unfused memory-bound kernel moving its result
+    plus min(operand, result) bytes per operand at 80% of HBM bandwidth.
+    Every dynamic dim is taken to be `seq-len` tokens; floating-point
+    elements take `element-bytes` (2: bf16 storage, as --compute-type=bf16),
+    integers their own width.
+    On N > 1 GPUs the prefill is modelled as context parallelism (ring
+    attention, causal load balanced): each GPU does 1/N of the one-GPU time
+    and receives the other GPUs' K and V of every attention layer,
+    (N-1)/N x S x kv_heads x (D + Dv) x element-bytes, over NVLink at half
+    the target's NVLink figure (the datasheet's is both directions); those
+    transfers overlap that layer's attention, so only what exceeds it is
+    added. Targets without NVLink are predicted for one GPU only.
+    Prints one line per (target, GPUs) on stdout; `output` also writes JSON.
+  }];
+  let options = [
+    ListOption<"targets", "targets", "std::string",
+               "Target descriptions (default: h20,h200)">,
+    ListOption<"gpus", "gpus", "int64_t", "GPU counts (default: 1,8)">,
+    Option<"seqLen", "seq-len", "int64_t", "32768",
+           "Tokens assumed for dynamic dims">,
+    Option<"elementBytes", "element-bytes", "int64_t", "2",
+           "Bytes per floating-point element (bf16/f16: 2, f32: 4)">,
+    Option<"output", "output", "std::string", "\"\"",
+           "Also write the prediction as JSON to this file">
+  ];
+}
+
 def CanonicalOrder : Pass<"h20-canonical-order", "mlir::func::FuncOp"> {
   let summary = "Order ops by a depth-first walk from the function's results";
   let description = [{
