@@ -24,8 +24,10 @@
 // Kernel families: on an sm_90 device (H20/H100/H200) every case also runs
 // on the wgmma kernel (AttentionVariant kind 1, compiled for sm_90a) when it
 // has a variant for the case's dtype and dims (f16/bf16, D = Dv in {64, 128,
-// 256}); `--kernels default` checks only the default choice, `--kernels
-// wgmma` only the wgmma kernel. Timing covers the default variant, plus the
+// 256}); `--kernels default` checks only the mma.sync kernel (kind 0,
+// chooseAttentionVariant with H20_ATTENTION_KERNEL=mma, which this tool
+// sets), `--kernels wgmma` only the wgmma kernel (h20's default where it
+// has a variant). Timing covers the default variant, plus the
 // wgmma variant with --sweep or `--kernels all` (only it with `--kernels
 // wgmma`).
 //   --time S1,S2,...  time at these S (default 8192)
@@ -720,6 +722,10 @@ bool parseSizes(const char *text, std::vector<int64_t> &out) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // The two families are checked separately: chooseAttentionVariant picks
+  // the mma.sync kernel here ("default"), chooseWgmmaAttentionVariant the
+  // wgmma kernel (what h20 compiles to where it has a variant).
+  setenv("H20_ATTENTION_KERNEL", "mma", 1);
   std::string filter, jsonPath;
   bool timing = true, sweep = false, checks = true;
   std::optional<Families> familiesOpt;

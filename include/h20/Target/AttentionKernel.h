@@ -92,11 +92,11 @@ struct AttentionVariant {
 /// shared memory. Returns nullopt with `error` set when D or Dv is
 /// unsupported (not a multiple of 16 in [16, 256]) or dtype is unknown.
 ///
-/// Opt-in to the wgmma kernel: with the environment variable
-/// H20_ATTENTION_KERNEL=wgmma, and when chooseWgmmaAttentionVariant has a
-/// variant for (dtype, D, Dv), that variant (kind 1) is returned instead and
-/// the tile hints are ignored; compile it with attentionArch() ("sm_90a").
-/// Any other value (or none) keeps the kind-0 choice above.
+/// The wgmma kernel comes first: when chooseWgmmaAttentionVariant has a
+/// variant for (dtype, D, Dv), that variant (kind 1) is returned and the
+/// tile hints are ignored; compile it with attentionArch() ("sm_90a"). The
+/// environment variable H20_ATTENTION_KERNEL=mma keeps the kind-0 choice
+/// above for every shape (for comparisons).
 std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDim,
                                                        int64_t headDimV, int64_t blockMHint = 0,
                                                        int64_t blockNHint = 0,
