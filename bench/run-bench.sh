@@ -6,7 +6,8 @@
 # Sections (H20_BENCH_SECTIONS, default "A B C"); estimated times on one H200:
 #   A  attention alone, causal bf16, B=1 H=32 D=128, S in H20_BENCH_ATTN_S
 #      (default 8192 32768 131072): h20's kernels (attention-check --time
-#      --kernels all: the default kernel and the opt-in wgmma one; --no-check
+#      --kernels all: the mma.sync kernel and the wgmma one (h20's choice
+#      for these shapes); --no-check
 #      unless H20_BENCH_ATTN_CHECK=1, which first runs the correctness cases
 #      on both), PyTorch SDPA cuDNN and FlashAttention-2 (bench/attn_torch.py).
 #      ~1.5 min (torch import, NVRTC compile, 13 calls per kernel and S;

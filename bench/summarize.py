@@ -65,8 +65,8 @@ def merge(dirs):
         if "tflops" not in r:
             continue
         e = attn.setdefault(r["S"], {"S": r["S"]})
-        # --kernels all: the default kernel (what h20 compiles to) and the
-        # opt-in wgmma one (H20_ATTENTION_KERNEL=wgmma), one row each.
+        # --kernels all: the mma.sync kernel and the wgmma one (what h20
+        # compiles to where it has a variant), one row each.
         e.setdefault("h20_kernels", []).append(dict(r))
     for r in torch_rows:
         e = attn.setdefault(r["S"], {"S": r["S"]})
@@ -158,8 +158,9 @@ def tables(rec):
     out.append("")
     out.append("**A. Attention alone** (causal, bf16, B = 1, H = 32, D = 128; TFLOP/s of "
                "4·S²·D·H/2 FLOPs; CUDA events, warm-up, median of ≥ 5; same run, same GPU; speed "
-               "ratios: > 1 means h20 is faster; h20_attention_* is the kernel h20 compiles to by "
-               "default, h20_attention_wgmma_* the opt-in wgmma kernel, H20_ATTENTION_KERNEL=wgmma)")
+               "ratios: > 1 means h20 is faster; h20_attention_wgmma_* is the kernel h20 compiles "
+               "to (f16/bf16, D = Dv in 64/128/256), h20_attention_* the mma.sync kernel kept for "
+               "other shapes and H20_ATTENTION_KERNEL=mma)")
     out.append("")
     out.append("| S | h20 kernel | h20 ms | h20 TFLOP/s | cuDNN TFLOP/s | FA2 TFLOP/s | h20 / cuDNN (speed) | h20 / FA2 (speed) |")
     out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
