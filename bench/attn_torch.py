@@ -21,20 +21,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-
-def time_calls(fn, warmup, runs):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b))
-    return out
+from cuda_timing import cuda_ms
 
 
 def main():
@@ -58,7 +45,7 @@ def main():
         for name, be in backends:
             try:
                 with sdpa_kernel([be]):
-                    runs = time_calls(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                    runs = cuda_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                                       a.warmup, a.runs)
             except RuntimeError as e:  # backend refuses the shape / GPU
                 rows.append({"impl": name, "backend": str(be), "S": S, "error": str(e).splitlines()[0]})
