@@ -1,14 +1,14 @@
 // RUN: h20-opt %s --pass-pipeline='builtin.module(func.func(h20-linalg-to-gpu-loops{block-size=128}))' | FileCheck %s
 
-// Row reduction: one thread per row, the reduction sequential inside it.
+// Row reduction: one block (of block-size threads) per row, see
+// linalg-to-gpu-row-reduction.mlir.
 // CHECK-LABEL: func.func @ops
-// CHECK: scf.parallel
-// CHECK: scf.parallel
-// CHECK: scf.if
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK: gpu.launch
+// CHECK-SAME: threads({{.*}} in (%{{.*}} = %c128
+// CHECK: scf.for
 // CHECK: arith.addf
-// CHECK: processor = thread_x
-// CHECK: processor = block_x
+// CHECK: gpu.all_reduce add
+// CHECK: gpu.terminator
 // Elementwise 2-D: both dims collapsed into one tiled by the block size.
 // CHECK: arith.remsi
 // CHECK: arith.divsi

@@ -41,11 +41,24 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     threads (x), reductions stay sequential inside a thread, nested parallel
     loops are sequential. `convert-parallel-loops-to-gpu` then makes each a
     gpu.launch. An op without parallel dims runs as one thread.
+
+    Row reductions (`row-reductions`, on by default): a linalg.generic whose
+    only reduction dim is its innermost loop, into one 32/64-bit scalar output
+    per row, with a single associative combiner (addf, mulf, maximumf, ...)
+    becomes a gpu.launch directly: one block per row (the parallel dims,
+    delinearised from block_x), min(block-size, row length rounded up to 32)
+    threads striding the row so that a warp reads consecutive elements, the
+    partial results combined with gpu.all_reduce (shuffles and shared memory
+    after convert-gpu-to-nvvm), the row's initial output combined in by
+    thread 0.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::gpu::GPUDialect",
-                           "mlir::affine::AffineDialect", "mlir::arith::ArithDialect"];
+                           "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
   let options = [
-    Option<"blockSize", "block-size", "int64_t", "256", "Threads per block">
+    Option<"blockSize", "block-size", "int64_t", "256", "Threads per block">,
+    Option<"rowReductions", "row-reductions", "bool", "true",
+           "One block per row for reductions over the innermost loop dim">
   ];
 }
 

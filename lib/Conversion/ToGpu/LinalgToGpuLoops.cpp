@@ -1,18 +1,25 @@
 //===- LinalgToGpuLoops.cpp - linalg on memrefs -> GPU-mapped loops -------===//
 //
 // One kernel per structured op, one thread per output element of the
-// collapsed parallel space. Deliberately simple (correctness first): a
-// reduction such as RMSNorm's sum runs sequentially in its thread. Library
-// calls (GEMM, attention) are left for the target. See Passes.td.
+// collapsed parallel space; a reduction over the innermost loop dim (a row
+// reduction such as RMSNorm's sum of squares or softmax's max and sum) is a
+// kernel of one block per output element instead, its threads striding the
+// row (coalesced) and combining with gpu.all_reduce (warp shuffles and shared
+// memory once lowered to NVVM). Other reductions run sequentially in their
+// thread. Library calls (GEMM, attention) are left for the target. See
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace h20 {
 #define GEN_PASS_DEF_LINALGTOGPULOOPS
@@ -40,6 +47,193 @@ void markNestedSequential(Operation *root) {
   });
 }
 
+/// A linalg.generic whose loops are parallel dims then exactly one reduction
+/// dim, the innermost, into one init indexed by all the parallel dims and
+/// not the reduction dim, with a body `yield combine(out, f(ins))`: the
+/// combiner one associative, commutative arith op that gpu.all_reduce knows,
+/// on a 32- or 64-bit scalar (what NVVM's shuffles carry), with a neutral
+/// element for the threads that get no element of the row.
+struct RowReduction {
+  linalg::GenericOp op;
+  Operation *combiner;
+  gpu::AllReduceOperation kind;
+  TypedAttr neutral;
+  /// The value of a linalg.fill of the whole output right before the op,
+  /// folded into the kernel (one launch less); null when none.
+  Value fill = nullptr;
+};
+
+std::optional<RowReduction> matchRowReduction(linalg::LinalgOp linalgOp) {
+  auto op = dyn_cast<linalg::GenericOp>(linalgOp.getOperation());
+  if (!op || op.getNumDpsInits() != 1 || op->getNumResults() != 0)
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  unsigned n = iters.size();
+  if (n == 0 || !linalg::isReductionIterator(iters[n - 1]))
+    return std::nullopt;
+  for (unsigned i = 0; i + 1 < n; ++i)
+    if (!linalg::isParallelIterator(iters[i]))
+      return std::nullopt;
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != n - 1 ||
+      outMap.isFunctionOfDim(n - 1))
+    return std::nullopt;
+  for (OpOperand &in : op->getOpOperands())
+    if (!isa<MemRefType>(in.get().getType()) && op.isDpsInput(&in) &&
+        !in.get().getType().isIntOrIndexOrFloat())
+      return std::nullopt;
+  Block &body = op.getRegion().front();
+  BlockArgument outArg = op.getMatchingBlockArgument(init);
+  Type t = outArg.getType();
+  if (!(t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64)))
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield->getNumOperands() != 1)
+    return std::nullopt;
+  Operation *comb = yield->getOperand(0).getDefiningOp();
+  if (!comb || comb->getBlock() != &body || comb->getNumOperands() != 2 ||
+      comb->getNumResults() != 1 || comb->getNumRegions() != 0 || !outArg.hasOneUse() ||
+      *outArg.getUsers().begin() != comb || !comb->getResult(0).hasOneUse() ||
+      comb->getOperand(0) == comb->getOperand(1))
+    return std::nullopt;
+  // Reads only: a body that writes memory must keep its order.
+  for (Operation &o : body.without_terminator())
+    if (!isMemoryEffectFree(&o) && !isa<memref::LoadOp>(o))
+      return std::nullopt;
+  using K = gpu::AllReduceOperation;
+  std::optional<K> kind =
+      llvm::TypeSwitch<Operation *, std::optional<K>>(comb)
+          .Case<arith::AddFOp, arith::AddIOp>([](auto) { return K::ADD; })
+          .Case<arith::MulFOp, arith::MulIOp>([](auto) { return K::MUL; })
+          .Case([](arith::MaximumFOp) { return K::MAXIMUMF; })
+          .Case([](arith::MinimumFOp) { return K::MINIMUMF; })
+          .Case([](arith::MaxNumFOp) { return K::MAXNUMF; })
+          .Case([](arith::MinNumFOp) { return K::MINNUMF; })
+          .Case([](arith::MaxSIOp) { return K::MAXSI; })
+          .Case([](arith::MinSIOp) { return K::MINSI; })
+          .Case([](arith::MaxUIOp) { return K::MAXUI; })
+          .Case([](arith::MinUIOp) { return K::MINUI; })
+          .Case([](arith::AndIOp) { return K::AND; })
+          .Case([](arith::OrIOp) { return K::OR; })
+          .Case([](arith::XOrIOp) { return K::XOR; })
+          .Default([](Operation *) { return std::nullopt; });
+  std::optional<TypedAttr> neutral = arith::getNeutralElement(comb);
+  if (!kind || !neutral || neutral->getType() != t)
+    return std::nullopt;
+  return RowReduction{op, comb, *kind, *neutral};
+}
+
+/// The indices of an operand with indexing map `map` at loop indices `ivs`.
+SmallVector<Value> operandIndices(OpBuilder &b, Location loc, AffineMap map, ValueRange ivs) {
+  SmallVector<Value> idx;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    AffineExpr e = map.getResult(i);
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      idx.push_back(ivs[d.getPosition()]);
+    else
+      idx.push_back(affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), ivs));
+  }
+  return idx;
+}
+
+/// Replaces a row reduction by a gpu.launch of one block per output element
+/// (the parallel dims, delinearised from block_x). Thread t folds the
+/// elements t, t + T, t + 2T, ... of its row (consecutive threads read
+/// consecutive elements) starting from the neutral element; gpu.all_reduce
+/// combines the T partial results; thread 0 combines the total with the
+/// initial output element and stores it. T is `maxThreads` (a multiple of
+/// 32), or the row length rounded up to a multiple of 32 when that is less.
+void lowerRowReduction(RewriterBase &rw, const RowReduction &r, int64_t maxThreads) {
+  linalg::GenericOp op = r.op;
+  Location loc = op.getLoc();
+  rw.setInsertionPoint(op);
+  SmallVector<Value> sizes;
+  for (Range range : cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rw, loc))
+    sizes.push_back(getValueOrCreateConstantIndexOp(rw, loc, range.size));
+  unsigned n = sizes.size();
+  int64_t k = op.getStaticLoopRanges()[n - 1];
+  int64_t threads = std::max<int64_t>(32, maxThreads / 32 * 32);
+  if (!ShapedType::isDynamic(k))
+    threads = std::min(threads, std::max<int64_t>(32, llvm::alignTo(k, 32)));
+  Value one = arith::ConstantIndexOp::create(rw, loc, 1);
+  Value rows = one;
+  for (unsigned i = 0; i + 1 < n; ++i)
+    rows = arith::MulIOp::create(rw, loc, rows, sizes[i]);
+  Value numThreads = arith::ConstantIndexOp::create(rw, loc, threads);
+  auto launch = gpu::LaunchOp::create(rw, loc, rows, one, one, numThreads, one, one);
+  Block &entry = launch.getBody().front();
+  rw.setInsertionPointToEnd(&entry);
+  Value row = launch.getBlockIds().x, tid = launch.getThreadIds().x;
+  SmallVector<Value> ivs(n);
+  for (int i = int(n) - 2; i >= 0; --i) {
+    if (i == 0) {
+      ivs[i] = row;
+    } else {
+      ivs[i] = arith::RemUIOp::create(rw, loc, row, sizes[i]);
+      row = arith::DivUIOp::create(rw, loc, row, sizes[i]);
+    }
+  }
+  Block &body = op.getRegion().front();
+  BlockArgument outArg = op.getMatchingBlockArgument(op.getDpsInitOperand(0));
+  Value neutral = arith::ConstantOp::create(rw, loc, r.neutral);
+  // A row that the threads divide evenly: a loop with a constant trip count
+  // (LLVM unrolls it: several loads in flight per thread), element
+  // i * T + t. Otherwise t, t + T, ... below the row length.
+  bool even = !ShapedType::isDynamic(k) && k % threads == 0;
+  Value lb = even ? arith::ConstantIndexOp::create(rw, loc, 0).getResult() : tid;
+  Value ub = even ? arith::ConstantIndexOp::create(rw, loc, k / threads).getResult()
+                  : sizes[n - 1];
+  Value step = arith::ConstantIndexOp::create(rw, loc, even ? 1 : threads);
+  Value stride = arith::ConstantIndexOp::create(rw, loc, threads);
+  auto loop = scf::ForOp::create(
+      rw, loc, lb, ub, step, ValueRange{neutral},
+      [&](OpBuilder &b, Location l, Value iv, ValueRange acc) {
+        ivs[n - 1] = even ? arith::AddIOp::create(
+                                b, l, arith::MulIOp::create(b, l, iv, stride), tid)
+                                .getResult()
+                          : iv;
+        IRMapping map;
+        for (OpOperand *in : op.getDpsInputOperands()) {
+          Value v = in->get();
+          if (isa<MemRefType>(v.getType()))
+            v = memref::LoadOp::create(
+                b, l, v, operandIndices(b, l, op.getMatchingIndexingMap(in), ivs));
+          map.map(op.getMatchingBlockArgument(in), v);
+        }
+        map.map(outArg, acc[0]);
+        for (Operation &o : body.without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(o)) {
+            map.map(index.getResult(), ivs[index.getDim()]);
+            continue;
+          }
+          b.clone(o, map);
+        }
+        scf::YieldOp::create(b, l, map.lookup(r.combiner->getResult(0)));
+      });
+  auto total = gpu::AllReduceOp::create(rw, loc, loop.getResult(0),
+                                        gpu::AllReduceOperationAttr::get(rw.getContext(), r.kind),
+                                        rw.getUnitAttr());
+  Value zero = arith::ConstantIndexOp::create(rw, loc, 0);
+  Value first = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq, tid, zero);
+  scf::IfOp::create(rw, loc, first, [&](OpBuilder &b, Location l) {
+    Value out = op.getDpsInitOperand(0)->get();
+    SmallVector<Value> idx =
+        operandIndices(b, l, op.getMatchingIndexingMap(op.getDpsInitOperand(0)), ivs);
+    Value old = r.fill ? r.fill : memref::LoadOp::create(b, l, out, idx).getResult();
+    IRMapping map;
+    Value part = r.combiner->getOperand(0) == outArg ? r.combiner->getOperand(1)
+                                                     : r.combiner->getOperand(0);
+    map.map(outArg, old);
+    map.map(part, total.getResult());
+    Value res = b.clone(*r.combiner, map)->getResult(0);
+    memref::StoreOp::create(b, l, res, out, idx);
+    scf::YieldOp::create(b, l);
+  });
+  gpu::TerminatorOp::create(rw, loc);
+  rw.eraseOp(op);
+}
+
 struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPass> {
   using LinalgToGpuLoopsBase::LinalgToGpuLoopsBase;
 
@@ -56,7 +250,32 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         return;
       ops.push_back(op);
     });
+    // Row reductions first. A linalg.fill right before one, into the same
+    // buffer, is folded into it: the reduction writes every output element,
+    // and the fill value is its initial value.
+    llvm::SmallPtrSet<Operation *, 8> done;
+    if (rowReductions) {
+      for (linalg::LinalgOp op : ops) {
+        std::optional<RowReduction> r = matchRowReduction(op);
+        if (!r)
+          continue;
+        auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+        if (fill && fill.hasPureBufferSemantics() &&
+            fill.getInputs()[0].getDefiningOp<arith::ConstantOp>() &&
+            fill.getDpsInits()[0] == r->op.getDpsInitOperand(0)->get() &&
+            fill.getInputs()[0].getType() ==
+                r->op.getMatchingBlockArgument(r->op.getDpsInitOperand(0)).getType()) {
+          r->fill = fill.getInputs()[0];
+          done.insert(fill);
+          rewriter.eraseOp(fill);
+        }
+        done.insert(op);
+        lowerRowReduction(rewriter, *r, blockSize);
+      }
+    }
     for (linalg::LinalgOp op : ops) {
+      if (done.contains(op.getOperation()))
+        continue;
       rewriter.setInsertionPoint(op);
       bool hasParallel = llvm::any_of(op.getIteratorTypesArray(), linalg::isParallelIterator);
       Location loc = op.getLoc();
