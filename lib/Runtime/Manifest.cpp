@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <climits>
+#include <map>
 #include <stdexcept>
 
 namespace h20::runtime {
@@ -91,6 +92,30 @@ TensorSpec tensorSpec(const json &j, const std::string &what) {
             static_cast<int>(integer(d.at("input"), what + " dims_from input", 0, INT_MAX)),
             static_cast<int>(integer(d.at("dim"), what + " dims_from dim", 0, INT_MAX))));
     }
+  if (j.contains("dims_sum"))
+    for (const json &d : arrayOf(j.at("dims_sum"), what + " dims_sum")) {
+      if (d.is_null()) {
+        t.dimSums.push_back(std::nullopt);
+        continue;
+      }
+      DimSum sum;
+      sum.constant = integer(d.at("constant"), what + " dims_sum constant", -(int64_t(1) << 50),
+                             int64_t(1) << 50);
+      for (const json &term : arrayOf(d.at("terms"), what + " dims_sum terms"))
+        sum.terms.push_back(
+            {static_cast<int>(integer(term.at("input"), what + " dims_sum input", 0, INT_MAX)),
+             static_cast<int>(integer(term.at("dim"), what + " dims_sum dim", 0, INT_MAX)),
+             integer(term.at("coeff"), what + " dims_sum coeff", -(int64_t(1) << 20),
+                     int64_t(1) << 20)});
+      t.dimSums.push_back(std::move(sum));
+    }
+  if (j.contains("dim_params")) {
+    for (const json &d : arrayOf(j.at("dim_params"), what + " dim_params"))
+      t.dimParams.push_back(stringOf(d, what + " dim_param"));
+    if (t.dimParams.size() != t.shape.size())
+      throw Invalid(what + " has " + std::to_string(t.dimParams.size()) + " dim_params for " +
+                    std::to_string(t.shape.size()) + " dims");
+  }
   return t;
 }
 } // namespace
@@ -155,12 +180,63 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
   return true;
 }
 
+bool checkDimParams(const std::vector<TensorSpec> &inputs,
+                    const std::vector<std::vector<int64_t>> &inputShapes, std::string &error) {
+  struct Seen {
+    size_t input, dim;
+    int64_t size;
+  };
+  std::map<std::string, Seen> seen;
+  for (size_t i = 0; i < inputs.size() && i < inputShapes.size(); ++i) {
+    const TensorSpec &t = inputs[i];
+    for (size_t k = 0; k < t.dimParams.size() && k < inputShapes[i].size(); ++k) {
+      const std::string &name = t.dimParams[k];
+      if (name.empty() || (k < t.shape.size() && t.shape[k] >= 0))
+        continue;
+      int64_t size = inputShapes[i][k];
+      auto [it, inserted] = seen.try_emplace(name, Seen{i, k, size});
+      if (inserted || it->second.size == size)
+        continue;
+      const Seen &s = it->second;
+      error = "input '" + t.name + "' dim " + std::to_string(k) + " is " + std::to_string(size) +
+              " but input '" + inputs[s.input].name + "' dim " + std::to_string(s.dim) + " is " +
+              std::to_string(s.size) + "; the model names both '" + name +
+              "', so they must be equal";
+      return false;
+    }
+  }
+  return true;
+}
+
 bool resolveOutputShape(const TensorSpec &o, const std::vector<std::vector<int64_t>> &inputShapes,
                         std::vector<int64_t> &shape, std::string &error) {
   shape = o.shape;
   for (size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] >= 0)
       continue;
+    if ((k >= o.dimsFrom.size() || !o.dimsFrom[k]) && k < o.dimSums.size() && o.dimSums[k]) {
+      // constant + sum(coeff * dim): |coeff| <= 2^20 and dims <= 2^50
+      // (elementCount bounds every input), so each product fits; the sum
+      // is checked as it grows.
+      const DimSum &sum = *o.dimSums[k];
+      int64_t v = sum.constant;
+      bool ok = true;
+      for (const DimSum::Term &t : sum.terms) {
+        ok = t.input >= 0 && t.input < static_cast<int>(inputShapes.size()) && t.dim >= 0 &&
+             t.dim < static_cast<int>(inputShapes[t.input].size()) &&
+             !__builtin_add_overflow(v, t.coeff * inputShapes[t.input][t.dim], &v);
+        if (!ok)
+          break;
+      }
+      if (!ok || v < 0) {
+        error = "output '" + o.name + "' dim " + std::to_string(k) +
+                " cannot be sized from the inputs (its size would be " +
+                (ok ? std::to_string(v) : std::string("out of range")) + ")";
+        return false;
+      }
+      shape[k] = v;
+      continue;
+    }
     if (k >= o.dimsFrom.size() || !o.dimsFrom[k] || o.dimsFrom[k]->first < 0 ||
         o.dimsFrom[k]->first >= static_cast<int>(inputShapes.size()) ||
         o.dimsFrom[k]->second < 0 ||

@@ -54,8 +54,45 @@ std::optional<int64_t> vocabSize(func::FuncOp func) {
   return std::nullopt;
 }
 
+/// " ('name')" for result `i` when the model names it.
+static std::string outputName(func::FuncOp func, unsigned i) {
+  if (auto name = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+    return " ('" + name.str() + "')";
+  return "";
+}
+
+/// `e` as constant + sum(coeff * input dim), each symbol of its linear form
+/// replaced by an input dim that is exactly that symbol; nullopt if `e` is
+/// not linear in the symbols or a symbol is no input dim.
+static std::optional<llvm::json::Object> inputDimSum(func::FuncOp func, SymbolicEvaluator &eval,
+                                                     const SymExpr &e) {
+  auto lin = linearOf(e);
+  if (!lin)
+    return std::nullopt;
+  llvm::json::Array terms;
+  for (auto [atom, coeff] : lin->coeffs) {
+    if (!atom.first)
+      return std::nullopt; // an index variable: not a size
+    SymExpr sym = symSymbol(atom.second);
+    std::optional<std::pair<int64_t, int64_t>> at;
+    for (auto [a, arg] : llvm::enumerate(func.getArguments())) {
+      auto ad = eval.shapeOf(arg);
+      for (size_t j = 0; ad && j < ad->size() && !at; ++j)
+        if (provablyEqual((*ad)[j], sym))
+          at = std::make_pair(int64_t(a), int64_t(j));
+      if (at)
+        break;
+    }
+    if (!at)
+      return std::nullopt;
+    terms.push_back(llvm::json::Object{{"input", at->first}, {"dim", at->second}, {"coeff", coeff}});
+  }
+  return llvm::json::Object{{"constant", lin->constant}, {"terms", std::move(terms)}};
+}
+
 /// Inputs and outputs with, for each dynamic output dim, the input dim it
-/// equals (proven by SymbolicEvaluator), so h20-run can size the outputs.
+/// equals or the sum of input dims it is (proven by SymbolicEvaluator), so
+/// h20-run can size the outputs.
 FailureOr<std::pair<llvm::json::Array, llvm::json::Array>> describeInterface(func::FuncOp func) {
   SymbolicEvaluator eval(func);
   llvm::json::Array inputs, outputs;
@@ -79,11 +116,13 @@ FailureOr<std::pair<llvm::json::Array, llvm::json::Array>> describeInterface(fun
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t)
       return func.emitError("output ") << i << " has no static rank";
-    llvm::json::Array from;
+    llvm::json::Array from, sums;
+    bool anySum = false;
     auto dims = eval.shapeOf(v);
     for (int64_t k = 0; k < t.getRank(); ++k) {
       if (!t.isDynamicDim(k)) {
         from.push_back(nullptr);
+        sums.push_back(nullptr);
         continue;
       }
       bool found = false;
@@ -97,13 +136,24 @@ FailureOr<std::pair<llvm::json::Array, llvm::json::Array>> describeInterface(fun
         if (found)
           break;
       }
-      if (!found)
+      sums.push_back(nullptr);
+      if (found)
+        continue;
+      // Else a linear combination of input dims (e.g. S_past + S).
+      auto sum = dims ? inputDimSum(func, eval, (*dims)[k]) : std::nullopt;
+      if (!sum)
         return func.emitError("output ")
-               << i << " dim " << k << " is not provably equal to an input dim";
+               << i << outputName(func, i) << " dim " << k
+               << " is neither an input dim nor a sum of input dims";
+      from.push_back(nullptr);
+      sums.back() = std::move(*sum);
+      anySum = true;
     }
     llvm::json::Object o{{"dtype", dtypeName(t.getElementType())},
                          {"shape", shapeOf(t)},
                          {"dims_from", std::move(from)}};
+    if (anySum)
+      o["dims_sum"] = std::move(sums);
     if (auto name = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
       o["name"] = name.str();
     outputs.push_back(std::move(o));

@@ -1000,6 +1000,36 @@ private:
         b.getI64IntegerAttr(group));
   }
 
+  /// Why `mask` (rank <= 4, right-aligned against [B, Hq, S_q, S_kv] of
+  /// q [B, Hq, S_q, D] and k [B, Hkv, S_kv, D]) does not provably broadcast
+  /// to the scores; empty when every dim is 1 or provably the scores' dim.
+  /// The kernels index the mask with the scores' indices: a dim that might
+  /// differ at run time (another dim_param, a dynamic size) is refused.
+  std::string maskMisfit(Value mask, Value q, Value k) {
+    auto mt = dyn_cast<RankedTensorType>(mask.getType());
+    if (!mt)
+      return "";
+    if (mt.getRank() > 4)
+      return "attn_mask has rank " + std::to_string(mt.getRank()) + ", more than 4";
+    auto ms = eval.shapeOf(mask), qs = eval.shapeOf(q), ks = eval.shapeOf(k);
+    if (!ms || !qs || !ks || qs->size() != 4 || ks->size() != 4)
+      return "the shapes of attn_mask, Q and K are not known";
+    const char *names[] = {"batch", "query heads", "query length S_q", "key length S_kv"};
+    SymExpr target[] = {(*qs)[0], (*qs)[1], (*qs)[2], (*ks)[2]};
+    int64_t r = mt.getRank();
+    for (int64_t d = 0; d < r; ++d) {
+      int64_t t = 4 - r + d;
+      if (constantOf((*ms)[d]) == std::optional<int64_t>(1) || provablyEqual((*ms)[d], target[t]))
+        continue;
+      auto have = constantOf((*ms)[d]), want = constantOf(target[t]);
+      std::string sizes = have && want ? " (" + std::to_string(*have) + " vs " +
+                                             std::to_string(*want) + ")"
+                                       : " (not provably equal)";
+      return "attn_mask dim " + std::to_string(d) + " is neither 1 nor the " + names[t] + sizes;
+    }
+    return "";
+  }
+
   /// ONNX Attention-23/24/25: Q, K, V (4-D [B, H, S, D], or 3-D [B, S, H*D]
   /// with q_num_heads / kv_num_heads), optional mask (a mask with fewer keys
   /// than K is padded with masked-out keys), optional past_key / past_value
@@ -1018,33 +1048,42 @@ private:
     auto present = [&](unsigned i) {
       return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
     };
+    // Each form it cannot raise leaves the op with a warning saying why
+    // (the op has no other lowering, so compiling then fails on it).
+    auto keep = [&](const Twine &why) { op->emitWarning("Attention not raised: ") << why; };
     if (present(4) != present(5))
-      return;
+      return keep("past_key and past_value must be given together");
     Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
     int64_t rank = rankOf(q);
     if (rank != 3 && rank != 4)
-      return;
+      return keep("Q must be 3-D [B, S, H*D] or 4-D [B, H, S, D]");
     Location loc = op.getLoc();
     if (rank == 3) {
       int64_t hq = op.getQNumHeads().value_or(0), hkv = op.getKvNumHeads().value_or(0);
       if (!isPacked3d(q, hq) || !isPacked3d(k, hkv) || !isPacked3d(v, hkv))
-        return;
+        return keep("3-D Q, K, V need q_num_heads / kv_num_heads dividing their static "
+                    "hidden sizes");
       q = splitHeads(loc, q, hq);
       k = splitHeads(loc, k, hkv);
       v = splitHeads(loc, v, hkv);
     }
     if (rankOf(k) != 4 || rankOf(v) != 4)
-      return;
+      return keep("K and V must have Q's rank");
+    {
+      auto qt = cast<RankedTensorType>(q.getType()), kt = cast<RankedTensorType>(k.getType());
+      if (!qt.isDynamicDim(1) && !kt.isDynamicDim(1) &&
+          (kt.getDimSize(1) == 0 || qt.getDimSize(1) % kt.getDimSize(1) != 0))
+        return keep("query heads (" + Twine(qt.getDimSize(1)) +
+                    ") must be a multiple of key/value heads (" + Twine(kt.getDimSize(1)) + ")");
+    }
     // Visibility: is_causal bounds the window at the diagonal.
     bool isCausal = op.getIsCausal().value_or(0) != 0;
     int64_t left = op.getLeftWindowSize().value_or(-1);
     int64_t right = op.getRightWindowSize().value_or(-1);
     if (isCausal)
       right = 0;
-    if (left < -1 || right < -1) {
-      op->emitWarning("Attention kept: window sizes below -1");
-      return;
-    }
+    if (left < -1 || right < -1)
+      return keep("window sizes must be >= -1 (-1: unbounded)");
     bool anchored = left >= 0 || right >= 0;
     // With a past, bottom-right (offset S_kv - S_q) is S_past only when as
     // many keys as queries are new.
@@ -1071,16 +1110,13 @@ private:
       k = appendPast(op->getOperand(4), k);
       v = appendPast(op->getOperand(5), v);
       if (!k || !v)
-        return;
-      for (auto [i, val] : {std::pair<unsigned, Value>{1, k}, {2, v}})
-        if (op->getNumResults() > i && !op->getResult(i).use_empty() &&
-            op->getResult(i).getType() != val.getType())
-          return;
-    } else {
-      for (unsigned i = 1; i < 3 && i < op->getNumResults(); ++i)
-        if (!op->getResult(i).use_empty())
-          return;
+        return keep("past_key / past_value must be 4-D [B, H, S_past, D]");
     }
+    // present_key / present_value: past ++ new, or the new K, V alone.
+    for (auto [i, val] : {std::pair<unsigned, Value>{1, k}, {2, v}})
+      if (op->getNumResults() > i && !op->getResult(i).use_empty() &&
+          op->getResult(i).getType() != val.getType())
+        return keep("present_key / present_value type differs from the keys / values [B, H, S, D]");
     Value mask = present(3) ? op->getOperand(3) : Value();
     if (auto mt = mask ? dyn_cast<RankedTensorType>(mask.getType()) : RankedTensorType()) {
       int64_t skv = cast<RankedTensorType>(k.getType()).getDimSize(2);
@@ -1088,8 +1124,12 @@ private:
           mt.getShape().back() < skv) {
         mask = padMaskKeys(b, loc, mask, skv);
         if (!mask)
-          return;
+          return keep("attn_mask has fewer keys than K and other dynamic dims: cannot pad it");
       }
+    }
+    if (mask) {
+      if (std::string why = maskMisfit(mask, q, k); !why.empty())
+        return keep(why);
     }
     auto qt = cast<RankedTensorType>(q.getType());
     double scale;
@@ -1098,7 +1138,7 @@ private:
     else if (!qt.isDynamicDim(3))
       scale = 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
     else
-      return;
+      return keep("a dynamic head size needs an explicit scale");
     std::optional<double> softcap;
     if (auto c = op.getSoftcap(); c && c->convertToFloat() > 0)
       softcap = c->convertToFloat();
@@ -1116,7 +1156,7 @@ private:
       Value visible = buildVisibilityMask(b, loc, q, k, placement);
       mask = visible ? restrictMask(b, loc, mask, visible) : Value();
       if (!mask)
-        return;
+        return keep("the visibility mask of this window / offset does not broadcast with attn_mask");
     } else {
       causalAttr = right == 0;
       if (left >= 0)
@@ -1125,7 +1165,7 @@ private:
     if (present(6)) {
       mask = withNonpadKv(loc, mask, op->getOperand(6), k);
       if (!mask)
-        return;
+        return keep("nonpad_kv_seqlen must be a 1-D int64 tensor [B] broadcasting with attn_mask");
     }
     // With a past, the queries are the last S_q of the keys: bottom-right
     // (checked above); without one, top-left.
@@ -1134,26 +1174,24 @@ private:
                                   present(4) ? attn::CausalAlignment::bottom_right
                                              : attn::CausalAlignment::top_left);
     if (!y)
-      return;
+      return keep("its operands have no attn.attention form (unranked mask, or mismatching GQA)");
     auto attention = y.getDefiningOp<attn::AttentionOp>();
     if (rank == 3)
       y = mergeHeads(loc, y);
     if (y.getType() != op->getResult(0).getType()) {
       // Leave the op; what was built for it is dead and goes with the DCE.
-      return;
+      return keep("Y's declared type differs from [B, Hq, S_q, Dv] of the inputs");
     }
     Value scores;
     if (op->getNumResults() > 3 && !op->getResult(3).use_empty()) {
       scores = emitScores(op, attention);
       if (!scores)
-        return;
+        return keep("qk_matmul_output's declared type differs from [B, Hq, S_q, S_kv]");
     }
-    if (present(4)) {
-      if (op->getNumResults() > 1)
-        op->getResult(1).replaceAllUsesWith(k);
-      if (op->getNumResults() > 2)
-        op->getResult(2).replaceAllUsesWith(v);
-    }
+    if (op->getNumResults() > 1)
+      op->getResult(1).replaceAllUsesWith(k);
+    if (op->getNumResults() > 2)
+      op->getResult(2).replaceAllUsesWith(v);
     if (scores)
       op->getResult(3).replaceAllUsesWith(scores);
     replace(op, y);

@@ -1,4 +1,4 @@
-// RUN: h20-opt %s --split-input-file --h20-raise-attn | FileCheck %s
+// RUN: h20-opt %s --split-input-file --h20-raise-attn --verify-diagnostics | FileCheck %s
 
 // RMSNormalization-23 (stash_type 1: fp32 statistics) -> attn.rms_norm.
 // CHECK-LABEL: func.func @rms
@@ -152,4 +152,27 @@ func.func @qk_output(%q: tensor<1x4x8x16xf32>, %m: tensor<8x6xf32>) -> (tensor<1
   %n = onnx.NoValue
   %y:4 = onnx.Attention(%q, %q, %q, %m) {is_causal = 1 : si64, qk_matmul_output_mode = 2 : si64, softcap = 2.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<8x6xf32>) -> (tensor<1x4x8x16xf32>, tensor<*xf32>, tensor<*xf32>, tensor<1x4x8x8xf32>)
   return %y#0, %y#3 : tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// present_key / present_value without a past are the new K and V.
+// CHECK-LABEL: func.func @present_without_past
+// CHECK: %[[Y:.*]] = attn.attention %arg0, %arg1, %arg1
+// CHECK: return %[[Y]], %arg1
+func.func @present_without_past(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) {
+  %y:2 = onnx.Attention(%q, %k, %k) {is_causal = 1 : si64} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>)
+  return %y#0, %y#1 : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// A mask whose key dim is not provably the keys' (another dynamic size) is
+// not indexed blindly: the op is kept, with a warning saying why.
+// CHECK-LABEL: func.func @mask_key_dim_unproven
+// CHECK: onnx.Attention
+func.func @mask_key_dim_unproven(%q: tensor<1x4x?x16xf32>, %k: tensor<1x4x?x16xf32>, %m: tensor<?x?xf32>) -> tensor<1x4x?x16xf32> {
+  // expected-warning @+1 {{Attention not raised: attn_mask dim 0 is neither 1 nor the query length S_q (not provably equal)}}
+  %y = onnx.Attention(%q, %k, %k, %m) : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<?x?xf32>) -> tensor<1x4x?x16xf32>
+  return %y : tensor<1x4x?x16xf32>
 }

@@ -87,6 +87,48 @@ TEST(RuntimeInput, OutputShapesAreBounded) {
   EXPECT_TRUE(contains(error, "cannot be sized from the inputs")) << error;
 }
 
+// An output dim that is a sum of input dims (a present KV cache: S_past +
+// S_new) is sized from them; a negative or overflowing sum is refused.
+TEST(RuntimeInput, OutputDimSums) {
+  TensorSpec o;
+  o.name = "present";
+  o.shape = {1, -1};
+  o.dimsFrom = {std::nullopt, std::nullopt};
+  DimSum sum;
+  sum.constant = 1;
+  sum.terms = {{0, 1, 1}, {1, 0, 2}};
+  o.dimSums = {std::nullopt, sum};
+  std::vector<int64_t> shape;
+  std::string error;
+  EXPECT_TRUE(resolveOutputShape(o, {{1, 4}, {3}}, shape, error)) << error;
+  EXPECT_EQ(shape, (std::vector<int64_t>{1, 11}));
+  o.dimSums[1]->constant = -20;
+  EXPECT_FALSE(resolveOutputShape(o, {{1, 4}, {3}}, shape, error));
+  EXPECT_TRUE(contains(error, "would be -10")) << error;
+  o.dimSums[1]->terms[1].input = 5;
+  EXPECT_FALSE(resolveOutputShape(o, {{1, 4}, {3}}, shape, error));
+  EXPECT_TRUE(contains(error, "cannot be sized from the inputs")) << error;
+}
+
+// Dims sharing an ONNX dim_param must agree across inputs; static dims and
+// dims without a name are not compared.
+TEST(RuntimeInput, DimParamsAgree) {
+  TensorSpec q, k;
+  q.name = "q", q.shape = {-1, 4, -1}, q.dimParams = {"B", "", "S"};
+  k.name = "k", k.shape = {-1, -1}, k.dimParams = {"B", ""};
+  std::string error;
+  EXPECT_TRUE(checkDimParams({q, k}, {{2, 4, 7}, {2, 9}}, error)) << error;
+  EXPECT_FALSE(checkDimParams({q, k}, {{2, 4, 7}, {3, 9}}, error));
+  EXPECT_TRUE(contains(error, "input 'k' dim 0 is 3 but input 'q' dim 0 is 2")) << error;
+  EXPECT_TRUE(contains(error, "'B'")) << error;
+  Manifest m;
+  std::string text = kManifest;
+  text.replace(text.find(R"("shape": [1, -1]})"), 17,
+               R"("shape": [1, -1], "dim_params": ["S"]})");
+  EXPECT_FALSE(parseManifest(text, m, error));
+  EXPECT_TRUE(contains(error, "1 dim_params for 2 dims")) << error;
+}
+
 TEST(RuntimeInput, CpuAbiCheckStaysInsideItsTable) {
   static char data[64];
   std::vector<MemRefDescriptor> args;

@@ -686,8 +686,8 @@ FailureOr<Values> lowerConstantOfShape(OpBuilder &b, ox::ConstantOfShapeOp op) {
 } // namespace
 
 FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
-  for (Type t : op->getResultTypes())
-    if (!isa<RankedTensorType>(t))
+  for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
+    if (!isa<RankedTensorType>(t) && !(isa<ox::AttentionOp>(op) && op->getResult(i).use_empty()))
       return unsupported(op, "its result shape is unknown (an unranked tensor)");
   for (Type t : op->getOperandTypes()) {
     auto st = dyn_cast<ShapedType>(t);
@@ -735,6 +735,9 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
       .Case([&](ox::SoftmaxOp s) { return lowerSoftmax(b, s); })
       .Case([&](ox::ConstantOfShapeOp c) { return lowerConstantOfShape(b, c); })
       .Default([&](Operation *) -> FailureOr<Values> {
+        if (isa<ox::AttentionOp>(op))
+          return unsupported(op, "this form was not raised to attn.attention (the warning "
+                                 "before this error says why); it has no other lowering");
         return unsupported(op, "has no lowering to linalg yet (no target supports it)");
       });
 }
