@@ -39,7 +39,7 @@ for t in "$out"/bin/*; do
   ldd "$t" | awk '/=> \// {print $3}' |
     grep -E 'libprotobuf|libonnx_proto' || true
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
-cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$out/"
+cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
 [[ $bench == only ]] && models=()
 for m in "${models[@]}"; do

@@ -31,7 +31,8 @@ log=$results/gpu-tests.log
 rows=()
 json=()
 failed=0
-# H20_GPU_SECTIONS picks parts: kernels fixtures conformance seed (default: all).
+# H20_GPU_SECTIONS picks parts: kernels fixtures conformance seed (default: all);
+# seed2 is the 2-layer seed-dense check alone (seed runs it and the 1-layer 528K one).
 sections=${H20_GPU_SECTIONS:-kernels fixtures conformance seed}
 want() { [[ " $sections " == *" $1 "* ]]; }
 record() { # name status detail
@@ -172,8 +173,10 @@ seed_dense() { # layers S name
   record "$name" $st "$(tr '\n' ' ' <<<"${cmp:-failed} h20 $ttft; $ref")"
   rm -f "$sd/weights.bin"
 }
-if want seed; then
+if want seed || want seed2; then
   seed_dense 2 32768 "seed-dense-2l bf16 S=32768 vs PyTorch"
+fi
+if want seed; then
   seed_dense 1 528384 "seed-dense-1l bf16 S=528384 (K > 2^31 elems)"
 fi
 

@@ -230,7 +230,15 @@ struct GpuExecutor::Impl {
     heldBytes -= bytes;
   }
 
-  CUdeviceptr address(int buffer) const { return base + plan.offsets[buffer]; }
+  /// Where each buffer is now: base + plan.offsets, except while a virtual
+  /// context-parallel run binds a rank's KV cache and a piece's arena.
+  std::vector<CUdeviceptr> addr;
+  CUdeviceptr address(int buffer) const { return addr[buffer]; }
+  void resetAddresses() {
+    addr.resize(plan.offsets.size());
+    for (size_t b = 0; b < plan.offsets.size(); ++b)
+      addr[b] = base + plan.offsets[b];
+  }
 
   bool loadModules(const Artifact &artifact);
   bool resolveKernels();
@@ -716,6 +724,7 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
   if (!I.alloc(I.base, I.plan.totalBytes, "the program's buffers") ||
       (I.workspaceBytes && !I.alloc(I.workspace, I.workspaceBytes, "the cuBLASLt workspace")))
     return done(false);
+  I.resetAddresses();
   I.loadStats.planBytes = I.plan.totalBytes;
   auto t0 = std::chrono::steady_clock::now();
   if (!I.uploadWeights(options) || !I.uploadConsts(artifact))
@@ -1179,6 +1188,12 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   std::string err;
   if (!checkGpuProgramForLength(p, S, err))
     return done(I.fail(GpuStatus::BadInput, err));
+  // Virtual context parallelism: the plan (chunks, segments, ring) first,
+  // so a prompt it cannot split fails before anything is uploaded.
+  const bool virtualCp = options.virtualRanks > 1;
+  CpPlan cp;
+  if (virtualCp && !planContextParallel(p, options.virtualRanks, S, cp, err))
+    return done(I.fail(GpuStatus::BadInput, err));
 
   // Outputs.
   outputs.assign(m.outputs.size(), HostTensor());
@@ -1256,7 +1271,8 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     if (!I.alloc(ids, idsBytes, "the token ids"))
       return done(false);
   }
-  size_t nev = chunks.size() + 5;
+  size_t cpLayers = virtualCp ? cp.segments.size() - 1 : 0;
+  size_t nev = chunks.size() + 5 + 2 * cpLayers;
   scoped.events.assign(nev, nullptr);
   for (CUevent &e : scoped.events)
     if (!I.check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"))
@@ -1264,6 +1280,74 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   CUevent evUp0 = scoped.events[0], evUp1 = scoped.events[1], evDl0 = scoped.events[2],
           evDl1 = scoped.events[3];
   CUevent *evChunk = scoped.events.data() + 4; // chunks.size() + 1 boundaries
+  CUevent *evRing = evChunk + chunks.size() + 1;  // virtual ranks: 2 per layer
+
+  // Virtual ranks: the other ranks' KV caches (state buffers) and the other
+  // pieces' arenas and chunked-input buffers, in one allocation.
+  struct CpMemory {
+    Impl &I;
+    CUdeviceptr ptr = 0;
+    uint64_t bytes = 0;
+    ~CpMemory() {
+      I.cu->cuStreamSynchronize(I.stream);
+      I.resetAddresses();
+      I.release(ptr, bytes);
+    }
+  } cpMem{I, 0, 0};
+  auto align = [](uint64_t v) { return (v + 255) / 256 * 256; };
+  std::vector<uint64_t> stateRel(p.buffers.size(), 0);
+  std::vector<int> stateBufs, tempBufs;
+  uint64_t stateSpan = 0, arenaSpan = align(static_cast<uint64_t>(p.arenaBytes)), inputSpan = 0;
+  uint64_t arenasAt = 0, inputsAt = 0;
+  int chunkedInput = p.chunking ? inputBuffer[p.chunking->input] : -1;
+  if (virtualCp) {
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      if (p.buffers[b].kind == BufferKind::State) {
+        stateRel[b] = stateSpan;
+        stateSpan = align(stateSpan + static_cast<uint64_t>(p.buffers[b].bytes));
+        stateBufs.push_back(static_cast<int>(b));
+      } else if (p.buffers[b].kind == BufferKind::Temp) {
+        tempBufs.push_back(static_cast<int>(b));
+      }
+    }
+    if (chunkedInput >= 0)
+      inputSpan = align(static_cast<uint64_t>(p.buffers[chunkedInput].bytes));
+    uint64_t ranks = static_cast<uint64_t>(options.virtualRanks);
+    uint64_t pieces = cp.schedule.pieces.size();
+    arenasAt = (ranks - 1) * stateSpan;
+    inputsAt = arenasAt + (pieces - 1) * arenaSpan;
+    cpMem.bytes = inputsAt + (pieces - 1) * inputSpan;
+    size_t freeB = 0, totalB = 0;
+    if (!I.check(cu.cuMemGetInfo(&freeB, &totalB), "cuMemGetInfo"))
+      return done(false);
+    if (cpMem.bytes > freeB)
+      return done(I.fail(GpuStatus::Resources,
+                         std::to_string(ranks) + " virtual ranks need " + gib(cpMem.bytes) +
+                             " more GPU memory (" + std::to_string(ranks - 1) +
+                             " more KV caches of " + gib(stateSpan) + ", " +
+                             std::to_string(pieces - 1) + " more arenas of " + gib(arenaSpan) +
+                             "); " + gib(freeB) + " free"));
+    if (cpMem.bytes && !I.alloc(cpMem.ptr, cpMem.bytes, "the virtual ranks' KV caches and arenas"))
+      return done(false);
+  }
+  // Points the state buffers at rank `rank`'s KV cache and the temps and
+  // the chunked input at piece `piece`'s arena and buffer.
+  auto cacheAddress = [&](int rank, int b) {
+    return rank == 0 ? I.base + I.plan.offsets[b]
+                     : cpMem.ptr + (rank - 1) * stateSpan + stateRel[b];
+  };
+  auto bind = [&](int rank, int64_t piece) {
+    for (int b : stateBufs)
+      I.addr[b] = cacheAddress(rank, b);
+    uint64_t k = static_cast<uint64_t>(piece);
+    for (int b : tempBufs)
+      I.addr[b] = piece == 0 ? I.base + I.plan.offsets[b]
+                             : cpMem.ptr + arenasAt + (k - 1) * arenaSpan +
+                                   static_cast<uint64_t>(p.buffers[b].offset);
+    if (chunkedInput >= 0)
+      I.addr[chunkedInput] = piece == 0 ? I.base + I.plan.offsets[chunkedInput]
+                                        : cpMem.ptr + inputsAt + (k - 1) * inputSpan;
+  };
 
   // TTFT starts here: ids on the host.
   auto t0 = std::chrono::steady_clock::now();
@@ -1289,6 +1373,29 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                                     static_cast<size_t>(p.buffers[b].bytes), I.stream),
                  "zeroing state buffer " + std::to_string(b)))
       return done(false);
+  if (virtualCp && arenasAt &&
+      !I.check(cu.cuMemsetD8Async(cpMem.ptr, 0, static_cast<size_t>(arenasAt), I.stream),
+               "zeroing the virtual ranks' KV caches"))
+    return done(false);
+
+  // Rows outputs of chunk `c` (symbols `sym`) to the host.
+  auto downloadRows = [&](size_t c, const SymbolValues &sym) {
+    for (size_t o = 0; o < m.outputs.size(); ++o) {
+      if (p.outputs[o].mode != OutputMode::Rows || sym.n == 0)
+        continue;
+      const RowsCopy &rc = rows[o];
+      for (int64_t x = 0; x < rc.outer; ++x) {
+        uint8_t *dst = outputs[o].data.data() + (x * S + sym.p0) * rc.rowBytes;
+        CUdeviceptr src = I.address(outputBuffer[o]) + x * p.chunking->chunk * rc.rowBytes;
+        if (!I.check(cu.cuMemcpyDtoHAsync(dst, src, static_cast<size_t>(sym.n * rc.rowBytes),
+                                          I.stream),
+                     "downloading output '" + m.outputs[o].name + "' of chunk " +
+                         std::to_string(c)))
+          return false;
+      }
+    }
+    return true;
+  };
 
   auto chunkElapsed = [&](size_t c, double &ms) {
     float f = 0;
@@ -1324,7 +1431,112 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   else
     graphs = true;
   std::vector<ResolvedStep> resolved(p.steps.size());
-  for (size_t c = 0; c < chunks.size(); ++c) {
+  if (virtualCp) {
+    stats.cudaGraphNote = "virtual ranks: every step is launched on its own";
+    graphs = false;
+  }
+  // Virtual ranks: steps [from, to) of piece `piece` on its rank.
+  auto runPiece = [&](int64_t piece, size_t from, size_t to) {
+    const CpSchedule &cs = cp.schedule;
+    bind(cs.pieceRank[piece], piece);
+    const SymbolValues &sym = cs.pieces[piece];
+    for (size_t i = from; i < to; ++i) {
+      if (!resolveStep(p, i, sym, resolved[i], err))
+        return I.fail(GpuStatus::BadInput, "chunk " + std::to_string(piece) + ": " + err);
+      if (!I.execute(i, resolved[i]))
+        return false;
+      if (I.syncEachStep &&
+          !I.check(cu.cuStreamSynchronize(I.stream),
+                   "step " + std::to_string(i) + " (" + stepOpName(p.steps[i]) + ") of chunk " +
+                       std::to_string(piece) + " (rank " + std::to_string(cs.pieceRank[piece]) +
+                       ")"))
+        return false;
+    }
+    return true;
+  };
+  if (virtualCp) {
+    const CpSchedule &cs = cp.schedule;
+    const int N = cs.ranks;
+    stats.virtualRanks = N;
+    stats.cpChunkTokens = cs.chunkTokens;
+    stats.cpPieces = static_cast<int64_t>(cs.pieces.size());
+    stats.cpRankChunks = cs.rankChunks;
+    stats.cpRankLog.assign(N, {});
+    stats.cpExtraBytes = cpMem.bytes;
+    if (!I.check(cu.cuEventRecord(evChunk[0], I.stream), "cuEventRecord"))
+      return done(false);
+    for (size_t l = 0; l < cpLayers; ++l) {
+      const CpSegment &seg = cp.segments[l];
+      // Every rank: its pieces up to the layer's attention (this writes
+      // their K/V rows into the rank's own cache).
+      for (int r = 0; r < N; ++r)
+        for (int64_t piece : cs.rankPieces[r]) {
+          if (l == 0 && chunkedInput >= 0) {
+            bind(r, piece);
+            if (!I.check(cu.cuMemcpyDtoDAsync(I.address(chunkedInput), ids + piece * chunkBytes,
+                                              static_cast<size_t>(chunkBytes), I.stream),
+                         "copying chunk " + std::to_string(piece) + "'s token ids"))
+              return done(false);
+          }
+          if (!runPiece(piece, seg.begin, static_cast<size_t>(seg.attention)))
+            return done(false);
+        }
+      // The ring: N-1 steps; at step k rank r receives from rank r-1 the
+      // block that started at rank r-k (rank r-1 got it at step k-1).
+      if (!I.check(cu.cuEventRecord(evRing[2 * l], I.stream), "cuEventRecord"))
+        return done(false);
+      const std::vector<std::vector<StateRun>> &blocks = cp.ring.blocks[l];
+      for (int k = 1; k < N; ++k)
+        for (int r = 0; r < N; ++r) {
+          CpCollective c;
+          c.layer = static_cast<int>(l);
+          c.step = k;
+          c.sendTo = (r + 1) % N;
+          c.recvFrom = (r - 1 + N) % N;
+          c.sendOrigin = (r - k + 1 + N) % N;
+          c.recvOrigin = (r - k + N) % N;
+          for (const StateRun &run : blocks[c.sendOrigin])
+            c.sendBytes += run.bytes;
+          for (const StateRun &run : blocks[c.recvOrigin]) {
+            c.recvBytes += run.bytes;
+            CUdeviceptr dst = cacheAddress(r, run.buffer) + run.offsetBytes;
+            CUdeviceptr src = cacheAddress(c.recvFrom, run.buffer) + run.offsetBytes;
+            if (!I.check(cu.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(run.bytes), I.stream),
+                         "layer " + std::to_string(l) + " ring step " + std::to_string(k) +
+                             ": copying rank " + std::to_string(c.recvFrom) +
+                             "'s K/V rows to rank " + std::to_string(r)))
+              return done(false);
+          }
+          stats.cpRankLog[r].push_back(c);
+        }
+      if (!I.check(cu.cuEventRecord(evRing[2 * l + 1], I.stream), "cuEventRecord"))
+        return done(false);
+      // Every rank: the attention of its pieces.
+      for (int r = 0; r < N; ++r)
+        for (int64_t piece : cs.rankPieces[r])
+          if (!runPiece(piece, static_cast<size_t>(seg.attention), seg.end))
+            return done(false);
+    }
+    // The tail: only the piece holding the last position when every output
+    // is "last"; else every piece in position order.
+    const CpSegment &tail = cp.segments.back();
+    bool lastOnly = std::all_of(p.outputs.begin(), p.outputs.end(), [](const GpuOutput &o) {
+      return o.mode == OutputMode::Last;
+    });
+    for (int64_t piece = lastOnly ? cs.lastPiece : 0;
+         piece < static_cast<int64_t>(cs.pieces.size()); ++piece) {
+      if (!runPiece(piece, tail.begin, tail.end) ||
+          !downloadRows(static_cast<size_t>(piece), cs.pieces[piece]))
+        return done(false);
+      ++stats.cpTailPieces;
+    }
+    if (!I.check(cu.cuEventRecord(evChunk[chunks.size()], I.stream), "cuEventRecord"))
+      return done(false);
+    I.resetAddresses();
+    stats.cpRing = cp.ring.layers;
+    stats.cpCollectivesMatch = collectivesMatch(stats.cpRankLog, stats.cpCollectivesNote);
+  }
+  for (size_t c = 0; c < chunks.size() && !virtualCp; ++c) {
     const SymbolValues &sym = chunks[c];
     if (!I.check(cu.cuEventRecord(evChunk[c], I.stream), "cuEventRecord"))
       return done(false);
@@ -1352,20 +1564,8 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
           return done(false);
       }
     }
-    for (size_t o = 0; o < m.outputs.size(); ++o) {
-      if (p.outputs[o].mode != OutputMode::Rows || sym.n == 0)
-        continue;
-      const RowsCopy &rc = rows[o];
-      for (int64_t x = 0; x < rc.outer; ++x) {
-        uint8_t *dst = outputs[o].data.data() + (x * S + sym.p0) * rc.rowBytes;
-        CUdeviceptr src = I.address(outputBuffer[o]) + x * p.chunking->chunk * rc.rowBytes;
-        if (!I.check(cu.cuMemcpyDtoHAsync(dst, src, static_cast<size_t>(sym.n * rc.rowBytes),
-                                          I.stream),
-                     "downloading output '" + m.outputs[o].name + "' of chunk " +
-                         std::to_string(c)))
-          return done(false);
-      }
-    }
+    if (!downloadRows(c, sym))
+      return done(false);
     if (!I.check(cu.cuEventRecord(evChunk[c + 1], I.stream), "cuEventRecord"))
       return done(false);
     // Report the previous chunk while this one runs.
@@ -1388,7 +1588,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                "names it)"))
     return done(false);
   stats.ttftMs = msSince(t0);
-  if (!report(chunks.size() - 1))
+  if (!virtualCp && !report(chunks.size() - 1))
     return done(false);
 
   float f = 0;
@@ -1402,11 +1602,17 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   if (!I.check(cu.cuEventElapsedTime(&f, evDl0, evDl1), "cuEventElapsedTime"))
     return done(false);
   stats.downloadMs = f;
-  for (size_t c = 0; c < chunks.size(); ++c) {
+  for (size_t c = 0; c < chunks.size() && !virtualCp; ++c) {
     double ms = 0;
     if (!chunkElapsed(c, ms))
       return done(false);
     stats.chunkMs.push_back(ms);
+  }
+  for (size_t l = 0; l < cpLayers; ++l) {
+    if (!I.check(cu.cuEventElapsedTime(&f, evRing[2 * l], evRing[2 * l + 1]),
+                 "cuEventElapsedTime"))
+      return done(false);
+    stats.cpRingMs.push_back(f);
   }
   stats.peakGpuMemoryBytes = I.peakBytes;
   stats.deviceMemoryUsedBytes = I.peakDeviceUsed;

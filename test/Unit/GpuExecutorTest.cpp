@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/ContextParallel.h"
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Runtime/GpuExecutor.h"
 #include "h20/Runtime/GpuProgram.h"
@@ -132,7 +133,8 @@ json mat(int buffer, int64_t batchStride, int64_t rowStride, int64_t colStride) 
 /// y[o + i*s] += a * x[o + i*s] for i < size; h20_test_attn_echo(H20AttnParams)
 /// counts its blocks at o + 224 and block (0,0,0) copies the 224 parameter
 /// bytes to o; h20_test_lm_last(memref ids, memref w, memref logits, i64 n,
-/// i64 v) sets logits[j] = w[ids[n-1]*v + j].
+/// i64 v) sets logits[j] = w[ids[n-1]*v + j]; h20_test_attn_ksum(H20AttnParams)
+/// stores the sum of the float32 k[0 .. skv) (contiguous) at o.
 std::string testPtx() {
   std::string echo;
   for (int o = 0; o < 224; o += 8)
@@ -200,6 +202,37 @@ DONE:
   setp.ne.u32 %p1, %r3, 0;
   @%p1 bra DONE;
 )" + echo + R"(DONE:
+  ret;
+}
+
+.visible .entry h20_test_attn_ksum(.param .align 8 .b8 p[224])
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  or.b32 %r1, %r1, %r2;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra KDONE;
+  ld.param.u64 %rd1, [p+8];
+  ld.param.u64 %rd2, [p+24];
+  ld.param.u64 %rd3, [p+192];
+  mov.f32 %f1, 0f00000000;
+  mov.u64 %rd4, 0;
+KLOOP:
+  setp.ge.s64 %p2, %rd4, %rd3;
+  @%p2 bra KSTORE;
+  shl.b64 %rd5, %rd4, 2;
+  add.u64 %rd5, %rd5, %rd1;
+  ld.global.f32 %f2, [%rd5];
+  add.f32 %f1, %f1, %f2;
+  add.u64 %rd4, %rd4, 1;
+  bra KLOOP;
+KSTORE:
+  st.global.f32 [%rd2], %f1;
+KDONE:
   ret;
 }
 
@@ -1198,4 +1231,215 @@ TEST_F(GpuExecutorTest, H20RunGpusNcclAndGraphs) {
       << nr["nccl"].dump();
   EXPECT_NE(out.find("NCCL unavailable"), std::string::npos) << out;
   EXPECT_EQ(nr["next_token_id"], g["next_token_id"]);
+}
+
+// --- Virtual context parallelism ----------------------------------------------
+
+namespace {
+
+/// A 2-layer toy decoder for virtual ranks, chunks of 4 tokens, S <= 32:
+/// weight w[j] = j + 1; layer l writes its "K" rows (cache slot l, float32,
+/// one value per position) as (l + 1) * w[p0 .. p0 + 4) with the axpy
+/// kernel, and its "attention" (h20_test_attn_ksum) sums the slot's rows
+/// [0, skv = p0 + 4): the sum is right only when every earlier row, also
+/// those other ranks wrote, is in this rank's cache. The tail copies both
+/// sums into output 0 ("last", [1, 1, 2]) and, with `rows`, layer 1's sum
+/// into row p0 of output 1 ([1, S, 1], the chunk's other rows zeroed).
+void cpProgram(TestArtifact &t, const std::string &dir, bool rows) {
+  std::vector<float> w(32);
+  for (int j = 0; j < 32; ++j)
+    w[j] = float(j + 1);
+  writeBytes(dir + "/w.bin", w.data(), w.size() * 4);
+  t.addBlob("k.ptx", "ptx", testPtx());
+  t.manifest["max_positions"] = 32;
+  t.manifest["inputs"] = {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}};
+  t.manifest["outputs"] = {{{"name", "sums"}, {"dtype", "float32"}, {"shape", {1, 1, 2}}}};
+  if (rows)
+    t.manifest["outputs"].push_back({{"name", "rows"}, {"dtype", "float32"}, {"shape", {1, -1, 1}},
+                                     {"dims_from", {nullptr, {{"input", 0}, {"dim", 1}}, nullptr}}});
+  t.manifest["weights"] = {{{"name", "w"}, {"file", "w.bin"}, {"dtype", "float32"},
+                            {"shape", {32}}, {"offset", 0}, {"length", 128}}};
+  json steps = json::array();
+  for (int l = 0; l < 2; ++l) {
+    steps.push_back(
+        {{"op", "launch"}, {"module", 0}, {"kernel", "h20_test_axpy"}, {"grid", {1, 1, 1}},
+         {"block", {32, 1, 1}}, {"smem", 0},
+         {"args",
+          {{{"memref", {{"buffer", 3}, {"offset", {{"p0", 1}}}, {"sizes", {4}}, {"strides", {1}}}}},
+           {{"memref",
+             {{"buffer", 4}, {"offset", {{"c", 32 * l}, {"p0", 1}}}, {"sizes", {4}}, {"strides", {1}}}}},
+           {{"f32", double(l + 1)}}}}});
+    json slot = {{"buffer", 4}, {"offset", 32 * l}, {"strides", {0, 0, 1, 1}}};
+    json o = {{"buffer", 5 + l}, {"offset", 0}, {"strides", {0, 0, 0, 1}}};
+    steps.push_back({{"op", "attention"}, {"module", 0}, {"kernel", "h20_test_attn_ksum"},
+                     {"dtype", "float32"}, {"block_m", 64}, {"threads", 32}, {"smem", 0},
+                     {"batch", 1}, {"heads", 1}, {"kv_heads", 1}, {"sq", 4},
+                     {"skv", {{"c", 4}, {"p0", 1}}}, {"head_dim", 1}, {"head_dim_v", 1},
+                     {"scale", 1.0}, {"causal", true}, {"window_left", -1}, {"softcap", 0.0},
+                     {"q", o}, {"k", slot}, {"v", slot}, {"o", o}});
+  }
+  for (int l = 0; l < 2; ++l)
+    steps.push_back({{"op", "copy"}, {"src", 5 + l}, {"src_offset_bytes", 0}, {"dst", 1},
+                     {"dst_offset_bytes", 4 * l}, {"bytes", 4}});
+  json outputs = {{{"mode", "last"}}};
+  json buffers = {{{"kind", "input"}, {"index", 0}, {"bytes", 32}},
+                  {{"kind", "output"}, {"index", 0}, {"bytes", 8}},
+                  {{"kind", "output"}, {"index", 1}, {"bytes", 16}},
+                  {{"kind", "weight"}, {"index", 0}, {"bytes", 128}, {"dtype", "float32"}},
+                  {{"kind", "state"}, {"bytes", 2 * 32 * 4}, {"dtype", "float32"}},
+                  {{"kind", "temp"}, {"bytes", 4}, {"offset", 0}, {"dtype", "float32"}},
+                  {{"kind", "temp"}, {"bytes", 4}, {"offset", 256}, {"dtype", "float32"}}};
+  if (rows) {
+    outputs.push_back({{"mode", "rows"}, {"dim", 1}});
+    steps.push_back({{"op", "memset"}, {"buffer", 2}, {"offset_bytes", 0}, {"bytes", 16}, {"value", 0}});
+    steps.push_back({{"op", "copy"}, {"src", 6}, {"src_offset_bytes", 0}, {"dst", 2},
+                     {"dst_offset_bytes", 0}, {"bytes", 4}});
+  } else {
+    buffers.erase(2);
+    // Buffer indices after the removed output shift down by one.
+    for (json &st : steps) {
+      auto fix = [](json &b) {
+        if (b.get<int>() > 2)
+          b = b.get<int>() - 1;
+      };
+      if (st["op"] == "launch")
+        for (json &a : st["args"])
+          if (a.contains("memref"))
+            fix(a["memref"]["buffer"]);
+      if (st["op"] == "attention")
+        for (const char *v : {"q", "k", "v", "o"})
+          fix(st[v]["buffer"]);
+      if (st["op"] == "copy")
+        fix(st["src"]), fix(st["dst"]);
+    }
+  }
+  json gpu = {{"arch", "sm_90"}, {"symbols", {"p0", "n"}},
+              {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
+              {"outputs", outputs},
+              {"modules", {{{"name", "k"}, {"ptx_blob", "k.ptx"}}}},
+              {"arena_bytes", 512}, {"buffers", buffers}, {"steps", steps}};
+  t.finish(gpu);
+}
+
+} // namespace
+
+// N virtual ranks give the 1-GPU outputs bit for bit (and the exact sums),
+// every rank issues the same collectives, and the executor's own buffers
+// are back in place afterwards (a plain run after a virtual one is right).
+TEST_F(GpuExecutorTest, VirtualRanksMatchOneGpu) {
+  for (bool rows : {true, false}) {
+    SCOPED_TRACE(rows ? "rows + last outputs" : "last output only");
+    TempDir d;
+    TestArtifact t(d.path);
+    ASSERT_NO_FATAL_FAILURE(cpProgram(t, d.path, rows));
+    GpuExecutor ex;
+    std::string error;
+    ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok)
+        << error;
+    for (int64_t S : {16, 32}) {
+      std::vector<int64_t> ids(S, 1);
+      HostTensor in = tensor("int64", {1, S}, ids.data(), ids.size() * 8);
+      std::vector<HostTensor> ref;
+      GpuRunStats st;
+      GpuRunOptions ro;
+      ASSERT_EQ(ex.run({in}, ro, ref, st, error), GpuStatus::Ok) << error;
+      std::vector<float> sums = asFloats(ref[0]);
+      EXPECT_EQ(sums[0], float(S * (S + 1) / 2)) << "S = " << S;
+      EXPECT_EQ(sums[1], float(S * (S + 1))) << "S = " << S;
+      for (int N : {2, 4, 8}) {
+        SCOPED_TRACE("S = " + std::to_string(S) + ", N = " + std::to_string(N));
+        std::vector<HostTensor> out;
+        ro.virtualRanks = N;
+        GpuStatus s = ex.run({in}, ro, out, st, error);
+        if (S % (2 * N * 4) != 0) {
+          EXPECT_EQ(s, GpuStatus::BadInput);
+          EXPECT_NE(error.find("virtual ranks"), std::string::npos) << error;
+          continue;
+        }
+        ASSERT_EQ(s, GpuStatus::Ok) << error;
+        ASSERT_EQ(out.size(), ref.size());
+        for (size_t o = 0; o < out.size(); ++o)
+          EXPECT_TRUE(out[o].data == ref[o].data) << "output '" << out[o].name << "' differs";
+        if (rows) {
+          std::vector<float> r = asFloats(out[1]);
+          for (int64_t j = 0; j < S; ++j)
+            EXPECT_EQ(r[j], j % 4 ? 0.0f : float((j + 4) * (j + 5))) << "row " << j;
+        }
+        EXPECT_EQ(st.virtualRanks, N);
+        EXPECT_EQ(st.cpChunkTokens, S / (2 * N));
+        EXPECT_EQ(st.cpPieces, S / 4);
+        EXPECT_EQ(st.cpTailPieces, rows ? S / 4 : 1);
+        EXPECT_FALSE(st.cudaGraph);
+        EXPECT_TRUE(st.cpCollectivesMatch) << st.cpCollectivesNote;
+        ASSERT_EQ(st.cpRing.size(), 2u);
+        for (const CpLayerTraffic &tr : st.cpRing) {
+          EXPECT_EQ(tr.sends, N * (N - 1));
+          EXPECT_EQ(tr.bytes, int64_t(N) * (N - 1) * (S / N) * 4); // a block: 2 chunks of S/2N rows
+        }
+        ASSERT_EQ(st.cpRankLog.size(), size_t(N));
+        for (const auto &log : st.cpRankLog)
+          EXPECT_EQ(log.size(), size_t(2 * (N - 1)));
+        ro.virtualRanks = 0;
+      }
+      // The plain path again, with CUDA graphs: unchanged.
+      std::vector<HostTensor> again;
+      GpuRunOptions plain;
+      ASSERT_EQ(ex.run({in}, plain, again, st, error), GpuStatus::Ok) << error;
+      for (size_t o = 0; o < again.size(); ++o)
+        EXPECT_TRUE(again[o].data == ref[o].data) << "output '" << again[o].name << "' differs";
+    }
+  }
+}
+
+// Through h20-run: --gpus 2 --virtual-ranks gives the --gpus 1 logits bit
+// for bit, and the report's "context_parallel" section.
+TEST_F(GpuExecutorTest, H20RunVirtualRanks) {
+  const char *env = std::getenv("H20_RUN");
+  std::string h20run = env && *env ? env : H20_RUN_PATH;
+  if (access(h20run.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "h20-run not found at '" << h20run << "' (set H20_RUN)";
+  TestArtifact t(dir.path);
+  ASSERT_NO_FATAL_FAILURE(cpProgram(t, dir.path, false));
+  std::string error, art = dir.path + "/cp.h20";
+  ASSERT_TRUE(writeArtifact(art, t.artifact, error)) << error;
+  std::vector<int64_t> ids(32, 1);
+  std::string npy = encodeNpy("i8", {1, 32}, ids.data(), ids.size() * 8);
+  ASSERT_NO_FATAL_FAILURE(writeBytes(dir.path + "/ids.npy", npy.data(), npy.size()));
+  auto h20 = [&](const std::string &args) {
+    return runCommand("'" + h20run + "' '" + art + "' --ids '" + dir.path + "/ids.npy' " + args +
+                      " > '" + dir.path + "/out.txt' 2>&1");
+  };
+  auto text = [&](const std::string &name) {
+    std::string s, e;
+    readFile(dir.path + "/" + name, s, e);
+    return s;
+  };
+  ASSERT_EQ(h20("--dump-logits '" + dir.path + "/n1.npy'"), 0) << text("out.txt");
+  ASSERT_EQ(h20("--gpus 4 --virtual-ranks --dump-logits '" + dir.path + "/n4.npy' --report '" +
+                dir.path + "/n4.json'"),
+            0)
+      << text("out.txt");
+  EXPECT_NE(text("out.txt").find("context parallel (virtual): 4 ranks"), std::string::npos)
+      << text("out.txt");
+  EXPECT_TRUE(text("n1.npy") == text("n4.npy")) << "logits differ";
+  json r = json::parse(text("n4.json"));
+  const json &cp = r["context_parallel"];
+  EXPECT_EQ(cp["mode"], "virtual");
+  EXPECT_EQ(cp["ranks"], 4);
+  EXPECT_EQ(cp["cp_chunk_tokens"], 4);
+  EXPECT_EQ(cp["rank_chunks"], json({{0, 7}, {1, 6}, {2, 5}, {3, 4}}));
+  EXPECT_EQ(cp["collectives_match"], true);
+  ASSERT_EQ(cp["ring"].size(), 2u);
+  EXPECT_EQ(cp["ring"][0]["sends"], 12);
+  EXPECT_EQ(cp["ring"][0]["bytes"], 12 * 32);
+  EXPECT_EQ(cp["rank0_collectives"].size(), 6u);
+  EXPECT_EQ(r["gpus"], 1);
+  EXPECT_EQ(r["cuda_graph"]["used"], false);
+  // S = 24: 8 chunks of 3 tokens, not a multiple of the 4-token chunk.
+  std::vector<int64_t> ids24(24, 1);
+  npy = encodeNpy("i8", {1, 24}, ids24.data(), ids24.size() * 8);
+  ASSERT_NO_FATAL_FAILURE(writeBytes(dir.path + "/ids.npy", npy.data(), npy.size()));
+  EXPECT_EQ(h20("--gpus 4 --virtual-ranks"), 2);
+  EXPECT_NE(text("out.txt").find("not a multiple of the artifact's 4-token compiled chunk"), std::string::npos)
+      << text("out.txt");
 }

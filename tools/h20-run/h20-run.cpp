@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/ContextParallel.h"
 #include "h20/Runtime/CpuExecutor.h"
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Runtime/GpuExecutor.h"
@@ -48,7 +49,7 @@ int fail(int code, const std::string &message) {
 const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
     "               [--report REPORT.json] [--warmup N] [--repeat N] [--gpus N]\n"
-    "               [--no-cuda-graph]\n"
+    "               [--no-cuda-graph] [--virtual-ranks]\n"
     "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
     "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n"
@@ -61,7 +62,21 @@ const char *kUsage =
     "        ttft_ms is their median, ttft_runs_ms lists them all\n"
     "  --gpus N: GPUs of the prefill (default 1, or WORLD_SIZE; RANK and LOCAL_RANK\n"
     "        give this process's rank and GPU); NCCL is set up through the N-GPU\n"
-    "        path, and only N = 1 is implemented so far\n"
+    "        path, and only N = 1 is implemented so far (see --virtual-ranks)\n"
+    "  --virtual-ranks: with --gpus N (N = 2, 4, 8, ...: a power of two), simulate\n"
+    "        N-GPU context parallelism on one GPU. The S prompt tokens are cut into\n"
+    "        2N equal chunks of L = S/2N tokens; rank r holds chunks r and 2N-1-r\n"
+    "        (zigzag: balanced causal work). L must be a multiple of the artifact's\n"
+    "        compiled chunk C (so S a multiple of 2N*C); each CP chunk runs as L/C\n"
+    "        compiled chunks. The program runs layer by layer: every rank runs its\n"
+    "        chunks up to the layer's attention, the ranks pass the K/V rows they\n"
+    "        wrote around a ring (N-1 steps, device copies between the ranks' own\n"
+    "        full-size KV caches standing in for NCCL), then every rank runs its\n"
+    "        attention; the LM head runs on the rank holding the last position.\n"
+    "        Memory: N KV caches and one activation arena per compiled chunk. No\n"
+    "        CUDA graphs. The logits equal the --gpus 1 run's. The report gains\n"
+    "        \"context_parallel\": the assignment, the ring's sends and bytes per\n"
+    "        layer, and whether the ranks' collective sequences match\n"
     "  --no-cuda-graph: launch every step of every chunk on its own instead of\n"
     "        replaying each chunk as a CUDA graph (same results, more launch gaps)\n"
     "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
@@ -74,6 +89,7 @@ struct Options {
   int64_t repeat = 1; ///< GPU: measured prefills (the report gives their median)
   int64_t gpus = 0;   ///< --gpus; 0: not given
   bool noCudaGraph = false;
+  bool virtualRanks = false; ///< --virtual-ranks
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
 
@@ -136,6 +152,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       if (!count(o.gpus, 1, 1024, "--gpus takes a GPU count from 1")) return false;
     } else if (a == "--no-cuda-graph") {
       o.noCudaGraph = true;
+    } else if (a == "--virtual-ranks") {
+      o.virtualRanks = true;
     } else if (is("--inputs-from")) {
       if (!value(o.inputsFrom)) return false;
     } else if (is("--outputs-to")) {
@@ -167,6 +185,20 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
   }
   if (!o.ids.empty() && generic) {
     error = "--ids and --input / --inputs-from exclude each other";
+    return false;
+  }
+  if (o.virtualRanks && o.gpus < 2) {
+    error = "--virtual-ranks simulates N > 1 context-parallel ranks on one GPU: give --gpus N "
+            "with N = 2, 4, 8, ...";
+    return false;
+  }
+  if (o.virtualRanks && (o.gpus & (o.gpus - 1)) != 0) {
+    error = "--virtual-ranks needs a power of two for --gpus (the prompt is cut into 2N equal "
+            "chunks), got " + std::to_string(o.gpus);
+    return false;
+  }
+  if (o.virtualRanks && generic) {
+    error = "--virtual-ranks runs a token-id prefill: give --ids, not --input / --inputs-from";
     return false;
   }
   return true;
@@ -251,6 +283,19 @@ bool gpuRanks(const Options &opt, GpuLoadOptions &lo, std::string &error) {
             std::to_string(world);
     return false;
   }
+  if (opt.virtualRanks) {
+    // One process simulates every rank: no NCCL, GPU LOCAL_RANK (default 0).
+    if (worldSet && world > 1) {
+      error = "--virtual-ranks simulates the " + std::to_string(opt.gpus) +
+              " ranks in one process; do not launch it as WORLD_SIZE=" + std::to_string(world) +
+              " processes";
+      return false;
+    }
+    lo.ncclRanks = 0;
+    lo.ncclRank = 0;
+    lo.device = static_cast<int>(local);
+    return true;
+  }
   int64_t n = opt.gpus ? opt.gpus : worldSet ? world : 1;
   if (n < 1) {
     error = "WORLD_SIZE=0: no GPU to run on";
@@ -258,7 +303,8 @@ bool gpuRanks(const Options &opt, GpuLoadOptions &lo, std::string &error) {
   }
   if (n > 1) {
     error = "multi-GPU prefill is not implemented yet (asked for " + std::to_string(n) +
-            " GPUs by " + (opt.gpus ? "--gpus" : "WORLD_SIZE") + "); run with --gpus 1";
+            " GPUs by " + (opt.gpus ? "--gpus" : "WORLD_SIZE") +
+            "); run with --gpus 1, or simulate the N ranks on one GPU with --virtual-ranks";
     return false;
   }
   if (rank >= n) {
@@ -286,6 +332,12 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   lo.weightsDir = opt.weightsDir;
   if (!gpuRanks(opt, lo, error))
     return fail(kExitBadInput, error);
+  if (opt.virtualRanks) {
+    // The whole plan (chunks, layer segments, ring) before the GPU is touched.
+    CpPlan cp;
+    if (!planContextParallel(program, static_cast<int>(opt.gpus), S, cp, error))
+      return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
+  }
   GpuStatus s = gpu.load(artifact, m, program, lo, error);
   if (s != GpuStatus::Ok)
     return fail(exitCode(s), error);
@@ -297,8 +349,9 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
 
   GpuRunOptions ro;
   ro.n = generic ? 0 : S;
-  ro.cudaGraph = !opt.noCudaGraph;
-  if (program.chunking && isatty(STDERR_FILENO))
+  ro.cudaGraph = !opt.noCudaGraph && !opt.virtualRanks;
+  ro.virtualRanks = opt.virtualRanks ? static_cast<int>(opt.gpus) : 0;
+  if (program.chunking && isatty(STDERR_FILENO) && !opt.virtualRanks)
     ro.progress = [](int64_t chunk, int64_t chunks, int64_t done, int64_t tokens, double ms) {
       std::fprintf(stderr, "\rprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)\x1b[K",
                    static_cast<long long>(chunk + 1), static_cast<long long>(chunks),
@@ -409,7 +462,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                         {"device_memory_used_bytes", st.deviceMemoryUsedBytes},
                         {"weight_bytes", ls.weightBytes},
                         {"logits", m.logits}};
-  report["gpus"] = lo.ncclRanks;
+  report["gpus"] = opt.virtualRanks ? 1 : lo.ncclRanks; // physical GPUs
   if (ls.nccl.empty() || ls.nccl.rfind("unavailable", 0) == 0)
     report["nccl"] = ls.nccl.empty() ? "not used" : ls.nccl;
   else
@@ -424,9 +477,68 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                           {"nodes", st.graphNodes}};
   if (!st.cudaGraphNote.empty())
     report["cuda_graph"]["note"] = st.cudaGraphNote;
+  int64_t ringBytes = 0;
+  double ringMs = 0;
+  if (st.virtualRanks > 1) {
+    nlohmann::json ring = nlohmann::json::array();
+    for (size_t l = 0; l < st.cpRing.size(); ++l) {
+      const CpLayerTraffic &t = st.cpRing[l];
+      double ms = l < st.cpRingMs.size() ? st.cpRingMs[l] : 0.0;
+      ring.push_back({{"layer", t.layer},
+                      {"steps", t.steps},
+                      {"sends", t.sends},
+                      {"copies", t.copies},
+                      {"bytes", t.bytes},
+                      {"ms", ms}});
+      ringBytes += t.bytes;
+      ringMs += ms;
+    }
+    nlohmann::json perRank = nlohmann::json::array();
+    for (const auto &log : st.cpRankLog) {
+      int64_t bytes = 0;
+      for (const CpCollective &c : log)
+        bytes += c.sendBytes;
+      perRank.push_back({{"collectives", log.size()}, {"send_bytes", bytes}});
+    }
+    nlohmann::json rank0 = nlohmann::json::array();
+    if (!st.cpRankLog.empty())
+      for (const CpCollective &c : st.cpRankLog[0])
+        rank0.push_back({{"layer", c.layer},
+                         {"step", c.step},
+                         {"send_to", c.sendTo},
+                         {"send_block_of", c.sendOrigin},
+                         {"send_bytes", c.sendBytes},
+                         {"recv_from", c.recvFrom},
+                         {"recv_block_of", c.recvOrigin},
+                         {"recv_bytes", c.recvBytes}});
+    report["context_parallel"] = {{"mode", "virtual"},
+                                  {"ranks", st.virtualRanks},
+                                  {"cp_chunks", 2 * st.virtualRanks},
+                                  {"cp_chunk_tokens", st.cpChunkTokens},
+                                  {"compiled_chunk", program.chunking->chunk},
+                                  {"pieces", st.cpPieces},
+                                  {"tail_pieces", st.cpTailPieces},
+                                  {"rank_chunks", st.cpRankChunks},
+                                  {"ring", ring},
+                                  {"ring_bytes", ringBytes},
+                                  {"ring_ms", ringMs},
+                                  {"ranks_log", perRank},
+                                  {"rank0_collectives", rank0},
+                                  {"collectives_match", st.cpCollectivesMatch},
+                                  {"extra_gpu_memory_bytes", st.cpExtraBytes},
+                                  {"ttft_ms", st.ttftMs}};
+    if (!st.cpCollectivesNote.empty())
+      report["context_parallel"]["collectives_note"] = st.cpCollectivesNote;
+  }
   if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
     return fail(kExitBadInput, error);
   std::printf("next token id: %lld\n", static_cast<long long>(next));
+  if (st.virtualRanks > 1)
+    std::printf("context parallel (virtual): %d ranks x 2 chunks of %lld tokens; ring %.2f GiB "
+                "in %.1f ms over %zu layers; collectives %s\n",
+                st.virtualRanks, static_cast<long long>(st.cpChunkTokens),
+                static_cast<double>(ringBytes) / (1ull << 30), ringMs, st.cpRing.size(),
+                st.cpCollectivesMatch ? "match" : ("DIFFER: " + st.cpCollectivesNote).c_str());
   std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on %s (GPU %d, %s); weights "
               "%.2f GiB loaded in %.1f ms; total %.1f ms\n",
               static_cast<long long>(S), st.ttftMs, tokensPerS, dev.name.c_str(), dev.ordinal,
@@ -453,6 +565,11 @@ int main(int argc, char **argv) {
   // Outputs: checked before any work, so a bad path cannot leave some
   // outputs written and others not; none may overwrite an input or another.
   {
+    for (auto &o : opt.outputs)
+      if (std::none_of(m.outputs.begin(), m.outputs.end(),
+                       [&](const TensorSpec &t) { return t.name == o.first; }))
+        return fail(kExitBadInput,
+                    "--output '" + o.first + "': the model has no output of that name");
     std::vector<std::string> outs;
     for (const std::string *p : {&opt.dumpLogits, &opt.report})
       if (!p->empty())
@@ -577,6 +694,15 @@ int main(int argc, char **argv) {
                                        spec.dtype + str(spec.shape));
       }
     }
+  }
+
+  {
+    // Dims the model names alike are one value in the compiled code.
+    std::vector<std::vector<int64_t>> shapes;
+    for (const HostTensor &t : inputs)
+      shapes.push_back(t.shape);
+    if (!checkDimParams(m.inputs, shapes, error))
+      return fail(kExitBadInput, error);
   }
 
   if (device == "gpu")

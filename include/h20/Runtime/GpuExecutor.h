@@ -25,6 +25,29 @@
 // between them. Graphs are kept across runs. GpuRunOptions::cudaGraph =
 // false (h20-run --no-cuda-graph) runs every step with its own launch;
 // both give bit-identical results.
+// Virtual context parallelism (GpuRunOptions::virtualRanks = N > 1; h20-run
+// --gpus N --virtual-ranks): one GPU simulates the N-rank context-parallel
+// prefill of ContextParallel.h. The S tokens are cut into 2N chunks of
+// L = S / 2N tokens (L a multiple of the compiled chunk C; each CP chunk
+// runs as L / C compiled chunks, "pieces", with the (p0, n) of the 1-GPU
+// run), rank r holding CP chunks r and 2N-1-r. The program is split into
+// layer segments at its attention steps (splitLayerSegments) and run
+// layer-major: for segment l, every rank runs its pieces' steps up to the
+// attention, then the ring of layer l copies (cuMemcpyDtoDAsync on the
+// stream) the K/V rows each rank wrote in that segment (the state-buffer
+// views of the segment's steps, stateWriteRuns) from rank r-1's KV cache
+// into rank r's, N-1 ring steps in the order of a real ring; then every
+// rank runs its pieces' attention. The tail (after the last attention) runs
+// only for the piece holding position S-1 when every output is "last",
+// else for every piece in position order ("rows" outputs are downloaded
+// after each). Device memory: every piece has its own copy of the temp
+// arena and of the chunked input's buffer (its residual stream lives
+// across segments), every rank its own copy of the state buffers (a
+// full-size KV cache: its shard plus what it received); piece 0 and rank 0
+// use the plan's own. No CUDA graphs in this mode. The results equal the
+// 1-GPU run's bit for bit (same kernels on the same pieces; attention reads
+// the same rows). GpuRunStats gets the ring's traffic per layer and the
+// collectives each rank issued.
 // Built without the CUDA headers, every call fails with "built without CUDA
 // headers" (GpuStatus::NoDevice).
 //
@@ -33,6 +56,7 @@
 #define H20_RUNTIME_GPUEXECUTOR_H
 
 #include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/ContextParallel.h"
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
 #include "h20/Runtime/TensorIO.h"
@@ -106,6 +130,10 @@ struct GpuRunOptions {
   /// (plain launches) for programs without chunking, under H20_GPU_SYNC=1,
   /// or when the driver lacks the graph API.
   bool cudaGraph = true;
+  /// Over 1: simulate N = virtualRanks context-parallel ranks on this GPU
+  /// (see above): N a power of two, the program chunked, S a multiple of
+  /// 2N * C. 0 or 1: the plain chunk loop. Forces cudaGraph off.
+  int virtualRanks = 0;
 };
 
 /// Timings (ms) and sizes of one run().
@@ -127,6 +155,18 @@ struct GpuRunStats {
   int64_t graphLaunches = 0;    ///< cuGraphLaunch calls
   int64_t graphNodeUpdates = 0; ///< kernel nodes whose parameters were updated
   int64_t graphNodes = 0;       ///< nodes of the graphs launched (sum over the distinct graphs)
+  // Virtual context parallelism (GpuRunOptions::virtualRanks > 1); empty otherwise.
+  int virtualRanks = 0;          ///< N; 0 when the run was not context-parallel
+  int64_t cpChunkTokens = 0;     ///< L = S / 2N
+  int64_t cpPieces = 0;          ///< compiled chunks of the run
+  int64_t cpTailPieces = 0;      ///< pieces the tail (LM head) ran for
+  std::vector<std::vector<int>> cpRankChunks;      ///< per rank: its CP chunks
+  std::vector<CpLayerTraffic> cpRing;              ///< per layer: the ring's traffic
+  std::vector<double> cpRingMs;                    ///< per layer: the ring's copies (GPU events)
+  std::vector<std::vector<CpCollective>> cpRankLog; ///< per rank: the collectives it issued
+  bool cpCollectivesMatch = false; ///< collectivesMatch(cpRankLog)
+  std::string cpCollectivesNote;   ///< why not, when they do not match
+  uint64_t cpExtraBytes = 0;       ///< device memory of the other ranks' caches and pieces' arenas
 };
 
 class GpuExecutor {

@@ -104,6 +104,19 @@
 // attention kernel's head dims from its variant. The artifact's CRC catches
 // corruption, not a deliberately edited program; run artifacts you trust.
 //
+// Virtual context parallelism (ContextParallel.h; h20-run --gpus N
+// --virtual-ranks) runs the steps layer-major over several chunks at once.
+// It relies on the shape h20-opt gives an LLM program, and checks it
+// (splitLayerSegments): chunked; every attention step reads K and V from a
+// state buffer (the fused KV cache); the steps before a layer's attention
+// write that layer's K/V rows for the chunk as views on the state buffer
+// (launch memrefs at an offset linear in p0, e.g. [1, heads, C, D] with
+// strides [., S*D, D, 1]): any view a non-attention step declares on a
+// state buffer counts as rows it writes, and those rows are what the
+// simulated ring copies between ranks; outputs are written only after the
+// last attention step (the tail: final norm, LM head), which does not touch
+// the state buffers.
+//
 //===----------------------------------------------------------------------===//
 #ifndef H20_RUNTIME_GPUPROGRAM_H
 #define H20_RUNTIME_GPUPROGRAM_H

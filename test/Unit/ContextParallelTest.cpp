@@ -1,0 +1,494 @@
+//===- ContextParallelTest.cpp - context-parallel plans, without a GPU ---===//
+//
+// The pure parts of virtual context parallelism (ContextParallel.h): the
+// zigzag chunk assignment, the split of a program into layer segments, the
+// state rows a step writes, the ring's copy plan (replayed on the host to
+// check that every copy reads rows its source already holds and that every
+// rank ends with every row), and the per-rank logs of collectives.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/ContextParallel.h"
+#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Manifest.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+using namespace h20::runtime;
+using json = nlohmann::json;
+
+namespace {
+
+bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+// A 2-layer decoder in the shape h20-opt emits: chunks of C = 4 tokens, a
+// fused KV cache [layers 2][k/v 2][heads 2][S 64][D 4] in bfloat16 (state
+// buffer 3), per layer a QKV kernel, a K write and a V write into the
+// cache (memrefs at p0), the attention (K/V from the cache, skv = C + p0)
+// and an output kernel; the tail is the LM head (a gemm into the output).
+constexpr int64_t kC = 4, kH = 2, kS = 64, kD = 4, kLayers = 2;
+
+json manifest() {
+  return json{
+      {"format", "h20-artifact"},
+      {"target", "h200"},
+      {"max_positions", kS},
+      {"inputs", {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}}},
+      {"outputs", {{{"name", "logits"}, {"dtype", "float32"}, {"shape", {1, 1, 8}}}}},
+      {"weights",
+       {{{"name", "w"}, {"file", "m.bin"}, {"dtype", "float32"}, {"shape", {4, 8}},
+         {"offset", 0}, {"length", 128}}}},
+      {"blobs", {{{"name", "kernels.ptx"}, {"kind", "ptx"}, {"offset", 0}, {"size", 100}}}},
+  };
+}
+
+json memref(int buffer, json offset, json sizes, json strides) {
+  return {{"memref", {{"buffer", buffer}, {"offset", offset}, {"sizes", sizes}, {"strides", strides}}}};
+}
+
+json launch(const std::string &kernel, json args) {
+  return {{"op", "launch"}, {"module", 0}, {"kernel", kernel}, {"grid", {1, 1, 1}},
+          {"block", {128, 1, 1}}, {"smem", 0}, {"args", args}};
+}
+
+int64_t layerOffset(int64_t l) { return l * 2 * kH * kS * kD; }
+
+json program() {
+  json steps = json::array();
+  steps.push_back(launch("embed", {memref(0, 0, {1, kC}, {kC, 1}),
+                                   memref(4, 0, {kC, 4}, {4, 1})}));
+  json cacheStrides = {kLayers * 2 * kH * kS * kD, kS * kD, kD, 1};
+  for (int64_t l = 0; l < kLayers; ++l) {
+    steps.push_back(launch("qkv", {memref(4, 0, {kC, 4}, {4, 1}),
+                                   memref(6, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1}),
+                                   memref(5, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1})}));
+    for (int64_t kv = 0; kv < 2; ++kv)
+      steps.push_back(launch(kv ? "vwrite" : "kwrite",
+                             {memref(5, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1}),
+                              memref(3, {{"c", layerOffset(l) + kv * kH * kS * kD}, {"p0", kD}},
+                                     {1, kH, kC, kD}, cacheStrides)}));
+    json qv = {{"buffer", 6}, {"offset", 0}, {"strides", {kH * kC * kD, kC * kD, kD, 1}}};
+    json ov = {{"buffer", 7}, {"offset", 0}, {"strides", {kH * kC * kD, kC * kD, kD, 1}}};
+    steps.push_back({{"op", "attention"}, {"module", 0}, {"kernel", "attn"},
+                     {"dtype", "bfloat16"}, {"block_m", 64}, {"threads", 128}, {"smem", 0},
+                     {"batch", 1}, {"heads", kH}, {"kv_heads", kH}, {"sq", kC},
+                     {"skv", {{"c", kC}, {"p0", 1}}}, {"head_dim", kD}, {"head_dim_v", kD},
+                     {"scale", 0.5}, {"causal", true}, {"window_left", -1}, {"softcap", 0.0},
+                     {"q", qv},
+                     {"k", {{"buffer", 3}, {"offset", layerOffset(l)}, {"strides", cacheStrides}}},
+                     {"v", {{"buffer", 3}, {"offset", layerOffset(l) + kH * kS * kD},
+                            {"strides", cacheStrides}}},
+                     {"o", ov}});
+    steps.push_back(launch("post", {memref(7, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1}),
+                                    memref(4, 0, {kC, 4}, {4, 1})}));
+  }
+  steps.push_back({{"op", "gemm"}, {"dtype_a", "bfloat16"}, {"dtype_b", "bfloat16"},
+                   {"dtype_c", "float32"}, {"batch", 1}, {"m", 1}, {"n", 8}, {"k", 4},
+                   {"alpha", 1.0}, {"beta", 0.0},
+                   {"a", {{"buffer", 4}, {"offset", {{"c", -4}, {"n", 4}}}, {"batch_stride", 0},
+                          {"row_stride", 4}, {"col_stride", 1}}},
+                   {"b", {{"buffer", 2}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8},
+                          {"col_stride", 1}}},
+                   {"c", {{"buffer", 1}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8},
+                          {"col_stride", 1}}}});
+  return json{
+      {"arch", "sm_90"},
+      {"symbols", {"p0", "n"}},
+      {"chunking", {{"chunk", kC}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
+      {"outputs", {{{"mode", "last"}}}},
+      {"modules", {{{"name", "kernels"}, {"ptx_blob", "kernels.ptx"}, {"cubin_blob", nullptr}}}},
+      {"arena_bytes", 1024},
+      {"buffers",
+       {
+           {{"kind", "input"}, {"index", 0}, {"bytes", kC * 8}},                       // 0
+           {{"kind", "output"}, {"index", 0}, {"bytes", 32}},                          // 1
+           {{"kind", "weight"}, {"index", 0}, {"bytes", 64}, {"dtype", "bfloat16"}},   // 2
+           {{"kind", "state"}, {"bytes", kLayers * 2 * kH * kS * kD * 2}, {"dtype", "bfloat16"}}, // 3
+           {{"kind", "temp"}, {"bytes", kC * 4 * 2}, {"offset", 0}, {"dtype", "bfloat16"}},      // 4 x
+           {{"kind", "temp"}, {"bytes", kH * kC * kD * 2}, {"offset", 256}, {"dtype", "bfloat16"}}, // 5 kv
+           {{"kind", "temp"}, {"bytes", kH * kC * kD * 2}, {"offset", 512}, {"dtype", "bfloat16"}}, // 6 q
+           {{"kind", "temp"}, {"bytes", kH * kC * kD * 2}, {"offset", 768}, {"dtype", "bfloat16"}}, // 7 o
+       }},
+      {"steps", steps},
+  };
+}
+
+std::string parse(const json &gpu, GpuProgram &p) {
+  json m = manifest();
+  m["gpu"] = gpu;
+  std::string text = m.dump(), error;
+  Manifest man;
+  if (!parseManifest(text, man, error))
+    return "manifest: " + error;
+  if (!parseGpuProgram(text, man, 4096, p, error))
+    return error.empty() ? "(empty error)" : error;
+  return "";
+}
+
+/// Byte offset in the cache of (layer, k/v, head, position).
+int64_t cacheByte(int64_t l, int64_t kv, int64_t h, int64_t pos) {
+  return (layerOffset(l) + kv * kH * kS * kD + h * kS * kD + pos * kD) * 2;
+}
+
+} // namespace
+
+// --- Chunk assignment -----------------------------------------------------------
+
+TEST(ContextParallel, ZigzagAssignment) {
+  CpSchedule s;
+  std::string error;
+  ASSERT_TRUE(planCpSchedule(2, 8, 1, s, error)) << error;
+  EXPECT_EQ(s.chunkTokens, 2);
+  ASSERT_EQ(s.chunks.size(), 4u);
+  EXPECT_EQ(s.rankChunks[0], (std::vector<int>{0, 3}));
+  EXPECT_EQ(s.rankChunks[1], (std::vector<int>{1, 2}));
+  EXPECT_EQ(s.chunks[3].rank, 0);
+  EXPECT_EQ(s.chunks[3].begin, 6);
+  EXPECT_EQ(s.chunks[3].end, 8);
+  ASSERT_EQ(s.pieces.size(), 8u);
+  EXPECT_EQ(s.lastPiece, 7);
+  EXPECT_EQ(s.pieceRank[s.lastPiece], 0); // the LM head runs on rank 0
+
+  // Fixture shape: S = 1024, C = 64, N = 4: L = 128 = 2 compiled chunks.
+  ASSERT_TRUE(planCpSchedule(4, 1024, 64, s, error)) << error;
+  EXPECT_EQ(s.chunkTokens, 128);
+  EXPECT_EQ(s.rankChunks[1], (std::vector<int>{1, 6}));
+  EXPECT_EQ(s.rankPieces[1], (std::vector<int64_t>{2, 3, 12, 13}));
+  for (size_t i = 0; i < s.pieces.size(); ++i) {
+    EXPECT_EQ(s.pieces[i].p0, static_cast<int64_t>(i) * 64); // the 1-GPU chunks
+    EXPECT_EQ(s.pieces[i].n, 64);
+  }
+  // seed-dense at 32K: C = 2048, N = 8: one compiled chunk per CP chunk.
+  ASSERT_TRUE(planCpSchedule(8, 32768, 2048, s, error)) << error;
+  EXPECT_EQ(s.chunkTokens, 2048);
+  EXPECT_EQ(s.rankPieces[7], (std::vector<int64_t>{7, 8}));
+}
+
+TEST(ContextParallel, ZigzagBalancesCausalWork) {
+  for (int N : {2, 4, 8, 16}) {
+    CpSchedule s;
+    std::string error;
+    ASSERT_TRUE(planCpSchedule(N, 2 * N * 128, 128, s, error)) << error;
+    // Causal attention work of a chunk ~ sum over its queries of the keys
+    // they see; every rank gets the same.
+    std::set<int64_t> work;
+    std::vector<int> owned(2 * N, 0);
+    for (int r = 0; r < N; ++r) {
+      int64_t w = 0;
+      for (int c : s.rankChunks[r]) {
+        ++owned[c];
+        EXPECT_EQ(s.chunks[c].rank, r);
+        for (int64_t q = s.chunks[c].begin; q < s.chunks[c].end; ++q)
+          w += q + 1;
+      }
+      work.insert(w);
+    }
+    EXPECT_EQ(work.size(), 1u) << "N = " << N;
+    for (int c = 0; c < 2 * N; ++c)
+      EXPECT_EQ(owned[c], 1) << "chunk " << c;
+  }
+}
+
+TEST(ContextParallel, AssignmentRejectsBadShapes) {
+  CpSchedule s;
+  std::string error;
+  for (int N : {0, 1, 3, 6, 2048}) {
+    EXPECT_FALSE(planCpSchedule(N, 4096, 64, s, error)) << N;
+    EXPECT_TRUE(contains(error, "is not a power of two")) << error;
+  }
+  EXPECT_FALSE(planCpSchedule(4, 1004, 1, s, error));
+  EXPECT_TRUE(contains(error, "do not split into 2N = 8 equal")) << error;
+  EXPECT_FALSE(planCpSchedule(4, 0, 1, s, error));
+  // N = 8: L = 1024 / 16 = 64 = C; N = 16: L = 32, not a multiple of 64.
+  EXPECT_TRUE(planCpSchedule(8, 1024, 64, s, error)) << error;
+  EXPECT_FALSE(planCpSchedule(16, 1024, 64, s, error));
+  EXPECT_TRUE(contains(error, "32 tokens")) << error;
+  EXPECT_TRUE(contains(error, "S must be a multiple of 2048")) << error;
+  EXPECT_FALSE(planCpSchedule(2, 4096, 0, s, error));
+}
+
+// --- Layer segments -------------------------------------------------------------
+
+TEST(ContextParallel, SplitsAtAttentionSteps) {
+  GpuProgram p;
+  ASSERT_EQ(parse(program(), p), "");
+  std::vector<CpSegment> segs;
+  std::string error;
+  ASSERT_TRUE(splitLayerSegments(p, segs, error)) << error;
+  // Steps: 0 embed; layer 0: 1 qkv, 2 kwrite, 3 vwrite, 4 attention, 5 post;
+  // layer 1: 6..10 (attention 9); 11 lm head.
+  ASSERT_EQ(segs.size(), 3u);
+  EXPECT_EQ(segs[0].begin, 0u);
+  EXPECT_EQ(segs[0].end, 5u);
+  EXPECT_EQ(segs[0].attention, 4);
+  EXPECT_EQ(segs[0].stateWriters, (std::vector<size_t>{2, 3}));
+  EXPECT_EQ(segs[1].begin, 5u);
+  EXPECT_EQ(segs[1].end, 10u);
+  EXPECT_EQ(segs[1].attention, 9);
+  EXPECT_EQ(segs[1].stateWriters, (std::vector<size_t>{7, 8}));
+  EXPECT_EQ(segs[2].begin, 10u);
+  EXPECT_EQ(segs[2].end, 12u);
+  EXPECT_EQ(segs[2].attention, -1);
+  EXPECT_TRUE(segs[2].stateWriters.empty());
+  // Every step in exactly one segment, in order.
+  size_t at = 0;
+  for (const CpSegment &s : segs) {
+    EXPECT_EQ(s.begin, at);
+    at = s.end;
+  }
+  EXPECT_EQ(at, p.steps.size());
+}
+
+TEST(ContextParallel, SplitRejectsProgramsItCannotRun) {
+  std::vector<CpSegment> segs;
+  std::string error;
+  GpuProgram p;
+  {
+    json g = program();
+    g["chunking"] = nullptr;
+    ASSERT_EQ(parse(g, p), "");
+    EXPECT_FALSE(splitLayerSegments(p, segs, error));
+    EXPECT_TRUE(contains(error, "chunked program")) << error;
+  }
+  {
+    json g = program();
+    json steps = json::array();
+    for (const json &s : g["steps"])
+      if (s["op"] != "attention")
+        steps.push_back(s);
+    g["steps"] = steps;
+    ASSERT_EQ(parse(g, p), "");
+    EXPECT_FALSE(splitLayerSegments(p, segs, error));
+    EXPECT_TRUE(contains(error, "has none")) << error;
+  }
+  {
+    json g = program(); // K from a temp, not the cache
+    g["steps"][4]["k"] = {{"buffer", 5}, {"offset", 0}, {"strides", {0, kC * kD, kD, 1}}};
+    g["steps"][4]["skv"] = kC;
+    ASSERT_EQ(parse(g, p), "");
+    EXPECT_FALSE(splitLayerSegments(p, segs, error));
+    EXPECT_TRUE(contains(error, "step 4 (attention): its K/V are not in a state buffer")) << error;
+  }
+  {
+    json g = program(); // an output written in layer 0
+    g["steps"][5]["args"][1] = memref(1, 0, {8}, {1});
+    ASSERT_EQ(parse(g, p), "");
+    EXPECT_FALSE(splitLayerSegments(p, segs, error));
+    EXPECT_TRUE(contains(error, "step 5 (launch): writes an output buffer before")) << error;
+  }
+  {
+    json g = program(); // the tail touches the cache
+    g["steps"].push_back({{"op", "memset"}, {"buffer", 3}, {"offset_bytes", 0}, {"bytes", 16},
+                          {"value", 0}});
+    ASSERT_EQ(parse(g, p), "");
+    EXPECT_FALSE(splitLayerSegments(p, segs, error));
+    EXPECT_TRUE(contains(error, "step 12 (memset): references the KV cache after")) << error;
+  }
+}
+
+// --- State rows a step writes -----------------------------------------------------
+
+TEST(ContextParallel, StateWriteRunsOfKvWrites) {
+  GpuProgram p;
+  ASSERT_EQ(parse(program(), p), "");
+  std::vector<StateRun> runs;
+  std::string error;
+  // K write of layer 1 (step 7) at p0 = 8: one run per head, C * D
+  // elements of 2 bytes.
+  ASSERT_TRUE(stateWriteRuns(p, 7, {8, kC}, runs, error)) << error;
+  ASSERT_EQ(runs.size(), 2u);
+  for (int64_t h = 0; h < kH; ++h) {
+    EXPECT_EQ(runs[h].buffer, 3);
+    EXPECT_EQ(runs[h].offsetBytes, cacheByte(1, 0, h, 8));
+    EXPECT_EQ(runs[h].bytes, kC * kD * 2);
+  }
+  // Steps that do not touch the cache write no state rows.
+  runs.clear();
+  ASSERT_TRUE(stateWriteRuns(p, 1, {8, kC}, runs, error)) << error;
+  EXPECT_TRUE(runs.empty());
+  // A view whose inner dim is strided breaks into elements; a memset and a
+  // copy into the cache are one run each.
+  json g = program();
+  g["steps"][2]["args"][1] = memref(3, {{"p0", 1}}, {3, 2}, {2 * kS, kS});
+  g["steps"].push_back({{"op", "memset"}, {"buffer", 3}, {"offset_bytes", {{"p0", 2}}},
+                        {"bytes", 6}, {"value", 0}});
+  g["steps"].push_back({{"op", "copy"}, {"src", 4}, {"src_offset_bytes", 0}, {"dst", 3},
+                        {"dst_offset_bytes", 100}, {"bytes", 8}});
+  ASSERT_EQ(parse(g, p), "");
+  runs.clear();
+  ASSERT_TRUE(stateWriteRuns(p, 2, {5, kC}, runs, error)) << error;
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(runs[0].offsetBytes, 5 * 2);
+  EXPECT_EQ(runs[1].offsetBytes, (5 + kS) * 2);
+  EXPECT_EQ(runs[2].offsetBytes, (5 + 2 * kS) * 2);
+  EXPECT_EQ(runs[5].offsetBytes, (5 + 5 * kS) * 2);
+  EXPECT_EQ(runs[5].bytes, 2);
+  runs.clear();
+  ASSERT_TRUE(stateWriteRuns(p, 12, {5, kC}, runs, error)) << error;
+  ASSERT_TRUE(stateWriteRuns(p, 13, {5, kC}, runs, error)) << error;
+  EXPECT_EQ(runs, (std::vector<StateRun>{{3, 10, 6}, {3, 100, 8}}));
+}
+
+TEST(ContextParallel, MergesRuns) {
+  std::vector<StateRun> runs = {{3, 100, 10}, {3, 0, 50}, {3, 50, 10}, {4, 0, 5},
+                                {3, 105, 20}, {3, 200, 0}, {3, 300, 1}};
+  mergeStateRuns(runs);
+  EXPECT_EQ(runs, (std::vector<StateRun>{{3, 0, 60}, {3, 100, 25}, {3, 300, 1}, {4, 0, 5}}));
+}
+
+// --- The ring ---------------------------------------------------------------------
+
+TEST(ContextParallel, CopyPlanPerLayer) {
+  GpuProgram p;
+  ASSERT_EQ(parse(program(), p), "");
+  for (int N : {2, 4, 8}) {
+    SCOPED_TRACE("N = " + std::to_string(N));
+    CpPlan plan;
+    std::string error;
+    ASSERT_TRUE(planContextParallel(p, N, kS, plan, error)) << error;
+    ASSERT_EQ(plan.segments.size(), 3u);
+    ASSERT_EQ(plan.ring.blocks.size(), 2u); // one ring per layer, none for the tail
+    int64_t L = kS / (2 * N);
+    for (int64_t l = 0; l < kLayers; ++l)
+      for (int r = 0; r < N; ++r) {
+        // Rank r's block in layer l: K and V rows of its two chunks, per
+        // head one run per chunk (its compiled chunks merge).
+        std::vector<StateRun> want;
+        for (int c : {r, 2 * N - 1 - r})
+          for (int64_t kv = 0; kv < 2; ++kv)
+            for (int64_t h = 0; h < kH; ++h)
+              want.push_back({3, cacheByte(l, kv, h, c * L), L * kD * 2});
+        mergeStateRuns(want);
+        EXPECT_EQ(plan.ring.blocks[l][r], want) << "layer " << l << " rank " << r;
+      }
+    // Traffic: N - 1 steps of N sends; every rank receives every other
+    // rank's block once per layer.
+    int64_t block = 2 * L * 2 * kH * kD * 2;
+    ASSERT_EQ(plan.ring.layers.size(), 2u);
+    for (const CpLayerTraffic &t : plan.ring.layers) {
+      EXPECT_EQ(t.steps, N - 1);
+      EXPECT_EQ(t.sends, N * (N - 1));
+      EXPECT_EQ(t.bytes, N * (N - 1) * block);
+    }
+  }
+}
+
+TEST(ContextParallel, RingOrderDeliversEveryRowFromAHolder) {
+  GpuProgram p;
+  ASSERT_EQ(parse(program(), p), "");
+  for (int N : {2, 4, 8}) {
+    SCOPED_TRACE("N = " + std::to_string(N));
+    CpPlan plan;
+    std::string error;
+    ASSERT_TRUE(planContextParallel(p, N, kS, plan, error)) << error;
+    // Replay the copies on the host: which blocks each rank holds. A copy
+    // must read a block its source already holds (got at an earlier step),
+    // from its ring predecessor, and must be the block that started k ranks
+    // back.
+    for (size_t l = 0; l < plan.ring.blocks.size(); ++l) {
+      std::vector<std::set<int>> holds(N);
+      for (int r = 0; r < N; ++r)
+        holds[r].insert(r);
+      int step = 0;
+      std::vector<std::set<int>> atStepStart = holds;
+      for (const CpCopy &c : plan.ring.copies) {
+        if (c.layer != static_cast<int>(l))
+          continue;
+        if (c.step != step) {
+          EXPECT_EQ(c.step, step + 1);
+          step = c.step;
+          atStepStart = holds;
+        }
+        EXPECT_EQ(c.from, (c.to - 1 + N) % N);
+        EXPECT_EQ(c.origin, (c.to - c.step + N) % N);
+        EXPECT_TRUE(atStepStart[c.from].count(c.origin)) << "step " << c.step << ": rank "
+                                                          << c.from << " lacks block " << c.origin;
+        holds[c.to].insert(c.origin);
+        // The copied run is a run of the origin's block.
+        const auto &blk = plan.ring.blocks[l][c.origin];
+        EXPECT_NE(std::find(blk.begin(), blk.end(), c.run), blk.end());
+      }
+      EXPECT_EQ(step, N - 1);
+      for (int r = 0; r < N; ++r)
+        EXPECT_EQ(holds[r].size(), static_cast<size_t>(N)) << "rank " << r;
+    }
+  }
+}
+
+TEST(ContextParallel, RingRejectsOverlappingBlocks) {
+  CpRingPlan plan;
+  std::string error;
+  std::vector<std::vector<std::vector<StateRun>>> written = {{{{3, 0, 64}}, {{3, 32, 64}}}};
+  EXPECT_FALSE(planCpRing(2, written, plan, error));
+  EXPECT_TRUE(contains(error, "ranks 0 and 1 both write bytes 32")) << error;
+  written = {{{{3, 0, 64}}, {{3, 64, 64}}}};
+  EXPECT_TRUE(planCpRing(2, written, plan, error)) << error;
+}
+
+// --- Collectives ------------------------------------------------------------------
+
+TEST(ContextParallel, EveryRankIssuesTheSameCollectives) {
+  GpuProgram p;
+  ASSERT_EQ(parse(program(), p), "");
+  for (int N : {2, 4, 8}) {
+    SCOPED_TRACE("N = " + std::to_string(N));
+    CpPlan plan;
+    std::string error;
+    ASSERT_TRUE(planContextParallel(p, N, kS, plan, error)) << error;
+    const auto &log = plan.ring.rankLog;
+    ASSERT_EQ(log.size(), static_cast<size_t>(N));
+    for (int r = 0; r < N; ++r) {
+      ASSERT_EQ(log[r].size(), static_cast<size_t>(kLayers * (N - 1)));
+      // The same (layer, step) sequence on every rank, sends to r + 1,
+      // receives from r - 1, equal byte counts.
+      for (size_t i = 0; i < log[r].size(); ++i) {
+        EXPECT_EQ(log[r][i].layer, log[0][i].layer);
+        EXPECT_EQ(log[r][i].step, log[0][i].step);
+        EXPECT_EQ(log[r][i].sendTo, (r + 1) % N);
+        EXPECT_EQ(log[r][i].recvFrom, (r - 1 + N) % N);
+        EXPECT_EQ(log[r][i].sendBytes, log[0][i].sendBytes);
+      }
+    }
+    std::string why;
+    EXPECT_TRUE(collectivesMatch(log, why)) << why;
+
+    // Tampered logs are caught: one rank skips a collective, one is a step
+    // ahead, one sends another block or another byte count.
+    auto bad = log;
+    bad[N - 1].pop_back();
+    EXPECT_FALSE(collectivesMatch(bad, why));
+    EXPECT_TRUE(contains(why, "rank " + std::to_string(N - 1) + " issues")) << why;
+    bad = log;
+    bad[1][0].step = 2;
+    EXPECT_FALSE(collectivesMatch(bad, why));
+    EXPECT_TRUE(contains(why, "collective 0: rank 1 is at layer 0 step 2")) << why;
+    bad = log;
+    bad[0][0].sendBytes += 2;
+    EXPECT_FALSE(collectivesMatch(bad, why));
+    EXPECT_TRUE(contains(why, "rank 0 sends")) << why;
+    bad = log;
+    bad[0][0].sendOrigin = (bad[0][0].sendOrigin + 1) % N;
+    EXPECT_FALSE(collectivesMatch(bad, why));
+    bad = log;
+    bad[0][0].sendTo = N;
+    EXPECT_FALSE(collectivesMatch(bad, why));
+  }
+}
+
+TEST(ContextParallel, PlanRejectsPromptsThatDoNotSplit) {
+  GpuProgram p;
+  ASSERT_EQ(parse(program(), p), "");
+  CpPlan plan;
+  std::string error;
+  EXPECT_FALSE(planContextParallel(p, 4, 60, plan, error)); // 60 % 8 != 0
+  EXPECT_TRUE(contains(error, "S must be a multiple of 32")) << error;
+  EXPECT_FALSE(planContextParallel(p, 16, 64, plan, error)); // L = 2 < C = 4
+  EXPECT_TRUE(contains(error, "not a multiple of the artifact's 4-token compiled chunk")) << error;
+  EXPECT_FALSE(planContextParallel(p, 3, 48, plan, error));
+  EXPECT_TRUE(planContextParallel(p, 8, 64, plan, error)) << error;
+}
