@@ -49,9 +49,10 @@ int fail(int code, const std::string &message) {
 const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
     "               [--report REPORT.json] [--warmup N] [--repeat N] [--gpus N]\n"
-    "               [--no-cuda-graph] [--virtual-ranks]\n"
+    "               [--no-cuda-graph] [--virtual-ranks] [--weights-dir DIR]\n"
     "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
+    "               [--weights-dir DIR]\n"
     "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n"
     "  PATH: .npy or serialized ONNX TensorProto (.pb); DIR: input_J.pb / output_J.pb\n"
     "        in graph order (the ONNX backend-test layout)\n"
