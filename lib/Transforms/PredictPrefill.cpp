@@ -12,6 +12,8 @@
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
 
+#include "AttentionShapeOf.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -132,19 +134,8 @@ struct PredictPrefillPass : h20::impl::PredictPrefillBase<PredictPrefillPass> {
           freeOps().contains(op->getName().getStringRef()))
         return;
       if (auto a = dyn_cast<attn::AttentionOp>(op)) {
-        auto q = cast<RankedTensorType>(a.getQuery().getType());
         auto k = cast<RankedTensorType>(a.getKey().getType());
-        auto v = cast<RankedTensorType>(a.getValue().getType());
-        AttentionShape s;
-        s.batch = dim(q.getDimSize(0));
-        s.heads = dim(q.getDimSize(1));
-        s.seqQ = dim(q.getDimSize(2));
-        s.seqKv = dim(k.getDimSize(2));
-        s.headDim = dim(q.getDimSize(3));
-        s.headDimV = dim(v.getDimSize(3));
-        s.elementBytes = elementBytes;
-        s.causal = a.getCausal();
-        s.window = a.getWindow() ? static_cast<int64_t>(*a.getWindow()) : 0;
+        AttentionShape s = attentionShapeOf(a, [&](int64_t d) { return dim(d); }, elementBytes);
         attns.push_back(s);
         attentionFlops += 2.0 * s.batch * s.heads * (s.headDim + s.headDimV) * visiblePairs(s);
         kvBytes.push_back(double(s.batch) * dim(k.getDimSize(1)) * s.seqKv *

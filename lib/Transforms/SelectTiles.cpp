@@ -6,6 +6,8 @@
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
 
+#include "AttentionShapeOf.h"
+
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -92,18 +94,8 @@ struct SelectTilesPass : h20::impl::SelectTilesBase<SelectTilesPass> {
     func.walk([&](Operation *op) {
       if (auto a = dyn_cast<attn::AttentionOp>(op)) {
         auto q = cast<RankedTensorType>(a.getQuery().getType());
-        auto k = cast<RankedTensorType>(a.getKey().getType());
-        auto v = cast<RankedTensorType>(a.getValue().getType());
-        AttentionShape s;
-        s.batch = dimOr(q.getDimSize(0));
-        s.heads = dimOr(q.getDimSize(1));
-        s.seqQ = dimOr(q.getDimSize(2));
-        s.seqKv = dimOr(k.getDimSize(2));
-        s.headDim = dimOr(q.getDimSize(3));
-        s.headDimV = dimOr(v.getDimSize(3));
-        s.elementBytes = q.getElementTypeBitWidth() / 8;
-        s.causal = a.getCausal();
-        s.window = a.getWindow() ? static_cast<int64_t>(*a.getWindow()) : 0;
+        AttentionShape s = attentionShapeOf(
+            a, [&](int64_t d) { return dimOr(d); }, q.getElementTypeBitWidth() / 8);
         TileChoice c = chooseAttentionTiles(s, *t);
         for (const Override &ov : *overrides)
           if (ov.target == target.getValue() && ov.kind == "attention" &&
