@@ -1485,30 +1485,22 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       // block that started at rank r-k (rank r-1 got it at step k-1).
       if (!I.check(cu.cuEventRecord(evRing[2 * l], I.stream), "cuEventRecord"))
         return done(false);
-      const std::vector<std::vector<StateRun>> &blocks = cp.ring.blocks[l];
-      for (int k = 1; k < N; ++k)
-        for (int r = 0; r < N; ++r) {
-          CpCollective c;
-          c.layer = static_cast<int>(l);
-          c.step = k;
-          c.sendTo = (r + 1) % N;
-          c.recvFrom = (r - 1 + N) % N;
-          c.sendOrigin = (r - k + 1 + N) % N;
-          c.recvOrigin = (r - k + N) % N;
-          for (const StateRun &run : blocks[c.sendOrigin])
-            c.sendBytes += run.bytes;
-          for (const StateRun &run : blocks[c.recvOrigin]) {
-            c.recvBytes += run.bytes;
-            CUdeviceptr dst = cacheAddress(r, run.buffer) + run.offsetBytes;
-            CUdeviceptr src = cacheAddress(c.recvFrom, run.buffer) + run.offsetBytes;
-            if (!I.check(cu.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(run.bytes), I.stream),
-                         "layer " + std::to_string(l) + " ring step " + std::to_string(k) +
-                             ": copying rank " + std::to_string(c.recvFrom) +
-                             "'s K/V rows to rank " + std::to_string(r)))
-              return done(false);
-          }
-          stats.cpRankLog[r].push_back(c);
-        }
+      // The plan's copies and collectives of this layer, in issue order.
+      for (const CpCopy &c : cp.ring.copies) {
+        if (c.layer != static_cast<int>(l))
+          continue;
+        CUdeviceptr dst = cacheAddress(c.to, c.run.buffer) + c.run.offsetBytes;
+        CUdeviceptr src = cacheAddress(c.from, c.run.buffer) + c.run.offsetBytes;
+        if (!I.check(cu.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(c.run.bytes), I.stream),
+                     "layer " + std::to_string(l) + " ring step " + std::to_string(c.step) +
+                         ": copying rank " + std::to_string(c.from) + "'s K/V rows to rank " +
+                         std::to_string(c.to)))
+          return done(false);
+      }
+      for (int r = 0; r < N; ++r)
+        for (const CpCollective &c : cp.ring.rankLog[r])
+          if (c.layer == static_cast<int>(l))
+            stats.cpRankLog[r].push_back(c);
       if (!I.check(cu.cuEventRecord(evRing[2 * l + 1], I.stream), "cuEventRecord"))
         return done(false);
       // Every rank: the attention of its pieces.
