@@ -683,19 +683,17 @@ int runCommand(const std::string &cmd) {
 }
 } // namespace
 
-// End to end through h20-run: token ids in chunks of 4, a weight from a
-// file, the last token's logits, the report.
-TEST_F(GpuExecutorTest, H20RunEndToEnd) {
-  const char *env = std::getenv("H20_RUN");
-  std::string h20run = env && *env ? env : H20_RUN_PATH;
-  if (access(h20run.c_str(), X_OK) != 0)
-    GTEST_SKIP() << "h20-run not found at '" << h20run << "' (set H20_RUN)";
+namespace {
+/// A GPU artifact in `dir` (written to `art`) whose "model" predicts token
+/// (mul * last + add) mod V: ids in chunks of 4, one V x V weight from
+/// lm.bin, last-position logits through h20_test_lm_last.
+void writeLmLastArtifact(const std::string &dir, int64_t mul, int64_t add, std::string &art) {
   const int64_t V = 16;
   std::vector<float> w(V * V, 0.0f);
   for (int64_t i = 0; i < V; ++i)
-    w[i * V + (i * 3 + 1) % V] = 1.0f; // next token after i is (3i + 1) mod V
-  writeBytes(dir.path + "/lm.bin", w.data(), w.size() * 4);
-  TestArtifact t(dir.path);
+    w[i * V + (i * mul + add) % V] = 1.0f; // next token after i is (mul i + add) mod V
+  writeBytes(dir + "/lm.bin", w.data(), w.size() * 4);
+  TestArtifact t(dir);
   t.addBlob("k.ptx", "ptx", testPtx());
   t.manifest["vocab_size"] = V;
   t.manifest["max_positions"] = 64;
@@ -724,8 +722,23 @@ TEST_F(GpuExecutorTest, H20RunEndToEnd) {
            {{"i64", {{"n", 1}}}},
            {{"i64", V}}}}}}}};
   t.finish(gpu);
-  std::string error, art = dir.path + "/lm.h20";
+  std::string error;
+  art = dir + "/lm.h20";
   ASSERT_TRUE(writeArtifact(art, t.artifact, error)) << error;
+}
+
+} // namespace
+
+// End to end through h20-run: token ids in chunks of 4, a weight from a
+// file, the last token's logits, the report.
+TEST_F(GpuExecutorTest, H20RunEndToEnd) {
+  const char *env = std::getenv("H20_RUN");
+  std::string h20run = env && *env ? env : H20_RUN_PATH;
+  if (access(h20run.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "h20-run not found at '" << h20run << "' (set H20_RUN)";
+  const int64_t V = 16;
+  std::string art, error;
+  ASSERT_NO_FATAL_FAILURE(writeLmLastArtifact(dir.path, 3, 1, art));
   std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 7}; // next: 3*7+1 mod 16 = 6
   std::string npy = encodeNpy("i8", {1, int64_t(ids.size())}, ids.data(), ids.size() * 8);
   ASSERT_NO_FATAL_FAILURE(writeBytes(dir.path + "/ids.npy", npy.data(), npy.size()));
@@ -1129,40 +1142,8 @@ TEST_F(GpuExecutorTest, H20RunGpusNcclAndGraphs) {
   if (access(h20run.c_str(), X_OK) != 0)
     GTEST_SKIP() << "h20-run not found at '" << h20run << "' (set H20_RUN)";
   const int64_t V = 16;
-  std::vector<float> w(V * V, 0.0f);
-  for (int64_t i = 0; i < V; ++i)
-    w[i * V + (i * 5 + 2) % V] = 1.0f;
-  writeBytes(dir.path + "/lm.bin", w.data(), w.size() * 4);
-  TestArtifact t(dir.path);
-  t.addBlob("k.ptx", "ptx", testPtx());
-  t.manifest["vocab_size"] = V;
-  t.manifest["max_positions"] = 64;
-  t.manifest["logits"] = "last";
-  t.manifest["inputs"] = {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}};
-  t.manifest["outputs"] = {{{"name", "logits"}, {"dtype", "float32"}, {"shape", {1, 1, V}}}};
-  t.manifest["weights"] = {{{"name", "w"}, {"file", "lm.bin"}, {"dtype", "float32"},
-                            {"shape", {V, V}}, {"offset", 0}, {"length", V * V * 4}}};
-  json gpu = {
-      {"arch", "sm_90"}, {"symbols", {"p0", "n"}},
-      {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
-      {"outputs", {{{"mode", "last"}}}},
-      {"modules", {{{"name", "k"}, {"ptx_blob", "k.ptx"}}}},
-      {"buffers",
-       {{{"kind", "input"}, {"index", 0}, {"bytes", 32}},
-        {{"kind", "output"}, {"index", 0}, {"bytes", V * 4}},
-        {{"kind", "weight"}, {"index", 0}, {"bytes", V * V * 4}, {"dtype", "float32"}}}},
-      {"steps",
-       {{{"op", "launch"}, {"module", 0}, {"kernel", "h20_test_lm_last"},
-         {"grid", {1, 1, 1}}, {"block", {32, 1, 1}},
-         {"args",
-          {{{"memref", {{"buffer", 0}, {"offset", 0}, {"sizes", {{{"n", 1}}}}, {"strides", {1}}}}},
-           {{"memref", {{"buffer", 2}, {"offset", 0}, {"sizes", {V * V}}, {"strides", {1}}}}},
-           {{"memref", {{"buffer", 1}, {"offset", 0}, {"sizes", {V}}, {"strides", {1}}}}},
-           {{"i64", {{"n", 1}}}},
-           {{"i64", V}}}}}}}};
-  t.finish(gpu);
-  std::string error, art = dir.path + "/lm.h20";
-  ASSERT_TRUE(writeArtifact(art, t.artifact, error)) << error;
+  std::string art, error;
+  ASSERT_NO_FATAL_FAILURE(writeLmLastArtifact(dir.path, 5, 2, art));
   std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 7, 9, 11}; // next: 5*11+2 mod 16 = 9
   std::string npy = encodeNpy("i8", {1, int64_t(ids.size())}, ids.data(), ids.size() * 8);
   ASSERT_NO_FATAL_FAILURE(writeBytes(dir.path + "/ids.npy", npy.data(), npy.size()));
