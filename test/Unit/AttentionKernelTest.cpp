@@ -181,6 +181,27 @@ std::vector<AttentionVariant> mainVariants() {
   return out;
 }
 
+/// Every variant's kernel is in ptxas's `report` without spill stores or
+/// loads (and, with `noStack`, without a stack frame); prints its registers.
+void expectNoSpills(const std::string &report, const std::vector<AttentionVariant> &variants,
+                    bool noStack) {
+  std::vector<PtxasFunctionStats> stats = parsePtxasReport(report);
+  for (const AttentionVariant &v : variants) {
+    const PtxasFunctionStats *s = nullptr;
+    for (const PtxasFunctionStats &f : stats)
+      if (f.name == v.kernelName())
+        s = &f;
+    ASSERT_NE(s, nullptr) << v.kernelName() << " missing from the ptxas report";
+    std::printf("%-52s %3d registers, %6lld bytes smem, %lld bytes spill stores, %lld loads\n",
+                s->name.c_str(), s->registers, static_cast<long long>(v.smemBytes()),
+                static_cast<long long>(s->spillStores), static_cast<long long>(s->spillLoads));
+    EXPECT_EQ(s->spillStores, 0) << v.kernelName();
+    EXPECT_EQ(s->spillLoads, 0) << v.kernelName();
+    if (noStack)
+      EXPECT_EQ(s->stackFrame, 0) << v.kernelName();
+  }
+}
+
 TEST(AttentionKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   std::string reason;
   if (!nvrtcAvailable(&reason)) {
@@ -201,19 +222,7 @@ TEST(AttentionKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   EXPECT_GT(cubin.size(), 4u);
   EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
   std::printf("%s", report.c_str());
-  std::vector<PtxasFunctionStats> stats = parsePtxasReport(report);
-  for (const AttentionVariant &v : variants) {
-    const PtxasFunctionStats *s = nullptr;
-    for (const PtxasFunctionStats &f : stats)
-      if (f.name == v.kernelName())
-        s = &f;
-    ASSERT_NE(s, nullptr) << v.kernelName() << " missing from the ptxas report";
-    std::printf("%-48s %3d registers, %5lld bytes smem, %lld bytes spill stores, %lld loads\n",
-                s->name.c_str(), s->registers, static_cast<long long>(v.smemBytes()),
-                static_cast<long long>(s->spillStores), static_cast<long long>(s->spillLoads));
-    EXPECT_EQ(s->spillStores, 0) << v.kernelName();
-    EXPECT_EQ(s->spillLoads, 0) << v.kernelName();
-  }
+  expectNoSpills(report, variants, /*noStack=*/false);
 }
 
 // The wgmma variants (f16/bf16, D = Dv = 64, 128, 256) compile for sm_90a
@@ -258,20 +267,7 @@ TEST(AttentionKernel, WgmmaCompilesAndAssemblesForSm90aWithoutSpills) {
   std::printf("%s", report.c_str());
   EXPECT_EQ(report.find("C7508"), std::string::npos) << report;
   EXPECT_EQ(report.find("serialized"), std::string::npos) << report;
-  std::vector<PtxasFunctionStats> stats = parsePtxasReport(report);
-  for (const AttentionVariant &v : variants) {
-    const PtxasFunctionStats *s = nullptr;
-    for (const PtxasFunctionStats &f : stats)
-      if (f.name == v.kernelName())
-        s = &f;
-    ASSERT_NE(s, nullptr) << v.kernelName() << " missing from the ptxas report";
-    std::printf("%-52s %3d registers, %6lld bytes smem, %lld bytes spill stores, %lld loads\n",
-                s->name.c_str(), s->registers, static_cast<long long>(v.smemBytes()),
-                static_cast<long long>(s->spillStores), static_cast<long long>(s->spillLoads));
-    EXPECT_EQ(s->spillStores, 0) << v.kernelName();
-    EXPECT_EQ(s->spillLoads, 0) << v.kernelName();
-    EXPECT_EQ(s->stackFrame, 0) << v.kernelName();
-  }
+  expectNoSpills(report, variants, /*noStack=*/true);
 }
 
 TEST(AttentionKernel, AssemblerReportsPtxErrors) {
