@@ -116,6 +116,19 @@ Value buildVisibilityMask(OpBuilder &b, Location loc, Value q, Value k,
   return ob.unsqueeze(visible, {1}, RankedTensorType::get({batch, 1, sq, skv}, b.getI1Type()));
 }
 
+Value buildKeyPaddingMask(OpBuilder &b, Location loc, Value nonpad, Value k) {
+  auto nt = dyn_cast<RankedTensorType>(nonpad.getType());
+  if (!nt || nt.getRank() != 1 || !nt.getElementType().isInteger(64))
+    return {};
+  OnnxBuilder ob{b, loc};
+  int64_t batch = nt.getDimSize(0), skv = cast<RankedTensorType>(k.getType()).getDimSize(2);
+  Value j = ob.iota(k, 2);
+  Value limit = ox::ReshapeOp::create(b, loc, TypeRange{ob.i64Tensor({batch, 1, 1, 1})},
+                                      ValueRange{nonpad, ob.vector({-1, 1, 1, 1})}, IntegerAttr())
+                    ->getResult(0);
+  return ob.binary<ox::LessOp>(RankedTensorType::get({batch, 1, 1, skv}, b.getI1Type()), j, limit);
+}
+
 Value restrictMask(OpBuilder &b, Location loc, Value mask, Value valid) {
   if (!mask)
     return valid;

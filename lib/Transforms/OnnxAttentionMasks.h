@@ -36,6 +36,12 @@ struct QueryPlacement {
 mlir::Value buildVisibilityMask(mlir::OpBuilder &b, mlir::Location loc, mlir::Value q,
                                 mlir::Value k, const QueryPlacement &placement);
 
+/// Attention-24's nonpad_kv_seqlen `nonpad` [B] (i64) as the boolean
+/// [B, 1, 1, S_kv] "key j < nonpad[b]" for k [B, Hkv, S_kv, D]; null when
+/// nonpad is not a rank-1 i64 tensor.
+mlir::Value buildKeyPaddingMask(mlir::OpBuilder &b, mlir::Location loc, mlir::Value nonpad,
+                                mlir::Value k);
+
 /// `mask` (bool, or additive float; rank <= 4) restricted to the keys where
 /// `valid` (bool, rank 4) holds: And for a bool mask, Where(valid, mask, -inf)
 /// for an additive one; `valid` itself without a mask. The result has the

@@ -1224,33 +1224,8 @@ private:
   /// Builds the boolean [B, 1, 1, S_kv] "j < nonpad[b]" and restricts `mask`
   /// to it (restrictMask). It depends on data, so it stays a mask operand.
   Value withNonpadKv(Location loc, Value mask, Value nonpad, Value k) {
-    auto nt = dyn_cast<RankedTensorType>(nonpad.getType());
-    auto kt = cast<RankedTensorType>(k.getType());
-    if (!nt || nt.getRank() != 1 || !nt.getElementType().isInteger(64))
-      return {};
-    auto i64 = b.getI64Type();
-    auto sType = RankedTensorType::get({1}, i64);
-    Value len = ox::ShapeOp::create(b, loc, TypeRange{sType}, ValueRange{k},
-                                    b.getIntegerAttr(b.getIntegerType(64, true), 2),
-                                    b.getIntegerAttr(b.getIntegerType(64, true), 3))
-                    ->getResult(0);
-    auto scalar = RankedTensorType::get({}, i64);
-    Value n = ox::SqueezeOp::create(b, loc, TypeRange{scalar}, ValueRange{len})->getResult(0);
-    auto c = [&](int64_t v) {
-      return ox::ConstantOp::create(b, loc, TypeRange{scalar}, ValueRange{},
-                                    DenseElementsAttr::get(scalar, ArrayRef<int64_t>{v}))
-          ->getResult(0);
-    };
-    auto rType = RankedTensorType::get({kt.getDimSize(2)}, i64);
-    Value j = ox::RangeOp::create(b, loc, TypeRange{rType}, ValueRange{c(0), n, c(1)})->getResult(0);
-    auto bType = RankedTensorType::get({nt.getDimSize(0), 1, 1, 1}, i64);
-    Value limit = ox::ReshapeOp::create(b, loc, TypeRange{bType},
-                                        ValueRange{nonpad, i64Constant(loc, {-1, 1, 1, 1})},
-                                        IntegerAttr())
-                      ->getResult(0);
-    auto vType = RankedTensorType::get({nt.getDimSize(0), 1, 1, kt.getDimSize(2)}, b.getI1Type());
-    Value valid = ox::LessOp::create(b, loc, TypeRange{vType}, ValueRange{j, limit})->getResult(0);
-    return restrictMask(b, loc, mask, valid);
+    Value valid = buildKeyPaddingMask(b, loc, nonpad, k);
+    return valid ? restrictMask(b, loc, mask, valid) : Value();
   }
 
   /// K^T as Transpose(K, [.., 3, 2]) or Reshape(Transpose(Reshape(K)))
