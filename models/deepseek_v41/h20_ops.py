@@ -1,0 +1,205 @@
+"""The `ai.h20` ONNX domain: DeepSeek-V4.1 operators ONNX cannot express
+without building an S x S (or S x S/r) matrix or running every expert densely,
+each shipped as a model-local FunctionProto whose body is the meaning in
+standard opset-23 ops (so ONNX Runtime runs an export as it is, and h20 may
+raise the call to its own kernels instead of inlining the body). Shapes use
+S = tokens, T = compressed entries, H = heads, D = head dim; one prompt (no
+batch axis); float32 unless stated. Sources: transformers
+models/deepseek_v41/modular_deepseek_v41.py (eager_attention_forward,
+DeepseekV41Indexer, select_candidate_blocks, DeepseekV41SparseMoeBlock).
+
+SinkAttention(Q[S,H,D], KV[S,D], Sink[H]) -> O[S,H,D]
+    attrs: scale (float), window (int). Shared K = V latent, causal sliding
+    window (key j visible to query i iff j <= i and i - j < window); the
+    per-head sink is one more logit in the softmax denominator only.
+SparseSinkAttention(Q, KV, Sink, CompKV[T,D], TopkIdx[S,K] int64) -> O
+    as SinkAttention, plus the compressed entries CompKV[TopkIdx[i, :]] for
+    query i; an index equal to T selects nothing (the dummy slot).
+IndexerTopK(Q[S,Hi,Di], K[T,Di], W[S,Hi]) -> TopkIdx[S,K], K = min(topk, T)
+    attrs: ratio, topk, scale. score[i,t] = sum_h W[i,h] relu(Q[i,h].K[t]) *
+    scale; entry t is visible to query i iff t < (i + 1) // ratio; the top
+    K visible entries (ties: lower index), invisible picks -> T.
+IndexerTopKCandidates(Q, K, W) -> (TopkIdx, Blocks[S,KB]) (candidate source)
+    attrs: ratio, topk, scale, blocks, block_size. Blocks are the top
+    KB = min(blocks, ceil(T / block_size)) blocks by their max score, the
+    block holding the newest visible entry pinned in; unreachable -> nb.
+IndexerTopKInCandidates(Q, K, W, Blocks) -> TopkIdx (later index sources)
+    as IndexerTopK with scores outside the candidate blocks removed.
+RoutedExperts(X[N,Dm], Router[Dm,E], Bias[E], W1[E,Dm,I], W3[E,Dm,I],
+    W2[E,I,Dm]) -> Y[N,Dm]
+    attrs: top_k, scaling (float), limit (float), temp (float).
+    scores = sqrt(softplus(X Router / temp)); experts = top_k of scores +
+    Bias (selection only); weights = scores[experts] normalised to sum 1 (+1e-20)
+    times scaling; Y = sum over selected e of W2[e]^T (weight * silu(min(g,
+    limit)) * clip(u, -limit, limit)), g = X W1[e], u = X W3[e].
+"""
+import numpy as np
+from onnx import helper
+
+from onnx_builder import H20_DOMAIN, OPSET, Graph
+
+NEG_INF = np.float32(-np.inf)
+
+
+def _function(name, inputs, outputs, attrs, body):
+    return helper.make_function(H20_DOMAIN, name, inputs, outputs, body.nodes,
+                                [helper.make_opsetid("", OPSET)], attrs)
+
+
+def _positions(g, x):
+    """int64 [S] = 0..S-1 for S = x.shape[0]."""
+    s = g.op("Squeeze", [g.dim(x, 0), g.i64(0)])
+    return g.op("Range", [g.const(np.int64(0)), s, g.const(np.int64(1))])
+
+
+def _attention(g, q, keys, bias, sink):
+    """softmax over [scores + bias, sink] without the sink column, times keys.
+    q [S,H,D], keys [L,D], bias [S,L] -> [S,H,D]."""
+    scale = g.scalar_from_attr("scale", "FLOAT")
+    qt = g.op("Transpose", [q], perm=[1, 0, 2])  # [H,S,D]
+    kt = g.op("Transpose", [keys], perm=[1, 0])  # [D,L]
+    scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [qt, kt]), scale]), bias])  # [H,S,L]
+    h = g.dim(q, 1)
+    shape = g.op("Concat", [h, g.dim(q, 0), g.i64(1)], axis=0)
+    sinks = g.op("Expand", [g.op("Reshape", [sink, g.i64(-1, 1, 1)]), shape])
+    probs = g.op("Softmax", [g.op("Concat", [scores, sinks], axis=-1)], axis=-1)
+    probs = g.op("Slice", [probs, g.i64(0), g.i64(-1), g.i64(-1)])
+    return g.op("Transpose", [g.op("MatMul", [probs, keys])], perm=[1, 0, 2])
+
+
+def _window_bias(g, q):
+    """[S,S] 0 where key j is visible to query i (j <= i < j + window), else -inf."""
+    pos = _positions(g, q)
+    i = g.op("Unsqueeze", [pos, g.i64(1)])
+    j = g.op("Unsqueeze", [pos, g.i64(0)])
+    window = g.scalar_from_attr("window")
+    visible = g.op("And", [g.op("LessOrEqual", [j, i]), g.op("Less", [g.op("Sub", [i, j]), window])])
+    return g.op("Where", [visible, g.const(np.float32(0)), g.const(NEG_INF)])
+
+
+def sink_attention():
+    g = Graph(function=True)
+    out = _attention(g, "Q", "KV", _window_bias(g, "Q"), "Sink")
+    g.op("Identity", [out], outs=["O"])
+    return _function("SinkAttention", ["Q", "KV", "Sink"], ["O"], ["scale", "window"], g)
+
+
+def sparse_sink_attention():
+    g = Graph(function=True)
+    t = g.dim("CompKV", 0)
+    s = g.dim("Q", 0)
+    full = g.op("Expand", [g.const(NEG_INF), g.op("Concat", [s, g.op("Add", [t, g.i64(1)])], axis=0)])
+    zeros = g.op("Expand", [g.const(np.float32(0)), g.op("Shape", ["TopkIdx"])])
+    chosen = g.op("ScatterElements", [full, "TopkIdx", zeros], axis=1)
+    chosen = g.op("Slice", [chosen, g.i64(0), t, g.i64(1)])  # drop the dummy slot
+    bias = g.op("Concat", [_window_bias(g, "Q"), chosen], axis=1)
+    keys = g.op("Concat", ["KV", "CompKV"], axis=0)
+    out = _attention(g, "Q", keys, bias, "Sink")
+    g.op("Identity", [out], outs=["O"])
+    return _function("SparseSinkAttention", ["Q", "KV", "Sink", "CompKV", "TopkIdx"], ["O"],
+                     ["scale", "window"], g)
+
+
+def _index_scores(g):
+    """[S,T] head-weighted ReLU scores, -inf where not yet visible; also T."""
+    scale = g.scalar_from_attr("scale", "FLOAT")
+    qt = g.op("Transpose", ["Q"], perm=[1, 0, 2])  # [Hi,S,Di]
+    kt = g.op("Transpose", ["K"], perm=[1, 0])  # [Di,T]
+    per_head = g.op("Mul", [g.op("Relu", [g.op("MatMul", [qt, kt])]), scale])  # [Hi,S,T]
+    w = g.op("Unsqueeze", [g.op("Transpose", ["W"], perm=[1, 0]), g.i64(2)])  # [Hi,S,1]
+    scores = g.op("ReduceSum", [g.op("Mul", [per_head, w]), g.i64(0)], keepdims=0)  # [S,T]
+    pos = _positions(g, "Q")
+    ratio = g.scalar_from_attr("ratio")
+    lens = g.op("Div", [g.op("Add", [pos, g.const(np.int64(1))]), ratio])  # [S]
+    t = g.dim("K", 0)
+    entries = _positions(g, "K")
+    visible = g.op("Less", [g.op("Unsqueeze", [entries, g.i64(0)]), g.op("Unsqueeze", [lens, g.i64(1)])])
+    return g.op("Where", [visible, scores, g.const(NEG_INF)]), lens, t
+
+
+def _topk_or_dummy(g, scores, limit, width, name):
+    """Top min(limit, width) indices along axis 1; -inf picks -> width."""
+    k = g.op("Min", [limit, width])
+    values, idx = g.op("TopK", [scores, k], n_out=2, axis=1, largest=1, sorted=1, name=name)
+    valid = g.op("Greater", [values, g.const(NEG_INF)])
+    return g.op("Where", [valid, idx, width])
+
+
+def _topk(g, scores, t):
+    return _topk_or_dummy(g, scores, g.op("Reshape", [g.scalar_from_attr("topk"), g.i64(1)]), t, "topk")
+
+
+def indexer_topk():
+    g = Graph(function=True)
+    scores, _, t = _index_scores(g)
+    g.op("Identity", [_topk(g, scores, t)], outs=["TopkIdx"])
+    return _function("IndexerTopK", ["Q", "K", "W"], ["TopkIdx"], ["ratio", "topk", "scale"], g)
+
+
+def indexer_topk_candidates():
+    g = Graph(function=True)
+    scores, lens, t = _index_scores(g)
+    bs = g.scalar_from_attr("block_size")
+    bs1 = g.op("Reshape", [bs, g.i64(1)])
+    nb = g.op("Div", [g.op("Sub", [g.op("Add", [t, bs1]), g.i64(1)]), bs1])  # ceil(T / bs)
+    padded_width = g.op("Mul", [nb, bs1])
+    pad = g.op("Expand", [g.const(NEG_INF), g.op("Concat", [g.dim("Q", 0), g.op("Sub", [padded_width, t])],
+                                                     axis=0)])
+    padded = g.op("Concat", [scores, pad], axis=1)
+    blocks = g.op("ReduceMax", [g.op("Reshape", [padded, g.op("Concat", [g.i64(0), nb, bs1], axis=0)]),
+                                g.i64(2)], keepdims=0)  # [S,nb]
+    # Block of the newest visible entry: floor((lens - 1) / bs), -1 when none.
+    last = g.op("Sub", [g.op("Div", [g.op("Add", [lens, g.op("Sub", [bs, g.const(np.int64(1))])]), bs]),
+                        g.const(np.int64(1))])
+    block_ids = g.op("Range", [g.const(np.int64(0)), g.op("Squeeze", [nb, g.i64(0)]), g.const(np.int64(1))])
+    pinned = g.op("Equal", [g.op("Unsqueeze", [block_ids, g.i64(0)]), g.op("Unsqueeze", [last, g.i64(1)])])
+    blocks = g.op("Where", [pinned, g.const(np.float32(np.inf)), blocks])
+    limit = g.op("Reshape", [g.scalar_from_attr("blocks"), g.i64(1)])
+    g.op("Identity", [_topk_or_dummy(g, blocks, limit, nb, "candidate_topk")], outs=["Blocks"])
+    g.op("Identity", [_topk(g, scores, t)], outs=["TopkIdx"])
+    return _function("IndexerTopKCandidates", ["Q", "K", "W"], ["TopkIdx", "Blocks"],
+                     ["ratio", "topk", "scale", "blocks", "block_size"], g)
+
+
+def indexer_topk_in_candidates():
+    g = Graph(function=True)
+    scores, _, t = _index_scores(g)
+    bs1 = g.op("Reshape", [g.scalar_from_attr("block_size"), g.i64(1)])
+    nb = g.op("Div", [g.op("Sub", [g.op("Add", [t, bs1]), g.i64(1)]), bs1])
+    s = g.dim("Q", 0)
+    zeros = g.op("Expand", [g.const(np.float32(0)), g.op("Concat", [s, g.op("Add", [nb, g.i64(1)])], axis=0)])
+    ones = g.op("Expand", [g.const(np.float32(1)), g.op("Shape", ["Blocks"])])
+    keep = g.op("Slice", [g.op("ScatterElements", [zeros, "Blocks", ones], axis=1), g.i64(0), nb, g.i64(1)])
+    keep = g.op("Expand", [g.op("Unsqueeze", [keep, g.i64(2)]), g.op("Concat", [s, nb, bs1], axis=0)])
+    keep = g.op("Slice", [g.op("Reshape", [keep, g.op("Concat", [s, g.i64(-1)], axis=0)]), g.i64(0), t, g.i64(1)])
+    scores = g.op("Where", [g.op("Greater", [keep, g.const(np.float32(0))]), scores, g.const(NEG_INF)])
+    g.op("Identity", [_topk(g, scores, t)], outs=["TopkIdx"])
+    return _function("IndexerTopKInCandidates", ["Q", "K", "W", "Blocks"], ["TopkIdx"],
+                     ["ratio", "topk", "scale", "block_size"], g)
+
+
+def routed_experts():
+    g = Graph(function=True)
+    logits = g.op("Div", [g.op("MatMul", ["X", "Router"]), g.scalar_from_attr("temp", "FLOAT")])
+    scores = g.op("Sqrt", [g.op("Softplus", [logits])])  # [N,E]
+    k = g.op("Reshape", [g.scalar_from_attr("top_k"), g.i64(1)])
+    _, idx = g.op("TopK", [g.op("Add", [scores, "Bias"]), k], n_out=2, axis=1, largest=1, sorted=1)
+    w = g.op("GatherElements", [scores, idx], axis=1)
+    w = g.op("Div", [w, g.op("Add", [g.op("ReduceSum", [w, g.i64(1)], keepdims=1), g.const(np.float32(1e-20))])])
+    w = g.op("Mul", [w, g.scalar_from_attr("scaling", "FLOAT")])
+    dense = g.op("ScatterElements", [g.op("Mul", [scores, g.const(np.float32(0))]), idx, w], axis=1)  # [N,E]
+    limit = g.scalar_from_attr("limit", "FLOAT")
+    x = g.op("Unsqueeze", ["X", g.i64(0)])  # [1,N,Dm]
+    gate = g.op("Min", [g.op("MatMul", [x, "W1"]), limit])  # [E,N,I]
+    up = g.op("Clip", [g.op("MatMul", [x, "W3"]), g.op("Neg", [limit]), limit])
+    act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
+    weighted = g.op("Mul", [act, g.op("Unsqueeze", [g.op("Transpose", [dense], perm=[1, 0]), g.i64(2)])])
+    y = g.op("ReduceSum", [g.op("MatMul", [weighted, "W2"]), g.i64(0)], keepdims=0)
+    g.op("Identity", [y], outs=["Y"])
+    return _function("RoutedExperts", ["X", "Router", "Bias", "W1", "W3", "W2"], ["Y"],
+                     ["top_k", "scaling", "limit", "temp"], g)
+
+
+def all_functions():
+    return [sink_attention(), sparse_sink_attention(), indexer_topk(), indexer_topk_candidates(),
+            indexer_topk_in_candidates(), routed_experts()]

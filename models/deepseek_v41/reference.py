@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""float32 numpy reference of DeepSeek-V4.1 prefill (one prompt, positions
+0..S-1, one shot), written from transformers' models/deepseek_v41 modular file
+(DeepseekV41ForCausalLM with a fresh DynamicCache, which is what `forward`
+builds by default): mHC streams with Sinkhorn-normalised combine; low-rank
+query; one shared latent K = V per layer; interleaved RoPE on the last
+qk_rope_head_dim channels (main / compress+YaRN); FP8 fake quantisation of the
+window KV; per-head sink in the softmax denominator; inverse RoPE on the
+output; grouped low-rank output projection; 128-token (config) sliding window;
+compressors (gated softmax pooling of r tokens, leftovers wait for a full
+group); KV-source layers publishing compressed KV (FP4 fake-quantised) that
+the following layers reuse; the lightning indexer (ReLU scores, head-weighted,
+FP4 fake-quantised q and k) with top-k, reindex sources and the two-level
+candidate-block top-k; Engram n-gram hash memory; MoE with sqrt-softplus
+scores, selection bias, top-k, one shared expert, clamped SwiGLU; final norm
+and LM head.
+
+Ties in every top-k are broken towards the lower index (ONNX TopK's rule),
+so the ONNX export and this reference select the same entries.
+
+Usage: reference.py CHECKPOINT_DIR IDS.npy OUT.npy [--logits all|last]
+(CHECKPOINT_DIR as written by generate.py; logits float32 [1, S or 1, vocab]).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import config as v41config  # noqa: E402
+from safetensors_io import Checkpoint  # noqa: E402
+
+F32 = np.float32
+
+
+# ---------------------------------------------------------------- numerics
+def rms_norm(x, w, eps):
+    x = x.astype(F32)
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + F32(eps))
+    return y if w is None else y * w
+
+
+def sigmoid(x):
+    return F32(1) / (F32(1) + np.exp(-x))
+
+
+def softmax(x, axis):
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def topk_indices(scores, k):
+    """Indices of the k largest along the last axis, ties -> lower index."""
+    order = np.argsort(-scores, axis=-1, kind="stable")
+    return order[..., :k]
+
+
+def pow2_ceil(t):
+    """2^ceil(log2 t) for float32 t > 0 (normal): the ue8m0 scale rounding."""
+    bits = np.ascontiguousarray(t, dtype=F32).view(np.int32)
+    k = ((bits >> 23) & 0xFF) - 127 + ((bits & 0x7FFFFF) != 0)
+    return np.exp2(k.astype(F32))
+
+
+def round_e4m3(q):
+    """Round-to-nearest-even onto the float8 e4m3fn grid (|q| <= 448)."""
+    m = np.abs(q)
+    _, e = np.frexp(np.maximum(m, F32(2.0 ** -7)))
+    step = np.exp2((np.maximum(e - 1, -6) - 3).astype(F32))
+    return (np.round(q / step) * step).astype(F32)
+
+
+def round_e2m1(q):
+    """Round-to-nearest-even onto the float4 e2m1 grid (|q| <= 6)."""
+    m = np.abs(q)
+    step = np.where(m < 2, F32(0.5), np.where(m < 4, F32(1.0), F32(2.0)))
+    return (np.round(q / step) * step).astype(F32)
+
+
+def fake_quant_fp8(x, block=32):
+    n = x.shape[-1]
+    if n % block:
+        return x
+    b = x.reshape(*x.shape[:-1], n // block, block)
+    amax = np.maximum(np.max(np.abs(b), axis=-1, keepdims=True), F32(1e-4))
+    scale = pow2_ceil(amax * F32(1.0 / 448.0))
+    q = np.clip(b / scale, -448, 448).astype(F32)
+    return (round_e4m3(q) * scale).reshape(x.shape)
+
+
+def fake_quant_fp4(x, block, e4m3_scales=False):
+    n = x.shape[-1]
+    if n % block:
+        return x
+    b = x.reshape(*x.shape[:-1], n // block, block)
+    amax = np.max(np.abs(b), axis=-1, keepdims=True)
+    if e4m3_scales:
+        scale = round_e4m3(np.maximum(amax, F32(6.0 * 2.0 ** -9)) / F32(6.0))
+    else:
+        scale = pow2_ceil(np.maximum(amax, F32(6.0 * 2.0 ** -126)) * F32(1.0 / 6.0))
+    q = np.clip(b / scale, -6, 6).astype(F32)
+    return (round_e2m1(q) * scale).reshape(x.shape)
+
+
+def rope(x, cos, sin, inverse=False):
+    """Interleaved-pair RoPE on the trailing 2*cos.shape[-1] channels of x
+    ([S, D] or [S, H, D]); cos/sin are [S, pairs]."""
+    if inverse:
+        sin = -sin
+    rd = cos.shape[-1] * 2
+    nope, r = x[..., :-rd], x[..., -rd:]
+    if x.ndim == 3:
+        cos, sin = cos[:, None, :], sin[:, None, :]
+    even, odd = r[..., 0::2], r[..., 1::2]
+    rot = np.stack([even * cos - odd * sin, even * sin + odd * cos], axis=-1).reshape(r.shape)
+    return np.concatenate([nope, rot], axis=-1).astype(F32)
+
+
+def rope_table(cfg, kind, positions):
+    inv = np.array(v41config.rope_inv_freq(cfg, kind), dtype=np.float64).astype(F32)
+    ang = positions.astype(F32)[:, None] * inv[None, :]
+    return np.cos(ang).astype(F32), np.sin(ang).astype(F32)
+
+
+# ---------------------------------------------------------------- blocks
+class Model:
+    def __init__(self, cfg, ckpt, token_map=None):
+        self.cfg, self.ckpt, self.token_map = cfg, ckpt, token_map
+        self._cache = {}
+        self.intermediates = {}  # streams.{i} after every layer, for debugging
+
+    def w(self, name):
+        if name not in self._cache:
+            t = self.ckpt.read(name)
+            self._cache[name] = t.astype(F32) if t.dtype.kind == "f" else t
+        return self._cache[name]
+
+    def linear(self, x, name):
+        return (x @ self.w(name).T).astype(F32)
+
+    # -- mHC
+    def hc_mixes(self, streams, p, site):
+        cfg = self.cfg
+        hc, eps = cfg["hc_mult"], F32(cfg["hc_eps"])
+        s = streams.shape[0]
+        flat = rms_norm(streams.reshape(s, -1), None, cfg["rms_norm_eps"])
+        mixes = flat @ self.w(p + f"hc_{site}_fn").T
+        scale, base = self.w(p + f"hc_{site}_scale"), self.w(p + f"hc_{site}_base")
+        pre = sigmoid(mixes[:, :hc] * scale[0] + base[:hc]) + eps
+        post = F32(2) * sigmoid(mixes[:, hc:2 * hc] * scale[1] + base[hc:2 * hc])
+        comb = softmax((mixes[:, 2 * hc:] * scale[2] + base[2 * hc:]).reshape(s, hc, hc), -1) + eps
+        comb = comb / (comb.sum(axis=-2, keepdims=True) + eps)
+        for _ in range(cfg["hc_sinkhorn_iters"] - 1):
+            comb = comb / (comb.sum(axis=-1, keepdims=True) + eps)
+            comb = comb / (comb.sum(axis=-2, keepdims=True) + eps)
+        return pre.astype(F32), post.astype(F32), comb.astype(F32)
+
+    @staticmethod
+    def hc_collapse(streams, pre):
+        return np.sum(pre[:, :, None] * streams, axis=1).astype(F32)
+
+    @staticmethod
+    def hc_expand(x, residual, post, comb):
+        mixed = np.einsum("sjk,sjd->skd", comb, residual)
+        return (post[:, :, None] * x[:, None, :] + mixed).astype(F32)
+
+    # -- Engram
+    def engram_hash_ids(self, ids):
+        """[S, n_engram_layers, n_cols] int64 bucket ids (DeepseekV41NgramHashState
+        for a fresh prompt: no DEAD tokens, look-back stops at position 0)."""
+        cfg = self.cfg
+        n = cfg["engram_max_ngram_size"]
+        layers = cfg["engram_layer_ids"]
+        cvs = cfg["engram_compressed_vocab_size"]
+        comp = self.token_map[ids]
+        pad = self.token_map[cfg["engram_pad_id"]]
+        s = ids.shape[0]
+        pos = np.arange(s)
+        toks = np.stack([np.where(pos >= sh, comp[np.maximum(pos - sh, 0)], pad) for sh in range(n)], -1)
+        mult = engram_multipliers(layers, n, cvs)  # [L, n]
+        prod = toks[:, None, :] * mult[None, :, :]  # [S, L, n]
+        primes = np.array(cfg["engram_primes"], dtype=np.int64)  # [L, n-1, heads]
+        offsets = engram_offsets(cfg)  # [L, cols]
+        rolling, hashes = prod[..., 0], []
+        for i in range(1, n):
+            rolling = np.bitwise_xor(rolling, prod[..., i])
+            hashes.append(rolling[..., None] % primes[None, :, i - 1, :])
+        return np.concatenate(hashes, -1) + offsets[None]
+
+    def engram(self, streams, hash_ids, p):
+        cfg = self.cfg
+        hc, d = cfg["hc_mult"], cfg["hidden_size"]
+        rows = self.w(p + "engram.embed.weight")[hash_ids]  # [S, cols, ehd]
+        kv = rows.reshape(rows.shape[0], -1) @ self.w(p + "engram.wkv.weight").T
+        key = kv[:, :hc * d].reshape(-1, hc, d)
+        value = kv[:, hc * d:]
+        weight = self.w(p + "engram.q_weight") * self.w(p + "engram.k_weight")
+        eps = F32(cfg["rms_norm_eps"])
+        rstd = (F32(1) / np.sqrt(np.mean(streams * streams, -1) + eps)) * \
+               (F32(1) / np.sqrt(np.mean(key * key, -1) + eps))
+        dot = np.sum(streams * weight[None] * key, -1) * rstd * F32(d ** -0.5)
+        mag = np.sqrt(np.maximum(np.abs(dot), F32(1e-6)))
+        gate = sigmoid(np.where(dot < 0, -mag, mag))
+        return (streams + gate[:, :, None] * value[:, None, :]).astype(F32)
+
+    # -- attention
+    def compressor(self, x, a, ratio):
+        """Pre-RoPE latents [G, head_dim] of the complete groups (G = S // r)."""
+        if ratio == 1:
+            return rms_norm(self.linear(x, a + "compressor.wkv.weight"), self.w(a + "compressor.norm.weight"),
+                            self.cfg["rms_norm_eps"])
+        g = x.shape[0] // ratio
+        kv = self.linear(x[:g * ratio], a + "compressor.wkv.weight").reshape(g, ratio, -1)
+        gate = self.linear(x[:g * ratio], a + "compressor.wgate.weight").reshape(g, ratio, -1)
+        latent = np.sum(kv * softmax(gate, 1), axis=1)
+        return rms_norm(latent, self.w(a + "compressor.norm.weight"), self.cfg["rms_norm_eps"])
+
+    def indexer(self, x, q_res, latent, i, a, shared):
+        cfg = self.cfg
+        ratio = cfg["compress_ratios"][i]
+        s = x.shape[0]
+        hi, di = cfg["index_n_heads"], cfg["index_head_dim"]
+        if i in cfg["kv_source_layer_ids"]:
+            if latent is None or latent.shape[0] == 0:
+                shared["index_k"] = None
+            else:
+                k = rms_norm(latent @ self.w(a + "indexer.wk.weight").T, self.w(a + "indexer.k_norm.weight"),
+                             cfg["rms_norm_eps"])
+                cos, sin = rope_table(cfg, "compress", ratio * np.arange(k.shape[0]))
+                shared["index_k"] = fake_quant_fp4(rope(k, cos, sin), 32)
+        index_k = shared.get("index_k")
+        t = 0 if index_k is None else index_k.shape[0]
+        if t == 0:
+            return
+        cos, sin = rope_table(cfg, "compress", np.arange(s))
+        q = rope(self.linear(q_res, a + "indexer.wq_b.weight").reshape(s, hi, di), cos, sin)
+        q = fake_quant_fp4(q, 32)
+        scores = np.maximum(np.einsum("shd,td->sht", q, index_k), 0) * F32(di ** -0.5)
+        weights = self.linear(x, a + "indexer.weights_proj.weight") * F32(hi ** -0.5)
+        index_scores = np.sum(scores * weights[:, :, None], axis=1)  # [S, T]
+        lens = (np.arange(s) + 1) // ratio
+        index_scores = np.where(np.arange(t)[None, :] >= lens[:, None], -np.inf, index_scores).astype(F32)
+        if i == cfg["candidate_source_layer_id"]:
+            shared["candidates"] = candidate_blocks(index_scores, lens, cfg["candidate_topk_blocks"],
+                                                    cfg["candidate_block_size"])
+        elif 0 <= cfg["candidate_source_layer_id"] < i and shared.get("candidates") is not None:
+            index_scores = np.where(shared["candidates"], index_scores, -np.inf).astype(F32)
+        k = min(cfg["index_topk"], t)
+        top = topk_indices(index_scores, k)
+        valid = np.take_along_axis(index_scores, top, -1) > -np.inf
+        bias = np.full((s, t + 1), -np.inf, dtype=F32)
+        np.put_along_axis(bias, np.where(valid, top, t), F32(0), -1)
+        shared["topk_bias"] = bias[:, :t]
+
+    def attention(self, x, i, shared):
+        cfg = self.cfg
+        a = f"model.layers.{i}.attn."
+        s = x.shape[0]
+        h, hd = cfg["num_attention_heads"], cfg["head_dim"]
+        ratio = cfg["compress_ratios"][i]
+        eps = cfg["rms_norm_eps"]
+        cos, sin = rope_table(cfg, "compress" if ratio else "main", np.arange(s))
+        q_res = rms_norm(self.linear(x, a + "wq_a.weight"), self.w(a + "q_norm.weight"), eps)
+        q = rope(self.linear(q_res, a + "wq_b.weight").reshape(s, h, hd), cos, sin)
+        kv = rms_norm(self.linear(x, a + "wkv.weight"), self.w(a + "kv_norm.weight"), eps)
+        kv = fake_quant_fp8(rope(kv, cos, sin), 32)
+        pos = np.arange(s)
+        mask = np.where((pos[None, :] <= pos[:, None]) & (pos[:, None] - pos[None, :] < cfg["sliding_window"]),
+                        F32(0), F32(-np.inf))
+        keys = kv
+        if ratio:
+            latent = None
+            if i in cfg["kv_source_layer_ids"]:
+                latent = self.compressor(x, a, ratio)
+            if i in cfg["index_source_layer_ids"]:
+                self.indexer(x, q_res, latent, i, a, shared)
+            if i in cfg["kv_source_layer_ids"]:
+                if latent.shape[0]:
+                    c_cos, c_sin = rope_table(cfg, "compress", ratio * np.arange(latent.shape[0]))
+                    shared["compress_kv"] = fake_quant_fp4(rope(latent, c_cos, c_sin), 16, e4m3_scales=True)
+                    self.intermediates[f"latent.{i}"] = latent
+                    self.intermediates[f"compress_kv.{i}"] = shared["compress_kv"]
+                else:
+                    shared["compress_kv"] = None
+            comp = shared.get("compress_kv")
+            if comp is not None:
+                keys = np.concatenate([kv, comp], 0)
+                bias = shared.get("topk_bias")
+                if bias is None or bias.shape[1] != comp.shape[0]:
+                    bias = np.full((s, comp.shape[0]), -np.inf, dtype=F32)
+                mask = np.concatenate([mask, bias], 1)
+        scores = np.einsum("shd,td->hst", q, keys) * F32(hd ** -0.5) + mask[None]
+        sink = self.w(a + "attn_sink")[:, None, None] * np.ones((1, s, 1), F32)
+        full = np.concatenate([scores, sink], -1)
+        probs = softmax(full, -1)[..., :-1]
+        out = np.einsum("hst,td->shd", probs, keys).astype(F32)
+        out = rope(out, cos, sin, inverse=True)
+        g = cfg["o_groups"]
+        grouped = out.reshape(s, g, -1)  # [S, G, H*hd/G]
+        wo_a = self.w(a + "wo_a.weight").reshape(g, cfg["o_lora_rank"], -1)  # [G, R, in]
+        y = np.einsum("sgi,gri->sgr", grouped, wo_a).reshape(s, -1)
+        return self.linear(y, a + "wo_b.weight")
+
+    # -- MoE
+    def expert(self, x, pre, weight=None):
+        lim = F32(self.cfg["swiglu_limit"])
+        gate = self.linear(x, pre + "w1.weight")
+        up = self.linear(x, pre + "w3.weight")
+        if lim > 0:
+            up = np.clip(up, -lim, lim)
+            gate = np.minimum(gate, lim)
+        y = gate * sigmoid(gate) * up
+        if weight is not None:
+            y = weight * y
+        return self.linear(y.astype(F32), pre + "w2.weight")
+
+    def moe(self, x, i):
+        cfg = self.cfg
+        f = f"model.layers.{i}.ffn."
+        logits = self.linear(x, f + "gate.weight") / F32(cfg["gate_temp"])
+        sf = cfg["scoring_func"]
+        if sf == "sqrtsoftplus":
+            scores = np.sqrt(np.logaddexp(F32(0), logits)).astype(F32)
+        elif sf == "sigmoid":
+            scores = sigmoid(logits)
+        else:
+            scores = softmax(logits, -1)
+        k = cfg["num_experts_per_tok"]
+        idx = topk_indices(scores + self.w(f + "gate.bias"), k)
+        wts = np.take_along_axis(scores, idx, -1)
+        if cfg["norm_topk_prob"] and k > 1:
+            wts = wts / (wts.sum(-1, keepdims=True) + F32(1e-20))
+        wts = (wts * F32(cfg["routed_scaling_factor"])).astype(F32)
+        y = np.zeros_like(x)
+        for e in range(cfg["n_routed_experts"]):
+            rows, slot = np.nonzero(idx == e)
+            if rows.size:
+                y[rows] += self.expert(x[rows], f + f"experts.{e}.", wts[rows, slot][:, None])
+        return (y + self.expert(x, f + "shared_experts.")).astype(F32)
+
+    # -- model
+    def forward(self, ids, logits="all"):
+        cfg = self.cfg
+        eps = cfg["rms_norm_eps"]
+        x = self.w("model.embed.weight")[ids]  # [S, D]
+        s, hc = x.shape[0], cfg["hc_mult"]
+        streams = np.repeat(x[:, None, :], hc, axis=1).astype(F32)
+        hash_ids = self.engram_hash_ids(ids) if cfg["engram_layer_ids"] else None
+        pre_mix = np.zeros((s, hc), F32)
+        pre_mix[:, 0] = 1
+        shared = {}
+        for i in range(cfg["num_hidden_layers"]):
+            p = f"model.layers.{i}."
+            if i in cfg["engram_layer_ids"]:
+                streams = self.engram(streams, hash_ids[:, cfg["engram_layer_ids"].index(i)], p)
+            residual = streams
+            attn_pre, attn_post, attn_comb = self.hc_mixes(streams, p, "attn")
+            collapsed = self.hc_collapse(streams, pre_mix)
+            out = self.attention(rms_norm(collapsed, self.w(p + "attn_norm.weight"), eps), i, shared)
+            streams = self.hc_expand(out, residual, attn_post, attn_comb)
+            residual = streams
+            ffn_pre, ffn_post, ffn_comb = self.hc_mixes(streams, p, "ffn")
+            collapsed = self.hc_collapse(streams, attn_pre)
+            out = self.moe(rms_norm(collapsed, self.w(p + "ffn_norm.weight"), eps), i)
+            streams = self.hc_expand(out, residual, ffn_post, ffn_comb)
+            pre_mix = ffn_pre
+            self.intermediates[f"streams.{i}"] = streams
+        hidden = rms_norm(self.hc_collapse(streams, pre_mix), self.w("model.norm.weight"), eps)
+        if logits == "last":
+            hidden = hidden[-1:]
+        return (hidden @ self.w("lm_head.weight").T).astype(F32)[None]
+
+
+def candidate_blocks(index_scores, lens, topk_blocks, block):
+    """Level one of the two-level top-k: bool [S, T] of the positions inside
+    the topk_blocks best blocks (block score = max), the block holding the
+    newest visible entry pinned in (transformers select_candidate_blocks)."""
+    s, t = index_scores.shape
+    nb = -(-t // block)
+    padded = np.full((s, nb * block), -np.inf, F32)
+    padded[:, :t] = index_scores
+    bscore = padded.reshape(s, nb, block).max(-1)
+    last = (lens - 1) // block  # floor division: -1 when nothing is visible
+    bscore = np.where(np.arange(nb)[None, :] == last[:, None], np.inf, bscore).astype(F32)
+    k = min(topk_blocks, nb)
+    top = topk_indices(bscore, k)
+    keep = np.zeros((s, nb), bool)
+    np.put_along_axis(keep, top, np.take_along_axis(bscore, top, -1) > -np.inf, -1)
+    return np.repeat(keep, block, -1)[:, :t]
+
+
+def engram_multipliers(layer_ids, max_ngram, compressed_vocab):
+    """[L, max_ngram] odd int64 multipliers from a per-layer numpy RNG
+    (transformers compute_hash_multipliers)."""
+    bound = max(1, (np.iinfo(np.int64).max // compressed_vocab) // 2)
+    rows = []
+    for lid in layer_ids:
+        gen = np.random.default_rng(10007 * lid)
+        rows.append(gen.integers(low=0, high=bound, size=(max_ngram,), dtype=np.int64) * 2 + 1)
+    return np.stack(rows)
+
+
+def engram_offsets(cfg):
+    """[L, cols] first row of each (n-gram, head) bucket range in its layer's table."""
+    out = []
+    for layer in cfg["engram_primes"]:
+        flat = [p for per in layer for p in per]
+        out.append(np.concatenate([[0], np.cumsum(flat)[:-1]]).astype(np.int64))
+    return np.stack(out)
+
+
+def load_model(dirname):
+    cfg = v41config.load(dirname)
+    token_map = None
+    if cfg["engram_layer_ids"]:
+        token_map = np.load(os.path.join(dirname, "engram_token_map.npy"))
+    return Model(cfg, Checkpoint(dirname), token_map)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint")
+    ap.add_argument("ids")
+    ap.add_argument("out")
+    ap.add_argument("--logits", choices=["all", "last"], default="all")
+    args = ap.parse_args()
+    ids = np.load(args.ids).reshape(-1).astype(np.int64)
+    model = load_model(args.checkpoint)
+    out = model.forward(ids, args.logits)
+    tmp = args.out + ".tmp.npy"
+    np.save(tmp, out)
+    os.replace(tmp, args.out)
+
+
+if __name__ == "__main__":
+    main()
