@@ -30,6 +30,7 @@ from onnx import TensorProto, helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import config as v41config  # noqa: E402
 import h20_ops  # noqa: E402
+import weights  # noqa: E402
 from onnx_builder import H20_DOMAIN, OPSET, ExternalData, Graph  # noqa: E402
 from reference import engram_multipliers, engram_offsets  # noqa: E402
 from safetensors_io import Checkpoint, CheckpointError  # noqa: E402
@@ -46,6 +47,7 @@ class ExportError(ValueError):
 class Exporter:
     def __init__(self, cfg, ckpt, data, token_map):
         self.cfg, self.ckpt, self.data, self.token_map = cfg, ckpt, data, token_map
+        self.shapes = {name: shape for name, shape, _ in weights.tensors(cfg)}
         self.g = Graph()
         self.eps = float(cfg["rms_norm_eps"])
         self._ones = {}
@@ -53,33 +55,47 @@ class Exporter:
         self.debug_outputs = []  # (name, value, dtype, rank) graph outputs for debugging
 
     # ------------------------------------------------------------ weights
-    def weight(self, name, transform=None, out_name=None):
-        """Stream checkpoint tensor `name` (optionally transformed) into the
-        external data file; returns the initializer name."""
+    def weight(self, name, transform=None, shape_of=None):
+        """Stream checkpoint tensor `name` (optionally transformed; `shape_of`
+        maps its shape to the transformed one) into the external data file;
+        returns the initializer name. Without a checkpoint (graph-only export)
+        only the space is reserved."""
+        if self.ckpt is None:
+            shape = self.shapes.get(name)
+            if shape is None:
+                raise ExportError(f"no parameter {name!r} in this config")
+            shape = shape_of(shape) if shape_of else shape
+            self.g.initializers.append(self.data.reserve(name, shape, F32))
+            return name
         if name not in self.ckpt:
             raise ExportError(f"checkpoint has no tensor {name!r} (needed by the config)")
         arr = self.ckpt.read(name).astype(F32)
         if transform is not None:
             arr = transform(arr)
-        out = out_name or name
-        self.g.initializers.append(self.data.add(out, np.ascontiguousarray(arr, dtype=F32)))
-        return out
+        self.g.initializers.append(self.data.add(name, np.ascontiguousarray(arr, dtype=F32)))
+        return name
 
     def linear_t(self, name):
         """[out, in] Linear weight as the [in, out] MatMul operand."""
-        return self.weight(name, lambda w: w.T)
+        return self.weight(name, lambda w: w.T, lambda s: s[::-1])
 
-    def stacked(self, names, out_name, transform):
-        """Several checkpoint tensors written back to back as one [len(names), ...]."""
+    def stacked_t(self, names, out_name):
+        """Linear weights [out, in] written back to back as one [len(names), in, out]."""
+        if self.ckpt is None:
+            shape = self.shapes.get(names[0])
+            if shape is None:
+                raise ExportError(f"no parameter {names[0]!r} in this config")
+            self.g.initializers.append(self.data.reserve(out_name, [len(names)] + shape[::-1], F32))
+            return out_name
         first = None
         for k, n in enumerate(names):
             if n not in self.ckpt:
                 raise ExportError(f"checkpoint has no tensor {n!r} (needed by the config)")
-            arr = np.ascontiguousarray(transform(self.ckpt.read(n).astype(F32)), dtype=F32)
+            arr = np.ascontiguousarray(self.ckpt.read(n).astype(F32).T, dtype=F32)
             t = self.data.add(out_name if k == 0 else out_name + f".part{k}", arr)
             if first is None:
                 first = t
-            else:  # contiguous: the data writer aligns to 64 bytes, so check no padding was inserted
+            else:  # the data writer aligns to 64 bytes: parts must land back to back
                 prev_end = int(first.external_data[1].value) + int(first.external_data[2].value)
                 if int(t.external_data[1].value) != prev_end:
                     raise ExportError(f"{out_name}: parts are not contiguous (tensor size not 64-byte aligned)")
@@ -363,7 +379,8 @@ class Exporter:
         grp, r_o = cfg["o_groups"], cfg["o_lora_rank"]
         per = h * hd // grp
         grouped = g.op("Transpose", [g.op("Reshape", [out, g.i64(-1, grp, per)])], perm=[1, 0, 2])  # [G,S,per]
-        wo_a = self.weight(a + "wo_a.weight", lambda w: w.reshape(grp, r_o, per).transpose(0, 2, 1))
+        wo_a = self.weight(a + "wo_a.weight", lambda w: w.reshape(grp, r_o, per).transpose(0, 2, 1),
+                           lambda _: [grp, per, r_o])
         y = g.op("Transpose", [g.op("MatMul", [grouped, wo_a])], perm=[1, 0, 2])  # [S,G,R]
         return self.matmul(g.op("Reshape", [y, g.i64(-1, grp * r_o)]), self.linear_t(a + "wo_b.weight"))
 
@@ -371,9 +388,9 @@ class Exporter:
         cfg = self.cfg
         f = f"model.layers.{i}.ffn."
         e = cfg["n_routed_experts"]
-        w1 = self.stacked([f + f"experts.{k}.w1.weight" for k in range(e)], f + "experts.w1", lambda w: w.T)
-        w3 = self.stacked([f + f"experts.{k}.w3.weight" for k in range(e)], f + "experts.w3", lambda w: w.T)
-        w2 = self.stacked([f + f"experts.{k}.w2.weight" for k in range(e)], f + "experts.w2", lambda w: w.T)
+        w1 = self.stacked_t([f + f"experts.{k}.w1.weight" for k in range(e)], f + "experts.w1")
+        w3 = self.stacked_t([f + f"experts.{k}.w3.weight" for k in range(e)], f + "experts.w3")
+        w2 = self.stacked_t([f + f"experts.{k}.w2.weight" for k in range(e)], f + "experts.w2")
         routed = self.g.op("RoutedExperts", [x, self.linear_t(f + "gate.weight"), self.weight(f + "gate.bias"),
                                              w1, w3, w2], domain=H20_DOMAIN, name=f"layer{i}_experts",
                            top_k=cfg["num_experts_per_tok"], scaling=float(cfg["routed_scaling_factor"]),
@@ -439,12 +456,18 @@ def check_supported(cfg):
         raise ExportError("RoutedExperts normalises the top-k weights: needs norm_topk_prob and top-k >= 2")
 
 
-def export(src, out_dir, logits="all", intermediates=False):
-    cfg = v41config.load(src)
+def export(src, out_dir, logits="all", intermediates=False, graph_only=False, layers=None):
+    """Write out_dir/model.onnx(+.data) for checkpoint directory `src`; with
+    graph_only, `src` is a config (name, file or directory) and the weights'
+    bytes are left as a hole of the right size (compilers only need shapes)."""
+    cfg = v41config.load(src, layers)
     check_supported(cfg)
-    ckpt = Checkpoint(src)
+    ckpt = None if graph_only else Checkpoint(src)
     token_map = None
     if cfg["engram_layer_ids"]:
+        if not os.path.isdir(src):
+            raise ExportError(f"{src}: Engram layers {cfg['engram_layer_ids']} need the checkpoint directory's "
+                              "engram_token_map.npy")
         path = os.path.join(src, "engram_token_map.npy")
         if not os.path.exists(path):
             raise ExportError(f"{path}: missing (Engram layers {cfg['engram_layer_ids']} need the tokenizer's "
@@ -485,14 +508,19 @@ def export(src, out_dir, logits="all", intermediates=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("checkpoint", help="directory with config.json and model.safetensors")
+    ap.add_argument("checkpoint", help="directory with config.json and model.safetensors (with --graph-only: "
+                    "a config name under configs/, a config.json, or a directory)")
     ap.add_argument("out", help="output directory (model.onnx, model.onnx.data)")
     ap.add_argument("--logits", choices=["all", "last"], default="all")
     ap.add_argument("--intermediates", action="store_true",
                     help="also output streams.{i} [S, hc_mult, hidden] after every layer (debugging)")
+    ap.add_argument("--graph-only", action="store_true",
+                    help="no checkpoint: reserve the weights' bytes as a sparse hole (compile-only exports)")
+    ap.add_argument("--layers", type=int, default=0, help="export only the first N layers")
     args = ap.parse_args()
     try:
-        print(export(args.checkpoint, args.out, args.logits, args.intermediates))
+        print(export(args.checkpoint, args.out, args.logits, args.intermediates, args.graph_only,
+                     args.layers or None))
     except (v41config.ConfigError, CheckpointError, ExportError) as e:
         sys.exit(f"export.py: {e}")
 

@@ -40,10 +40,8 @@ class ExternalData:
 
     def add(self, name, arr):
         arr = np.ascontiguousarray(arr)
-        pad = -self.offset % ALIGN
-        if pad:
-            self.f.write(b"\0" * pad)
-            self.offset += pad
+        self.offset += -self.offset % ALIGN
+        self.f.seek(self.offset)
         self.f.write(arr.tobytes())
         t = TensorProto()
         t.name = name
@@ -57,7 +55,26 @@ class ExternalData:
         self.offset += arr.nbytes
         return t
 
+    def reserve(self, name, shape, dtype):
+        """Like add() for a tensor of zeros whose bytes are never written: the
+        file gets a hole (sparse), so a graph-only export of a model with
+        hundreds of GB of weights takes no space or time."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        self.offset += -self.offset % ALIGN
+        t = TensorProto()
+        t.name = name
+        t.data_type = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
+        t.dims.extend(shape)
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", os.path.basename(self.path)), ("offset", str(self.offset)),
+                     ("length", str(nbytes))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        self.offset += nbytes
+        return t
+
     def close(self):
+        self.f.truncate(self.offset)
         self.f.close()
         os.replace(self.tmp, self.path)
 
