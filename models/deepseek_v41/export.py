@@ -479,11 +479,15 @@ def export(src, out_dir, logits="all", intermediates=False, graph_only=False, la
                               f"{cfg['engram_compressed_vocab_size']})")
     os.makedirs(out_dir, exist_ok=True)
     data = ExternalData(os.path.join(out_dir, "model.onnx.data"))
-    ex = Exporter(cfg, ckpt, data, token_map)
-    ex.intermediates = intermediates
-    ex.build(logits)
-    for name, value, _, _ in ex.debug_outputs:
-        ex.g.op("Identity", [value], outs=[name])
+    try:
+        ex = Exporter(cfg, ckpt, data, token_map)
+        ex.intermediates = intermediates
+        ex.build(logits)
+        for name, value, _, _ in ex.debug_outputs:
+            ex.g.op("Identity", [value], outs=[name])
+    except BaseException:
+        data.abandon()
+        raise
     data.close()
     s = "S"
     graph = helper.make_graph(

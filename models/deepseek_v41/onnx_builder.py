@@ -73,6 +73,11 @@ class ExternalData:
         self.offset += nbytes
         return t
 
+    def abandon(self):
+        """Drop the partial file (an export that failed leaves nothing behind)."""
+        self.f.close()
+        os.unlink(self.tmp)
+
     def close(self):
         self.f.truncate(self.offset)
         self.f.close()
