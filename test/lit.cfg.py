@@ -50,3 +50,21 @@ if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_home, "bin", "ptxas
     config.available_features.add("ptxas")
 if glob.glob(os.path.join(cuda_home, "lib64", "libnvrtc.so*")) or glob.glob("/usr/lib/x86_64-linux-gnu/libnvrtc.so*"):
     config.available_features.add("nvrtc")
+
+# ONNX Runtime (CPU) through onnxruntime-node, the second numerical oracle:
+# scripts/setup.sh installs it into third_party/ort/. A test that runs
+# `%ort-run` says `REQUIRES: ort`; without node or the package those tests are
+# reported unsupported, and the reason is printed once here.
+import subprocess
+ort_run = os.path.join(config.h20_src_root, "scripts", "ort-run.sh")
+try:
+    probe = subprocess.run([ort_run, "--version"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=120)
+    ort_ok, ort_why = probe.returncode == 0, probe.stdout.decode(errors="replace").strip()
+except (OSError, subprocess.TimeoutExpired) as e:
+    ort_ok, ort_why = False, str(e)
+if ort_ok:
+    config.available_features.add("ort")
+    config.substitutions.append(("%ort-run", ort_run))
+else:
+    lit_config.note(f"tests that need ONNX Runtime (REQUIRES: ort) are unsupported: {ort_why}")
