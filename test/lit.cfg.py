@@ -24,6 +24,22 @@ config.substitutions.append(
     ("%expect-exit", f"{config.python} {os.path.join(config.h20_src_root, 'test', 'Inputs', 'expect_exit.py')}"))
 config.substitutions.append(("%python", config.python))
 
+# Tests that build small models with the onnx Python package and compute
+# their references with numpy say `REQUIRES: onnx-python` and run
+# `%onnx-python`: the configured Python when it has both, else Debian's
+# /usr/bin/python3 (python3-onnx and python3-numpy, from scripts/setup.sh).
+import subprocess
+for candidate in (config.python, "/usr/bin/python3"):
+    try:
+        found = subprocess.run([candidate, "-c", "import onnx, numpy"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:
+        found = False
+    if found:
+        config.available_features.add("onnx-python")
+        config.substitutions.append(("%onnx-python", candidate))
+        break
+
 # Sanitizer builds (H20_SANITIZE, scripts/sanitize.sh): a test that cannot
 # run under them says `UNSUPPORTED: asan` (e.g. `ulimit -v`: ASan reserves
 # terabytes of address space for its shadow memory).

@@ -604,6 +604,32 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         }
         return t;
       })
+      .Case([&](ox::GatherElementsOp) -> std::optional<SymTensor> {
+        // The indices' shape (ONNX GatherElements).
+        const SymTensor *ind = operand(1);
+        return ind ? std::optional<SymTensor>(SymTensor{ind->dims, nullptr}) : std::nullopt;
+      })
+      .Case([&](ox::TopKOp t) -> std::optional<SymTensor> {
+        // X's shape with the axis dim replaced by K: K's value when it is
+        // known symbolically (a constant, a shape element, a Min of them),
+        // else a fresh symbol, one for both outputs.
+        const SymTensor *x = operand(0);
+        if (!x || x->dims.empty())
+          return std::nullopt;
+        int64_t r = x->dims.size(), axis = t.getAxis().value_or(-1);
+        if (axis < 0)
+          axis += r;
+        if (axis < 0 || axis >= r)
+          return std::nullopt;
+        SymTensor out{x->dims, nullptr};
+        if (auto k = scalarOf(op->getOperand(1)))
+          out.dims[axis] = *k;
+        else if (idx == 1 && get(op->getResult(0)))
+          out.dims[axis] = get(op->getResult(0))->dims[axis];
+        else
+          out.dims[axis] = newSymbol("topk_k" + std::to_string(names.size()));
+        return out;
+      })
       .Case([&](ox::GatherNDOp g) -> std::optional<SymTensor> {
         const SymTensor *data = operand(0), *ind = operand(1);
         if (!data || !ind || g.getBatchDims().value_or(0) != 0 || ind->dims.empty())
@@ -693,12 +719,14 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         const SymTensor *in = operand(0);
         return in ? std::optional<SymTensor>(*in) : std::nullopt;
       })
-      .Case<ox::DivOp, ox::PowOp>([&](Operation *) {
+      .Case<ox::DivOp, ox::PowOp, ox::ModOp, ox::BitwiseAndOp, ox::BitwiseOrOp,
+            ox::BitwiseXorOp>([&](Operation *) {
         return elementwise([](ArrayRef<SymExpr>) -> SymExpr { return nullptr; });
       })
       .Case<ox::NegOp, ox::SqrtOp, ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp,
             ox::CosOp, ox::TanhOp, ox::ErfOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp,
-            ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RMSNormalizationOp,
+            ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RoundOp, ox::FloorOp, ox::CeilOp,
+            ox::SignOp, ox::ClipOp, ox::BitwiseNotOp, ox::ScatterElementsOp, ox::RMSNormalizationOp,
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
             attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp>(
           [&](Operation *) { return sameAs(0); })

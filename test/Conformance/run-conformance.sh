@@ -3,7 +3,8 @@
 # Compiles every ONNX backend-test case in CASES_DIR (model.onnx +
 # test_data_set_0/) for the CPU target, runs it with h20-run --inputs-from,
 # and compares every output with tensor-compare (|out - ref| <= 1e-3 +
-# 1e-3 |ref|, float16: 2e-3). Prints one line per case, "<case> PASS" or
+# 1e-3 |ref|, float16: 2e-3; H20_COMPARE_ARGS, e.g. "--atol 0 --rtol 0",
+# overrides it). Prints one line per case, "<case> PASS" or
 # "<case> FAIL <stage>: <reason>", then the total. Tools come from PATH.
 set -uo pipefail
 cases=$1 out=$2
@@ -24,7 +25,7 @@ for dir in "$cases"/*/; do
   fi
   ok=1
   for ref in "$dir"/test_data_set_0/output_*.pb; do
-    if ! tensor-compare "$w/$(basename "$ref")" "$ref" > "$w/compare.log" 2>&1; then
+    if ! tensor-compare "$w/$(basename "$ref")" "$ref" ${H20_COMPARE_ARGS:-} > "$w/compare.log" 2>&1; then
       ok=0
       echo "$c FAIL compare $(basename "$ref"): $(head -1 "$w/compare.log")"
       break

@@ -74,6 +74,13 @@ Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
   return op.getResult(0);
 }
 
+LogicalResult unsupported(Operation *op, const Twine &why) {
+  std::string node;
+  if (auto n = dyn_cast<NameLoc>(op->getLoc()); n && !n.getName().empty())
+    node = " (node '" + n.getName().str() + "')";
+  return op->emitError() << op->getName() << node << ": " << why;
+}
+
 Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
   return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
 }

@@ -38,6 +38,10 @@ mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
 /// Float constant of type `t`.
 mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type t, double v);
 
+/// Emits "<op name> (node 'NAME'): <why>" on `op` and returns failure: how
+/// a lowering says what it does not support.
+mlir::LogicalResult unsupported(mlir::Operation *op, const llvm::Twine &why);
+
 /// Identity/parallel iterator helpers.
 llvm::SmallVector<mlir::utils::IteratorType> parallel(unsigned n);
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "OnnxToLinalg.h"
 #include "LoweringUtils.h"
+#include "OnnxIndexingToLinalg.h"
 
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
@@ -65,13 +66,6 @@ Value reshapeTo(OpBuilder &b, Location loc, Value x, RankedTensorType type,
   return tensor::ReshapeOp::create(b, loc, type, x, shapeTensor(b, loc, dims));
 }
 
-LogicalResult unsupported(Operation *op, const Twine &why) {
-  std::string node;
-  if (auto n = dyn_cast<NameLoc>(op->getLoc()))
-    node = " (node '" + n.getName().str() + "')";
-  return op->emitError() << op->getName() << node << ": " << why;
-}
-
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -81,6 +75,54 @@ Value cmp(OpBuilder &b, Location loc, Value x, Value y, arith::CmpFPredicate fp,
   if (isFloat(x.getType()))
     return arith::CmpFOp::create(b, loc, fp, x, y);
   return arith::CmpIOp::create(b, loc, ip, x, y);
+}
+
+/// ONNX Sign: 1 for x > 0, -1 for x < 0, else x itself (0, NaN).
+Value signBody(OpBuilder &b, Location l, ValueRange a) {
+  Value x = a[0];
+  Type t = x.getType();
+  Value one, minusOne, zero;
+  if (isFloat(t)) {
+    one = floatConst(b, l, t, 1.0);
+    minusOne = floatConst(b, l, t, -1.0);
+    zero = floatConst(b, l, t, 0.0);
+  } else {
+    one = arith::ConstantOp::create(b, l, t, b.getIntegerAttr(t, 1));
+    minusOne = arith::ConstantOp::create(b, l, t, b.getIntegerAttr(t, -1));
+    zero = arith::ConstantOp::create(b, l, t, b.getIntegerAttr(t, 0));
+  }
+  Value pos = cmp(b, l, x, zero, arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt);
+  Value neg = cmp(b, l, x, zero, arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt);
+  return arith::SelectOp::create(b, l, pos, one,
+                                 arith::SelectOp::create(b, l, neg, minusOne, x));
+}
+
+/// ONNX Mod. Floats (fmod = 1 only): C fmod, the sign of the dividend.
+/// Integers: the remainder of truncating division (fmod = 1), moved into
+/// the divisor's sign for fmod = 0 (Python's %). Divisors 0 and -1 divide
+/// by 1 instead: x % -1 is 0 anyway, a remainder by 0 becomes 0 (ONNX
+/// leaves it undefined, numpy gives 0), and neither traps the way x86's
+/// idiv does on INT_MIN / -1 or on 0.
+Value modBody(OpBuilder &b, Location l, Value x, Value y, bool fmod) {
+  Type t = x.getType();
+  if (isFloat(t))
+    return arith::RemFOp::create(b, l, x, y);
+  auto c = [&](int64_t v) { return arith::ConstantOp::create(b, l, t, b.getIntegerAttr(t, v)).getResult(); };
+  Value zero = c(0), one = c(1);
+  Value trapping = arith::OrIOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero),
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, c(-1)));
+  Value divisor = arith::SelectOp::create(b, l, trapping, one, y);
+  Value r = arith::RemSIOp::create(b, l, x, divisor);
+  if (fmod)
+    return r;
+  // r != 0 and sign(r) != sign(divisor): r + divisor.
+  Value nonzero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, r, zero);
+  Value rNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, r, zero);
+  Value dNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, divisor, zero);
+  Value differ = arith::XOrIOp::create(b, l, rNeg, dNeg);
+  Value adjust = arith::AndIOp::create(b, l, nonzero, differ);
+  return arith::SelectOp::create(b, l, adjust, arith::AddIOp::create(b, l, r, divisor), r);
 }
 
 /// The scalar body of an elementwise onnx op, or null if it is not one.
@@ -201,6 +243,25 @@ elementwiseBody(Operation *op) {
         return Fn([out](OpBuilder &b, Location l, ValueRange a) { return castScalar(b, l, a[0], out); });
       })
       .Case([&](ox::IdentityOp) { return Fn([](OpBuilder &, Location, ValueRange a) { return a[0]; }); })
+      // Rounding: integral inputs are returned unchanged (ONNX Round).
+      .Case([&](ox::RoundOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return isFloat(a[0].getType()) ? math::RoundEvenOp::create(b, l, a[0]).getResult() : a[0]; }); })
+      .Case([&](ox::FloorOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return isFloat(a[0].getType()) ? math::FloorOp::create(b, l, a[0]).getResult() : a[0]; }); })
+      .Case([&](ox::CeilOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return isFloat(a[0].getType()) ? math::CeilOp::create(b, l, a[0]).getResult() : a[0]; }); })
+      .Case([&](ox::SignOp) { return Fn(signBody); })
+      .Case([&](ox::ModOp m) {
+        bool fmod = m.getFmod().value_or(0) != 0;
+        return Fn([fmod](OpBuilder &b, Location l, ValueRange a) { return modBody(b, l, a[0], a[1], fmod); });
+      })
+      .Case([&](ox::BitwiseAndOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return arith::AndIOp::create(b, l, a[0], a[1]); }); })
+      .Case([&](ox::BitwiseOrOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return arith::OrIOp::create(b, l, a[0], a[1]); }); })
+      .Case([&](ox::BitwiseXorOp) { return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value { return arith::XOrIOp::create(b, l, a[0], a[1]); }); })
+      .Case([&](ox::BitwiseNotOp) {
+        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type t = a[0].getType();
+          Value ones = arith::ConstantOp::create(b, l, t, b.getIntegerAttr(t, -1));
+          return arith::XOrIOp::create(b, l, a[0], ones);
+        });
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -683,6 +744,52 @@ FailureOr<Values> lowerConstantOfShape(OpBuilder &b, ox::ConstantOfShapeOp op) {
   return Values{filledTensor(b, loc, rt, dims, c)};
 }
 
+/// Clip: min(max(x, lo), hi) with the optional one-element bounds as
+/// operands of the generic (a scalar, or shape [1] read at 0), so the bounds
+/// stay tensors on every target.
+FailureOr<Values> lowerClip(OpBuilder &b, ox::ClipOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto rt = resultType(op);
+  int64_t r = xt.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> operands{x};
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(r, ctx)};
+  int lo = -1, hi = -1;
+  for (unsigned i = 1; i < op->getNumOperands(); ++i) {
+    Value bound = op->getOperand(i);
+    if (isa<NoneType>(bound.getType()))
+      continue;
+    auto bt = dyn_cast<RankedTensorType>(bound.getType());
+    if (!bt || bt.getRank() > 1)
+      return unsupported(op, "min and max must be scalars or one-element tensors");
+    (i == 1 ? lo : hi) = operands.size();
+    operands.push_back(bound);
+    SmallVector<AffineExpr> at(bt.getRank(), getAffineConstantExpr(0, ctx));
+    maps.push_back(AffineMap::get(r, 0, at, ctx));
+  }
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < r; ++k)
+    dims.push_back(dimOf(b, loc, x, k));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(r, ctx));
+  Value init = emptyTensor(b, loc, rt, dims);
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{rt}, operands, ValueRange{init}, maps, parallel(r),
+                    [&](OpBuilder &nb, Location nl, ValueRange a) {
+                      Value v = a[0];
+                      bool f = isFloat(v.getType());
+                      if (lo >= 0)
+                        v = f ? arith::MaximumFOp::create(nb, nl, v, a[lo]).getResult()
+                              : arith::MaxSIOp::create(nb, nl, v, a[lo]).getResult();
+                      if (hi >= 0)
+                        v = f ? arith::MinimumFOp::create(nb, nl, v, a[hi]).getResult()
+                              : arith::MinSIOp::create(nb, nl, v, a[hi]).getResult();
+                      linalg::YieldOp::create(nb, nl, v);
+                    })
+                    .getResult(0)};
+}
+
 } // namespace
 
 FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
@@ -734,6 +841,10 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
       .Case<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>([&](Operation *) { return lowerReduce(b, op); })
       .Case([&](ox::SoftmaxOp s) { return lowerSoftmax(b, s); })
       .Case([&](ox::ConstantOfShapeOp c) { return lowerConstantOfShape(b, c); })
+      .Case([&](ox::ClipOp c) { return lowerClip(b, c); })
+      .Case([&](ox::GatherElementsOp g) { return lowerGatherElements(b, g); })
+      .Case([&](ox::ScatterElementsOp s) { return lowerScatterElements(b, s); })
+      .Case([&](ox::TopKOp t) { return lowerTopK(b, t); })
       .Default([&](Operation *) -> FailureOr<Values> {
         if (isa<ox::AttentionOp>(op))
           return unsupported(op, "this form was not raised to attn.attention (the warning "

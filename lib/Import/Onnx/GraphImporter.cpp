@@ -67,7 +67,7 @@ private:
   FailureOr<NamedAttribute> importAttribute(const ::onnx::AttributeProto &a,
                                             const NodeProto &n);
   LogicalResult importNode(const NodeProto &n);
-  Type inferredType(const NodeProto &n, ArrayRef<Value> operands,
+  Type inferredType(const NodeProto &n, unsigned outputIndex, ArrayRef<Value> operands,
                     ArrayRef<NamedAttribute> attrs);
   Value noValue();
 
@@ -321,8 +321,8 @@ Value GraphImporter::noValue() {
 
 /// The element type of a node output that no value_info declares, from the
 /// ONNX type constraints of the supported ops; the shape stays unknown.
-Type GraphImporter::inferredType(const NodeProto &n, ArrayRef<Value> operands,
-                                 ArrayRef<NamedAttribute> attrs) {
+Type GraphImporter::inferredType(const NodeProto &n, unsigned outputIndex,
+                                 ArrayRef<Value> operands, ArrayRef<NamedAttribute> attrs) {
   StringRef op = n.op_type();
   auto attr = [&](StringRef name) -> Attribute {
     for (const NamedAttribute &a : attrs)
@@ -335,7 +335,7 @@ Type GraphImporter::inferredType(const NodeProto &n, ArrayRef<Value> operands,
                           "GreaterOrEqual", "And", "Or", "Not", "IsNaN"},
                          op))
     elt = b.getI1Type();
-  else if (op == "Shape")
+  else if (op == "Shape" || (op == "TopK" && outputIndex == 1))
     elt = b.getI64Type();
   else if (op == "Cast") {
     if (auto to = dyn_cast_or_null<IntegerAttr>(attr("to")))
@@ -441,7 +441,7 @@ LogicalResult GraphImporter::importNode(const NodeProto &n) {
     if (isConstant)
       t = cast<DenseElementsAttr>(attrs.front().getValue()).getType();
     if (!t)
-      t = inferredType(n, operands, attrs);
+      t = inferredType(n, resultTypes.size(), operands, attrs);
     if (!t)
       return error() << describe(n) << ": cannot tell the type of output '"
                      << out << "'; add a value_info for it";

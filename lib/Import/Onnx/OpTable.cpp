@@ -51,6 +51,13 @@ const OpEntry kOps[] = {
     ONNX_OP(Transpose, 24), ONNX_OP(Trilu, 14), ONNX_OP(Unsqueeze, 13),
     ONNX_OP(Unsqueeze, 21), ONNX_OP(Unsqueeze, 23), ONNX_OP(Unsqueeze, 24),
     ONNX_OP(Where, 16),
+    // Indexing, selection, rounding, modulus and bit ops (DeepSeek-V4.1's
+    // routing and sparse-attention indexer).
+    ONNX_OP(BitwiseAnd, 18), ONNX_OP(BitwiseNot, 18), ONNX_OP(BitwiseOr, 18),
+    ONNX_OP(BitwiseXor, 18), ONNX_OP(Ceil, 13), ONNX_OP(Clip, 13), ONNX_OP(Floor, 13),
+    ONNX_OP(GatherElements, 13), ONNX_OP(Mod, 13), ONNX_OP(Round, 11), ONNX_OP(Round, 22),
+    ONNX_OP(ScatterElements, 13), ONNX_OP(ScatterElements, 16), ONNX_OP(ScatterElements, 18),
+    ONNX_OP(Sign, 13), ONNX_OP(TopK, 11), ONNX_OP(TopK, 24),
     // ONNX Runtime registers SimplifiedLayerNormalization in the default
     // domain (a contrib op there); its optimizer also emits it as com.microsoft.
     {"", "SimplifiedLayerNormalization", 1, "onnx.ms.SimplifiedLayerNormalization"},

@@ -13,6 +13,7 @@
 
 #include "h20/Conversion/Passes.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/PtxAssembler.h"
 #include "h20/Target/TargetCommon.h"
@@ -57,6 +58,25 @@ std::string toolkitPath() {
     if (!dir.empty() && llvm::sys::fs::exists(dir + "/nvvm/libdevice"))
       return dir;
   return "";
+}
+
+/// TopK and ScatterElements lower to sequential loop nests over tensors
+/// (OnnxIndexingToLinalg.h), which have no mapping onto GPU threads yet:
+/// each one is named in an error, before anything is compiled.
+LogicalResult refuseOpsWithoutGpuLowering(func::FuncOp func) {
+  bool refused = false;
+  func.walk([&](Operation *op) {
+    if (!isa<onnx::TopKOp, onnx::ScatterElementsOp>(op))
+      return;
+    std::string node;
+    if (auto n = dyn_cast<NameLoc>(op->getLoc()); n && !n.getName().empty())
+      node = " (node '" + n.getName().str() + "')";
+    op->emitError("GPU target: ")
+        << op->getName() << node
+        << " has no GPU lowering yet (it runs on the CPU target: --target=cpu)";
+    refused = true;
+  });
+  return failure(refused);
 }
 
 /// Replaces each KV cache (the tensor.empty h20-lower-to-linalg marked) by a
@@ -177,6 +197,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   if (funcs.size() != 1)
     return module.emitError("expected exactly one function (the graph), found ") << funcs.size();
   func::FuncOp func = funcs.front();
+  if (failed(refuseOpsWithoutGpuLowering(func)))
+    return failure();
 
   if (options.logitsLast && failed(runPasses(module, [](PassManager &pm) {
         pm.addPass(createLogitsLast());

@@ -174,3 +174,125 @@ func.func @unknown_attribute(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = onnx.Neg(%a) {left_window_size = 2 : si64} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @clip_bound_elements(%x: tensor<4xf32>, %lo: tensor<2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{min must hold one element (a scalar or shape [1]), got 'tensor<2xf32>'}}
+  %0 = onnx.Clip(%x, %lo) : (tensor<4xf32>, tensor<2xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @mod_fmod_value(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{fmod must be 0 or 1, got 2}}
+  %0 = onnx.Mod(%a, %a) {fmod = 2 : si64} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @mod_float_needs_fmod(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{floating-point inputs need fmod = 1 (ONNX Mod)}}
+  %0 = onnx.Mod(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @bitwise_float(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{input 0 must be an integer tensor, got 'f32'}}
+  %0 = onnx.BitwiseNot(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @gather_elements_rank(%d: tensor<4x3xf32>, %i: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{indices have rank 1 but data has rank 2 (they must be equal)}}
+  %0 = onnx.GatherElements(%d, %i) : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @gather_elements_axis(%d: tensor<4x3xf32>, %i: tensor<4x3xi64>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = onnx.GatherElements(%d, %i) {axis = 2 : si64} : (tensor<4x3xf32>, tensor<4x3xi64>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @gather_elements_float_indices(%d: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{indices must be an integer tensor, got 'f32'}}
+  %0 = onnx.GatherElements(%d, %d) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @scatter_elements_reduction(%d: tensor<4xf32>, %i: tensor<2xi64>, %u: tensor<2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{reduction must be none, add, mul, max or min, got 'mean'}}
+  %0 = onnx.ScatterElements(%d, %i, %u) {reduction = "mean"} : (tensor<4xf32>, tensor<2xi64>, tensor<2xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @scatter_elements_updates_shape(%d: tensor<4xf32>, %i: tensor<2xi64>, %u: tensor<3xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{updates 'tensor<3xf32>' must have the shape of indices 'tensor<2xi64>'}}
+  %0 = onnx.ScatterElements(%d, %i, %u) : (tensor<4xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @topk_k_too_large(%x: tensor<2x4xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>) {
+  %k = onnx.Constant() {value = dense<5> : tensor<1xi64>} : () -> tensor<1xi64>
+  // expected-error @+1 {{K = 5 exceeds the size 4 of axis 1}}
+  %0:2 = onnx.TopK(%x, %k) : (tensor<2x4xf32>, tensor<1xi64>) -> (tensor<2x5xf32>, tensor<2x5xi64>)
+  return %0#0, %0#1 : tensor<2x5xf32>, tensor<2x5xi64>
+}
+
+// -----
+
+func.func @topk_k_negative(%x: tensor<2x4xf32>) -> (tensor<2x?xf32>, tensor<2x?xi64>) {
+  %k = onnx.Constant() {value = dense<-1> : tensor<1xi64>} : () -> tensor<1xi64>
+  // expected-error @+1 {{K must be >= 0, got -1}}
+  %0:2 = onnx.TopK(%x, %k) : (tensor<2x4xf32>, tensor<1xi64>) -> (tensor<2x?xf32>, tensor<2x?xi64>)
+  return %0#0, %0#1 : tensor<2x?xf32>, tensor<2x?xi64>
+}
+
+// -----
+
+func.func @topk_largest(%x: tensor<4xf32>, %k: tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi64>) {
+  // expected-error @+1 {{largest must be 0 or 1, got 2}}
+  %0:2 = onnx.TopK(%x, %k) {largest = 2 : si64} : (tensor<4xf32>, tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi64>)
+  return %0#0, %0#1 : tensor<?xf32>, tensor<?xi64>
+}
+
+// -----
+
+func.func @topk_k_dtype(%x: tensor<4xf32>, %k: tensor<1xi32>) -> (tensor<?xf32>, tensor<?xi64>) {
+  // expected-error @+1 {{K must be an int64 tensor, got element type 'i32'}}
+  %0:2 = onnx.TopK(%x, %k) : (tensor<4xf32>, tensor<1xi32>) -> (tensor<?xf32>, tensor<?xi64>)
+  return %0#0, %0#1 : tensor<?xf32>, tensor<?xi64>
+}
+
+// -----
+
+func.func @topk_indices_dtype(%x: tensor<4xf32>, %k: tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi32>) {
+  // expected-error @+1 {{Indices (output 1) must be int64, got element type 'i32'}}
+  %0:2 = onnx.TopK(%x, %k) : (tensor<4xf32>, tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi32>)
+  return %0#0, %0#1 : tensor<?xf32>, tensor<?xi32>
+}
+
+// -----
+
+func.func @topk_scalar_x(%x: tensor<f32>, %k: tensor<1xi64>) -> (tensor<f32>, tensor<i64>) {
+  // expected-error @+1 {{X must have rank >= 1}}
+  %0:2 = onnx.TopK(%x, %k) : (tensor<f32>, tensor<1xi64>) -> (tensor<f32>, tensor<i64>)
+  return %0#0, %0#1 : tensor<f32>, tensor<i64>
+}

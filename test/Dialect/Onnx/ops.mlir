@@ -473,3 +473,45 @@ func.func @ms_multiheadattention(%q: tensor<1x16x128xf32>, %k: tensor<1x16x128xf
   %0 = onnx.ms.MultiHeadAttention(%q, %k, %v) {num_heads = 4 : si64} : (tensor<1x16x128xf32>, tensor<1x16x128xf32>, tensor<1x16x128xf32>) -> tensor<1x16x128xf32>
   return %0 : tensor<1x16x128xf32>
 }
+
+// CHECK-LABEL: func.func @rounding_sign_clip
+func.func @rounding_sign_clip(%x: tensor<2x4xf32>, %lo: tensor<f32>) -> tensor<2x4xf32> {
+  // CHECK: onnx.Round
+  // CHECK: onnx.Floor
+  // CHECK: onnx.Ceil
+  // CHECK: onnx.Sign
+  // CHECK: onnx.Clip(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x4xf32>, tensor<f32>, none) -> tensor<2x4xf32>
+  %n = onnx.NoValue
+  %0 = onnx.Round(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %1 = onnx.Floor(%0) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %2 = onnx.Ceil(%1) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %3 = onnx.Sign(%2) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %4 = onnx.Clip(%3, %lo, %n) : (tensor<2x4xf32>, tensor<f32>, none) -> tensor<2x4xf32>
+  return %4 : tensor<2x4xf32>
+}
+
+// CHECK-LABEL: func.func @mod_bitwise
+func.func @mod_bitwise(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
+  // CHECK: onnx.Mod(%{{.*}}, %{{.*}}) {fmod = 1 : si64}
+  // CHECK: onnx.BitwiseAnd
+  // CHECK: onnx.BitwiseOr
+  // CHECK: onnx.BitwiseXor
+  // CHECK: onnx.BitwiseNot
+  %0 = onnx.Mod(%a, %b) {fmod = 1 : si64} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %1 = onnx.BitwiseAnd(%0, %b) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %2 = onnx.BitwiseOr(%1, %b) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %3 = onnx.BitwiseXor(%2, %b) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %4 = onnx.BitwiseNot(%3) : (tensor<4xi64>) -> tensor<4xi64>
+  return %4 : tensor<4xi64>
+}
+
+// CHECK-LABEL: func.func @topk_gather_scatter_elements
+func.func @topk_gather_scatter_elements(%x: tensor<3x8xf32>, %k: tensor<1xi64>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> (tensor<3x?xf32>, tensor<3x?xi64>, tensor<3x2xf32>, tensor<3x8xf32>) {
+  // CHECK: onnx.TopK(%{{.*}}, %{{.*}}) {axis = -1 : si64, largest = 0 : si64, sorted = 1 : si64} : (tensor<3x8xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
+  // CHECK: onnx.GatherElements(%{{.*}}, %{{.*}}) {axis = 1 : si64}
+  // CHECK: onnx.ScatterElements(%{{.*}}, %{{.*}}, %{{.*}}) {axis = -1 : si64, reduction = "mul"}
+  %0:2 = onnx.TopK(%x, %k) {axis = -1 : si64, largest = 0 : si64, sorted = 1 : si64} : (tensor<3x8xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
+  %1 = onnx.GatherElements(%x, %i) {axis = 1 : si64} : (tensor<3x8xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  %2 = onnx.ScatterElements(%x, %i, %u) {axis = -1 : si64, reduction = "mul"} : (tensor<3x8xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x8xf32>
+  return %0#0, %0#1, %1, %2 : tensor<3x?xf32>, tensor<3x?xi64>, tensor<3x2xf32>, tensor<3x8xf32>
+}

@@ -2,6 +2,7 @@
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
@@ -135,6 +136,130 @@ LogicalResult verifyNode(RotaryEmbeddingOp op) {
   if (auto rd = op.getRotaryEmbeddingDim(); rd && (*rd < 0 || *rd % 2 != 0))
     return op.emitOpError("rotary_embedding_dim must be even and >= 0, got ")
            << *rd;
+  return success();
+}
+
+/// Element type of operand or result `v`, or null when it is `none`.
+static Type elementTypeOf(Value v) {
+  if (auto t = dyn_cast<ShapedType>(v.getType()))
+    return t.getElementType();
+  return {};
+}
+
+/// Operand `i` must be a tensor of (signless or signed) integers wider than
+/// one bit, as ONNX's index and bitwise inputs are.
+static LogicalResult checkIntegerOperand(Operation *op, unsigned i, StringRef what) {
+  Type elt = elementTypeOf(op->getOperand(i));
+  if (elt && (!isa<IntegerType>(elt) || elt.isInteger(1)))
+    return op->emitOpError() << what << " must be an integer tensor, got " << elt;
+  return success();
+}
+
+/// Operand `i`, when ranked and statically shaped, holds exactly one element.
+static LogicalResult checkSingleElement(Operation *op, unsigned i, StringRef what) {
+  auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+  if (t && (t.getRank() > 1 || (t.hasStaticShape() && t.getNumElements() != 1)))
+    return op->emitOpError() << what << " must hold one element (a scalar or shape [1]), got "
+                             << t;
+  return success();
+}
+
+/// The bitwise ops' operands are integers (ONNX BitwiseAnd/Or/Xor/Not-18).
+static LogicalResult verifyBitwise(Operation *op) {
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    if (failed(checkIntegerOperand(op, i, "input " + std::to_string(i))))
+      return failure();
+  return success();
+}
+
+LogicalResult verifyNode(BitwiseAndOp op) { return verifyBitwise(op); }
+LogicalResult verifyNode(BitwiseOrOp op) { return verifyBitwise(op); }
+LogicalResult verifyNode(BitwiseXorOp op) { return verifyBitwise(op); }
+LogicalResult verifyNode(BitwiseNotOp op) { return verifyBitwise(op); }
+
+LogicalResult verifyNode(ClipOp op) {
+  for (unsigned i = 1; i < op->getNumOperands(); ++i)
+    if (!isa<NoneType>(op->getOperand(i).getType()) &&
+        failed(checkSingleElement(op, i, i == 1 ? "min" : "max")))
+      return failure();
+  return success();
+}
+
+LogicalResult verifyNode(ModOp op) {
+  int64_t fmod = op.getFmod().value_or(0);
+  if (fmod != 0 && fmod != 1)
+    return op.emitOpError("fmod must be 0 or 1, got ") << fmod;
+  Type elt = elementTypeOf(op->getOperand(0));
+  if (elt && isa<FloatType>(elt) && fmod != 1)
+    return op.emitOpError("floating-point inputs need fmod = 1 (ONNX Mod)");
+  return success();
+}
+
+LogicalResult verifyNode(GatherElementsOp op) {
+  int64_t rank = rankOf(op, 0), indRank = rankOf(op, 1);
+  if (rank == 0)
+    return op.emitOpError("data must have rank >= 1");
+  if (rank >= 0 && indRank >= 0 && rank != indRank)
+    return op.emitOpError("indices have rank ")
+           << indRank << " but data has rank " << rank << " (they must be equal)";
+  if (failed(checkIntegerOperand(op, 1, "indices")))
+    return failure();
+  return checkAxis(op, "axis", op.getAxis().value_or(0), rank);
+}
+
+LogicalResult verifyNode(ScatterElementsOp op) {
+  StringRef reduction = op.getReduction().value_or("none");
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return op.emitOpError("reduction must be none, add, mul, max or min, got '")
+           << reduction << "'";
+  int64_t rank = rankOf(op, 0);
+  if (rank == 0)
+    return op.emitOpError("data must have rank >= 1");
+  for (unsigned i : {1u, 2u})
+    if (int64_t r = rankOf(op, i); rank >= 0 && r >= 0 && r != rank)
+      return op.emitOpError(i == 1 ? "indices" : "updates")
+             << " have rank " << r << " but data has rank " << rank << " (they must be equal)";
+  auto ind = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  auto upd = dyn_cast<RankedTensorType>(op->getOperand(2).getType());
+  if (ind && upd && failed(mlir::verifyCompatibleShape(ind.getShape(), upd.getShape())))
+    return op.emitOpError("updates ") << upd << " must have the shape of indices " << ind;
+  if (failed(checkIntegerOperand(op, 1, "indices")))
+    return failure();
+  return checkAxis(op, "axis", op.getAxis().value_or(0), rank);
+}
+
+LogicalResult verifyNode(TopKOp op) {
+  int64_t rank = rankOf(op, 0);
+  if (rank == 0)
+    return op.emitOpError("X must have rank >= 1");
+  int64_t axis = op.getAxis().value_or(-1);
+  if (failed(checkAxis(op, "axis", axis, rank)))
+    return failure();
+  for (auto [name, v] : {std::pair<StringRef, std::optional<int64_t>>{"largest", op.getLargest()},
+                         {"sorted", op.getSorted()}})
+    if (v && *v != 0 && *v != 1)
+      return op.emitOpError() << name << " must be 0 or 1, got " << *v;
+  Type kElt = elementTypeOf(op->getOperand(1));
+  if (kElt && !kElt.isInteger(64))
+    return op.emitOpError("K must be an int64 tensor, got element type ") << kElt;
+  if (failed(checkSingleElement(op, 1, "K")))
+    return failure();
+  Type indElt = elementTypeOf(op->getResult(1));
+  if (indElt && !indElt.isInteger(64))
+    return op.emitOpError("Indices (output 1) must be int64, got element type ") << indElt;
+  // A constant K must fit the axis.
+  auto kConst = op->getOperand(1).getDefiningOp<ConstantOp>();
+  auto k = kConst ? dyn_cast<DenseIntElementsAttr>(kConst.getValue()) : nullptr;
+  if (k && k.getNumElements() == 1) {
+    int64_t kv = (*k.getValues<APInt>().begin()).getSExtValue();
+    if (kv < 0)
+      return op.emitOpError("K must be >= 0, got ") << kv;
+    auto x = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    int64_t ax = axis < 0 ? axis + rank : axis;
+    if (x && !x.isDynamicDim(ax) && kv > x.getDimSize(ax))
+      return op.emitOpError("K = ") << kv << " exceeds the size " << x.getDimSize(ax)
+                                    << " of axis " << ax;
+  }
   return success();
 }
 

@@ -79,6 +79,99 @@ def Onnx_ReluOp : Onnx_UnaryOp<"Relu">;
 def Onnx_IsNaNOp : Onnx_UnaryOp<"IsNaN">;
 def Onnx_IdentityOp : Onnx_UnaryOp<"Identity">;
 
+//===----------------------------------------------------------------------===//
+// Elementwise: rounding, sign, clipping, modulus and bit operations
+//===----------------------------------------------------------------------===//
+
+def Onnx_RoundOp : Onnx_UnaryOp<"Round"> {
+  let summary = "ONNX Round-11/22: nearest integer, halves to even";
+  let description = [{
+    Y (same shape and float dtype as X) = X rounded to the nearest integer;
+    a value exactly halfway between two integers goes to the even one
+    (round(2.5) = 2, round(-4.5) = -4); integral values, +-0, NaN and
+    infinities are returned unchanged. Source: ONNX operator spec, Round
+    (https://onnx.ai/onnx/operators/onnx__Round.html).
+  }];
+}
+def Onnx_FloorOp : Onnx_UnaryOp<"Floor"> {
+  let summary = "ONNX Floor-13: largest integer <= x, elementwise (float dtypes)";
+  let description = [{
+    Y (same shape and float dtype as X) = floor(X); NaN and infinities are
+    returned unchanged. Source: ONNX operator spec, Floor.
+  }];
+}
+def Onnx_CeilOp : Onnx_UnaryOp<"Ceil"> {
+  let summary = "ONNX Ceil-13: smallest integer >= x, elementwise (float dtypes)";
+  let description = [{
+    Y (same shape and float dtype as X) = ceil(X); NaN and infinities are
+    returned unchanged. Source: ONNX operator spec, Ceil.
+  }];
+}
+def Onnx_SignOp : Onnx_UnaryOp<"Sign"> {
+  let summary = "ONNX Sign-13: -1, 0 or 1 by the sign of x, elementwise";
+  let description = [{
+    Y (same shape and dtype as X, any numeric dtype) = 1 where X > 0, -1 where
+    X < 0, else X itself (0, and NaN for floats). Source: ONNX operator spec,
+    Sign.
+  }];
+}
+
+def Onnx_ClipOp : Onnx_NodeOp<"Clip", 1, 3, 1, 1> {
+  let summary = "ONNX Clip-13 (input, optional min, optional max)";
+  let description = [{
+    Y (same shape and dtype as input) = min(max(input, min), max), where min
+    and max are optional scalar tensors (rank 0, or one element) of the
+    input's dtype; an omitted bound (a `none` operand, or an absent trailing
+    input) does not clip. When min > max every element becomes max. Source:
+    ONNX operator spec, Clip-13 (opset 11 moved min/max from attributes to
+    inputs).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+
+def Onnx_ModOp : Onnx_NodeOp<"Mod", 2, 2, 1, 1> {
+  let summary = "ONNX Mod-13: elementwise remainder with numpy broadcasting";
+  let description = [{
+    C = A mod B (A, B and C of one numeric dtype, shapes broadcast as numpy).
+    fmod = 0 (default, integers only): the result has the sign of the
+    divisor, like Python's % (Mod(-7, 3) = 2, Mod(7, -3) = -2). fmod = 1:
+    the result has the sign of the dividend, like C fmod (fmod(-7, 3) = -1);
+    floating-point inputs require fmod = 1. An integer remainder by 0 is 0
+    (ONNX leaves it undefined; numpy gives 0). Source: ONNX operator spec,
+    Mod (https://onnx.ai/onnx/operators/onnx__Mod.html).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$fmod);
+}
+
+def Onnx_BitwiseAndOp : Onnx_BinaryOp<"BitwiseAnd"> {
+  let summary = "ONNX BitwiseAnd-18: elementwise a & b of integers, numpy broadcasting";
+  let description = [{
+    C = A & B bit by bit (integer dtypes; A, B and C of one dtype, shapes
+    broadcast as numpy). Source: ONNX operator spec, BitwiseAnd.
+  }];
+}
+def Onnx_BitwiseOrOp : Onnx_BinaryOp<"BitwiseOr"> {
+  let summary = "ONNX BitwiseOr-18: elementwise a | b of integers, numpy broadcasting";
+  let description = [{
+    C = A | B bit by bit (integer dtypes; A, B and C of one dtype, shapes
+    broadcast as numpy). Source: ONNX operator spec, BitwiseOr.
+  }];
+}
+def Onnx_BitwiseXorOp : Onnx_BinaryOp<"BitwiseXor"> {
+  let summary = "ONNX BitwiseXor-18: elementwise a ^ b of integers, numpy broadcasting";
+  let description = [{
+    C = A ^ B bit by bit (integer dtypes; A, B and C of one dtype, shapes
+    broadcast as numpy). Source: ONNX operator spec, BitwiseXor.
+  }];
+}
+def Onnx_BitwiseNotOp : Onnx_UnaryOp<"BitwiseNot"> {
+  let summary = "ONNX BitwiseNot-18: elementwise ~x of integers";
+  let description = [{
+    Y (same shape and integer dtype as X) = ~X, every bit flipped (for signed
+    integers ~x = -x - 1). Source: ONNX operator spec, BitwiseNot.
+  }];
+}
+
 def Onnx_WhereOp : Onnx_NodeOp<"Where", 3, 3, 1, 1> {
   let arguments = (ins Variadic<Onnx_Input>:$inputs);
 }
@@ -196,6 +289,58 @@ def Onnx_GatherOp : Onnx_NodeOp<"Gather", 2, 2, 1, 1> {
 def Onnx_GatherNDOp : Onnx_NodeOp<"GatherND", 2, 2, 1, 1> {
   let arguments = (ins Variadic<Onnx_Input>:$inputs,
                    OptionalAttr<SI64Attr>:$batch_dims);
+}
+def Onnx_GatherElementsOp : Onnx_NodeOp<"GatherElements", 2, 2, 1, 1> {
+  let summary = "ONNX GatherElements-13 (data, indices)";
+  let description = [{
+    data: rank r >= 1, any dtype; indices: int32/int64 of the same rank r,
+    with dims <= data's on every axis but `axis`. output (indices' shape,
+    data's dtype): output[i0..i(r-1)] = data[i0.., indices[i0..i(r-1)] at
+    position `axis`, ..i(r-1)]. `axis` (default 0) may be negative (counts
+    from the back); a negative index counts from the end of data's `axis`
+    dim. Indices outside [-s, s) are an error in ONNX; h20 clamps them into
+    the tensor (never reads outside it). Source: ONNX operator spec,
+    GatherElements (https://onnx.ai/onnx/operators/onnx__GatherElements.html).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$axis);
+}
+def Onnx_ScatterElementsOp : Onnx_NodeOp<"ScatterElements", 3, 3, 1, 1> {
+  let summary = "ONNX ScatterElements-18 (data, indices, updates)";
+  let description = [{
+    data: rank r >= 1, any dtype; indices: int32/int64 of rank r; updates:
+    indices' shape, data's dtype. output (data's shape and dtype) = data,
+    then for every index tuple (i0..i(r-1)) of indices, in row-major order:
+    output[i0.., indices[i0..] at position `axis`, ..] = updates[i0..]
+    (reduction "none", the default), or that element combined with the
+    update by "add", "mul", "max" or "min". `axis` (default 0) may be
+    negative; a negative index counts from the end of data's `axis` dim.
+    With "none", ONNX leaves duplicate indices undefined; h20 applies the
+    updates in order (the last wins). Indices outside [-s, s) are an error
+    in ONNX; h20 clamps them into the tensor. Source: ONNX operator spec,
+    ScatterElements (https://onnx.ai/onnx/operators/onnx__ScatterElements.html).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$axis,
+                   OptionalAttr<StrAttr>:$reduction);
+}
+def Onnx_TopKOp : Onnx_NodeOp<"TopK", 2, 2, 2, 2> {
+  let summary = "ONNX TopK-11/24 (X, K) -> (Values, Indices)";
+  let description = [{
+    X: rank r >= 1, numeric; K: int64 tensor of one element (shape [1]), a
+    constant or computed at run time, 0 <= K <= X's `axis` dim. Values (X's
+    dtype) and Indices (int64) have X's shape with the `axis` dim replaced by
+    K: the K largest (`largest` = 1, the default) or smallest (0) elements
+    along `axis` (default -1, negative counts from the back) and their
+    positions along it. Equal values are ordered by position, the lower
+    index first. `sorted` = 1 (default) orders them best first; with
+    `sorted` = 0 ONNX leaves the order open and h20 returns them sorted
+    too. NaN counts as larger than every number. K larger than the axis
+    dim is invalid ONNX: a K read at run time is clamped to the dim (the
+    output is that long), a constant K over a dynamic dim leaves the extra
+    entries 0. Source: ONNX operator spec, TopK
+    (https://onnx.ai/onnx/operators/onnx__TopK.html).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$axis,
+                   OptionalAttr<SI64Attr>:$largest, OptionalAttr<SI64Attr>:$sorted);
 }
 def Onnx_RangeOp : Onnx_NodeOp<"Range", 3, 3, 1, 1> {
   let arguments = (ins Variadic<Onnx_Input>:$inputs);

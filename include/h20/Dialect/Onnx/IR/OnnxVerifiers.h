@@ -21,6 +21,15 @@ llvm::LogicalResult verifyNode(SoftmaxOp op);
 llvm::LogicalResult verifyNode(RMSNormalizationOp op);
 llvm::LogicalResult verifyNode(AttentionOp op);
 llvm::LogicalResult verifyNode(RotaryEmbeddingOp op);
+llvm::LogicalResult verifyNode(ClipOp op);
+llvm::LogicalResult verifyNode(ModOp op);
+llvm::LogicalResult verifyNode(BitwiseAndOp op);
+llvm::LogicalResult verifyNode(BitwiseOrOp op);
+llvm::LogicalResult verifyNode(BitwiseXorOp op);
+llvm::LogicalResult verifyNode(BitwiseNotOp op);
+llvm::LogicalResult verifyNode(GatherElementsOp op);
+llvm::LogicalResult verifyNode(ScatterElementsOp op);
+llvm::LogicalResult verifyNode(TopKOp op);
 } // namespace h20::onnx
 
 #endif // H20_DIALECT_ONNX_IR_ONNXVERIFIERS_H

@@ -1,0 +1,260 @@
+//===- OnnxIndexingToLinalg.cpp - element-indexed onnx ops to loops ------===//
+//
+// Semantics: the ONNX operator specification (GatherElements-13,
+// ScatterElements-18, TopK-11/24). Index inputs may be int32 or int64 and
+// negative (counting from the end of the axis); an index outside the axis
+// is clamped into it, so a bad index never reads or writes outside a tensor.
+//
+//===----------------------------------------------------------------------===//
+#include "OnnxIndexingToLinalg.h"
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+namespace ox = h20::onnx;
+
+namespace h20::lowering {
+namespace {
+
+using Values = SmallVector<Value>;
+
+Value cIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value zeroOf(OpBuilder &b, Location loc, Type t) {
+  if (isa<FloatType>(t))
+    return floatConst(b, loc, t, 0.0);
+  return arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, 0));
+}
+
+int64_t normalizedAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+/// An ONNX index element (any integer type) as a position along a dim of
+/// `size`: negative counts from the end, then clamped to [0, size - 1].
+Value axisPosition(OpBuilder &b, Location loc, Value raw, Value size) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+  Value zero = cIndex(b, loc, 0);
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, zero);
+  i = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, i, size), i);
+  Value last = arith::SubIOp::create(b, loc, size, cIndex(b, loc, 1));
+  return arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, i, last), zero);
+}
+
+/// Loop position `i` (< dim k of `from`) used as a position in dim k of
+/// `into`: itself when `from`'s dim is statically no larger, else clamped
+/// to into's last position (ONNX requires the dims to fit; a model that
+/// breaks the rule must still not touch memory outside the tensor).
+Value fitPosition(OpBuilder &b, Location loc, Value i, RankedTensorType from,
+                  RankedTensorType into, int64_t k, Value intoDim) {
+  if (!from.isDynamicDim(k) && !into.isDynamicDim(k) && from.getDimSize(k) <= into.getDimSize(k))
+    return i;
+  Value last = arith::SubIOp::create(b, loc, intoDim, cIndex(b, loc, 1));
+  return arith::MinSIOp::create(b, loc, i, last);
+}
+
+/// `v` as `type` (a tensor.cast when shape inference made the result more
+/// static than the value computed from the operands).
+Value castTo(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::CastOp::create(b, loc, type, v);
+}
+
+/// The reduction of ScatterElements: `old` combined with `update`.
+Value combine(OpBuilder &b, Location loc, StringRef reduction, Value old, Value update) {
+  bool f = isa<FloatType>(old.getType());
+  if (reduction == "add")
+    return f ? arith::AddFOp::create(b, loc, old, update).getResult()
+             : arith::AddIOp::create(b, loc, old, update).getResult();
+  if (reduction == "mul")
+    return f ? arith::MulFOp::create(b, loc, old, update).getResult()
+             : arith::MulIOp::create(b, loc, old, update).getResult();
+  if (reduction == "max")
+    return f ? arith::MaximumFOp::create(b, loc, old, update).getResult()
+             : arith::MaxSIOp::create(b, loc, old, update).getResult();
+  return f ? arith::MinimumFOp::create(b, loc, old, update).getResult()
+           : arith::MinSIOp::create(b, loc, old, update).getResult();
+}
+
+/// TopK's order: true when element (v1 at position i1) comes before (v2 at
+/// i2): a better value (larger for `largest`, else smaller; NaN counts as
+/// larger than every number), or an equal value at a lower position.
+Value ranksBefore(OpBuilder &b, Location loc, Value v1, Value i1, Value v2, Value i2,
+                  bool largest) {
+  Value better, same;
+  if (isa<FloatType>(v1.getType())) {
+    using P = arith::CmpFPredicate;
+    auto cmpf = [&](P p, Value x, Value y) { return arith::CmpFOp::create(b, loc, p, x, y).getResult(); };
+    Value nan1 = cmpf(P::UNO, v1, v1), nan2 = cmpf(P::UNO, v2, v2);
+    Value num1 = cmpf(P::ORD, v1, v1), num2 = cmpf(P::ORD, v2, v2);
+    better = largest ? arith::OrIOp::create(b, loc, cmpf(P::OGT, v1, v2),
+                                            arith::AndIOp::create(b, loc, nan1, num2))
+                     : arith::OrIOp::create(b, loc, cmpf(P::OLT, v1, v2),
+                                            arith::AndIOp::create(b, loc, num1, nan2));
+    same = arith::OrIOp::create(b, loc, cmpf(P::OEQ, v1, v2), arith::AndIOp::create(b, loc, nan1, nan2));
+  } else {
+    using P = arith::CmpIPredicate;
+    better = arith::CmpIOp::create(b, loc, largest ? P::sgt : P::slt, v1, v2);
+    same = arith::CmpIOp::create(b, loc, P::eq, v1, v2);
+  }
+  Value lower = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i1, i2);
+  return arith::OrIOp::create(b, loc, better, arith::AndIOp::create(b, loc, same, lower));
+}
+
+} // namespace
+
+FailureOr<Values> lowerGatherElements(OpBuilder &b, ox::GatherElementsOp op) {
+  Location loc = op.getLoc();
+  Value data = op->getOperand(0), ind = op->getOperand(1);
+  auto dt = dyn_cast<RankedTensorType>(data.getType());
+  auto it = dyn_cast<RankedTensorType>(ind.getType());
+  auto rt = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!dt || !it || dt.getRank() != it.getRank() || rt.getRank() != dt.getRank())
+    return unsupported(op, "data, indices and output must be ranked, all of one rank");
+  int64_t r = dt.getRank(), axis = normalizedAxis(op.getAxis().value_or(0), r);
+  SmallVector<Value> dims, dataDims;
+  for (int64_t k = 0; k < r; ++k) {
+    dims.push_back(dimOf(b, loc, ind, k));
+    dataDims.push_back(dimOf(b, loc, data, k));
+  }
+  Value init = emptyTensor(b, loc, rt, dims);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, b.getContext());
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{rt}, ValueRange{ind}, ValueRange{init}, {id, id},
+                    parallel(r),
+                    [&](OpBuilder &nb, Location nl, ValueRange a) {
+                      SmallVector<Value> at;
+                      for (int64_t k = 0; k < r; ++k)
+                        at.push_back(k == axis ? axisPosition(nb, nl, a[0], dataDims[k])
+                                               : fitPosition(nb, nl, linalg::IndexOp::create(nb, nl, k),
+                                                             it, dt, k, dataDims[k]));
+                      linalg::YieldOp::create(nb, nl, ValueRange{tensor::ExtractOp::create(nb, nl, data, at)});
+                    })
+                    .getResult(0)};
+}
+
+FailureOr<Values> lowerScatterElements(OpBuilder &b, ox::ScatterElementsOp op) {
+  Location loc = op.getLoc();
+  Value data = op->getOperand(0), ind = op->getOperand(1), upd = op->getOperand(2);
+  auto dt = dyn_cast<RankedTensorType>(data.getType());
+  auto it = dyn_cast<RankedTensorType>(ind.getType());
+  auto ut = dyn_cast<RankedTensorType>(upd.getType());
+  if (!dt || !it || !ut || it.getRank() != dt.getRank() || ut.getRank() != dt.getRank())
+    return unsupported(op, "data, indices and updates must be ranked, all of one rank");
+  int64_t r = dt.getRank(), axis = normalizedAxis(op.getAxis().value_or(0), r);
+  StringRef reduction = op.getReduction().value_or("none");
+  SmallVector<Value> lbs(r, cIndex(b, loc, 0)), steps(r, cIndex(b, loc, 1)), ubs, dataDims,
+      updDims;
+  for (int64_t k = 0; k < r; ++k) {
+    ubs.push_back(dimOf(b, loc, ind, k));
+    dataDims.push_back(dimOf(b, loc, data, k));
+    updDims.push_back(dimOf(b, loc, upd, k));
+  }
+  // One update at a time, in row-major order of the indices: with
+  // reduction "none" a repeated index keeps the last update.
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{data},
+      [&](OpBuilder &nb, Location nl, ValueRange ivs, ValueRange acc) -> scf::ValueVector {
+        SmallVector<Value> updAt, at;
+        for (int64_t k = 0; k < r; ++k)
+          updAt.push_back(fitPosition(nb, nl, ivs[k], it, ut, k, updDims[k]));
+        Value raw = tensor::ExtractOp::create(nb, nl, ind, ivs);
+        Value u = tensor::ExtractOp::create(nb, nl, upd, updAt);
+        for (int64_t k = 0; k < r; ++k)
+          at.push_back(k == axis ? axisPosition(nb, nl, raw, dataDims[k])
+                                 : fitPosition(nb, nl, ivs[k], it, dt, k, dataDims[k]));
+        if (reduction != "none")
+          u = combine(nb, nl, reduction, tensor::ExtractOp::create(nb, nl, acc[0], at), u);
+        return {tensor::InsertOp::create(nb, nl, u, acc[0], at).getResult()};
+      });
+  return Values{castTo(b, loc, nest.results[0], op->getResult(0).getType())};
+}
+
+FailureOr<Values> lowerTopK(OpBuilder &b, ox::TopKOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0), kTensor = op->getOperand(1);
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  auto kt = dyn_cast<RankedTensorType>(kTensor.getType());
+  auto vt = cast<RankedTensorType>(op->getResult(0).getType());
+  auto it = cast<RankedTensorType>(op->getResult(1).getType());
+  if (!xt || !kt || kt.getRank() > 1 || vt.getRank() != xt.getRank())
+    return unsupported(op, "X must be ranked and K a scalar or a shape-[1] tensor");
+  int64_t r = xt.getRank(), axis = normalizedAxis(op.getAxis().value_or(-1), r);
+  bool largest = op.getLargest().value_or(1) != 0;
+  Type elt = xt.getElementType();
+  Value zero = cIndex(b, loc, 0), one = cIndex(b, loc, 1);
+  Value n = dimOf(b, loc, x, axis);
+  // K: fixed by the result type, else read at run time and clamped into
+  // [0, N] (the output's axis dim is that K).
+  Value k;
+  if (!vt.isDynamicDim(axis)) {
+    k = cIndex(b, loc, vt.getDimSize(axis));
+  } else {
+    SmallVector<Value> at(kt.getRank(), zero);
+    Value raw = tensor::ExtractOp::create(b, loc, kTensor, at);
+    k = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+    k = arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, k, n), zero);
+  }
+  SmallVector<Value> outDims, lbs, ubs, steps;
+  for (int64_t d = 0; d < r; ++d) {
+    outDims.push_back(d == axis ? k : dimOf(b, loc, x, d));
+    if (d == axis)
+      continue;
+    lbs.push_back(zero);
+    ubs.push_back(outDims.back());
+    steps.push_back(one);
+  }
+  Value values = emptyTensor(b, loc, vt, outDims), indices = emptyTensor(b, loc, it, outDims);
+  Value zeroValue = zeroOf(b, loc, elt);
+  Value notFound = arith::ConstantIntOp::create(b, loc, 0, 1);
+  // Rows (every dim but the axis) -> picks j < K -> a scan of the row.
+  scf::LoopNest rows = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{values, indices},
+      [&](OpBuilder &rb, Location rl, ValueRange row, ValueRange acc) -> scf::ValueVector {
+        auto at = [&](Value pos) {
+          SmallVector<Value> c;
+          for (int64_t d = 0, o = 0; d < r; ++d)
+            c.push_back(d == axis ? pos : row[o++]);
+          return c;
+        };
+        auto picks = scf::ForOp::create(
+            rb, rl, zero, k, one, ValueRange{acc[0], acc[1], zeroValue, zero},
+            [&](OpBuilder &jb, Location jl, Value j, ValueRange st) {
+              // st: values, indices, and the previous pick (value, position).
+              Value first = arith::CmpIOp::create(jb, jl, arith::CmpIPredicate::eq, j, zero);
+              auto scan = scf::ForOp::create(
+                  jb, jl, zero, n, one, ValueRange{notFound, zeroValue, zero},
+                  [&](OpBuilder &eb, Location el, Value e, ValueRange best) {
+                    // best: found, value, position of the best element
+                    // ranking after the previous pick.
+                    Value v = tensor::ExtractOp::create(eb, el, x, at(e));
+                    Value afterPrev = arith::OrIOp::create(
+                        eb, el, first, ranksBefore(eb, el, st[2], st[3], v, e, largest));
+                    Value none = arith::XOrIOp::create(eb, el, best[0],
+                                                       arith::ConstantIntOp::create(eb, el, 1, 1));
+                    Value improves = arith::OrIOp::create(
+                        eb, el, none, ranksBefore(eb, el, v, e, best[1], best[2], largest));
+                    Value take = arith::AndIOp::create(eb, el, afterPrev, improves);
+                    scf::YieldOp::create(
+                        eb, el,
+                        ValueRange{arith::OrIOp::create(eb, el, best[0], take),
+                                   arith::SelectOp::create(eb, el, take, v, best[1]),
+                                   arith::SelectOp::create(eb, el, take, e, best[2])});
+                  });
+              Value bestValue = scan.getResult(1), bestPos = scan.getResult(2);
+              Value pos64 = arith::IndexCastOp::create(jb, jl, jb.getI64Type(), bestPos);
+              Value nv = tensor::InsertOp::create(jb, jl, bestValue, st[0], at(j));
+              Value ni = tensor::InsertOp::create(jb, jl, pos64, st[1], at(j));
+              scf::YieldOp::create(jb, jl, ValueRange{nv, ni, bestValue, bestPos});
+            });
+        return {picks.getResult(0), picks.getResult(1)};
+      });
+  return Values{rows.results[0], rows.results[1]};
+}
+
+} // namespace h20::lowering
