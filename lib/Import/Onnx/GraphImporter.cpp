@@ -3,10 +3,13 @@
 // One pass over the graph in topological order: graph inputs become function
 // arguments, initializers become onnx.Weight (or onnx.Constant when tiny and
 // inline), each node becomes the onnx op its (domain, op_type, opset) maps to.
+// Calls of model-local functions are expanded into their bodies first
+// (FunctionInliner.h).
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Import/Onnx/OnnxImporter.h"
 
+#include "FunctionInliner.h"
 #include "ModelLoader.h"
 #include "OnnxTypes.h"
 #include "OpTable.h"
@@ -460,6 +463,11 @@ LogicalResult GraphImporter::importNode(const NodeProto &n) {
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run() {
+  std::string inlineError;
+  if (!inlineLocalFunctions(model.proto, inlineError)) {
+    error() << inlineError;
+    return nullptr;
+  }
   const auto &graph = model.proto.graph();
   if (failed(readOpsets()))
     return nullptr;
