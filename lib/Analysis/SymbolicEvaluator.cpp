@@ -604,6 +604,36 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         }
         return t;
       })
+      .Case([&](ox::SplitOp split) -> std::optional<SymTensor> {
+        // Output idx: the input's shape with the axis dim split[idx] (the
+        // `split` input), else an equal share: ceil(d / n) each, the last
+        // output what remains (ONNX Split-18; n = number of outputs).
+        const SymTensor *in = operand(0);
+        if (!in || in->dims.empty())
+          return std::nullopt;
+        int64_t r = in->dims.size(), axis = split.getAxis().value_or(0);
+        if (axis < 0)
+          axis += r;
+        if (axis < 0 || axis >= r)
+          return std::nullopt;
+        SymTensor t{in->dims, nullptr};
+        int64_t n = op->getNumResults();
+        if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType())) {
+          auto sizes = vectorOf(op->getOperand(1));
+          if (!sizes || static_cast<int64_t>(sizes->size()) != n)
+            return std::nullopt;
+          t.dims[axis] = (*sizes)[idx];
+          return t;
+        }
+        if (n == 1)
+          return t;
+        auto d = constantOf(in->dims[axis]);
+        if (!d)
+          return std::nullopt;
+        int64_t chunk = (*d + n - 1) / n;
+        t.dims[axis] = symConst(std::clamp<int64_t>(*d - chunk * static_cast<int64_t>(idx), 0, chunk));
+        return t;
+      })
       .Case([&](ox::GatherElementsOp) -> std::optional<SymTensor> {
         // The indices' shape (ONNX GatherElements).
         const SymTensor *ind = operand(1);

@@ -1,7 +1,7 @@
 // RUN: h20-opt %s --split-input-file --h20-lower-to-linalg | FileCheck %s
 // What the ops added for DeepSeek-V4.1 lower to: elementwise generics
-// (Round, Mod, Bitwise, Clip), a gathering generic (GatherElements) and
-// scf.for nests over tensors (ScatterElements, TopK).
+// (Round, Mod, Bitwise, Clip), a gathering generic (GatherElements),
+// scf.for nests over tensors (ScatterElements, TopK) and slices (Split).
 
 // CHECK-LABEL: func.func @round_floor_ceil_sign
 // CHECK: math.roundeven
@@ -127,4 +127,18 @@ func.func @scatter_elements(%d: tensor<3x5xf32>, %i: tensor<3x2xi64>, %u: tensor
 func.func @topk(%x: tensor<3x8xf32>, %k: tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>) {
   %0:2 = onnx.TopK(%x, %k) : (tensor<3x8xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
   return %0#0, %0#1 : tensor<3x?xf32>, tensor<3x?xi64>
+}
+
+// -----
+
+// Split: one extract_slice per output, at the running offset; equal shares
+// are ceil(d / n), the last output what remains.
+// CHECK-LABEL: func.func @split_equal
+// CHECK: %[[CHUNK:.*]] = arith.ceildivui %c7, %c3 : index
+// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, 0] [3, 4] [1, 1] : tensor<7x4xf32> to tensor<3x4xf32>
+// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, 0] [3, 4] [1, 1] : tensor<7x4xf32> to tensor<3x4xf32>
+// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, 0] [1, 4] [1, 1] : tensor<7x4xf32> to tensor<1x4xf32>
+func.func @split_equal(%x: tensor<7x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<1x4xf32>) {
+  %0:3 = onnx.Split(%x) {axis = 0 : si64, num_outputs = 3 : si64} : (tensor<7x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<1x4xf32>)
+  return %0#0, %0#1, %0#2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<1x4xf32>
 }

@@ -584,6 +584,54 @@ FailureOr<Values> lowerSlice(OpBuilder &b, ox::SliceOp op) {
   return Values{tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, sizes, strides)};
 }
 
+/// Split: one extract_slice per output along the axis, sized by the
+/// `split` input, else equal shares of ceil(d / n), the last output what
+/// remains (ONNX Split-18).
+FailureOr<Values> lowerSplit(OpBuilder &b, ox::SplitOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank(), axis = op.getAxis().value_or(0);
+  if (axis < 0)
+    axis += r;
+  if (axis < 0 || axis >= r)
+    return unsupported(op, "axis is out of range");
+  unsigned n = op->getNumResults();
+  Value dim = dimOf(b, loc, x, axis);
+  SmallVector<Value> sizes;
+  if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType())) {
+    auto st = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    if (!st || st.getRank() != 1 || (!st.isDynamicDim(0) && st.getDimSize(0) != n))
+      return unsupported(op, "split must be a 1-D tensor with one size per output");
+    for (unsigned i = 0; i < n; ++i)
+      sizes.push_back(extractIndex(b, loc, op->getOperand(1), i));
+  } else {
+    Value chunk = arith::CeilDivUIOp::create(b, loc, dim, idx(b, loc, n));
+    for (unsigned i = 0; i < n; ++i) {
+      Value start = arith::MinUIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, chunk, idx(b, loc, i)), dim);
+      sizes.push_back(arith::MinUIOp::create(b, loc, chunk,
+                                             arith::SubIOp::create(b, loc, dim, start)));
+    }
+  }
+  Values results;
+  Value offset = idx(b, loc, 0);
+  for (unsigned i = 0; i < n; ++i) {
+    auto rt = resultType(op, i);
+    SmallVector<OpFoldResult> offsets(r, b.getIndexAttr(0)), sz, strides(r, b.getIndexAttr(1));
+    offsets[axis] = offset;
+    for (int64_t k = 0; k < r; ++k) {
+      if (!rt.isDynamicDim(k))
+        sz.push_back(b.getIndexAttr(rt.getDimSize(k)));
+      else
+        sz.push_back(k == axis ? sizes[i] : dimOf(b, loc, x, k));
+    }
+    results.push_back(tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, sz, strides));
+    offset = arith::AddIOp::create(b, loc, offset, sizes[i]);
+  }
+  return results;
+}
+
 FailureOr<Values> lowerExpand(OpBuilder &b, Operation *op) {
   Location loc = op->getLoc();
   auto rt = resultType(op);
@@ -837,6 +885,7 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
       .Case([&](ox::RangeOp) { return lowerRange(b, op); })
       .Case([&](ox::ConcatOp c) { return lowerConcat(b, c); })
       .Case([&](ox::SliceOp s) { return lowerSlice(b, s); })
+      .Case([&](ox::SplitOp s) { return lowerSplit(b, s); })
       .Case([&](ox::ExpandOp) { return lowerExpand(b, op); })
       .Case<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>([&](Operation *) { return lowerReduce(b, op); })
       .Case([&](ox::SoftmaxOp s) { return lowerSoftmax(b, s); })

@@ -1,6 +1,6 @@
 """make_op_cases.py OUT_DIR [CASE ...]: small ONNX models of the ops h20
 added for DeepSeek-V4.1 (TopK, GatherElements, ScatterElements, Mod, the
-Bitwise ops, Round/Floor/Ceil/Sign/Clip, model-local functions), each
+Bitwise ops, Round/Floor/Ceil/Sign/Clip, Split, model-local functions), each
 written like an ONNX backend-test case: OUT_DIR/<case>/model.onnx and
 test_data_set_0/input_J.pb, output_J.pb. The reference outputs are computed
 here with numpy (or plain Python integers), independently of h20 and of
@@ -294,6 +294,21 @@ def clip():
                  ("ints", np.minimum(np.maximum(n, -2), 3), None)])
 
 
+def split_sizes():
+    # Split-18 by a `split` input along a dynamic-length axis 1.
+    x = np.arange(14, dtype=np.float32).reshape(2, 7)
+    return Case([const("sizes", i64(2, 5)),
+                 helper.make_node("Split", ["x", "sizes"], ["a", "b"], name="split", axis=-1)],
+                [("x", x, [2, "N"])], [("a", x[:, :2], [2, 2]), ("b", x[:, 2:], [2, 5])])
+
+
+def split_uneven():
+    # num_outputs = 3 over 7 rows: ceil(7 / 3) = 3, 3, then the last 1.
+    x = np.arange(21, dtype=np.int64).reshape(7, 3)
+    return Case([helper.make_node("Split", ["x"], ["a", "b", "c"], name="split", num_outputs=3)],
+                [("x", x, None)], [("a", x[:3], None), ("b", x[3:6], None), ("c", x[6:], None)])
+
+
 def ref_attr(name, ref, kind):
     a = AttributeProto()
     a.name, a.ref_attr_name, a.type = name, ref, kind
@@ -371,6 +386,8 @@ CASES = {
     "scatter_elements_none": scatter_elements_none,
     "scatter_elements_add_axis0": scatter_elements_add_axis0,
     "scatter_elements_max_int64": scatter_elements_max_int64,
+    "split_sizes": split_sizes,
+    "split_uneven": split_uneven,
     "mod_int64": mod_int64,
     "mod_int32_and_float": mod_int32_and_float,
     "bitwise": bitwise,
