@@ -601,8 +601,9 @@ FailureOr<Values> lowerSplit(OpBuilder &b, ox::SplitOp op) {
   SmallVector<Value> sizes;
   if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType())) {
     auto st = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
-    if (!st || st.getRank() != 1 || (!st.isDynamicDim(0) && st.getDimSize(0) != n))
-      return unsupported(op, "split must be a 1-D tensor with one size per output");
+    // A statically known length: the sizes are read without a bounds check.
+    if (!st || st.getRank() != 1 || st.isDynamicDim(0) || st.getDimSize(0) != n)
+      return unsupported(op, "split must be a 1-D tensor of static length, one size per output");
     for (unsigned i = 0; i < n; ++i)
       sizes.push_back(extractIndex(b, loc, op->getOperand(1), i));
   } else {
