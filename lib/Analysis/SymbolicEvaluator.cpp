@@ -122,6 +122,30 @@ bool factor(const SymExpr &d, int64_t &constant, SmallVectorImpl<SymExpr> &syms)
   return true;
 }
 
+/// Reshape's -1 dim: product(in) / product(the other out dims), or null
+/// when that quotient has no closed form (symbolic factors that do not
+/// cancel, a constant that does not divide).
+SymExpr inferredReshapeDim(ArrayRef<SymExpr> in, ArrayRef<SymExpr> out) {
+  int64_t cin = 1, cout = 1;
+  SmallVector<SymExpr> sin, sout;
+  for (const SymExpr &d : in)
+    if (!factor(d, cin, sin))
+      return nullptr;
+  for (const SymExpr &d : out)
+    if (d && !factor(d, cout, sout))
+      return nullptr;
+  for (const SymExpr &s : sout) {
+    auto it = llvm::find_if(sin, [&](const SymExpr &x) { return provablyEqual(x, s); });
+    if (it == sin.end())
+      return nullptr;
+    sin.erase(it);
+  }
+  if (cout == 0 || cin % cout != 0 || sin.size() > 1)
+    return nullptr;
+  SymExpr inferred = symConst(cin / cout);
+  return sin.size() == 1 ? symMul(inferred, sin[0]) : inferred;
+}
+
 } // namespace
 
 SymbolicEvaluator::SymbolicEvaluator(func::FuncOp func) {
@@ -419,28 +443,24 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
           }
         }
         if (inferAt >= 0) {
-          int64_t cin = 1, cout = 1;
-          SmallVector<SymExpr> sin, sout;
-          for (const SymExpr &d : in->dims)
-            if (!factor(d, cin, sin))
-              return std::nullopt;
-          for (const SymExpr &d : out)
-            if (d && !factor(d, cout, sout))
-              return std::nullopt;
-          for (const SymExpr &s : sout) {
-            auto it = llvm::find_if(sin, [&](const SymExpr &x) { return provablyEqual(x, s); });
-            if (it == sin.end())
-              return std::nullopt;
-            sin.erase(it);
+          // The -1 dim: the input's size over the others', when the
+          // division is exact in closed form; else a fresh symbol (the rank
+          // stays known, e.g. [-1, r, d] of a dim that is itself unknown).
+          out[inferAt] = inferredReshapeDim(in->dims, out);
+          if (!out[inferAt]) {
+            // One symbol per (input dims, target) so equal reshapes of equal
+            // shapes stay provably equal (e.g. a compressor's kv and gate).
+            std::string key;
+            for (const SymExpr &d : in->dims)
+              key += toString(d) + ",";
+            key += "->";
+            for (const SymExpr &d : out)
+              key += (d ? toString(d) : std::string("-1")) + ",";
+            auto [it, added] = reshapeSymbols.try_emplace(key, nullptr);
+            if (added)
+              it->second = newSymbol("reshape" + std::to_string(names.size()));
+            out[inferAt] = it->second;
           }
-          if (cout == 0 || cin % cout != 0)
-            return std::nullopt;
-          SymExpr inferred = symConst(cin / cout);
-          if (sin.size() > 1)
-            return std::nullopt;
-          if (sin.size() == 1)
-            inferred = symMul(inferred, sin[0]);
-          out[inferAt] = inferred;
         }
         SymTensor t{out, nullptr};
         if (!in->elem)
@@ -524,6 +544,20 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
       .Case([&](ox::SliceOp) -> std::optional<SymTensor> {
         const SymTensor *in = operand(0);
         auto starts = vectorOf(op->getOperand(1)), ends = vectorOf(op->getOperand(2));
+        if (in && (!starts || !ends)) {
+          // Bounds not known in closed form (e.g. (S / r) * r): the sliced
+          // dims become fresh symbols, the rank stays known.
+          auto st = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+          if (!st || st.getRank() != 1 || st.isDynamicDim(0))
+            return std::nullopt;
+          Dims unknown;
+          for (int64_t k = 0; k < st.getDimSize(0); ++k)
+            unknown.push_back(nullptr);
+          if (!starts)
+            starts = unknown;
+          if (!ends)
+            ends = unknown;
+        }
         if (!in || !starts || !ends || starts->size() != ends->size())
           return std::nullopt;
         int64_t r = in->dims.size();
@@ -555,6 +589,11 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         for (auto [i, ax] : llvm::enumerate(axes)) {
           if (ax < 0 || ax >= r)
             return std::nullopt;
+          if (!(*starts)[i] || !(*ends)[i]) {
+            offsets[ax] = nullptr;
+            t.dims[ax] = newSymbol("slice" + std::to_string(names.size()));
+            continue;
+          }
           auto s = sliceBound((*starts)[i], in->dims[ax]);
           auto e = sliceBound((*ends)[i], in->dims[ax]);
           if (!s || !e)
@@ -562,7 +601,7 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
           offsets[ax] = *s;
           t.dims[ax] = symSub(*e, *s);
         }
-        if (in->elem)
+        if (in->elem && llvm::all_of(offsets, [](const SymExpr &o) { return bool(o); }))
           t.elem = substituteIndices(in->elem, [&](int64_t k) {
             return symAdd(symIndex(k), offsets[k]);
           });
@@ -758,8 +797,28 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
             ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RoundOp, ox::FloorOp, ox::CeilOp,
             ox::SignOp, ox::ClipOp, ox::BitwiseNotOp, ox::ScatterElementsOp, ox::RMSNormalizationOp,
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
-            attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp>(
+            attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp, ox::H20SinkAttentionOp,
+            ox::H20SparseSinkAttentionOp, attn::SparseAttentionOp>(
           [&](Operation *) { return sameAs(0); })
+      .Case<ox::H20IndexerTopKOp, ox::H20IndexerTopKCandidatesOp, ox::H20IndexerTopKInCandidatesOp,
+            attn::IndexerTopKOp, attn::IndexerCandidatesOp>(
+          [&](Operation *) -> std::optional<SymTensor> {
+        // [S, min(topk, T)] picks (q [S, Hi, Di], keys [T, Di]); the
+        // candidate blocks [S, min(blocks, ceil(T / block))] get a symbol.
+        const SymTensor *q = operand(0), *k = operand(1);
+        if (!q || !k || q->dims.size() != 3 || k->dims.size() != 2)
+          return std::nullopt;
+        bool blocks = isa<attn::IndexerCandidatesOp>(op) ||
+                      (isa<ox::H20IndexerTopKCandidatesOp>(op) && idx == 1);
+        if (blocks)
+          return SymTensor{{q->dims[0], newSymbol("candidate_blocks" + std::to_string(names.size()))},
+                           nullptr};
+        auto topk = op->getAttrOfType<IntegerAttr>("topk");
+        if (!topk)
+          return std::nullopt;
+        SymExpr limit = symConst(topk.getInt()), t = k->dims[0];
+        return SymTensor{{q->dims[0], symSelect(symLe(limit, t), limit, t)}, nullptr};
+      })
       .Case<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>(
           [&](Operation *) -> std::optional<SymTensor> {
         // Axes from the `axes` input (opset 18) or attribute (before).

@@ -15,6 +15,7 @@
 #include "h20/Transforms/WeightData.h"
 
 #include "OnnxAttentionMasks.h"
+#include "RaiseH20Domain.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -149,6 +150,8 @@ public:
         raiseDecomposedRope(op);
       else if (isa<ox::MatMulOp>(op))
         raiseDecomposedAttention(op);
+      else if (op->getName().getStringRef().starts_with("onnx.h20."))
+        raiseH20DomainOp(b, op);
     }
     // Whatever the raised ops replaced (mask and cos/sin subgraphs) dies here.
     IRRewriter rewriter(func.getContext());

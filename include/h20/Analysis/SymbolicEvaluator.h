@@ -13,6 +13,8 @@
 
 #include "h20/Analysis/SymExpr.h"
 
+#include <map>
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -67,6 +69,8 @@ private:
   /// while later lookups grow the map (null: nothing known).
   llvm::DenseMap<mlir::Value, std::unique_ptr<SymTensor>> cache;
   llvm::SmallVector<std::string> names;
+  /// Reshape -1 dims without a closed form, by "input dims -> target".
+  std::map<std::string, SymExpr> reshapeSymbols;
 };
 
 } // namespace h20

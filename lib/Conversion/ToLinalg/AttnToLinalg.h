@@ -19,6 +19,12 @@ mlir::FailureOr<mlir::Value> lowerAttention(mlir::OpBuilder &b, attn::AttentionO
 mlir::FailureOr<mlir::Value> lowerAttentionScores(mlir::OpBuilder &b,
                                                   attn::AttentionScoresOp op);
 
+/// DeepSeek-V4.1's attention and indexer (SparseAttnToLinalg.cpp): memory
+/// linear in S, see the ops' descriptions.
+mlir::FailureOr<mlir::Value> lowerSparseAttention(mlir::OpBuilder &b, attn::SparseAttentionOp op);
+mlir::FailureOr<mlir::Value> lowerIndexerTopK(mlir::OpBuilder &b, attn::IndexerTopKOp op);
+mlir::FailureOr<mlir::Value> lowerIndexerCandidates(mlir::OpBuilder &b, attn::IndexerCandidatesOp op);
+
 /// The `library_call` names of the generics the GPU target implements with a
 /// routine instead of running their body.
 inline constexpr llvm::StringLiteral kGemmLibraryCall = "h20_gemm";

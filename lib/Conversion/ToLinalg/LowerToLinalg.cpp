@@ -135,6 +135,13 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                 .Case([&](h20::attn::AttentionScoresOp o) {
                   return one(h20::lowering::lowerAttentionScores(b, o));
                 })
+                .Case([&](h20::attn::SparseAttentionOp o) {
+                  return one(h20::lowering::lowerSparseAttention(b, o));
+                })
+                .Case([&](h20::attn::IndexerTopKOp o) { return one(h20::lowering::lowerIndexerTopK(b, o)); })
+                .Case([&](h20::attn::IndexerCandidatesOp o) {
+                  return one(h20::lowering::lowerIndexerCandidates(b, o));
+                })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })
                 .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o); });

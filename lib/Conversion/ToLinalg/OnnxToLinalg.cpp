@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "OnnxToLinalg.h"
 #include "LoweringUtils.h"
+#include "OnnxRotaryToLinalg.h"
 #include "OnnxIndexingToLinalg.h"
 
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
@@ -895,6 +896,7 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
       .Case([&](ox::GatherElementsOp g) { return lowerGatherElements(b, g); })
       .Case([&](ox::ScatterElementsOp s) { return lowerScatterElements(b, s); })
       .Case([&](ox::TopKOp t) { return lowerTopK(b, t); })
+      .Case([&](ox::RotaryEmbeddingOp r) { return lowerRotaryEmbedding(b, r); })
       .Default([&](Operation *) -> FailureOr<Values> {
         if (isa<ox::AttentionOp>(op))
           return unsupported(op, "this form was not raised to attn.attention (the warning "

@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FunctionInliner.h"
+#include "OpTable.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -176,7 +177,16 @@ std::string describeCall(const NodeProto &n) {
 
 const LocalFunction *Inliner::lookup(const NodeProto &n) const {
   auto it = functions.find({normalizedDomain(n.domain()), n.op_type()});
-  return it == functions.end() ? nullptr : &it->second;
+  if (it == functions.end())
+    return nullptr;
+  // A call h20 imports as an op of its own (the ai.h20 domain: attention
+  // and indexer forms whose bodies would build S x S intermediates) stays a
+  // call; its body only documents the meaning (and lets other runtimes run it).
+  std::string domain = normalizedDomain(n.domain());
+  for (const auto &o : model.opset_import())
+    if (normalizedDomain(o.domain()) == domain && lookupOp(domain, n.op_type(), o.version()))
+      return nullptr;
+  return &it->second;
 }
 
 std::string Inliner::freshName(llvm::StringSet<> &used, const std::string &base) {

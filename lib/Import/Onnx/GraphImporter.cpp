@@ -338,8 +338,9 @@ Type GraphImporter::inferredType(const NodeProto &n, unsigned outputIndex,
                           "GreaterOrEqual", "And", "Or", "Not", "IsNaN"},
                          op))
     elt = b.getI1Type();
-  else if (op == "Shape" || (op == "TopK" && outputIndex == 1))
-    elt = b.getI64Type();
+  else if (op == "Shape" || (op == "TopK" && outputIndex == 1) ||
+           (n.domain() == "ai.h20" && op.starts_with("Indexer")))
+    elt = b.getI64Type(); // ai.h20 indexers return entry / block indices
   else if (op == "Cast") {
     if (auto to = dyn_cast_or_null<IntegerAttr>(attr("to")))
       elt = elementType(static_cast<int32_t>(to.getInt()), &ctx);

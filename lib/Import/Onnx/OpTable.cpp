@@ -14,9 +14,13 @@ namespace h20::onnx_import {
 namespace {
 
 constexpr llvm::StringLiteral kMs = "com.microsoft";
+/// h20's own domain (models/deepseek_v41/h20_ops.py): ops whose ONNX
+/// function bodies would build S x S intermediates; raised to attn ops.
+constexpr llvm::StringLiteral kH20 = "ai.h20";
 
 #define ONNX_OP(type, since) {"", #type, since, "onnx." #type}
 #define MS_OP(type, since) {kMs, #type, since, "onnx.ms." #type}
+#define H20_OP(type, since) {kH20, #type, since, "onnx.h20." #type}
 
 const OpEntry kOps[] = {
     ONNX_OP(Abs, 13), ONNX_OP(Add, 14), ONNX_OP(And, 7),
@@ -64,10 +68,13 @@ const OpEntry kOps[] = {
     MS_OP(GroupQueryAttention, 1), MS_OP(MultiHeadAttention, 1),
     MS_OP(RotaryEmbedding, 1), MS_OP(SimplifiedLayerNormalization, 1),
     MS_OP(SkipSimplifiedLayerNormalization, 1),
+    H20_OP(SinkAttention, 1), H20_OP(SparseSinkAttention, 1), H20_OP(IndexerTopK, 1),
+    H20_OP(IndexerTopKCandidates, 1), H20_OP(IndexerTopKInCandidates, 1),
 };
 
 #undef ONNX_OP
 #undef MS_OP
+#undef H20_OP
 
 } // namespace
 

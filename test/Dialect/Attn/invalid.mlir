@@ -278,3 +278,83 @@ func.func @scores_group(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) ->
   %0 = attn.attention_scores %q, %k {stage = #attn.score_stage<masked>, scale = 0.25 : f64, causal = true, kv_group = 2 : i64} : (tensor<1x8x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<1x8x16x16xf32>
   return %0 : tensor<1x8x16x16xf32>
 }
+
+// -----
+
+func.func @sparse_attention_latent(%q: tensor<8x4x64xf32>, %kv: tensor<8x32xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{latent must be [S, D] of the query [S, H, D]}}
+  %0 = attn.sparse_attention %q, %kv, %s {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x32xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_sink(%q: tensor<8x4x64xf32>, %kv: tensor<8x64xf32>, %s: tensor<3xf32>) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{sink must be [H] = [4]}}
+  %0 = attn.sparse_attention %q, %kv, %s {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x64xf32>, tensor<3xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_window(%q: tensor<8x4x64xf32>, %kv: tensor<8x64xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{window must be positive, got 0}}
+  %0 = attn.sparse_attention %q, %kv, %s {scale = 0.125 : f64, window = 0 : i64} : (tensor<8x4x64xf32>, tensor<8x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_compressed(%q: tensor<8x4x64xf32>, %kv: tensor<8x64xf32>, %s: tensor<4xf32>, %c: tensor<2x32xf32>, %i: tensor<8x2xi64>) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{compressed entries must have the head dim 64}}
+  %0 = attn.sparse_attention %q, %kv, %s compressed(%c : tensor<2x32xf32>, %i : tensor<8x2xi64>) {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_indices(%q: tensor<8x4x64xf32>, %kv: tensor<8x64xf32>, %s: tensor<4xf32>, %c: tensor<2x64xf32>, %i: tensor<7x2xi64>) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{indices must have one row per query}}
+  %0 = attn.sparse_attention %q, %kv, %s compressed(%c : tensor<2x64xf32>, %i : tensor<7x2xi64>) {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @indexer_head_dim(%q: tensor<8x4x32xf32>, %k: tensor<4x16xf32>, %w: tensor<8x4xf32>) -> tensor<8x4xi64> {
+  // expected-error @+1 {{query and keys disagree on the indexer head dim: 32 vs 16}}
+  %0 = attn.indexer_topk %q, %k, %w {ratio = 2 : i64, topk = 4 : i64, scale = 0.1 : f64} : (tensor<8x4x32xf32>, tensor<4x16xf32>, tensor<8x4xf32>) -> tensor<8x4xi64>
+  return %0 : tensor<8x4xi64>
+}
+
+// -----
+
+func.func @indexer_weights(%q: tensor<8x4x32xf32>, %k: tensor<4x32xf32>, %w: tensor<8x2xf32>) -> tensor<8x4xi64> {
+  // expected-error @+1 {{weights must be [S, Hi] of the query}}
+  %0 = attn.indexer_topk %q, %k, %w {ratio = 2 : i64, topk = 4 : i64, scale = 0.1 : f64} : (tensor<8x4x32xf32>, tensor<4x32xf32>, tensor<8x2xf32>) -> tensor<8x4xi64>
+  return %0 : tensor<8x4xi64>
+}
+
+// -----
+
+func.func @indexer_ratio(%q: tensor<8x4x32xf32>, %k: tensor<4x32xf32>, %w: tensor<8x4xf32>) -> tensor<8x4xi64> {
+  // expected-error @+1 {{ratio must be positive, got 0}}
+  %0 = attn.indexer_topk %q, %k, %w {ratio = 0 : i64, topk = 4 : i64, scale = 0.1 : f64} : (tensor<8x4x32xf32>, tensor<4x32xf32>, tensor<8x4xf32>) -> tensor<8x4xi64>
+  return %0 : tensor<8x4xi64>
+}
+
+// -----
+
+func.func @indexer_candidates_block(%q: tensor<8x4x32xf32>, %k: tensor<4x32xf32>, %w: tensor<8x4xf32>, %c: tensor<8x2xi64>) -> tensor<8x4xi64> {
+  // expected-error @+1 {{candidates need a positive block_size}}
+  %0 = attn.indexer_topk %q, %k, %w candidates(%c : tensor<8x2xi64>) {ratio = 2 : i64, topk = 4 : i64, scale = 0.1 : f64} : (tensor<8x4x32xf32>, tensor<4x32xf32>, tensor<8x4xf32>) -> tensor<8x4xi64>
+  return %0 : tensor<8x4xi64>
+}
+
+// -----
+
+func.func @indexer_blocks(%q: tensor<8x4x32xf32>, %k: tensor<4x32xf32>, %w: tensor<8x4xf32>) -> tensor<8x2xi64> {
+  // expected-error @+1 {{blocks and block_size must be positive}}
+  %0 = attn.indexer_candidates %q, %k, %w {ratio = 2 : i64, blocks = 0 : i64, block_size = 4 : i64, scale = 0.1 : f64} : (tensor<8x4x32xf32>, tensor<4x32xf32>, tensor<8x4xf32>) -> tensor<8x2xi64>
+  return %0 : tensor<8x2xi64>
+}

@@ -93,3 +93,22 @@ func.func @rope_tables(%x: tensor<1x2x?x8xf32>, %p: tensor<1x?xi64>, %n: index) 
   %c2, %f2 = attn.rope_table %n {theta = 1.0e4 : f64, rotary_dim = 8 : i64, scaling = #attn.rope_scaling<dynamic_ntk>, factor = 2.0 : f64, original_max_positions = 64 : i64, max_positions = 256 : i64, block = 16 : i64, representation = "two_level"} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
   return %y : tensor<1x2x?x8xf32>
 }
+
+// CHECK-LABEL: func.func @sparse_attention
+// CHECK: attn.sparse_attention %{{.*}}, %{{.*}}, %{{.*}} compressed(%{{.*}} : tensor<?x512xf32>, %{{.*}} : tensor<?x?xi64>) {scale = 0.044194173824159223 : f64, window = 128 : i64} : (tensor<?x64x512xf32>, tensor<?x512xf32>, tensor<64xf32>) -> tensor<?x64x512xf32>
+// CHECK: attn.sparse_attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64, window = 16 : i64}
+func.func @sparse_attention(%q: tensor<?x64x512xf32>, %kv: tensor<?x512xf32>, %sink: tensor<64xf32>,
+                            %c: tensor<?x512xf32>, %idx: tensor<?x?xi64>) -> (tensor<?x64x512xf32>, tensor<?x64x512xf32>) {
+  %0 = attn.sparse_attention %q, %kv, %sink compressed(%c : tensor<?x512xf32>, %idx : tensor<?x?xi64>) {scale = 0.04419417382415922 : f64, window = 128 : i64} : (tensor<?x64x512xf32>, tensor<?x512xf32>, tensor<64xf32>) -> tensor<?x64x512xf32>
+  %1 = attn.sparse_attention %q, %kv, %sink {scale = 0.125 : f64, window = 16 : i64} : (tensor<?x64x512xf32>, tensor<?x512xf32>, tensor<64xf32>) -> tensor<?x64x512xf32>
+  return %0, %1 : tensor<?x64x512xf32>, tensor<?x64x512xf32>
+}
+
+// CHECK-LABEL: func.func @indexer
+// CHECK: attn.indexer_candidates %{{.*}}, %{{.*}}, %{{.*}} {block_size = 8 : i64, blocks = 2048 : i64, ratio = 1 : i64, scale = 0.08837890625 : f64}
+// CHECK: attn.indexer_topk %{{.*}}, %{{.*}}, %{{.*}} candidates(%{{.*}} : tensor<?x?xi64>) {block_size = 8 : i64, ratio = 1 : i64, scale = 0.08837890625 : f64, topk = 512 : i64}
+func.func @indexer(%q: tensor<?x32x128xf32>, %k: tensor<?x128xf32>, %w: tensor<?x32xf32>) -> tensor<?x?xi64> {
+  %c = attn.indexer_candidates %q, %k, %w {ratio = 1 : i64, blocks = 2048 : i64, block_size = 8 : i64, scale = 0.08837890625 : f64} : (tensor<?x32x128xf32>, tensor<?x128xf32>, tensor<?x32xf32>) -> tensor<?x?xi64>
+  %t = attn.indexer_topk %q, %k, %w candidates(%c : tensor<?x?xi64>) {ratio = 1 : i64, topk = 512 : i64, block_size = 8 : i64, scale = 0.08837890625 : f64} : (tensor<?x32x128xf32>, tensor<?x128xf32>, tensor<?x32xf32>) -> tensor<?x?xi64>
+  return %t : tensor<?x?xi64>
+}

@@ -236,3 +236,89 @@ LogicalResult RopeApplyOp::verify() {
     return emitOpError("tables do not match rotary_dim ") << rd << " and block " << getBlock();
   return success();
 }
+
+namespace {
+/// Checks `t` has rank `rank`, naming the operand and the expected layout.
+LogicalResult expectRank(Operation *op, Value v, int64_t rank, StringRef what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() != rank)
+    return op->emitOpError() << what << " must have rank " << rank << ", got " << t.getRank();
+  return success();
+}
+
+/// Shared operand checks of the indexer ops: q [S, Hi, Di], k [T, Di], w [S, Hi].
+LogicalResult verifyIndexerOperands(Operation *op, Value q, Value k, Value w, int64_t ratio) {
+  if (failed(expectRank(op, q, 3, "query [S, Hi, Di]")) ||
+      failed(expectRank(op, k, 2, "keys [T, Di]")) ||
+      failed(expectRank(op, w, 2, "weights [S, Hi]")))
+    return failure();
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto kt = cast<RankedTensorType>(k.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
+  if (!compatible(qt.getDimSize(2), kt.getDimSize(1)))
+    return op->emitOpError("query and keys disagree on the indexer head dim: ")
+           << dimStr(qt.getDimSize(2)) << " vs " << dimStr(kt.getDimSize(1));
+  if (!compatible(qt.getDimSize(0), wt.getDimSize(0)) ||
+      !compatible(qt.getDimSize(1), wt.getDimSize(1)))
+    return op->emitOpError("weights must be [S, Hi] of the query");
+  if (ratio <= 0)
+    return op->emitOpError("ratio must be positive, got ") << ratio;
+  return success();
+}
+} // namespace
+
+LogicalResult SparseAttentionOp::verify() {
+  if (failed(expectRank(*this, getQuery(), 3, "query [S, H, D]")) ||
+      failed(expectRank(*this, getLatent(), 2, "latent [S, D]")) ||
+      failed(expectRank(*this, getSink(), 1, "sink [H]")) ||
+      failed(expectRank(*this, getResult(), 3, "result [S, H, D]")))
+    return failure();
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto kv = cast<RankedTensorType>(getLatent().getType());
+  auto sink = cast<RankedTensorType>(getSink().getType());
+  if (!compatible(q.getDimSize(0), kv.getDimSize(0)) || !compatible(q.getDimSize(2), kv.getDimSize(1)))
+    return emitOpError("latent must be [S, D] of the query [S, H, D]");
+  if (!compatible(sink.getDimSize(0), q.getDimSize(1)))
+    return emitOpError("sink must be [H] = [") << dimStr(q.getDimSize(1)) << "]";
+  if (getResult().getType() != getQuery().getType() &&
+      !compatible(cast<RankedTensorType>(getResult().getType()).getDimSize(1), q.getDimSize(1)))
+    return emitOpError("result must be [S, H, D] of the query");
+  if (getWindow() <= 0)
+    return emitOpError("window must be positive, got ") << getWindow();
+  if (static_cast<bool>(getCompressed()) != static_cast<bool>(getIndices()))
+    return emitOpError("compressed entries and their indices come together");
+  if (Value c = getCompressed()) {
+    if (failed(expectRank(*this, c, 2, "compressed [T, D]")) ||
+        failed(expectRank(*this, getIndices(), 2, "indices [S, K]")))
+      return failure();
+    auto ct = cast<RankedTensorType>(c.getType());
+    auto it = cast<RankedTensorType>(getIndices().getType());
+    if (!compatible(ct.getDimSize(1), q.getDimSize(2)))
+      return emitOpError("compressed entries must have the head dim ") << dimStr(q.getDimSize(2));
+    if (!compatible(it.getDimSize(0), q.getDimSize(0)))
+      return emitOpError("indices must have one row per query");
+  }
+  return success();
+}
+
+LogicalResult IndexerTopKOp::verify() {
+  if (failed(verifyIndexerOperands(*this, getQuery(), getKeys(), getWeights(), getRatio())))
+    return failure();
+  if (getTopk() <= 0)
+    return emitOpError("topk must be positive, got ") << getTopk();
+  if (Value c = getCandidates()) {
+    if (failed(expectRank(*this, c, 2, "candidates [S, KB]")))
+      return failure();
+    if (!getBlockSize() || *getBlockSize() <= 0)
+      return emitOpError("candidates need a positive block_size");
+  }
+  return expectRank(*this, getResult(), 2, "result [S, K]");
+}
+
+LogicalResult IndexerCandidatesOp::verify() {
+  if (failed(verifyIndexerOperands(*this, getQuery(), getKeys(), getWeights(), getRatio())))
+    return failure();
+  if (getBlocks() <= 0 || getBlockSize() <= 0)
+    return emitOpError("blocks and block_size must be positive");
+  return expectRank(*this, getResult(), 2, "result [S, KB]");
+}

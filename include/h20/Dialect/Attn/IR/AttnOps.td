@@ -259,4 +259,97 @@ def Attn_RopeApplyOp : Attn_Op<"rope_apply", [Pure, AllTypesMatch<["input", "res
   let hasVerifier = 1;
 }
 
+def Attn_SparseAttentionOp : Attn_Op<"sparse_attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Shared-latent attention over a sliding window plus selected compressed entries";
+  let description = [{
+    DeepSeek-V4.1's attention (one prompt, positions 0..S-1): one shared
+    latent serves as key and value for every query head; query i of head h
+    attends to
+      - the window: latent rows j with j <= i and i - j < window;
+      - the selected compressed entries: compressed[idx[i, k]] for every k
+        with 0 <= idx[i, k] < T (other values, e.g. T for "no pick", select
+        nothing; valid indices of one row must be distinct);
+    and the per-head sink only grows the softmax denominator:
+
+      s_j = scale * <q[i,h,:], key_j>,   m = max(max_j s_j, sink[h])
+      out[i,h,:] = sum_j exp(s_j - m) key_j / (sum_j exp(s_j - m) + exp(sink[h] - m))
+
+    At most window + K keys per query: nothing of size S x S or S x T is
+    built. Without `compressed`/`indices` only the window is attended.
+    Shapes: q [S, H, D], latent [S, D], sink [H], compressed [T, D],
+    indices [S, K] (i64); result [S, H, D]. f32 accumulation.
+    Source: transformers models/deepseek_v41 (DeepseekV41Attention,
+    eager_attention_forward); DeepSeek-AI, "DeepSeek-V4.1-Flash" (2026).
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$latent,
+                   Attn_FloatTensor:$sink,
+                   Optional<Attn_FloatTensor>:$compressed,
+                   Optional<RankedTensorOf<[I64]>>:$indices,
+                   F64Attr:$scale, I64Attr:$window);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $latent `,` $sink (`compressed` `(` $compressed^ `:` type($compressed) `,`
+    $indices `:` type($indices) `)`)? attr-dict `:`
+    `(` type($query) `,` type($latent) `,` type($sink) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_IndexerTopKOp : Attn_Op<"indexer_topk", [Pure]> {
+  let summary = "Lightning-indexer scores and the top-k compressed entries per query";
+  let description = [{
+    For query i (position i of one prompt) and compressed entry t:
+
+      score[i,t] = sum_h weights[i,h] * max(<q[i,h,:], k[t,:]>, 0) * scale
+
+    Entry t is visible to query i iff t < (i + 1) / ratio (integer
+    division: the entry's group of `ratio` tokens is complete). With
+    `candidates` (the block indices an earlier indexer_candidates chose for
+    this query), entries outside those blocks of `block_size` are not
+    visible either. The result holds, per query, the K = min(topk, T)
+    visible entries with the largest scores, largest first, ties to the
+    lower index; slots without a visible entry hold T.
+    Shapes: q [S, Hi, Di], k [T, Di], weights [S, Hi], candidates [S, KB]
+    (i64); result [S, K] i64. f32 arithmetic. The S x T score matrix is a
+    meaning, not a buffer: lowerings keep O(rows x T) live.
+    Source: transformers models/deepseek_v41 (DeepseekV41Indexer,
+    select_candidate_blocks).
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$keys,
+                   Attn_FloatTensor:$weights,
+                   Optional<RankedTensorOf<[I64]>>:$candidates,
+                   I64Attr:$ratio, I64Attr:$topk, F64Attr:$scale,
+                   OptionalAttr<I64Attr>:$block_size);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $query `,` $keys `,` $weights (`candidates` `(` $candidates^ `:` type($candidates) `)`)?
+    attr-dict `:` `(` type($query) `,` type($keys) `,` type($weights) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_IndexerCandidatesOp : Attn_Op<"indexer_candidates", [Pure]> {
+  let summary = "Level one of the two-level indexer top-k: candidate blocks per query";
+  let description = [{
+    With the scores and visibility of attn.indexer_topk (no candidates),
+    groups the T entries into NB = ceil(T / block_size) blocks, scores each
+    block by its best visible entry (-inf if none), pins the block holding
+    the newest visible entry (floor((vis_i - 1) / block_size), none when no
+    entry is visible yet) to +inf, and returns the KB = min(blocks, NB) best
+    block indices per query, best first, ties to the lower index; slots
+    whose block has no visible entry hold NB.
+    Shapes: q [S, Hi, Di], k [T, Di], weights [S, Hi]; result [S, KB] i64.
+    Source: transformers models/deepseek_v41 (select_candidate_blocks).
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$keys,
+                   Attn_FloatTensor:$weights,
+                   I64Attr:$ratio, I64Attr:$blocks, I64Attr:$block_size, F64Attr:$scale);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $query `,` $keys `,` $weights attr-dict `:`
+    `(` type($query) `,` type($keys) `,` type($weights) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // H20_ATTN_OPS

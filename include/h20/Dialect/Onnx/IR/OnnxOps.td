@@ -400,4 +400,27 @@ def Onnx_MsMultiHeadAttentionOp
                    OptionalAttr<F32Attr>:$mask_filter_value);
 }
 
+// ai.h20: h20's own domain, the DeepSeek-V4.1 computations ONNX states only
+// with S x S (or S x S/r) intermediates (models/deepseek_v41/h20_ops.py has
+// their meaning and standard-op function bodies). RaiseToAttn turns them into
+// attn.sparse_attention, attn.indexer_topk and attn.indexer_candidates.
+def Onnx_H20SinkAttentionOp : Onnx_NodeOp<"h20.SinkAttention", 3, 3, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, F32Attr:$scale, SI64Attr:$window);
+}
+def Onnx_H20SparseSinkAttentionOp : Onnx_NodeOp<"h20.SparseSinkAttention", 5, 5, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, F32Attr:$scale, SI64Attr:$window);
+}
+def Onnx_H20IndexerTopKOp : Onnx_NodeOp<"h20.IndexerTopK", 3, 3, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$ratio, SI64Attr:$topk,
+                   F32Attr:$scale);
+}
+def Onnx_H20IndexerTopKCandidatesOp : Onnx_NodeOp<"h20.IndexerTopKCandidates", 3, 3, 2, 2> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$ratio, SI64Attr:$topk,
+                   F32Attr:$scale, SI64Attr:$blocks, SI64Attr:$block_size);
+}
+def Onnx_H20IndexerTopKInCandidatesOp : Onnx_NodeOp<"h20.IndexerTopKInCandidates", 4, 4, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$ratio, SI64Attr:$topk,
+                   F32Attr:$scale, SI64Attr:$block_size);
+}
+
 #endif // H20_ONNX_OPS
