@@ -405,9 +405,9 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   size_t mid = sortedMs.size() / 2;
   st.ttftMs = sortedMs.size() % 2 ? sortedMs[mid] : (sortedMs[mid - 1] + sortedMs[mid]) / 2;
 
+  if (!writeOutputs(opt, outputs, error))
+    return fail(kExitBadInput, error);
   if (generic) {
-    if (!writeOutputs(opt, outputs, error))
-      return fail(kExitBadInput, error);
     std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s (GPU %d)\n", inputs.size(),
                 outputs.size(), st.ttftMs, dev.name.c_str(), dev.ordinal);
     return 0;
@@ -790,9 +790,12 @@ int main(int argc, char **argv) {
   module.run(args);
   double prefillMs = msSince(tRun);
 
-  if (generic) {
+  // Requested outputs (--output / --outputs-to) are written in both modes:
+  // a token-id prefill may return more than its logits (e.g. debug outputs).
+  if (generic || !opt.outputs.empty() || !opt.outputsTo.empty()) {
+    std::vector<HostTensor> host(m.outputs.size());
     for (size_t j = 0; j < m.outputs.size(); ++j) {
-      HostTensor t;
+      HostTensor &t = host[j];
       t.name = m.outputs[j].name;
       t.dtype = m.outputs[j].dtype;
       t.shape = outShapes[j];
@@ -801,16 +804,11 @@ int main(int argc, char **argv) {
         count *= d;
       const auto *p = static_cast<const uint8_t *>(outBufs[j]->data);
       t.data.assign(p, p + count * dtypeSize(t.dtype));
-      std::vector<std::string> paths;
-      if (!opt.outputsTo.empty())
-        paths.push_back(opt.outputsTo + "/output_" + std::to_string(j) + ".pb");
-      for (auto &[name, path] : opt.outputs)
-        if (name == t.name)
-          paths.push_back(path);
-      for (const std::string &path : paths)
-        if (!writeTensorFile(path, t, error))
-          return fail(kExitBadInput, "output '" + t.name + "': " + error);
     }
+    if (!writeOutputs(opt, host, error))
+      return fail(kExitBadInput, error);
+  }
+  if (generic) {
     std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on the CPU\n", inputs.size(),
                 m.outputs.size(), prefillMs);
     return 0;
