@@ -87,21 +87,11 @@ class Exporter:
                 raise ExportError(f"no parameter {names[0]!r} in this config")
             self.g.initializers.append(self.data.reserve(out_name, [len(names)] + shape[::-1], F32))
             return out_name
-        first = None
-        for k, n in enumerate(names):
+        for n in names:
             if n not in self.ckpt:
                 raise ExportError(f"checkpoint has no tensor {n!r} (needed by the config)")
-            arr = np.ascontiguousarray(self.ckpt.read(n).astype(F32).T, dtype=F32)
-            t = self.data.add(out_name if k == 0 else out_name + f".part{k}", arr)
-            if first is None:
-                first = t
-            else:  # the data writer aligns to 64 bytes: parts must land back to back
-                prev_end = int(first.external_data[1].value) + int(first.external_data[2].value)
-                if int(t.external_data[1].value) != prev_end:
-                    raise ExportError(f"{out_name}: parts are not contiguous (tensor size not 64-byte aligned)")
-                first.external_data[2].value = str(prev_end + arr.nbytes - int(first.external_data[1].value))
-        first.dims[:] = [len(names)] + list(arr.shape)
-        self.g.initializers.append(first)
+        parts = (np.ascontiguousarray(self.ckpt.read(n).astype(F32).T, dtype=F32) for n in names)
+        self.g.initializers.append(self.data.add_stacked(out_name, parts, len(names)))
         return out_name
 
     # ------------------------------------------------------------ small ops

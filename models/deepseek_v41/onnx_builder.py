@@ -43,16 +43,35 @@ class ExternalData:
         self.offset += -self.offset % ALIGN
         self.f.seek(self.offset)
         self.f.write(arr.tobytes())
+        t = self._external(name, arr.shape, arr.dtype, self.offset, arr.nbytes)
+        self.offset += arr.nbytes
+        return t
+
+    def add_stacked(self, name, parts, count):
+        """One tensor [count, *part.shape] from `count` equally shaped arrays
+        written back to back as they come (only one is held at a time)."""
+        self.offset += -self.offset % ALIGN
+        self.f.seek(self.offset)
+        start, shape, dtype = self.offset, None, None
+        for arr in parts:
+            if shape is not None and (arr.shape != shape or arr.dtype != dtype):
+                raise ValueError(f"{name}: stacked parts differ in shape or dtype")
+            shape, dtype = arr.shape, arr.dtype
+            self.f.write(arr.tobytes())
+            self.offset += arr.nbytes
+        return self._external(name, [count, *shape], dtype, start, self.offset - start)
+
+    def _external(self, name, shape, dtype, offset, length):
+        """TensorProto pointing at [offset, offset + length) of the data file."""
         t = TensorProto()
         t.name = name
-        t.data_type = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[arr.dtype]
-        t.dims.extend(arr.shape)
+        t.data_type = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
+        t.dims.extend(shape)
         t.data_location = TensorProto.EXTERNAL
-        for k, v in (("location", os.path.basename(self.path)), ("offset", str(self.offset)),
-                     ("length", str(arr.nbytes))):
+        for k, v in (("location", os.path.basename(self.path)), ("offset", str(offset)),
+                     ("length", str(length))):
             e = t.external_data.add()
             e.key, e.value = k, v
-        self.offset += arr.nbytes
         return t
 
     def reserve(self, name, shape, dtype):
@@ -61,15 +80,7 @@ class ExternalData:
         hundreds of GB of weights takes no space or time."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         self.offset += -self.offset % ALIGN
-        t = TensorProto()
-        t.name = name
-        t.data_type = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
-        t.dims.extend(shape)
-        t.data_location = TensorProto.EXTERNAL
-        for k, v in (("location", os.path.basename(self.path)), ("offset", str(self.offset)),
-                     ("length", str(nbytes))):
-            e = t.external_data.add()
-            e.key, e.value = k, v
+        t = self._external(name, shape, dtype, self.offset, nbytes)
         self.offset += nbytes
         return t
 
