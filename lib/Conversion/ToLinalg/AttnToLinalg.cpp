@@ -24,21 +24,6 @@ using namespace mlir;
 using namespace h20::lowering;
 
 namespace h20::lowering {
-namespace {
-
-/// f32 unless the input is f64.
-Type computeTypeFor(Type elt) {
-  return elt.isF64() ? elt : Float32Type::get(elt.getContext());
-}
-
-SmallVector<utils::IteratorType> iterators(ArrayRef<bool> reduce) {
-  SmallVector<utils::IteratorType> it;
-  for (bool r : reduce)
-    it.push_back(r ? utils::IteratorType::reduction : utils::IteratorType::parallel);
-  return it;
-}
-
-} // namespace
 
 /// y = cast(x * rsqrt(mean(x^2 over [axis, rank)) + eps)) * w, statistics in
 /// compute_type (f32 by default).

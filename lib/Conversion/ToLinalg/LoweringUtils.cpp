@@ -34,6 +34,17 @@ SmallVector<utils::IteratorType> parallel(unsigned n) {
   return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
 }
 
+SmallVector<utils::IteratorType> iterators(ArrayRef<bool> reduce) {
+  SmallVector<utils::IteratorType> it;
+  for (bool r : reduce)
+    it.push_back(r ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+  return it;
+}
+
+Type computeTypeFor(Type elt) {
+  return elt.isF64() ? elt : Float32Type::get(elt.getContext());
+}
+
 Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
                   ValueRange operands, BodyFn body, ArrayRef<Value> givenDims) {
   int64_t rank = resultType.getRank();

@@ -44,6 +44,12 @@ mlir::LogicalResult unsupported(mlir::Operation *op, const llvm::Twine &why);
 
 /// Identity/parallel iterator helpers.
 llvm::SmallVector<mlir::utils::IteratorType> parallel(unsigned n);
+/// One iterator per loop dim: reduction where `reduce` is true.
+llvm::SmallVector<mlir::utils::IteratorType> iterators(llvm::ArrayRef<bool> reduce);
+
+/// The arithmetic type of the reference decompositions: f64 for f64
+/// inputs, else f32.
+mlir::Type computeTypeFor(mlir::Type elt);
 
 } // namespace h20::lowering
 

@@ -25,7 +25,7 @@ FailureOr<SmallVector<Value>> lowerRotaryEmbedding(OpBuilder &b, ox::RotaryEmbed
     return unsupported(op, hasPositions ? "caches must be [max_pos, rd/2] with position_ids"
                                         : "caches must be [B, S, rd/2] without position_ids");
   bool interleaved = op.getInterleaved().value_or(0) != 0;
-  Type ct32 = xt.getElementType().isF64() ? xt.getElementType() : b.getF32Type();
+  Type ct32 = computeTypeFor(xt.getElementType());
   Value half = dimOf(b, loc, cosC, ct.getRank() - 1);
   Value rd = arith::MulIOp::create(b, loc, half, arith::ConstantIndexOp::create(b, loc, 2));
   if (int64_t attr = op.getRotaryEmbeddingDim().value_or(0))

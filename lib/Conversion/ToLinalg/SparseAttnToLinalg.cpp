@@ -35,13 +35,6 @@ Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x, Value y)
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
-SmallVector<utils::IteratorType> kinds(ArrayRef<bool> reduce) {
-  SmallVector<utils::IteratorType> it;
-  for (bool r : reduce)
-    it.push_back(r ? utils::IteratorType::reduction : utils::IteratorType::parallel);
-  return it;
-}
-
 /// Key slot j of query row i of an attn.sparse_attention: slots [0, W) are
 /// the window rows i - j, slots [W, W + K) the compressed rows
 /// indices[i, j - W]. `valid` says whether the slot holds a visible key.
@@ -109,7 +102,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
   Value compressed = op.getCompressed(), indices = op.getIndices();
   auto qt = cast<RankedTensorType>(q.getType());
   auto rt = cast<RankedTensorType>(op.getResult().getType());
-  Type ct = qt.getElementType().isF64() ? qt.getElementType() : b.getF32Type();
+  Type ct = computeTypeFor(qt.getElementType());
   int64_t window = static_cast<int64_t>(op.getWindow());
   double scale = op.getScale().convertToDouble();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
@@ -126,17 +119,21 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
   auto scoreType = RankedTensorType::get({qt.getDimSize(0), qt.getDimSize(1), staticSlots}, ct);
   auto rowType = RankedTensorType::get({qt.getDimSize(0), qt.getDimSize(1)}, ct);
 
+  // Element d of query row i's key in slot j (i is loop dim 0).
+  auto keyAt = [&](OpBuilder &nb, Location nl, unsigned jDim, unsigned dDim) {
+    Value i = linalg::IndexOp::create(nb, nl, 0), j = linalg::IndexOp::create(nb, nl, jDim);
+    KeySlot slot = keySlot(nb, nl, i, j, window, indices, T);
+    return readKey(nb, nl, slot, linalg::IndexOp::create(nb, nl, dDim), latent, compressed, ct);
+  };
+
   // 1. scores[i,h,j] = scale * <q[i,h,:], key_j(i)>, -inf for invisible slots.
   Value dots0 = filledTensor(b, loc, scoreType, {S, H, slots}, floatConst(b, loc, ct, 0.0));
   Value dots = linalg::GenericOp::create(
                    b, loc, TypeRange{scoreType}, ValueRange{q}, ValueRange{dots0},
                    {AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx), AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)},
-                   kinds({false, false, false, true}),
+                   iterators({false, false, false, true}),
                    [&](OpBuilder &nb, Location nl, ValueRange a) {
-                     Value i = linalg::IndexOp::create(nb, nl, 0), j = linalg::IndexOp::create(nb, nl, 2);
-                     Value dd = linalg::IndexOp::create(nb, nl, 3);
-                     KeySlot slot = keySlot(nb, nl, i, j, window, indices, T);
-                     Value key = readKey(nb, nl, slot, dd, latent, compressed, ct);
+                     Value key = keyAt(nb, nl, /*jDim=*/2, /*dDim=*/3);
                      Value p = arith::MulFOp::create(nb, nl, castScalar(nb, nl, a[0], ct), key);
                      linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[1], p)});
                    })
@@ -167,7 +164,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
   Value rowMax = linalg::GenericOp::create(
                      b, loc, TypeRange{rowType}, ValueRange{scores}, ValueRange{max0},
                      {AffineMap::getMultiDimIdentityMap(3, ctx), AffineMap::get(3, 0, {d(0), d(1)}, ctx)},
-                     kinds({false, false, true}),
+                     iterators({false, false, true}),
                      [&](OpBuilder &nb, Location nl, ValueRange a) {
                        linalg::YieldOp::create(nb, nl, ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
                      })
@@ -188,7 +185,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
                   b, loc, TypeRange{rowType}, ValueRange{scores, rowMax}, ValueRange{den0},
                   {AffineMap::getMultiDimIdentityMap(3, ctx), AffineMap::get(3, 0, {d(0), d(1)}, ctx),
                    AffineMap::get(3, 0, {d(0), d(1)}, ctx)},
-                  kinds({false, false, true}),
+                  iterators({false, false, true}),
                   [&](OpBuilder &nb, Location nl, ValueRange a) {
                     Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]));
                     linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], e)});
@@ -202,12 +199,9 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
                   b, loc, TypeRange{accType}, ValueRange{scores, rowMax}, ValueRange{num0},
                   {AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx), AffineMap::get(4, 0, {d(0), d(1)}, ctx),
                    AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)},
-                  kinds({false, false, false, true}),
+                  iterators({false, false, false, true}),
                   [&](OpBuilder &nb, Location nl, ValueRange a) {
-                    Value i = linalg::IndexOp::create(nb, nl, 0), dd = linalg::IndexOp::create(nb, nl, 2);
-                    Value j = linalg::IndexOp::create(nb, nl, 3);
-                    KeySlot slot = keySlot(nb, nl, i, j, window, indices, T);
-                    Value key = readKey(nb, nl, slot, dd, latent, compressed, ct);
+                    Value key = keyAt(nb, nl, /*jDim=*/3, /*dDim=*/2);
                     Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]));
                     linalg::YieldOp::create(
                         nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], arith::MulFOp::create(nb, nl, e, key))});
@@ -244,7 +238,7 @@ Value indexerRow(OpBuilder &b, Location loc, Value q, Value k, Value w, Value i,
                    b, loc, TypeRange{dotsType}, ValueRange{k},
                    ValueRange{filledTensor(b, loc, dotsType, {Hi, T}, floatConst(b, loc, f32, 0.0))},
                    {AffineMap::get(3, 0, {d(1), d(2)}, ctx), AffineMap::get(3, 0, {d(0), d(1)}, ctx)},
-                   kinds({false, false, true}),
+                   iterators({false, false, true}),
                    [&](OpBuilder &nb, Location nl, ValueRange a) {
                      Value h = linalg::IndexOp::create(nb, nl, 0), dd = linalg::IndexOp::create(nb, nl, 2);
                      Value qv = tensor::ExtractOp::create(nb, nl, q, ValueRange{i, h, dd});
@@ -257,7 +251,7 @@ Value indexerRow(OpBuilder &b, Location loc, Value q, Value k, Value w, Value i,
                   b, loc, TypeRange{rowType}, ValueRange{dots},
                   ValueRange{filledTensor(b, loc, rowType, {T}, floatConst(b, loc, f32, 0.0))},
                   {AffineMap::get(2, 0, {d(1), d(0)}, ctx), AffineMap::get(2, 0, {d(0)}, ctx)},
-                  kinds({false, true}),
+                  iterators({false, true}),
                   [&](OpBuilder &nb, Location nl, ValueRange a) {
                     Value h = linalg::IndexOp::create(nb, nl, 1);
                     Value wv = castScalar(nb, nl, tensor::ExtractOp::create(nb, nl, w, ValueRange{i, h}), f32);
@@ -379,7 +373,7 @@ FailureOr<Value> lowerIndexerCandidates(OpBuilder &b, attn::IndexerCandidatesOp 
                            rb, rl, TypeRange{blockType}, ValueRange{row}, ValueRange{blocks0},
                            {AffineMap::get(1, 0, {getAffineDimExpr(0, ctx)}, ctx),
                             AffineMap::get(1, 0, {getAffineDimExpr(0, ctx).floorDiv(bs)}, ctx)},
-                           kinds({true}),
+                           iterators({true}),
                            [&](OpBuilder &nb, Location nl, ValueRange a) {
                              linalg::YieldOp::create(nb, nl, ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
                            })
