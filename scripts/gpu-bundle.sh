@@ -39,7 +39,8 @@ for t in "$out"/bin/*; do
   ldd "$t" | awk '/=> \// {print $3}' |
     grep -E 'libprotobuf|libonnx_proto' || true
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
-cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" "$out/"
+cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" \
+  "$root/scripts/gpu-nccl-check.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
 [[ $bench == only ]] && models=()
 for m in "${models[@]}"; do
@@ -78,6 +79,9 @@ mkdir -p "$out/seed-dense-2l"
 "$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-2l" --layers 2 --graph
 "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
   --logits=last --max-positions=32768 -o "$out/art/seed-dense-2l.bf16.last.h20"
+# The same at S = 262144 (gpu-nccl-check.sh: scaling over N GPUs, faults).
+"$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
+  --logits=last --max-positions=262144 -o "$out/art/seed-dense-2l.S262144.h20"
 rm -f "$out/seed-dense-2l/weights.bin"   # sparse here; generated there
 # 64-bit indexing: one seed-dense layer at S = 524288 + 4096, where one
 # layer's K holds 32 x 528384 x 128 > 2^31 elements.

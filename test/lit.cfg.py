@@ -67,6 +67,11 @@ if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_home, "bin", "ptxas
 if glob.glob(os.path.join(cuda_home, "lib64", "libnvrtc.so*")) or glob.glob("/usr/lib/x86_64-linux-gnu/libnvrtc.so*"):
     config.available_features.add("nvrtc")
 
+# An NVIDIA GPU with its driver: tests of what h20-run says without one
+# are UNSUPPORTED there.
+if os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("gpu")
+
 # ONNX Runtime (CPU) through onnxruntime-node, the second numerical oracle:
 # scripts/setup.sh installs it into third_party/ort/. A test that runs
 # `%ort-run` says `REQUIRES: ort`; without node or the package those tests are

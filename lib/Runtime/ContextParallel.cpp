@@ -97,24 +97,24 @@ bool planCpSchedule(int ranks, int64_t tokens, int64_t compiledChunk, CpSchedule
                     std::string &error) {
   s = CpSchedule();
   if (ranks < 2 || ranks > 1024 || (ranks & (ranks - 1)) != 0) {
-    error = "virtual ranks: N = " + num(ranks) +
+    error = "context parallelism: N = " + num(ranks) +
             " is not a power of two from 2 to 1024 (the zigzag split needs 2N equal chunks)";
     return false;
   }
   if (compiledChunk <= 0) {
-    error = "virtual ranks: the program is not chunked";
+    error = "context parallelism: the program is not chunked";
     return false;
   }
   int64_t parts = 2 * static_cast<int64_t>(ranks);
   if (tokens <= 0 || tokens % parts != 0) {
-    error = "virtual ranks: the prompt's " + num(tokens) + " tokens do not split into 2N = " +
+    error = "context parallelism: the prompt's " + num(tokens) + " tokens do not split into 2N = " +
             num(parts) + " equal context-parallel chunks (S must be a multiple of " +
             num(parts * compiledChunk) + ")";
     return false;
   }
   int64_t L = tokens / parts;
   if (L % compiledChunk != 0) {
-    error = "virtual ranks: a context-parallel chunk of " + num(L) + " tokens (S / 2N = " +
+    error = "context parallelism: a context-parallel chunk of " + num(L) + " tokens (S / 2N = " +
             num(tokens) + " / " + num(parts) + ") is not a multiple of the artifact's " +
             num(compiledChunk) + "-token compiled chunk (S must be a multiple of " +
             num(parts * compiledChunk) + ")";
@@ -155,7 +155,7 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
                         std::string &error) {
   segments.clear();
   if (!p.chunking) {
-    error = "virtual ranks need a chunked program (compile with --chunk)";
+    error = "context parallelism needs a chunked program (compile with --chunk)";
     return false;
   }
   auto where = [&](size_t i) {
@@ -168,8 +168,8 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
     if (att) {
       if (!isKind(p, att->k.buffer, BufferKind::State) ||
           !isKind(p, att->v.buffer, BufferKind::State)) {
-        error = where(i) + ": its K/V are not in a state buffer (the KV cache); virtual ranks "
-                           "pass K/V between ranks through the KV cache";
+        error = where(i) + ": its K/V are not in a state buffer (the KV cache); context "
+                           "parallelism passes K/V between ranks through the KV cache";
         return false;
       }
       cur.end = i + 1;
@@ -185,12 +185,12 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
   }
   cur.end = p.steps.size();
   if (segments.empty()) {
-    error = "virtual ranks need a program with attention steps; this one has none";
+    error = "context parallelism needs a program with attention steps; this one has none";
     return false;
   }
   if (!cur.stateWriters.empty()) {
     error = where(cur.stateWriters.front()) +
-            ": references the KV cache after the last attention step; virtual ranks cannot "
+            ": references the KV cache after the last attention step; context parallelism cannot "
             "run this program";
     return false;
   }
@@ -200,7 +200,7 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
       for (int b : stepBuffers(p.steps[i]))
         if (isKind(p, b, BufferKind::Output)) {
           error = where(i) + ": writes an output buffer before the last attention step; "
-                             "virtual ranks need outputs written after it";
+                             "context parallelism needs outputs written after it";
           return false;
         }
   return true;
@@ -360,7 +360,7 @@ bool planContextParallel(const GpuProgram &p, int ranks, int64_t tokens, CpPlan 
         for (size_t w : plan.segments[l].stateWriters) {
           std::string err;
           if (!stateWriteRuns(p, w, s.pieces[piece], perRank[r], err)) {
-            error = "virtual ranks: chunk at p0 = " + num(s.pieces[piece].p0) + ": " + err;
+            error = "context parallelism: chunk at p0 = " + num(s.pieces[piece].p0) + ": " + err;
             return false;
           }
         }

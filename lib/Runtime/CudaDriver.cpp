@@ -91,10 +91,12 @@ void loadCuda(CudaState &s) {
   resolve(lib, a.cuStreamCreate, {"cuStreamCreate"}, missing);
   resolve(lib, a.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"}, missing);
   resolve(lib, a.cuStreamSynchronize, {"cuStreamSynchronize"}, missing);
+  resolve(lib, a.cuStreamQuery, {"cuStreamQuery"}, missing);
   resolve(lib, a.cuEventCreate, {"cuEventCreate"}, missing);
   resolve(lib, a.cuEventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}, missing);
   resolve(lib, a.cuEventRecord, {"cuEventRecord"}, missing);
   resolve(lib, a.cuEventSynchronize, {"cuEventSynchronize"}, missing);
+  resolve(lib, a.cuEventQuery, {"cuEventQuery"}, missing);
   resolve(lib, a.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
   resolve(lib, a.cuGetErrorString, {"cuGetErrorString"}, missing);
   resolve(lib, a.cuGetErrorName, {"cuGetErrorName"}, missing);

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 #endif
 
 namespace h20::runtime {
@@ -48,6 +49,11 @@ GpuExecutor::~GpuExecutor() = default;
 bool GpuExecutor::available(std::string &reason) {
   reason = "built without CUDA headers";
   return false;
+}
+
+int GpuExecutor::deviceCount(std::string &reason) {
+  reason = "built without CUDA headers";
+  return -1;
 }
 
 GpuStatus GpuExecutor::load(const Artifact &, const Manifest &, const GpuProgram &,
@@ -117,6 +123,8 @@ struct GpuExecutor::Impl {
   bool loaded = false, loadTried = false;
   bool syncEachStep = false; ///< H20_GPU_SYNC=1: find the step of an asynchronous fault
   std::unique_ptr<NcclComm> nccl; ///< GpuLoadOptions::ncclRanks >= 1 and NCCL came up
+  double ncclTimeoutS = 30;       ///< GpuLoadOptions::ncclTimeoutS
+  CUdeviceptr ncclScratch = 0;    ///< 64 floats: the self-check's, then the barrier's
 
   /// One kernel launch of a launch or attention step, parameters included.
   struct KernelLaunch {
@@ -244,7 +252,7 @@ struct GpuExecutor::Impl {
   bool resolveKernels();
   bool uploadWeights(const GpuLoadOptions &o);
   bool uploadConsts(const Artifact &artifact);
-  void initNccl(const GpuLoadOptions &o);
+  bool initNccl(const GpuLoadOptions &o);
   std::string where(size_t index) const;
   /// Fills `k` for launch/attention step `index` resolved as `step` (not
   /// empty).
@@ -296,6 +304,8 @@ GpuExecutor::Impl::~Impl() {
     cu->cuStreamSynchronize(stream);
   destroyGraphs();
   nccl.reset();
+  if (ncclScratch)
+    cu->cuMemFree(ncclScratch);
   gemm.reset();
   release(workspace, workspaceBytes);
   release(base, plan.totalBytes);
@@ -314,20 +324,23 @@ const GpuDeviceInfo &GpuExecutor::device() const { return impl->info; }
 const GpuLoadStats &GpuExecutor::loadStats() const { return impl->loadStats; }
 
 bool GpuExecutor::available(std::string &reason) {
+  int count = deviceCount(reason);
+  if (count == 0)
+    reason = "the driver sees no GPU";
+  return count > 0;
+}
+
+int GpuExecutor::deviceCount(std::string &reason) {
   const CudaApi *cu = cudaApi(reason);
   if (!cu)
-    return false;
+    return -1;
   int count = 0;
   CUresult r = cu->cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS) {
     reason = "cuDeviceGetCount failed: " + cudaErrorText(*cu, r);
-    return false;
+    return -1;
   }
-  if (count == 0) {
-    reason = "the driver sees no GPU";
-    return false;
-  }
-  return true;
+  return count;
 }
 
 bool GpuExecutor::Impl::loadModules(const Artifact &artifact) {
@@ -552,21 +565,70 @@ bool GpuExecutor::Impl::uploadConsts(const Artifact &artifact) {
   return true;
 }
 
-/// A 1-rank communicator through the N-rank path (unique id, init rank),
-/// checked by one all-reduce. Any failure leaves NCCL off and says why in
-/// loadStats.nccl: one GPU does not need it.
-void GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
+/// Waits until `event` (else all of `stream`'s work) completed, polling
+/// every 0.2 ms, and checks `comm` for asynchronous errors meanwhile.
+/// False with `error` when the GPU work failed, NCCL reported an error, or
+/// `timeoutS` seconds passed: then the communicator is aborted (a peer that
+/// died never leaves this rank waiting in an NCCL kernel).
+static bool waitForNccl(const CudaApi &cu, NcclComm &comm, CUstream stream, CUevent event,
+                 double timeoutS, const std::string &what, std::string &error) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    CUresult r = event ? cu.cuEventQuery(event) : cu.cuStreamQuery(stream);
+    if (r == CUDA_SUCCESS)
+      return comm.checkAsync(error) || (comm.abort(), false);
+    if (r != CUDA_ERROR_NOT_READY) {
+      error = what + ": " + cudaErrorText(cu, r);
+      comm.abort();
+      return false;
+    }
+    if (i % 64 == 0) {
+      std::string asyncError;
+      if (!comm.checkAsync(asyncError)) {
+        error = what + ": " + asyncError;
+        comm.abort();
+        return false;
+      }
+      double waited = msSince(t0) / 1000.0;
+      if (waited > timeoutS) {
+        error = what + " did not finish within " + std::to_string(int(timeoutS)) +
+                " s (a peer rank died or hangs?); the NCCL communicator was aborted";
+        comm.abort();
+        return false;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+/// The communicator (unique id, init rank), checked by one all-reduce.
+/// With one rank any failure leaves NCCL off and says why in
+/// loadStats.nccl (one GPU does not need it) and the call returns true;
+/// with N > 1 ranks a failure fails load().
+bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
   auto t0 = std::chrono::steady_clock::now();
   std::string why;
+  const bool multi = o.ncclRanks > 1;
   auto unavailable = [&](const std::string &reason) {
     loadStats.nccl = "unavailable: " + reason;
     loadStats.ncclInitMs = msSince(t0);
+    if (!multi)
+      return true;
+    std::string ignored;
+    return fail(ncclAvailable(ignored) ? GpuStatus::Internal : GpuStatus::BadInput,
+                "rank " + std::to_string(o.ncclRank) + " of " + std::to_string(o.ncclRanks) +
+                    ": NCCL: " + reason);
   };
   if (!ncclAvailable(why))
     return unavailable(why);
   NcclComm::UniqueId id;
   auto comm = std::make_unique<NcclComm>();
-  if (!NcclComm::newUniqueId(id, why) || !comm->init(o.ncclRanks, o.ncclRank, id, why))
+  bool gotId = multi ? NcclComm::exchangeUniqueId(o.ncclIdFile, o.ncclRank, o.ncclTimeoutS, id, why)
+                     : NcclComm::newUniqueId(id, why);
+  CUcontext context = ctx;
+  const CudaApi *api = cu;
+  if (!gotId || !comm->init(o.ncclRanks, o.ncclRank, id, why, multi ? o.ncclTimeoutS : 0,
+                            [api, context] { api->cuCtxSetCurrent(context); }))
     return unavailable(why);
   // Self-check: all-reduce (sum) 64 floats in place; every rank holds
   // i + 1 + rank, so the sum is ranks * (i + 1) + ranks * (ranks - 1) / 2.
@@ -582,16 +644,12 @@ void GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
   if (!ok)
     why = "cuMemcpyHtoD: " + cudaErrorText(*cu, r);
   ok = ok && comm->allReduceSumF32(buf, buf, count, stream, why);
-  if (ok && (r = cu->cuStreamSynchronize(stream)) != CUDA_SUCCESS) {
-    why = "ncclAllReduce did not finish: " + cudaErrorText(*cu, r);
-    ok = false;
-  }
-  ok = ok && comm->checkAsync(why);
+  ok = ok && waitForNccl(*cu, *comm, stream, nullptr, o.ncclTimeoutS,
+                         "the all-reduce self-check", why);
   if (ok && (r = cu->cuMemcpyDtoH(back.data(), buf, count * sizeof(float))) != CUDA_SUCCESS) {
     why = "cuMemcpyDtoH: " + cudaErrorText(*cu, r);
     ok = false;
   }
-  cu->cuMemFree(buf);
   for (size_t i = 0; ok && i < count; ++i) {
     double ranks = o.ncclRanks;
     float expect = static_cast<float>(ranks * double(i + 1) + ranks * (ranks - 1) / 2);
@@ -601,13 +659,19 @@ void GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
       ok = false;
     }
   }
-  if (!ok)
+  if (!ok) {
+    cu->cuMemFree(buf);
+    comm->abort();
     return unavailable(why);
+  }
+  ncclScratch = buf;
   nccl = std::move(comm);
+  ncclTimeoutS = o.ncclTimeoutS;
   loadStats.nccl = ncclVersionText();
   loadStats.ncclRanks = nccl->ranks();
   loadStats.ncclRank = nccl->rank();
   loadStats.ncclInitMs = msSince(t0);
+  return true;
 }
 
 GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
@@ -623,10 +687,11 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
   if (I.loadTried)
     return done(I.fail(GpuStatus::Internal, "GpuExecutor::load called twice"));
   I.loadTried = true;
-  if (options.ncclRanks > 1)
+  if (options.ncclRanks > 1 && options.ncclIdFile.empty())
     return done(I.fail(GpuStatus::BadInput,
-                       "multi-GPU prefill is not implemented yet (asked for " +
-                           std::to_string(options.ncclRanks) + " GPUs); run on 1 GPU"));
+                       "ncclRanks = " + std::to_string(options.ncclRanks) +
+                           " needs ncclIdFile: the file through which rank 0 shares the NCCL "
+                           "unique id"));
   if (options.ncclRanks < 0 || options.ncclRank < 0 ||
       (options.ncclRanks > 0 && options.ncclRank >= options.ncclRanks))
     return done(I.fail(GpuStatus::BadInput, "NCCL rank " + std::to_string(options.ncclRank) +
@@ -685,8 +750,8 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
   if (std::string missing; !cudaGraphSupport(cu, missing))
     I.graphsOff = "no CUDA graphs: " + missing;
   I.planSegments();
-  if (options.ncclRanks == 1)
-    I.initNccl(options);
+  if (options.ncclRanks >= 1 && !I.initNccl(options))
+    return done(false);
 
   if (!I.loadModules(artifact) || !I.resolveKernels())
     return done(false);
@@ -1190,10 +1255,30 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     return done(I.fail(GpuStatus::BadInput, err));
   // Virtual context parallelism: the plan (chunks, segments, ring) first,
   // so a prompt it cannot split fails before anything is uploaded.
+  // An NCCL run is the same plan; this process runs rank `me`'s share.
   const bool virtualCp = options.virtualRanks > 1;
+  const bool ncclCp = options.contextParallel;
+  const bool anyCp = virtualCp || ncclCp;
+  if (virtualCp && ncclCp)
+    return done(I.fail(GpuStatus::BadInput,
+                       "a run is either virtual (virtualRanks) or over NCCL (contextParallel)"));
+  if (ncclCp && (!I.nccl || I.nccl->ranks() < 2))
+    return done(I.fail(GpuStatus::BadInput,
+                       "a context-parallel NCCL run needs a communicator of 2 or more ranks "
+                       "(load with ncclRanks = N)"));
+  const int cpRanks = virtualCp ? options.virtualRanks : ncclCp ? I.nccl->ranks() : 0;
+  const int me = ncclCp ? I.nccl->rank() : -1;
   CpPlan cp;
-  if (virtualCp && !planContextParallel(p, options.virtualRanks, S, cp, err))
+  if (anyCp && !planContextParallel(p, cpRanks, S, cp, err))
     return done(I.fail(GpuStatus::BadInput, err));
+  const bool lastOnly = std::all_of(p.outputs.begin(), p.outputs.end(), [](const GpuOutput &o) {
+    return o.mode == OutputMode::Last;
+  });
+  if (ncclCp && !lastOnly)
+    return done(I.fail(GpuStatus::BadInput,
+                       "context parallelism over NCCL needs every output to be the last "
+                       "position's (compile with --logits=last): per-row outputs would be "
+                       "spread over the ranks"));
 
   // Outputs.
   outputs.assign(m.outputs.size(), HostTensor());
@@ -1271,7 +1356,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     if (!I.alloc(ids, idsBytes, "the token ids"))
       return done(false);
   }
-  size_t cpLayers = virtualCp ? cp.segments.size() - 1 : 0;
+  size_t cpLayers = anyCp ? cp.segments.size() - 1 : 0;
   size_t nev = chunks.size() + 5 + 2 * cpLayers;
   scoped.events.assign(nev, nullptr);
   for (CUevent &e : scoped.events)
@@ -1282,8 +1367,9 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   CUevent *evChunk = scoped.events.data() + 4; // chunks.size() + 1 boundaries
   CUevent *evRing = evChunk + chunks.size() + 1;  // virtual ranks: 2 per layer
 
-  // Virtual ranks: the other ranks' KV caches (state buffers) and the other
-  // pieces' arenas and chunked-input buffers, in one allocation.
+  // Context parallelism: the other virtual ranks' KV caches (state
+  // buffers) and the other pieces' arenas and chunked-input buffers (an
+  // NCCL rank: its own pieces' only), in one allocation.
   struct CpMemory {
     Impl &I;
     CUdeviceptr ptr = 0;
@@ -1300,7 +1386,17 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   uint64_t stateSpan = 0, arenaSpan = align(static_cast<uint64_t>(p.arenaBytes)), inputSpan = 0;
   uint64_t arenasAt = 0, inputsAt = 0;
   int chunkedInput = p.chunking ? inputBuffer[p.chunking->input] : -1;
-  if (virtualCp) {
+  // Per piece: its arena/input slot (0: the plan's own); -1 for pieces of
+  // other NCCL ranks.
+  std::vector<int64_t> slot;
+  if (anyCp) {
+    slot.assign(cp.schedule.pieces.size(), -1);
+    if (virtualCp)
+      for (size_t k = 0; k < slot.size(); ++k)
+        slot[k] = static_cast<int64_t>(k);
+    else
+      for (size_t k = 0; k < cp.schedule.rankPieces[me].size(); ++k)
+        slot[cp.schedule.rankPieces[me][k]] = static_cast<int64_t>(k);
     for (size_t b = 0; b < p.buffers.size(); ++b) {
       if (p.buffers[b].kind == BufferKind::State) {
         stateRel[b] = stateSpan;
@@ -1312,8 +1408,9 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     }
     if (chunkedInput >= 0)
       inputSpan = align(static_cast<uint64_t>(p.buffers[chunkedInput].bytes));
-    uint64_t ranks = static_cast<uint64_t>(options.virtualRanks);
-    uint64_t pieces = cp.schedule.pieces.size();
+    // An NCCL rank holds one KV cache (its own, the plan's).
+    uint64_t ranks = virtualCp ? static_cast<uint64_t>(cpRanks) : 1;
+    uint64_t pieces = virtualCp ? cp.schedule.pieces.size() : cp.schedule.rankPieces[me].size();
     arenasAt = (ranks - 1) * stateSpan;
     inputsAt = arenasAt + (pieces - 1) * arenaSpan;
     cpMem.bytes = inputsAt + (pieces - 1) * inputSpan;
@@ -1322,33 +1419,45 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       return done(false);
     if (cpMem.bytes > freeB)
       return done(I.fail(GpuStatus::Resources,
-                         std::to_string(ranks) + " virtual ranks need " + gib(cpMem.bytes) +
+                         (virtualCp ? std::to_string(ranks) + " virtual ranks need "
+                                    : "rank " + std::to_string(me) + " of " +
+                                          std::to_string(cpRanks) + " needs ") +
+                             gib(cpMem.bytes) +
                              " more GPU memory (" + std::to_string(ranks - 1) +
                              " more KV caches of " + gib(stateSpan) + ", " +
                              std::to_string(pieces - 1) + " more arenas of " + gib(arenaSpan) +
                              "); " + gib(freeB) + " free"));
-    if (cpMem.bytes && !I.alloc(cpMem.ptr, cpMem.bytes, "the virtual ranks' KV caches and arenas"))
+    if (cpMem.bytes &&
+        !I.alloc(cpMem.ptr, cpMem.bytes, "the context-parallel KV caches and arenas"))
       return done(false);
   }
   // Points the state buffers at rank `rank`'s KV cache and the temps and
   // the chunked input at piece `piece`'s arena and buffer.
+  // (An NCCL rank has only its own cache: the plan's.)
   auto cacheAddress = [&](int rank, int b) {
-    return rank == 0 ? I.base + I.plan.offsets[b]
-                     : cpMem.ptr + (rank - 1) * stateSpan + stateRel[b];
+    return rank == 0 || ncclCp ? I.base + I.plan.offsets[b]
+                               : cpMem.ptr + (rank - 1) * stateSpan + stateRel[b];
   };
   auto bind = [&](int rank, int64_t piece) {
     for (int b : stateBufs)
       I.addr[b] = cacheAddress(rank, b);
-    uint64_t k = static_cast<uint64_t>(piece);
+    uint64_t k = static_cast<uint64_t>(slot[piece]);
     for (int b : tempBufs)
-      I.addr[b] = piece == 0 ? I.base + I.plan.offsets[b]
-                             : cpMem.ptr + arenasAt + (k - 1) * arenaSpan +
-                                   static_cast<uint64_t>(p.buffers[b].offset);
+      I.addr[b] = k == 0 ? I.base + I.plan.offsets[b]
+                         : cpMem.ptr + arenasAt + (k - 1) * arenaSpan +
+                               static_cast<uint64_t>(p.buffers[b].offset);
     if (chunkedInput >= 0)
-      I.addr[chunkedInput] = piece == 0 ? I.base + I.plan.offsets[chunkedInput]
-                                        : cpMem.ptr + inputsAt + (k - 1) * inputSpan;
+      I.addr[chunkedInput] = k == 0 ? I.base + I.plan.offsets[chunkedInput]
+                                    : cpMem.ptr + inputsAt + (k - 1) * inputSpan;
   };
 
+  // NCCL ranks start together: a small all-reduce as a barrier, so one
+  // rank's TTFT does not include waiting for a slower peer's start.
+  if (ncclCp &&
+      (!I.nccl->allReduceSumF32(I.ncclScratch, I.ncclScratch, 1, I.stream, err) ||
+       !waitForNccl(cu, *I.nccl, I.stream, nullptr, I.ncclTimeoutS,
+                    "rank " + std::to_string(me) + ": the start barrier", err)))
+    return done(I.fail(GpuStatus::Internal, err));
   // TTFT starts here: ids on the host.
   auto t0 = std::chrono::steady_clock::now();
   if (!I.check(cu.cuEventRecord(evUp0, I.stream), "cuEventRecord"))
@@ -1431,8 +1540,8 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   else
     graphs = true;
   std::vector<ResolvedStep> resolved(p.steps.size());
-  if (virtualCp) {
-    stats.cudaGraphNote = "virtual ranks: every step is launched on its own";
+  if (anyCp) {
+    stats.cudaGraphNote = "context parallelism: every step is launched on its own";
     graphs = false;
   }
   // Virtual ranks: steps [from, to) of piece `piece` on its rank.
@@ -1454,10 +1563,18 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     }
     return true;
   };
-  if (virtualCp) {
+  if (anyCp) {
     const CpSchedule &cs = cp.schedule;
     const int N = cs.ranks;
-    stats.virtualRanks = N;
+    // The ranks this process runs: all (virtual) or its own.
+    std::vector<int> mine;
+    for (int r = 0; r < N; ++r)
+      if (virtualCp || r == me)
+        mine.push_back(r);
+    stats.virtualRanks = virtualCp ? N : 0;
+    stats.ncclRanks = ncclCp ? N : 0;
+    stats.cpRank = me;
+    stats.cpOutputRank = cs.pieceRank[cs.lastPiece];
     stats.cpChunkTokens = cs.chunkTokens;
     stats.cpPieces = static_cast<int64_t>(cs.pieces.size());
     stats.cpRankChunks = cs.rankChunks;
@@ -1469,7 +1586,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       const CpSegment &seg = cp.segments[l];
       // Every rank: its pieces up to the layer's attention (this writes
       // their K/V rows into the rank's own cache).
-      for (int r = 0; r < N; ++r)
+      for (int r : mine)
         for (int64_t piece : cs.rankPieces[r]) {
           if (l == 0 && chunkedInput >= 0) {
             bind(r, piece);
@@ -1487,7 +1604,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
         return done(false);
       // The plan's copies and collectives of this layer, in issue order.
       for (const CpCopy &c : cp.ring.copies) {
-        if (c.layer != static_cast<int>(l))
+        if (c.layer != static_cast<int>(l) || ncclCp)
           continue;
         CUdeviceptr dst = cacheAddress(c.to, c.run.buffer) + c.run.offsetBytes;
         CUdeviceptr src = cacheAddress(c.from, c.run.buffer) + c.run.offsetBytes;
@@ -1497,26 +1614,44 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                          std::to_string(c.to)))
           return done(false);
       }
-      for (int r = 0; r < N; ++r)
+      // NCCL: this rank's collectives of the layer; each ring step is one
+      // group (send the block to r+1, receive one from r-1), a transfer
+      // per contiguous run, in the plan's order on both sides.
+      for (const CpCollective &c : cp.ring.rankLog[ncclCp ? me : 0]) {
+        if (!ncclCp || c.layer != static_cast<int>(l))
+          continue;
+        std::vector<NcclComm::Transfer> group;
+        for (const StateRun &run : cp.ring.blocks[l][c.sendOrigin])
+          group.push_back({true, c.sendTo, cacheAddress(me, run.buffer) + run.offsetBytes,
+                           static_cast<size_t>(run.bytes)});
+        for (const StateRun &run : cp.ring.blocks[l][c.recvOrigin])
+          group.push_back({false, c.recvFrom, cacheAddress(me, run.buffer) + run.offsetBytes,
+                           static_cast<size_t>(run.bytes)});
+        if (!I.nccl->groupSendRecv(group, I.stream, err))
+          return done(I.fail(GpuStatus::Internal, "rank " + std::to_string(me) + ", layer " +
+                                                      std::to_string(l) + " ring step " +
+                                                      std::to_string(c.step) + ": " + err));
+      }
+      for (int r : mine)
         for (const CpCollective &c : cp.ring.rankLog[r])
           if (c.layer == static_cast<int>(l))
             stats.cpRankLog[r].push_back(c);
       if (!I.check(cu.cuEventRecord(evRing[2 * l + 1], I.stream), "cuEventRecord"))
         return done(false);
       // Every rank: the attention of its pieces.
-      for (int r = 0; r < N; ++r)
+      for (int r : mine)
         for (int64_t piece : cs.rankPieces[r])
           if (!runPiece(piece, static_cast<size_t>(seg.attention), seg.end))
             return done(false);
     }
     // The tail: only the piece holding the last position when every output
-    // is "last"; else every piece in position order.
+    // is "last" (on its rank); else every piece in position order.
     const CpSegment &tail = cp.segments.back();
-    bool lastOnly = std::all_of(p.outputs.begin(), p.outputs.end(), [](const GpuOutput &o) {
-      return o.mode == OutputMode::Last;
-    });
     for (int64_t piece = lastOnly ? cs.lastPiece : 0;
          piece < static_cast<int64_t>(cs.pieces.size()); ++piece) {
+      if (slot[piece] < 0)
+        continue; // another NCCL rank's
+
       if (!runPiece(piece, tail.begin, tail.end) ||
           !downloadRows(static_cast<size_t>(piece), cs.pieces[piece]))
         return done(false);
@@ -1526,9 +1661,10 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       return done(false);
     I.resetAddresses();
     stats.cpRing = cp.ring.layers;
-    stats.cpCollectivesMatch = collectivesMatch(stats.cpRankLog, stats.cpCollectivesNote);
+    if (virtualCp)
+      stats.cpCollectivesMatch = collectivesMatch(stats.cpRankLog, stats.cpCollectivesNote);
   }
-  for (size_t c = 0; c < chunks.size() && !virtualCp; ++c) {
+  for (size_t c = 0; c < chunks.size() && !anyCp; ++c) {
     const SymbolValues &sym = chunks[c];
     if (!I.check(cu.cuEventRecord(evChunk[c], I.stream), "cuEventRecord"))
       return done(false);
@@ -1569,18 +1705,30 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   for (size_t o = 0; o < m.outputs.size(); ++o) {
     if (p.outputs[o].mode == OutputMode::Rows || outputs[o].data.empty())
       continue;
+    if (ncclCp && stats.cpOutputRank != me) {
+      outputs[o].data.clear(); // the logits are on rank cpOutputRank
+      continue;
+    }
     if (!I.check(cu.cuMemcpyDtoHAsync(outputs[o].data.data(), I.address(outputBuffer[o]),
                                       outputs[o].data.size(), I.stream),
                  "downloading output '" + m.outputs[o].name + "'"))
       return done(false);
   }
-  if (!I.check(cu.cuEventRecord(evDl1, I.stream), "cuEventRecord") ||
-      !I.check(cu.cuStreamSynchronize(I.stream),
+  if (!I.check(cu.cuEventRecord(evDl1, I.stream), "cuEventRecord"))
+    return done(false);
+  // NCCL: wait layer by layer, so a dead peer is noticed within the
+  // timeout of the ring it stalls (the timeout restarts at every layer).
+  for (size_t l = 0; ncclCp && l < cpLayers; ++l)
+    if (!waitForNccl(cu, *I.nccl, I.stream, evRing[2 * l + 1], I.ncclTimeoutS,
+                     "rank " + std::to_string(me) + ": the ring of layer " + std::to_string(l),
+                     err))
+      return done(I.fail(GpuStatus::Internal, err));
+  if (!I.check(cu.cuStreamSynchronize(I.stream),
                "running the program (an asynchronous failure of some step; H20_GPU_SYNC=1 "
                "names it)"))
     return done(false);
   stats.ttftMs = msSince(t0);
-  if (!virtualCp && !report(chunks.size() - 1))
+  if (!anyCp && !report(chunks.size() - 1))
     return done(false);
 
   float f = 0;
@@ -1594,7 +1742,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   if (!I.check(cu.cuEventElapsedTime(&f, evDl0, evDl1), "cuEventElapsedTime"))
     return done(false);
   stats.downloadMs = f;
-  for (size_t c = 0; c < chunks.size() && !virtualCp; ++c) {
+  for (size_t c = 0; c < chunks.size() && !anyCp; ++c) {
     double ms = 0;
     if (!chunkElapsed(c, ms))
       return done(false);

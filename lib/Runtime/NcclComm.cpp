@@ -10,10 +10,17 @@
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/NcclComm.h"
 
+#include "h20/Runtime/FileUtil.h"
+
 #include <dlfcn.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #if defined(H20_HAVE_CUDA_HEADERS) && H20_HAVE_CUDA_HEADERS && __has_include(<nccl.h>)
@@ -28,12 +35,14 @@ namespace {
 constexpr int kNcclSuccess = 0;   // ncclSuccess
 constexpr int kNcclInProgress = 7; // ncclInProgress
 constexpr int kNcclFloat32 = 7;   // ncclFloat32
+constexpr int kNcclUint8 = 1;     // ncclUint8
 constexpr int kNcclSum = 0;       // ncclSum
 constexpr size_t kUniqueIdBytes = 128; // NCCL_UNIQUE_ID_BYTES
 
 #ifdef H20_CHECK_NCCL_ABI
 static_assert(kNcclSuccess == ncclSuccess && kNcclInProgress == ncclInProgress &&
-                  kNcclFloat32 == ncclFloat32 && kNcclSum == ncclSum,
+                  kNcclFloat32 == ncclFloat32 && kNcclSum == ncclSum &&
+                  kNcclUint8 == ncclUint8,
               "NCCL constants differ from nccl.h");
 static_assert(kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES &&
                   sizeof(ncclUniqueId) == sizeof(NcclComm::UniqueId),
@@ -53,6 +62,13 @@ struct NcclApi {
   int (*ncclCommGetAsyncError)(NcclCommHandle comm, int *asyncError);
   int (*ncclAllReduce)(const void *send, void *recv, size_t count, int datatype, int op,
                        NcclCommHandle comm, void *stream);
+  int (*ncclSend)(const void *send, size_t count, int datatype, int peer, NcclCommHandle comm,
+                  void *stream);
+  int (*ncclRecv)(void *recv, size_t count, int datatype, int peer, NcclCommHandle comm,
+                  void *stream);
+  int (*ncclGroupStart)();
+  int (*ncclGroupEnd)();
+  int (*ncclCommAbort)(NcclCommHandle comm);
   const char *(*ncclGetErrorString)(int result);
   const char *(*ncclGetLastError)(NcclCommHandle comm); // optional (NCCL >= 2.13)
 };
@@ -111,6 +127,11 @@ void loadNccl(NcclState &s) {
   resolve(lib, a.ncclCommDestroy, "ncclCommDestroy", missing);
   resolve(lib, a.ncclCommGetAsyncError, "ncclCommGetAsyncError", missing);
   resolve(lib, a.ncclAllReduce, "ncclAllReduce", missing);
+  resolve(lib, a.ncclSend, "ncclSend", missing);
+  resolve(lib, a.ncclRecv, "ncclRecv", missing);
+  resolve(lib, a.ncclGroupStart, "ncclGroupStart", missing);
+  resolve(lib, a.ncclGroupEnd, "ncclGroupEnd", missing);
+  resolve(lib, a.ncclCommAbort, "ncclCommAbort", missing);
   resolve(lib, a.ncclGetErrorString, "ncclGetErrorString", missing);
   std::string optional;
   resolve(lib, a.ncclGetLastError, "ncclGetLastError", optional);
@@ -176,7 +197,51 @@ bool NcclComm::newUniqueId(UniqueId &id, std::string &error) {
   return true;
 }
 
-bool NcclComm::init(int ranks, int rank, const UniqueId &id, std::string &error) {
+bool NcclComm::exchangeUniqueId(const std::string &path, int rank, double timeoutS, UniqueId &id,
+                                std::string &error) {
+  if (path.empty()) {
+    error = "no file to share the NCCL unique id through (H20_NCCL_ID_FILE)";
+    return false;
+  }
+  if (rank == 0) {
+    if (!newUniqueId(id, error))
+      return false;
+    std::string bytes(id.bytes, sizeof id.bytes);
+    if (!writeFileAtomically(path, bytes, error)) {
+      error = "rank 0 could not share the NCCL unique id: " + error;
+      return false;
+    }
+    return true;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    int64_t size = fileSize(path);
+    if (size == static_cast<int64_t>(sizeof id.bytes)) {
+      std::string bytes;
+      if (!readFile(path, bytes, error))
+        return false;
+      if (bytes.size() == sizeof id.bytes) {
+        std::memcpy(id.bytes, bytes.data(), sizeof id.bytes);
+        return true;
+      }
+    } else if (size > 0) {
+      error = "'" + path + "' holds " + std::to_string(size) + " bytes, not an NCCL unique id (" +
+              std::to_string(sizeof id.bytes) + " bytes); give each job a fresh H20_NCCL_ID_FILE";
+      return false;
+    }
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (waited >= timeoutS) {
+      error = "rank " + std::to_string(rank) + " waited " + std::to_string(int(waited)) +
+              " s for rank 0's NCCL unique id in '" + path + "' (did rank 0 start?)";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool NcclComm::init(int ranks, int rank, const UniqueId &id, std::string &error,
+                    double timeoutS, const std::function<void()> &threadSetup) {
   if (comm) {
     error = "NcclComm::init called twice";
     return false;
@@ -190,7 +255,50 @@ bool NcclComm::init(int ranks, int rank, const UniqueId &id, std::string &error)
   if (!a)
     return false;
   NcclCommHandle c = nullptr;
-  int r = a->ncclCommInitRank(&c, ranks, id, rank);
+  int r = kNcclSuccess;
+  if (timeoutS <= 0) {
+    r = a->ncclCommInitRank(&c, ranks, id, rank);
+  } else {
+    // ncclCommInitRank blocks until every rank joined; a peer that never
+    // starts would block it for ever. It runs on a detached thread that
+    // owns its state; after the timeout this rank gives up (the thread
+    // aborts the communicator should it still come up).
+    struct InitState {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false, abandoned = false;
+      int result = kNcclSuccess;
+      NcclCommHandle comm = nullptr;
+    };
+    auto st = std::make_shared<InitState>();
+    std::function<void()> setup = threadSetup;
+    std::thread([st, a, ranks, id, rank, setup] {
+      if (setup)
+        setup();
+      NcclCommHandle made = nullptr;
+      int result = a->ncclCommInitRank(&made, ranks, id, rank);
+      std::lock_guard<std::mutex> lock(st->m);
+      if (st->abandoned) {
+        if (made)
+          a->ncclCommAbort(made);
+        return;
+      }
+      st->done = true;
+      st->result = result;
+      st->comm = made;
+      st->cv.notify_all();
+    }).detach();
+    std::unique_lock<std::mutex> lock(st->m);
+    if (!st->cv.wait_for(lock, std::chrono::duration<double>(timeoutS), [&] { return st->done; })) {
+      st->abandoned = true;
+      error = "ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+              ") did not complete within " + std::to_string(static_cast<int>(timeoutS)) +
+              " s: not every rank joined (did one fail to start?)";
+      return false;
+    }
+    r = st->result;
+    c = st->comm;
+  }
   if (r != kNcclSuccess) {
     error = "ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
             ") failed: " + resultText(*a, r);
@@ -222,6 +330,45 @@ bool NcclComm::allReduceSumF32(uint64_t send, uint64_t recv, size_t count, void 
   return true;
 }
 
+bool NcclComm::groupSendRecv(const std::vector<Transfer> &transfers, void *stream,
+                             std::string &error) {
+  const NcclApi *a = ncclApi(error);
+  if (!a)
+    return false;
+  if (!comm) {
+    error = "ncclSend/ncclRecv on a communicator that is not initialised";
+    return false;
+  }
+  int r = a->ncclGroupStart();
+  if (r != kNcclSuccess) {
+    error = "ncclGroupStart failed: " + resultText(*a, r, comm);
+    return false;
+  }
+  for (const Transfer &t : transfers) {
+    if (t.peer < 0 || t.peer >= nranks) {
+      a->ncclGroupEnd();
+      error = "a transfer names rank " + std::to_string(t.peer) + " of " + std::to_string(nranks);
+      return false;
+    }
+    r = t.send ? a->ncclSend(reinterpret_cast<const void *>(t.addr), t.bytes, kNcclUint8, t.peer,
+                             comm, stream)
+               : a->ncclRecv(reinterpret_cast<void *>(t.addr), t.bytes, kNcclUint8, t.peer, comm,
+                             stream);
+    if (r != kNcclSuccess) {
+      a->ncclGroupEnd();
+      error = std::string(t.send ? "ncclSend to" : "ncclRecv from") + " rank " +
+              std::to_string(t.peer) + " failed: " + resultText(*a, r, comm);
+      return false;
+    }
+  }
+  r = a->ncclGroupEnd();
+  if (r != kNcclSuccess && r != kNcclInProgress) {
+    error = "ncclGroupEnd failed: " + resultText(*a, r, comm);
+    return false;
+  }
+  return true;
+}
+
 bool NcclComm::checkAsync(std::string &error) {
   const NcclApi *a = ncclApi(error);
   if (!a)
@@ -241,6 +388,17 @@ bool NcclComm::checkAsync(std::string &error) {
     return false;
   }
   return true;
+}
+
+void NcclComm::abort() {
+  if (!comm)
+    return;
+  std::string ignored;
+  if (const NcclApi *a = ncclApi(ignored))
+    a->ncclCommAbort(comm);
+  comm = nullptr;
+  nranks = 0;
+  myRank = -1;
 }
 
 void NcclComm::destroy() {

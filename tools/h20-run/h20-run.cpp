@@ -19,6 +19,7 @@
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
 #include "h20/Runtime/Npy.h"
+#include "h20/Runtime/RankLauncher.h"
 #include "h20/Runtime/TensorIO.h"
 
 #include <nlohmann/json.hpp>
@@ -40,8 +41,12 @@ namespace {
 
 constexpr int kExitInternal = 1, kExitBadInput = 2, kExitResources = 3;
 
+/// "rank R: " in a process of a multi-GPU job (WORLD_SIZE > 1), so the
+/// messages of N ranks can be told apart.
+std::string gRankPrefix;
+
 int fail(int code, const std::string &message) {
-  std::fprintf(stderr, "h20-run: error: %s%s\n", message.c_str(),
+  std::fprintf(stderr, "h20-run: error: %s%s%s\n", gRankPrefix.c_str(), message.c_str(),
                code == kExitInternal ? " (internal error; please report)" : "");
   return code;
 }
@@ -61,9 +66,17 @@ const char *kUsage =
     "        loading, cuBLASLt setup); 0 measures a cold start\n"
     "  --repeat N: on the GPU, run the measured prefill N times (default 1);\n"
     "        ttft_ms is their median, ttft_runs_ms lists them all\n"
-    "  --gpus N: GPUs of the prefill (default 1, or WORLD_SIZE; RANK and LOCAL_RANK\n"
-    "        give this process's rank and GPU); NCCL is set up through the N-GPU\n"
-    "        path, and only N = 1 is implemented so far (see --virtual-ranks)\n"
+    "  --gpus N: GPUs of the prefill (default 1, or WORLD_SIZE). N > 1 runs the\n"
+    "        context-parallel prefill described under --virtual-ranks on N GPUs,\n"
+    "        one process per GPU, K/V passed by NCCL: h20-run starts the N\n"
+    "        processes itself (GPUs 0..N-1), or, under a launcher that sets\n"
+    "        WORLD_SIZE, RANK and LOCAL_RANK (torchrun), it is one of them and\n"
+    "        H20_NCCL_ID_FILE must name a fresh file all ranks see (rank 0 writes\n"
+    "        the NCCL id there). Needs --logits=last artifacts; the rank holding\n"
+    "        the last position writes the logits and the report. A rank that\n"
+    "        fails or dies stops the job: the others abort after\n"
+    "        H20_NCCL_TIMEOUT_S seconds without progress (default 30), and\n"
+    "        h20-run's own launcher stops them at once\n"
     "  --virtual-ranks: with --gpus N (N = 2, 4, 8, ...: a power of two), simulate\n"
     "        N-GPU context parallelism on one GPU. The S prompt tokens are cut into\n"
     "        2N equal chunks of L = S/2N tokens; rank r holds chunks r and 2N-1-r\n"
@@ -86,6 +99,7 @@ const char *kUsage =
 
 struct Options {
   std::string artifact, ids, device, dumpLogits, report, inputsFrom, outputsTo, weightsDir;
+  char **argv = nullptr; ///< the command line, for the ranks h20-run starts
   int64_t warmup = 1; ///< GPU: warm-up prefills before the measured one
   int64_t repeat = 1; ///< GPU: measured prefills (the report gives their median)
   int64_t gpus = 0;   ///< --gpus; 0: not given
@@ -95,6 +109,7 @@ struct Options {
 };
 
 bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
+  o.argv = argv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // "--flag=VALUE" or "--flag VALUE"; an empty value is an error.
@@ -202,6 +217,10 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
     error = "--virtual-ranks runs a token-id prefill: give --ids, not --input / --inputs-from";
     return false;
   }
+  if (o.gpus > 1 && !o.virtualRanks && generic) {
+    error = "--gpus N > 1 runs a token-id prefill: give --ids, not --input / --inputs-from";
+    return false;
+  }
   return true;
 }
 
@@ -269,16 +288,40 @@ bool envCount(const char *name, int64_t &out, bool &set, std::string &error) {
   return true;
 }
 
+/// The collectives of one rank, as its report and rank log list them.
+nlohmann::json collectivesJson(const std::vector<CpCollective> &log) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CpCollective &c : log)
+    out.push_back({{"layer", c.layer},
+                   {"step", c.step},
+                   {"send_to", c.sendTo},
+                   {"send_block_of", c.sendOrigin},
+                   {"send_bytes", c.sendBytes},
+                   {"recv_from", c.recvFrom},
+                   {"recv_block_of", c.recvOrigin},
+                   {"recv_bytes", c.recvBytes}});
+  return out;
+}
+
+/// How this process takes part in the prefill.
+enum class RankMode {
+  Single, ///< one GPU (--gpus 1, or --virtual-ranks)
+  Launch, ///< --gpus N > 1 without WORLD_SIZE: start N rank processes
+  Worker, ///< rank RANK of WORLD_SIZE > 1 processes
+};
+
 /// The GPUs of the prefill and this process's place among them: --gpus N
-/// (else WORLD_SIZE, else 1), RANK, LOCAL_RANK (the CUDA device). Only one
-/// GPU is implemented: more is bad input, said plainly.
-bool gpuRanks(const Options &opt, GpuLoadOptions &lo, std::string &error) {
-  int64_t world = 1, rank = 0, local = 0;
-  bool worldSet = false, rankSet = false, localSet = false;
+/// (else WORLD_SIZE, else 1), RANK, LOCAL_RANK (the CUDA device),
+/// H20_NCCL_ID_FILE and H20_NCCL_TIMEOUT_S for the ranks of an N-GPU job.
+bool gpuRanks(const Options &opt, GpuLoadOptions &lo, RankMode &mode, std::string &error) {
+  int64_t world = 1, rank = 0, local = 0, timeout = 30;
+  bool worldSet = false, rankSet = false, localSet = false, timeoutSet = false;
   if (!envCount("WORLD_SIZE", world, worldSet, error) ||
       !envCount("RANK", rank, rankSet, error) ||
-      !envCount("LOCAL_RANK", local, localSet, error))
+      !envCount("LOCAL_RANK", local, localSet, error) ||
+      !envCount("H20_NCCL_TIMEOUT_S", timeout, timeoutSet, error))
     return false;
+  mode = RankMode::Single;
   if (opt.gpus && worldSet && world != opt.gpus) {
     error = "--gpus " + std::to_string(opt.gpus) + " disagrees with WORLD_SIZE=" +
             std::to_string(world);
@@ -302,20 +345,39 @@ bool gpuRanks(const Options &opt, GpuLoadOptions &lo, std::string &error) {
     error = "WORLD_SIZE=0: no GPU to run on";
     return false;
   }
-  if (n > 1) {
-    error = "multi-GPU prefill is not implemented yet (asked for " + std::to_string(n) +
-            " GPUs by " + (opt.gpus ? "--gpus" : "WORLD_SIZE") +
-            "); run with --gpus 1, or simulate the N ranks on one GPU with --virtual-ranks";
-    return false;
-  }
   if (rank >= n) {
     error = "RANK=" + std::to_string(rank) + " is not below the " + std::to_string(n) +
             " GPU(s) of the prefill";
     return false;
   }
+  if (timeoutSet && timeout < 1) {
+    error = "H20_NCCL_TIMEOUT_S=0: give the seconds a rank may wait for its peers (>= 1)";
+    return false;
+  }
   lo.ncclRanks = static_cast<int>(n);
   lo.ncclRank = static_cast<int>(rank);
   lo.device = static_cast<int>(local);
+  lo.ncclTimeoutS = static_cast<double>(timeout);
+  if (n > 1 && (n & (n - 1)) != 0) {
+    error = "--gpus " + std::to_string(n) + ": context parallelism needs a power of two (the "
+            "prompt is cut into 2N equal chunks)";
+    return false;
+  }
+  if (n > 1 && !worldSet) {
+    mode = RankMode::Launch;
+    return true;
+  }
+  if (n > 1) {
+    const char *idFile = std::getenv("H20_NCCL_ID_FILE");
+    if (!idFile || !*idFile) {
+      error = "WORLD_SIZE=" + std::to_string(n) + ": set H20_NCCL_ID_FILE to a fresh file every "
+              "rank can see (rank 0 writes the NCCL unique id there), or let h20-run start the "
+              "ranks itself (--gpus N without WORLD_SIZE)";
+      return false;
+    }
+    lo.ncclIdFile = idFile;
+    mode = RankMode::Worker;
+  }
   return true;
 }
 
@@ -331,13 +393,31 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   GpuExecutor gpu;
   GpuLoadOptions lo;
   lo.weightsDir = opt.weightsDir;
-  if (!gpuRanks(opt, lo, error))
+  RankMode mode = RankMode::Single;
+  if (!gpuRanks(opt, lo, mode, error))
     return fail(kExitBadInput, error);
-  if (opt.virtualRanks) {
+  const int cpRanks = opt.virtualRanks ? static_cast<int>(opt.gpus)
+                                       : mode != RankMode::Single ? lo.ncclRanks : 0;
+  if (cpRanks > 1) {
     // The whole plan (chunks, layer segments, ring) before the GPU is touched.
     CpPlan cp;
-    if (!planContextParallel(program, static_cast<int>(opt.gpus), S, cp, error))
+    if (!planContextParallel(program, cpRanks, S, cp, error))
       return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
+    bool lastOnly = std::all_of(program.outputs.begin(), program.outputs.end(),
+                                [](const GpuOutput &o) { return o.mode == OutputMode::Last; });
+    if (mode != RankMode::Single && !lastOnly)
+      return fail(kExitBadInput, "'" + opt.artifact + "' returns the logits of every position; "
+                                 "an N-GPU prefill needs an artifact compiled with --logits=last");
+  }
+  if (mode == RankMode::Launch) {
+    // One clear message here rather than one per rank.
+    int visible = GpuExecutor::deviceCount(error);
+    if (visible < 0)
+      return fail(kExitBadInput, "no CUDA-capable GPU/driver: " + error);
+    if (visible < lo.ncclRanks)
+      return fail(kExitBadInput, "--gpus " + std::to_string(lo.ncclRanks) + ": this machine has " +
+                                     std::to_string(visible) + " GPU(s) visible");
+    return launchRanks(lo.ncclRanks, "/proc/self/exe", opt.argv);
   }
   GpuStatus s = gpu.load(artifact, m, program, lo, error);
   if (s != GpuStatus::Ok)
@@ -350,9 +430,10 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
 
   GpuRunOptions ro;
   ro.n = generic ? 0 : S;
-  ro.cudaGraph = !opt.noCudaGraph && !opt.virtualRanks;
+  ro.cudaGraph = !opt.noCudaGraph && cpRanks < 2;
   ro.virtualRanks = opt.virtualRanks ? static_cast<int>(opt.gpus) : 0;
-  if (program.chunking && isatty(STDERR_FILENO) && !opt.virtualRanks)
+  ro.contextParallel = mode == RankMode::Worker;
+  if (program.chunking && isatty(STDERR_FILENO) && cpRanks < 2)
     ro.progress = [](int64_t chunk, int64_t chunks, int64_t done, int64_t tokens, double ms) {
       std::fprintf(stderr, "\rprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)\x1b[K",
                    static_cast<long long>(chunk + 1), static_cast<long long>(chunks),
@@ -396,6 +477,14 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   std::vector<double> runMs;
   for (int64_t r = 0; r < opt.repeat; ++r) {
     s = gpu.run(inputs, ro, outputs, st, error);
+    if (s != GpuStatus::Ok && mode == RankMode::Worker) {
+      // A rank whose prefill failed (a peer died, NCCL aborted) leaves at
+      // once: tearing down a context with aborted NCCL work may block.
+      int code = fail(exitCode(s), error);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
     if (s != GpuStatus::Ok)
       return fail(exitCode(s), error);
     runMs.push_back(st.ttftMs);
@@ -405,6 +494,19 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   size_t mid = sortedMs.size() / 2;
   st.ttftMs = sortedMs.size() % 2 ? sortedMs[mid] : (sortedMs[mid - 1] + sortedMs[mid]) / 2;
 
+  if (mode == RankMode::Worker) {
+    // The rank's log for the launcher (collectives compared across ranks).
+    int me = lo.ncclRank;
+    nlohmann::json log{{"rank", me},
+                       {"gpu", dev.ordinal},
+                       {"ttft_ms", st.ttftMs},
+                       {"ttft_runs_ms", runMs},
+                       {"collectives", collectivesJson(st.cpRankLog.at(me))}};
+    if (!writeRankLog(me, log.dump(1) + "\n", error))
+      return fail(kExitBadInput, error);
+    if (st.cpOutputRank != me)
+      return 0; // the logits, outputs and report are the output rank's
+  }
   if (!writeOutputs(opt, outputs, error))
     return fail(kExitBadInput, error);
   if (generic) {
@@ -463,7 +565,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                         {"device_memory_used_bytes", st.deviceMemoryUsedBytes},
                         {"weight_bytes", ls.weightBytes},
                         {"logits", m.logits}};
-  report["gpus"] = opt.virtualRanks ? 1 : lo.ncclRanks; // physical GPUs
+  report["gpus"] = opt.virtualRanks ? 1 : std::max(lo.ncclRanks, 1); // physical GPUs
   if (ls.nccl.empty() || ls.nccl.rfind("unavailable", 0) == 0)
     report["nccl"] = ls.nccl.empty() ? "not used" : ls.nccl;
   else
@@ -480,7 +582,8 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     report["cuda_graph"]["note"] = st.cudaGraphNote;
   int64_t ringBytes = 0;
   double ringMs = 0;
-  if (st.virtualRanks > 1) {
+  const int cpN = st.virtualRanks > 1 ? st.virtualRanks : st.ncclRanks;
+  if (cpN > 1) {
     nlohmann::json ring = nlohmann::json::array();
     for (size_t l = 0; l < st.cpRing.size(); ++l) {
       const CpLayerTraffic &t = st.cpRing[l];
@@ -501,20 +604,14 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
         bytes += c.sendBytes;
       perRank.push_back({{"collectives", log.size()}, {"send_bytes", bytes}});
     }
-    nlohmann::json rank0 = nlohmann::json::array();
-    if (!st.cpRankLog.empty())
-      for (const CpCollective &c : st.cpRankLog[0])
-        rank0.push_back({{"layer", c.layer},
-                         {"step", c.step},
-                         {"send_to", c.sendTo},
-                         {"send_block_of", c.sendOrigin},
-                         {"send_bytes", c.sendBytes},
-                         {"recv_from", c.recvFrom},
-                         {"recv_block_of", c.recvOrigin},
-                         {"recv_bytes", c.recvBytes}});
-    report["context_parallel"] = {{"mode", "virtual"},
-                                  {"ranks", st.virtualRanks},
-                                  {"cp_chunks", 2 * st.virtualRanks},
+    // A virtual run: rank 0's collectives; an NCCL run: this rank's.
+    int shown = st.ncclRanks > 1 ? st.cpRank : 0;
+    nlohmann::json rank0 = collectivesJson(
+        shown >= 0 && shown < static_cast<int>(st.cpRankLog.size()) ? st.cpRankLog[shown]
+                                                                     : std::vector<CpCollective>{});
+    report["context_parallel"] = {{"mode", st.ncclRanks > 1 ? "nccl" : "virtual"},
+                                  {"ranks", cpN},
+                                  {"cp_chunks", 2 * cpN},
                                   {"cp_chunk_tokens", st.cpChunkTokens},
                                   {"compiled_chunk", program.chunking->chunk},
                                   {"pieces", st.cpPieces},
@@ -524,10 +621,13 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                                   {"ring_bytes", ringBytes},
                                   {"ring_ms", ringMs},
                                   {"ranks_log", perRank},
-                                  {"rank0_collectives", rank0},
-                                  {"collectives_match", st.cpCollectivesMatch},
+                                  {st.ncclRanks > 1 ? "rank_collectives" : "rank0_collectives",
+                                   rank0},
                                   {"extra_gpu_memory_bytes", st.cpExtraBytes},
                                   {"ttft_ms", st.ttftMs}};
+    // NCCL: each rank knows only its own collectives; the launcher compares them.
+    if (st.virtualRanks > 1)
+      report["context_parallel"]["collectives_match"] = st.cpCollectivesMatch;
     if (!st.cpCollectivesNote.empty())
       report["context_parallel"]["collectives_note"] = st.cpCollectivesNote;
   }
@@ -540,6 +640,13 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                 st.virtualRanks, static_cast<long long>(st.cpChunkTokens),
                 static_cast<double>(ringBytes) / (1ull << 30), ringMs, st.cpRing.size(),
                 st.cpCollectivesMatch ? "match" : ("DIFFER: " + st.cpCollectivesNote).c_str());
+  if (st.ncclRanks > 1)
+    std::printf("context parallel (NCCL %s): rank %d of %d holds the last position; %d x 2 "
+                "chunks of %lld tokens; ring %.2f GiB over %zu layers (this rank's share %.1f "
+                "ms)\n",
+                ls.nccl.c_str(), st.cpRank, st.ncclRanks, st.ncclRanks,
+                static_cast<long long>(st.cpChunkTokens),
+                static_cast<double>(ringBytes) / (1ull << 30), st.cpRing.size(), ringMs);
   std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on %s (GPU %d, %s); weights "
               "%.2f GiB loaded in %.1f ms; total %.1f ms\n",
               static_cast<long long>(S), st.ttftMs, tokensPerS, dev.name.c_str(), dev.ordinal,
@@ -552,6 +659,11 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
 
 int main(int argc, char **argv) {
   auto tStart = std::chrono::steady_clock::now();
+  {
+    const char *world = std::getenv("WORLD_SIZE"), *rank = std::getenv("RANK");
+    if (world && rank && std::atoi(world) > 1)
+      gRankPrefix = "rank " + std::string(rank) + ": ";
+  }
   Options opt;
   std::string error;
   if (!parseArgs(argc, argv, opt, error))

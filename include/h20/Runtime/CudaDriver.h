@@ -48,10 +48,12 @@ struct CudaApi {
   decltype(&::cuStreamCreate) cuStreamCreate;
   decltype(&::cuStreamDestroy) cuStreamDestroy;
   decltype(&::cuStreamSynchronize) cuStreamSynchronize;
+  decltype(&::cuStreamQuery) cuStreamQuery;
   decltype(&::cuEventCreate) cuEventCreate;
   decltype(&::cuEventDestroy) cuEventDestroy;
   decltype(&::cuEventRecord) cuEventRecord;
   decltype(&::cuEventSynchronize) cuEventSynchronize;
+  decltype(&::cuEventQuery) cuEventQuery;
   decltype(&::cuEventElapsedTime) cuEventElapsedTime;
   decltype(&::cuGetErrorString) cuGetErrorString;
   decltype(&::cuGetErrorName) cuGetErrorName;

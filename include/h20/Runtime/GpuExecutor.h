@@ -94,12 +94,20 @@ struct GpuLoadOptions {
   uint64_t stagingBytes = uint64_t(32) << 20; ///< per pinned staging buffer (two are used)
   uint64_t workspaceBytes = uint64_t(32) << 20; ///< cuBLASLt workspace (only with gemm steps)
   /// NCCL: 0 = no communicator. 1 = join a 1-rank communicator (the same
-  /// path N ranks will take) and all-reduce a small buffer once as a
+  /// path N ranks take) and all-reduce a small buffer once as a
   /// self-check; when libnccl.so.2 is missing or NCCL fails, load() goes on
-  /// without it and loadStats().nccl says why. Over 1: BadInput
-  /// ("multi-GPU prefill is not implemented yet").
+  /// without it and loadStats().nccl says why. Over 1: this process is rank
+  /// ncclRank of an N-process job (one GPU each); the unique id comes
+  /// through ncclIdFile (NcclComm::exchangeUniqueId) and any NCCL failure
+  /// fails load() (BadInput when NCCL is missing, else Internal).
   int ncclRanks = 0;
   int ncclRank = 0; ///< this process's rank in [0, ncclRanks)
+  std::string ncclIdFile; ///< ncclRanks > 1: where rank 0 leaves the unique id
+  /// ncclRanks > 1: how long a rank waits for rank 0's id, and how long a
+  /// context-parallel run may go without finishing a layer's ring before
+  /// the communicator is aborted and run() fails (a dead peer never hangs
+  /// the job). Seconds.
+  double ncclTimeoutS = 30;
 };
 
 /// What load() did.
@@ -134,6 +142,18 @@ struct GpuRunOptions {
   /// (see above): N a power of two, the program chunked, S a multiple of
   /// 2N * C. 0 or 1: the plain chunk loop. Forces cudaGraph off.
   int virtualRanks = 0;
+  /// Run this process's share of the N-rank context-parallel prefill over
+  /// the communicator load() joined (GpuLoadOptions::ncclRanks = N > 1):
+  /// the schedule, segments and ring of the virtual mode, but this rank
+  /// runs only its own pieces and the ring's K/V blocks travel by NCCL
+  /// (one ncclSend + ncclRecv group per ring step, a transfer per
+  /// contiguous run of the block). Every output must be "last" (compile
+  /// with --logits=last); the rank holding position S-1 runs the tail and
+  /// is the only one whose `outputs` hold data (GpuRunStats::cpOutputRank).
+  /// A ring that does not finish within ncclTimeoutS, or an asynchronous
+  /// NCCL error, aborts the communicator: run() fails (Internal) naming the
+  /// layer. False: a plain single-GPU run on this rank (warm-up).
+  bool contextParallel = false;
 };
 
 /// Timings (ms) and sizes of one run().
@@ -155,16 +175,22 @@ struct GpuRunStats {
   int64_t graphLaunches = 0;    ///< cuGraphLaunch calls
   int64_t graphNodeUpdates = 0; ///< kernel nodes whose parameters were updated
   int64_t graphNodes = 0;       ///< nodes of the graphs launched (sum over the distinct graphs)
-  // Virtual context parallelism (GpuRunOptions::virtualRanks > 1); empty otherwise.
-  int virtualRanks = 0;          ///< N; 0 when the run was not context-parallel
+  // Context parallelism (GpuRunOptions::virtualRanks > 1 or
+  // contextParallel); empty otherwise.
+  int virtualRanks = 0;          ///< N of a virtual run; 0 otherwise
+  int ncclRanks = 0;             ///< N of an NCCL run (contextParallel); 0 otherwise
+  int cpRank = -1;               ///< NCCL run: this process's rank
+  int cpOutputRank = -1;         ///< the rank whose outputs hold the logits
   int64_t cpChunkTokens = 0;     ///< L = S / 2N
   int64_t cpPieces = 0;          ///< compiled chunks of the run
   int64_t cpTailPieces = 0;      ///< pieces the tail (LM head) ran for
   std::vector<std::vector<int>> cpRankChunks;      ///< per rank: its CP chunks
   std::vector<CpLayerTraffic> cpRing;              ///< per layer: the ring's traffic
   std::vector<double> cpRingMs;                    ///< per layer: the ring's copies (GPU events)
-  std::vector<std::vector<CpCollective>> cpRankLog; ///< per rank: the collectives it issued
-  bool cpCollectivesMatch = false; ///< collectivesMatch(cpRankLog)
+  /// Per rank: the collectives it issued (an NCCL run: only cpRank's is
+  /// filled, the others are empty).
+  std::vector<std::vector<CpCollective>> cpRankLog;
+  bool cpCollectivesMatch = false; ///< collectivesMatch(cpRankLog) (virtual runs)
   std::string cpCollectivesNote;   ///< why not, when they do not match
   uint64_t cpExtraBytes = 0;       ///< device memory of the other ranks' caches and pieces' arenas
 };
@@ -180,6 +206,10 @@ public:
   /// false with `reason` (the driver's error, "no CUDA-capable device", or
   /// "built without CUDA headers"). Cheap after the first call.
   static bool available(std::string &reason);
+
+  /// The GPUs the driver sees (CUDA_VISIBLE_DEVICES applies); -1 with
+  /// `reason` when the driver does not load or answer.
+  static int deviceCount(std::string &reason);
 
   /// Prepares `program` of `artifact` (whose parsed manifest is `manifest`)
   /// on GPU options.device: checks the compute capability against

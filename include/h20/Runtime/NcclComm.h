@@ -17,7 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace h20::runtime {
 
@@ -43,11 +45,25 @@ public:
   /// ncclGetUniqueId; false with `error`.
   static bool newUniqueId(UniqueId &id, std::string &error);
 
+  /// Shares the unique id of an N-process job through the file `path`
+  /// (on a file system every rank sees; a fresh path per job): rank 0
+  /// makes the id and writes it atomically (writeFileAtomically, so no
+  /// rank reads a partial id); every other rank polls for the file every
+  /// 10 ms and reads it. False with `error` naming the file when rank 0
+  /// cannot write it, or when the file does not appear (or is not
+  /// sizeof(UniqueId) = 128 bytes) within `timeoutS` seconds.
+  static bool exchangeUniqueId(const std::string &path, int rank, double timeoutS, UniqueId &id,
+                               std::string &error);
+
   /// ncclCommInitRank: joins the `ranks`-rank communicator `id` as `rank`,
   /// on the GPU of the calling thread's current CUDA context. Blocks until
   /// every rank joined. False with `error` (NCCL's message), the object
-  /// unchanged. Call once.
-  bool init(int ranks, int rank, const UniqueId &id, std::string &error);
+  /// unchanged. Call once. With `timeoutS` > 0 the call runs on a helper
+  /// thread (which first calls `threadSetup`: make the CUDA context
+  /// current there) and this rank gives up after `timeoutS` seconds with
+  /// an error saying not every rank joined.
+  bool init(int ranks, int rank, const UniqueId &id, std::string &error, double timeoutS = 0,
+            const std::function<void()> &threadSetup = {});
 
   /// ncclAllReduce (sum) of `count` float32 from device address `send` into
   /// `recv` (equal: in place), enqueued on `stream` (a CUstream). False with
@@ -55,12 +71,33 @@ public:
   bool allReduceSumF32(uint64_t send, uint64_t recv, size_t count, void *stream,
                        std::string &error);
 
+  /// One point-to-point transfer of a group: `bytes` bytes at device
+  /// address `addr`, sent to (send) or received from (!send) rank `peer`.
+  struct Transfer {
+    bool send = true;
+    int peer = 0;
+    uint64_t addr = 0;
+    size_t bytes = 0;
+  };
+
+  /// ncclGroupStart, one ncclSend / ncclRecv (ncclUint8) per transfer in
+  /// order, ncclGroupEnd, enqueued on `stream` (a CUstream). Transfers
+  /// between two ranks match in issue order, so both sides must list their
+  /// sends and receives of a pair in the same order. False with `error`
+  /// (NCCL's message) when NCCL refuses to enqueue them.
+  bool groupSendRecv(const std::vector<Transfer> &transfers, void *stream, std::string &error);
+
   /// ncclCommGetAsyncError: false with `error` when an operation of this
   /// communicator failed asynchronously (or the query itself failed).
   bool checkAsync(std::string &error);
 
   /// ncclCommDestroy; the object can no longer be used. Idempotent.
   void destroy();
+
+  /// ncclCommAbort: ends the communicator without waiting for its
+  /// operations (they fail; kernels stuck waiting for a dead peer return).
+  /// Use on a timeout or a peer's failure instead of destroy(). Idempotent.
+  void abort();
 
   bool valid() const { return comm != nullptr; }
   int ranks() const { return nranks; }
