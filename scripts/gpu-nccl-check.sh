@@ -30,14 +30,19 @@ export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_
 export NCCL_NVLS_ENABLE=0
 results=$bundle/results/nccl-check
 mkdir -p "$results"
-log=$bundle/results/nccl-check.log
+# The log goes straight to $OUT when set, so a run cut short still tells.
+log=${OUT:-$bundle/results}/nccl-check.log
+mkdir -p "$(dirname "$log")"
 : >"$log"
+# Every h20-run gets a hard limit: a hang is a failure, never a stuck check.
+limit=${H20_CHECK_LIMIT_S:-150}
 t_start=$SECONDS
 rows=()
 json=()
 failed=0
 record() { # name status detail
   rows+=("$(printf '%-44s %-5s %s' "$1" "$2" "$3")")
+  printf '%-44s %-5s %s\n' "$1" "$2" "$3" | tee -a "$log"
   local d=${3//\\/\\\\}
   d=${d//\"/\\\"}
   json+=("{\"test\": \"$1\", \"status\": \"$2\", \"detail\": \"$d\"}")
@@ -64,7 +69,7 @@ compare() {
   shift 5
   local base=$results/$name
   if [[ -z $ns ]]; then record "$name" SKIP "fewer than 2 GPUs ($gpus)"; return; fi
-  if ! "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" "$@" \
+  if ! timeout -s KILL $limit "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" "$@" \
       --dump-logits "$base.n1.npy" --report "$base.n1.json" >>"$log" 2>&1; then
     record "$name" FAIL "the 1-GPU run failed (see nccl-check.log)"; return
   fi
@@ -72,7 +77,7 @@ compare() {
   for n in $ns; do
     local o=$base.n$n st cmp bitwise mode ttft eff
     echo "== $name N=$n" >>"$log"
-    "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" "$@" --gpus "$n" \
+    timeout -s KILL $limit "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" "$@" --gpus "$n" \
       --dump-logits "$o.npy" --report "$o.json" >"$o.out" 2>&1
     local rc=$?
     cat "$o.out" >>"$log"
@@ -125,14 +130,16 @@ fi
 fart=$bundle/art/seed-dense-2l.S262144.h20
 if [[ $have_sd == yes && -f $fart ]]; then
   # (a) h20-run's launcher: kill rank 1 after 4 s of a 40-run job.
-  "$bin/h20-run" "$fart" --ids "$sd/ids262144.npy" --weights-dir "$sd" --gpus 2 --warmup 0 \
+  timeout -s KILL 90 "$bin/h20-run" "$fart" --ids "$sd/ids262144.npy" --weights-dir "$sd" --gpus 2 --warmup 0 \
     --repeat 40 >"$results/kill-launcher.out" 2>&1 &
   launcher=$!
   sleep 4
   victim=""
-  for c in $(pgrep -P "$launcher"); do
+  # (timeout's child is the launcher; the ranks are the launcher's children)
+  for c in $(pgrep -P "$(pgrep -P "$launcher" | head -1)") $(pgrep -P "$launcher"); do
     tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx 'RANK=1' && victim=$c
   done
+  echo "launcher $launcher, rank 1 pid ${victim:-not found}" >>"$log"
   t0=$(date +%s.%N)
   [[ -n $victim ]] && kill -9 "$victim"
   wait "$launcher"; rc=$?
@@ -145,7 +152,7 @@ if [[ $have_sd == yes && -f $fart ]]; then
   # (b) torchrun-style: each rank started by hand; rank 0 must notice alone.
   idf=$results/nccl-id.$$; rm -f "$idf"
   for r in 0 1; do
-    env WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r H20_NCCL_ID_FILE="$idf" H20_NCCL_TIMEOUT_S=10 \
+    timeout -s KILL 90 env WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r H20_NCCL_ID_FILE="$idf" H20_NCCL_TIMEOUT_S=10 \
       "$bin/h20-run" "$fart" --ids "$sd/ids262144.npy" --weights-dir "$sd" --warmup 0 --repeat 40 \
       >"$results/kill-rank$r.out" 2>&1 &
     eval "pid$r=$!"
@@ -163,7 +170,7 @@ if [[ $have_sd == yes && -f $fart ]]; then
 
   # (c) the peer never starts.
   t0=$SECONDS
-  env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 H20_NCCL_ID_FILE="$idf" H20_NCCL_TIMEOUT_S=5 \
+  timeout -s KILL 90 env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 H20_NCCL_ID_FILE="$idf" H20_NCCL_TIMEOUT_S=5 \
     "$bin/h20-run" "$fart" --ids "$sd/ids262144.npy" --weights-dir "$sd" --warmup 0 \
     >"$results/alone.out" 2>&1
   rc=$?
@@ -193,7 +200,7 @@ elapsed=$((SECONDS - t_start))
 } >"$bundle/results/nccl-check.txt"
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT/nccl-check"
-  cp "$bundle"/results/nccl-check.{txt,json,log} "$OUT/" 2>/dev/null
+  cp "$bundle"/results/nccl-check.{txt,json} "$OUT/" 2>/dev/null
   cp "$results"/*.json "$OUT/nccl-check/" 2>/dev/null
 fi
 echo

@@ -1584,6 +1584,18 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       return done(false);
     for (size_t l = 0; l < cpLayers; ++l) {
       const CpSegment &seg = cp.segments[l];
+      // NCCL: the previous layer's ring must have finished (watchdog on)
+      // before this layer is enqueued. Without it a ring stuck on a dead
+      // peer would let the host fill the launch queue and block in a
+      // launch for ever; with it at most one layer's attention waits
+      // behind a ring, and the GPU still runs that attention while the
+      // host enqueues the next layer.
+      if (ncclCp && l > 0 &&
+          !waitForNccl(cu, *I.nccl, I.stream, evRing[2 * (l - 1) + 1], I.ncclTimeoutS,
+                       "rank " + std::to_string(me) + ": the ring of layer " +
+                           std::to_string(l - 1),
+                       err))
+        return done(I.fail(GpuStatus::Internal, err));
       // Every rank: its pieces up to the layer's attention (this writes
       // their K/V rows into the rank's own cache).
       for (int r : mine)
