@@ -1712,6 +1712,16 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     if (c > 0 && !report(c - 1))
       return done(false);
   }
+  // NCCL: the last layer's ring must have finished (watchdog on) before
+  // the downloads: a copy to pageable host memory blocks the host until
+  // the stream reaches it, so behind a ring stuck on a dead peer it would
+  // block for ever. (Earlier rings were waited for layer by layer.)
+  if (ncclCp && cpLayers > 0 &&
+      !waitForNccl(cu, *I.nccl, I.stream, evRing[2 * (cpLayers - 1) + 1], I.ncclTimeoutS,
+                   "rank " + std::to_string(me) + ": the ring of layer " +
+                       std::to_string(cpLayers - 1),
+                   err))
+    return done(I.fail(GpuStatus::Internal, err));
   if (!I.check(cu.cuEventRecord(evDl0, I.stream), "cuEventRecord"))
     return done(false);
   for (size_t o = 0; o < m.outputs.size(); ++o) {
@@ -1728,13 +1738,6 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   }
   if (!I.check(cu.cuEventRecord(evDl1, I.stream), "cuEventRecord"))
     return done(false);
-  // NCCL: wait layer by layer, so a dead peer is noticed within the
-  // timeout of the ring it stalls (the timeout restarts at every layer).
-  for (size_t l = 0; ncclCp && l < cpLayers; ++l)
-    if (!waitForNccl(cu, *I.nccl, I.stream, evRing[2 * l + 1], I.ncclTimeoutS,
-                     "rank " + std::to_string(me) + ": the ring of layer " + std::to_string(l),
-                     err))
-      return done(I.fail(GpuStatus::Internal, err));
   if (!I.check(cu.cuStreamSynchronize(I.stream),
                "running the program (an asynchronous failure of some step; H20_GPU_SYNC=1 "
                "names it)"))
