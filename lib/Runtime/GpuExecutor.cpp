@@ -615,9 +615,9 @@ bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
     if (!multi)
       return true;
     std::string ignored;
-    return fail(ncclAvailable(ignored) ? GpuStatus::Internal : GpuStatus::BadInput,
-                "rank " + std::to_string(o.ncclRank) + " of " + std::to_string(o.ncclRanks) +
-                    ": NCCL: " + reason);
+    return fail(ncclAvailable(ignored) ? GpuStatus::PeerFailed : GpuStatus::BadInput,
+                "NCCL (rank " + std::to_string(o.ncclRank) + " of " + std::to_string(o.ncclRanks) +
+                    "): " + reason);
   };
   if (!ncclAvailable(why))
     return unavailable(why);
@@ -1457,7 +1457,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       (!I.nccl->allReduceSumF32(I.ncclScratch, I.ncclScratch, 1, I.stream, err) ||
        !waitForNccl(cu, *I.nccl, I.stream, nullptr, I.ncclTimeoutS,
                     "rank " + std::to_string(me) + ": the start barrier", err)))
-    return done(I.fail(GpuStatus::Internal, err));
+    return done(I.fail(GpuStatus::PeerFailed, err));
   // TTFT starts here: ids on the host.
   auto t0 = std::chrono::steady_clock::now();
   if (!I.check(cu.cuEventRecord(evUp0, I.stream), "cuEventRecord"))
@@ -1595,7 +1595,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                        "rank " + std::to_string(me) + ": the ring of layer " +
                            std::to_string(l - 1),
                        err))
-        return done(I.fail(GpuStatus::Internal, err));
+        return done(I.fail(GpuStatus::PeerFailed, err));
       // Every rank: its pieces up to the layer's attention (this writes
       // their K/V rows into the rank's own cache).
       for (int r : mine)
@@ -1640,7 +1640,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
           group.push_back({false, c.recvFrom, cacheAddress(me, run.buffer) + run.offsetBytes,
                            static_cast<size_t>(run.bytes)});
         if (!I.nccl->groupSendRecv(group, I.stream, err))
-          return done(I.fail(GpuStatus::Internal, "rank " + std::to_string(me) + ", layer " +
+          return done(I.fail(GpuStatus::PeerFailed, "rank " + std::to_string(me) + ", layer " +
                                                       std::to_string(l) + " ring step " +
                                                       std::to_string(c.step) + ": " + err));
       }
@@ -1721,7 +1721,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                    "rank " + std::to_string(me) + ": the ring of layer " +
                        std::to_string(cpLayers - 1),
                    err))
-    return done(I.fail(GpuStatus::Internal, err));
+    return done(I.fail(GpuStatus::PeerFailed, err));
   if (!I.check(cu.cuEventRecord(evDl0, I.stream), "cuEventRecord"))
     return done(false);
   for (size_t o = 0; o < m.outputs.size(); ++o) {

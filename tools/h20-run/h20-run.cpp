@@ -45,9 +45,12 @@ constexpr int kExitInternal = 1, kExitBadInput = 2, kExitResources = 3;
 /// messages of N ranks can be told apart.
 std::string gRankPrefix;
 
-int fail(int code, const std::string &message) {
-  std::fprintf(stderr, "h20-run: error: %s%s%s\n", gRankPrefix.c_str(), message.c_str(),
-               code == kExitInternal ? " (internal error; please report)" : "");
+int fail(int code, const std::string &message, bool bug = true) {
+  // The library's messages may already name the rank.
+  bool named = !gRankPrefix.empty() && message.rfind(gRankPrefix, 0) == 0;
+  std::fprintf(stderr, "h20-run: error: %s%s%s\n", named ? "" : gRankPrefix.c_str(),
+               message.c_str(),
+               code == kExitInternal && bug ? " (internal error; please report)" : "");
   return code;
 }
 
@@ -243,12 +246,17 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 int exitCode(GpuStatus s) {
   switch (s) {
   case GpuStatus::Ok: return 0;
-  case GpuStatus::Internal: return kExitInternal;
+  case GpuStatus::Internal:
+  case GpuStatus::PeerFailed: return kExitInternal;
   case GpuStatus::BadInput:
   case GpuStatus::NoDevice: return kExitBadInput;
   case GpuStatus::Resources: return kExitResources;
   }
   return kExitInternal;
+}
+/// fail() for a GpuStatus: exit code and whether it is h20's bug.
+int fail(GpuStatus s, const std::string &message) {
+  return fail(exitCode(s), message, s != GpuStatus::PeerFailed);
 }
 
 /// Writes the outputs of a generic run (--output NAME=PATH, --outputs-to).
@@ -421,7 +429,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   }
   GpuStatus s = gpu.load(artifact, m, program, lo, error);
   if (s != GpuStatus::Ok)
-    return fail(exitCode(s), error);
+    return fail(s, error);
   const GpuDeviceInfo &dev = gpu.device();
   const GpuLoadStats &ls = gpu.loadStats();
   if (ls.nccl.rfind("unavailable", 0) == 0)
@@ -469,7 +477,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     }
     s = gpu.run(warmInputs, wo, outputs, st, error);
     if (s != GpuStatus::Ok)
-      return fail(exitCode(s), error);
+      return fail(s, error);
     warmupMs.push_back(st.ttftMs);
   }
   // Measured runs: the outputs and per-stage figures are the last run's,
@@ -480,13 +488,13 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     if (s != GpuStatus::Ok && mode == RankMode::Worker) {
       // A rank whose prefill failed (a peer died, NCCL aborted) leaves at
       // once: tearing down a context with aborted NCCL work may block.
-      int code = fail(exitCode(s), error);
+      int code = fail(s, error);
       std::fflush(stdout);
       std::fflush(stderr);
       _exit(code);
     }
     if (s != GpuStatus::Ok)
-      return fail(exitCode(s), error);
+      return fail(s, error);
     runMs.push_back(st.ttftMs);
   }
   std::vector<double> sortedMs = runMs;

@@ -73,6 +73,9 @@ namespace h20::runtime {
 enum class GpuStatus {
   Ok,        ///< exit 0
   Internal,  ///< exit 1: a driver/library failure that a valid artifact should not cause
+  /// exit 1: an N-GPU job's NCCL failed, or a peer rank died or hung (its
+  /// communicator was aborted); not a bug of this rank
+  PeerFailed,
   BadInput,  ///< exit 2: bad artifact, inputs, weight files, or a GPU that cannot run the code
   Resources, ///< exit 3: out of GPU (or pinned host) memory
   NoDevice,  ///< exit 2: no driver, no GPU, or no CUDA support in this build
@@ -99,7 +102,7 @@ struct GpuLoadOptions {
   /// without it and loadStats().nccl says why. Over 1: this process is rank
   /// ncclRank of an N-process job (one GPU each); the unique id comes
   /// through ncclIdFile (NcclComm::exchangeUniqueId) and any NCCL failure
-  /// fails load() (BadInput when NCCL is missing, else Internal).
+  /// fails load() (BadInput when NCCL is missing, else PeerFailed).
   int ncclRanks = 0;
   int ncclRank = 0; ///< this process's rank in [0, ncclRanks)
   std::string ncclIdFile; ///< ncclRanks > 1: where rank 0 leaves the unique id
@@ -151,8 +154,8 @@ struct GpuRunOptions {
   /// with --logits=last); the rank holding position S-1 runs the tail and
   /// is the only one whose `outputs` hold data (GpuRunStats::cpOutputRank).
   /// A ring that does not finish within ncclTimeoutS, or an asynchronous
-  /// NCCL error, aborts the communicator: run() fails (Internal) naming the
-  /// layer. False: a plain single-GPU run on this rank (warm-up).
+  /// NCCL error, aborts the communicator: run() fails (PeerFailed) naming
+  /// the layer. False: a plain single-GPU run on this rank (warm-up).
   bool contextParallel = false;
 };
 
