@@ -6,7 +6,8 @@
 #include "mlir/Transforms/Passes.h"
 
 llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
-                                           llvm::StringRef target, int64_t maxSeq) {
+                                           llvm::StringRef target, int64_t maxSeq,
+                                           int64_t kvElementBytes) {
   if (level == "onnx")
     return llvm::success();
   if (level == "planned") {
@@ -19,6 +20,7 @@ llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRe
     pm.addPass(mlir::createCSEPass());
     FuseKVCachesOptions kv;
     kv.maxSeq = maxSeq;
+    kv.elementBytes = kvElementBytes;
     pm.addNestedPass<mlir::func::FuncOp>(createFuseKVCaches(kv));
     SelectTilesOptions tiles;
     tiles.target = target.str();

@@ -3,6 +3,7 @@
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Transforms/Passes.h"
+#include "h20/Transforms/SparseKVPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -23,6 +24,22 @@ struct FuseKVCachesPass : h20::impl::FuseKVCachesBase<FuseKVCachesPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // DeepSeek-V4.1's sparse attention: plan its window rings, compressed
+    // and indexer-key slots in one allocation (SparseKVPlan.h).
+    bool sparse = false;
+    func.walk([&](attn::SparseAttentionOp) { sparse = true; });
+    if (sparse && maxSeq > 0) {
+      SparseKVPlan plan;
+      std::string error;
+      Operation *culprit = nullptr;
+      if (!planSparseKV(func, maxSeq, elementBytes, align, plan, error, &culprit)) {
+        culprit->emitError("h20-fuse-kv-caches: ") << error;
+        return signalPassFailure();
+      }
+    } else if (sparse) {
+      func.emitRemark("h20-fuse-kv-caches: sparse attention is planned for a capacity: give "
+                      "max-seq");
+    }
     SmallVector<attn::AttentionOp> layers;
     func.walk([&](attn::AttentionOp op) { layers.push_back(op); });
     if (layers.empty())

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Analysis/TargetDescription.h"
+#include "h20/Dialect/KV/IR/KVLayout.h"
 #include "h20/Import/Onnx/OnnxImporter.h"
 #include "h20/InitAll.h"
 #include "h20/Pipelines/Pipelines.h"
@@ -17,6 +18,7 @@
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Target/CpuTarget.h"
 #include "h20/Target/GpuTarget.h"
+#include "h20/Transforms/SparseKVPlan.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -25,6 +27,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -64,6 +67,11 @@ static llvm::cl::opt<std::string> computeType(
     llvm::cl::desc("GPU targets: storage type of weights, activations and KV cache: bf16 "
                    "(default), f16 or f32; accumulation is float32 either way"),
     llvm::cl::init("bf16"));
+static llvm::cl::opt<bool> printKVPlan(
+    "print-kv-plan",
+    llvm::cl::desc("--emit=planned: print the KV-cache plan (slots, byte offsets, bytes per "
+                   "token) for --max-seq tokens to stdout"),
+    llvm::cl::init(false));
 static llvm::cl::opt<int64_t> maxPositions(
     "max-positions",
     llvm::cl::desc("Longest prompt the artifact accepts (h20-run refuses longer ones); "
@@ -71,6 +79,27 @@ static llvm::cl::opt<int64_t> maxPositions(
     llvm::cl::init(0));
 
 namespace {
+
+/// Prints every KV-cache plan of `module`: the dense cache (kv.alloc) and
+/// the sparse-attention plan (kv.sparse_plan).
+void printKVPlans(ModuleOp module) {
+  module.walk([](func::FuncOp f) {
+    f.walk([](h20::kv::AllocOp alloc) {
+      h20::kv::CacheType type = alloc.getCache().getType();
+      auto plan = h20::kv::planLayout(type);
+      llvm::outs() << "kv plan (dense): " << type;
+      if (plan)
+        llvm::outs() << ", " << plan->totalBytes << " bytes ("
+                     << llvm::format("%.2f", plan->totalBytes / double(int64_t(1) << 30))
+                     << " GiB), " << plan->strides[3] << " bytes per token per layer and kind\n";
+      else
+        llvm::outs() << ": capacity is the prompt length (give --max-seq to size it)\n";
+    });
+    h20::SparseKVPlan sparse;
+    if (h20::readSparseKVPlan(f, sparse))
+      llvm::outs() << h20::formatSparseKVPlan(sparse);
+  });
+}
 
 bool isOnnxFile(llvm::StringRef name) {
   return name.ends_with_insensitive(".onnx") || name.ends_with_insensitive(".onnxtext");
@@ -154,11 +183,20 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
                                   : std::min<int64_t>(2048, promptCap);
   int64_t capacity = (gpuMaxPositions + chunk - 1) / chunk * chunk;
   PassManager pm(&ctx);
-  if (failed(h20::buildEmitPipeline(pm, level, targetName, gpuArtifact ? capacity : maxSeq.getValue())))
+  // The sparse KV plan is sized in the GPU targets' storage type.
+  int64_t kvElementBytes =
+      targetName.empty() || targetName == "cpu" ? 0 : computeType == "f32" ? 4 : 2;
+  if (failed(h20::buildEmitPipeline(pm, level, targetName,
+                                    gpuArtifact ? capacity : maxSeq.getValue(), kvElementBytes)))
     return fail("unknown --emit level '" + level + "' (expected onnx, attn or planned)");
   if (failed(pm.run(*module)))
     return kExitBadInput;
 
+  if (printKVPlan) {
+    if (level != "planned")
+      return fail("--print-kv-plan needs --emit=planned (or a GPU --target)");
+    printKVPlans(*module);
+  }
   std::string error;
   if (gpuArtifact) {
     h20::GpuTargetOptions options;

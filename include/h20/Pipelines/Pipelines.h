@@ -13,11 +13,13 @@ namespace h20 {
 ///   planned — attn, then h20-lower-rope, h20-fuse-kv-caches and
 ///             h20-select-tiles for `target` (h20, h100, h200, h800, a100,
 ///             l20, cpu), with `maxSeq` as the cache capacity and the RoPE
-///             table length (0: prompt-sized cache, 1M-position tables).
+///             table length (0: prompt-sized cache, 1M-position tables);
+///             `kvElementBytes` sizes the sparse-attention KV plan's
+///             elements (0: the IR's element type).
 /// Fails for an unknown level.
 llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
                                       llvm::StringRef target = "h200",
-                                      int64_t maxSeq = 0);
+                                      int64_t maxSeq = 0, int64_t kvElementBytes = 0);
 
 } // namespace h20
 

@@ -149,13 +149,24 @@ def FuseKVCaches : Pass<"h20-fuse-kv-caches", "mlir::func::FuncOp"> {
     integer attribute (the first of them writes; the others view its K/V). The capacity is `max-seq` tokens, or the prompt
     length when 0. K/V of every layer must agree on heads, head_dim and dtype
     (else the pass reports the layer and changes nothing).
+
+    DeepSeek-V4.1's attn.sparse_attention / attn.indexer_* (with max-seq > 0):
+    plans one allocation of per-layer sliding-window rings, one compressed
+    latent slot per distinct compressed value (the layers sharing it view
+    it) and one indexer-key slot per distinct keys value, at `align`-byte
+    offsets (SparseKVPlan.h). The plan is recorded as the function's
+    `kv.sparse_plan` and each op names the slots it reads
+    (`kv.window_section`, `kv.compressed_section`, `kv.keys_section`);
+    `h20-opt --print-kv-plan` prints it.
   }];
   let options = [
     Option<"maxSeq", "max-seq", "int64_t", "0",
            "Cache capacity in tokens (0: the prompt length)">,
     Option<"align", "align", "int64_t", "128",
            "Byte alignment of every cache row (>= 128 for TMA / 16-byte loads)">,
-    Option<"page", "page", "int64_t", "0", "Page size in tokens (0: not paged)">
+    Option<"page", "page", "int64_t", "0", "Page size in tokens (0: not paged)">,
+    Option<"elementBytes", "element-bytes", "int64_t", "0",
+           "Sparse plan: bytes per cached element (0: the IR's element type)">
   ];
   let dependentDialects = ["h20::kv::KVDialect", "mlir::tensor::TensorDialect",
                            "mlir::arith::ArithDialect"];
