@@ -567,34 +567,36 @@ bool GpuExecutor::Impl::uploadConsts(const Artifact &artifact) {
 
 /// Waits until `event` (else all of `stream`'s work) completed, polling
 /// every 0.2 ms, and checks `comm` for asynchronous errors meanwhile.
-/// False with `error` when the GPU work failed, NCCL reported an error, or
-/// `timeoutS` seconds passed: then the communicator is aborted (a peer that
-/// died never leaves this rank waiting in an NCCL kernel).
-static bool waitForNccl(const CudaApi &cu, NcclComm &comm, CUstream stream, CUevent event,
-                 double timeoutS, const std::string &what, std::string &error) {
+/// Ok when done. PeerFailed with `error` when NCCL reported an error or,
+/// with `timeoutS` > 0, that many seconds passed (a peer died or hangs);
+/// Internal when the GPU work itself failed. On any failure the
+/// communicator is aborted (a peer that died never leaves this rank
+/// waiting in an NCCL kernel).
+static GpuStatus waitForNccl(const CudaApi &cu, NcclComm &comm, CUstream stream, CUevent event,
+                             double timeoutS, const std::string &what, std::string &error) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
     CUresult r = event ? cu.cuEventQuery(event) : cu.cuStreamQuery(stream);
-    if (r == CUDA_SUCCESS)
-      return comm.checkAsync(error) || (comm.abort(), false);
-    if (r != CUDA_ERROR_NOT_READY) {
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) {
       error = what + ": " + cudaErrorText(cu, r);
       comm.abort();
-      return false;
+      return GpuStatus::Internal;
     }
-    if (i % 64 == 0) {
+    if (r == CUDA_SUCCESS || i % 64 == 0) {
       std::string asyncError;
       if (!comm.checkAsync(asyncError)) {
         error = what + ": " + asyncError;
         comm.abort();
-        return false;
+        return GpuStatus::PeerFailed;
       }
+      if (r == CUDA_SUCCESS)
+        return GpuStatus::Ok;
       double waited = msSince(t0) / 1000.0;
-      if (waited > timeoutS) {
+      if (timeoutS > 0 && waited > timeoutS) {
         error = what + " did not finish within " + std::to_string(int(timeoutS)) +
                 " s (a peer rank died or hangs?); the NCCL communicator was aborted";
         comm.abort();
-        return false;
+        return GpuStatus::PeerFailed;
       }
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -609,22 +611,27 @@ bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
   auto t0 = std::chrono::steady_clock::now();
   std::string why;
   const bool multi = o.ncclRanks > 1;
+  // With N > 1 ranks the status says whose fault a failure is.
+  GpuStatus status = GpuStatus::PeerFailed;
   auto unavailable = [&](const std::string &reason) {
     loadStats.nccl = "unavailable: " + reason;
     loadStats.ncclInitMs = msSince(t0);
     if (!multi)
       return true;
-    std::string ignored;
-    return fail(ncclAvailable(ignored) ? GpuStatus::PeerFailed : GpuStatus::BadInput,
-                "NCCL (rank " + std::to_string(o.ncclRank) + " of " + std::to_string(o.ncclRanks) +
-                    "): " + reason);
+    return fail(status, "NCCL: " + reason);
   };
-  if (!ncclAvailable(why))
+  if (!ncclAvailable(why)) {
+    status = GpuStatus::BadInput;
     return unavailable(why);
+  }
   NcclComm::UniqueId id;
   auto comm = std::make_unique<NcclComm>();
-  bool gotId = multi ? NcclComm::exchangeUniqueId(o.ncclIdFile, o.ncclRank, o.ncclTimeoutS, id, why)
+  bool idTimedOut = false;
+  bool gotId = multi ? NcclComm::exchangeUniqueId(o.ncclIdFile, o.ncclRank, o.ncclTimeoutS, id,
+                                                  why, &idTimedOut)
                      : NcclComm::newUniqueId(id, why);
+  if (!gotId && multi && !idTimedOut)
+    status = GpuStatus::BadInput; // the id file cannot be written or read
   CUcontext context = ctx;
   const CudaApi *api = cu;
   if (!gotId || !comm->init(o.ncclRanks, o.ncclRank, id, why, multi ? o.ncclTimeoutS : 0,
@@ -638,16 +645,27 @@ bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
     host[i] = static_cast<float>(i + 1 + o.ncclRank);
   CUdeviceptr buf = 0;
   CUresult r = cu->cuMemAlloc(&buf, count * sizeof(float));
-  if (r != CUDA_SUCCESS)
+  if (r != CUDA_SUCCESS) {
+    comm->abort();
+    status = GpuStatus::Resources;
     return unavailable("allocating the all-reduce check buffer: " + cudaErrorText(*cu, r));
+  }
   bool ok = (r = cu->cuMemcpyHtoD(buf, host.data(), count * sizeof(float))) == CUDA_SUCCESS;
-  if (!ok)
+  if (!ok) {
     why = "cuMemcpyHtoD: " + cudaErrorText(*cu, r);
+    status = GpuStatus::Internal;
+  }
   ok = ok && comm->allReduceSumF32(buf, buf, count, stream, why);
-  ok = ok && waitForNccl(*cu, *comm, stream, nullptr, o.ncclTimeoutS,
-                         "the all-reduce self-check", why);
+  if (ok) {
+    GpuStatus w = waitForNccl(*cu, *comm, stream, nullptr, o.ncclTimeoutS,
+                              "the all-reduce self-check", why);
+    ok = w == GpuStatus::Ok;
+    if (!ok)
+      status = w;
+  }
   if (ok && (r = cu->cuMemcpyDtoH(back.data(), buf, count * sizeof(float))) != CUDA_SUCCESS) {
     why = "cuMemcpyDtoH: " + cudaErrorText(*cu, r);
+    status = GpuStatus::Internal;
     ok = false;
   }
   for (size_t i = 0; ok && i < count; ++i) {
@@ -656,7 +674,22 @@ bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
     if (back[i] != expect) {
       why = "the all-reduce self-check gave " + std::to_string(back[i]) + " at element " +
             std::to_string(i) + ", expected " + std::to_string(expect);
+      status = GpuStatus::Internal;
       ok = false;
+    }
+  }
+  // N > 1: one tiny send/receive with the ring neighbours, so NCCL sets up
+  // the point-to-point connections the ring uses now, under the watchdog,
+  // instead of inside the first prefill's ncclGroupEnd.
+  if (ok && multi) {
+    int next = (o.ncclRank + 1) % o.ncclRanks, prev = (o.ncclRank + o.ncclRanks - 1) % o.ncclRanks;
+    ok = comm->groupSendRecv({{true, next, buf, 4}, {false, prev, buf + 4, 4}}, stream, why);
+    if (ok) {
+      GpuStatus w = waitForNccl(*cu, *comm, stream, nullptr, o.ncclTimeoutS,
+                                "connecting to the ring neighbours", why);
+      ok = w == GpuStatus::Ok;
+      if (!ok)
+        status = w;
     }
   }
   if (!ok) {
@@ -664,6 +697,10 @@ bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
     comm->abort();
     return unavailable(why);
   }
+  // Every rank has joined: the id file is no longer needed, and a later
+  // job must not read this job's id from it.
+  if (multi && o.ncclRank == 0)
+    std::remove(o.ncclIdFile.c_str());
   ncclScratch = buf;
   nccl = std::move(comm);
   ncclTimeoutS = o.ncclTimeoutS;
@@ -1453,11 +1490,40 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
 
   // NCCL ranks start together: a small all-reduce as a barrier, so one
   // rank's TTFT does not include waiting for a slower peer's start.
-  if (ncclCp &&
-      (!I.nccl->allReduceSumF32(I.ncclScratch, I.ncclScratch, 1, I.stream, err) ||
-       !waitForNccl(cu, *I.nccl, I.stream, nullptr, I.ncclTimeoutS,
-                    "rank " + std::to_string(me) + ": the start barrier", err)))
-    return done(I.fail(GpuStatus::PeerFailed, err));
+  // (Its timeout is longer: peers may still be loading their weights.)
+  if (ncclCp) {
+    if (!I.nccl->allReduceSumF32(I.ncclScratch, I.ncclScratch, 1, I.stream, err)) {
+      I.nccl->abort();
+      return done(I.fail(GpuStatus::PeerFailed, err));
+    }
+    GpuStatus w = waitForNccl(cu, *I.nccl, I.stream, nullptr, 20 * I.ncclTimeoutS,
+                              "rank " + std::to_string(me) + ": the start barrier", err);
+    if (w != GpuStatus::Ok)
+      return done(I.fail(w, err));
+  }
+  // From here on, a failure of this NCCL rank aborts its communicator, so
+  // the destructors' stream synchronisation never waits on queued NCCL
+  // work that a peer will not complete.
+  struct AbortOnFailure {
+    NcclComm *comm = nullptr;
+    bool ok = false;
+    ~AbortOnFailure() {
+      if (comm && !ok)
+        comm->abort();
+    }
+  } abortOnFailure{ncclCp ? I.nccl.get() : nullptr, false};
+  // NCCL: wait for the ring of layer l: first, without a time limit, for
+  // this rank's own work before it (attention of layer l - 1, the layer's
+  // projections), then, under the timeout, for the ring itself.
+  auto waitRing = [&](size_t l) {
+    GpuStatus w = waitForNccl(cu, *I.nccl, I.stream, evRing[2 * l], 0,
+                              "rank " + std::to_string(me) + ": layer " + std::to_string(l), err);
+    if (w == GpuStatus::Ok)
+      w = waitForNccl(cu, *I.nccl, I.stream, evRing[2 * l + 1], I.ncclTimeoutS,
+                      "rank " + std::to_string(me) + ": the ring of layer " + std::to_string(l),
+                      err);
+    return w == GpuStatus::Ok ? true : I.fail(w, err);
+  };
   // TTFT starts here: ids on the host.
   auto t0 = std::chrono::steady_clock::now();
   if (!I.check(cu.cuEventRecord(evUp0, I.stream), "cuEventRecord"))
@@ -1590,12 +1656,8 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       // launch for ever; with it at most one layer's attention waits
       // behind a ring, and the GPU still runs that attention while the
       // host enqueues the next layer.
-      if (ncclCp && l > 0 &&
-          !waitForNccl(cu, *I.nccl, I.stream, evRing[2 * (l - 1) + 1], I.ncclTimeoutS,
-                       "rank " + std::to_string(me) + ": the ring of layer " +
-                           std::to_string(l - 1),
-                       err))
-        return done(I.fail(GpuStatus::PeerFailed, err));
+      if (ncclCp && l > 0 && !waitRing(l - 1))
+        return done(false);
       // Every rank: its pieces up to the layer's attention (this writes
       // their K/V rows into the rank's own cache).
       for (int r : mine)
@@ -1716,12 +1778,8 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   // the downloads: a copy to pageable host memory blocks the host until
   // the stream reaches it, so behind a ring stuck on a dead peer it would
   // block for ever. (Earlier rings were waited for layer by layer.)
-  if (ncclCp && cpLayers > 0 &&
-      !waitForNccl(cu, *I.nccl, I.stream, evRing[2 * (cpLayers - 1) + 1], I.ncclTimeoutS,
-                   "rank " + std::to_string(me) + ": the ring of layer " +
-                       std::to_string(cpLayers - 1),
-                   err))
-    return done(I.fail(GpuStatus::PeerFailed, err));
+  if (ncclCp && cpLayers > 0 && !waitRing(cpLayers - 1))
+    return done(false);
   if (!I.check(cu.cuEventRecord(evDl0, I.stream), "cuEventRecord"))
     return done(false);
   for (size_t o = 0; o < m.outputs.size(); ++o) {
@@ -1771,6 +1829,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   }
   stats.peakGpuMemoryBytes = I.peakBytes;
   stats.deviceMemoryUsedBytes = I.peakDeviceUsed;
+  abortOnFailure.ok = true;
   return GpuStatus::Ok;
 }
 

@@ -198,7 +198,9 @@ bool NcclComm::newUniqueId(UniqueId &id, std::string &error) {
 }
 
 bool NcclComm::exchangeUniqueId(const std::string &path, int rank, double timeoutS, UniqueId &id,
-                                std::string &error) {
+                                std::string &error, bool *timedOut) {
+  if (timedOut)
+    *timedOut = false;
   if (path.empty()) {
     error = "no file to share the NCCL unique id through (H20_NCCL_ID_FILE)";
     return false;
@@ -232,6 +234,8 @@ bool NcclComm::exchangeUniqueId(const std::string &path, int rank, double timeou
     double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (waited >= timeoutS) {
+      if (timedOut)
+        *timedOut = true;
       error = "rank " + std::to_string(rank) + " waited " + std::to_string(int(waited)) +
               " s for rank 0's NCCL unique id in '" + path + "' (did rank 0 start?)";
       return false;

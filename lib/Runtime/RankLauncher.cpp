@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <csignal>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,11 +84,17 @@ void stopAll(std::vector<Child> &children, double graceS) {
   }
 }
 
-/// Removes the launcher's temporary directory and the files in it.
-void removeDir(const std::string &dir, int ranks) {
-  unlink((dir + "/nccl-id").c_str());
-  for (int r = 0; r < ranks; ++r)
-    unlink((dir + "/rank-" + std::to_string(r) + ".json").c_str());
+/// Removes the launcher's temporary directory and every file in it (the
+/// ranks' logs, the id file, temporaries a killed rank left).
+void removeDir(const std::string &dir) {
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        unlink((dir + "/" + name).c_str());
+    }
+    closedir(d);
+  }
   rmdir(dir.c_str());
 }
 
@@ -171,6 +179,28 @@ int launchRanks(int ranks, const std::string &exeName, char **argv, double grace
       sigaction(stopSignals[i], &old[i], nullptr);
   };
 
+  // Each rank's environment, made before fork: the child only calls
+  // async-signal-safe functions until execve (this process may already
+  // have threads, e.g. the CUDA driver's).
+  std::vector<std::vector<std::string>> envs(ranks);
+  std::vector<std::vector<char *>> envps(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    std::string rs = std::to_string(r), ws = std::to_string(ranks);
+    const std::vector<std::pair<std::string, std::string>> set = {
+        {"RANK", rs}, {"LOCAL_RANK", rs}, {"WORLD_SIZE", ws}, {"LOCAL_WORLD_SIZE", ws},
+        {"H20_NCCL_ID_FILE", dir + "/nccl-id"}, {kRankLogDirEnv, dir}};
+    for (char **e = environ; *e; ++e) {
+      std::string kv = *e;
+      std::string key = kv.substr(0, kv.find('='));
+      if (std::none_of(set.begin(), set.end(), [&](const auto &p) { return p.first == key; }))
+        envs[r].push_back(kv);
+    }
+    for (const auto &[k, v] : set)
+      envs[r].push_back(k + "=" + v);
+    for (std::string &e : envs[r])
+      envps[r].push_back(e.data());
+    envps[r].push_back(nullptr);
+  }
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t launcher = getpid();
@@ -180,7 +210,7 @@ int launchRanks(int ranks, const std::string &exeName, char **argv, double grace
     if (pid < 0) {
       std::string why = std::strerror(errno);
       stopAll(children, graceS);
-      removeDir(dir, ranks);
+      removeDir(dir);
       restoreSignals();
       return fail("cannot start rank " + std::to_string(r) + ": fork: " + why);
     }
@@ -192,16 +222,10 @@ int launchRanks(int ranks, const std::string &exeName, char **argv, double grace
       setpgid(0, 0);
       for (int i = 0; i < 3; ++i)
         sigaction(stopSignals[i], &old[i], nullptr);
-      std::string rs = std::to_string(r), ws = std::to_string(ranks);
-      setenv("RANK", rs.c_str(), 1);
-      setenv("LOCAL_RANK", rs.c_str(), 1);
-      setenv("WORLD_SIZE", ws.c_str(), 1);
-      setenv("LOCAL_WORLD_SIZE", ws.c_str(), 1);
-      setenv("H20_NCCL_ID_FILE", (dir + "/nccl-id").c_str(), 1);
-      setenv(kRankLogDirEnv, dir.c_str(), 1);
-      execv(exe, argv);
-      std::fprintf(stderr, "h20-run: error: rank %d: cannot run '%s': %s\n", r, exe,
-                   std::strerror(errno));
+      execve(exe, argv, envps[r].data());
+      const char msg[] = "h20-run: error: a rank could not be started (execve failed)\n";
+      ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+      (void)ignored;
       _exit(127);
     }
     setpgid(pid, pid); // also here: no race with the first kill
@@ -264,7 +288,7 @@ int launchRanks(int ranks, const std::string &exeName, char **argv, double grace
     else
       std::printf("context parallel (NCCL): %s\n", summary.c_str());
   }
-  removeDir(dir, ranks);
+  removeDir(dir);
   return code;
 }
 

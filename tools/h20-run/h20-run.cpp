@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,10 +45,15 @@ constexpr int kExitInternal = 1, kExitBadInput = 2, kExitResources = 3;
 /// "rank R: " in a process of a multi-GPU job (WORLD_SIZE > 1), so the
 /// messages of N ranks can be told apart.
 std::string gRankPrefix;
+int gLastFailure = 1; ///< the exit code fail() last returned
 
 int fail(int code, const std::string &message, bool bug = true) {
-  // The library's messages may already name the rank.
-  bool named = !gRankPrefix.empty() && message.rfind(gRankPrefix, 0) == 0;
+  gLastFailure = code;
+  // The library's messages may already name the rank ("rank R: ...",
+  // "rank R, layer ...").
+  std::string own = gRankPrefix.substr(0, gRankPrefix.size() > 2 ? gRankPrefix.size() - 2 : 0);
+  bool named = !own.empty() && message.rfind(own, 0) == 0 &&
+               (message.size() == own.size() || !std::isdigit(static_cast<unsigned char>(message[own.size()])));
   std::fprintf(stderr, "h20-run: error: %s%s%s\n", named ? "" : gRankPrefix.c_str(),
                message.c_str(),
                code == kExitInternal && bug ? " (internal error; please report)" : "");
@@ -78,8 +84,8 @@ const char *kUsage =
     "        the NCCL id there). Needs --logits=last artifacts; the rank holding\n"
     "        the last position writes the logits and the report. A rank that\n"
     "        fails or dies stops the job: the others abort after\n"
-    "        H20_NCCL_TIMEOUT_S seconds without progress (default 30), and\n"
-    "        h20-run's own launcher stops them at once\n"
+    "        H20_NCCL_TIMEOUT_S seconds (default 30) waiting on one layer's\n"
+    "        K/V ring, and h20-run's own launcher stops them at once\n"
     "  --virtual-ranks: with --gpus N (N = 2, 4, 8, ...: a power of two), simulate\n"
     "        N-GPU context parallelism on one GPU. The S prompt tokens are cut into\n"
     "        2N equal chunks of L = S/2N tokens; rank r holds chunks r and 2N-1-r\n"
@@ -98,7 +104,9 @@ const char *kUsage =
     "        replaying each chunk as a CUDA graph (same results, more launch gaps)\n"
     "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
     "        (default: where they were at compile time)\n"
-    "  exit codes: 0 ok, 1 internal error, 2 bad input, 3 out of memory\n";
+    "  exit codes: 0 ok, 1 internal error (or another rank of an N-GPU job failed),\n"
+    "        2 bad input, 3 out of memory; the N-GPU launcher: a failed rank's code,\n"
+    "        128 + signal when it was stopped by a signal\n";
 
 struct Options {
   std::string artifact, ids, device, dumpLogits, report, inputsFrom, outputsTo, weightsDir;
@@ -348,6 +356,13 @@ bool gpuRanks(const Options &opt, GpuLoadOptions &lo, RankMode &mode, std::strin
     lo.device = static_cast<int>(local);
     return true;
   }
+  if (worldSet && world > 1 && !rankSet) {
+    error = "WORLD_SIZE=" + std::to_string(world) + " without RANK: each process of a " +
+            "multi-GPU job needs its RANK (and LOCAL_RANK, its GPU; default RANK)";
+    return false;
+  }
+  if (!localSet)
+    local = rank; // one host: rank r on GPU r
   int64_t n = opt.gpus ? opt.gpus : worldSet ? world : 1;
   if (n < 1) {
     error = "WORLD_SIZE=0: no GPU to run on";
@@ -366,6 +381,11 @@ bool gpuRanks(const Options &opt, GpuLoadOptions &lo, RankMode &mode, std::strin
   lo.ncclRank = static_cast<int>(rank);
   lo.device = static_cast<int>(local);
   lo.ncclTimeoutS = static_cast<double>(timeout);
+  if (n > 1 && (!opt.inputs.empty() || !opt.inputsFrom.empty())) {
+    error = "an N-GPU prefill (N = " + std::to_string(n) + ") runs token ids: give --ids, not "
+            "--input / --inputs-from";
+    return false;
+  }
   if (n > 1 && (n & (n - 1)) != 0) {
     error = "--gpus " + std::to_string(n) + ": context parallelism needs a power of two (the "
             "prompt is cut into 2N equal chunks)";
@@ -417,6 +437,19 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
       return fail(kExitBadInput, "'" + opt.artifact + "' returns the logits of every position; "
                                  "an N-GPU prefill needs an artifact compiled with --logits=last");
   }
+  // A rank of an N-GPU job that fails after joining NCCL leaves with
+  // _exit: the executor's destructor would call ncclCommDestroy, which
+  // waits for peers that have given up (or died).
+  struct WorkerExit {
+    bool worker = false, ok = false;
+    ~WorkerExit() {
+      if (worker && !ok) {
+        std::fflush(stdout);
+        std::fflush(stderr);
+        _exit(gLastFailure);
+      }
+    }
+  };
   if (mode == RankMode::Launch) {
     // One clear message here rather than one per rank.
     int visible = GpuExecutor::deviceCount(error);
@@ -427,6 +460,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                                      std::to_string(visible) + " GPU(s) visible");
     return launchRanks(lo.ncclRanks, "/proc/self/exe", opt.argv);
   }
+  WorkerExit workerExit{mode == RankMode::Worker, false};
   GpuStatus s = gpu.load(artifact, m, program, lo, error);
   if (s != GpuStatus::Ok)
     return fail(s, error);
@@ -485,14 +519,6 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   std::vector<double> runMs;
   for (int64_t r = 0; r < opt.repeat; ++r) {
     s = gpu.run(inputs, ro, outputs, st, error);
-    if (s != GpuStatus::Ok && mode == RankMode::Worker) {
-      // A rank whose prefill failed (a peer died, NCCL aborted) leaves at
-      // once: tearing down a context with aborted NCCL work may block.
-      int code = fail(s, error);
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(code);
-    }
     if (s != GpuStatus::Ok)
       return fail(s, error);
     runMs.push_back(st.ttftMs);
@@ -512,14 +538,17 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                        {"collectives", collectivesJson(st.cpRankLog.at(me))}};
     if (!writeRankLog(me, log.dump(1) + "\n", error))
       return fail(kExitBadInput, error);
-    if (st.cpOutputRank != me)
+    if (st.cpOutputRank != me) {
+      workerExit.ok = true;
       return 0; // the logits, outputs and report are the output rank's
+    }
   }
   if (!writeOutputs(opt, outputs, error))
     return fail(kExitBadInput, error);
   if (generic) {
     std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s (GPU %d)\n", inputs.size(),
                 outputs.size(), st.ttftMs, dev.name.c_str(), dev.ordinal);
+    workerExit.ok = true;
     return 0;
   }
 
@@ -660,6 +689,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
               static_cast<long long>(S), st.ttftMs, tokensPerS, dev.name.c_str(), dev.ordinal,
               ls.code.c_str(), static_cast<double>(ls.weightBytes) / (1ull << 30),
               ls.loadWeightsMs, totalMs);
+  workerExit.ok = true;
   return 0;
 }
 
@@ -676,6 +706,10 @@ int main(int argc, char **argv) {
   std::string error;
   if (!parseArgs(argc, argv, opt, error))
     return fail(kExitBadInput, error + "\n" + kUsage);
+  if (const char *w = std::getenv("WORLD_SIZE");
+      w && std::atoi(w) > 1 && (!opt.inputs.empty() || !opt.inputsFrom.empty()))
+    return fail(kExitBadInput, "an N-GPU prefill (WORLD_SIZE=" + std::string(w) +
+                                   ") runs token ids: give --ids, not --input / --inputs-from");
 
   Artifact artifact;
   if (!readArtifact(opt.artifact, artifact, error))
@@ -732,6 +766,10 @@ int main(int argc, char **argv) {
   if (device == "cpu" && opt.gpus)
     return fail(kExitBadInput, "--gpus applies to GPU artifacts; '" + opt.artifact +
                                    "' runs on the CPU");
+  if (const char *w = std::getenv("WORLD_SIZE"); device == "cpu" && w && std::atoi(w) > 1)
+    return fail(kExitBadInput, "WORLD_SIZE=" + std::string(w) + ": '" + opt.artifact +
+                                   "' runs on the CPU, in one process; do not start it as a "
+                                   "multi-GPU job");
   if (device == "gpu" && m.target == "cpu")
     return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
                                    "', which runs on the CPU: use --device cpu");

@@ -50,10 +50,13 @@ public:
   /// makes the id and writes it atomically (writeFileAtomically, so no
   /// rank reads a partial id); every other rank polls for the file every
   /// 10 ms and reads it. False with `error` naming the file when rank 0
-  /// cannot write it, or when the file does not appear (or is not
-  /// sizeof(UniqueId) = 128 bytes) within `timeoutS` seconds.
+  /// cannot write it, when the file has another size than an id's 128
+  /// bytes (at once), or when it does not appear within `timeoutS` seconds
+  /// (then `*timedOut` is set). Rank 0 should remove the file once every
+  /// rank has joined (GpuExecutor::load does), so a later job cannot read
+  /// a stale id from it.
   static bool exchangeUniqueId(const std::string &path, int rank, double timeoutS, UniqueId &id,
-                               std::string &error);
+                               std::string &error, bool *timedOut = nullptr);
 
   /// ncclCommInitRank: joins the `ranks`-rank communicator `id` as `rank`,
   /// on the GPU of the calling thread's current CUDA context. Blocks until

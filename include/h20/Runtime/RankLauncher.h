@@ -33,9 +33,11 @@ inline constexpr const char *kRankLogDirEnv = "H20_RANK_LOG_DIR";
 /// itself) with `argv` (argv[0] included, null-terminated) and the
 /// environment above; waits for them. Returns
 /// the exit code for the launcher: 0 when every rank exited 0 and their
-/// collective logs match; the failing rank's exit code (or 1 for a signal,
-/// a launch failure or differing logs) otherwise, with the reason on
-/// stderr. `graceS`: seconds between SIGTERM and SIGKILL when stopping.
+/// collective logs match; otherwise, with the reason on stderr, the first
+/// failing rank's exit code (127: it could not be started), 1 for a rank
+/// killed by a signal, a fork failure or differing logs, 128 + signal
+/// when the launcher itself was stopped by SIGINT/SIGTERM/SIGHUP.
+/// `graceS`: seconds between SIGTERM and SIGKILL when stopping.
 int launchRanks(int ranks, const std::string &exe, char **argv, double graceS = 10);
 
 /// A rank's log, written by the rank (RANK) into kRankLogDirEnv when that
