@@ -130,7 +130,7 @@ std::string AttentionVariant::kernelName() const {
 
 int64_t AttentionVariant::smemBytes() const {
   int64_t d = headDim, dv = headDimV, bm = blockM, bn = blockN;
-  if (kind == 1) // WgLayout: Q [BM][D], 2 x K [BN][D], 2 x V [BN][DV], 8 mbarriers, alignment
+  if (kind == 1) // WgLayout: Q [BM][D], 2 x K [BN][D], 2 x V [BN][DV], 6 mbarriers, alignment
     return 2 * (bm * d + 2 * bn * d + 2 * bn * dv) + 64 + 1024;
   if (dtype == 0) // FmaLayout: Q [BM][D], K [BN][D+1], V [BN][DV], P [BM][BN]
     return 4 * (bm * d + bn * (d + 1) + bn * dv + bm * bn);

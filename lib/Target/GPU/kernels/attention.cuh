@@ -798,13 +798,10 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
 //     Per stage s, per tile: cp.async.wait_group, fence.proxy.async (the
 //     tensor cores read through the async proxy what cp.async and st.shared
 //     wrote through the generic one), then an arrival on fullK[s] / fullV[s]
-//     (128 producer arrivals each). The producer waits on emptyK[s] /
-//     emptyV[s] (256 consumer arrivals each) before refilling a stage's K /
-//     V half.
+//     (128 producer arrivals each). The producer waits on empty[s] (256
+//     consumer arrivals) before refilling a stage.
 //   * Warpgroups 1 and 2, the consumers (setmaxnreg 232), each own 64 query
-//     rows (BLOCK_M = 128), software-pipelined: S of tile j and P V of tile
-//     j - 1 are issued together, the softmax of S_j overlaps that P V.
-//     Per tile: S = Q K^T by wgmma m64nBNk16 with Q and
+//     rows (BLOCK_M = 128). Per tile: S = Q K^T by wgmma m64nBNk16 with Q and
 //     K from shared memory (K-major, 128-byte swizzle); the online softmax in
 //     registers (base 2, the log2(e)-prescaled scale folded into one FMA per
 //     element); P rounded to f16/bf16 in registers, which is the register A
@@ -821,8 +818,7 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
 // dynamic base rounded up to 1024 bytes (the 128-byte swizzle repeats every
 // 8 rows of 128 bytes, and wgmma computes it from address bits 4-9):
 //   Q [2 warpgroups][64 rows][D], then K [2 stages][BN][D], then V
-//   [2 stages][BN][Dv], then 8 mbarriers (fullK[2], fullV[2], emptyK[2],
-//   emptyV[2]).
+//   [2 stages][BN][Dv], then 6 mbarriers (fullK[2], fullV[2], empty[2]).
 // Every tile is stored as column blocks of 64 elements (128 bytes per row):
 // element (r, c) of a tile with R rows lives at byte
 //   (c / 64) * R * 128 + r * 128 + (((c % 64) / 8) ^ (r % 8)) * 16 + (c % 8) * 2,
@@ -1046,7 +1042,7 @@ template <int D, int DV, int BN> struct WgLayout {
   static constexpr int kQ = 0;
   static constexpr int kK = kQ + 2 * kQWarpgroup;
   static constexpr int kV = kK + 2 * kKStage;
-  static constexpr int kBar = kV + 2 * kVStage; ///< fullK[2], fullV[2], emptyK[2], emptyV[2]
+  static constexpr int kBar = kV + 2 * kVStage; ///< fullK[2], fullV[2], empty[2]
   static constexpr int kBytes = kBar + 64 + 1024; ///< + slack for the base alignment
 };
 
@@ -1064,18 +1060,13 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
 
   const u32 base = (smemAddr(h20SmemRaw) + 1023u) & ~1023u;
   const u32 sK = base + L::kK, sV = base + L::kV;
-  // + 8 * stage. K and V stages are released separately: a K stage as
-  // soon as its S GEMM completed, a V stage when its P V GEMM did (one
-  // iteration later in the pipelined loop), so the next K tile's load
-  // starts early.
-  const u32 fullK = base + L::kBar, fullV = fullK + 16, emptyK = fullK + 32, emptyV = fullK + 48;
+  const u32 fullK = base + L::kBar, fullV = fullK + 16, empty = fullK + 32; // + 8 * stage
   const int warpgroup = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < 2; ++s) {
       mbarInit(fullK + 8 * s, 128);
       mbarInit(fullV + 8 * s, 128);
-      mbarInit(emptyK + 8 * s, 256);
-      mbarInit(emptyV + 8 * s, 256);
+      mbarInit(empty + 8 * s, 256);
     }
   }
   __syncthreads(); // the barriers are initialised before anyone uses them
@@ -1099,15 +1090,12 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
     const bool vecV = vectorizable(gV, p.v_stride[2], p.v_stride[3], 2);
     for (i64 j = 0; j < nTiles; ++j) {
       const int s = int(j & 1);
-      const u32 released = u32(((j >> 1) - 1) & 1); // parity of tile j - 2's release
-      if (j >= 2) // wait until both consumers released K tile j - 2 of this stage
-        mbarWait(emptyK + 8 * s, released);
+      if (j >= 2) // wait until both consumers released tile j - 2 of this stage
+        mbarWait(empty + 8 * s, u32(((j >> 1) - 1) & 1));
       const i64 n0 = keys.begin + j * BN;
       loadSwizzled<BN, D, 128>(vecK, sK + s * L::kKStage, gK, p.k_stride[2], p.k_stride[3], n0,
                                p.skv, t);
       cpAsyncCommit();
-      if (j >= 2) // ... and V tile j - 2
-        mbarWait(emptyV + 8 * s, released);
       loadSwizzled<BN, DV, 128>(vecV, sV + s * L::kVStage, gV, p.v_stride[2], p.v_stride[3], n0,
                                 p.skv, t);
       cpAsyncCommit();
@@ -1157,7 +1145,7 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   // O += P_{j-1} V_{j-1} back to back, runs the softmax of S_j while the
   // P V GEMM is still on the tensor cores, then waits for it, rescales O by
   // the new row maxima and packs P_j. Stage (j - 1) & 1 is released once
-  // its P V GEMM has completed (its K half once S_j has).
+  // its P V GEMM has completed.
   float sc[BN / 2];  // S_j, then exp2 of it
   u32 pa[BN / 16][4]; // P_{j-1} as 16-bit pairs: the register A operand of P V
   float alpha[2];
@@ -1271,7 +1259,6 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
     wgmmaCommit();
     wgmmaWait<0>();
     fenceRegs(sc);
-    mbarArrive(emptyK); // K tile 0 is no longer read
     softmaxTile(keys.begin);
     packP();
   }
@@ -1287,12 +1274,11 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
     wgmmaCommit();
     wgmmaWait<1>(); // S_j is done; P_{j-1} V_{j-1} may still run
     fenceRegs(sc);
-    mbarArrive(emptyK + 8 * s); // this thread is done with K tile j
     softmaxTile(keys.begin + j * BN);
     wgmmaWait<0>();
     fenceRegs(o);
     fencePa();
-    mbarArrive(emptyV + 8 * sp); // ... and with V tile j - 1
+    mbarArrive(empty + 8 * sp); // this thread is done with stage j - 1
     rescaleO();
     packP();
   }
@@ -1307,7 +1293,7 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
     wgmmaWait<0>();
     fenceRegs(o);
     fencePa();
-    mbarArrive(emptyV + 8 * s);
+    mbarArrive(empty + 8 * s);
   }
 
   // Epilogue: O / l (0 for rows without a visible key) into this
