@@ -1140,44 +1140,26 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   const bool inPlace = softcap > 0.f || !(scaleLog2 > 0.f);
   const float mul = inPlace ? 1.f : scaleLog2;
 
-  // The loop is software-pipelined within the warpgroup (FlashAttention-3,
-  // Shah et al. 2024, section 3.2): iteration j issues S_j = Q K_j^T and
-  // O += P_{j-1} V_{j-1} back to back, runs the softmax of S_j while the
-  // P V GEMM is still on the tensor cores, then waits for it, rescales O by
-  // the new row maxima and packs P_j. Stage (j - 1) & 1 is released once
-  // its P V GEMM has completed.
-  float sc[BN / 2];  // S_j, then exp2 of it
-  u32 pa[BN / 16][4]; // P_{j-1} as 16-bit pairs: the register A operand of P V
-  float alpha[2];
+  for (i64 j = 0; j < nTiles; ++j) {
+    const int s = int(j & 1);
+    const u32 parity = u32((j >> 1) & 1);
+    const i64 n0 = keys.begin + j * BN;
+    const u32 kTile = sK + s * L::kKStage, vTile = sV + s * L::kVStage;
 
-  // S = Q K^T for the K tile at `kTile` (issued, not waited for).
-  auto issueS = [&](u32 kTile) {
+    // S = Q K^T (raw dot products).
+    float sc[BN / 2];
+    mbarWait(fullK + 8 * s, parity);
+    wgmmaFence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const u64 da = smemDesc(sQ + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024);
       const u64 db = smemDesc(kTile + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
       Wgmma<DT, BN>::ss(sc, da, db, kk > 0 ? 1 : 0);
     }
-  };
-  // O += P V for the V tile at `vTile`; V tile rows 16k.. start 16 * 128
-  // bytes further per k-step (issued, not waited for).
-  auto issuePV = [&](u32 vTile) {
-#pragma unroll
-    for (int k = 0; k < BN / 16; ++k)
-      Wgmma<DT, DV>::rs(o, pa[k], smemDesc(vTile + k * 2048, BN * 128, 1024), 1);
-  };
-  // Keeps P's registers live and unchanged until the GEMM reading them
-  // has completed (the compiler sees the asm operand consumed at issue).
-  auto fencePa = [&]() {
-#pragma unroll
-    for (int k = 0; k < BN / 16; ++k)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        asm volatile("" : "+r"(pa[k][i])::"memory");
-  };
-  // Softmax of S_j (tile starting at key n0): logits, mask, online max and
-  // sum (base 2); sc becomes exp2(s - m); alpha[hr] rescales the rows of O.
-  auto softmaxTile = [&](i64 n0) {
+    wgmmaCommit();
+    wgmmaWait<0>();
+    fenceRegs(sc);
+
     if (inPlace) {
       if (softcap > 0.f) {
 #pragma unroll
@@ -1204,8 +1186,9 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
           }
       }
     }
-    // Rows g (hr = 0) and g + 8 (hr = 1); the four lanes of a row group
-    // share a row.
+
+    // Online softmax (base 2) for rows g (hr = 0) and g + 8 (hr = 1); the
+    // four lanes of a row group share a row.
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       float mx = negInf();
@@ -1217,7 +1200,7 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
       const float mNew = fmaxf(rowMax[hr], mx * mul);
       // No visible key yet: keep every exponent finite (exp2(-inf) = 0).
       const float ref = mNew == negInf() ? 0.f : mNew;
-      alpha[hr] = fastExp2(rowMax[hr] - ref);
+      const float alpha = fastExp2(rowMax[hr] - ref);
       rowMax[hr] = mNew;
       float sum = 0.f;
 #pragma unroll
@@ -1228,20 +1211,16 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
           sc[4 * n + 2 * hr + c] = e;
           sum += e;
         }
-      rowSum[hr] = rowSum[hr] * alpha[hr] + sum; // this lane's share of the row
-    }
-  };
-  auto rescaleO = [&]() {
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr)
+      rowSum[hr] = rowSum[hr] * alpha + sum; // this lane's share of the row
 #pragma unroll
       for (int n = 0; n < DV / 8; ++n) {
-        o[4 * n + 2 * hr] *= alpha[hr];
-        o[4 * n + 2 * hr + 1] *= alpha[hr];
+        o[4 * n + 2 * hr] *= alpha;
+        o[4 * n + 2 * hr + 1] *= alpha;
       }
-  };
-  // P (16-bit) as the register A operand: keys 16k..16k+15 are k-step k.
-  auto packP = [&]() {
+    }
+
+    // P (16-bit) as the register A operand: keys 16k..16k+15 are k-step k.
+    u32 pa[BN / 16][4];
 #pragma unroll
     for (int k = 0; k < BN / 16; ++k) {
       pa[k][0] = Elem<DT>::pack(sc[8 * k + 0], sc[8 * k + 1]);
@@ -1249,51 +1228,17 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
       pa[k][2] = Elem<DT>::pack(sc[8 * k + 4], sc[8 * k + 5]);
       pa[k][3] = Elem<DT>::pack(sc[8 * k + 6], sc[8 * k + 7]);
     }
-  };
 
-  if (nTiles > 0) {
-    // Tile 0: S_0 and its softmax (O is still zero: nothing to rescale).
-    mbarWait(fullK, 0);
+    // O += P V; V tile rows 16k.. start 16 * 128 bytes further per k-step.
+    mbarWait(fullV + 8 * s, parity);
     wgmmaFence();
-    issueS(sK);
-    wgmmaCommit();
-    wgmmaWait<0>();
-    fenceRegs(sc);
-    softmaxTile(keys.begin);
-    packP();
-  }
-  for (i64 j = 1; j < nTiles; ++j) {
-    const int s = int(j & 1), sp = int((j - 1) & 1);
-    const u32 parity = u32((j >> 1) & 1), parityP = u32(((j - 1) >> 1) & 1);
-    mbarWait(fullK + 8 * s, parity);
-    mbarWait(fullV + 8 * sp, parityP);
-    wgmmaFence();
-    issueS(sK + s * L::kKStage);
-    wgmmaCommit();
-    issuePV(sV + sp * L::kVStage);
-    wgmmaCommit();
-    wgmmaWait<1>(); // S_j is done; P_{j-1} V_{j-1} may still run
-    fenceRegs(sc);
-    softmaxTile(keys.begin + j * BN);
-    wgmmaWait<0>();
-    fenceRegs(o);
-    fencePa();
-    mbarArrive(empty + 8 * sp); // this thread is done with stage j - 1
-    rescaleO();
-    packP();
-  }
-  if (nTiles > 0) {
-    // The last tile's P V.
-    const i64 j = nTiles - 1;
-    const int s = int(j & 1);
-    mbarWait(fullV + 8 * s, u32((j >> 1) & 1));
-    wgmmaFence();
-    issuePV(sV + s * L::kVStage);
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+      Wgmma<DT, DV>::rs(o, pa[k], smemDesc(vTile + k * 2048, BN * 128, 1024), 1);
     wgmmaCommit();
     wgmmaWait<0>();
     fenceRegs(o);
-    fencePa();
-    mbarArrive(empty + 8 * s);
+    mbarArrive(empty + 8 * s); // this thread is done with stage s
   }
 
   // Epilogue: O / l (0 for rows without a visible key) into this
