@@ -118,6 +118,15 @@ def rope(x, cos, sin, inverse=False):
     return np.concatenate([nope, rot], axis=-1).astype(F32)
 
 
+def indexer_scores(q, k, weights):
+    """Lightning-indexer scores [S, T]: sum over heads h of weights[s, h] *
+    ReLU(<q[s, h, :], k[t, :]>) * Di^-0.5, for q [S, H, Di], k [T, Di] and
+    the per-token head weights [S, H] (already scaled by H^-0.5)."""
+    di = q.shape[-1]
+    scores = np.maximum(np.einsum("shd,td->sht", q, k), 0) * F32(di ** -0.5)
+    return np.sum(scores * weights[:, :, None], axis=1)
+
+
 def rope_table(cfg, kind, positions):
     inv = np.array(v41config.rope_inv_freq(cfg, kind), dtype=np.float64).astype(F32)
     ang = positions.astype(F32)[:, None] * inv[None, :]
@@ -237,9 +246,8 @@ class Model:
         cos, sin = rope_table(cfg, "compress", np.arange(s))
         q = rope(self.linear(q_res, a + "indexer.wq_b.weight").reshape(s, hi, di), cos, sin)
         q = fake_quant_fp4(q, 32)
-        scores = np.maximum(np.einsum("shd,td->sht", q, index_k), 0) * F32(di ** -0.5)
         weights = self.linear(x, a + "indexer.weights_proj.weight") * F32(hi ** -0.5)
-        index_scores = np.sum(scores * weights[:, :, None], axis=1)  # [S, T]
+        index_scores = indexer_scores(q, index_k, weights)  # [S, T]
         lens = (np.arange(s) + 1) // ratio
         index_scores = np.where(np.arange(t)[None, :] >= lens[:, None], -np.inf, index_scores).astype(F32)
         if i == cfg["candidate_source_layer_id"]:
