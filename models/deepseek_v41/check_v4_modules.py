@@ -11,8 +11,9 @@ outputs (relative L2, float32 on the CPU; no GPU needed):
                                                    vs reference.rope, and its
                  inverse with -sin                 vs reference.rope(inverse=True)
   rope_inv_freq  DeepseekV4RotaryEmbedding's main / compress inverse
-                 frequencies (the compress set with V4's YaRN parameters)
-                                                   vs config.rope_inv_freq
+                 frequencies (V4's defaults)       vs config.rope_inv_freq
+  rope_yarn      the same with the compress set under YaRN (factor 16 from
+                 65536 positions, V4.1-Flash's)    vs config.rope_inv_freq
   compressor     DeepseekV4HCACompressor (non-overlapping gated softmax
                  pooling of r tokens, position_bias 0, RMSNorm, RoPE at
                  positions i * r)                  vs Model.compressor + rope
@@ -108,7 +109,7 @@ def main():
         e2 = rel_l2(reference.rope(x, cos, sin, inverse=True), inv)
         return max(e1, e2), f"[S 9, H 3, D 48], rope on the last 16 channels; forward {e1:.1e}, inverse {e2:.1e}"
 
-    def inv_freq():
+    def inv_freq(cfg_t=cfg_t):
         rp = cfg_t.rope_parameters
         rotary = m.DeepseekV4RotaryEmbedding(cfg_t)
         comp, main = rp["compress"], rp["main"]
@@ -128,6 +129,17 @@ def main():
         scaling = getattr(rotary, "compress_attention_scaling", None)
         return max(errs), (f"{rd // 2} pairs; main {errs[0]:.1e}, compress {errs[1]:.1e} "
                            f"(yarn {yarn}); V4's compress attention_scaling {scaling}")
+
+    def inv_freq_yarn():
+        # V4.1-Flash's compress RoPE: YaRN factor 16 from 64K positions.
+        import copy
+        cfg_y = copy.deepcopy(cfg_t)
+        cfg_y.max_position_embeddings = 1048576
+        cfg_y.rope_parameters = dict(cfg_y.rope_parameters)
+        cfg_y.rope_parameters["compress"] = dict(cfg_y.rope_parameters["compress"], rope_type="yarn", factor=16.0,
+                                                 beta_fast=32.0, beta_slow=1.0,
+                                                 original_max_position_embeddings=65536)
+        return inv_freq(cfg_y)
 
     def compressor():
         r, hidden, s = 4, 64, 23  # 5 complete groups + 3 leftover tokens
@@ -183,6 +195,7 @@ def main():
     check("rms_norm", rms)
     check("rope", rope)
     check("rope_inv_freq", inv_freq)
+    check("rope_yarn", inv_freq_yarn)
     check("compressor", compressor)
     check("indexer_score", indexer_score)
     failed = results.count("FAIL")
