@@ -264,4 +264,11 @@ llvm::json::Array describeWeights(ModuleOp module, StringRef entry) {
   return weights;
 }
 
+void applyDeveloperOptions(PassManager &pm) {
+  // Fails only on an invalid option combination, which h20-opt's own
+  // pass manager has reported already.
+  (void)applyPassManagerCLOptions(pm);
+  applyDefaultTimingPassManagerCLOptions(pm);
+}
+
 } // namespace h20

@@ -18,6 +18,7 @@
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Target/CpuTarget.h"
 #include "h20/Target/GpuTarget.h"
+#include "h20/Target/TargetCommon.h"
 #include "h20/Transforms/SparseKVPlan.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -183,6 +184,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
                                   : std::min<int64_t>(2048, promptCap);
   int64_t capacity = (gpuMaxPositions + chunk - 1) / chunk * chunk;
   PassManager pm(&ctx);
+  h20::applyDeveloperOptions(pm);
   // The sparse KV plan is sized in the GPU targets' storage type.
   int64_t kvElementBytes =
       targetName.empty() || targetName == "cpu" ? 0 : computeType == "f32" ? 4 : 2;

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/JSON.h"
 
 #include <optional>
@@ -59,6 +60,12 @@ void copiesToLinalg(mlir::ModuleOp module);
 /// h20-compute-type), shape, file, byte offset/length, and the file's size
 /// at compile time.
 llvm::json::Array describeWeights(mlir::ModuleOp module, llvm::StringRef entry);
+
+/// Applies MLIR's pass-manager command-line options (--mlir-timing,
+/// --mlir-print-ir-after-all, ...) to a pass manager a target builds
+/// itself, so the developer options of h20-opt reach every pipeline.
+/// Without registered options (a library user) it changes nothing.
+void applyDeveloperOptions(mlir::PassManager &pm);
 
 } // namespace h20
 

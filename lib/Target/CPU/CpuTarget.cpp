@@ -32,6 +32,10 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <cstdlib>
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
@@ -223,6 +227,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   func.setName(kEntryFunc);
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   PassManager toLinalg(ctx);
+  applyDeveloperOptions(toLinalg);
   toLinalg.addPass(createLowerToLinalg());
   toLinalg.addPass(createCanonicalizerPass());
   if (failed(toLinalg.run(module)))
@@ -232,11 +237,13 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   for (Type t : func.getArgumentTypes())
     argShapes.push_back(SmallVector<int64_t>(cast<ShapedType>(t).getShape()));
   PassManager bufferize(ctx);
+  applyDeveloperOptions(bufferize);
   buildBufferizationPipeline(bufferize);
   if (failed(bufferize.run(module)))
     return failure();
   copiesToLinalg(module);
   PassManager pm(ctx);
+  applyDeveloperOptions(pm);
   buildLLVMPipeline(pm);
   // The weight list is read after h20-lower-to-linalg turned weights into
   // arguments; it survives on the (LLVM) function as an attribute.
@@ -251,16 +258,27 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
   std::string cpu;
+  // H20_VERBOSE: how long LLVM's optimisation + code generation and the
+  // link take (the MLIR passes report through --mlir-timing).
+  auto tCodegen = std::chrono::steady_clock::now();
   auto obj = emitObject(*llvmModule, cpu, module.getLoc());
   if (failed(obj))
     return failure();
+  double codegenS =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - tCodegen).count();
   if (argShapes.size() != numInputs + numWeights + numOutputs)
     return module.emitError("internal: ") << argShapes.size() << " arguments for "
                                           << numInputs + numWeights + numOutputs
                                           << " inputs, weights and outputs";
+  auto tLink = std::chrono::steady_clock::now();
   auto so = linkSharedObject(*obj, argShapes, module.getLoc());
   if (failed(so))
     return failure();
+  if (getenv("H20_VERBOSE"))
+    llvm::errs() << llvm::formatv(
+        "cpu target: LLVM -O3 + codegen {0:f1} s ({1} functions), link {2:f1} s\n", codegenS,
+        llvmModule->size(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - tLink).count());
 
   uint64_t offset = runtime::appendBlob(artifact.payload, so->data(), so->size());
   manifest["weights"] = std::move(weights);

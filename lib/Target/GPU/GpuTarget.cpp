@@ -168,6 +168,7 @@ FailureOr<std::string> extractPtx(ModuleOp module) {
 
 LogicalResult runPasses(ModuleOp module, llvm::function_ref<void(PassManager &)> build) {
   PassManager pm(module.getContext());
+  applyDeveloperOptions(pm);
   build(pm);
   return pm.run(module);
 }
