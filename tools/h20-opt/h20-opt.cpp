@@ -68,6 +68,11 @@ static llvm::cl::opt<std::string> computeType(
     llvm::cl::desc("GPU targets: storage type of weights, activations and KV cache: bf16 "
                    "(default), f16 or f32; accumulation is float32 either way"),
     llvm::cl::init("bf16"));
+static llvm::cl::opt<int> cpuOptLevel(
+    "cpu-opt-level",
+    llvm::cl::desc("--target=cpu: LLVM optimisation level 0..3 (default 3: fastest code; 0 "
+                   "compiles large graphs far faster, same results)"),
+    llvm::cl::init(3));
 static llvm::cl::opt<bool> printKVPlan(
     "print-kv-plan",
     llvm::cl::desc("--emit=planned: print the KV-cache plan (slots, byte offsets, bytes per "
@@ -126,6 +131,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (gpuArtifact && !llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue()))
     return fail("target '" + targetName + "' has no code generator (GPU code is generated for "
                 "sm_90: h20, h100, h200, h800; or use --target=cpu)");
+  if (cpuOptLevel < 0 || cpuOptLevel > 3)
+    return fail("--cpu-opt-level must be 0, 1, 2 or 3, got " + std::to_string(cpuOptLevel));
   if (!llvm::is_contained({"bf16", "f16", "f32"}, computeType.getValue()))
     return fail("--compute-type must be bf16, f16 or f32, got '" + computeType + "'");
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
@@ -221,6 +228,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (buildArtifact) {
     h20::CpuTargetOptions options;
     options.logitsLast = logitsMode == "last";
+    options.optLevel = cpuOptLevel;
     if (maxPositions > 0)
       options.maxPositions = maxPositions;
     h20::runtime::Artifact artifact;

@@ -15,10 +15,15 @@ struct CpuTargetOptions {
   bool logitsLast = false;
   /// Longest accepted prompt; recorded in the manifest, enforced by h20-run.
   std::optional<int64_t> maxPositions;
+  /// LLVM optimisation level, 0..3 (h20-opt --cpu-opt-level). 3 makes the
+  /// fastest code; 0 compiles large graphs far faster (DeepSeek-V4.1 tiny:
+  /// 12 s instead of ~5 min on 2 cores, the code ~4x slower, the logits
+  /// bitwise the same: no fast-math at any level).
+  int optLevel = 3;
 };
 
 /// Compiles `module` (attn level: the output of --emit=attn) for the host
-/// CPU: h20-lower-to-linalg, one-shot bufferization, LLVM dialect, LLVM -O3,
+/// CPU: h20-lower-to-linalg, one-shot bufferization, LLVM dialect, LLVM -O<optLevel>,
 /// a native object, linked by the system C compiler into a shared object
 /// that exports `void h20_entry(void **memref_descriptors)`. Fills
 /// `artifact` with the manifest (inputs, outputs, weights by initializer

@@ -26,18 +26,19 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Support/FormatVariadic.h"
-
-#include <chrono>
-#include <cstdlib>
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -79,7 +80,7 @@ void buildLLVMPipeline(PassManager &pm) {
 }
 
 /// LLVM IR -> optimised native object for the host CPU.
-FailureOr<std::string> emitObject(llvm::Module &m, std::string &cpuName, Location loc) {
+FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuName, Location loc) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -98,9 +99,17 @@ FailureOr<std::string> emitObject(llvm::Module &m, std::string &cpuName, Locatio
     for (auto &f : llvm::sys::getHostCPUFeatures())
       features.AddFeature(f.first(), f.second);
   }
+  level = std::clamp(level, 0, 3);
+  const llvm::OptimizationLevel optLevels[] = {llvm::OptimizationLevel::O0,
+                                               llvm::OptimizationLevel::O1,
+                                               llvm::OptimizationLevel::O2,
+                                               llvm::OptimizationLevel::O3};
+  const llvm::CodeGenOptLevel cgLevels[] = {llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
+                                            llvm::CodeGenOptLevel::Default,
+                                            llvm::CodeGenOptLevel::Aggressive};
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpuName, features.getString(), llvm::TargetOptions(), llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      std::nullopt, cgLevels[level]));
   m.setTargetTriple(triple);
   m.setDataLayout(tm->createDataLayout());
 
@@ -114,7 +123,19 @@ FailureOr<std::string> emitObject(llvm::Module &m, std::string &cpuName, Locatio
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+  auto tOpt = std::chrono::steady_clock::now();
+  unsigned before = m.getInstructionCount();
+  if (level == 0)
+    pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(m, mam);
+  else
+    pb.buildPerModuleDefaultPipeline(optLevels[level]).run(m, mam);
+  if (getenv("H20_VERBOSE"))
+    llvm::errs() << llvm::formatv(
+        ("cpu target: LLVM -O" + std::to_string(level) +
+         " pipeline {0:f1} s ({2} instructions before it, {1} after)\n")
+            .c_str(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - tOpt).count(),
+        m.getInstructionCount(), before);
 
   llvm::SmallString<0> obj;
   llvm::raw_svector_ostream os(obj);
@@ -261,7 +282,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   // H20_VERBOSE: how long LLVM's optimisation + code generation and the
   // link take (the MLIR passes report through --mlir-timing).
   auto tCodegen = std::chrono::steady_clock::now();
-  auto obj = emitObject(*llvmModule, cpu, module.getLoc());
+  auto obj = emitObject(*llvmModule, options.optLevel, cpu, module.getLoc());
   if (failed(obj))
     return failure();
   double codegenS =
@@ -276,7 +297,8 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
     return failure();
   if (getenv("H20_VERBOSE"))
     llvm::errs() << llvm::formatv(
-        "cpu target: LLVM -O3 + codegen {0:f1} s ({1} functions), link {2:f1} s\n", codegenS,
+        "cpu target: LLVM optimisation + codegen {0:f1} s ({1} functions), link {2:f1} s\n",
+        codegenS,
         llvmModule->size(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tLink).count());
 
