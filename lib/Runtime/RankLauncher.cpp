@@ -146,8 +146,8 @@ bool writeRankLog(int rank, const std::string &json, std::string &error) {
   const char *dir = std::getenv(kRankLogDirEnv);
   if (!dir || !*dir)
     return true;
-  return writeFileAtomically(std::string(dir) + "/rank-" + std::to_string(rank) + ".json",
-                                      json, error);
+  return writeFileAtomically(std::string(dir) + "/rank-" + std::to_string(rank) + ".json", json,
+                             error);
 }
 
 int launchRanks(int ranks, const std::string &exeName, char **argv, double graceS) {
@@ -239,8 +239,8 @@ int launchRanks(int ranks, const std::string &exeName, char **argv, double grace
     if (gStopSignal) {
       int sig = gStopSignal;
       stopAll(children, graceS);
-      code = fail(std::string("stopped by signal ") + std::to_string(sig) + " (" +
-                  strsignal(sig) + "); the " + std::to_string(ranks) + " ranks were stopped");
+      fail(std::string("stopped by signal ") + std::to_string(sig) + " (" + strsignal(sig) +
+           "); the " + std::to_string(ranks) + " ranks were stopped");
       code = 128 + sig;
       break;
     }
