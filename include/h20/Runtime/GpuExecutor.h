@@ -106,10 +106,12 @@ struct GpuLoadOptions {
   int ncclRanks = 0;
   int ncclRank = 0; ///< this process's rank in [0, ncclRanks)
   std::string ncclIdFile; ///< ncclRanks > 1: where rank 0 leaves the unique id
-  /// ncclRanks > 1: how long a rank waits for rank 0's id, and how long a
-  /// context-parallel run may go without finishing a layer's ring before
-  /// the communicator is aborted and run() fails (a dead peer never hangs
-  /// the job). Seconds.
+  /// ncclRanks > 1, seconds: how long a rank waits for rank 0's id, for
+  /// every peer to join, and for a layer's K/V ring once its own work
+  /// before the ring is done (the run's start barrier, where peers may
+  /// still be loading weights, gets 20 times this); past it the
+  /// communicator is aborted and load()/run() fail (a dead peer never
+  /// hangs the job).
   double ncclTimeoutS = 30;
 };
 
