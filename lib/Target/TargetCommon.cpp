@@ -264,11 +264,11 @@ llvm::json::Array describeWeights(ModuleOp module, StringRef entry) {
   return weights;
 }
 
-void applyDeveloperOptions(PassManager &pm) {
-  // Fails only on an invalid option combination, which h20-opt's own
-  // pass manager has reported already.
-  (void)applyPassManagerCLOptions(pm);
+LogicalResult applyDeveloperOptions(PassManager &pm) {
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
   applyDefaultTimingPassManagerCLOptions(pm);
+  return success();
 }
 
 } // namespace h20

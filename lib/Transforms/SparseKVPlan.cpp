@@ -90,7 +90,12 @@ bool planSparseKV(func::FuncOp func, int64_t capacity, int64_t elementBytes, int
       error = where(op) + ": a cache row overflows";
       return false;
     }
-    s.rowBytes = (raw + align - 1) / align * align;
+    if (!add(raw, align - 1, s.rowBytes)) {
+      blame(op);
+      error = where(op) + ": a cache row overflows";
+      return false;
+    }
+    s.rowBytes = s.rowBytes / align * align;
     if (!mul(s.rows, s.rowBytes, s.bytes)) {
       blame(op);
       error = where(op) + ": the slot's size overflows int64";
@@ -162,9 +167,22 @@ bool planSparseKV(func::FuncOp func, int64_t capacity, int64_t elementBytes, int
   func.walk([&](Operation *op) {
     if (!ok || !isa<attn::IndexerTopKOp, attn::IndexerCandidatesOp>(op))
       return;
+    // An indexer whose picks no attention reads needs no cached keys.
+    auto lit = indexerLayer.find(op);
+    if (lit == indexerLayer.end())
+      return;
     Value keys = op->getOperand(1);
     int64_t ratio = std::max<int64_t>(1, op->getAttrOfType<IntegerAttr>("ratio").getInt());
     auto [it, inserted] = keysSlot.try_emplace(keys, int64_t(plan.sections.size()));
+    if (!inserted && plan.sections[it->second].ratio != ratio) {
+      blame(op);
+      error = std::string(op->getName().getStringRef()) + " (attention layer " +
+              std::to_string(lit->second) + "): reads an indexer-key slot of ratio " +
+              std::to_string(plan.sections[it->second].ratio) + " with ratio " +
+              std::to_string(ratio);
+      ok = false;
+      return;
+    }
     if (inserted) {
       SparseKVSection s;
       s.kind = SparseKVSection::IndexerKeys;
@@ -175,8 +193,7 @@ bool planSparseKV(func::FuncOp func, int64_t capacity, int64_t elementBytes, int
         return;
       }
     }
-    auto lit = indexerLayer.find(op);
-    if (lit != indexerLayer.end() && !llvm::is_contained(plan.sections[it->second].layers, lit->second))
+    if (!llvm::is_contained(plan.sections[it->second].layers, lit->second))
       plan.sections[it->second].layers.push_back(lit->second);
     op->setAttr("kv.keys_section", i64(it->second));
   });
@@ -186,7 +203,11 @@ bool planSparseKV(func::FuncOp func, int64_t capacity, int64_t elementBytes, int
   // One allocation: slots back to back at `align`-byte offsets.
   int64_t at = 0;
   for (SparseKVSection &s : plan.sections) {
-    s.offset = (at + align - 1) / align * align;
+    if (!add(at, align - 1, s.offset)) {
+      error = "the sparse KV plan's total size overflows int64";
+      return false;
+    }
+    s.offset = s.offset / align * align;
     if (!add(s.offset, s.bytes, at)) {
       error = "the sparse KV plan's total size overflows int64";
       return false;

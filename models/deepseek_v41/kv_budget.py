@@ -33,7 +33,8 @@ def budget(cfg, tokens, elem_bytes):
     for i in range(cfg["num_hidden_layers"]):
         r = cfg["compress_ratios"][i]
         entry = {"layer": i, "kind": v41config.layer_kind(cfg, i),
-                 "window_bytes": w * hd * elem_bytes, "window_bytes_quantised": w * fp8(hd),
+                 "window_bytes": min(w, tokens) * hd * elem_bytes,
+                 "window_bytes_quantised": min(w, tokens) * fp8(hd),
                  "compressed_entries": 0, "compressed_bytes": 0, "compressed_bytes_quantised": 0}
         if i in cfg["kv_source_layer_ids"]:
             n = tokens // r
@@ -43,7 +44,10 @@ def budget(cfg, tokens, elem_bytes):
         rows.append(entry)
     total = sum(e["window_bytes"] + e["compressed_bytes"] for e in rows)
     total_q = sum(e["window_bytes_quantised"] + e["compressed_bytes_quantised"] for e in rows)
-    per_token = sum(e["compressed_bytes"] for e in rows) / tokens
+    # The growth rate: (head_dim + index_head_dim) bytes every r tokens per
+    # KV-source layer (floor(S / r) rows at S tokens).
+    per_token = sum((hd + idx) * elem_bytes / cfg["compress_ratios"][i]
+                    for i in cfg["kv_source_layer_ids"])
     dense = cfg["num_hidden_layers"] * tokens * hd * elem_bytes  # one latent per token per layer
     return {"tokens": tokens, "element_bytes": elem_bytes, "layers": rows, "total_bytes": total,
             "total_bytes_quantised": total_q, "bytes_per_token": per_token,

@@ -41,3 +41,18 @@ func.func @unknown_ratio(%q: tensor<?x2x8xf32>, %lat: tensor<?x8xf32>, %sink: te
   %a = attn.sparse_attention %q, %lat, %sink compressed(%comp : tensor<?x8xf32>, %idx : tensor<?x?xi64>) {scale = 0.25 : f64, window = 16 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<2xf32>) -> tensor<?x2x8xf32>
   return %a : tensor<?x2x8xf32>
 }
+
+// -----
+
+// Two indexers reading one keys value with different ratios: the slot
+// cannot be sized for both, so the plan is refused.
+func.func @keys_two_ratios(%q: tensor<?x2x8xf32>, %lat: tensor<?x8xf32>, %sink: tensor<2xf32>,
+                           %comp: tensor<?x8xf32>, %comp2: tensor<?x8xf32>, %iq: tensor<?x2x4xf32>, %ik: tensor<?x4xf32>,
+                           %iw: tensor<?x2xf32>) -> (tensor<?x2x8xf32>, tensor<?x2x8xf32>) {
+  %i0 = attn.indexer_topk %iq, %ik, %iw {ratio = 2 : i64, scale = 0.5 : f64, topk = 8 : i64} : (tensor<?x2x4xf32>, tensor<?x4xf32>, tensor<?x2xf32>) -> tensor<?x?xi64>
+  %a0 = attn.sparse_attention %q, %lat, %sink compressed(%comp : tensor<?x8xf32>, %i0 : tensor<?x?xi64>) {scale = 0.25 : f64, window = 16 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<2xf32>) -> tensor<?x2x8xf32>
+  // expected-error @+1 {{h20-fuse-kv-caches: attn.indexer_topk (attention layer 1): reads an indexer-key slot of ratio 2 with ratio 4}}
+  %i1 = attn.indexer_topk %iq, %ik, %iw {ratio = 4 : i64, scale = 0.5 : f64, topk = 8 : i64} : (tensor<?x2x4xf32>, tensor<?x4xf32>, tensor<?x2xf32>) -> tensor<?x?xi64>
+  %a1 = attn.sparse_attention %q, %lat, %sink compressed(%comp2 : tensor<?x8xf32>, %i1 : tensor<?x?xi64>) {scale = 0.25 : f64, window = 16 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<2xf32>) -> tensor<?x2x8xf32>
+  return %a0, %a1 : tensor<?x2x8xf32>, tensor<?x2x8xf32>
+}

@@ -190,8 +190,11 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   int64_t chunk = chunkTokens > 0 ? std::min<int64_t>(chunkTokens.getValue(), promptCap)
                                   : std::min<int64_t>(2048, promptCap);
   int64_t capacity = (gpuMaxPositions + chunk - 1) / chunk * chunk;
+  if (printKVPlan && level != "planned")
+    return fail("--print-kv-plan needs --emit=planned (or a GPU --target)");
   PassManager pm(&ctx);
-  h20::applyDeveloperOptions(pm);
+  if (failed(h20::applyDeveloperOptions(pm)))
+    return kExitBadInput;
   // The sparse KV plan is sized in the GPU targets' storage type.
   int64_t kvElementBytes =
       targetName.empty() || targetName == "cpu" ? 0 : computeType == "f32" ? 4 : 2;
@@ -201,11 +204,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (failed(pm.run(*module)))
     return kExitBadInput;
 
-  if (printKVPlan) {
-    if (level != "planned")
-      return fail("--print-kv-plan needs --emit=planned (or a GPU --target)");
+  if (printKVPlan)
     printKVPlans(*module);
-  }
   std::string error;
   if (gpuArtifact) {
     h20::GpuTargetOptions options;

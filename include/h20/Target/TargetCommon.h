@@ -64,8 +64,10 @@ llvm::json::Array describeWeights(mlir::ModuleOp module, llvm::StringRef entry);
 /// Applies MLIR's pass-manager command-line options (--mlir-timing,
 /// --mlir-print-ir-after-all, ...) to a pass manager a target builds
 /// itself, so the developer options of h20-opt reach every pipeline.
-/// Without registered options (a library user) it changes nothing.
-void applyDeveloperOptions(mlir::PassManager &pm);
+/// Without registered options (a library user) it changes nothing. Fails
+/// (with an error emitted) on an invalid option combination; h20-opt checks
+/// that on its own pass manager before any target builds one.
+mlir::LogicalResult applyDeveloperOptions(mlir::PassManager &pm);
 
 } // namespace h20
 

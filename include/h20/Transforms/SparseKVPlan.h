@@ -57,8 +57,9 @@ struct SparseKVPlan {
 /// on attn.sparse_attention, `kv.keys_section` on the indexer ops, and
 /// records the plan as the function's `kv.sparse_plan` dictionary. False
 /// with `error` (naming the op) when a slot cannot be sized: a compressed
-/// value whose picks do not come from an indexer op, a dynamic head_dim,
-/// capacity < 1, or overflow. Functions without attn.sparse_attention are
+/// value whose picks do not come from an indexer op, one slot read with two
+/// ratios, a dynamic head_dim, capacity < 1, or overflow. Indexer ops whose
+/// picks no attention reads get no slot. Functions without attn.sparse_attention are
 /// left alone (returns true, empty plan).
 /// `culprit`, when given, receives the op the error is about (else the
 /// function); `error` then names the op and its location.

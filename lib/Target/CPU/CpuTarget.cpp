@@ -248,7 +248,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   func.setName(kEntryFunc);
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   PassManager toLinalg(ctx);
-  applyDeveloperOptions(toLinalg);
+  (void)applyDeveloperOptions(toLinalg); // checked by h20-opt first
   toLinalg.addPass(createLowerToLinalg());
   toLinalg.addPass(createCanonicalizerPass());
   if (failed(toLinalg.run(module)))
@@ -258,13 +258,13 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   for (Type t : func.getArgumentTypes())
     argShapes.push_back(SmallVector<int64_t>(cast<ShapedType>(t).getShape()));
   PassManager bufferize(ctx);
-  applyDeveloperOptions(bufferize);
+  (void)applyDeveloperOptions(bufferize); // checked by h20-opt first
   buildBufferizationPipeline(bufferize);
   if (failed(bufferize.run(module)))
     return failure();
   copiesToLinalg(module);
   PassManager pm(ctx);
-  applyDeveloperOptions(pm);
+  (void)applyDeveloperOptions(pm); // checked by h20-opt first
   buildLLVMPipeline(pm);
   // The weight list is read after h20-lower-to-linalg turned weights into
   // arguments; it survives on the (LLVM) function as an attribute.
