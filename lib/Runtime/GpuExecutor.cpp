@@ -655,14 +655,16 @@ bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
     why = "cuMemcpyHtoD: " + cudaErrorText(*cu, r);
     status = GpuStatus::Internal;
   }
-  ok = ok && comm->allReduceSumF32(buf, buf, count, stream, why);
-  if (ok) {
-    GpuStatus w = waitForNccl(*cu, *comm, stream, nullptr, o.ncclTimeoutS,
-                              "the all-reduce self-check", why);
-    ok = w == GpuStatus::Ok;
-    if (!ok)
+  // Waits for the stream's NCCL work under the watchdog; a failure sets
+  // `status` to whose fault it is.
+  auto waitStream = [&](const char *what) {
+    GpuStatus w = waitForNccl(*cu, *comm, stream, nullptr, o.ncclTimeoutS, what, why);
+    if (w != GpuStatus::Ok)
       status = w;
-  }
+    return w == GpuStatus::Ok;
+  };
+  ok = ok && comm->allReduceSumF32(buf, buf, count, stream, why) &&
+       waitStream("the all-reduce self-check");
   if (ok && (r = cu->cuMemcpyDtoH(back.data(), buf, count * sizeof(float))) != CUDA_SUCCESS) {
     why = "cuMemcpyDtoH: " + cudaErrorText(*cu, r);
     status = GpuStatus::Internal;
@@ -683,14 +685,8 @@ bool GpuExecutor::Impl::initNccl(const GpuLoadOptions &o) {
   // instead of inside the first prefill's ncclGroupEnd.
   if (ok && multi) {
     int next = (o.ncclRank + 1) % o.ncclRanks, prev = (o.ncclRank + o.ncclRanks - 1) % o.ncclRanks;
-    ok = comm->groupSendRecv({{true, next, buf, 4}, {false, prev, buf + 4, 4}}, stream, why);
-    if (ok) {
-      GpuStatus w = waitForNccl(*cu, *comm, stream, nullptr, o.ncclTimeoutS,
-                                "connecting to the ring neighbours", why);
-      ok = w == GpuStatus::Ok;
-      if (!ok)
-        status = w;
-    }
+    ok = comm->groupSendRecv({{true, next, buf, 4}, {false, prev, buf + 4, 4}}, stream, why) &&
+         waitStream("connecting to the ring neighbours");
   }
   if (!ok) {
     cu->cuMemFree(buf);

@@ -394,26 +394,19 @@ bool NcclComm::checkAsync(std::string &error) {
   return true;
 }
 
-void NcclComm::abort() {
+void NcclComm::release(bool abortOperations) {
   if (!comm)
     return;
   std::string ignored;
   if (const NcclApi *a = ncclApi(ignored))
-    a->ncclCommAbort(comm);
+    abortOperations ? a->ncclCommAbort(comm) : a->ncclCommDestroy(comm);
   comm = nullptr;
   nranks = 0;
   myRank = -1;
 }
 
-void NcclComm::destroy() {
-  if (!comm)
-    return;
-  std::string ignored;
-  if (const NcclApi *a = ncclApi(ignored))
-    a->ncclCommDestroy(comm);
-  comm = nullptr;
-  nranks = 0;
-  myRank = -1;
-}
+void NcclComm::abort() { release(/*abortOperations=*/true); }
+
+void NcclComm::destroy() { release(/*abortOperations=*/false); }
 
 } // namespace h20::runtime

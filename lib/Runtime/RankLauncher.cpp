@@ -114,18 +114,7 @@ bool checkRankLogs(const std::string &dir, int ranks, std::string &summary, std:
       error = "rank " + std::to_string(r) + "'s log '" + path + "' is not a rank log";
       return false;
     }
-    for (const nlohmann::json &c : j["collectives"]) {
-      CpCollective x;
-      x.layer = c.value("layer", -1);
-      x.step = c.value("step", -1);
-      x.sendTo = c.value("send_to", -1);
-      x.recvFrom = c.value("recv_from", -1);
-      x.sendOrigin = c.value("send_block_of", -1);
-      x.recvOrigin = c.value("recv_block_of", -1);
-      x.sendBytes = c.value("send_bytes", int64_t(-1));
-      x.recvBytes = c.value("recv_bytes", int64_t(-1));
-      logs[r].push_back(x);
-    }
+    logs[r] = collectivesFromJson(j["collectives"]);
     char buf[64];
     std::snprintf(buf, sizeof buf, "%s%.1f", r ? " / " : "", j.value("ttft_ms", -1.0));
     ttfts += buf;
@@ -141,6 +130,41 @@ bool checkRankLogs(const std::string &dir, int ranks, std::string &summary, std:
 }
 
 } // namespace
+
+nlohmann::json collectivesToJson(const std::vector<CpCollective> &log) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CpCollective &c : log)
+    out.push_back({{"layer", c.layer},
+                   {"step", c.step},
+                   {"send_to", c.sendTo},
+                   {"send_block_of", c.sendOrigin},
+                   {"send_bytes", c.sendBytes},
+                   {"recv_from", c.recvFrom},
+                   {"recv_block_of", c.recvOrigin},
+                   {"recv_bytes", c.recvBytes}});
+  return out;
+}
+
+std::vector<CpCollective> collectivesFromJson(const nlohmann::json &array) {
+  std::vector<CpCollective> out;
+  if (!array.is_array())
+    return out;
+  for (const nlohmann::json &c : array) {
+    if (!c.is_object())
+      continue;
+    CpCollective x;
+    x.layer = c.value("layer", -1);
+    x.step = c.value("step", -1);
+    x.sendTo = c.value("send_to", -1);
+    x.recvFrom = c.value("recv_from", -1);
+    x.sendOrigin = c.value("send_block_of", -1);
+    x.recvOrigin = c.value("recv_block_of", -1);
+    x.sendBytes = c.value("send_bytes", int64_t(-1));
+    x.recvBytes = c.value("recv_bytes", int64_t(-1));
+    out.push_back(x);
+  }
+  return out;
+}
 
 bool writeRankLog(int rank, const std::string &json, std::string &error) {
   const char *dir = std::getenv(kRankLogDirEnv);

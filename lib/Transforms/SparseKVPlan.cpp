@@ -126,9 +126,37 @@ bool planSparseKV(func::FuncOp func, int64_t capacity, int64_t elementBytes, int
       return false;
     op->setAttr("kv.window_section", i64(int64_t(plan.sections.size()) - 1));
   }
-  // Compressed latents: one slot per distinct value, viewed by every layer
-  // that reads it.
-  llvm::DenseMap<Value, int64_t> compressedSlot;
+  // A growing slot (compressed latents, indexer keys): one per distinct
+  // value, rows = capacity / ratio, read by the listed layers. Returns its
+  // index, or -1 with `error` when the value's slot has another ratio
+  // (`how` words the conflict).
+  llvm::DenseMap<Value, int64_t> slotOf[2]; // compressed, indexer keys
+  auto growingSlot = [&](Value v, SparseKVSection::Kind kind, int64_t ratio, Operation *op,
+                         int64_t layer, const char *how) -> int64_t {
+    auto &slots = slotOf[kind == SparseKVSection::Compressed ? 0 : 1];
+    auto [it, inserted] = slots.try_emplace(v, int64_t(plan.sections.size()));
+    if (inserted) {
+      SparseKVSection s;
+      s.kind = kind;
+      s.ratio = ratio;
+      s.rows = capacity / ratio;
+      if (!staticDim(v, 1, op, s.dim) || !addSection(s, op))
+        return -1;
+    } else if (plan.sections[it->second].ratio != ratio) {
+      blame(op);
+      error = std::string(op->getName().getStringRef()) + " (attention layer " +
+              std::to_string(layer) + "): reads " + how + " of ratio " +
+              std::to_string(plan.sections[it->second].ratio) + " " +
+              (kind == SparseKVSection::Compressed ? "through picks of" : "with") + " ratio " +
+              std::to_string(ratio);
+      return -1;
+    }
+    std::vector<int64_t> &readers = plan.sections[it->second].layers;
+    if (!llvm::is_contained(readers, layer))
+      readers.push_back(layer);
+    return it->second;
+  };
+  // Compressed latents, viewed by every layer that reads them.
   for (auto [l, op] : llvm::enumerate(layers)) {
     Value c = op.getCompressed();
     if (!c)
@@ -141,61 +169,27 @@ bool planSparseKV(func::FuncOp func, int64_t capacity, int64_t elementBytes, int
               "so their compress ratio (rows per token) is unknown";
       return false;
     }
-    int64_t ratio = std::max<int64_t>(1, topk.getRatio());
-    auto [it, inserted] = compressedSlot.try_emplace(c, int64_t(plan.sections.size()));
-    if (inserted) {
-      SparseKVSection s;
-      s.kind = SparseKVSection::Compressed;
-      s.ratio = ratio;
-      s.rows = capacity / ratio;
-      if (!staticDim(c, 1, op, s.dim) || !addSection(s, op))
-        return false;
-    } else if (plan.sections[it->second].ratio != ratio) {
-      blame(op);
-      error = std::string(op->getName().getStringRef()) + " (attention layer " + std::to_string(l) +
-              "): reads a compressed slot of ratio " +
-              std::to_string(plan.sections[it->second].ratio) + " through picks of ratio " +
-              std::to_string(ratio);
+    int64_t slot = growingSlot(c, SparseKVSection::Compressed, std::max<int64_t>(1, topk.getRatio()),
+                               op, int64_t(l), "a compressed slot");
+    if (slot < 0)
       return false;
-    }
-    plan.sections[it->second].layers.push_back(int64_t(l));
-    op->setAttr("kv.compressed_section", i64(it->second));
+    op->setAttr("kv.compressed_section", i64(slot));
   }
-  // Indexer keys: one slot per distinct keys value of the indexer ops.
-  llvm::DenseMap<Value, int64_t> keysSlot;
+  // Indexer keys of the indexer ops whose picks some attention reads.
   bool ok = true;
   func.walk([&](Operation *op) {
     if (!ok || !isa<attn::IndexerTopKOp, attn::IndexerCandidatesOp>(op))
       return;
-    // An indexer whose picks no attention reads needs no cached keys.
     auto lit = indexerLayer.find(op);
     if (lit == indexerLayer.end())
-      return;
-    Value keys = op->getOperand(1);
+      return; // an indexer whose picks no attention reads needs no cached keys
     int64_t ratio = std::max<int64_t>(1, op->getAttrOfType<IntegerAttr>("ratio").getInt());
-    auto [it, inserted] = keysSlot.try_emplace(keys, int64_t(plan.sections.size()));
-    if (!inserted && plan.sections[it->second].ratio != ratio) {
-      blame(op);
-      error = std::string(op->getName().getStringRef()) + " (attention layer " +
-              std::to_string(lit->second) + "): reads an indexer-key slot of ratio " +
-              std::to_string(plan.sections[it->second].ratio) + " with ratio " +
-              std::to_string(ratio);
+    int64_t slot = growingSlot(op->getOperand(1), SparseKVSection::IndexerKeys, ratio, op,
+                               lit->second, "an indexer-key slot");
+    if (slot < 0)
       ok = false;
-      return;
-    }
-    if (inserted) {
-      SparseKVSection s;
-      s.kind = SparseKVSection::IndexerKeys;
-      s.ratio = ratio;
-      s.rows = capacity / ratio;
-      if (!staticDim(keys, 1, op, s.dim) || !addSection(s, op)) {
-        ok = false;
-        return;
-      }
-    }
-    if (!llvm::is_contained(plan.sections[it->second].layers, lit->second))
-      plan.sections[it->second].layers.push_back(lit->second);
-    op->setAttr("kv.keys_section", i64(it->second));
+    else
+      op->setAttr("kv.keys_section", i64(slot));
   });
   if (!ok)
     return false;

@@ -304,21 +304,6 @@ bool envCount(const char *name, int64_t &out, bool &set, std::string &error) {
   return true;
 }
 
-/// The collectives of one rank, as its report and rank log list them.
-nlohmann::json collectivesJson(const std::vector<CpCollective> &log) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const CpCollective &c : log)
-    out.push_back({{"layer", c.layer},
-                   {"step", c.step},
-                   {"send_to", c.sendTo},
-                   {"send_block_of", c.sendOrigin},
-                   {"send_bytes", c.sendBytes},
-                   {"recv_from", c.recvFrom},
-                   {"recv_block_of", c.recvOrigin},
-                   {"recv_bytes", c.recvBytes}});
-  return out;
-}
-
 /// How this process takes part in the prefill.
 enum class RankMode {
   Single, ///< one GPU (--gpus 1, or --virtual-ranks)
@@ -535,7 +520,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                        {"gpu", dev.ordinal},
                        {"ttft_ms", st.ttftMs},
                        {"ttft_runs_ms", runMs},
-                       {"collectives", collectivesJson(st.cpRankLog.at(me))}};
+                       {"collectives", collectivesToJson(st.cpRankLog.at(me))}};
     if (!writeRankLog(me, log.dump(1) + "\n", error))
       return fail(kExitBadInput, error);
     if (st.cpOutputRank != me) {
@@ -643,7 +628,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     }
     // A virtual run: rank 0's collectives; an NCCL run: this rank's.
     int shown = st.ncclRanks > 1 ? st.cpRank : 0;
-    nlohmann::json rank0 = collectivesJson(
+    nlohmann::json rank0 = collectivesToJson(
         shown >= 0 && shown < static_cast<int>(st.cpRankLog.size()) ? st.cpRankLog[shown]
                                                                      : std::vector<CpCollective>{});
     report["context_parallel"] = {{"mode", st.ncclRanks > 1 ? "nccl" : "virtual"},
@@ -697,18 +682,18 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
 
 int main(int argc, char **argv) {
   auto tStart = std::chrono::steady_clock::now();
-  {
-    const char *world = std::getenv("WORLD_SIZE"), *rank = std::getenv("RANK");
-    if (world && rank && std::atoi(world) > 1)
-      gRankPrefix = "rank " + std::string(rank) + ": ";
-  }
+  // One process of a multi-process job (WORLD_SIZE > 1, as torchrun or
+  // h20-run's own launcher sets it); gpuRanks validates the variables.
+  const char *worldEnv = std::getenv("WORLD_SIZE"), *rankEnv = std::getenv("RANK");
+  const bool multiProcess = worldEnv && std::atoi(worldEnv) > 1;
+  if (multiProcess && rankEnv)
+    gRankPrefix = "rank " + std::string(rankEnv) + ": ";
   Options opt;
   std::string error;
   if (!parseArgs(argc, argv, opt, error))
     return fail(kExitBadInput, error + "\n" + kUsage);
-  if (const char *w = std::getenv("WORLD_SIZE");
-      w && std::atoi(w) > 1 && (!opt.inputs.empty() || !opt.inputsFrom.empty()))
-    return fail(kExitBadInput, "an N-GPU prefill (WORLD_SIZE=" + std::string(w) +
+  if (multiProcess && (!opt.inputs.empty() || !opt.inputsFrom.empty()))
+    return fail(kExitBadInput, "an N-GPU prefill (WORLD_SIZE=" + std::string(worldEnv) +
                                    ") runs token ids: give --ids, not --input / --inputs-from");
 
   Artifact artifact;
@@ -766,8 +751,8 @@ int main(int argc, char **argv) {
   if (device == "cpu" && opt.gpus)
     return fail(kExitBadInput, "--gpus applies to GPU artifacts; '" + opt.artifact +
                                    "' runs on the CPU");
-  if (const char *w = std::getenv("WORLD_SIZE"); device == "cpu" && w && std::atoi(w) > 1)
-    return fail(kExitBadInput, "WORLD_SIZE=" + std::string(w) + ": '" + opt.artifact +
+  if (device == "cpu" && multiProcess)
+    return fail(kExitBadInput, "WORLD_SIZE=" + std::string(worldEnv) + ": '" + opt.artifact +
                                    "' runs on the CPU, in one process; do not start it as a "
                                    "multi-GPU job");
   if (device == "gpu" && m.target == "cpu")

@@ -107,6 +107,9 @@ public:
   int rank() const { return myRank; }
 
 private:
+  /// ncclCommAbort or ncclCommDestroy, then the object is empty.
+  void release(bool abortOperations);
+
   void *comm = nullptr; ///< ncclComm_t
   int nranks = 0, myRank = -1;
 };

@@ -21,7 +21,12 @@
 #ifndef H20_RUNTIME_RANKLAUNCHER_H
 #define H20_RUNTIME_RANKLAUNCHER_H
 
+#include "h20/Runtime/ContextParallel.h"
+
+#include <nlohmann/json.hpp>
+
 #include <string>
+#include <vector>
 
 namespace h20::runtime {
 
@@ -45,6 +50,13 @@ int launchRanks(int ranks, const std::string &exe, char **argv, double graceS = 
 /// `json` is the serialised object; false with `error` when it cannot be
 /// written.
 bool writeRankLog(int rank, const std::string &json, std::string &error);
+
+/// One rank's collectives as the rank log and h20-run's report list them:
+/// [{"layer", "step", "send_to", "send_block_of", "send_bytes", "recv_from",
+/// "recv_block_of", "recv_bytes"}, ...]; and back (missing fields read as
+/// -1, which collectivesMatch rejects).
+nlohmann::json collectivesToJson(const std::vector<CpCollective> &log);
+std::vector<CpCollective> collectivesFromJson(const nlohmann::json &array);
 
 } // namespace h20::runtime
 
