@@ -116,6 +116,7 @@ void loadCuda(CudaState &s) {
   resolve(lib, a.cuGraphGetNodes, {"cuGraphGetNodes"}, optional);
   resolve(lib, a.cuGraphDestroy, {"cuGraphDestroy"}, optional);
   resolve(lib, a.cuGraphExecDestroy, {"cuGraphExecDestroy"}, optional);
+  resolve(lib, a.cuTensorMapEncodeTiled, {"cuTensorMapEncodeTiled"}, optional);
   if (!missing.empty()) {
     s.error = "no usable NVIDIA driver: libcuda.so.1 lacks " + missing +
               " (driver too old for CUDA 13?)";

@@ -15,6 +15,7 @@
 #if H20_HAVE_CUDA_HEADERS
 #include "CublasLtGemm.h"
 #include "h20/Runtime/AttentionParams.h"
+#include "h20/Runtime/AttentionTma.h"
 #include "h20/Runtime/CudaDriver.h"
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Runtime/NcclComm.h"
@@ -923,6 +924,10 @@ void GpuExecutor::Impl::buildKernel(size_t index, const ResolvedStep &step,
   params.scale = static_cast<float>(as.scale);
   params.softcap = static_cast<float>(as.softcap);
   params.causal = as.causal ? 1 : 0;
+  // The wgmma kernel loads its tiles by TMA when the views allow it (else
+  // cp.async, tma = 0); the maps follow this launch's pointers and lengths.
+  if (as.kernel.rfind("h20_attention_wgmma_", 0) == 0)
+    encodeAttentionTensorMaps(*cu, params, static_cast<int>(es), as.headDim, as.headDimV);
   k.grid[0] = static_cast<unsigned>(r.gridX);
   k.grid[1] = static_cast<unsigned>(as.heads);
   k.grid[2] = static_cast<unsigned>(r.batch);

@@ -1,7 +1,8 @@
 //===- attention-check.cpp - the GPU attention kernel against an fp64 reference ===//
 //
 // attention-check [--filter SUBSTR] [--no-timing] [--sweep] [--no-check]
-//                 [--time S1,S2,...] [--kernels default|wgmma|all] [--json PATH]
+//                 [--time S1,S2,...] [--kernels default|wgmma|all]
+//                 [--wgmma-variants STAGES:SCHEDULE,...] [--json PATH]
 //
 // Compiles the attention kernel variants (chooseAttentionVariant, NVRTC via
 // compileAttentionPtx, PTX loaded by the driver), runs a matrix of cases on
@@ -31,6 +32,10 @@
 // wgmma variant with --sweep or `--kernels all` (only it with `--kernels
 // wgmma`).
 //   --time S1,S2,...  time at these S (default 8192)
+//   --wgmma-variants STAGES:SCHEDULE,...  also check and time these wgmma
+//                     variants (AttentionVariant::stages / ::schedule)
+// The wgmma kernel loads by TMA where the views allow (as h20-run does);
+// H20_ATTENTION_TMA=0 makes it use cp.async. Timing lines name which.
 //   --no-check        skip the correctness cases (timing only)
 //   --no-timing       skip the timing
 //   --json PATH       also write the timings as a JSON array of {"kernel",
@@ -39,6 +44,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/AttentionParams.h"
+#include "h20/Runtime/AttentionTma.h"
 #include "h20/Runtime/CudaDriver.h"
 #include "h20/Target/AttentionKernel.h"
 
@@ -418,9 +424,17 @@ H20AttnParams makeParams(const Case &c, float scale, const View &q, const View &
   return p;
 }
 
+/// Whether the last launch of a wgmma kernel loaded by TMA (tensor maps
+/// made, H20_ATTENTION_TMA not 0), for the timing lines.
+bool lastLaunchTma = false;
+
 void launch(const Kernel &k, const H20AttnParams &p, CUstream stream) {
   const AttentionVariant &v = k.variant;
   H20AttnParams copy = p;
+  if (v.kind == 1) // as the runtime does (GpuExecutor): TMA where the views allow it
+    h20::runtime::encodeAttentionTensorMaps(*api, copy, elemBytes(v.dtype), v.headDim,
+                                            v.headDimV);
+  lastLaunchTma = copy.tma != 0;
   void *args[] = {&copy};
   check(api->cuLaunchKernel(k.fn, unsigned((p.sq + v.blockM - 1) / v.blockM), unsigned(p.heads),
                             unsigned(p.batch), unsigned(v.threads), 1, 1,
@@ -435,14 +449,25 @@ enum class Families { Default, Wgmma, All };
 /// The variants that check case `c` (each distinct once): the default choice
 /// unless `families` is Wgmma, and the wgmma variant (when `wgmma` — an
 /// sm_90 device — and it supports the case) unless `families` is Default.
+/// --wgmma-variants: (stages, schedule) pairs checked and timed besides the
+/// wgmma kernel's default.
+std::vector<std::pair<int, int>> extraWgmma;
+
 std::vector<AttentionVariant> variantsFor(const Case &c, Families families, bool wgmma) {
   std::vector<AttentionVariant> out;
   if (families != Families::Wgmma)
     out.push_back(*chooseAttentionVariant(c.dtype, c.d, c.dv));
   if (wgmma && families != Families::Default)
-    if (std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(c.dtype, c.d, c.dv))
+    if (std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(c.dtype, c.d, c.dv)) {
       if (std::find(out.begin(), out.end(), *w) == out.end())
         out.push_back(*w);
+      for (auto [stages, schedule] : extraWgmma) {
+        AttentionVariant x = *w;
+        x.stages = stages, x.schedule = schedule;
+        if (x.isSupported() && std::find(out.begin(), out.end(), x) == out.end())
+          out.push_back(x);
+      }
+    }
   return out;
 }
 
@@ -664,11 +689,12 @@ void reportTiming(const Kernel &k, int64_t H, int64_t S) {
   // Causal: half of the 2 * S^2 * (D + Dv) * H FLOPs of full attention.
   double flops = double(S) * double(S) * double(v.headDim + v.headDimV) * double(H);
   double tflops = flops / (ms * 1e-3) / 1e12;
-  std::printf("TIME %-46s B=1 H=%lld S=%lld causal: %.3f ms, %.1f TFLOP/s\n",
-              v.kernelName().c_str(), static_cast<long long>(H), static_cast<long long>(S), ms,
-              tflops);
+  // The loads the wgmma kernel used: TMA or cp.async (H20_ATTENTION_TMA=0).
+  const std::string name = v.kernelName() + (v.kind == 1 ? (lastLaunchTma ? "+tma" : "+cpasync") : "");
+  std::printf("TIME %-56s B=1 H=%lld S=%lld causal: %.3f ms, %.1f TFLOP/s\n", name.c_str(),
+              static_cast<long long>(H), static_cast<long long>(S), ms, tflops);
   std::fflush(stdout);
-  timings.push_back({v.kernelName(), S, H, v.headDim, ms, tflops});
+  timings.push_back({name, S, H, v.headDim, ms, tflops});
 }
 
 /// Writes `timings` to `path` as a JSON array, atomically (path.tmp, rename).
@@ -732,7 +758,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> sizes = {8192};
   const char *usage = "usage: attention-check [--filter SUBSTR] [--no-timing] [--sweep] "
                       "[--no-check] [--time S1,S2,...] [--kernels default|wgmma|all] "
-                      "[--json PATH]\n";
+                      "[--wgmma-variants STAGES:SCHEDULE,...] [--json PATH]\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
       filter = argv[++i];
@@ -746,6 +772,24 @@ int main(int argc, char **argv) {
       if (!parseSizes(argv[++i], sizes)) {
         std::fprintf(stderr, "attention-check: --time wants S1,S2,... (positive integers)\n");
         return 2;
+      }
+    } else if (!std::strcmp(argv[i], "--wgmma-variants") && i + 1 < argc) {
+      // STAGES:SCHEDULE,... e.g. 3:1,2:2
+      std::string list = argv[++i];
+      size_t pos = 0;
+      while (pos < list.size()) {
+        size_t comma = list.find(',', pos);
+        std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos
+                                                                       : comma - pos);
+        int st = 0, sc = 0;
+        if (std::sscanf(item.c_str(), "%d:%d", &st, &sc) != 2) {
+          std::fprintf(stderr, "attention-check: --wgmma-variants wants STAGES:SCHEDULE,...\n");
+          return 2;
+        }
+        extraWgmma.push_back({st, sc});
+        if (comma == std::string::npos)
+          break;
+        pos = comma + 1;
       }
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       jsonPath = argv[++i];

@@ -71,6 +71,9 @@ struct CudaApi {
   decltype(&::cuGraphGetNodes) cuGraphGetNodes;
   decltype(&::cuGraphDestroy) cuGraphDestroy;
   decltype(&::cuGraphExecDestroy) cuGraphExecDestroy;
+  // TMA tensor maps (AttentionTma.h). Optional: null when the driver lacks
+  // it; the attention kernel then loads its tiles with cp.async.
+  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled;
 };
 
 /// cuBLASLt functions h20 uses (GEMMs: bf16/fp16/fp32 in, fp32 accumulate).

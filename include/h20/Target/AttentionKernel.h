@@ -46,6 +46,8 @@ struct AttentionVariant {
   int blockN = 64;     ///< keys per step
   int threads = 256;   ///< threads per CTA
   int kind = 0;        ///< kernel family: 0 mma.sync (FA2-style), 1 wgmma (sm_90a)
+  int stages = 2;      ///< kind 1: K/V shared-memory stages (2 or 3)
+  int schedule = 0;    ///< kind 1: 0 plain, 1 ping-pong, 2 pipelined without ping-pong
 
   /// Entry point name, unique per variant, e.g.
   /// "h20_attention_bf16_d128_dv128_m128_n64_t256" (kind 0) or
@@ -74,7 +76,8 @@ struct AttentionVariant {
 
   bool operator==(const AttentionVariant &o) const {
     return dtype == o.dtype && headDim == o.headDim && headDimV == o.headDimV &&
-           blockM == o.blockM && blockN == o.blockN && threads == o.threads && kind == o.kind;
+           blockM == o.blockM && blockN == o.blockN && threads == o.threads && kind == o.kind &&
+           stages == o.stages && schedule == o.schedule;
   }
 };
 

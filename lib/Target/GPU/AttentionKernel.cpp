@@ -78,6 +78,10 @@ bool wgmmaSupported(const AttentionVariant &v, std::string *why) {
     return fail(why, name + ": the wgmma kernel needs blockM 128 and 384 threads");
   if (v.blockN != 64 && v.blockN != 128 && v.blockN != 256)
     return fail(why, name + ": the wgmma kernel needs blockN in {64, 128, 256}");
+  if (v.stages != 2 && v.stages != 3)
+    return fail(why, name + ": the wgmma kernel needs 2 or 3 stages");
+  if (v.schedule < 0 || v.schedule > 2)
+    return fail(why, name + ": the wgmma kernel's schedule is 0, 1 or 2");
   // Per consumer thread: S (BN / 2 fp32), O (Dv / 2 fp32), P (BN / 4 x 32 bits).
   const int regs = v.blockN / 2 + v.headDimV / 2 + v.blockN / 4;
   if (regs > 192)
@@ -123,15 +127,19 @@ std::optional<AttentionVariant> chooseWgmmaAttentionVariant(int dtype, int64_t h
 }
 
 std::string AttentionVariant::kernelName() const {
-  return std::string(kind == 1 ? "h20_attention_wgmma_" : "h20_attention_") + dtypeName(dtype) + "_d" + std::to_string(headDim) +
-         "_dv" + std::to_string(headDimV) + "_m" + std::to_string(blockM) + "_n" +
-         std::to_string(blockN) + "_t" + std::to_string(threads);
+  std::string name = std::string(kind == 1 ? "h20_attention_wgmma_" : "h20_attention_") +
+                     dtypeName(dtype) + "_d" + std::to_string(headDim) + "_dv" +
+                     std::to_string(headDimV) + "_m" + std::to_string(blockM) + "_n" +
+                     std::to_string(blockN) + "_t" + std::to_string(threads);
+  if (kind == 1)
+    name += "_s" + std::to_string(stages) + "_k" + std::to_string(schedule);
+  return name;
 }
 
 int64_t AttentionVariant::smemBytes() const {
   int64_t d = headDim, dv = headDimV, bm = blockM, bn = blockN;
-  if (kind == 1) // WgLayout: Q [BM][D], 2 x K [BN][D], 2 x V [BN][DV], 6 mbarriers, alignment
-    return 2 * (bm * d + 2 * bn * d + 2 * bn * dv) + 64 + 1024;
+  if (kind == 1) // WgLayout: Q [BM][D], ST x K [BN][D], ST x V [BN][DV], mbarriers, alignment
+    return 2 * (bm * d + stages * bn * d + stages * bn * dv) + 128 + 1024;
   if (dtype == 0) // FmaLayout: Q [BM][D], K [BN][D+1], V [BN][DV], P [BM][BN]
     return 4 * (bm * d + bn * (d + 1) + bn * dv + bm * bn);
   // TcLayout: Q/O [BM][max(D,DV)+8], 2 x K [BN][D+8], 2 x V [BN][DV+8]
@@ -257,6 +265,10 @@ std::string attentionProgramSource(const std::vector<AttentionVariant> &variants
     src += "#define H20_BLOCK_N " + std::to_string(v.blockN) + "\n";
     src += "#define H20_THREADS " + std::to_string(v.threads) + "\n";
     src += "#define H20_KIND " + std::to_string(v.kind) + "\n";
+    if (v.kind == 1) {
+      src += "#define H20_STAGES " + std::to_string(v.stages) + "\n";
+      src += "#define H20_SCHEDULE " + std::to_string(v.schedule) + "\n";
+    }
     src += "#define H20_KERNEL_NAME " + name + "\n";
     src += "#include \"h20_attention.cuh\"\n";
   }

@@ -71,7 +71,10 @@
 /// Kernel parameters, passed by value. Mirrors the runtime's
 /// include/h20/Runtime/AttentionParams.h field for field (same order, same
 /// types); all strides are in elements and ordered (batch, head, seq, dim).
-struct H20AttnParams {
+struct __align__(64) H20TensorMap {
+  unsigned long long opaque[16]; ///< a CUtensorMap made on the host
+};
+struct __align__(64) H20AttnParams {
   const void *q, *k, *v;
   void *o;
   long long q_stride[4], k_stride[4], v_stride[4], o_stride[4];
@@ -79,7 +82,9 @@ struct H20AttnParams {
   long long window_left; ///< -1: no window; else key j visible iff j > i' - window_left
   float scale, softcap;  ///< softcap 0: none
   int causal;            ///< 1: bottom-right aligned causal mask
-  int pad_;
+  int tma;               ///< 1: tm_q, tm_k, tm_v are tensor maps (wgmma kernel only)
+  long long pad_[4];
+  H20TensorMap tm_q, tm_k, tm_v; ///< 4-D (dim, seq, head, batch), 64 x 64 boxes, 128B swizzle
 };
 
 namespace h20attn {
@@ -989,6 +994,34 @@ __device__ __forceinline__ void fenceProxyAsync() {
 __device__ __forceinline__ void namedBarrier(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+/// Arrives at named barrier `id` without waiting (the other side of a
+/// namedBarrier of `count` threads).
+__device__ __forceinline__ void namedBarrierArrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+/// One arrival that also announces `bytes` of asynchronous (TMA) writes the
+/// current phase waits for.
+__device__ __forceinline__ void mbarArriveExpectTx(u32 bar, u32 bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(
+                   bar),
+               "r"(bytes)
+               : "memory");
+}
+/// Makes mbarrier.init visible to the async proxy (the tensor copy engine
+/// completes transactions on the barriers).
+__device__ __forceinline__ void fenceBarrierInit() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+/// Tensor copy (TMA) of the box at coordinates (c0, c1, c2, c3) of the
+/// tensor map at generic address `map` into shared memory `dst`, completing
+/// its bytes on mbarrier `bar` (PTX ISA cp.async.bulk.tensor, tile mode).
+__device__ __forceinline__ void tmaLoad4d(u32 dst, const void *map, u32 bar, int c0, int c1,
+                                          int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+               "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+               : "memory");
+}
 template <int R> __device__ __forceinline__ void setMaxRegsInc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
 }
@@ -1035,39 +1068,181 @@ __device__ __forceinline__ void loadSwizzled(bool vec, u32 dst, const u16 *src, 
 }
 
 /// Byte offsets from the 1024-aligned base (see the section comment).
-template <int D, int DV, int BN> struct WgLayout {
+template <int D, int DV, int BN, int ST> struct WgLayout {
   static constexpr int kQWarpgroup = 64 * D * 2; ///< one consumer's Q (and O staging) tile
   static constexpr int kKStage = BN * D * 2;
   static constexpr int kVStage = BN * DV * 2;
   static constexpr int kQ = 0;
   static constexpr int kK = kQ + 2 * kQWarpgroup;
-  static constexpr int kV = kK + 2 * kKStage;
-  static constexpr int kBar = kV + 2 * kVStage; ///< fullK[2], fullV[2], empty[2]
-  static constexpr int kBytes = kBar + 64 + 1024; ///< + slack for the base alignment
+  static constexpr int kV = kK + ST * kKStage;
+  /// fullQ, then fullK[ST], fullV[ST], emptyK[ST], emptyV[ST] (8 bytes each)
+  static constexpr int kBar = kV + ST * kVStage;
+  static constexpr int kBytes = kBar + 128 + 1024; ///< + slack for the base alignment
+  static_assert(8 * (1 + 4 * ST) <= 128, "mbarriers overflow their 128 bytes");
 };
+
+/// Per-thread accumulator state of one consumer warpgroup and the steps of
+/// its main loop, shared by the schedules (see the section comment).
+template <int DT, int D, int DV, int BN> struct WgConsumer {
+  float o[DV / 2];                                   ///< O accumulators
+  float rowMax[2] = {negInf(), negInf()};            ///< rows g, g + 8 (base 2)
+  float rowSum[2] = {0.f, 0.f};                      ///< this lane's share of the row sums
+  u32 sQ;                                            ///< this warpgroup's Q tile
+  int warp, g, t4;
+  float softcap, scaleLog2, capIn, capOut, mul;
+  bool inPlace;
+
+  __device__ __forceinline__ WgConsumer(const H20AttnParams &p, u32 q, int tid) : sQ(q) {
+    const int lane = tid % 32;
+    warp = tid / 32, g = lane / 4, t4 = lane % 4;
+#pragma unroll
+    for (int i = 0; i < DV / 2; ++i)
+      o[i] = 0.f;
+    // Logits in base 2: s * mul, with mul = scale * log2(e) folded into the
+    // exponent's FMA; with a softcap (or a non-positive scale) the logits
+    // are transformed in place first and mul = 1.
+    softcap = p.softcap, scaleLog2 = p.scale * kLog2e;
+    capIn = softcap > 0.f ? p.scale / softcap : 0.f, capOut = softcap * kLog2e;
+    inPlace = softcap > 0.f || !(scaleLog2 > 0.f);
+    mul = inPlace ? 1.f : scaleLog2;
+  }
+
+  /// Issues S = Q K^T (raw dot products) for the K tile at `kTile`.
+  __device__ __forceinline__ void issueS(float (&sc)[BN / 2], u32 kTile) const {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const u64 da = smemDesc(sQ + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024);
+      const u64 db = smemDesc(kTile + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
+      Wgmma<DT, BN>::ss(sc, da, db, kk > 0 ? 1 : 0);
+    }
+  }
+  /// Issues O += P V for the V tile at `vTile`; V tile rows 16k.. start
+  /// 16 * 128 bytes further per k-step.
+  __device__ __forceinline__ void issuePV(const u32 (&pa)[BN / 16][4], u32 vTile) {
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+      Wgmma<DT, DV>::rs(o, pa[k], smemDesc(vTile + k * 2048, BN * 128, 1024), 1);
+  }
+
+  /// The online softmax of the tile at key n0 (base 2) for rows g (hr = 0)
+  /// and g + 8 (hr = 1): logits scaled (or softcapped) and masked in place,
+  /// then replaced by their exponentials against the new row maxima; the row
+  /// sums are rescaled and extended. O is not touched: it must be rescaled by
+  /// `alpha` (rescaleO) once no P V GEMM that writes it is in flight.
+  __device__ __forceinline__ void softmax(float (&sc)[BN / 2], const KeyRange &keys, i64 n0,
+                                          i64 mw, i64 lastRowW, i64 skv, float (&alpha)[2]) {
+    if (inPlace) {
+      if (softcap > 0.f) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i)
+          sc[i] = softcapLogit2(sc[i], capIn, capOut);
+      } else {
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i)
+          sc[i] *= scaleLog2;
+      }
+    }
+    if (keys.tileNeedsMask(n0, BN, mw, lastRowW, skv)) {
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        int lo, hi;
+        keys.visibleColumns(mw + 16 * warp + g + 8 * hr, n0, BN, skv, &lo, &hi);
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int col = 8 * n + 2 * t4 + c;
+            if (col < lo || col >= hi)
+              sc[4 * n + 2 * hr + c] = negInf();
+          }
+      }
+    }
+    // The four lanes of a row group share a row.
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float mx = negInf();
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+        mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * hr], sc[4 * n + 2 * hr + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float mNew = fmaxf(rowMax[hr], mx * mul);
+      // No visible key yet: keep every exponent finite (exp2(-inf) = 0).
+      const float ref = mNew == negInf() ? 0.f : mNew;
+      alpha[hr] = fastExp2(rowMax[hr] - ref);
+      rowMax[hr] = mNew;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const float e = fastExp2(fmaf(sc[4 * n + 2 * hr + c], mul, -ref));
+          sc[4 * n + 2 * hr + c] = e;
+          sum += e;
+        }
+      rowSum[hr] = rowSum[hr] * alpha[hr] + sum;
+    }
+  }
+  __device__ __forceinline__ void rescaleO(const float (&alpha)[2]) {
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr)
+#pragma unroll
+      for (int n = 0; n < DV / 8; ++n) {
+        o[4 * n + 2 * hr] *= alpha[hr];
+        o[4 * n + 2 * hr + 1] *= alpha[hr];
+      }
+  }
+  /// P (16-bit) as the register A operand: keys 16k..16k+15 are k-step k.
+  static __device__ __forceinline__ void packP(const float (&sc)[BN / 2], u32 (&pa)[BN / 16][4]) {
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k) {
+      pa[k][0] = Elem<DT>::pack(sc[8 * k + 0], sc[8 * k + 1]);
+      pa[k][1] = Elem<DT>::pack(sc[8 * k + 2], sc[8 * k + 3]);
+      pa[k][2] = Elem<DT>::pack(sc[8 * k + 4], sc[8 * k + 5]);
+      pa[k][3] = Elem<DT>::pack(sc[8 * k + 6], sc[8 * k + 7]);
+    }
+  }
+};
+
+/// Keeps the P registers live (and unchanged) until here: they are read by
+/// an asynchronous wgmma until its wait, which the compiler cannot see.
+template <int K> __device__ __forceinline__ void holdRegs(u32 (&pa)[K][4]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    asm volatile("" : "+r"(pa[k][0]), "+r"(pa[k][1]), "+r"(pa[k][2]), "+r"(pa[k][3])::"memory");
+}
 
 } // namespace wg
 
-/// The wgmma forward kernel body (kind 1): 384 threads, BLOCK_M = 128.
-template <int DT, int D, int DV, int BN>
+/// The wgmma forward kernel body (kind 1): 384 threads, BLOCK_M = 128, ST
+/// shared-memory stages, schedule SCHED (0 plain, 1 ping-pong, 2 pipelined
+/// without ping-pong; see the section comment).
+template <int DT, int D, int DV, int BN, int ST, int SCHED>
 __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   using namespace wg;
-  typedef WgLayout<D, DV, BN> L;
+  typedef WgLayout<D, DV, BN, ST> L;
   static_assert(D == DV && (D == 64 || D == 128 || D == 256),
                 "wgmma kernel: D = Dv in {64, 128, 256} (O is staged in the Q tile)");
   static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma kernel: BLOCK_N in {64, 128, 256}");
+  static_assert(ST == 2 || ST == 3, "wgmma kernel: 2 or 3 stages");
+  static_assert(SCHED >= 0 && SCHED <= 2, "wgmma kernel: schedule 0, 1 or 2");
   constexpr int BM = 128;
 
   const u32 base = (smemAddr(h20SmemRaw) + 1023u) & ~1023u;
   const u32 sK = base + L::kK, sV = base + L::kV;
-  const u32 fullK = base + L::kBar, fullV = fullK + 16, empty = fullK + 32; // + 8 * stage
+  const u32 fullQ = base + L::kBar, fullK = fullQ + 8, fullV = fullK + 8 * ST;
+  const u32 emptyK = fullV + 8 * ST, emptyV = emptyK + 8 * ST; // + 8 * stage
   const int warpgroup = threadIdx.x / 128;
+  const bool tma = p.tma != 0;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < 2; ++s) {
-      mbarInit(fullK + 8 * s, 128);
-      mbarInit(fullV + 8 * s, 128);
-      mbarInit(empty + 8 * s, 256);
+    mbarInit(fullQ, 1);
+    for (int s = 0; s < ST; ++s) {
+      mbarInit(fullK + 8 * s, tma ? 1 : 128); // TMA: the issuing thread's expect_tx
+      mbarInit(fullV + 8 * s, tma ? 1 : 128);
+      mbarInit(emptyK + 8 * s, 8); // one arrival per consumer warp
+      mbarInit(emptyV + 8 * s, 8);
     }
+    fenceBarrierInit();
   }
   __syncthreads(); // the barriers are initialised before anyone uses them
 
@@ -1083,19 +1258,61 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   if (warpgroup == 0) {
     // ---- producer ----
     setMaxRegsDec<40>();
+    if (tma) {
+      if (threadIdx.x != 0)
+        return;
+      // One thread issues every copy: 64 x 64 boxes (AttentionTma.h), each
+      // one 8 KiB swizzled block of the layout, rows past the end zeros.
+      const void *mq = &p.tm_q, *mk = &p.tm_k, *mv = &p.tm_v;
+      const int ih = int(h), ikh = int(kh), ib = int(b);
+      mbarArriveExpectTx(fullQ, BM * D * 2);
+#pragma unroll
+      for (int rb = 0; rb < 2; ++rb)
+#pragma unroll
+        for (int cb = 0; cb < D / 64; ++cb)
+          tmaLoad4d(base + L::kQ + rb * L::kQWarpgroup + cb * 64 * 128, mq, fullQ, 64 * cb,
+                    int(m0) + 64 * rb, ih, ib);
+      for (i64 j = 0; j < nTiles; ++j) {
+        const int s = int(j % ST);
+        const u32 use = u32(j / ST);
+        const int n0 = int(keys.begin + j * BN);
+        if (j >= ST) // both consumers released the tile ST back of this stage
+          mbarWait(emptyK + 8 * s, (use - 1) & 1);
+        mbarArriveExpectTx(fullK + 8 * s, BN * D * 2);
+#pragma unroll
+        for (int cb = 0; cb < D / 64; ++cb)
+#pragma unroll
+          for (int rb = 0; rb < BN / 64; ++rb)
+            tmaLoad4d(sK + s * L::kKStage + cb * BN * 128 + rb * 64 * 128, mk, fullK + 8 * s,
+                      64 * cb, n0 + 64 * rb, ikh, ib);
+        if (j >= ST)
+          mbarWait(emptyV + 8 * s, (use - 1) & 1);
+        mbarArriveExpectTx(fullV + 8 * s, BN * DV * 2);
+#pragma unroll
+        for (int cb = 0; cb < DV / 64; ++cb)
+#pragma unroll
+          for (int rb = 0; rb < BN / 64; ++rb)
+            tmaLoad4d(sV + s * L::kVStage + cb * BN * 128 + rb * 64 * 128, mv, fullV + 8 * s,
+                      64 * cb, n0 + 64 * rb, ikh, ib);
+      }
+      return;
+    }
     const int t = threadIdx.x;
     const u16 *gK = headBase<u16>(p.k, p.k_stride, b, kh);
     const u16 *gV = headBase<u16>(p.v, p.v_stride, b, kh);
     const bool vecK = vectorizable(gK, p.k_stride[2], p.k_stride[3], 2);
     const bool vecV = vectorizable(gV, p.v_stride[2], p.v_stride[3], 2);
     for (i64 j = 0; j < nTiles; ++j) {
-      const int s = int(j & 1);
-      if (j >= 2) // wait until both consumers released tile j - 2 of this stage
-        mbarWait(empty + 8 * s, u32(((j >> 1) - 1) & 1));
+      const int s = int(j % ST);
+      const u32 use = u32(j / ST);
       const i64 n0 = keys.begin + j * BN;
+      if (j >= ST)
+        mbarWait(emptyK + 8 * s, (use - 1) & 1);
       loadSwizzled<BN, D, 128>(vecK, sK + s * L::kKStage, gK, p.k_stride[2], p.k_stride[3], n0,
                                p.skv, t);
       cpAsyncCommit();
+      if (j >= ST)
+        mbarWait(emptyV + 8 * s, (use - 1) & 1);
       loadSwizzled<BN, DV, 128>(vecV, sV + s * L::kVStage, gV, p.v_stride[2], p.v_stride[3], n0,
                                 p.skv, t);
       cpAsyncCommit();
@@ -1113,140 +1330,131 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   setMaxRegsInc<232>();
   const int cw = warpgroup - 1;             // 0 or 1: rows 64 * cw .. of the CTA
   const int tid = threadIdx.x - 128 * warpgroup;
-  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+  const int lane = tid % 32;
   const i64 mw = m0 + 64 * cw; // this warpgroup's first query row
   const i64 lastRowW = imin(mw + 64, p.sq) - 1;
   const u32 sQ = base + L::kQ + cw * L::kQWarpgroup;
 
-  const u16 *gQ = headBase<u16>(p.q, p.q_stride, b, h);
-  loadSwizzled<64, D, 128>(vectorizable(gQ, p.q_stride[2], p.q_stride[3], 2), sQ, gQ,
-                           p.q_stride[2], p.q_stride[3], mw, p.sq, tid);
-  cpAsyncCommit();
-  cpAsyncWait<0>();
-  fenceProxyAsync();
-  namedBarrier(1 + cw, 128); // the whole warpgroup's Q rows are in place
+  if (tma) {
+    mbarWait(fullQ, 0);
+  } else {
+    const u16 *gQ = headBase<u16>(p.q, p.q_stride, b, h);
+    loadSwizzled<64, D, 128>(vectorizable(gQ, p.q_stride[2], p.q_stride[3], 2), sQ, gQ,
+                             p.q_stride[2], p.q_stride[3], mw, p.sq, tid);
+    cpAsyncCommit();
+    cpAsyncWait<0>();
+    fenceProxyAsync();
+    namedBarrier(1 + cw, 128); // the whole warpgroup's Q rows are in place
+  }
 
-  float o[DV / 2];
-#pragma unroll
-  for (int i = 0; i < DV / 2; ++i)
-    o[i] = 0.f;
-  float rowMax[2] = {negInf(), negInf()}, rowSum[2] = {0.f, 0.f}; // rows g, g + 8 (base 2)
+  WgConsumer<DT, D, DV, BN> c(p, sQ, tid);
+  // A stage is released by one lane per warp once the warp's wgmma reads of
+  // it have completed.
+  auto release = [&](u32 bar) {
+    __syncwarp();
+    if (lane == 0)
+      mbarArrive(bar);
+  };
+  auto kTile = [&](i64 j) { return sK + u32(j % ST) * L::kKStage; };
+  auto vTile = [&](i64 j) { return sV + u32(j % ST) * L::kVStage; };
+  auto parity = [&](i64 j) { return u32((j / ST) & 1); };
+  auto tileStart = [&](i64 j) { return keys.begin + j * BN; };
 
-  // Logits in base 2: s * mul, with mul = scale * log2(e) folded into the
-  // exponent's FMA; with a softcap (or a non-positive scale) the logits are
-  // transformed in place first and mul = 1.
-  const float softcap = p.softcap, scaleLog2 = p.scale * kLog2e;
-  const float capIn = softcap > 0.f ? p.scale / softcap : 0.f, capOut = softcap * kLog2e;
-  const bool inPlace = softcap > 0.f || !(scaleLog2 > 0.f);
-  const float mul = inPlace ? 1.f : scaleLog2;
-
-  for (i64 j = 0; j < nTiles; ++j) {
-    const int s = int(j & 1);
-    const u32 parity = u32((j >> 1) & 1);
-    const i64 n0 = keys.begin + j * BN;
-    const u32 kTile = sK + s * L::kKStage, vTile = sV + s * L::kVStage;
-
-    // S = Q K^T (raw dot products).
-    float sc[BN / 2];
-    mbarWait(fullK + 8 * s, parity);
-    wgmmaFence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const u64 da = smemDesc(sQ + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024);
-      const u64 db = smemDesc(kTile + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024);
-      Wgmma<DT, BN>::ss(sc, da, db, kk > 0 ? 1 : 0);
+  if constexpr (SCHED == 0) {
+    for (i64 j = 0; j < nTiles; ++j) {
+      float sc[BN / 2];
+      mbarWait(fullK + 8 * (j % ST), parity(j));
+      wgmmaFence();
+      c.issueS(sc, kTile(j));
+      wgmmaCommit();
+      wgmmaWait<0>();
+      fenceRegs(sc);
+      release(emptyK + 8 * (j % ST));
+      float alpha[2];
+      c.softmax(sc, keys, tileStart(j), mw, lastRowW, p.skv, alpha);
+      c.rescaleO(alpha);
+      u32 pa[BN / 16][4];
+      c.packP(sc, pa);
+      mbarWait(fullV + 8 * (j % ST), parity(j));
+      wgmmaFence();
+      c.issuePV(pa, vTile(j));
+      wgmmaCommit();
+      wgmmaWait<0>();
+      fenceRegs(c.o);
+      release(emptyV + 8 * (j % ST));
     }
+  } else if (nTiles > 0) {
+    // Bursts: {S_0}, {S_j, P_{j-1} V_{j-1}} for j = 1 .. n-1, {P_{n-1} V_{n-1}}.
+    // SCHED 1: the two warpgroups take turns to issue their bursts (named
+    // barriers 3 and 4, 256 threads): warpgroup 0 first; each turn ends when
+    // the other may go, so one warpgroup's softmax runs while the other's
+    // GEMMs occupy the tensor cores. Each barrier sees as many arrivals as
+    // waits (warpgroup 1 skips passing the turn after its last burst).
+    constexpr bool kPingPong = SCHED == 1;
+    auto turnBegin = [&] {
+      if (kPingPong)
+        namedBarrier(3 + cw, 256);
+    };
+    auto turnEnd = [&](bool last) {
+      if (kPingPong && !(last && cw == 1))
+        namedBarrierArrive(3 + (1 - cw), 256);
+    };
+    if (kPingPong && cw == 1)
+      namedBarrierArrive(3, 256);
+
+    float sc[BN / 2], alpha[2];
+    u32 pa[BN / 16][4];
+    mbarWait(fullK, 0);
+    turnBegin();
+    wgmmaFence();
+    c.issueS(sc, kTile(0));
     wgmmaCommit();
+    turnEnd(false);
     wgmmaWait<0>();
     fenceRegs(sc);
-
-    if (inPlace) {
-      if (softcap > 0.f) {
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i)
-          sc[i] = softcapLogit2(sc[i], capIn, capOut);
-      } else {
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i)
-          sc[i] *= scaleLog2;
-      }
+    release(emptyK);
+    c.softmax(sc, keys, tileStart(0), mw, lastRowW, p.skv, alpha);
+    c.packP(sc, pa); // O is still zero: nothing to rescale
+    for (i64 j = 1; j < nTiles; ++j) {
+      mbarWait(fullK + 8 * (j % ST), parity(j));
+      mbarWait(fullV + 8 * ((j - 1) % ST), parity(j - 1));
+      turnBegin();
+      wgmmaFence();
+      c.issueS(sc, kTile(j));
+      wgmmaCommit();
+      c.issuePV(pa, vTile(j - 1));
+      wgmmaCommit();
+      turnEnd(false);
+      wgmmaWait<1>(); // S_j (committed first) has landed; P V may still run
+      fenceRegs(sc);
+      release(emptyK + 8 * (j % ST));
+      c.softmax(sc, keys, tileStart(j), mw, lastRowW, p.skv, alpha);
+      wgmmaWait<0>();
+      fenceRegs(c.o);
+      holdRegs(pa);
+      release(emptyV + 8 * ((j - 1) % ST));
+      c.rescaleO(alpha);
+      c.packP(sc, pa);
     }
-    if (keys.tileNeedsMask(n0, BN, mw, lastRowW, p.skv)) {
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        int lo, hi;
-        keys.visibleColumns(mw + 16 * warp + g + 8 * hr, n0, BN, p.skv, &lo, &hi);
-#pragma unroll
-        for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const int col = 8 * n + 2 * t4 + c;
-            if (col < lo || col >= hi)
-              sc[4 * n + 2 * hr + c] = negInf();
-          }
-      }
-    }
-
-    // Online softmax (base 2) for rows g (hr = 0) and g + 8 (hr = 1); the
-    // four lanes of a row group share a row.
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      float mx = negInf();
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-        mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * hr], sc[4 * n + 2 * hr + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float mNew = fmaxf(rowMax[hr], mx * mul);
-      // No visible key yet: keep every exponent finite (exp2(-inf) = 0).
-      const float ref = mNew == negInf() ? 0.f : mNew;
-      const float alpha = fastExp2(rowMax[hr] - ref);
-      rowMax[hr] = mNew;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const float e = fastExp2(fmaf(sc[4 * n + 2 * hr + c], mul, -ref));
-          sc[4 * n + 2 * hr + c] = e;
-          sum += e;
-        }
-      rowSum[hr] = rowSum[hr] * alpha + sum; // this lane's share of the row
-#pragma unroll
-      for (int n = 0; n < DV / 8; ++n) {
-        o[4 * n + 2 * hr] *= alpha;
-        o[4 * n + 2 * hr + 1] *= alpha;
-      }
-    }
-
-    // P (16-bit) as the register A operand: keys 16k..16k+15 are k-step k.
-    u32 pa[BN / 16][4];
-#pragma unroll
-    for (int k = 0; k < BN / 16; ++k) {
-      pa[k][0] = Elem<DT>::pack(sc[8 * k + 0], sc[8 * k + 1]);
-      pa[k][1] = Elem<DT>::pack(sc[8 * k + 2], sc[8 * k + 3]);
-      pa[k][2] = Elem<DT>::pack(sc[8 * k + 4], sc[8 * k + 5]);
-      pa[k][3] = Elem<DT>::pack(sc[8 * k + 6], sc[8 * k + 7]);
-    }
-
-    // O += P V; V tile rows 16k.. start 16 * 128 bytes further per k-step.
-    mbarWait(fullV + 8 * s, parity);
+    mbarWait(fullV + 8 * ((nTiles - 1) % ST), parity(nTiles - 1));
+    turnBegin();
     wgmmaFence();
-#pragma unroll
-    for (int k = 0; k < BN / 16; ++k)
-      Wgmma<DT, DV>::rs(o, pa[k], smemDesc(vTile + k * 2048, BN * 128, 1024), 1);
+    c.issuePV(pa, vTile(nTiles - 1));
     wgmmaCommit();
+    turnEnd(true);
     wgmmaWait<0>();
-    fenceRegs(o);
-    mbarArrive(empty + 8 * s); // this thread is done with stage s
+    fenceRegs(c.o);
+    holdRegs(pa);
+    release(emptyV + 8 * ((nTiles - 1) % ST));
   }
 
   // Epilogue: O / l (0 for rows without a visible key) into this
   // warpgroup's Q tile (its last wgmma read has completed), then to global.
   fenceProxyAsync(); // async-proxy reads of sQ before the generic writes
+  const int warp = c.warp, g = c.g, t4 = c.t4;
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
-    float l = rowSum[hr];
+    float l = c.rowSum[hr];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const float inv = l > 0.f ? fastRcp(l) : 0.f;
@@ -1254,7 +1462,7 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
 #pragma unroll
     for (int n = 0; n < DV / 8; ++n)
       stShared32(sQ + swz128(row, n, 64) + 4 * t4,
-                 Elem<DT>::pack(o[4 * n + 2 * hr] * inv, o[4 * n + 2 * hr + 1] * inv));
+                 Elem<DT>::pack(c.o[4 * n + 2 * hr] * inv, c.o[4 * n + 2 * hr + 1] * inv));
   }
   namedBarrier(1 + cw, 128);
 
@@ -1264,17 +1472,18 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   if (vectorizable(gO, os, od, 2)) {
 #pragma unroll 4
     for (int e = tid; e < 64 * kChunks; e += 128) {
-      const int r = e / kChunks, c = e % kChunks;
+      const int r = e / kChunks, cc = e % kChunks;
       if (mw + r < p.sq)
-        *reinterpret_cast<uint4 *>(gO + (mw + r) * os + c * 8) = ldShared128(sQ + swz128(r, c, 64));
+        *reinterpret_cast<uint4 *>(gO + (mw + r) * os + cc * 8) =
+            ldShared128(sQ + swz128(r, cc, 64));
     }
   } else {
     for (int e = tid; e < 64 * kChunks; e += 128) {
-      const int r = e / kChunks, c = e % kChunks;
+      const int r = e / kChunks, cc = e % kChunks;
       if (mw + r < p.sq) {
-        const uint4 v = ldShared128(sQ + swz128(r, c, 64));
+        const uint4 v = ldShared128(sQ + swz128(r, cc, 64));
         const u32 w[4] = {v.x, v.y, v.z, v.w};
-        u16 *dst = gO + (mw + r) * os + i64(c) * 8 * od;
+        u16 *dst = gO + (mw + r) * os + i64(cc) * 8 * od;
 #pragma unroll
         for (int k = 0; k < 8; ++k)
           dst[i64(k) * od] = u16(w[k / 2] >> (16 * (k % 2)));
@@ -1309,10 +1518,20 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
 #if H20_BLOCK_M != 128 || H20_THREADS != 384
 #error "the wgmma attention kernel needs H20_BLOCK_M 128 and H20_THREADS 384"
 #endif
+#ifndef H20_STAGES
+#define H20_STAGES 2
+#endif
+#ifndef H20_SCHEDULE
+#define H20_SCHEDULE 0
+#endif
 /// Flash-attention forward (wgmma, producer + 2 consumer warpgroups) for one
-/// (query block, head, batch) per CTA; see the wgmma section comment.
-extern "C" __global__ void __launch_bounds__(384, 1) H20_KERNEL_NAME(const H20AttnParams p) {
-  h20attn::attentionWgmma<H20_DTYPE, H20_HEAD_DIM, H20_HEAD_DIM_V, H20_BLOCK_N>(p);
+/// (query block, head, batch) per CTA; see the wgmma section comment. The
+/// parameter is __grid_constant__: the TMA copies read its tensor maps in
+/// place.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    H20_KERNEL_NAME(const __grid_constant__ H20AttnParams p) {
+  h20attn::attentionWgmma<H20_DTYPE, H20_HEAD_DIM, H20_HEAD_DIM_V, H20_BLOCK_N, H20_STAGES,
+                          H20_SCHEDULE>(p);
 }
 #else
 /// Flash-attention forward for one (query block, head, batch) per CTA; see
@@ -1332,3 +1551,5 @@ extern "C" __global__ void __launch_bounds__(H20_THREADS, 1)
 #undef H20_BLOCK_M
 #undef H20_BLOCK_N
 #undef H20_THREADS
+#undef H20_STAGES
+#undef H20_SCHEDULE
