@@ -83,11 +83,36 @@ TEST(AttentionKernel, WgmmaVariants) {
   std::optional<AttentionVariant> v = chooseWgmmaAttentionVariant(2, 128, 128);
   ASSERT_TRUE(v);
   EXPECT_EQ(v->kind, 1);
-  EXPECT_EQ(v->kernelName(), "h20_attention_wgmma_bf16_d128_dv128_m128_n128_t384");
+  EXPECT_EQ(v->kernelName(), "h20_attention_wgmma_bf16_d128_dv128_m128_n128_t384_s2_k1");
+  EXPECT_EQ(v->stages, 2);
+  EXPECT_EQ(v->schedule, 1); // ping-pong
   EXPECT_EQ(v->requiredArch(), "sm_90a");
   // Q 128 x 128, two K and two V stages of 128 x 128, 2 bytes each; barriers; alignment.
-  EXPECT_EQ(v->smemBytes(), 2 * (128 * 128 + 4 * 128 * 128) + 64 + 1024);
+  EXPECT_EQ(v->smemBytes(), 2 * (128 * 128 + 4 * 128 * 128) + 128 + 1024);
   EXPECT_TRUE(v->isSupported());
+  // Three stages fit 227 KiB at D = 128 (230528 bytes), not at D = 256.
+  AttentionVariant three = *v;
+  three.stages = 3;
+  EXPECT_TRUE(three.isSupported());
+  EXPECT_EQ(three.smemBytes(), 2 * (128 * 128 + 6 * 128 * 128) + 128 + 1024);
+  EXPECT_FALSE(three == *v);
+  EXPECT_NE(three.kernelName(), v->kernelName());
+  AttentionVariant three256 = *chooseWgmmaAttentionVariant(2, 256, 256);
+  three256.stages = 3;
+  EXPECT_FALSE(three256.isSupported());
+  std::string whyStages;
+  AttentionVariant four = *v;
+  four.stages = 4;
+  EXPECT_FALSE(four.isSupported(&whyStages));
+  EXPECT_NE(whyStages.find("2 or 3 stages"), std::string::npos) << whyStages;
+  AttentionVariant sched = *v;
+  sched.schedule = 3;
+  EXPECT_FALSE(sched.isSupported(&whyStages));
+  EXPECT_NE(whyStages.find("schedule"), std::string::npos) << whyStages;
+  // The NVRTC translation unit names the stages and the schedule.
+  const std::string src = attentionProgramSource({*v});
+  EXPECT_NE(src.find("#define H20_STAGES 2"), std::string::npos) << src;
+  EXPECT_NE(src.find("#define H20_SCHEDULE 1"), std::string::npos) << src;
   AttentionVariant kind0 = *v;
   kind0.kind = 0;
   EXPECT_FALSE(kind0 == *v);
@@ -225,8 +250,9 @@ TEST(AttentionKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   expectNoSpills(report, variants, /*noStack=*/false);
 }
 
-// The wgmma variants (f16/bf16, D = Dv = 64, 128, 256) compile for sm_90a
-// (compute_90a PTX with wgmma.mma_async) and assemble without spills and
+// The wgmma variants (f16/bf16, D = Dv = 64, 128, 256, and the other
+// schedules and stage counts at D = 128) compile for sm_90a (compute_90a PTX
+// with wgmma.mma_async and TMA copies) and assemble without spills and
 // without ptxas falling back (setmaxnreg ignored: C7508; wgmma serialized:
 // C7510/C7515/C7520 "serialized"). Whether the SASS holds HGMMA needs
 // cuobjdump, which is not part of this check.
@@ -240,6 +266,11 @@ TEST(AttentionKernel, WgmmaCompilesAndAssemblesForSm90aWithoutSpills) {
   for (int dtype : {1, 2})
     for (int d : {64, 128, 256})
       variants.push_back(*chooseWgmmaAttentionVariant(dtype, d, d));
+  for (auto [stages, schedule] : {std::pair{2, 0}, {2, 2}, {3, 1}}) {
+    AttentionVariant v = *chooseWgmmaAttentionVariant(2, 128, 128);
+    v.stages = stages, v.schedule = schedule;
+    variants.push_back(v);
+  }
   std::string ptx, log;
   ASSERT_EQ(attentionArch(variants), "sm_90a");
   ASSERT_TRUE(compileAttentionPtx(variants, "sm_90a", ptx, log)) << log;
@@ -249,12 +280,18 @@ TEST(AttentionKernel, WgmmaCompilesAndAssemblesForSm90aWithoutSpills) {
     ASSERT_NE(at, std::string::npos) << v.kernelName();
     size_t next = ptx.find(".entry ", at + 1);
     std::string body = ptx.substr(at, next == std::string::npos ? std::string::npos : next - at);
-    // D/16 wgmmas for S = Q K^T and BN/16 for O += P V per tile.
+    // D/16 wgmmas for S = Q K^T and BN/16 for O += P V per tile; the
+    // pipelined schedules (1, 2) have each twice: the loop's burst, and
+    // the first S and the last P V outside it.
     size_t count = 0;
     for (size_t p = body.find("wgmma.mma_async"); p != std::string::npos;
          p = body.find("wgmma.mma_async", p + 1))
       ++count;
-    EXPECT_EQ(count, size_t(v.headDim / 16 + v.blockN / 16)) << v.kernelName();
+    const size_t perTile = size_t(v.headDim / 16 + v.blockN / 16);
+    EXPECT_EQ(count, v.schedule == 0 ? perTile : 2 * perTile) << v.kernelName();
+    EXPECT_NE(body.find("cp.async.bulk.tensor.4d"), std::string::npos) << v.kernelName();
+    EXPECT_NE(body.find("mbarrier.arrive.expect_tx"), std::string::npos) << v.kernelName();
+    EXPECT_EQ(body.find("bar.arrive") != std::string::npos, v.schedule == 1) << v.kernelName();
     EXPECT_NE(body.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
     EXPECT_NE(body.find("fence.proxy.async.shared::cta"), std::string::npos);
   }

@@ -33,9 +33,12 @@ constexpr int64_t kSm90MaxSmemPerBlock = 227 * 1024;
 ///   0  the FlashAttention-2-style kernel (mma.sync + cp.async for f16/bf16,
 ///      FMA for f32); compiles for sm_90 (and any later target).
 ///   1  the wgmma kernel (FlashAttention-3-style: one producer warpgroup
-///      loading K/V into a 2-stage ring, two consumer warpgroups of 64 rows
-///      each, S = Q K^T and O += P V by wgmma, setmaxnreg); f16/bf16 only,
-///      D = Dv in {64, 128, 256}, blockM 128, threads 384; needs sm_90a
+///      loading Q/K/V by TMA — cp.async where H20AttnParams::tma is 0 —
+///      into a ring of `stages` stages, two consumer warpgroups of 64 rows
+///      each, S = Q K^T and O += P V by wgmma, setmaxnreg, `schedule`: 0
+///      plain, 1 ping-pong between the consumers with S_j and P_{j-1}
+///      V_{j-1} issued together, 2 the same without ping-pong); f16/bf16
+///      only, D = Dv in {64, 128, 256}, blockM 128, threads 384; needs sm_90a
 ///      (requiredArch()). Supports every H20AttnParams view (views without
 ///      unit dim stride or 16-byte aligned rows take a slow element path).
 struct AttentionVariant {
@@ -51,14 +54,16 @@ struct AttentionVariant {
 
   /// Entry point name, unique per variant, e.g.
   /// "h20_attention_bf16_d128_dv128_m128_n64_t256" (kind 0) or
-  /// "h20_attention_wgmma_bf16_d128_dv128_m128_n128_t384" (kind 1).
+  /// "h20_attention_wgmma_bf16_d128_dv128_m128_n128_t384_s2_k1" (kind 1:
+  /// stages and schedule last).
   std::string kernelName() const;
   /// Dynamic shared memory of one CTA in bytes (mirrors the layouts
   /// TcLayout / FmaLayout / WgLayout in attention.cuh). Kind 0 f16/bf16: Q/O
   /// tile plus two K and two V buffers of 16-bit elements, rows padded by 8
   /// elements; f32: Q, K (odd pitch), V and P tiles of fp32. Kind 1: Q
   /// [128][D], two K [BN][D] and two V [BN][Dv] stages (16-bit, swizzled,
-  /// unpadded), 64 bytes of mbarriers and 1024 bytes to align the base.
+  /// unpadded) — `stages` of each —, 128 bytes of mbarriers and 1024 bytes
+  /// to align the base.
   int64_t smemBytes() const;
   /// Whether the kernel supports this variant. Kind 0: dtype in {0, 1, 2}; D
   /// and Dv multiples of 16 in [16, 256]; threads a multiple of 32 in [32,
@@ -67,7 +72,8 @@ struct AttentionVariant {
   /// per warp, blockN a multiple of 32 in [32, 256]; register accumulators (O
   /// and S) of at most 192 fp32 per thread. Kind 1: dtype f16/bf16, D = Dv in
   /// {64, 128, 256}, blockM 128, threads 384, blockN in {64, 128, 256}, S, O
-  /// and P registers of at most 192 per thread. Both: smemBytes() <= 227 KiB.
+  /// and P registers of at most 192 per thread, stages 2 or 3, schedule 0, 1
+  /// or 2. Both: smemBytes() <= 227 KiB.
   /// On false, `why` (if given) says which rule failed.
   bool isSupported(std::string *why = nullptr) const;
   /// The least GPU architecture the variant compiles for: "sm_90" (kind 0)
@@ -107,7 +113,8 @@ std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDi
 
 /// The wgmma (kind 1) variant for f16/bf16 (`dtype` 1 or 2) and D = Dv in
 /// {64, 128, 256}: blockM 128, threads 384, blockN 128 for D <= 128 and 64
-/// for D = 256. nullopt (with `error` set) for any other dtype or dims.
+/// for D = 256, 2 stages, schedule 1 (ping-pong). nullopt (with `error` set)
+/// for any other dtype or dims.
 std::optional<AttentionVariant> chooseWgmmaAttentionVariant(int dtype, int64_t headDim,
                                                             int64_t headDimV,
                                                             std::string *error = nullptr);

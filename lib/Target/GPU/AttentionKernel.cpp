@@ -118,6 +118,11 @@ std::optional<AttentionVariant> chooseWgmmaAttentionVariant(int dtype, int64_t h
   // 128 keys per step while S (64), O (<= 64) and P (32) registers fit; D =
   // 256 takes 64 (O alone is 128 registers).
   v.blockN = headDim <= 128 ? 128 : 64;
+  // Ping-pong consumers, 2 stages: the fastest measured on an H200
+  // (bench/results/attn-variants-h200: 614 TFLOP/s at S = 128K, D = 128,
+  // against 556 for the plain schedule and 605 with 3 stages).
+  v.stages = 2;
+  v.schedule = 1;
   std::string why;
   if (!v.isSupported(&why)) {
     fail(error, "attention: no wgmma kernel variant: " + why);

@@ -791,20 +791,26 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
 // Fast and Accurate Attention with Asynchrony and Low-precision", 2024) for
 // f16/bf16 and D = Dv in {64, 128, 256}: 384 threads in 3 warpgroups.
 //   * Warpgroup 0, the producer (setmaxnreg 40 registers), streams the K and
-//     V tiles of the CTA's visible key range into a 2-stage shared-memory ring.
-//     It uses cp.async (16-byte copies, zero-filled past skv) rather than the
-//     tensor copy engine: a TMA tensor map would have to be built on the host
-//     per launch, and the launch path passes one H20AttnParams and nothing
-//     else; cp.async.bulk (1-D) cannot write the 128-byte swizzle, which
-//     permutes 16-byte chunks within a row, nor zero-fill rows past skv.
-//     Views that cannot be moved in 16-byte pieces (dim stride != 1 or
-//     unaligned rows) take an element-by-element path with the same layout,
-//     so every H20AttnParams view is supported (slowly in that case).
-//     Per stage s, per tile: cp.async.wait_group, fence.proxy.async (the
-//     tensor cores read through the async proxy what cp.async and st.shared
-//     wrote through the generic one), then an arrival on fullK[s] / fullV[s]
-//     (128 producer arrivals each). The producer waits on empty[s] (256
-//     consumer arrivals) before refilling a stage.
+//     V tiles of the CTA's visible key range into a ring of ST (2 or 3,
+//     H20_STAGES) shared-memory stages. With p.tma = 1 (the runtime made
+//     tensor maps of Q, K and V: include/h20/Runtime/AttentionTma.h) one
+//     thread issues every load as TMA copies (cp.async.bulk.tensor.4d) of
+//     64 x 64 boxes, each filling one 8 KiB block of the swizzled layout
+//     below (the tensor map's 128B swizzle is the same permutation) and
+//     completing on the stage's mbarrier (arrive.expect_tx, count 1); rows
+//     past sq / skv arrive as zeros. Q of both consumers comes the same way
+//     (fullQ). With p.tma = 0 (views a tensor map cannot describe: dim
+//     stride != 1, strides not multiples of 16 bytes, ...) the 128 producer
+//     threads use cp.async (16-byte copies, zero-filled past skv; element
+//     copies when rows are not 16-byte aligned), each thread arriving on
+//     fullK[s] / fullV[s] after cp.async.wait_group and fence.proxy.async
+//     (the tensor cores read through the async proxy what cp.async and
+//     st.shared wrote through the generic one); the consumers load Q.
+//     The producer refills a stage once its emptyK[s] / emptyV[s] barrier
+//     (one arrival per consumer warp) says both consumers are done with it;
+//     K and V are released separately (K after S_j, V after P_j V_j).
+//     Measured on an H200 (bench/results/attn-variants-h200, bf16, D = 128,
+//     causal, B = 1, H = 32): TMA 556 TFLOP/s at S = 128K, cp.async 367.
 //   * Warpgroups 1 and 2, the consumers (setmaxnreg 232), each own 64 query
 //     rows (BLOCK_M = 128). Per tile: S = Q K^T by wgmma m64nBNk16 with Q and
 //     K from shared memory (K-major, 128-byte swizzle); the online softmax in
@@ -815,6 +821,16 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
 //     one). Causal: the CTA's key range stops at its last row's position, so
 //     fully masked tiles are never loaded; only tiles crossing the diagonal,
 //     the window's edge or skv are masked.
+//   * Schedules (H20_SCHEDULE): 0 runs each tile as S_j, softmax, P_j V_j,
+//     waiting for each GEMM; 2 pipelines within a warpgroup (FA3 section
+//     3.2): S_j and P_{j-1} V_{j-1} are issued together, the softmax of S_j
+//     runs while P V is still on the tensor cores, then O is rescaled and
+//     P_j packed; 1 (the default) is 2 plus ping-pong between the two
+//     consumers (FA3 section 3.1): named barriers 3 and 4 make the
+//     warpgroups issue their GEMM bursts in turn, so one's softmax overlaps
+//     the other's GEMMs. Measured (same record, TMA): 0: 535 / 560 / 556,
+//     1: 622 / 615 / 614, 2: 612 / 615 / 617 TFLOP/s at 8K / 32K / 128K;
+//     3 stages were no faster (609 / 606 / 605 with schedule 1).
 //   * Epilogue: O / l rounded to the element type, staged in the warpgroup's
 //     own Q tile (same swizzle: conflict-free), then 16-byte stores per row
 //     (element stores for a non-vectorizable O view).
@@ -822,8 +838,9 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
 // Shared memory (WgLayout; AttentionVariant::smemBytes mirrors it), from the
 // dynamic base rounded up to 1024 bytes (the 128-byte swizzle repeats every
 // 8 rows of 128 bytes, and wgmma computes it from address bits 4-9):
-//   Q [2 warpgroups][64 rows][D], then K [2 stages][BN][D], then V
-//   [2 stages][BN][Dv], then 6 mbarriers (fullK[2], fullV[2], empty[2]).
+//   Q [2 warpgroups][64 rows][D], then K [ST stages][BN][D], then V
+//   [ST stages][BN][Dv], then 128 bytes of mbarriers (fullQ, fullK[ST],
+//   fullV[ST], emptyK[ST], emptyV[ST]).
 // Every tile is stored as column blocks of 64 elements (128 bytes per row):
 // element (r, c) of a tile with R rows lives at byte
 //   (c / 64) * R * 128 + r * 128 + (((c % 64) / 8) ^ (r % 8)) * 16 + (c % 8) * 2,
