@@ -9,7 +9,9 @@
 #      --kernels all: the mma.sync kernel and the wgmma one (h20's choice
 #      for these shapes); --no-check
 #      unless H20_BENCH_ATTN_CHECK=1, which first runs the correctness cases
-#      on both), PyTorch SDPA cuDNN and FlashAttention-2 (bench/attn_torch.py).
+#      on both), PyTorch SDPA cuDNN and FlashAttention-2 (bench/attn_torch.py);
+#      then h20's outputs at every timed S against SDPA on the same inputs
+#      (attention-check --dump, bench/attn_check_torch.py: rel. L2 <= 1e-2).
 #      ~1.5 min (torch import, NVRTC compile, 13 calls per kernel and S;
 #      one 128K call is 0.25-0.6 s).
 #   B  seed-dense (8 layers) TTFT, bf16, last-position logits, S in
@@ -74,8 +76,10 @@ if want A; then
   rm -f "$res/attn-h20.json"
   check=(--no-check)
   [[ ${H20_BENCH_ATTN_CHECK:-0} == 1 ]] && check=()
+  dump=$work/attn-dump
+  rm -rf "$dump" && mkdir -p "$dump"
   if "$bin/attention-check" "${check[@]}" --time "$csv" --kernels "${H20_BENCH_ATTN_KERNELS:-all}" \
-       --json "$res/attn-h20.json" >"$res/attn-h20.log" 2>&1 && [[ -s $res/attn-h20.json ]]; then
+       --json "$res/attn-h20.json" --dump "$dump" >"$res/attn-h20.log" 2>&1 && [[ -s $res/attn-h20.json ]]; then
     say "A: h20 (attention-check --time): $("$py" -c "import json, sys; print(len(json.load(open(sys.argv[1]))))" "$res/attn-h20.json") timings"
   else
     # An older attention-check (no --no-check/--time/--json): its one TIME
@@ -99,6 +103,10 @@ EOF
   # shellcheck disable=SC2086
   "$py" "$here/attn_torch.py" --S $attn_s --out "$res/attn-torch.json" 2>&1 | tee -a "$log" ||
     step_failed "attn_torch.py"
+  # h20's outputs at the timed shapes against SDPA on the same inputs.
+  "$py" "$here/attn_check_torch.py" "$dump" --out "$res/attn-check-torch.json" 2>&1 | tee -a "$log" ||
+    step_failed "attn_check_torch.py (h20 vs SDPA at the benchmarked shapes)"
+  rm -rf "$dump"
   say "A: done"
 fi
 

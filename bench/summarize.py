@@ -71,6 +71,9 @@ def merge(dirs):
     for r in torch_rows:
         e = attn.setdefault(r["S"], {"S": r["S"]})
         e[r["impl"]] = r
+    # h20's output at the shape against SDPA on the same inputs (attn_check_torch.py).
+    for r in get("attn-check-torch.json") or []:
+        attn.setdefault(r["S"], {"S": r["S"]})["vs_sdpa"] = r
     for e in attn.values():
         for r in e.get("h20_kernels", []):
             for base in ("cudnn", "flash2"):
@@ -162,17 +165,22 @@ def tables(rec):
                "to (f16/bf16, D = Dv in 64/128/256), h20_attention_* the mma.sync kernel kept for "
                "other shapes and H20_ATTENTION_KERNEL=mma)")
     out.append("")
-    out.append("| S | h20 kernel | h20 ms | h20 TFLOP/s | cuDNN TFLOP/s | FA2 TFLOP/s | h20 / cuDNN (speed) | h20 / FA2 (speed) |")
-    out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    out.append("| S | h20 kernel | h20 ms | h20 TFLOP/s | cuDNN TFLOP/s | FA2 TFLOP/s | h20 / cuDNN (speed) | h20 / FA2 (speed) | h20 vs SDPA, same inputs (rel. L2) |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for e in rec.get("attention", []):
         c, f = e.get("cudnn", {}), e.get("flash2", {})
+        vs = e.get("vs_sdpa")
         for h in e.get("h20_kernels") or [{}]:
+            # The dump (--dump) is of the wgmma kernel, h20's choice for the shape.
+            check = NA
+            if vs and "wgmma" in h.get("kernel", ""):
+                check = f"{vs['rel_l2']:.2e} ({vs['backend']}, {'PASS' if vs['pass'] else 'FAIL'})"
             out.append(f"| {k(e['S'])} | {h.get('kernel', NA)} | {num(h.get('ms'), '{:.2f}')} | "
                        f"{num(h.get('tflops'))} | {num(c.get('tflops')) if 'error' not in c else 'error'} | "
                        f"{num(f.get('tflops')) if 'error' not in f else 'error'} | "
-                       f"{ratio(h.get('over_cudnn'))} | {ratio(h.get('over_flash2'))} |")
+                       f"{ratio(h.get('over_cudnn'))} | {ratio(h.get('over_flash2'))} | {check} |")
     if not rec.get("attention"):
-        out.append(f"| {NA} | | | | | | | |")
+        out.append(f"| {NA} | | | | | | | | |")
     out.append("")
     gp = rec.get("gemm_peak") or {}
     cfg = rec.get("model") or {}

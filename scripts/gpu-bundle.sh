@@ -110,7 +110,7 @@ if [[ $bench != 0 ]]; then
       -o /dev/null >"$out/bench/predicted-S$S.txt"
   done
   rm -f "$sd/weights.bin" "$sd/model.attn.mlir"
-  cp "$root"/bench/{run-bench.sh,l2-attribution.sh,cp-scaling.sh,attn_torch.py,ttft_torch.py,cuda_timing.py,summarize.py,plot.py} "$out/bench/"
+  cp "$root"/bench/{run-bench.sh,l2-attribution.sh,cp-scaling.sh,attn_torch.py,attn_check_torch.py,attn-variants.sh,ttft_torch.py,cuda_timing.py,summarize.py,plot.py} "$out/bench/"
   commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   dirty=false
   [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] && dirty=true

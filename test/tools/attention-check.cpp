@@ -2,7 +2,7 @@
 //
 // attention-check [--filter SUBSTR] [--no-timing] [--sweep] [--no-check]
 //                 [--time S1,S2,...] [--kernels default|wgmma|all]
-//                 [--wgmma-variants STAGES:SCHEDULE,...] [--json PATH]
+//                 [--wgmma-variants STAGES:SCHEDULE,...] [--json PATH] [--dump DIR]
 //
 // Compiles the attention kernel variants (chooseAttentionVariant, NVRTC via
 // compileAttentionPtx, PTX loaded by the driver), runs a matrix of cases on
@@ -38,6 +38,9 @@
 // H20_ATTENTION_TMA=0 makes it use cp.async. Timing lines name which.
 //   --no-check        skip the correctness cases (timing only)
 //   --no-timing       skip the timing
+//   --dump DIR        after timing h20's wgmma kernel at each S, write its
+//                     inputs and output to DIR/attn-S<S>.{q,k,v,o}.npy
+//                     (bench/attn_check_torch.py compares them with SDPA)
 //   --json PATH       also write the timings as a JSON array of {"kernel",
 //                     "S", "H", "D", "ms", "tflops"} (atomically: PATH.tmp,
 //                     then rename)
@@ -46,6 +49,8 @@
 #include "h20/Runtime/AttentionParams.h"
 #include "h20/Runtime/AttentionTma.h"
 #include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Npy.h"
 #include "h20/Target/AttentionKernel.h"
 
 #include <algorithm>
@@ -675,6 +680,34 @@ double timeCausal(const Kernel &k, int64_t H, int64_t S) {
   return ms[ms.size() / 2];
 }
 
+/// --dump DIR: after timing h20's wgmma kernel at S, its inputs and output
+/// as DIR/attn-S<S>.{q,k,v,o}.npy ([1, H, S, D], 16-bit elements as '<u2'
+/// for bf16, '<f2' for f16), for bench/attn_check_torch.py's comparison with
+/// PyTorch SDPA on the same inputs.
+std::string dumpDir;
+
+bool dumpTimingCase(const AttentionVariant &var, int64_t H, int64_t S) {
+  const std::vector<View> &io = timingInputs[{var.dtype, var.headDim, var.headDimV, H, S}];
+  const char *names[] = {"q", "k", "v", "o"};
+  const std::string descr = var.dtype == 2 ? "u2" : "f2";
+  for (size_t i = 0; i < io.size() && i < 4; ++i) {
+    const View &v = io[i];
+    std::string bytes(size_t(v.size) * 2, '\0');
+    check(api->cuMemcpyDtoH(bytes.data(), v.buf, bytes.size()), "cuMemcpyDtoH");
+    const std::string path = dumpDir + "/attn-S" + std::to_string(S) + "." + names[i] + ".npy";
+    std::string error;
+    if (!h20::runtime::writeFileAtomically(
+            path, h20::runtime::encodeNpy(descr, {1, H, S, v.dims[3]}, bytes.data(), bytes.size()),
+            error)) {
+      std::fprintf(stderr, "attention-check: --dump: %s\n", error.c_str());
+      return false;
+    }
+  }
+  std::printf("DUMP %s S=%lld -> %s/attn-S%lld.{q,k,v,o}.npy\n", var.kernelName().c_str(),
+              static_cast<long long>(S), dumpDir.c_str(), static_cast<long long>(S));
+  return true;
+}
+
 /// One timing, for --json.
 struct Timing {
   std::string kernel;
@@ -758,7 +791,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> sizes = {8192};
   const char *usage = "usage: attention-check [--filter SUBSTR] [--no-timing] [--sweep] "
                       "[--no-check] [--time S1,S2,...] [--kernels default|wgmma|all] "
-                      "[--wgmma-variants STAGES:SCHEDULE,...] [--json PATH]\n";
+                      "[--wgmma-variants STAGES:SCHEDULE,...] [--json PATH] [--dump DIR]\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
       filter = argv[++i];
@@ -793,6 +826,8 @@ int main(int argc, char **argv) {
       }
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       jsonPath = argv[++i];
+    } else if (!std::strcmp(argv[i], "--dump") && i + 1 < argc) {
+      dumpDir = argv[++i];
     } else if (!std::strcmp(argv[i], "--kernels") && i + 1 < argc) {
       std::string k = argv[++i];
       if (k == "default")
@@ -906,8 +941,16 @@ int main(int argc, char **argv) {
         sw.clear();
     }
     for (int64_t S : sizes) {
-      for (const AttentionVariant &v : timed)
+      bool dumped = false;
+      for (const AttentionVariant &v : timed) {
         reportTiming(kernels.at(v.kernelName()), 32, S);
+        // The first wgmma variant timed is h20's choice (chooseWgmmaAttentionVariant).
+        if (!dumpDir.empty() && v.kind == 1 && !dumped) {
+          dumped = true;
+          if (!dumpTimingCase(v, 32, S))
+            failures += 1;
+        }
+      }
       for (const AttentionVariant &v : sw)
         reportTiming(kernels.at(v.kernelName()), 32, S);
       releaseTimingInputs();
