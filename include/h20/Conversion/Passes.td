@@ -51,14 +51,30 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     partial results combined with gpu.all_reduce (shuffles and shared memory
     after convert-gpu-to-nvvm), the row's initial output combined in by
     thread 0.
+
+    Vectorized elementwise ops (`vector-width` W > 1, default 8): a generic
+    (named ops such as linalg.copy are generalized first) whose loops are
+    all parallel, whose innermost loop has a static trip count divisible by
+    W, whose memref operands are indexed by projected permutations that end
+    in the innermost loop dim with unit innermost stride (a contiguous
+    vector) or do not use it (broadcast; outputs must be contiguous), and
+    whose body is arith/math ops on int/float scalars, becomes an
+    scf.parallel over the loops with the innermost one divided by W: per
+    iteration one vector.load of W elements per operand, the body on
+    vector<W> values, one vector.store per output. The loop is then
+    collapsed, tiled and mapped as above. One element per thread keeps one
+    load in flight per thread, which left these kernels latency-bound; W
+    loads per thread go out together.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::gpu::GPUDialect",
                            "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
-                           "mlir::memref::MemRefDialect"];
+                           "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256", "Threads per block">,
     Option<"rowReductions", "row-reductions", "bool", "true",
-           "One block per row for reductions over the innermost loop dim">
+           "One block per row for reductions over the innermost loop dim">,
+    Option<"vectorWidth", "vector-width", "int64_t", "8",
+           "Elements per thread of vectorizable elementwise ops (1: one per thread)">
   ];
 }
 

@@ -6,8 +6,11 @@
 // kernel of one block per output element instead, its threads striding the
 // row (coalesced) and combining with gpu.all_reduce (warp shuffles and shared
 // memory once lowered to NVVM). Other reductions run sequentially in their
-// thread. Library calls (GEMM, attention) are left for the target. See
-// Passes.td.
+// thread. Elementwise ops whose innermost loop is contiguous in memory take
+// `vector-width` consecutive elements per thread as one vector load per
+// operand, so each thread keeps that many loads in flight (one element per
+// thread left these kernels latency-bound at ~1 TB/s on an H200). Library
+// calls (GEMM, attention) are left for the target. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
@@ -18,6 +21,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -234,6 +238,142 @@ void lowerRowReduction(RewriterBase &rw, const RowReduction &r, int64_t maxThrea
   rw.eraseOp(op);
 }
 
+/// Whether `map` (a projected permutation over n loops) reads along the
+/// innermost loop as its last result: then consecutive iterations of that
+/// loop touch consecutive elements of a unit-stride operand.
+bool readsInnermost(AffineMap map, unsigned n) {
+  if (map.getNumResults() == 0)
+    return false;
+  auto last = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 1));
+  return last && last.getPosition() == n - 1;
+}
+
+bool unitInnermostStride(Type t) {
+  auto m = dyn_cast<MemRefType>(t);
+  if (!m || m.getRank() == 0)
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(m.getStridesAndOffset(strides, offset)) && strides.back() == 1;
+}
+
+/// An elementwise linalg.generic that vectorizes by `width` along its
+/// innermost loop: every loop parallel, the innermost of a static trip count
+/// divisible by `width`; every memref operand indexed by a projected
+/// permutation that either ends in the innermost loop dim (with unit
+/// innermost stride: a contiguous vector) or does not use it (one element,
+/// broadcast); outputs of the first kind; a body of arith/math ops on int or
+/// float scalars (no linalg.index, no memory access, no regions).
+bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
+  if (width < 2 || op->getNumResults() != 0 || op.getNumDpsInits() == 0)
+    return false;
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  unsigned n = iters.size();
+  if (n == 0 || !llvm::all_of(iters, linalg::isParallelIterator))
+    return false;
+  int64_t k = op.getStaticLoopRanges()[n - 1];
+  if (ShapedType::isDynamic(k) || k % width != 0)
+    return false;
+  for (OpOperand &o : op->getOpOperands()) {
+    Type t = o.get().getType();
+    if (!isa<MemRefType>(t)) {
+      if (op.isDpsInit(&o) || !t.isIntOrFloat())
+        return false;
+      continue;
+    }
+    if (!cast<MemRefType>(t).getElementType().isIntOrFloat())
+      return false;
+    AffineMap map = op.getMatchingIndexingMap(&o);
+    if (!map.isProjectedPermutation())
+      return false;
+    bool along = readsInnermost(map, n);
+    if (along ? !unitInnermostStride(t) : map.isFunctionOfDim(n - 1))
+      return false;
+    if (op.isDpsInit(&o) && !along)
+      return false;
+  }
+  for (Operation &x : op.getRegion().front().without_terminator()) {
+    Dialect *d = x.getDialect();
+    if (!d || (d->getNamespace() != "arith" && d->getNamespace() != "math") ||
+        x.getNumRegions() != 0 || !isMemoryEffectFree(&x))
+      return false;
+    for (Type t : llvm::concat<Type>(x.getOperandTypes(), x.getResultTypes()))
+      if (!t.isIntOrFloat())
+        return false;
+  }
+  return true;
+}
+
+/// Replaces `op` (vectorizableElementwise) by an scf.parallel over its
+/// loops with the innermost one divided by `width`; each iteration loads a
+/// vector<width> per operand (vector.load; vector.broadcast of one element
+/// for operands that do not vary along the innermost loop), applies the
+/// body to vectors and stores one vector per output. Returns the loop.
+scf::ParallelOp lowerVectorized(RewriterBase &rw, linalg::GenericOp op, int64_t width) {
+  Location loc = op.getLoc();
+  rw.setInsertionPoint(op);
+  SmallVector<Value> ubs;
+  for (Range range : cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rw, loc))
+    ubs.push_back(getValueOrCreateConstantIndexOp(rw, loc, range.size));
+  unsigned n = ubs.size();
+  int64_t k = op.getStaticLoopRanges()[n - 1];
+  ubs[n - 1] = arith::ConstantIndexOp::create(rw, loc, k / width);
+  Value c0 = arith::ConstantIndexOp::create(rw, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(rw, loc, 1);
+  Value cw = arith::ConstantIndexOp::create(rw, loc, width);
+  SmallVector<Value> lbs(n, c0), steps(n, c1);
+  Block &body = op.getRegion().front();
+  auto par = scf::ParallelOp::create(
+      rw, loc, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
+        SmallVector<Value> at(ivs.begin(), ivs.end());
+        at[n - 1] = arith::MulIOp::create(b, l, ivs[n - 1], cw);
+        auto vec = [&](Type t) { return VectorType::get({width}, t); };
+        auto splat = [&](Value v) -> Value {
+          return vector::BroadcastOp::create(b, l, vec(v.getType()), v);
+        };
+        IRMapping map;
+        for (OpOperand &o : op->getOpOperands()) {
+          BlockArgument arg = op.getMatchingBlockArgument(&o);
+          if (op.isDpsInit(&o) && arg.use_empty())
+            continue;
+          Value v = o.get();
+          if (!isa<MemRefType>(v.getType())) {
+            map.map(arg, splat(v));
+            continue;
+          }
+          AffineMap m = op.getMatchingIndexingMap(&o);
+          SmallVector<Value> idx = operandIndices(b, l, m, at);
+          if (readsInnermost(m, n))
+            map.map(arg, vector::LoadOp::create(b, l, vec(arg.getType()), v, idx));
+          else
+            map.map(arg, splat(memref::LoadOp::create(b, l, v, idx)));
+        }
+        for (Operation &x : body.without_terminator()) {
+          if (auto cst = dyn_cast<arith::ConstantOp>(x)) {
+            auto attr = DenseElementsAttr::get(vec(cst.getType()), cst.getValue());
+            map.map(cst.getResult(), arith::ConstantOp::create(b, l, attr));
+            continue;
+          }
+          for (Value operand : x.getOperands()) // defined above the op: one value for all lanes
+            if (!map.contains(operand))
+              map.map(operand, splat(operand));
+          Operation *c = b.clone(x, map);
+          for (OpResult r : c->getResults())
+            r.setType(vec(r.getType()));
+        }
+        auto yield = cast<linalg::YieldOp>(body.getTerminator());
+        for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+          Value v = yield.getOperand(unsigned(i));
+          Value stored = map.contains(v) ? map.lookup(v) : splat(v);
+          vector::StoreOp::create(
+              b, l, stored, init.get(),
+              operandIndices(b, l, op.getMatchingIndexingMap(&init), at));
+        }
+      });
+  rw.eraseOp(op);
+  return par;
+}
+
 struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPass> {
   using LinalgToGpuLoopsBase::LinalgToGpuLoopsBase;
 
@@ -277,6 +417,18 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
       if (done.contains(op.getOperation()))
         continue;
       rewriter.setInsertionPoint(op);
+      // Named ops (linalg.copy, ...) as generics, so they can vectorize.
+      if (vectorWidth > 1 && !isa<linalg::GenericOp>(op.getOperation())) {
+        FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+        if (succeeded(g))
+          op = cast<linalg::LinalgOp>(g->getOperation());
+      }
+      if (auto g = dyn_cast<linalg::GenericOp>(op.getOperation());
+          g && vectorizableElementwise(g, vectorWidth)) {
+        if (failed(mapToGrid(rewriter, func, lowerVectorized(rewriter, g, vectorWidth))))
+          return signalPassFailure();
+        continue;
+      }
       bool hasParallel = llvm::any_of(op.getIteratorTypesArray(), linalg::isParallelIterator);
       Location loc = op.getLoc();
       // An op with only reductions: give it a one-iteration parallel loop
@@ -303,31 +455,39 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         func.emitError("internal: a linalg op with parallel dims gave no parallel loop");
         return signalPassFailure();
       }
-      if (outer.getNumLoops() > 1) {
-        std::vector<unsigned> all(outer.getNumLoops());
-        for (unsigned i = 0; i < all.size(); ++i)
-          all[i] = i;
-        rewriter.setInsertionPoint(outer);
-        collapseParallelLoops(rewriter, outer, {all});
-        // The collapsed loop replaced `outer`. Every loop made so far is
-        // mapped and the ops not yet converted are still linalg ops, so the
-        // one unmapped top-level parallel loop is the collapsed one.
-        outer = nullptr;
-        for (Operation &o : llvm::reverse(func.getBody().front()))
-          if (auto p = dyn_cast<scf::ParallelOp>(o); p && !p->hasAttr(gpu::getMappingAttrName())) {
-            outer = p;
-            break;
-          }
-      }
-      if (!outer) {
-        func.emitError("internal: collapsed loop not found");
+      if (failed(mapToGrid(rewriter, func, outer)))
         return signalPassFailure();
-      }
-      auto [tiles, threads] = scf::tileParallelLoop(outer, {blockSize}, /*noMinMaxBounds=*/true);
-      (void)gpu::setMappingAttr(tiles, {mapping(ctx, gpu::Processor::BlockX)});
-      (void)gpu::setMappingAttr(threads, {mapping(ctx, gpu::Processor::ThreadX)});
-      markNestedSequential(threads);
     }
+  }
+
+  /// Collapses the top-level loop `outer` into one dim, tiles it by the
+  /// block size and maps tiles to blocks (x), in-tile iterations to threads
+  /// (x); nested parallel loops run sequentially.
+  LogicalResult mapToGrid(RewriterBase &rewriter, func::FuncOp func, scf::ParallelOp outer) {
+    MLIRContext *ctx = func.getContext();
+    if (outer.getNumLoops() > 1) {
+      std::vector<unsigned> all(outer.getNumLoops());
+      for (unsigned i = 0; i < all.size(); ++i)
+        all[i] = i;
+      rewriter.setInsertionPoint(outer);
+      collapseParallelLoops(rewriter, outer, {all});
+      // The collapsed loop replaced `outer`. Every loop made so far is
+      // mapped and the ops not yet converted are still linalg ops, so the
+      // one unmapped top-level parallel loop is the collapsed one.
+      outer = nullptr;
+      for (Operation &o : llvm::reverse(func.getBody().front()))
+        if (auto p = dyn_cast<scf::ParallelOp>(o); p && !p->hasAttr(gpu::getMappingAttrName())) {
+          outer = p;
+          break;
+        }
+    }
+    if (!outer)
+      return func.emitError("internal: collapsed loop not found");
+    auto [tiles, threads] = scf::tileParallelLoop(outer, {blockSize}, /*noMinMaxBounds=*/true);
+    (void)gpu::setMappingAttr(tiles, {mapping(ctx, gpu::Processor::BlockX)});
+    (void)gpu::setMappingAttr(threads, {mapping(ctx, gpu::Processor::ThreadX)});
+    markNestedSequential(threads);
+    return success();
   }
 };
 

@@ -1,0 +1,100 @@
+// RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-linalg-to-gpu-loops{block-size=128}))' | FileCheck %s
+// RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-linalg-to-gpu-loops{block-size=128 vector-width=1}))' | FileCheck %s --check-prefix=SCALAR
+
+// RMSNorm's apply step: x [?, 4096] and the weight [4096] are read along the
+// innermost loop (vectors of 8), the row's scale [?] is one element per
+// iteration (broadcast), the constant becomes a splat; the innermost loop
+// runs 4096 / 8 = 512 times.
+// CHECK-LABEL: func.func @norm_apply
+// CHECK-DAG: %[[C512:.*]] = arith.constant 512 : index
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: scf.parallel
+// CHECK: arith.muli %{{.*}}, %[[C8]] : index
+// CHECK: vector.load %{{.*}} : memref<?x4096xbf16>, vector<8xbf16>
+// CHECK: memref.load %{{.*}} : memref<?xf32>
+// CHECK: vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK: vector.load %{{.*}} : memref<4096xbf16>, vector<8xbf16>
+// CHECK: arith.constant dense<2.000000e+00> : vector<8xf32>
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK: vector.store %{{.*}} : memref<?x4096xbf16>, vector<8xbf16>
+// CHECK: processor = thread_x
+// CHECK: processor = block_x
+// SCALAR-LABEL: func.func @norm_apply
+// SCALAR-NOT: vector.
+// SCALAR: memref.store
+func.func @norm_apply(%x: memref<?x4096xbf16>, %r: memref<?xf32>, %w: memref<4096xbf16>,
+                      %y: memref<?x4096xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>,
+                                   affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x, %r, %w : memref<?x4096xbf16>, memref<?xf32>, memref<4096xbf16>)
+      outs(%y : memref<?x4096xbf16>) {
+  ^bb0(%a: bf16, %s: f32, %g: bf16, %o: bf16):
+    %two = arith.constant 2.0 : f32
+    %af = arith.extf %a : bf16 to f32
+    %gf = arith.extf %g : bf16 to f32
+    %m = arith.mulf %af, %s : f32
+    %n = arith.mulf %m, %gf : f32
+    %p = arith.mulf %n, %two : f32
+    %t = arith.truncf %p : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  return
+}
+
+// -----
+
+// A copy into a strided view with unit innermost stride (a KV-cache slot):
+// linalg.copy is generalized, then vectorized.
+// CHECK-LABEL: func.func @copy_into_cache
+// CHECK: vector.load %{{.*}} : memref<32x?x128xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}} : memref<32x?x128xbf16, strided<[524288, 128, 1], offset: ?>>, vector<8xbf16>
+func.func @copy_into_cache(%src: memref<32x?x128xbf16>,
+                           %dst: memref<32x?x128xbf16, strided<[524288, 128, 1], offset: ?>>) {
+  linalg.copy ins(%src : memref<32x?x128xbf16>)
+              outs(%dst : memref<32x?x128xbf16, strided<[524288, 128, 1], offset: ?>>)
+  return
+}
+
+// -----
+
+// Not vectorized: an innermost trip count not divisible by 8, a transposed
+// read (the innermost loop is not the operand's last dim), a body reading
+// its indices, and an innermost stride that is not 1.
+// CHECK-LABEL: func.func @scalar_cases
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @scalar_cases(%a: memref<?x100xf32>, %b: memref<?x100xf32>, %t: memref<64x64xf32>,
+                        %u: memref<64x64xf32>, %s: memref<?x64xf32, strided<[128, 2]>>,
+                        %v: memref<?x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<?x100xf32>) outs(%b : memref<?x100xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<64x64xf32>) outs(%u : memref<64x64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      outs(%u : memref<64x64xf32>) {
+  ^bb0(%y: f32):
+    %i = linalg.index 1 : index
+    %c = arith.index_cast %i : index to i32
+    %f = arith.sitofp %c : i32 to f32
+    linalg.yield %f : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%s : memref<?x64xf32, strided<[128, 2]>>) outs(%v : memref<?x64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  return
+}
