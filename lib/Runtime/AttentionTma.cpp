@@ -38,6 +38,11 @@ bool encodeView(const CudaApi &api, H20TensorMap &out, const void *base,
   for (int64_t s : sizes)
     if (s < 1 || s > (int64_t(1) << 32))
       return fail(why, n + ": a size is outside [1, 2^32]");
+  // The kernel passes box coordinates as int32 (row + up to 256 of a tile).
+  if (seq > (int64_t(1) << 31) - 512 || heads > (int64_t(1) << 31) - 1 ||
+      batch > (int64_t(1) << 31) - 1)
+    return fail(why, n + ": sequence length " + std::to_string(seq) +
+                         " (or heads, batch) past the kernel's int32 coordinates");
   // Byte strides of the seq, head and batch dims. A dim of size 1 is never
   // stepped over, so any valid stride describes it.
   const int64_t elem[3] = {stride[2], stride[1], stride[0]};

@@ -98,3 +98,23 @@ func.func @scalar_cases(%a: memref<?x100xf32>, %b: memref<?x100xf32>, %t: memref
   }
   return
 }
+
+// -----
+
+// i1 memrefs hold a byte per element, a vector<8xi1> in memory is 8 bits:
+// a comparison stored as i1 stays one element per thread.
+// CHECK-LABEL: func.func @bool_output
+// CHECK-NOT: vector.
+// CHECK: arith.cmpf
+// CHECK: memref.store
+func.func @bool_output(%a: memref<?x64xf32>, %b: memref<?x64xf32>, %c: memref<?x64xi1>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>,
+                                   affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : memref<?x64xf32>, memref<?x64xf32>) outs(%c : memref<?x64xi1>) {
+  ^bb0(%x: f32, %y: f32, %o: i1):
+    %l = arith.cmpf olt, %x, %y : f32
+    linalg.yield %l : i1
+  }
+  return
+}

@@ -149,6 +149,12 @@ TEST_F(AttentionTma, RefusedViewsFallBackToCpAsync) {
   EXPECT_NE(why.find("multiple of 64"), std::string::npos) << why;
 
   p = params();
+  p.skv = (1LL << 31) - 256; // past the kernel's int32 row coordinates
+  encodeAttentionTensorMaps(api, p, 2, 128, 128, &why);
+  EXPECT_EQ(p.tma, 0);
+  EXPECT_NE(why.find("int32"), std::string::npos) << why;
+
+  p = params();
   encodeAttentionTensorMaps(api, p, 4, 128, 128, &why); // f32
   EXPECT_EQ(p.tma, 0);
 

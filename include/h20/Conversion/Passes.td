@@ -63,8 +63,12 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     iteration one vector.load of W elements per operand, the body on
     vector<W> values, one vector.store per output. The loop is then
     collapsed, tiled and mapped as above. One element per thread keeps one
-    load in flight per thread, which left these kernels latency-bound; W
-    loads per thread go out together.
+    load in flight per thread; W loads per thread go out together. The
+    vector accesses carry the element's alignment (16-byte alignment of a
+    memref is not known here), so NVPTX emits W element-sized loads, not
+    one 16-byte load. Element types narrower than a byte (i1) are not
+    vectorized: LLVM would pack a vector of i1 into bits, while h20 stores
+    one byte per i1 element.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::gpu::GPUDialect",
                            "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",

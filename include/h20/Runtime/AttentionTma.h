@@ -32,7 +32,8 @@ namespace h20::runtime {
 /// function; `headDim` and `headDimV` are multiples of 64; dim stride 1;
 /// base address 16-byte aligned; the seq, head and batch strides of dims
 /// larger than 1 are positive multiples of 16 bytes below 2^40 (a dim of
-/// size 1 gets a placeholder stride); sizes below 2^32. The environment
+/// size 1 gets a placeholder stride); sizes below 2^32, and sequence
+/// lengths below 2^31 - 512 (the kernel's coordinates are int32). The environment
 /// variable H20_ATTENTION_TMA=0 turns tensor maps off (for comparisons).
 ///
 /// p's pointers, strides and sizes must already be set. Host-only, cheap (no

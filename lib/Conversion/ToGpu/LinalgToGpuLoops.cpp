@@ -7,10 +7,13 @@
 // row (coalesced) and combining with gpu.all_reduce (warp shuffles and shared
 // memory once lowered to NVVM). Other reductions run sequentially in their
 // thread. Elementwise ops whose innermost loop is contiguous in memory take
-// `vector-width` consecutive elements per thread as one vector load per
-// operand, so each thread keeps that many loads in flight (one element per
-// thread left these kernels latency-bound at ~1 TB/s on an H200). Library
-// calls (GEMM, attention) are left for the target. See Passes.td.
+// `vector-width` consecutive elements per thread as one vector.load per
+// operand, so each thread issues that many loads before it computes (with
+// one element per thread a kernel kept one load in flight per thread). The
+// vectors carry the element's alignment only (a memref's base and offset
+// are not known to be 16-byte aligned), so the backend emits them as
+// element-sized loads, issued together. Library calls (GEMM, attention)
+// are left for the target. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
@@ -128,6 +131,16 @@ std::optional<RowReduction> matchRowReduction(linalg::LinalgOp linalgOp) {
   return RowReduction{op, comb, *kind, *neutral};
 }
 
+/// The trip counts of `op`'s loops, as index values created before it.
+SmallVector<Value> loopSizes(RewriterBase &rw, linalg::GenericOp op) {
+  Location loc = op.getLoc();
+  rw.setInsertionPoint(op);
+  SmallVector<Value> sizes;
+  for (Range range : cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rw, loc))
+    sizes.push_back(getValueOrCreateConstantIndexOp(rw, loc, range.size));
+  return sizes;
+}
+
 /// The indices of an operand with indexing map `map` at loop indices `ivs`.
 SmallVector<Value> operandIndices(OpBuilder &b, Location loc, AffineMap map, ValueRange ivs) {
   SmallVector<Value> idx;
@@ -151,10 +164,7 @@ SmallVector<Value> operandIndices(OpBuilder &b, Location loc, AffineMap map, Val
 void lowerRowReduction(RewriterBase &rw, const RowReduction &r, int64_t maxThreads) {
   linalg::GenericOp op = r.op;
   Location loc = op.getLoc();
-  rw.setInsertionPoint(op);
-  SmallVector<Value> sizes;
-  for (Range range : cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rw, loc))
-    sizes.push_back(getValueOrCreateConstantIndexOp(rw, loc, range.size));
+  SmallVector<Value> sizes = loopSizes(rw, op);
   unsigned n = sizes.size();
   int64_t k = op.getStaticLoopRanges()[n - 1];
   int64_t threads = std::max<int64_t>(32, maxThreads / 32 * 32);
@@ -279,9 +289,12 @@ bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
     if (!isa<MemRefType>(t)) {
       if (op.isDpsInit(&o) || !t.isIntOrFloat())
         return false;
-      continue;
+      continue; // a scalar operand: broadcast in registers
     }
-    if (!cast<MemRefType>(t).getElementType().isIntOrFloat())
+    // Elements of at least a byte: LLVM packs a vector of i1 into bits,
+    // while h20's i1 memrefs hold one byte per element.
+    Type elem = cast<MemRefType>(t).getElementType();
+    if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() < 8)
       return false;
     AffineMap map = op.getMatchingIndexingMap(&o);
     if (!map.isProjectedPermutation())
@@ -311,10 +324,7 @@ bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
 /// body to vectors and stores one vector per output. Returns the loop.
 scf::ParallelOp lowerVectorized(RewriterBase &rw, linalg::GenericOp op, int64_t width) {
   Location loc = op.getLoc();
-  rw.setInsertionPoint(op);
-  SmallVector<Value> ubs;
-  for (Range range : cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rw, loc))
-    ubs.push_back(getValueOrCreateConstantIndexOp(rw, loc, range.size));
+  SmallVector<Value> ubs = loopSizes(rw, op);
   unsigned n = ubs.size();
   int64_t k = op.getStaticLoopRanges()[n - 1];
   ubs[n - 1] = arith::ConstantIndexOp::create(rw, loc, k / width);

@@ -1039,6 +1039,21 @@ __device__ __forceinline__ void tmaLoad4d(u32 dst, const void *map, u32 bar, int
                "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
                : "memory");
 }
+/// TMA copies of rows [row0, row0 + ROWS) x columns [0, COLS) of (head,
+/// batch) of the tensor map at `map` into the swizzled tile at `dst`
+/// (ROWS rows per 64-column block, the layout of the section comment): one
+/// 64 x 64 box (AttentionTma.h) per 8 KiB block, all completing on `bar`
+/// (the caller announces ROWS * COLS * 2 bytes with mbarArriveExpectTx).
+template <int ROWS, int COLS>
+__device__ __forceinline__ void tmaLoadTile(u32 dst, const void *map, u32 bar, int row0, int head,
+                                            int batch) {
+#pragma unroll
+  for (int cb = 0; cb < COLS / 64; ++cb)
+#pragma unroll
+    for (int rb = 0; rb < ROWS / 64; ++rb)
+      tmaLoad4d(dst + cb * ROWS * 128 + rb * 64 * 128, map, bar, 64 * cb, row0 + 64 * rb, head,
+                batch);
+}
 template <int R> __device__ __forceinline__ void setMaxRegsInc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
 }
@@ -1283,12 +1298,8 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
       const void *mq = &p.tm_q, *mk = &p.tm_k, *mv = &p.tm_v;
       const int ih = int(h), ikh = int(kh), ib = int(b);
       mbarArriveExpectTx(fullQ, BM * D * 2);
-#pragma unroll
-      for (int rb = 0; rb < 2; ++rb)
-#pragma unroll
-        for (int cb = 0; cb < D / 64; ++cb)
-          tmaLoad4d(base + L::kQ + rb * L::kQWarpgroup + cb * 64 * 128, mq, fullQ, 64 * cb,
-                    int(m0) + 64 * rb, ih, ib);
+      tmaLoadTile<64, D>(base + L::kQ, mq, fullQ, int(m0), ih, ib);
+      tmaLoadTile<64, D>(base + L::kQ + L::kQWarpgroup, mq, fullQ, int(m0) + 64, ih, ib);
       for (i64 j = 0; j < nTiles; ++j) {
         const int s = int(j % ST);
         const u32 use = u32(j / ST);
@@ -1296,21 +1307,11 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
         if (j >= ST) // both consumers released the tile ST back of this stage
           mbarWait(emptyK + 8 * s, (use - 1) & 1);
         mbarArriveExpectTx(fullK + 8 * s, BN * D * 2);
-#pragma unroll
-        for (int cb = 0; cb < D / 64; ++cb)
-#pragma unroll
-          for (int rb = 0; rb < BN / 64; ++rb)
-            tmaLoad4d(sK + s * L::kKStage + cb * BN * 128 + rb * 64 * 128, mk, fullK + 8 * s,
-                      64 * cb, n0 + 64 * rb, ikh, ib);
+        tmaLoadTile<BN, D>(sK + s * L::kKStage, mk, fullK + 8 * s, n0, ikh, ib);
         if (j >= ST)
           mbarWait(emptyV + 8 * s, (use - 1) & 1);
         mbarArriveExpectTx(fullV + 8 * s, BN * DV * 2);
-#pragma unroll
-        for (int cb = 0; cb < DV / 64; ++cb)
-#pragma unroll
-          for (int rb = 0; rb < BN / 64; ++rb)
-            tmaLoad4d(sV + s * L::kVStage + cb * BN * 128 + rb * 64 * 128, mv, fullV + 8 * s,
-                      64 * cb, n0 + 64 * rb, ikh, ib);
+        tmaLoadTile<BN, DV>(sV + s * L::kVStage, mv, fullV + 8 * s, n0, ikh, ib);
       }
       return;
     }
