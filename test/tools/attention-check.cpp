@@ -429,17 +429,20 @@ H20AttnParams makeParams(const Case &c, float scale, const View &q, const View &
   return p;
 }
 
-/// Whether the last launch of a wgmma kernel loaded by TMA (tensor maps
-/// made, H20_ATTENTION_TMA not 0), for the timing lines.
-bool lastLaunchTma = false;
+/// `p` as kernel `k` takes it: for the wgmma kernel with TMA tensor maps
+/// where the views allow them, as the runtime does (GpuExecutor); p.tma
+/// says whether they were made (not with H20_ATTENTION_TMA=0).
+H20AttnParams forKernel(const Kernel &k, H20AttnParams p) {
+  const AttentionVariant &v = k.variant;
+  if (v.kind == 1)
+    h20::runtime::encodeAttentionTensorMaps(*api, p, elemBytes(v.dtype), v.headDim, v.headDimV);
+  return p;
+}
 
+/// Launches `k` on `p` (made by forKernel).
 void launch(const Kernel &k, const H20AttnParams &p, CUstream stream) {
   const AttentionVariant &v = k.variant;
   H20AttnParams copy = p;
-  if (v.kind == 1) // as the runtime does (GpuExecutor): TMA where the views allow it
-    h20::runtime::encodeAttentionTensorMaps(*api, copy, elemBytes(v.dtype), v.headDim,
-                                            v.headDimV);
-  lastLaunchTma = copy.tma != 0;
   void *args[] = {&copy};
   check(api->cuLaunchKernel(k.fn, unsigned((p.sq + v.blockM - 1) / v.blockM), unsigned(p.heads),
                             unsigned(p.batch), unsigned(v.threads), 1, 1,
@@ -488,7 +491,7 @@ std::vector<float> runCase(const Kernel &kernel, const Case &c, int layout, floa
   upload(vq, q);
   upload(vk, k);
   upload(vv, v);
-  launch(kernel, makeParams(c, scale, vq, vk, vv, vo), nullptr);
+  launch(kernel, forKernel(kernel, makeParams(c, scale, vq, vk, vv, vo)), nullptr);
   check(api->cuCtxSynchronize(), "kernel");
   std::vector<float> out = download(vo, stray);
   for (View *x : {&vq, &vk, &vv, &vo})
@@ -642,8 +645,10 @@ void releaseTimingInputs() {
 }
 
 /// Median time (ms) of one launch of `k` on B=1 causal attention with H heads,
-/// S = sq = skv, contiguous random inputs (3 warm-ups, 10 timed, CUDA events).
-double timeCausal(const Kernel &k, int64_t H, int64_t S) {
+/// S = sq = skv, contiguous random inputs (3 warm-ups, 10 timed, CUDA events);
+/// `tma` says whether the launches loaded by TMA. The parameter (tensor
+/// maps included) is made once, outside the timed launches.
+double timeCausal(const Kernel &k, int64_t H, int64_t S, bool &tma) {
   const AttentionVariant &var = k.variant;
   Case c;
   c.dtype = var.dtype, c.d = var.headDim, c.dv = var.headDimV;
@@ -657,7 +662,9 @@ double timeCausal(const Kernel &k, int64_t H, int64_t S) {
     for (int i = 0; i < 3; ++i)
       uploadRandom(io[size_t(i)], uint64_t(7 + i));
   }
-  H20AttnParams p = makeParams(c, 1.f / std::sqrt(float(c.d)), io[0], io[1], io[2], io[3]);
+  const H20AttnParams p =
+      forKernel(k, makeParams(c, 1.f / std::sqrt(float(c.d)), io[0], io[1], io[2], io[3]));
+  tma = p.tma != 0;
   CUevent start, stop;
   check(api->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
   check(api->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
@@ -717,13 +724,14 @@ struct Timing {
 std::vector<Timing> timings;
 
 void reportTiming(const Kernel &k, int64_t H, int64_t S) {
-  double ms = timeCausal(k, H, S);
+  bool tma = false;
+  double ms = timeCausal(k, H, S, tma);
   const AttentionVariant &v = k.variant;
   // Causal: half of the 2 * S^2 * (D + Dv) * H FLOPs of full attention.
   double flops = double(S) * double(S) * double(v.headDim + v.headDimV) * double(H);
   double tflops = flops / (ms * 1e-3) / 1e12;
   // The loads the wgmma kernel used: TMA or cp.async (H20_ATTENTION_TMA=0).
-  const std::string name = v.kernelName() + (v.kind == 1 ? (lastLaunchTma ? "+tma" : "+cpasync") : "");
+  const std::string name = v.kernelName() + (v.kind == 1 ? (tma ? "+tma" : "+cpasync") : "");
   std::printf("TIME %-56s B=1 H=%lld S=%lld causal: %.3f ms, %.1f TFLOP/s\n", name.c_str(),
               static_cast<long long>(H), static_cast<long long>(S), ms, tflops);
   std::fflush(stdout);

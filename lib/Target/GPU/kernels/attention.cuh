@@ -1290,6 +1290,12 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   if (warpgroup == 0) {
     // ---- producer ----
     setMaxRegsDec<40>();
+    // Before refilling stage j % ST: both consumers released the tile ST
+    // back of it (its previous use).
+    auto waitFree = [&](u32 empty, i64 j) {
+      if (j >= ST)
+        mbarWait(empty + 8 * u32(j % ST), u32(j / ST - 1) & 1);
+    };
     if (tma) {
       if (threadIdx.x != 0)
         return;
@@ -1302,14 +1308,11 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
       tmaLoadTile<64, D>(base + L::kQ + L::kQWarpgroup, mq, fullQ, int(m0) + 64, ih, ib);
       for (i64 j = 0; j < nTiles; ++j) {
         const int s = int(j % ST);
-        const u32 use = u32(j / ST);
         const int n0 = int(keys.begin + j * BN);
-        if (j >= ST) // both consumers released the tile ST back of this stage
-          mbarWait(emptyK + 8 * s, (use - 1) & 1);
+        waitFree(emptyK, j);
         mbarArriveExpectTx(fullK + 8 * s, BN * D * 2);
         tmaLoadTile<BN, D>(sK + s * L::kKStage, mk, fullK + 8 * s, n0, ikh, ib);
-        if (j >= ST)
-          mbarWait(emptyV + 8 * s, (use - 1) & 1);
+        waitFree(emptyV, j);
         mbarArriveExpectTx(fullV + 8 * s, BN * DV * 2);
         tmaLoadTile<BN, DV>(sV + s * L::kVStage, mv, fullV + 8 * s, n0, ikh, ib);
       }
@@ -1322,15 +1325,12 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
     const bool vecV = vectorizable(gV, p.v_stride[2], p.v_stride[3], 2);
     for (i64 j = 0; j < nTiles; ++j) {
       const int s = int(j % ST);
-      const u32 use = u32(j / ST);
       const i64 n0 = keys.begin + j * BN;
-      if (j >= ST)
-        mbarWait(emptyK + 8 * s, (use - 1) & 1);
+      waitFree(emptyK, j);
       loadSwizzled<BN, D, 128>(vecK, sK + s * L::kKStage, gK, p.k_stride[2], p.k_stride[3], n0,
                                p.skv, t);
       cpAsyncCommit();
-      if (j >= ST)
-        mbarWait(emptyV + 8 * s, (use - 1) & 1);
+      waitFree(emptyV, j);
       loadSwizzled<BN, DV, 128>(vecV, sV + s * L::kVStage, gV, p.v_stride[2], p.v_stride[3], n0,
                                 p.skv, t);
       cpAsyncCommit();
