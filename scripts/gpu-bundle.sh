@@ -92,6 +92,26 @@ mkdir -p "$out/seed-dense-1l"
 rm -f "$out/seed-dense-1l/weights.bin"
 fi
 
+# DeepSeek-V4.1's tiny config (every layer kind), from a bf16 checkpoint as
+# V4.1 ships: the export, reference logits (models/deepseek_v41/reference.py,
+# float32 numpy on the same weights) at S = 8, 129, 1000, and the GPU
+# artifacts (one whole-prompt chunk of 1024 tokens) in f32 and bf16.
+if [[ $bench != only ]]; then
+  v41=$out/models/v41
+  mkdir -p "$v41"
+  "$py" "$root/models/deepseek_v41/generate.py" tiny "$v41/ckpt" --dtype bf16 --ids 8 129 1000 >/dev/null
+  "$py" "$root/models/deepseek_v41/export.py" "$v41/ckpt" "$v41" >/dev/null
+  for S in 8 129 1000; do
+    cp "$v41/ckpt/ids-$S.npy" "$v41/"
+    "$py" "$root/models/deepseek_v41/reference.py" "$v41/ckpt" "$v41/ids-$S.npy" "$v41/ref-$S.npy" >/dev/null
+  done
+  rm -rf "$v41/ckpt"
+  for ct in f32 bf16; do
+    "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
+      -o "$out/art/v41-tiny.$ct.h20" 2>/dev/null
+  done
+fi
+
 # Issue-7 benchmarks (bench/run-bench.sh): seed-dense, 8 layers, compiled
 # once per S; the cost model's prediction for the same graph (section C,
 # no GPU needed) from its attn-level IR with the last-position LM head.

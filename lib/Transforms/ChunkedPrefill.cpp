@@ -49,46 +49,44 @@ ox::SliceOp lastPositionSlice(func::FuncOp func) {
 /// row alone (or is shape arithmetic / a weight), so running the prompt C
 /// tokens at a time gives the same rows. What mixes tokens must be one of
 /// the ops chunked prefill rewrites (attention through the KV cache, RoPE
-/// positions). Conservative: an op not listed is refused, naming it.
-LogicalResult checkPerToken(Operation *op, Value ids) {
-  auto refuse = [&](StringRef why) {
-    return op->emitError("chunked prefill: ") << why
-                                              << "; this graph cannot run a chunk at a time "
-                                                 "(compile it for --target=cpu)";
-  };
+/// positions). Conservative: an op not listed is refused. Returns why `op`
+/// cannot be chunked, or nothing when it can.
+std::optional<std::string> whyNotPerToken(Operation *op, Value ids) {
+  auto refuse = [](StringRef why) { return std::optional<std::string>(why.str()); };
   if (isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp, ox::NegOp, ox::AbsOp,
           ox::SqrtOp, ox::ExpOp, ox::LogOp, ox::SinOp, ox::CosOp, ox::TanhOp, ox::ErfOp,
           ox::ReciprocalOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp, ox::CastOp, ox::IdentityOp,
           ox::ReshapeOp, ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp,
           ox::RangeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
-    return success();
+    return std::nullopt;
   // The only slice allowed is h20-logits-last's, which the pass rewrites to
   // the chunk's last real row; any other could cut along the sequence.
   if (auto sl = dyn_cast<ox::SliceOp>(op)) {
     auto f = op->getParentOfType<func::FuncOp>();
     if (sl == lastPositionSlice(f))
-      return success();
+      return std::nullopt;
     return refuse("a Slice may cut along the sequence");
   }
   if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,
           h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||
       op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "tensor")
-    return success();
+    return std::nullopt;
   if (auto n = dyn_cast<h20::attn::RmsNormOp>(op)) {
     auto t = cast<RankedTensorType>(n.getInput().getType());
-    return static_cast<int64_t>(n.getAxis()) == t.getRank() - 1 ? success()
-                                          : refuse("RMSNorm over more than the last axis");
+    if (static_cast<int64_t>(n.getAxis()) == t.getRank() - 1)
+      return std::nullopt;
+    return refuse("RMSNorm over more than the last axis");
   }
   if (isa<ox::MatMulOp>(op)) {
     Operation *w = op->getOperand(1).getDefiningOp();
     if (w && isa<ox::WeightOp, ox::ConstantOp>(w))
-      return success();
+      return std::nullopt;
     return refuse("a MatMul of two activations mixes tokens");
   }
   if (isa<ox::GatherOp>(op)) {
     if (op->getOperand(1) == ids && isa_and_nonnull<ox::WeightOp, ox::ConstantOp>(
                                         op->getOperand(0).getDefiningOp()))
-      return success();
+      return std::nullopt;
     return refuse("a Gather that is not the token embedding (position embeddings from "
                   "the prompt length are not chunked)");
   }
@@ -96,6 +94,7 @@ LogicalResult checkPerToken(Operation *op, Value ids) {
 }
 
 struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
+  using ChunkedPrefillBase::ChunkedPrefillBase;
   void runOnOperation() override {
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal() && failed(rewrite(func)))
@@ -110,12 +109,34 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     if (!ids || ids.getRank() != 2 || !ids.isDynamicDim(1) || ids.getDimSize(0) != 1 ||
         !ids.getElementType().isInteger())
       return func.emitError("chunked prefill needs one input, token ids [1, S] with S dynamic");
-    for (Operation &op : func.getBody().front())
-      if (!isa<func::ReturnOp>(op) && failed(checkPerToken(&op, func.getArgument(0))))
-        return failure();
-    for (Operation &op : func.getBody().front())
-      if (isa<h20::attn::RopeOp>(op))
-        return op.emitError("chunked prefill needs RoPE as table gathers (run h20-lower-rope)");
+    // Whole-prompt mode (wholePromptFallback): a graph that cannot run a
+    // chunk at a time runs as one chunk holding the whole prompt, padded at
+    // the end; p0 is then always 0.
+    std::optional<std::string> whole;
+    for (Operation &op : func.getBody().front()) {
+      if (isa<func::ReturnOp>(op))
+        continue;
+      std::optional<std::string> why = whyNotPerToken(&op, func.getArgument(0));
+      if (!why)
+        continue;
+      std::string what = "'" + op.getName().getStringRef().str() + "'";
+      if (auto nl = dyn_cast<NameLoc>(op.getLoc()); nl && !nl.getName().empty())
+        what += " (node '" + nl.getName().str() + "')";
+      // Padding at the end is sound only for a causal graph; what this
+      // check cannot prove for arbitrary ops, h20's DeepSeek-V4.1 exports
+      // (attn.sparse_attention) are by construction.
+      bool causalByConstruction = false;
+      func.walk([&](h20::attn::SparseAttentionOp) { causalByConstruction = true; });
+      if (!wholePromptFallback || !causalByConstruction)
+        return op.emitError("chunked prefill: ")
+               << *why << "; this graph cannot run a chunk at a time (compile it for --target=cpu)";
+      whole = what + ": " + *why;
+      break;
+    }
+    if (!whole)
+      for (Operation &op : func.getBody().front())
+        if (isa<h20::attn::RopeOp>(op))
+          return op.emitError("chunked prefill needs RoPE as table gathers (run h20-lower-rope)");
 
     Block &entry = func.getBody().front();
     Location loc = func.getLoc();
@@ -127,7 +148,9 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
 
     // Positions: p0 + in-chunk position, computed once per positions value.
     DenseMap<Value, Value> shifted;
-    WalkResult walk = func.walk([&](h20::attn::RopeApplyOp rope) -> WalkResult {
+    WalkResult walk = WalkResult::advance();
+    if (!whole)
+      walk = func.walk([&](h20::attn::RopeApplyOp rope) -> WalkResult {
       Value pos = rope.getPositions();
       if (isa<BlockArgument>(pos))
         return rope.emitError("positions are a graph input; chunked prefill computes them");
@@ -151,7 +174,8 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     if (walk.wasInterrupted())
       return failure();
 
-    walk = func.walk([&](Operation *op) -> WalkResult {
+    if (!whole)
+      walk = func.walk([&](Operation *op) -> WalkResult {
       OpBuilder b(op);
       if (auto w = dyn_cast<h20::kv::WriteOp>(op)) {
         if (!isConstantIntValue(w.getOffset(), 0))
@@ -199,10 +223,12 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       }
     }
     Builder b(ctx);
-    func->setAttr("h20.chunked",
-                  b.getDictionaryAttr({b.getNamedAttr("input", b.getI64IntegerAttr(0)),
-                                       b.getNamedAttr("dim", b.getI64IntegerAttr(1)),
-                                       b.getNamedAttr("output", b.getStringAttr(outputMode))}));
+    SmallVector<NamedAttribute> info{b.getNamedAttr("input", b.getI64IntegerAttr(0)),
+                                     b.getNamedAttr("dim", b.getI64IntegerAttr(1)),
+                                     b.getNamedAttr("output", b.getStringAttr(outputMode))};
+    if (whole)
+      info.push_back(b.getNamedAttr("whole", b.getStringAttr(*whole)));
+    func->setAttr("h20.chunked", b.getDictionaryAttr(info));
     return success();
   }
 };

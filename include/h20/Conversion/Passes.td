@@ -17,8 +17,12 @@ def LowerToLinalg : Pass<"h20-lower-to-linalg", "mlir::ModuleOp"> {
     With `library-calls` (the GPU target), MatMul and attn.attention do not
     decompose: each becomes one linalg.generic whose `library_call` names the
     routine that implements it (`h20_gemm`: cuBLASLt, `h20_attention`: the
-    generated attention kernel). Such a generic only carries operands and
-    attributes to the target; its body is a placeholder that must never run.
+    generated attention kernel); so do attn.indexer_topk and
+    attn.indexer_candidates (`h20_indexer`, with a float32 scratch output).
+    Such a generic only carries operands and attributes to the target; its
+    body is a placeholder that must never run. TopK and ScatterElements then
+    take their parallel forms (one output element per iteration) instead of
+    sequential loop nests.
   }];
   let options = [
     Option<"libraryCalls", "library-calls", "bool", "false",
@@ -40,7 +44,12 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     `block-size`: the tile loop is mapped to blocks (x), the in-tile loop to
     threads (x), reductions stay sequential inside a thread, nested parallel
     loops are sequential. `convert-parallel-loops-to-gpu` then makes each a
-    gpu.launch. An op without parallel dims runs as one thread.
+    gpu.launch. An op without parallel dims runs as one thread. A generic
+    whose reduction dims precede parallel ones is interchanged first so
+    that reductions are innermost. Shape arithmetic (every operand a static
+    integer memref of <= 16 elements, allocated by the host program, its
+    inputs written by no kernel) is unrolled into host loads, stores and
+    arithmetic instead of becoming a kernel.
 
     Row reductions (`row-reductions`, on by default): a linalg.generic whose
     only reduction dim is its innermost loop, into one 32/64-bit scalar output

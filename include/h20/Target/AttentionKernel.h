@@ -143,6 +143,18 @@ std::string attentionProgramSource(const std::vector<AttentionVariant> &variants
 bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const std::string &arch,
                          std::string &ptx, std::string &log);
 
+/// NVRTC driver shared by h20's CUDA-source kernels: compiles `source`
+/// (which may #include the one embedded `header` as `headerName`) for
+/// compute capability `cc` ("90", "90a") with -default-device -std=c++17.
+/// False with NVRTC's log (or why NVRTC cannot be loaded) in `log`.
+bool compileCudaToPtx(const std::string &source, const char *header, const char *headerName,
+                      const char *programName, const std::string &cc, std::string &ptx,
+                      std::string &log);
+
+/// "sm_90" / "sm_90a" / "compute_90" -> "90" / "90a" in `cc`; false when
+/// `arch` is malformed.
+bool computeCapabilityOf(const std::string &arch, std::string &cc);
+
 /// Whether NVRTC can be loaded on this machine; `reason` says why not.
 bool nvrtcAvailable(std::string *reason = nullptr);
 

@@ -98,7 +98,21 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
     per token (a MatMul of two activations, a Gather other than the token
     embedding such as absolute position embeddings, a reduction over the
     sequence, ...): chunking those would silently change the result.
+
+    With `whole-prompt-fallback`, such a graph holding attn.sparse_attention
+    (h20's DeepSeek-V4.1 exports, causal by construction) is not refused: it becomes
+    one chunk that holds the whole prompt (the target sizes the chunk to the
+    longest prompt it accepts; the runtime pads the ids at the end, p0 is
+    0). That is sound for a causal decoder, whose rows never depend on later
+    positions, so the padding changes no real row (which this pass cannot
+    prove op by op, hence the restriction); the reason is recorded as
+    `h20.chunked.whole` (op, node, why). Positions and KV writes are then
+    left as they are; the last-position slice still takes row n - 1.
   }];
+  let options = [
+    Option<"wholePromptFallback", "whole-prompt-fallback", "bool", /*default=*/"false",
+           "Run a graph that cannot be chunked as one whole-prompt chunk instead of failing">
+  ];
 }
 
 def ComputeType : Pass<"h20-compute-type", "mlir::func::FuncOp"> {

@@ -12,8 +12,12 @@
 // one element per thread a kernel kept one load in flight per thread). The
 // vectors carry the element's alignment only (a memref's base and offset
 // are not known to be 16-byte aligned), so the backend emits them as
-// element-sized loads, issued together. Library calls (GEMM, attention)
-// are left for the target. See Passes.td.
+// element-sized loads, issued together. Reduction dims are moved innermost
+// first (only the outer parallel loop maps onto the grid). Shape arithmetic
+// on small integer buffers the host allocates is unrolled into host code
+// instead of becoming a kernel, so the host program can evaluate it.
+// Library calls (GEMM, attention, indexer) are left for the target. See
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
@@ -384,6 +388,29 @@ scf::ParallelOp lowerVectorized(RewriterBase &rw, linalg::GenericOp op, int64_t 
   return par;
 }
 
+/// The allocation (or global) a memref view is taken of.
+Value rootOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
+/// Shape arithmetic: every operand a static integer/index memref of at most
+/// 16 elements (what the host program keeps on the host).
+bool isHostShapeArithmetic(linalg::LinalgOp op) {
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.hasStaticShape() || t.getNumElements() > 16 ||
+        !(t.getElementType().isIntOrIndex()))
+      return false;
+  }
+  return true;
+}
+
 struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPass> {
   using LinalgToGpuLoopsBase::LinalgToGpuLoopsBase;
 
@@ -400,6 +427,83 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         return;
       ops.push_back(op);
     });
+    // Shape arithmetic on values the host knows (e.g. a slice bound from
+    // S / r) runs on the host, unrolled, so the host program can evaluate
+    // it: as a kernel its result would live on the device. An input some
+    // kernel writes keeps the op on the device.
+    {
+      DenseMap<Value, SmallVector<Operation *>> writers;
+      for (linalg::LinalgOp op : ops)
+        for (Value init : op.getDpsInits())
+          writers[rootOf(init)].push_back(op);
+      llvm::SmallPtrSet<Operation *, 8> onHost;
+      SmallVector<linalg::LinalgOp> rest;
+      // Host memory is what the host program allocates (memref.alloc, or a
+      // constant global to read); function arguments are device buffers.
+      auto hostRoot = [](Value v, bool read) {
+        Operation *def = rootOf(v).getDefiningOp();
+        return isa_and_nonnull<memref::AllocOp>(def) ||
+               (read && isa_and_nonnull<memref::GetGlobalOp>(def));
+      };
+      for (linalg::LinalgOp op : ops) {
+        bool host = isHostShapeArithmetic(op);
+        for (Value in : op.getDpsInputs())
+          host &= hostRoot(in, /*read=*/true);
+        for (Value out : op.getDpsInits())
+          host &= hostRoot(out, /*read=*/false);
+        for (Value in : op.getDpsInputs())
+          for (Operation *w : writers.lookup(rootOf(in)))
+            host &= w == op.getOperation() || onHost.contains(w);
+        if (!host) {
+          rest.push_back(op);
+          continue;
+        }
+        onHost.insert(op);
+        rewriter.setInsertionPoint(op);
+        FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rewriter, op);
+        if (failed(loops)) {
+          op->emitError("cannot lower this shape computation to host code");
+          return signalPassFailure();
+        }
+        rewriter.eraseOp(op);
+        if (!loops->empty()) {
+          SmallVector<scf::ForOp> nest;
+          loops->front()->walk([&](scf::ForOp f) { nest.push_back(f); }); // innermost first
+          for (scf::ForOp f : nest)
+            if (failed(loopUnrollFull(f))) {
+              mlir::emitError(f.getLoc(), "cannot unroll a host shape computation");
+              return signalPassFailure();
+            }
+        }
+      }
+      ops = std::move(rest);
+    }
+    // Loops nest in dim order, and only the outer parallel loop maps onto
+    // the grid: reduction dims go innermost (e.g. a sum over dim 1 of
+    // [S, R, C] into [S, C]), which also lets such an op match the row
+    // reductions below when a single reduction dim is left innermost.
+    for (linalg::LinalgOp &op : ops) {
+      auto g = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (!g)
+        continue;
+      SmallVector<utils::IteratorType> its = g.getIteratorTypesArray();
+      SmallVector<unsigned> perm;
+      for (unsigned d = 0; d < its.size(); ++d)
+        if (linalg::isParallelIterator(its[d]))
+          perm.push_back(d);
+      for (unsigned d = 0; d < its.size(); ++d)
+        if (!linalg::isParallelIterator(its[d]))
+          perm.push_back(d);
+      if (llvm::equal(perm, llvm::seq<unsigned>(0, its.size())))
+        continue;
+      rewriter.setInsertionPoint(g);
+      FailureOr<linalg::GenericOp> moved = linalg::interchangeGenericOp(rewriter, g, perm);
+      if (failed(moved)) {
+        g->emitError("cannot put this op's reduction loops innermost");
+        return signalPassFailure();
+      }
+      op = cast<linalg::LinalgOp>(moved->getOperation());
+    }
     // Row reductions first. A linalg.fill right before one, into the same
     // buffer, is folded into it: the reduction writes every output element,
     // and the fill value is its initial value.
@@ -462,7 +566,7 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
                           : (loops->empty() ? scf::ParallelOp()
                                             : dyn_cast<scf::ParallelOp>(loops->front()));
       if (!outer) {
-        func.emitError("internal: a linalg op with parallel dims gave no parallel loop");
+        mlir::emitError(loc, "internal: a linalg op with parallel dims gave no parallel loop");
         return signalPassFailure();
       }
       if (failed(mapToGrid(rewriter, func, outer)))

@@ -47,6 +47,23 @@ inline constexpr llvm::StringLiteral kDecomposeAttention = "h20.decompose";
 mlir::FailureOr<mlir::Value> lowerAttentionToLibraryCall(mlir::OpBuilder &b,
                                                          attn::AttentionOp op);
 
+/// `library_call` of the GPU target's indexer kernel (lib/Target/GPU/kernels/
+/// indexer.cuh) and the attribute it carries: a dictionary of mode (0
+/// indexer_topk, 1 indexer_topk with candidates, 2 indexer_candidates),
+/// ratio, block (candidate block size; 1 for mode 0), scale.
+inline constexpr llvm::StringLiteral kIndexerLibraryCall = "h20_indexer";
+inline constexpr llvm::StringLiteral kIndexerAttrs = "h20.indexer";
+/// CTAs of the indexer kernel's persistent grid: the rows of its scratch.
+inline constexpr int64_t kIndexerCtas = 264;
+
+/// attn.indexer_topk / attn.indexer_candidates as one `h20_indexer`
+/// library-call generic (a carrier, like lowerAttentionToLibraryCall's):
+/// ins q [S, Hi, Di], keys [T, Di], weights [S, Hi] (and candidates [S, KB]
+/// for mode 1); outs the result [S, K] i64 and a float32 scratch
+/// [kIndexerCtas, T + NB] (NB = ceil(T / block) in mode 2, else 0) that
+/// bufferization places in the arena: memory linear in S, never S x T.
+mlir::FailureOr<mlir::Value> lowerIndexerToLibraryCall(mlir::OpBuilder &b, mlir::Operation *op);
+
 } // namespace h20::lowering
 
 #endif // H20_LIB_CONVERSION_TOLINALG_ATTNTOLINALG_H

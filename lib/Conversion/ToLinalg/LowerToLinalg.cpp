@@ -138,13 +138,17 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                 .Case([&](h20::attn::SparseAttentionOp o) {
                   return one(h20::lowering::lowerSparseAttention(b, o));
                 })
-                .Case([&](h20::attn::IndexerTopKOp o) { return one(h20::lowering::lowerIndexerTopK(b, o)); })
+                .Case([&](h20::attn::IndexerTopKOp o) {
+                  return one(libraryCalls ? h20::lowering::lowerIndexerToLibraryCall(b, o)
+                                          : h20::lowering::lowerIndexerTopK(b, o));
+                })
                 .Case([&](h20::attn::IndexerCandidatesOp o) {
-                  return one(h20::lowering::lowerIndexerCandidates(b, o));
+                  return one(libraryCalls ? h20::lowering::lowerIndexerToLibraryCall(b, o)
+                                          : h20::lowering::lowerIndexerCandidates(b, o));
                 })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })
-                .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o); });
+                .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o, libraryCalls); });
         if (failed(lowered))
           return signalPassFailure();
         if (libraryCalls && isa<h20::onnx::MatMulOp>(op))

@@ -257,4 +257,127 @@ FailureOr<Values> lowerTopK(OpBuilder &b, ox::TopKOp op) {
   return Values{rows.results[0], rows.results[1]};
 }
 
+FailureOr<Values> lowerScatterElementsParallel(OpBuilder &b, ox::ScatterElementsOp op) {
+  Location loc = op.getLoc();
+  Value data = op->getOperand(0), ind = op->getOperand(1), upd = op->getOperand(2);
+  auto dt = dyn_cast<RankedTensorType>(data.getType());
+  auto it = dyn_cast<RankedTensorType>(ind.getType());
+  auto ut = dyn_cast<RankedTensorType>(upd.getType());
+  if (!dt || !it || !ut || it.getRank() != dt.getRank() || ut.getRank() != dt.getRank())
+    return unsupported(op, "data, indices and updates must be ranked, all of one rank");
+  int64_t r = dt.getRank(), axis = normalizedAxis(op.getAxis().value_or(0), r);
+  StringRef reduction = op.getReduction().value_or("none");
+  auto rt = cast<RankedTensorType>(op->getResult(0).getType());
+  SmallVector<Value> dataDims, indDims, updDims;
+  for (int64_t k = 0; k < r; ++k) {
+    dataDims.push_back(dimOf(b, loc, data, k));
+    indDims.push_back(dimOf(b, loc, ind, k));
+    updDims.push_back(dimOf(b, loc, upd, k));
+  }
+  Value init = emptyTensor(b, loc, dt, dataDims);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, b.getContext());
+  Value result =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{dt}, ValueRange{data}, ValueRange{init}, {id, id}, parallel(r),
+          [&](OpBuilder &nb, Location nl, ValueRange a) {
+            SmallVector<Value> p;
+            for (int64_t k = 0; k < r; ++k)
+              p.push_back(linalg::IndexOp::create(nb, nl, k));
+            // Only index positions sharing p's other coordinates can target p.
+            Value inRange = arith::ConstantIntOp::create(nb, nl, 1, 1);
+            for (int64_t k = 0; k < r; ++k)
+              if (k != axis)
+                inRange = arith::AndIOp::create(
+                    nb, nl, inRange,
+                    arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, p[k], indDims[k]));
+            Value trips = arith::SelectOp::create(nb, nl, inRange, indDims[axis], cIndex(nb, nl, 0));
+            auto scan = scf::ForOp::create(
+                nb, nl, cIndex(nb, nl, 0), trips, cIndex(nb, nl, 1), ValueRange{a[0]},
+                [&](OpBuilder &sb, Location sl, Value j, ValueRange acc) {
+                  SmallVector<Value> at(p), updAt;
+                  at[axis] = j;
+                  for (int64_t k = 0; k < r; ++k)
+                    updAt.push_back(fitPosition(sb, sl, at[k], it, ut, k, updDims[k]));
+                  Value raw = tensor::ExtractOp::create(sb, sl, ind, at);
+                  Value target = axisPosition(sb, sl, raw, dataDims[axis]);
+                  Value hit = arith::CmpIOp::create(sb, sl, arith::CmpIPredicate::eq, target, p[axis]);
+                  Value u = tensor::ExtractOp::create(sb, sl, upd, updAt);
+                  if (reduction != "none")
+                    u = combine(sb, sl, reduction, acc[0], u);
+                  scf::YieldOp::create(sb, sl, ValueRange{arith::SelectOp::create(sb, sl, hit, u, acc[0])});
+                });
+            linalg::YieldOp::create(nb, nl, ValueRange{scan.getResult(0)});
+          })
+          .getResult(0);
+  return Values{castTo(b, loc, result, rt)};
+}
+
+FailureOr<Values> lowerTopKParallel(OpBuilder &b, ox::TopKOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0), kTensor = op->getOperand(1);
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  auto kt = dyn_cast<RankedTensorType>(kTensor.getType());
+  auto vt = cast<RankedTensorType>(op->getResult(0).getType());
+  auto it = cast<RankedTensorType>(op->getResult(1).getType());
+  if (!xt || !kt || kt.getRank() > 1 || vt.getRank() != xt.getRank())
+    return unsupported(op, "X must be ranked and K a scalar or a shape-[1] tensor");
+  int64_t r = xt.getRank(), axis = normalizedAxis(op.getAxis().value_or(-1), r);
+  bool largest = op.getLargest().value_or(1) != 0;
+  Type elt = xt.getElementType();
+  Value zero = cIndex(b, loc, 0), one = cIndex(b, loc, 1);
+  Value n = dimOf(b, loc, x, axis);
+  Value k;
+  if (!vt.isDynamicDim(axis)) {
+    k = cIndex(b, loc, vt.getDimSize(axis));
+  } else {
+    SmallVector<Value> at(kt.getRank(), zero);
+    Value raw = tensor::ExtractOp::create(b, loc, kTensor, at);
+    k = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+    k = arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, k, n), zero);
+  }
+  SmallVector<Value> outDims;
+  for (int64_t d = 0; d < r; ++d)
+    outDims.push_back(d == axis ? k : dimOf(b, loc, x, d));
+  Value values = emptyTensor(b, loc, vt, outDims), indices = emptyTensor(b, loc, it, outDims);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, b.getContext());
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{vt, it}, ValueRange{}, ValueRange{values, indices}, {id, id}, parallel(r),
+      [&](OpBuilder &nb, Location nl, ValueRange) {
+        SmallVector<Value> p;
+        for (int64_t d = 0; d < r; ++d)
+          p.push_back(linalg::IndexOp::create(nb, nl, d));
+        Value zeroValue = zeroOf(nb, nl, elt);
+        Value notFound = arith::ConstantIntOp::create(nb, nl, 0, 1);
+        Value picks = arith::AddIOp::create(nb, nl, p[axis], cIndex(nb, nl, 1));
+        // Picks 0..j: each the best element ranking after the previous pick.
+        auto loop = scf::ForOp::create(
+            nb, nl, zero, picks, one, ValueRange{zeroValue, zero},
+            [&](OpBuilder &jb, Location jl, Value j, ValueRange prev) {
+              Value first = arith::CmpIOp::create(jb, jl, arith::CmpIPredicate::eq, j, zero);
+              auto scan = scf::ForOp::create(
+                  jb, jl, zero, n, one, ValueRange{notFound, zeroValue, zero},
+                  [&](OpBuilder &eb, Location el, Value e, ValueRange best) {
+                    SmallVector<Value> at(p);
+                    at[axis] = e;
+                    Value v = tensor::ExtractOp::create(eb, el, x, at);
+                    Value afterPrev = arith::OrIOp::create(
+                        eb, el, first, ranksBefore(eb, el, prev[0], prev[1], v, e, largest));
+                    Value none = arith::XOrIOp::create(eb, el, best[0],
+                                                       arith::ConstantIntOp::create(eb, el, 1, 1));
+                    Value improves = arith::OrIOp::create(
+                        eb, el, none, ranksBefore(eb, el, v, e, best[1], best[2], largest));
+                    Value take = arith::AndIOp::create(eb, el, afterPrev, improves);
+                    scf::YieldOp::create(eb, el,
+                                         ValueRange{arith::OrIOp::create(eb, el, best[0], take),
+                                                    arith::SelectOp::create(eb, el, take, v, best[1]),
+                                                    arith::SelectOp::create(eb, el, take, e, best[2])});
+                  });
+              scf::YieldOp::create(jb, jl, ValueRange{scan.getResult(1), scan.getResult(2)});
+            });
+        Value pos64 = arith::IndexCastOp::create(nb, nl, nb.getI64Type(), loop.getResult(1));
+        linalg::YieldOp::create(nb, nl, ValueRange{loop.getResult(0), pos64});
+      });
+  return Values{g.getResult(0), g.getResult(1)};
+}
+
 } // namespace h20::lowering

@@ -1,9 +1,9 @@
 //===- OnnxIndexingToLinalg.h - element-indexed onnx ops to loops -*- C++ -*-===//
 //
 // GatherElements (a linalg.generic reading data at computed indices),
-// ScatterElements and TopK (scf.for loop nests over tensors). The loop-nest
-// lowerings run in order, one element at a time: the CPU target runs them;
-// the GPU target refuses them before lowering (see GpuTarget.cpp).
+// ScatterElements and TopK (scf.for loop nests over tensors, which the CPU
+// target runs, and parallel generics, one output element each, which the
+// GPU target maps onto threads).
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_LIB_CONVERSION_TOLINALG_ONNXINDEXINGTOLINALG_H
@@ -33,6 +33,23 @@ lowerScatterElements(mlir::OpBuilder &b, onnx::ScatterElementsOp op);
 /// scratch memory) (ONNX TopK).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> lowerTopK(mlir::OpBuilder &b,
                                                           onnx::TopKOp op);
+
+/// ScatterElements as one parallel linalg.generic over the output (the GPU
+/// target's form): output element p starts as data[p] and scans the index
+/// positions that share p's other coordinates in ascending axis order,
+/// applying every update whose (clamped) index is p's — the same result as
+/// the row-major loop nest, one thread per element. Index positions beyond
+/// data's dims on a non-axis dim (invalid ONNX) are dropped here, while
+/// lowerScatterElements clamps them onto the last row.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+lowerScatterElementsParallel(mlir::OpBuilder &b, onnx::ScatterElementsOp op);
+
+/// TopK as one parallel linalg.generic over the outputs (the GPU target's
+/// form): output j of a row makes picks 0..j by scans of the row, exactly
+/// as lowerTopK does, so each element is independent (O(j * N) work for
+/// output j; meant for small K, e.g. MoE routing).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> lowerTopKParallel(mlir::OpBuilder &b,
+                                                                  onnx::TopKOp op);
 
 } // namespace h20::lowering
 

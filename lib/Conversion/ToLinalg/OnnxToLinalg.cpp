@@ -695,8 +695,11 @@ FailureOr<Values> lowerReduce(OpBuilder &b, Operation *op) {
   if (!isFloat(elt))
     return unsupported(op, "integer reductions are not lowered");
   bool isMax = isa<ox::ReduceMaxOp>(op), isMean = isa<ox::ReduceMeanOp>(op);
-  Value init0 = floatConst(b, loc, elt, isMax ? -std::numeric_limits<double>::infinity() : 0.0);
-  auto accType = RankedTensorType::get(accShape, elt);
+  // Sums accumulate in float32 for 16-bit inputs (what "accumulation is
+  // float32" in h20-compute-type promises); the result is rounded once.
+  Type ct = isMax ? elt : computeTypeFor(elt);
+  Value init0 = floatConst(b, loc, ct, isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+  auto accType = RankedTensorType::get(accShape, ct);
   Value acc = filledTensor(b, loc, accType, dims, init0);
   SmallVector<utils::IteratorType> it;
   for (bool x2 : red)
@@ -705,17 +708,21 @@ FailureOr<Values> lowerReduce(OpBuilder &b, Operation *op) {
                   b, loc, TypeRange{accType}, ValueRange{x}, ValueRange{acc},
                   {AffineMap::getMultiDimIdentityMap(r, ctx), AffineMap::get(r, 0, oe, ctx)}, it,
                   [&](OpBuilder &nb, Location nl, ValueRange a) {
-                    Value v = isMax ? arith::MaximumFOp::create(nb, nl, a[0], a[1]).getResult()
-                                    : arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
+                    Value x0 = castScalar(nb, nl, a[0], ct);
+                    Value v = isMax ? arith::MaximumFOp::create(nb, nl, x0, a[1]).getResult()
+                                    : arith::AddFOp::create(nb, nl, x0, a[1]).getResult();
                     linalg::YieldOp::create(nb, nl, v);
                   })
                   .getResult(0);
-  if (isMean) {
-    Value cnt = arith::SIToFPOp::create(b, loc, elt, arith::IndexCastOp::create(b, loc, b.getI64Type(), count));
-    res = elementwise(b, loc, accType, ValueRange{res}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-      return arith::DivFOp::create(nb, nl, a[0], cnt);
+  auto outType = RankedTensorType::get(accShape, elt);
+  Value cnt;
+  if (isMean)
+    cnt = arith::SIToFPOp::create(b, loc, ct, arith::IndexCastOp::create(b, loc, b.getI64Type(), count));
+  if (isMean || ct != elt)
+    res = elementwise(b, loc, outType, ValueRange{res}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+      Value v = isMean ? arith::DivFOp::create(nb, nl, a[0], cnt).getResult() : a[0];
+      return castScalar(nb, nl, v, elt);
     });
-  }
   if (!keep)
     return Values{res};
   SmallVector<Value> outDims;
@@ -748,22 +755,27 @@ FailureOr<Values> lowerSoftmax(OpBuilder &b, ox::SoftmaxOp op) {
     rowShape.push_back(xt.getDimSize(k));
     rowDims.push_back(dims[k]);
   }
-  auto rowType = RankedTensorType::get(rowShape, elt);
+  // Max, exponentials and their sum in the compute type (float32 for
+  // 16-bit inputs); the result is rounded once.
+  Type ct = computeTypeFor(elt);
+  auto rowType = RankedTensorType::get(rowShape, ct);
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, ctx), rowMap = AffineMap::get(r, 0, re, ctx);
-  Value ninf = floatConst(b, loc, elt, -std::numeric_limits<double>::infinity());
+  Value ninf = floatConst(b, loc, ct, -std::numeric_limits<double>::infinity());
   Value mx = linalg::GenericOp::create(
                  b, loc, TypeRange{rowType}, ValueRange{x},
                  ValueRange{filledTensor(b, loc, rowType, rowDims, ninf)}, {id, rowMap}, it,
                  [&](OpBuilder &nb, Location nl, ValueRange a) {
-                   linalg::YieldOp::create(nb, nl, ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
+                   linalg::YieldOp::create(
+                       nb, nl, ValueRange{arith::MaximumFOp::create(nb, nl, castScalar(nb, nl, a[0], ct), a[1])});
                  })
                  .getResult(0);
   Value sum = linalg::GenericOp::create(
                   b, loc, TypeRange{rowType}, ValueRange{x, mx},
-                  ValueRange{filledTensor(b, loc, rowType, rowDims, floatConst(b, loc, elt, 0.0))},
+                  ValueRange{filledTensor(b, loc, rowType, rowDims, floatConst(b, loc, ct, 0.0))},
                   {id, rowMap, rowMap}, it,
                   [&](OpBuilder &nb, Location nl, ValueRange a) {
-                    Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]));
+                    Value e = math::ExpOp::create(
+                        nb, nl, arith::SubFOp::create(nb, nl, castScalar(nb, nl, a[0], ct), a[1]));
                     linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], e)});
                   })
                   .getResult(0);
@@ -772,8 +784,10 @@ FailureOr<Values> lowerSoftmax(OpBuilder &b, ox::SoftmaxOp op) {
                     b, loc, TypeRange{xt}, ValueRange{x, mx, sum}, ValueRange{init},
                     {id, rowMap, rowMap, id}, parallel(r),
                     [&](OpBuilder &nb, Location nl, ValueRange a) {
-                      Value e = math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]));
-                      linalg::YieldOp::create(nb, nl, ValueRange{arith::DivFOp::create(nb, nl, e, a[2])});
+                      Value e = math::ExpOp::create(
+                          nb, nl, arith::SubFOp::create(nb, nl, castScalar(nb, nl, a[0], ct), a[1]));
+                      linalg::YieldOp::create(
+                          nb, nl, ValueRange{castScalar(nb, nl, arith::DivFOp::create(nb, nl, e, a[2]), elt)});
                     })
                     .getResult(0)};
 }
@@ -842,7 +856,7 @@ FailureOr<Values> lowerClip(OpBuilder &b, ox::ClipOp op) {
 
 } // namespace
 
-FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
+FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op, bool parallelForms) {
   for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
     if (!isa<RankedTensorType>(t) && !(isa<ox::AttentionOp>(op) && op->getResult(i).use_empty()))
       return unsupported(op, "its result shape is unknown (an unranked tensor)");
@@ -894,8 +908,10 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op) {
       .Case([&](ox::ConstantOfShapeOp c) { return lowerConstantOfShape(b, c); })
       .Case([&](ox::ClipOp c) { return lowerClip(b, c); })
       .Case([&](ox::GatherElementsOp g) { return lowerGatherElements(b, g); })
-      .Case([&](ox::ScatterElementsOp s) { return lowerScatterElements(b, s); })
-      .Case([&](ox::TopKOp t) { return lowerTopK(b, t); })
+      .Case([&](ox::ScatterElementsOp s) {
+        return parallelForms ? lowerScatterElementsParallel(b, s) : lowerScatterElements(b, s);
+      })
+      .Case([&](ox::TopKOp t) { return parallelForms ? lowerTopKParallel(b, t) : lowerTopK(b, t); })
       .Case([&](ox::RotaryEmbeddingOp r) { return lowerRotaryEmbedding(b, r); })
       .Default([&](Operation *) -> FailureOr<Values> {
         if (isa<ox::AttentionOp>(op))

@@ -10,8 +10,10 @@ namespace h20::lowering {
 /// Lowers one onnx op (operands already lowered) at `b`'s insertion point;
 /// returns the values replacing its results, or failure after an error on
 /// the op naming what is unsupported. onnx.Weight is handled by the caller.
-mlir::FailureOr<llvm::SmallVector<mlir::Value>> lowerOnnxOp(mlir::OpBuilder &b,
-                                                            mlir::Operation *op);
+/// `parallelForms` (the GPU target): TopK and ScatterElements as parallel
+/// generics (OnnxIndexingToLinalg.h) instead of sequential loop nests.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+lowerOnnxOp(mlir::OpBuilder &b, mlir::Operation *op, bool parallelForms = false);
 
 } // namespace h20::lowering
 

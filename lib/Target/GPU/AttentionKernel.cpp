@@ -393,15 +393,8 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
       return false;
     }
   }
-  // "sm_90" / "sm_90a" / "compute_90" -> "compute_90[a]".
   std::string cc;
-  if (arch.rfind("sm_", 0) == 0)
-    cc = arch.substr(3);
-  else if (arch.rfind("compute_", 0) == 0)
-    cc = arch.substr(8);
-  if (cc.size() < 2 || !std::all_of(cc.begin(), cc.end(), [](char c) {
-        return (c >= '0' && c <= '9') || c == 'a' || c == 'f';
-      })) {
+  if (!computeCapabilityOf(arch, cc)) {
     log = "attention: malformed GPU architecture '" + arch + "' (expected e.g. sm_90)";
     return false;
   }
@@ -411,7 +404,17 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
             "' (compile with attentionArch(variants))";
       return false;
     }
+  return compileCudaToPtx(attentionProgramSource(variants), kAttentionCuh, "h20_attention.cuh",
+                          "h20_attention.cu", cc, ptx, log);
+}
+
+bool compileCudaToPtx(const std::string &source, const char *header, const char *headerName,
+                      const char *programName, const std::string &cc, std::string &ptx,
+                      std::string &log) {
+  ptx.clear();
+  log.clear();
 #if !H20_HAVE_NVRTC_HEADERS
+  (void)source, (void)header, (void)headerName, (void)programName, (void)cc;
   nvrtcAvailable(&log);
   return false;
 #else
@@ -421,14 +424,12 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
     log = error;
     return false;
   }
-  const std::string source = attentionProgramSource(variants);
-  const char *headers[] = {kAttentionCuh};
-  const char *headerNames[] = {"h20_attention.cuh"};
+  const char *headers[] = {header};
+  const char *headerNames[] = {headerName};
   nvrtcProgram prog = nullptr;
-  nvrtcResult r =
-      api->createProgram(&prog, source.c_str(), "h20_attention.cu", 1, headers, headerNames);
+  nvrtcResult r = api->createProgram(&prog, source.c_str(), programName, 1, headers, headerNames);
   if (r != NVRTC_SUCCESS) {
-    log = std::string("attention: nvrtcCreateProgram: ") + api->getErrorString(r);
+    log = std::string(programName) + ": nvrtcCreateProgram: " + api->getErrorString(r);
     return false;
   }
   const std::string archOpt = "-arch=compute_" + cc;
@@ -442,7 +443,7 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
   }
   bool ok = r == NVRTC_SUCCESS;
   if (!ok) {
-    log = std::string("attention: NVRTC failed (") + api->getErrorString(r) + "):\n" + log;
+    log = std::string(programName) + ": NVRTC failed (" + api->getErrorString(r) + "):\n" + log;
   } else {
     size_t size = 0;
     ok = api->getPtxSize(prog, &size) == NVRTC_SUCCESS;
@@ -453,11 +454,23 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
         ptx.pop_back();
     }
     if (!ok)
-      log = "attention: NVRTC produced no PTX\n" + log;
+      log = std::string(programName) + ": NVRTC produced no PTX\n" + log;
   }
   api->destroyProgram(&prog);
   return ok;
 #endif
+}
+
+bool computeCapabilityOf(const std::string &arch, std::string &cc) {
+  if (arch.rfind("sm_", 0) == 0)
+    cc = arch.substr(3);
+  else if (arch.rfind("compute_", 0) == 0)
+    cc = arch.substr(8);
+  else
+    cc.clear();
+  return cc.size() >= 2 && std::all_of(cc.begin(), cc.end(), [](char c) {
+           return (c >= '0' && c <= '9') || c == 'a' || c == 'f';
+         });
 }
 
 } // namespace h20

@@ -15,6 +15,7 @@
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Target/AttentionKernel.h"
+#include "h20/Target/IndexerKernel.h"
 #include "h20/Target/PtxAssembler.h"
 #include "h20/Target/TargetCommon.h"
 #include "h20/Transforms/Passes.h"
@@ -58,25 +59,6 @@ std::string toolkitPath() {
     if (!dir.empty() && llvm::sys::fs::exists(dir + "/nvvm/libdevice"))
       return dir;
   return "";
-}
-
-/// TopK and ScatterElements lower to sequential loop nests over tensors
-/// (OnnxIndexingToLinalg.h), which have no mapping onto GPU threads yet:
-/// each one is named in an error, before anything is compiled.
-LogicalResult refuseOpsWithoutGpuLowering(func::FuncOp func) {
-  bool refused = false;
-  func.walk([&](Operation *op) {
-    if (!isa<onnx::TopKOp, onnx::ScatterElementsOp>(op))
-      return;
-    std::string node;
-    if (auto n = dyn_cast<NameLoc>(op->getLoc()); n && !n.getName().empty())
-      node = " (node '" + n.getName().str() + "')";
-    op->emitError("GPU target: ")
-        << op->getName() << node
-        << " has no GPU lowering yet (it runs on the CPU target: --target=cpu)";
-    refused = true;
-  });
-  return failure(refused);
 }
 
 /// Replaces each KV cache (the tensor.empty h20-lower-to-linalg marked) by a
@@ -198,8 +180,6 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   if (funcs.size() != 1)
     return module.emitError("expected exactly one function (the graph), found ") << funcs.size();
   func::FuncOp func = funcs.front();
-  if (failed(refuseOpsWithoutGpuLowering(func)))
-    return failure();
 
   if (options.logitsLast && failed(runPasses(module, [](PassManager &pm) {
         pm.addPass(createLogitsLast());
@@ -227,14 +207,28 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   if (chunked) {
     if (options.chunk <= 0)
       return module.emitError("GPU target: internal: no chunk size");
-    if (failed(runPasses(module, [](PassManager &pm) { pm.addPass(createChunkedPrefill()); })))
+    if (failed(runPasses(module, [](PassManager &pm) {
+          ChunkedPrefillOptions o;
+          o.wholePromptFallback = true;
+          pm.addPass(createChunkedPrefill(o));
+        })))
       return failure();
+    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+    // A graph that cannot run a chunk at a time runs as one chunk of the
+    // longest prompt the artifact accepts (h20-run refuses longer ones).
+    int64_t chunk = options.chunk;
+    if (auto whole = info ? info.getAs<StringAttr>("whole") : StringAttr()) {
+      if (options.maxPositions <= 0)
+        return module.emitError("GPU target: internal: no max-positions for a whole-prompt graph");
+      chunk = options.maxPositions;
+      module.emitWarning("GPU target: this graph runs the whole prompt as one chunk of ")
+          << chunk << " tokens (--max-positions), as it cannot run a chunk at a time: "
+          << whole.getValue();
+    }
     roles.chunkStartArg = 1;
     roles.chunkTokensArg = 2;
-    roles.inputDims = {{1, options.chunk}};
-    chunking = llvm::json::Object{
-        {"chunk", options.chunk}, {"input", 0}, {"dim", 1}, {"pad_value", 0}};
-    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+    roles.inputDims = {{1, chunk}};
+    chunking = llvm::json::Object{{"chunk", chunk}, {"input", 0}, {"dim", 1}, {"pad_value", 0}};
     StringRef mode = info ? info.getAs<StringAttr>("output").getValue() : "rows";
     for (unsigned i = 0; i < numOutputs; ++i)
       outputModes.push_back(mode == "last" ? llvm::json::Object{{"mode", "last"}}
@@ -431,6 +425,19 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
       return module.emitError("GPU target: the attention kernel did not compile: ") << attnLog;
     if (failed(addModule("attention", attnPtx, attnArch)))
       return failure();
+  }
+  if (!program.indexerKernels.empty()) {
+    std::string ptx, nvrtcLog;
+    if (!compileIndexerPtx(program.indexerKernels, "sm_90", ptx, nvrtcLog))
+      return module.emitError("GPU target: the indexer kernel did not compile: ") << nvrtcLog;
+    int64_t index = static_cast<int64_t>(modules.size());
+    if (failed(addModule("indexer", ptx)))
+      return failure();
+    for (llvm::json::Value &step : program.steps) {
+      llvm::json::Object *o = step.getAsObject();
+      if (o && o->getInteger("module") == gpu::kIndexerModulePlaceholder)
+        (*o)["module"] = index;
+    }
   }
   if (!program.constBlob.empty())
     addBlob("consts.bin", "data", program.constBlob);

@@ -19,7 +19,8 @@ using namespace mlir;
 namespace h20::gpu {
 namespace {
 
-constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention";
+constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention",
+                              kIndexer = "h20_indexer";
 constexpr int64_t kAlign = 256;
 
 /// Set when Lin arithmetic overflowed int64; the evaluator turns it into
@@ -130,8 +131,11 @@ private:
     return user->emitError("GPU target: unknown buffer ") << v;
   }
   int addBuffer(Buffer b) {
-    // At least one alignment unit: a zero-element tensor still has an address.
-    b.bytes = std::max<int64_t>(kAlign, (b.bytes + kAlign - 1) / kAlign * kAlign);
+    // At least one alignment unit: a zero-element tensor still has an
+    // address. Weights keep their exact size (the runtime checks it against
+    // the weight's shape and allocates each one on its own, aligned).
+    if (b.kind != "weight")
+      b.bytes = std::max<int64_t>(kAlign, (b.bytes + kAlign - 1) / kAlign * kAlign);
     buffers.push_back(std::move(b));
     return static_cast<int>(buffers.size()) - 1;
   }
@@ -173,6 +177,7 @@ private:
   LogicalResult evalLaunch(mlir::gpu::LaunchFuncOp op);
   LogicalResult evalGemm(linalg::GenericOp op);
   LogicalResult evalAttention(linalg::GenericOp op);
+  LogicalResult evalIndexer(linalg::GenericOp op);
   void packArena();
 
   func::FuncOp func;
@@ -326,6 +331,12 @@ LogicalResult Evaluator::evalArith(Operation *op) {
           })
           .Case([&](arith::MinSIOp) { return std::optional(std::min(a, b)); })
           .Case([&](arith::MaxSIOp) { return std::optional(std::max(a, b)); })
+          .Case([&](arith::MinUIOp) { return std::optional(int64_t(std::min(uint64_t(a), uint64_t(b)))); })
+          .Case([&](arith::MaxUIOp) { return std::optional(int64_t(std::max(uint64_t(a), uint64_t(b)))); })
+          .Case([&](arith::RemUIOp) {
+            return failed(nonzero()) ? std::nullopt
+                                     : std::optional(int64_t(uint64_t(a) % uint64_t(b)));
+          })
           .Case([&](arith::AndIOp) { return std::optional(a & b); })
           .Case([&](arith::OrIOp) { return std::optional(a | b); })
           .Case([&](arith::XOrIOp) { return std::optional(a ^ b); })
@@ -725,6 +736,62 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   return success();
 }
 
+LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.indexer");
+  if (!attrs)
+    return op->emitError("GPU target: indexer call without its attributes");
+  int mode = static_cast<int>(attrs.getAs<IntegerAttr>("mode").getInt());
+  unsigned numIns = mode == 1 ? 4 : 3;
+  if (op.getNumDpsInputs() != numIns || op.getNumDpsInits() != 2)
+    return op->emitError("GPU target: internal: malformed indexer call");
+  SmallVector<View> v;
+  for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
+    auto vw = view(x, op);
+    if (failed(vw))
+      return failure();
+    v.push_back(*vw);
+  }
+  const View &q = v[0], &k = v[1], &w = v[2];
+  const View &out = v[numIns], &scratch = v[numIns + 1];
+  const View &cand = mode == 1 ? v[3] : out; // any rank-2 int64 view when unused
+  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  IndexerKernel kernel{code(q.element), code(k.element), code(w.element), mode};
+  if (kernel.queryType < 0 || kernel.keyType < 0 || kernel.weightType < 0)
+    return op->emitError("GPU target: the indexer kernel takes f32/f16/bf16 query, keys and "
+                         "weights");
+  if (q.sizes.size() != 3 || k.sizes.size() != 2 || w.sizes.size() != 2 ||
+      cand.sizes.size() != 2 || out.sizes.size() != 2 || scratch.sizes.size() != 2)
+    return op->emitError("GPU target: internal: indexer operands of unexpected ranks");
+  if (!q.sizes[1].isConst() || !q.sizes[2].isConst() || !out.sizes[1].isConst() ||
+      !cand.sizes[1].isConst() || !scratch.sizes[0].isConst())
+    return op->emitError("GPU target: indexer heads, head dim, top-k and candidates must be "
+                         "static");
+  if (out.sizes[1].c > kIndexerMaxK)
+    return op->emitError("GPU target: the indexer kernel selects at most ")
+           << kIndexerMaxK << " entries per query, this op " << out.sizes[1].c;
+  int64_t smem = indexerSmemBytes(mode, q.sizes[1].c, q.sizes[2].c, cand.sizes[1].c);
+  if (smem > 160 * 1024)
+    return op->emitError("GPU target: the indexer's query row (")
+           << q.sizes[1].c << " heads x " << q.sizes[2].c << ") does not fit in shared memory";
+  if (llvm::find(program.indexerKernels, kernel) == program.indexerKernels.end())
+    program.indexerKernels.push_back(kernel);
+  llvm::json::Array args;
+  for (const View *x : {&q, &k, &w, &cand, &out, &scratch})
+    args.push_back(llvm::json::Object{{"memref", viewJson(*x)}});
+  args.push_back(llvm::json::Object{{"i64", attrs.getAs<IntegerAttr>("ratio").getInt()}});
+  args.push_back(llvm::json::Object{{"i64", attrs.getAs<IntegerAttr>("block").getInt()}});
+  args.push_back(llvm::json::Object{{"f32", attrs.getAs<FloatAttr>("scale").getValueAsDouble()}});
+  steps.push_back(llvm::json::Object{
+      {"op", "launch"},
+      {"module", kIndexerModulePlaceholder},
+      {"kernel", kernel.name()},
+      {"grid", llvm::json::Array{scratch.sizes[0].c, 1, 1}},
+      {"block", llvm::json::Array{kIndexerThreads, 1, 1}},
+      {"smem", smem},
+      {"args", std::move(args)}});
+  return success();
+}
+
 LogicalResult Evaluator::evaluate(Operation *op) {
   if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
     return evalArith(op);
@@ -852,6 +919,8 @@ LogicalResult Evaluator::evaluate(Operation *op) {
           return evalGemm(g);
         if (call && call.getValue() == kAttention)
           return evalAttention(g);
+        if (call && call.getValue() == kIndexer)
+          return evalIndexer(g);
         return op->emitError("GPU target: internal: a linalg op was left on the host");
       })
       .Case([&](func::ReturnOp) { return success(); })

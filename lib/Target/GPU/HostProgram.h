@@ -14,6 +14,7 @@
 #define H20_TARGET_GPU_HOSTPROGRAM_H
 
 #include "h20/Target/AttentionKernel.h"
+#include "h20/Target/IndexerKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -23,6 +24,10 @@
 #include <vector>
 
 namespace h20::gpu {
+
+/// The "module" of an indexer launch step until compileForGpu numbers the
+/// indexer module.
+inline constexpr int64_t kIndexerModulePlaceholder = -1;
 
 /// What each argument of the entry function is, in order.
 struct ArgumentRoles {
@@ -47,6 +52,9 @@ struct HostProgram {
   std::string constBlob;  ///< "consts.bin": memref.global initial values
   /// Attention variants the steps launch (compile them into module 1).
   std::vector<AttentionVariant> attentionVariants;
+  /// Indexer kernels the steps launch; their "launch" steps name module
+  /// kIndexerModulePlaceholder until the target knows the module's index.
+  std::vector<IndexerKernel> indexerKernels;
 };
 
 /// Evaluates `func` (host code after kernel outlining: memref.alloc /

@@ -1,0 +1,64 @@
+// RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-linalg-to-gpu-loops{block-size=128}))' | FileCheck %s
+
+// A reduction over a middle dim (mHC's sum over streams, [S, 4, C] -> [S, C]):
+// its reduction loop goes innermost (before, the nest was parallel, for,
+// parallel and the inner parallel loop never became GPU threads), which
+// makes it a row reduction: one block per output element of S x C, threads
+// striding the 4 streams.
+// CHECK-LABEL: func.func @middle_reduction
+// CHECK: gpu.launch
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c4
+// CHECK: memref.load %{{.*}}[%{{.*}}, %[[R]], %{{.*}}] : memref<8x4x64xf32>
+// CHECK: gpu.all_reduce  add
+#in = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @middle_reduction(%x: memref<8x4x64xf32>, %y: memref<8x64xf32>) {
+  linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x : memref<8x4x64xf32>) outs(%y : memref<8x64xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Shape arithmetic on a host-written [1] i64 array stays on the host,
+// unrolled (no kernel); ops on device buffers (function arguments) stay
+// kernels.
+// CHECK-LABEL: func.func @host_shape_math
+// CHECK: memref.store %{{.*}}, %[[A:.*]][%c0] : memref<1xi64>
+// CHECK-NOT: scf.parallel
+// CHECK: %[[V:.*]] = memref.load %[[A]][%{{.*}}] : memref<1xi64>
+// CHECK: arith.muli %[[V]], %[[V]]
+// CHECK: memref.store
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: return
+#id = affine_map<(d0) -> (d0)>
+func.func @host_shape_math(%n: i64, %dev: memref<1xi64>, %dev2: memref<1xi64>) -> i64 {
+  %c0 = arith.constant 0 : index
+  %a = memref.alloc() : memref<1xi64>
+  memref.store %n, %a[%c0] : memref<1xi64>
+  %b = memref.alloc() : memref<1xi64>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : memref<1xi64>) outs(%b : memref<1xi64>) {
+  ^bb0(%x: i64, %y: i64):
+    %m = arith.muli %x, %x : i64
+    linalg.yield %m : i64
+  }
+  // Device buffers: both stay kernels.
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%dev : memref<1xi64>) {
+  ^bb0(%y: i64):
+    %one = arith.constant 1 : i64
+    linalg.yield %one : i64
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%dev : memref<1xi64>) outs(%dev2 : memref<1xi64>) {
+  ^bb0(%x: i64, %y: i64):
+    linalg.yield %x : i64
+  }
+  %r = memref.load %b[%c0] : memref<1xi64>
+  return %r : i64
+}

@@ -1,0 +1,64 @@
+// RUN: h20-opt %s --split-input-file --h20-lower-to-linalg=library-calls=true | FileCheck %s
+// The GPU target's forms (library-calls=true): TopK and ScatterElements as
+// parallel generics, one output element each (no scf.for nest over tensors
+// carrying the whole result), and the lightning-indexer ops as one
+// `h20_indexer` library call with a [264, T (+ NB)] float32 scratch.
+
+// CHECK-LABEL: func.func @topk_parallel
+// CHECK-NOT: tensor.insert
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: linalg.index 1
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: tensor.extract
+// CHECK: linalg.yield
+func.func @topk_parallel(%x: tensor<3x8xf32>, %k: tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>) {
+  %0:2 = onnx.TopK(%x, %k) : (tensor<3x8xf32>, tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  return %0#0, %0#1 : tensor<3x2xf32>, tensor<3x2xi64>
+}
+
+// -----
+
+// Each output element scans the axis positions of its row and applies the
+// updates aimed at it, in order (reduction "add" combines them).
+// CHECK-LABEL: func.func @scatter_parallel
+// CHECK-NOT: tensor.insert
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: scf.for
+// CHECK: arith.cmpi eq
+// CHECK: arith.addf
+// CHECK: arith.select
+func.func @scatter_parallel(%d: tensor<3x5xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<3x5xf32> {
+  %0 = onnx.ScatterElements(%d, %i, %u) {axis = 1 : si64, reduction = "add"} : (tensor<3x5xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x5xf32>
+  return %0 : tensor<3x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @indexer_topk_call
+// CHECK: %[[S:.*]] = tensor.empty(%c40) : tensor<264x?xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: library_call = "h20_indexer"
+// CHECK-SAME: outs(%{{.*}}, %[[S]] : tensor<16x8xi64>, tensor<264x?xf32>)
+// CHECK-SAME: h20.indexer = {block = 1 : i64, mode = 0 : i64, ratio = 4 : i64, scale = 2.500000e-01 : f64}
+func.func @indexer_topk_call(%q: tensor<16x4x24xf32>, %k: tensor<40x24xf32>, %w: tensor<16x4xf32>) -> tensor<16x8xi64> {
+  %0 = attn.indexer_topk %q, %k, %w {ratio = 4 : i64, topk = 8 : i64, scale = 0.25 : f64} : (tensor<16x4x24xf32>, tensor<40x24xf32>, tensor<16x4xf32>) -> tensor<16x8xi64>
+  return %0 : tensor<16x8xi64>
+}
+
+// -----
+
+// Level one of the two-level top-k: the scratch also holds the NB =
+// ceil(T / block) block scores (T + NB columns).
+// CHECK-LABEL: func.func @indexer_candidates_call
+// CHECK: %[[NB:.*]] = arith.ceildivsi %c40, %c4
+// CHECK: %[[W:.*]] = arith.addi %c40{{.*}}, %[[NB]]
+// CHECK: tensor.empty(%[[W]]) : tensor<264x?xf32>
+// CHECK: library_call = "h20_indexer"
+// CHECK: h20.indexer = {block = 4 : i64, mode = 2 : i64, ratio = 1 : i64
+func.func @indexer_candidates_call(%q: tensor<16x4x24xf32>, %k: tensor<40x24xf32>, %w: tensor<16x4xf32>) -> tensor<16x6xi64> {
+  %0 = attn.indexer_candidates %q, %k, %w {ratio = 1 : i64, blocks = 6 : i64, block_size = 4 : i64, scale = 0.25 : f64} : (tensor<16x4x24xf32>, tensor<40x24xf32>, tensor<16x4xf32>) -> tensor<16x6xi64>
+  return %0 : tensor<16x6xi64>
+}
