@@ -60,7 +60,8 @@ inline constexpr int64_t kIndexerCtas = 264;
 /// library-call generic (a carrier, like lowerAttentionToLibraryCall's):
 /// ins q [S, Hi, Di], keys [T, Di], weights [S, Hi] (and candidates [S, KB]
 /// for mode 1); outs the result [S, K] i64 and a float32 scratch
-/// [kIndexerCtas, T + NB] (NB = ceil(T / block) in mode 2, else 0) that
+/// [kIndexerCtas, W] (W = T + ceil(T / block) in mode 2, max(T, KB * block)
+/// in mode 1, else T) that
 /// bufferization places in the arena: memory linear in S, never S x T.
 mlir::FailureOr<mlir::Value> lowerIndexerToLibraryCall(mlir::OpBuilder &b, mlir::Operation *op);
 

@@ -425,7 +425,16 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   if (rt.isDynamicDim(1))
     outDyn.push_back(K);
   Value out = tensor::EmptyOp::create(b, loc, rt, outDyn);
-  Value width = mode == 2 ? arith::AddIOp::create(b, loc, T, NB).getResult() : T;
+  // Scratch columns: the T entry scores (mode 2: then the NB block scores;
+  // mode 1: the KB * block entries of the candidate blocks, which can pass T
+  // by up to block - 1 when the last block is partial).
+  Value width = T;
+  if (mode == 2)
+    width = arith::AddIOp::create(b, loc, T, NB);
+  if (mode == 1)
+    width = arith::MaxSIOp::create(
+        b, loc, T,
+        arith::MulIOp::create(b, loc, dimOf(b, loc, candidates, 1), cIdx(b, loc, block)));
   auto scratchType = RankedTensorType::get({kIndexerCtas, ShapedType::kDynamic}, b.getF32Type());
   Value scratch = tensor::EmptyOp::create(b, loc, scratchType, ValueRange{width});
 

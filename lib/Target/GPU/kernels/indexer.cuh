@@ -216,7 +216,8 @@ __device__ void selectTopK(const float *a, int n, int K, IdxShared &sh) {
       i64 n##_s2
 
 /// q [S, Hi, Di], keys [T, Di], weights [S, Hi], cand [S, KB] (mode 1; any
-/// i64 view otherwise), out [S, K] i64, scratch [G, >= T + NB] f32 (G CTAs).
+/// i64 view otherwise), out [S, K] i64, scratch [G, W] f32 (G CTAs; W >= T,
+/// T + NB in mode 2, KB * block in mode 1).
 /// ratio: tokens per compressed entry; block: candidate block size (modes
 /// 1, 2); scale: the score scale. Dynamic shared memory (indexerSmemBytes in
 /// IndexerKernel.h): q[i] and weights[i] as floats (Hi * Di + Hi, rounded up
