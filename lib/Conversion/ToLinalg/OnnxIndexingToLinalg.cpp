@@ -106,6 +106,33 @@ Value ranksBefore(OpBuilder &b, Location loc, Value v1, Value i1, Value v2, Valu
   return arith::OrIOp::create(b, loc, better, arith::AndIOp::create(b, loc, same, lower));
 }
 
+/// One TopK scan of a row: the best element (value, position) that ranks
+/// after the previous pick (prevValue, prevPos), or any element when
+/// `first`. `at(e)` gives the coordinates of element e of the row.
+std::pair<Value, Value> bestAfter(OpBuilder &b, Location loc, Value x, Value n,
+                                  function_ref<SmallVector<Value>(Value)> at, Value first,
+                                  Value prevValue, Value prevPos, Value zeroValue, bool largest) {
+  Value zero = cIndex(b, loc, 0), one = cIndex(b, loc, 1);
+  Value notFound = arith::ConstantIntOp::create(b, loc, 0, 1);
+  auto scan = scf::ForOp::create(
+      b, loc, zero, n, one, ValueRange{notFound, zeroValue, zero},
+      [&](OpBuilder &eb, Location el, Value e, ValueRange best) {
+        // best: found, value, position of the best element so far.
+        Value v = tensor::ExtractOp::create(eb, el, x, at(e));
+        Value afterPrev = arith::OrIOp::create(
+            eb, el, first, ranksBefore(eb, el, prevValue, prevPos, v, e, largest));
+        Value none = arith::XOrIOp::create(eb, el, best[0], arith::ConstantIntOp::create(eb, el, 1, 1));
+        Value improves =
+            arith::OrIOp::create(eb, el, none, ranksBefore(eb, el, v, e, best[1], best[2], largest));
+        Value take = arith::AndIOp::create(eb, el, afterPrev, improves);
+        scf::YieldOp::create(eb, el,
+                             ValueRange{arith::OrIOp::create(eb, el, best[0], take),
+                                        arith::SelectOp::create(eb, el, take, v, best[1]),
+                                        arith::SelectOp::create(eb, el, take, e, best[2])});
+      });
+  return {scan.getResult(1), scan.getResult(2)};
+}
+
 } // namespace
 
 FailureOr<Values> lowerGatherElements(OpBuilder &b, ox::GatherElementsOp op) {
@@ -211,7 +238,6 @@ FailureOr<Values> lowerTopK(OpBuilder &b, ox::TopKOp op) {
   }
   Value values = emptyTensor(b, loc, vt, outDims), indices = emptyTensor(b, loc, it, outDims);
   Value zeroValue = zeroOf(b, loc, elt);
-  Value notFound = arith::ConstantIntOp::create(b, loc, 0, 1);
   // Rows (every dim but the axis) -> picks j < K -> a scan of the row.
   scf::LoopNest rows = scf::buildLoopNest(
       b, loc, lbs, ubs, steps, ValueRange{values, indices},
@@ -227,26 +253,8 @@ FailureOr<Values> lowerTopK(OpBuilder &b, ox::TopKOp op) {
             [&](OpBuilder &jb, Location jl, Value j, ValueRange st) {
               // st: values, indices, and the previous pick (value, position).
               Value first = arith::CmpIOp::create(jb, jl, arith::CmpIPredicate::eq, j, zero);
-              auto scan = scf::ForOp::create(
-                  jb, jl, zero, n, one, ValueRange{notFound, zeroValue, zero},
-                  [&](OpBuilder &eb, Location el, Value e, ValueRange best) {
-                    // best: found, value, position of the best element
-                    // ranking after the previous pick.
-                    Value v = tensor::ExtractOp::create(eb, el, x, at(e));
-                    Value afterPrev = arith::OrIOp::create(
-                        eb, el, first, ranksBefore(eb, el, st[2], st[3], v, e, largest));
-                    Value none = arith::XOrIOp::create(eb, el, best[0],
-                                                       arith::ConstantIntOp::create(eb, el, 1, 1));
-                    Value improves = arith::OrIOp::create(
-                        eb, el, none, ranksBefore(eb, el, v, e, best[1], best[2], largest));
-                    Value take = arith::AndIOp::create(eb, el, afterPrev, improves);
-                    scf::YieldOp::create(
-                        eb, el,
-                        ValueRange{arith::OrIOp::create(eb, el, best[0], take),
-                                   arith::SelectOp::create(eb, el, take, v, best[1]),
-                                   arith::SelectOp::create(eb, el, take, e, best[2])});
-                  });
-              Value bestValue = scan.getResult(1), bestPos = scan.getResult(2);
+              auto [bestValue, bestPos] =
+                  bestAfter(jb, jl, x, n, at, first, st[2], st[3], zeroValue, largest);
               Value pos64 = arith::IndexCastOp::create(jb, jl, jb.getI64Type(), bestPos);
               Value nv = tensor::InsertOp::create(jb, jl, bestValue, st[0], at(j));
               Value ni = tensor::InsertOp::create(jb, jl, pos64, st[1], at(j));
@@ -347,32 +355,19 @@ FailureOr<Values> lowerTopKParallel(OpBuilder &b, ox::TopKOp op) {
         for (int64_t d = 0; d < r; ++d)
           p.push_back(linalg::IndexOp::create(nb, nl, d));
         Value zeroValue = zeroOf(nb, nl, elt);
-        Value notFound = arith::ConstantIntOp::create(nb, nl, 0, 1);
         Value picks = arith::AddIOp::create(nb, nl, p[axis], cIndex(nb, nl, 1));
         // Picks 0..j: each the best element ranking after the previous pick.
         auto loop = scf::ForOp::create(
             nb, nl, zero, picks, one, ValueRange{zeroValue, zero},
             [&](OpBuilder &jb, Location jl, Value j, ValueRange prev) {
               Value first = arith::CmpIOp::create(jb, jl, arith::CmpIPredicate::eq, j, zero);
-              auto scan = scf::ForOp::create(
-                  jb, jl, zero, n, one, ValueRange{notFound, zeroValue, zero},
-                  [&](OpBuilder &eb, Location el, Value e, ValueRange best) {
-                    SmallVector<Value> at(p);
-                    at[axis] = e;
-                    Value v = tensor::ExtractOp::create(eb, el, x, at);
-                    Value afterPrev = arith::OrIOp::create(
-                        eb, el, first, ranksBefore(eb, el, prev[0], prev[1], v, e, largest));
-                    Value none = arith::XOrIOp::create(eb, el, best[0],
-                                                       arith::ConstantIntOp::create(eb, el, 1, 1));
-                    Value improves = arith::OrIOp::create(
-                        eb, el, none, ranksBefore(eb, el, v, e, best[1], best[2], largest));
-                    Value take = arith::AndIOp::create(eb, el, afterPrev, improves);
-                    scf::YieldOp::create(eb, el,
-                                         ValueRange{arith::OrIOp::create(eb, el, best[0], take),
-                                                    arith::SelectOp::create(eb, el, take, v, best[1]),
-                                                    arith::SelectOp::create(eb, el, take, e, best[2])});
-                  });
-              scf::YieldOp::create(jb, jl, ValueRange{scan.getResult(1), scan.getResult(2)});
+              auto at = [&](Value e) {
+                SmallVector<Value> c(p);
+                c[axis] = e;
+                return c;
+              };
+              auto [v, pos] = bestAfter(jb, jl, x, n, at, first, prev[0], prev[1], zeroValue, largest);
+              scf::YieldOp::create(jb, jl, ValueRange{v, pos});
             });
         Value pos64 = arith::IndexCastOp::create(nb, nl, nb.getI64Type(), loop.getResult(1));
         linalg::YieldOp::create(nb, nl, ValueRange{loop.getResult(0), pos64});

@@ -8,6 +8,8 @@
 
 #include "h20/Target/AttentionKernel.h"
 
+#include <algorithm>
+
 namespace h20 {
 
 namespace {
@@ -37,10 +39,7 @@ std::string indexerProgramSource(const std::vector<IndexerKernel> &kernels) {
   std::vector<std::string> seen;
   for (const IndexerKernel &k : kernels) {
     std::string name = k.name();
-    bool dup = false;
-    for (const std::string &s : seen)
-      dup |= s == name;
-    if (dup)
+    if (std::find(seen.begin(), seen.end(), name) != seen.end())
       continue;
     seen.push_back(name);
     src += "#define H20_INDEXER_Q " + std::to_string(k.queryType) + "\n";
