@@ -209,4 +209,11 @@ TileChoice chooseRowsTiles(const RowsShape &s, const TargetDescription &t) {
   return c;
 }
 
+int64_t defaultPrefillChunk(const TargetDescription &t, int64_t blockM, int64_t goal) {
+  int64_t sms = std::max<int64_t>(t.sms, 1);
+  int64_t unit = std::max<int64_t>(blockM, 1) * (sms % 2 == 0 ? sms / 2 : sms);
+  int64_t k = std::max<int64_t>(1, (goal + unit / 2) / unit);
+  return k * unit;
+}
+
 } // namespace h20

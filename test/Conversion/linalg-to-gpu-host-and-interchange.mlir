@@ -62,3 +62,37 @@ func.func @host_shape_math(%n: i64, %dev: memref<1xi64>, %dev2: memref<1xi64>) -
   %r = memref.load %b[%c0] : memref<1xi64>
   return %r : i64
 }
+
+// -----
+
+// An iota of positions (small, on a host allocation) that a device op then
+// reads (a mask kernel comparing positions) must be written on the device:
+// host memory is not visible to kernels. Both ops stay kernels.
+// CHECK-LABEL: func.func @host_values_read_by_a_kernel
+// CHECK-NOT: memref.store
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}} : memref<5xi64>
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}} : memref<5x5xi8>
+// CHECK: return
+#id1 = affine_map<(d0) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+#both = affine_map<(d0, d1) -> (d0, d1)>
+func.func @host_values_read_by_a_kernel(%mask: memref<5x5xi8>) {
+  %pos = memref.alloc() : memref<5xi64>
+  linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]} outs(%pos : memref<5xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %v = arith.index_cast %i : index to i64
+    linalg.yield %v : i64
+  }
+  linalg.generic {indexing_maps = [#row, #col, #both], iterator_types = ["parallel", "parallel"]}
+      ins(%pos, %pos : memref<5xi64>, memref<5xi64>) outs(%mask : memref<5x5xi8>) {
+  ^bb0(%a: i64, %b: i64, %o: i8):
+    %le = arith.cmpi sle, %b, %a : i64
+    %e = arith.extui %le : i1 to i8
+    linalg.yield %e : i8
+  }
+  return
+}

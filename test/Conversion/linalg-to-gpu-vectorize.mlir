@@ -4,20 +4,21 @@
 // RMSNorm's apply step: x [?, 4096] and the weight [4096] are read along the
 // innermost loop (vectors of 8), the row's scale [?] is one element per
 // iteration (broadcast), the constant becomes a splat; the innermost loop
-// runs 4096 / 8 = 512 times.
+// runs 4096 / 8 = 512 times. Rows of 8192 bytes from a 256-byte aligned
+// base: every vector access is 16-byte aligned.
 // CHECK-LABEL: func.func @norm_apply
 // CHECK-DAG: %[[C512:.*]] = arith.constant 512 : index
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
 // CHECK: scf.parallel
 // CHECK: arith.muli %{{.*}}, %[[C8]] : index
-// CHECK: vector.load %{{.*}} : memref<?x4096xbf16>, vector<8xbf16>
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
 // CHECK: memref.load %{{.*}} : memref<?xf32>
 // CHECK: vector.broadcast %{{.*}} : f32 to vector<8xf32>
-// CHECK: vector.load %{{.*}} : memref<4096xbf16>, vector<8xbf16>
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<4096xbf16>, vector<8xbf16>
 // CHECK: arith.constant dense<2.000000e+00> : vector<8xf32>
 // CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
-// CHECK: vector.store %{{.*}} : memref<?x4096xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
 // CHECK: processor = thread_x
 // CHECK: processor = block_x
 // SCALAR-LABEL: func.func @norm_apply
@@ -46,14 +47,46 @@ func.func @norm_apply(%x: memref<?x4096xbf16>, %r: memref<?xf32>, %w: memref<409
 // -----
 
 // A copy into a strided view with unit innermost stride (a KV-cache slot):
-// linalg.copy is generalized, then vectorized.
+// linalg.copy is generalized, then vectorized. The view is an argument with
+// a dynamic offset: nothing is known of its alignment.
 // CHECK-LABEL: func.func @copy_into_cache
-// CHECK: vector.load %{{.*}} : memref<32x?x128xbf16>, vector<8xbf16>
-// CHECK: vector.store %{{.*}} : memref<32x?x128xbf16, strided<[524288, 128, 1], offset: ?>>, vector<8xbf16>
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<32x?x128xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}] : memref<32x?x128xbf16, strided<[524288, 128, 1], offset: ?>>, vector<8xbf16>
 func.func @copy_into_cache(%src: memref<32x?x128xbf16>,
                            %dst: memref<32x?x128xbf16, strided<[524288, 128, 1], offset: ?>>) {
   linalg.copy ins(%src : memref<32x?x128xbf16>)
               outs(%dst : memref<32x?x128xbf16, strided<[524288, 128, 1], offset: ?>>)
+  return
+}
+
+// -----
+
+// Alignment from the layout. A cache slot taken by memref.subview at a
+// dynamic position (rows of 128 elements): its offset is a multiple of 128
+// elements, so stores are 16-byte aligned. A static offset of 4 elements
+// (8 bytes) or a row stride of 4100 bf16 (8200 bytes) leaves 8; a subview
+// at an unknown column offset leaves the element's own (no attribute).
+// CHECK-LABEL: func.func @alignment_from_layout
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<32x?x128xbf16, strided<[4194304, 128, 1], offset: ?>>
+// CHECK: vector.load %{{.*}} {alignment = 8 : i64} : memref<?x64xbf16, strided<[64, 1], offset: 4>>
+// CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<?x64xbf16, strided<[4100, 1]>>
+// CHECK: vector.load %{{.*}}] : memref<?x64xbf16, strided<[4100, 1], offset: ?>>, vector<8xbf16>
+func.func @alignment_from_layout(%src: memref<32x?x128xbf16>, %cache: memref<2x32x32768x128xbf16>,
+                                 %p0: index, %n: index,
+                                 %a: memref<?x64xbf16, strided<[64, 1], offset: 4>>,
+                                 %b: memref<?x64xbf16, strided<[4100, 1]>>, %col: index) {
+  %slot = memref.subview %cache[1, 0, %p0, 0] [1, 32, %n, 128] [1, 1, 1, 1]
+      : memref<2x32x32768x128xbf16> to memref<32x?x128xbf16, strided<[4194304, 128, 1], offset: ?>>
+  linalg.copy ins(%src : memref<32x?x128xbf16>)
+              outs(%slot : memref<32x?x128xbf16, strided<[4194304, 128, 1], offset: ?>>)
+  linalg.copy ins(%a : memref<?x64xbf16, strided<[64, 1], offset: 4>>)
+              outs(%b : memref<?x64xbf16, strided<[4100, 1]>>)
+  %c0 = arith.constant 0 : index
+  %rows = memref.dim %b, %c0 : memref<?x64xbf16, strided<[4100, 1]>>
+  %cols = memref.subview %b[0, %col] [%rows, 64] [1, 1]
+      : memref<?x64xbf16, strided<[4100, 1]>> to memref<?x64xbf16, strided<[4100, 1], offset: ?>>
+  linalg.copy ins(%cols : memref<?x64xbf16, strided<[4100, 1], offset: ?>>)
+              outs(%a : memref<?x64xbf16, strided<[64, 1], offset: 4>>)
   return
 }
 

@@ -68,4 +68,25 @@ TEST(TileCostModel, MoreWorkTakesLonger) {
             5 * chooseAttentionTiles(s, h200).estUs);
 }
 
+TEST(TileCostModel, DefaultPrefillChunkFillsWholeWaves) {
+  // H200 / H100 / H800: 132 SMs -> 66 query tiles of 128 rows per head.
+  EXPECT_EQ(defaultPrefillChunk(*findTarget("h200")), 8448);
+  EXPECT_EQ(defaultPrefillChunk(*findTarget("h800")), 8448);
+  // H20: 78 SMs -> units of 39 tiles (4992 tokens); two are nearest 8192.
+  EXPECT_EQ(defaultPrefillChunk(*findTarget("h20")), 9984);
+  for (const TargetDescription &t : knownTargets()) {
+    if (t.computeCapability == 0)
+      continue;
+    int64_t chunk = defaultPrefillChunk(t);
+    EXPECT_EQ(chunk % 128, 0) << t.name.str();
+    EXPECT_GT(chunk, 4096) << t.name.str();
+    EXPECT_LT(chunk, 16384) << t.name.str();
+    for (int64_t heads : {8, 32, 64}) // query tiles: whole waves of one CTA per SM
+      EXPECT_EQ(heads * chunk / 128 % t.sms, 0) << t.name.str() << " H=" << heads;
+  }
+  // A goal below one unit still gives one unit.
+  EXPECT_EQ(defaultPrefillChunk(*findTarget("h200"), 128, 64), 8448);
+  EXPECT_EQ(defaultPrefillChunk(*findTarget("h200"), 64, 8192), 8448);
+}
+
 } // namespace

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Analysis/TargetDescription.h"
+#include "h20/Analysis/TileCostModel.h"
 #include "h20/Dialect/KV/IR/KVLayout.h"
 #include "h20/Import/Onnx/OnnxImporter.h"
 #include "h20/InitAll.h"
@@ -61,7 +62,8 @@ static llvm::cl::opt<std::string> logitsMode(
     llvm::cl::init("all"));
 static llvm::cl::opt<int64_t> chunkTokens(
     "chunk",
-    llvm::cl::desc("GPU targets: tokens per prefill chunk (0: min(8192, max-positions))"),
+    llvm::cl::desc("GPU targets: tokens per prefill chunk (0: about 8192, a whole number of "
+                   "attention waves on the target, at most max-positions)"),
     llvm::cl::init(0));
 static llvm::cl::opt<std::string> computeType(
     "compute-type",
@@ -187,11 +189,15 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   int64_t gpuMaxPositions = maxPositions > 0 ? maxPositions.getValue() : 8192;
   // A chunk longer than the longest prompt only costs memory: clamp it.
   int64_t promptCap = (gpuMaxPositions + 63) / 64 * 64;
-  // Default 8192: on an H200, seed-dense at 128K tokens took 2741 ms in
-  // 8192-token chunks against 2799 ms in 2048-token ones (bigger GEMMs,
-  // fewer launches; bench/results/chunk-size-h200.json).
+  // Default: about 8192 tokens (on an H200, seed-dense at 128K tokens took
+  // 2741 ms in 8192-token chunks against 2799 ms in 2048-token ones: bigger
+  // GEMMs, fewer launches; bench/results/chunk-size-h200.json), rounded to
+  // a whole number of attention waves on the target (defaultPrefillChunk).
+  const h20::TargetDescription *desc = h20::findTarget(targetName);
+  int64_t defaultChunk = desc && desc->computeCapability > 0 ? h20::defaultPrefillChunk(*desc)
+                                                             : 8192;
   int64_t chunk = chunkTokens > 0 ? std::min<int64_t>(chunkTokens.getValue(), promptCap)
-                                  : std::min<int64_t>(8192, promptCap);
+                                  : std::min<int64_t>(defaultChunk, promptCap);
   int64_t capacity = (gpuMaxPositions + chunk - 1) / chunk * chunk;
   if (printKVPlan && level != "planned")
     return fail("--print-kv-plan needs --emit=planned (or a GPU --target)");

@@ -65,6 +65,19 @@ TileChoice chooseAttentionTiles(const AttentionShape &s, const TargetDescription
 TileChoice chooseGemmTiles(const GemmShape &s, const TargetDescription &t);
 TileChoice chooseRowsTiles(const RowsShape &s, const TargetDescription &t);
 
+/// Default tokens per prefill chunk on GPU target `t`: the multiple of
+/// `blockM * u` tokens nearest `goal` (at least one), u = sms / gcd(sms, 2).
+/// Then a chunk's attention has H * chunk / blockM query tiles, a whole
+/// number of waves of one CTA per SM for every even head count H: on an
+/// H200 (132 SMs, blockM 128) 8448 tokens = 66 tiles per head, 16 waves
+/// at H = 32, where 8192 tokens made 15.5 (the half-empty last wave of
+/// every chunk idled about 3% of the prefill's attention). H20 (78 SMs):
+/// 9984. `blockM` is the attention kernel's query rows per CTA (the wgmma
+/// kernel's 128); `goal` the size measured best when waves are ignored
+/// (8192, bench/results/chunk-size-h200.json). Result in tokens, > 0.
+int64_t defaultPrefillChunk(const TargetDescription &t, int64_t blockM = 128,
+                            int64_t goal = 8192);
+
 } // namespace h20
 
 #endif // H20_ANALYSIS_TILECOSTMODEL_H

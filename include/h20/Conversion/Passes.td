@@ -72,10 +72,14 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     iteration one vector.load of W elements per operand, the body on
     vector<W> values, one vector.store per output. The loop is then
     collapsed, tiled and mapped as above. One element per thread keeps one
-    load in flight per thread; W loads per thread go out together. The
-    vector accesses carry the element's alignment (16-byte alignment of a
-    memref is not known here), so NVPTX emits W element-sized loads, not
-    one 16-byte load. Element types narrower than a byte (i1) are not
+    load in flight per thread; W loads per thread go out together. Each
+    vector access carries the alignment (up to 16 bytes) its memref proves:
+    the host program's buffers are 256-byte aligned; the type's offset and
+    outer strides (a dynamic stride of an identity layout: the static sizes
+    inside it), or a memref.subview's offsets times its source's strides,
+    and the vector's bytes must all be multiples of it. NVPTX then emits one
+    16-byte load per 8 bf16 elements; without a proof, W element-sized
+    loads. Element types narrower than a byte (i1) are not
     vectorized: LLVM would pack a vector of i1 into bits, while h20 stores
     one byte per i1 element.
   }];
@@ -89,6 +93,27 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     Option<"vectorWidth", "vector-width", "int64_t", "8",
            "Elements per thread of vectorizable elementwise ops (1: one per thread)">
   ];
+}
+
+def FuseElementwise : Pass<"h20-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Fuse chains of elementwise linalg ops on tensors, transposes included";
+  let description = [{
+    GPU target, before bufferization: an elementwise producer (every loop
+    parallel) with one use fuses into its consumer generic (upstream
+    linalg elementwise-fusion patterns), so that a chain of them is one
+    kernel and one pass over memory. A library-call generic (`h20_gemm`,
+    `h20_attention`, `h20_indexer`) neither fuses into its consumer nor
+    absorbs its producers.
+
+    Transposes (linalg.transpose, e.g. attention's [B, S, H, D] ->
+    [B, H, S, D] before RoPE): a `tensor.extract` of a transpose's result
+    reads the transpose's input at the permuted indices (result dim d is
+    input dim permutation[d]); a transpose whose only remaining use is a
+    non-library generic's input is generalized, and fuses into it as any
+    elementwise producer does. On seed-dense this removes the Q and K
+    head transposes (16 KiB moved per token and layer each in bf16).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
 #endif // H20_CONVERSION_PASSES

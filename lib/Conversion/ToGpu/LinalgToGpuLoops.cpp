@@ -9,10 +9,11 @@
 // thread. Elementwise ops whose innermost loop is contiguous in memory take
 // `vector-width` consecutive elements per thread as one vector.load per
 // operand, so each thread issues that many loads before it computes (with
-// one element per thread a kernel kept one load in flight per thread). The
-// vectors carry the element's alignment only (a memref's base and offset
-// are not known to be 16-byte aligned), so the backend emits them as
-// element-sized loads, issued together. Reduction dims are moved innermost
+// one element per thread a kernel kept one load in flight per thread). A
+// vector access carries the alignment its memref's layout proves (buffers
+// are 256-byte aligned; offsets and strides from the type, a subview's
+// offsets from their operands), so the backend emits 16-byte loads and
+// stores where it can, element-sized ones issued together elsewhere. Reduction dims are moved innermost
 // first (only the outer parallel loop maps onto the grid). Shape arithmetic
 // on small integer buffers the host allocates is unrolled into host code
 // instead of becoming a kernel, so the host program can evaluate it.
@@ -28,9 +29,12 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <numeric>
 
 namespace h20 {
 #define GEN_PASS_DEF_LINALGTOGPULOOPS
@@ -321,6 +325,79 @@ bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
   return true;
 }
 
+/// A divisor of the element offset of view `v` from its allocation's base
+/// (0: the offset is 0): the type's static offset, or, for a dynamic one, a
+/// subview's offsets times its source's static strides (recursively; an
+/// offset operand we know nothing about contributes its stride). 1 when
+/// nothing is known.
+int64_t offsetDivisor(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  if (!t)
+    return 1;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(t.getStridesAndOffset(strides, offset)))
+    return 1;
+  if (!ShapedType::isDynamic(offset))
+    return offset < 0 ? -offset : offset;
+  Operation *def = v.getDefiningOp();
+  if (auto s = dyn_cast_or_null<memref::SubViewOp>(def)) {
+    SmallVector<int64_t> srcStrides;
+    int64_t srcOffset;
+    if (failed(s.getSourceType().getStridesAndOffset(srcStrides, srcOffset)))
+      return 1;
+    int64_t d = offsetDivisor(s.getSource());
+    for (auto [o, stride] : llvm::zip(s.getMixedOffsets(), srcStrides)) {
+      if (ShapedType::isDynamic(stride))
+        return 1;
+      std::optional<int64_t> c = getConstantIntValue(o);
+      d = std::gcd(d, c ? *c * stride : stride);
+    }
+    return d < 0 ? -d : d;
+  }
+  if (auto c = dyn_cast_or_null<memref::CollapseShapeOp>(def))
+    return offsetDivisor(c.getSrc());
+  if (auto e = dyn_cast_or_null<memref::ExpandShapeOp>(def))
+    return offsetDivisor(e.getSrc());
+  return 1;
+}
+
+/// Byte alignment of every vector<width> access of `memref` that
+/// lowerVectorized makes (the innermost index a multiple of `width`, the
+/// others anything): the largest power of two up to 16 dividing the base
+/// (256: every buffer the host program hands a kernel is 256-byte aligned,
+/// GpuProgram.h), the offset (offsetDivisor), each outer stride of a dim
+/// longer than 1 (a dynamic stride of an identity layout is a multiple of
+/// the static sizes inside it) and the vector's bytes. 0 when that is no
+/// more than the element's own alignment.
+int64_t vectorAlignment(Value memref, int64_t width) {
+  auto t = cast<MemRefType>(memref.getType());
+  int64_t eb = t.getElementTypeBitWidth() / 8;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (eb <= 0 || failed(t.getStridesAndOffset(strides, offset)))
+    return 0;
+  int64_t g = std::gcd<int64_t>(256, width * eb);
+  g = std::gcd(g, offsetDivisor(memref) * eb);
+  ArrayRef<int64_t> shape = t.getShape();
+  for (int64_t i = 0; i + 1 < t.getRank(); ++i) {
+    if (shape[i] == 1)
+      continue; // its index is always 0
+    int64_t stride = strides[i];
+    if (ShapedType::isDynamic(stride)) {
+      if (!t.getLayout().isIdentity())
+        return 0;
+      stride = 1;
+      for (int64_t j = i + 1; j < t.getRank(); ++j)
+        if (!ShapedType::isDynamic(shape[j]))
+          stride *= shape[j];
+    }
+    g = std::gcd(g, stride * eb);
+  }
+  int64_t align = std::min<int64_t>(16, g & -g);
+  return align > eb ? align : 0;
+}
+
 /// Replaces `op` (vectorizableElementwise) by an scf.parallel over its
 /// loops with the innermost one divided by `width`; each iteration loads a
 /// vector<width> per operand (vector.load; vector.broadcast of one element
@@ -337,6 +414,10 @@ scf::ParallelOp lowerVectorized(RewriterBase &rw, linalg::GenericOp op, int64_t 
   Value cw = arith::ConstantIndexOp::create(rw, loc, width);
   SmallVector<Value> lbs(n, c0), steps(n, c1);
   Block &body = op.getRegion().front();
+  auto alignOf = [&](Value memref) {
+    int64_t a = vectorAlignment(memref, width);
+    return a ? llvm::MaybeAlign(a) : llvm::MaybeAlign();
+  };
   auto par = scf::ParallelOp::create(
       rw, loc, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
         SmallVector<Value> at(ivs.begin(), ivs.end());
@@ -358,7 +439,8 @@ scf::ParallelOp lowerVectorized(RewriterBase &rw, linalg::GenericOp op, int64_t 
           AffineMap m = op.getMatchingIndexingMap(&o);
           SmallVector<Value> idx = operandIndices(b, l, m, at);
           if (readsInnermost(m, n))
-            map.map(arg, vector::LoadOp::create(b, l, vec(arg.getType()), v, idx));
+            map.map(arg, vector::LoadOp::create(b, l, vec(arg.getType()), v, idx,
+                                                /*nontemporal=*/false, alignOf(v)));
           else
             map.map(arg, splat(memref::LoadOp::create(b, l, v, idx)));
         }
@@ -379,9 +461,9 @@ scf::ParallelOp lowerVectorized(RewriterBase &rw, linalg::GenericOp op, int64_t 
         for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
           Value v = yield.getOperand(unsigned(i));
           Value stored = map.contains(v) ? map.lookup(v) : splat(v);
-          vector::StoreOp::create(
-              b, l, stored, init.get(),
-              operandIndices(b, l, op.getMatchingIndexingMap(&init), at));
+          vector::StoreOp::create(b, l, stored, init.get(),
+                                  operandIndices(b, l, op.getMatchingIndexingMap(&init), at),
+                                  /*nontemporal=*/false, alignOf(init.get()));
         }
       });
   rw.eraseOp(op);
@@ -430,14 +512,18 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
     // Shape arithmetic on values the host knows (e.g. a slice bound from
     // S / r) runs on the host, unrolled, so the host program can evaluate
     // it: as a kernel its result would live on the device. An input some
-    // kernel writes keeps the op on the device.
+    // device op writes, or an output some device op reads (e.g. an iota
+    // of positions a mask kernel compares), keeps the op on the device.
     {
-      DenseMap<Value, SmallVector<Operation *>> writers;
-      for (linalg::LinalgOp op : ops)
+      DenseMap<Value, SmallVector<Operation *>> writers, readers;
+      func.walk([&](linalg::LinalgOp op) {
+        if (!op.hasPureBufferSemantics())
+          return;
         for (Value init : op.getDpsInits())
           writers[rootOf(init)].push_back(op);
-      llvm::SmallPtrSet<Operation *, 8> onHost;
-      SmallVector<linalg::LinalgOp> rest;
+        for (Value in : op.getDpsInputs())
+          readers[rootOf(in)].push_back(op);
+      });
       // Host memory is what the host program allocates (memref.alloc, or a
       // constant global to read); function arguments are device buffers.
       auto hostRoot = [](Value v, bool read) {
@@ -445,20 +531,42 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         return isa_and_nonnull<memref::AllocOp>(def) ||
                (read && isa_and_nonnull<memref::GetGlobalOp>(def));
       };
+      llvm::SmallPtrSet<Operation *, 8> onHost;
       for (linalg::LinalgOp op : ops) {
         bool host = isHostShapeArithmetic(op);
         for (Value in : op.getDpsInputs())
           host &= hostRoot(in, /*read=*/true);
         for (Value out : op.getDpsInits())
           host &= hostRoot(out, /*read=*/false);
-        for (Value in : op.getDpsInputs())
-          for (Operation *w : writers.lookup(rootOf(in)))
-            host &= w == op.getOperation() || onHost.contains(w);
-        if (!host) {
+        if (host)
+          onHost.insert(op);
+      }
+      // Every writer of a host op's inputs and reader of its outputs must
+      // run on the host too: drop candidates until that holds.
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (linalg::LinalgOp op : ops) {
+          if (!onHost.contains(op))
+            continue;
+          bool ok = true;
+          for (Value in : op.getDpsInputs())
+            for (Operation *w : writers.lookup(rootOf(in)))
+              ok &= onHost.contains(w);
+          for (Value out : op.getDpsInits())
+            for (Operation *r : readers.lookup(rootOf(out)))
+              ok &= onHost.contains(r);
+          if (!ok) {
+            onHost.erase(op);
+            changed = true;
+          }
+        }
+      }
+      SmallVector<linalg::LinalgOp> rest;
+      for (linalg::LinalgOp op : ops) {
+        if (!onHost.contains(op)) {
           rest.push_back(op);
           continue;
         }
-        onHost.insert(op);
         rewriter.setInsertionPoint(op);
         FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rewriter, op);
         if (failed(loops)) {

@@ -272,24 +272,12 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
         pm.addPass(createCanonicalizerPass());
       })))
     return failure();
-  // Elementwise producers fuse into their single consumer (SiLU's sigmoid
-  // and products, residual adds into the next RMSNorm, ...): one kernel and
-  // one pass over memory instead of several. Library calls keep their
-  // operands as they are.
-  {
-    RewritePatternSet patterns(ctx);
-    linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *operand) {
-      Operation *producer = operand->get().getDefiningOp();
-      auto isCall = [](Operation *op) {
-        auto g = dyn_cast_or_null<linalg::GenericOp>(op);
-        return g && g.getLibraryCallAttr();
-      };
-      return producer && producer->hasOneUse() && !isCall(producer) &&
-             !isCall(operand->getOwner());
-    });
-    if (failed(applyPatternsGreedily(func, std::move(patterns))))
-      return func.emitError("GPU target: elementwise fusion did not converge");
-  }
+  // Elementwise producers (head transposes included) fuse into their single
+  // consumer: one kernel and one pass over memory instead of several.
+  if (failed(runPasses(module, [](PassManager &pm) {
+        pm.addNestedPass<func::FuncOp>(createFuseElementwise());
+      })))
+    return failure();
   // cuBLASLt writes C with beta = 0: the zero fill of a GEMM's init is dead.
   func.walk([&](linalg::GenericOp g) {
     if (!g.getLibraryCallAttr() || g.getLibraryCallAttr().getValue() != "h20_gemm")
@@ -310,11 +298,19 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   outputsToDestinations(func);
 
   if (failed(runPasses(module, [](PassManager &pm) {
+        // A result computed into a fresh tensor and then inserted into a
+        // KV cache (K after RoPE, V) is computed in the cache slot instead:
+        // no temporary, no copy.
+        pm.addPass(bufferization::createEmptyTensorEliminationPass());
         bufferization::OneShotBufferizePassOptions bufferize;
         bufferize.bufferizeFunctionBoundaries = true;
         bufferize.functionBoundaryTypeConversion =
             bufferization::LayoutMapOption::IdentityLayoutMap;
         pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+        // A value computed in its cache slot leaves a copy of that slot
+        // onto an identical subview: CSE merges the two views, and the
+        // canonicalizer drops the self-copy.
+        pm.addPass(createCSEPass());
         pm.addPass(createCanonicalizerPass());
       })))
     return failure();

@@ -679,6 +679,21 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
       (sq.c != skv.c || sq.p0 != skv.p0 || sq.n != skv.n))
     return op->emitError("GPU target: top-left causal attention with S_q != S_kv is not "
                          "supported by the kernel");
+  // Chunked prefill: in the last chunk the rows past the prompt's end are
+  // padding, and a padded query row would attend to every key before it.
+  // Causal attention whose query rows are the chunk's (bottom-right
+  // aligned, S_q = C) runs on the n real rows against the keys up to the
+  // last real one (S_kv - C + n). The padding's rows of O are left as they
+  // are: no real row reads them (row-wise ops, causal attention, the last
+  // real row's logits).
+  if (causal && bottomRight && roles.chunkTokensArg >= 0 && !roles.inputDims.empty() &&
+      roles.inputDims[0].size() > 1) {
+    int64_t chunk = roles.inputDims[0][1];
+    if (sq.isConst() && sq.c == chunk && skv.n == 0 && skv.c >= chunk) {
+      sq = Lin{0, 0, 1};
+      skv = skv - Lin{chunk, 0, 0} + Lin{0, 0, 1};
+    }
+  }
   if (!q->sizes[1].isConst() || !k->sizes[1].isConst() || !q->sizes[3].isConst() ||
       !v->sizes[3].isConst())
     return op->emitError("GPU target: attention heads and head dims must be static");

@@ -1,0 +1,90 @@
+//===- FuseElementwise.cpp - one kernel per chain of elementwise ops ------===//
+//
+// On linalg-on-tensors, before bufferization (GPU target): every
+// elementwise producer with a single use fuses into its consumer, so a chain
+// of elementwise ops (SiLU's sigmoid and products, a residual add into the
+// next RMSNorm, a head transpose into RoPE) becomes one kernel and one pass
+// over memory. Transposes take part: a tensor.extract from a linalg.transpose
+// reads the transpose's input at the permuted indices instead (RoPE reads
+// each element's rotation partner that way), and a transpose whose only
+// use is a consumer's input is generalized so that the upstream
+// elementwise-fusion patterns fold it into that consumer's indexing map.
+// Library calls (GEMM, attention, indexer) neither fuse nor absorb a
+// producer: the target implements them with routines of fixed operands.
+// See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Conversion/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace h20 {
+#define GEN_PASS_DEF_FUSEELEMENTWISE
+#include "h20/Conversion/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+
+namespace {
+
+bool isLibraryCall(Operation *op) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+  return g && g.getLibraryCallAttr();
+}
+
+/// tensor.extract %t[i...] with %t = linalg.transpose %x: result dim d is
+/// input dim perm[d] (the op's definition), so the element is
+/// %x[j...] with j[perm[d]] = i[d].
+struct ExtractOfTranspose : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractOp op, PatternRewriter &rw) const override {
+    auto t = op.getTensor().getDefiningOp<linalg::TransposeOp>();
+    if (!t || !t.hasPureTensorSemantics())
+      return failure();
+    ArrayRef<int64_t> perm = t.getPermutation();
+    SmallVector<Value> idx(perm.size());
+    for (auto [d, p] : llvm::enumerate(perm))
+      idx[p] = op.getIndices()[d];
+    rw.replaceOpWithNewOp<tensor::ExtractOp>(op, t.getInput(), idx);
+    return success();
+  }
+};
+
+/// A tensor linalg.transpose whose only use is an input of a generic that
+/// is not a library call becomes a generic, which the elementwise-fusion
+/// patterns then fold into that consumer.
+struct GeneralizeFusableTranspose : OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::TransposeOp op, PatternRewriter &rw) const override {
+    if (!op.hasPureTensorSemantics() || !op->getResult(0).hasOneUse())
+      return failure();
+    OpOperand &use = *op->getResult(0).getUses().begin();
+    auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (!consumer || isLibraryCall(consumer) || !consumer.isDpsInput(&use))
+      return failure();
+    return linalg::generalizeNamedOp(rw, op);
+  }
+};
+
+struct FuseElementwisePass : h20::impl::FuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<ExtractOfTranspose, GeneralizeFusableTranspose>(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *operand) {
+      Operation *producer = operand->get().getDefiningOp();
+      return producer && producer->hasOneUse() && !isLibraryCall(producer) &&
+             !isLibraryCall(operand->getOwner());
+    });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("h20-fuse-elementwise: the fusion patterns did not converge");
+      signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,117 @@
+// RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-fuse-elementwise))' | FileCheck %s
+
+// RoPE over heads after a [B, S, H, D] -> [B, H, S, D] transpose: the body
+// reads each element's rotation partner with tensor.extract from the
+// transposed tensor. The extract reads the transpose's input at permuted
+// indices, the transpose fuses into the generic's input map, and one
+// generic over [B, H, S, D] reads x [B, S, H, D] directly.
+// CHECK-DAG: #[[$PERM:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
+// CHECK-LABEL: func.func @rope_after_transpose
+// CHECK-SAME: (%[[X:.*]]: tensor<1x?x4x8xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [#[[$PERM]], #{{.*}}]
+// CHECK-SAME: ins(%[[X]] : tensor<1x?x4x8xf32>)
+// CHECK: %[[H:.*]] = linalg.index 1
+// CHECK: %[[S:.*]] = linalg.index 2
+// CHECK: tensor.extract %[[X]][%{{.*}}, %[[S]], %[[H]], %{{.*}}] : tensor<1x?x4x8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @rope_after_transpose(%x: tensor<1x?x4x8xf32>) -> tensor<1x4x?x8xf32> {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %s = tensor.dim %x, %c1 : tensor<1x?x4x8xf32>
+  %e = tensor.empty(%s) : tensor<1x4x?x8xf32>
+  %t = linalg.transpose ins(%x : tensor<1x?x4x8xf32>) outs(%e : tensor<1x4x?x8xf32>)
+         permutation = [0, 2, 1, 3]
+  %o = tensor.empty(%s) : tensor<1x4x?x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                                        affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t : tensor<1x4x?x8xf32>) outs(%o : tensor<1x4x?x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %b = linalg.index 0 : index
+    %h = linalg.index 1 : index
+    %q = linalg.index 2 : index
+    %d = linalg.index 3 : index
+    %p = arith.addi %d, %c4 : index
+    %pd = arith.remui %p, %c8 : index
+    %partner = tensor.extract %t[%b, %h, %q, %pd] : tensor<1x4x?x8xf32>
+    %y = arith.subf %in, %partner : f32
+    linalg.yield %y : f32
+  } -> tensor<1x4x?x8xf32>
+  return %r : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// A transpose feeding a library call (the attention routine reads its
+// operands as they are) stays; so does one with two generic consumers.
+// CHECK-LABEL: func.func @transpose_kept
+// CHECK: linalg.transpose
+// CHECK: library_call = "h20_gemm"
+// CHECK: linalg.transpose
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+func.func @transpose_kept(%x: tensor<4x8xf32>, %w: tensor<4x4xf32>, %y: tensor<4x8xf32>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %e = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.transpose ins(%x : tensor<4x8xf32>) outs(%e : tensor<8x4xf32>) permutation = [1, 0]
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>,
+                                        affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"], library_call = "h20_gemm"}
+      ins(%t, %w : tensor<8x4xf32>, tensor<4x4xf32>) outs(%f : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %t2 = linalg.transpose ins(%y : tensor<4x8xf32>) outs(%e : tensor<8x4xf32>) permutation = [1, 0]
+  %n1 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                        iterator_types = ["parallel", "parallel"]}
+      ins(%t2 : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<8x4xf32>
+  %n2 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                        iterator_types = ["parallel", "parallel"]}
+      ins(%t2 : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = math.exp %a : f32
+    linalg.yield %n : f32
+  } -> tensor<8x4xf32>
+  return %g, %n1, %n2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// Elementwise chains fuse (SiLU: x * sigmoid(x) as two generics).
+// CHECK-LABEL: func.func @silu_chain
+// CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @silu_chain(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]}
+      ins(%x : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %one = arith.constant 1.0 : f32
+    %d = arith.addf %one, %ex : f32
+    %r = arith.divf %one, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]}
+      ins(%x, %s : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}
