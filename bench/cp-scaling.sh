@@ -4,7 +4,9 @@
 # per GPU, K/V over NCCL) for N = 2, 4, 8 up to the GPUs visible.
 #   bench/cp-scaling.sh BENCH_BUNDLE [S]
 # BENCH_BUNDLE: made by H20_BUNDLE_BENCH=only H20_BENCH_TTFT_S=S
-# scripts/gpu-bundle.sh (seed-dense-8l/ and art/seed-dense-8l.S$S.h20);
+# scripts/gpu-bundle.sh (seed-dense-8l/ and art/seed-dense-8l.S$S.c8192.h20,
+# compiled with --chunk=8192: N ranks need S in whole multiples of 2N
+# chunks, which the default chunk of 8448 tokens does not give S = 2^k);
 # S defaults to 524288. The weights are generated here (numpy, seed 0, as
 # run-bench.sh does) and removed afterwards.
 # Per N: TTFT (h20-run's ttft_ms: ids on the host -> logits on the host,
@@ -22,7 +24,7 @@ res=${OUT:-$bundle/results}/cp-scaling
 mkdir -p "$res"
 log=$res/cp-scaling.log
 : >"$log"
-art=$bundle/art/seed-dense-8l.S$S.h20
+art=$bundle/art/seed-dense-8l.S$S.c8192.h20
 sd=$bundle/seed-dense-8l
 [[ -f $art && -d $sd ]] || { echo "cp-scaling: no $art or $sd" >&2; exit 2; }
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)

@@ -16,7 +16,8 @@
 #               cost model's predicted TTFT (section C) for each S, computed
 #               here: predicted-S*.json / .txt
 #   seed-dense-8l/  the 8-layer seed-dense graph (weights made there)
-#   art/seed-dense-8l.S*.h20  one artifact per S (H20_BENCH_TTFT_S, default
+#   art/seed-dense-8l.S*.h20  one artifact per S (and one with 8192-token
+#               chunks, .c8192.h20) (H20_BENCH_TTFT_S, default
 #               32768 131072 524288): --max-positions sizes the KV cache, so
 #               each S runs with the memory it needs
 # Usage: scripts/gpu-bundle.sh OUTDIR [FIXTURES_DIR]
@@ -119,9 +120,14 @@ if [[ $bench != 0 ]]; then
   sd=$out/seed-dense-8l
   mkdir -p "$sd" "$out/bench"
   "$py" "$root/models/llama/generate.py" seed-dense "$sd" --layers 8 --graph
+  # Default chunk (8448 tokens on an H200) for bench B; 8192-token chunks
+  # for the chunk-size comparison and bench/cp-scaling.sh (N ranks need S
+  # in whole multiples of 2N chunks).
   for S in ${H20_BENCH_TTFT_S:-32768 131072 524288}; do
     "$build/bin/h20-opt" "$sd/model.onnx" --target=h200 --compute-type=bf16 \
       --logits=last --max-positions="$S" -o "$out/art/seed-dense-8l.S$S.h20"
+    "$build/bin/h20-opt" "$sd/model.onnx" --target=h200 --compute-type=bf16 \
+      --logits=last --max-positions="$S" --chunk=8192 -o "$out/art/seed-dense-8l.S$S.c8192.h20"
   done
   "$build/bin/h20-opt" "$sd/model.onnx" --emit=attn -o "$sd/model.attn.mlir"
   for S in ${H20_BENCH_TTFT_S:-32768 131072 524288}; do
