@@ -1611,6 +1611,28 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     stats.cudaGraphNote = "context parallelism: every step is launched on its own";
     graphs = false;
   }
+  // Step profile: one event before each step and one after the last.
+  const bool profile = options.profileSteps && !anyCp;
+  struct StepEvents {
+    Impl &I;
+    std::vector<CUevent> ev;
+    ~StepEvents() {
+      for (CUevent e : ev)
+        if (e)
+          I.cu->cuEventDestroy(e);
+    }
+  } stepEv{I, {}};
+  std::vector<CUevent> &stepEvents = stepEv.ev;
+  if (profile) {
+    graphs = false;
+    stats.cudaGraphNote = "step profile: every step is launched on its own";
+    stats.stepMs.assign(p.steps.size(), 0.0);
+    stats.stepCalls.assign(p.steps.size(), 0);
+    stepEvents.assign(p.steps.size() + 1, nullptr);
+    for (CUevent &e : stepEvents)
+      if (!I.check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"))
+        return done(false);
+  }
   // Virtual ranks: steps [from, to) of piece `piece` on its rank.
   auto runPiece = [&](int64_t piece, size_t from, size_t to) {
     const CpSchedule &cs = cp.schedule;
@@ -1758,6 +1780,8 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
           return done(false);
     } else {
       for (size_t i = 0; i < p.steps.size(); ++i) {
+        if (profile && !I.check(cu.cuEventRecord(stepEvents[i], I.stream), "cuEventRecord"))
+          return done(false);
         if (!I.execute(i, resolved[i]))
           return done(false);
         if (I.syncEachStep &&
@@ -1765,6 +1789,21 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
                      "step " + std::to_string(i) + " (" + stepOpName(p.steps[i]) +
                          ") of chunk " + std::to_string(c)))
           return done(false);
+      }
+    }
+    if (profile) {
+      size_t last = p.steps.size();
+      if (!I.check(cu.cuEventRecord(stepEvents[last], I.stream), "cuEventRecord") ||
+          !I.check(cu.cuEventSynchronize(stepEvents[last]),
+                   "running chunk " + std::to_string(c) + " (step profile)"))
+        return done(false);
+      for (size_t i = 0; i < last; ++i) {
+        float f = 0;
+        if (!I.check(cu.cuEventElapsedTime(&f, stepEvents[i], stepEvents[i + 1]),
+                     "cuEventElapsedTime"))
+          return done(false);
+        stats.stepMs[i] += f;
+        ++stats.stepCalls[i];
       }
     }
     if (!downloadRows(c, sym))

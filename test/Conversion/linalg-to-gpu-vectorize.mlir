@@ -71,6 +71,9 @@ func.func @copy_into_cache(%src: memref<32x?x128xbf16>,
 // CHECK: vector.load %{{.*}} {alignment = 8 : i64} : memref<?x64xbf16, strided<[64, 1], offset: 4>>
 // CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<?x64xbf16, strided<[4100, 1]>>
 // CHECK: vector.load %{{.*}}] : memref<?x64xbf16, strided<[4100, 1], offset: ?>>, vector<8xbf16>
+// A memref.view at a byte shift of 2: its type says offset 0, the address
+// is not; no alignment is claimed.
+// CHECK: vector.load %{{.*}}] : memref<4x64xbf16>, vector<8xbf16>
 func.func @alignment_from_layout(%src: memref<32x?x128xbf16>, %cache: memref<2x32x32768x128xbf16>,
                                  %p0: index, %n: index,
                                  %a: memref<?x64xbf16, strided<[64, 1], offset: 4>>,
@@ -87,6 +90,11 @@ func.func @alignment_from_layout(%src: memref<32x?x128xbf16>, %cache: memref<2x3
       : memref<?x64xbf16, strided<[4100, 1]>> to memref<?x64xbf16, strided<[4100, 1], offset: ?>>
   linalg.copy ins(%cols : memref<?x64xbf16, strided<[4100, 1], offset: ?>>)
               outs(%a : memref<?x64xbf16, strided<[64, 1], offset: 4>>)
+  %raw = memref.alloc() : memref<4096xi8>
+  %c2 = arith.constant 2 : index
+  %shifted = memref.view %raw[%c2][] : memref<4096xi8> to memref<4x64xbf16>
+  %dst = memref.alloc() : memref<4x64xbf16>
+  linalg.copy ins(%shifted : memref<4x64xbf16>) outs(%dst : memref<4x64xbf16>)
   return
 }
 

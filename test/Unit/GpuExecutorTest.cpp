@@ -1011,6 +1011,44 @@ TEST_F(GpuExecutorTest, CudaGraphMatchesPlainLaunches) {
   }
 }
 
+// The step profile times every step of every chunk without changing the
+// results: outputs equal a graphed run's, one call per step per chunk, no
+// graph launched, a time for every step and their sum within the prefill.
+TEST_F(GpuExecutorTest, StepProfileTimesEveryStep) {
+  TestArtifact t(dir.path);
+  ASSERT_NO_FATAL_FAILURE(graphProgram(t, dir.path));
+  GpuExecutor gpu;
+  std::string error;
+  ASSERT_EQ(gpu.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok)
+      << error;
+  const int64_t S = 10, chunks = (S + 3) / 4;
+  std::vector<int64_t> ids(S, 1);
+  HostTensor in = tensor("int64", {1, S}, ids.data(), ids.size() * 8);
+  std::vector<HostTensor> plain, profiled;
+  GpuRunStats sp, sq;
+  GpuRunOptions ro;
+  ASSERT_EQ(gpu.run({in}, ro, plain, sp, error), GpuStatus::Ok) << error;
+  EXPECT_TRUE(sp.stepMs.empty());
+  ro.profileSteps = true;
+  ASSERT_EQ(gpu.run({in}, ro, profiled, sq, error), GpuStatus::Ok) << error;
+  EXPECT_FALSE(sq.cudaGraph);
+  EXPECT_EQ(sq.graphLaunches, 0);
+  ASSERT_EQ(sq.stepMs.size(), t.program.steps.size());
+  ASSERT_EQ(sq.stepCalls.size(), t.program.steps.size());
+  double sum = 0;
+  for (size_t i = 0; i < sq.stepMs.size(); ++i) {
+    EXPECT_EQ(sq.stepCalls[i], chunks) << "step " << i;
+    EXPECT_GE(sq.stepMs[i], 0.0) << "step " << i;
+    sum += sq.stepMs[i];
+  }
+  EXPECT_GT(sum, 0.0);
+  EXPECT_LE(sum, sq.prefillMs * 1.01 + 0.01);
+  ASSERT_EQ(plain.size(), profiled.size());
+  for (size_t o = 0; o < plain.size(); ++o)
+    if (plain[o].name != "echo") // holds device pointers
+      EXPECT_TRUE(plain[o].data == profiled[o].data) << "output '" << plain[o].name << "'";
+}
+
 // Captures: the first run captures 3 graphs (segment 1 for n = 4 and
 // n = 2, segment 2 once); the same length again captures none and only
 // updates kernel nodes; the plain executor is unaffected.

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <type_traits>
 #include <sys/resource.h>
@@ -60,10 +61,63 @@ int fail(int code, const std::string &message, bool bug = true) {
   return code;
 }
 
+/// What a step is, for the step profile: the kernel's name, or the GEMM's
+/// shape (m x n x k, each the expression's constant part, "+n" when it
+/// grows with the chunk's tokens), or the op.
+std::string stepLabel(const GpuStep &step) {
+  if (auto *l = std::get_if<LaunchStep>(&step))
+    return l->kernel;
+  if (auto *a = std::get_if<AttentionStep>(&step))
+    return a->kernel;
+  if (auto *g = std::get_if<GemmStep>(&step)) {
+    auto dim = [](const LinearExpr &e) {
+      std::string t = std::to_string(e.c);
+      if (e.n)
+        t = (e.c ? t + "+" : std::string()) + "n";
+      return t;
+    };
+    return "gemm " + g->dtypeA + " " + dim(g->m) + "x" + dim(g->n) + "x" + dim(g->k);
+  }
+  return stepOpName(step);
+}
+
+/// The step profile of a run made with GpuRunOptions::profileSteps: every
+/// step's time (JSON), and the 20 costliest labels (stepLabel, summed over
+/// their steps and chunks) printed to `out`.
+nlohmann::json stepProfile(const GpuProgram &program, const GpuRunStats &st, FILE *out) {
+  nlohmann::json steps = nlohmann::json::array();
+  std::map<std::string, std::pair<double, int64_t>> byLabel;
+  double total = 0;
+  for (size_t i = 0; i < st.stepMs.size() && i < program.steps.size(); ++i) {
+    std::string label = stepLabel(program.steps[i]);
+    steps.push_back({{"step", i},
+                     {"op", stepOpName(program.steps[i])},
+                     {"name", label},
+                     {"ms", st.stepMs[i]},
+                     {"calls", st.stepCalls[i]}});
+    byLabel[label].first += st.stepMs[i];
+    byLabel[label].second += st.stepCalls[i];
+    total += st.stepMs[i];
+  }
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(byLabel.begin(),
+                                                                       byLabel.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto &a, const auto &b) { return a.second.first > b.second.first; });
+  std::fprintf(out, "step profile: %.1f ms of GPU time in %zu steps (%lld chunks)\n", total,
+               st.stepMs.size(), static_cast<long long>(st.chunks));
+  std::fprintf(out, "  %10s %6s %8s  %s\n", "ms", "%", "calls", "kernel / GEMM");
+  for (size_t r = 0; r < rows.size() && r < 20; ++r)
+    std::fprintf(out, "  %10.2f %5.1f%% %8lld  %s\n", rows[r].second.first,
+                 total > 0 ? 100.0 * rows[r].second.first / total : 0.0,
+                 static_cast<long long>(rows[r].second.second), rows[r].first.c_str());
+  return {{"total_ms", total}, {"steps", steps}};
+}
+
 const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
     "               [--report REPORT.json] [--warmup N] [--repeat N] [--gpus N]\n"
     "               [--no-cuda-graph] [--virtual-ranks] [--weights-dir DIR]\n"
+    "               [--profile-steps]\n"
     "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
     "               [--weights-dir DIR]\n"
@@ -102,6 +156,10 @@ const char *kUsage =
     "        layer, and whether the ranks' collective sequences match\n"
     "  --no-cuda-graph: launch every step of every chunk on its own instead of\n"
     "        replaying each chunk as a CUDA graph (same results, more launch gaps)\n"
+    "  --profile-steps: time every step of every chunk (CUDA events; no CUDA\n"
+    "        graphs, the host waits for each chunk, so the TTFT is no benchmark):\n"
+    "        the 20 costliest kernels/GEMMs on stderr, every step in the report's\n"
+    "        \"step_profile\"\n"
     "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
     "        (default: where they were at compile time)\n"
     "  exit codes: 0 ok, 1 internal error (or another rank of an N-GPU job failed),\n"
@@ -115,6 +173,7 @@ struct Options {
   int64_t repeat = 1; ///< GPU: measured prefills (the report gives their median)
   int64_t gpus = 0;   ///< --gpus; 0: not given
   bool noCudaGraph = false;
+  bool profileSteps = false;
   bool virtualRanks = false; ///< --virtual-ranks
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
@@ -179,6 +238,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       if (!count(o.gpus, 1, 1024, "--gpus takes a GPU count from 1")) return false;
     } else if (a == "--no-cuda-graph") {
       o.noCudaGraph = true;
+    } else if (a == "--profile-steps") {
+      o.profileSteps = true;
     } else if (a == "--virtual-ranks") {
       o.virtualRanks = true;
     } else if (is("--inputs-from")) {
@@ -458,6 +519,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   GpuRunOptions ro;
   ro.n = generic ? 0 : S;
   ro.cudaGraph = !opt.noCudaGraph && cpRanks < 2;
+  ro.profileSteps = opt.profileSteps;
   ro.virtualRanks = opt.virtualRanks ? static_cast<int>(opt.gpus) : 0;
   ro.contextParallel = mode == RankMode::Worker;
   if (program.chunking && isatty(STDERR_FILENO) && cpRanks < 2)
@@ -653,6 +715,8 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     if (!st.cpCollectivesNote.empty())
       report["context_parallel"]["collectives_note"] = st.cpCollectivesNote;
   }
+  if (!st.stepMs.empty())
+    report["step_profile"] = stepProfile(program, st, stderr);
   if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
     return fail(kExitBadInput, error);
   std::printf("next token id: %lld\n", static_cast<long long>(next));

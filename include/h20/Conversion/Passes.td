@@ -48,7 +48,8 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     whose reduction dims precede parallel ones is interchanged first so
     that reductions are innermost. Shape arithmetic (every operand a static
     integer memref of <= 16 elements, allocated by the host program, its
-    inputs written by no kernel) is unrolled into host loads, stores and
+    inputs written and its outputs read by no device op: kernels and
+    library calls cannot read host memory) is unrolled into host loads, stores and
     arithmetic instead of becoming a kernel.
 
     Row reductions (`row-reductions`, on by default): a linalg.generic whose

@@ -159,6 +159,12 @@ struct GpuRunOptions {
   /// NCCL error, aborts the communicator: run() fails (PeerFailed) naming
   /// the layer. False: a plain single-GPU run on this rank (warm-up).
   bool contextParallel = false;
+  /// Time every step of every chunk with a pair of CUDA events (the chunks
+  /// run as plain launches, not graphs, and the host waits for each chunk):
+  /// GpuRunStats::stepMs / stepCalls. Ignored with context parallelism.
+  /// For finding where a prefill's time goes; the TTFT of such a run is
+  /// not a benchmark.
+  bool profileSteps = false;
 };
 
 /// Timings (ms) and sizes of one run().
@@ -176,6 +182,11 @@ struct GpuRunStats {
   /// some part fell back to plain launches, why (empty otherwise).
   bool cudaGraph = false;
   std::string cudaGraphNote;
+  /// GpuRunOptions::profileSteps: per program step, its GPU time summed
+  /// over the chunks (ms, CUDA events) and the number of chunks it ran in
+  /// (a step of size 0 still counts). Empty otherwise.
+  std::vector<double> stepMs;
+  std::vector<int64_t> stepCalls;
   int64_t graphCaptures = 0;    ///< graphs captured and instantiated during this run
   int64_t graphLaunches = 0;    ///< cuGraphLaunch calls
   int64_t graphNodeUpdates = 0; ///< kernel nodes whose parameters were updated

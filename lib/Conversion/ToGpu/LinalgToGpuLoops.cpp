@@ -377,6 +377,16 @@ int64_t vectorAlignment(Value memref, int64_t width) {
   int64_t offset;
   if (eb <= 0 || failed(t.getStridesAndOffset(strides, offset)))
     return 0;
+  // memref.view moves the pointer by a byte shift its type does not show:
+  // nothing is proven through one (the host program has none today).
+  for (Value v = memref; Operation *def = v.getDefiningOp();) {
+    if (isa<memref::ViewOp>(def))
+      return 0;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
   int64_t g = std::gcd<int64_t>(256, width * eb);
   g = std::gcd(g, offsetDivisor(memref) * eb);
   ArrayRef<int64_t> shape = t.getShape();
