@@ -15,6 +15,7 @@ embeddings N(0, 1); norm weights, hc scales, Engram q/k weights 1 + N(0, 0.1);
 biases, hc bases and attention sinks N(0, 0.5); router bias N(0, 0.1).
 
 Usage: generate.py CONFIG DIR [--dtype f32|bf16] [--layers N] [--ids S ...]
+                   [--quantize none|fp8|fp8-fp4-experts]
 (CONFIG: a name under configs/ or a path; --ids also writes DIR/ids-S.npy,
 uniform random token ids, for each S.)
 """
@@ -27,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import config as v41config  # noqa: E402
+import quant  # noqa: E402
 import safetensors_io  # noqa: E402
 import weights  # noqa: E402
 
@@ -46,6 +48,30 @@ def draw(shape, init, seed):
     raise ValueError(init)
 
 
+def quantized(tensors, fp4_experts):
+    """As DeepSeek's FP8/FP4 checkpoints store them (quant.py): every 2-D
+    `.weight` of a linear layer (attention, compressor, indexer, experts)
+    in FP8 e4m3 + `.scale` 128 x 128 block scales; with `fp4_experts` the
+    routed experts' w1/w2/w3 in FP4 e2m1 + ue8m0 `.scale` per 32 inputs.
+    Embeddings (the Engram table too), the LM head, norms, the router gate
+    and mHC stay as they are."""
+    out = {}
+    for name, w in tensors.items():
+        keep = (not name.endswith(".weight") or w.ndim != 2 or "norm" in name
+                or name.startswith(("model.embed", "lm_head")) or name.endswith((".gate.weight", ".embed.weight")))
+        if keep:
+            out[name] = w
+            continue
+        prefix = name[: -len(".weight")]
+        if fp4_experts and ".ffn.experts." in name and w.shape[1] % quant.FP4_BLOCK == 0:
+            packed, scale = quant.quantize_fp4(w)
+            out[name], out[prefix + ".scale"] = packed, (scale, "F8_E8M0")
+        else:
+            codes, scale = quant.quantize_fp8(w)
+            out[name], out[prefix + ".scale"] = (codes, "F8_E4M3"), scale
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config")
@@ -53,6 +79,10 @@ def main():
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     ap.add_argument("--layers", type=int, default=0)
     ap.add_argument("--ids", type=int, nargs="*", default=[])
+    ap.add_argument("--quantize", choices=["none", "fp8", "fp8-fp4-experts"], default="none",
+                    help="store linear weights as FP8 e4m3 with 128 x 128 block scales "
+                         "(fp8-fp4-experts: routed experts as FP4 e2m1 with ue8m0 scales per 32); "
+                         "quant.py")
     args = ap.parse_args()
     try:
         cfg = v41config.load(args.config, args.layers or None)
@@ -63,6 +93,8 @@ def main():
     tensors = {}
     for k, (name, shape, init) in enumerate(weights.tensors(cfg)):
         tensors[name] = draw(shape, init, seed * 100003 + k)
+    if args.quantize != "none":
+        tensors = quantized(tensors, fp4_experts=args.quantize == "fp8-fp4-experts")
     safetensors_io.write(os.path.join(args.out, "model.safetensors"), tensors,
                          "F32" if args.dtype == "f32" else "BF16")
     saved = {k: v for k, v in cfg.items() if k not in ("engram_primes", "rope_compress_yarn")}

@@ -136,6 +136,28 @@ class Checkpoint:
         return self._file(name).info(name)
 
     def read(self, name):
+        """The tensor as float32 (SafetensorsFile.read); a block-quantised
+        `P.weight` with its scales `P.scale` / `P.weight_scale_inv` (FP8 e4m3
+        with float32 128 x 128 block scales, or packed FP4 e2m1 with ue8m0
+        scales per 32 inputs: quant.py) comes back dequantised, [out, in]."""
+        dtype, _ = self.info(name)
+        if name.endswith(".weight"):
+            prefix = name[: -len(".weight")]
+            scale = next((s for s in (prefix + ".scale", prefix + ".weight_scale_inv")
+                          if s in self.where), None)
+            if scale is not None:
+                import quant  # noqa: PLC0415 (quant imports this module)
+                sdtype, _ = self.info(scale)
+                try:
+                    if dtype == "F8_E4M3" and sdtype in ("F32", "BF16", "F16"):
+                        return quant.dequant_fp8(self._file(name).read(name), self.read(scale), name)
+                    if dtype in ("U8", "I8") and sdtype in ("F8_E8M0", "U8"):
+                        return quant.dequant_fp4(self._file(name).raw(name), self._file(scale).raw(scale), name)
+                except quant.QuantError as e:
+                    raise CheckpointError(str(e)) from None
+                raise CheckpointError(
+                    f"{name}: a {dtype} weight with scales {scale!r} ({sdtype}) is neither FP8 e4m3 "
+                    f"with float32 128 x 128 block scales nor packed FP4 e2m1 with ue8m0 scales per 32")
         return self._file(name).read(name)
 
     def _file(self, name):
@@ -146,9 +168,18 @@ class Checkpoint:
 
 def write(path, tensors, dtype="F32"):
     """Write {name: ndarray} (float arrays stored as `dtype`, F32 or BF16; integer
-    arrays as stored) to `path` atomically (temp file + rename), tensor by tensor."""
+    arrays as stored; a (uint8 ndarray, "F8_E4M3" | "F8_E8M0") pair as those
+    bytes under that dtype) to `path` atomically (temp file + rename), tensor
+    by tensor."""
     header, offset, items = {}, 0, []
     for name, arr in tensors.items():
+        if isinstance(arr, tuple):  # (uint8 codes, "F8_E4M3" | "F8_E8M0"): stored as is
+            arr, st = arr
+            header[name] = {"dtype": st, "shape": list(arr.shape),
+                            "data_offsets": [offset, offset + arr.nbytes]}
+            items.append((np.ascontiguousarray(arr, dtype=np.uint8), st))
+            offset += arr.nbytes
+            continue
         if arr.dtype.kind == "f":
             st = dtype
             nbytes = arr.size * (4 if dtype == "F32" else 2)
