@@ -685,9 +685,13 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   // aligned, S_q = C) runs on the n real rows against the keys up to the
   // last real one (S_kv - C + n). The padding's rows of O are left as they
   // are: no real row reads them (row-wise ops, causal attention, the last
-  // real row's logits).
-  if (causal && bottomRight && roles.chunkTokensArg >= 0 && !roles.inputDims.empty() &&
-      roles.inputDims[0].size() > 1) {
+  // real row's logits). Not in a whole-prompt chunk (h20.chunked "whole"):
+  // such a graph has ops that mix rows, causal but possibly masking the
+  // padding arithmetically, and an unwritten row could hold NaN.
+  auto chunkedInfo = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+  bool wholePrompt = chunkedInfo && chunkedInfo.get("whole");
+  if (causal && bottomRight && !wholePrompt && roles.chunkTokensArg >= 0 &&
+      !roles.inputDims.empty() && roles.inputDims[0].size() > 1) {
     int64_t chunk = roles.inputDims[0][1];
     if (sq.isConst() && sq.c == chunk && skv.n == 0 && skv.c >= chunk) {
       sq = Lin{0, 0, 1};
