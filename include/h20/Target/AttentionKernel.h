@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace h20 {
@@ -150,6 +151,13 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
 bool compileCudaToPtx(const std::string &source, const char *header, const char *headerName,
                       const char *programName, const std::string &cc, std::string &ptx,
                       std::string &log);
+
+/// One instantiation of a macro-parameterised kernel header: `#define NAME
+/// VALUE` for each pair, `#include "headerName"`, then `#undef` each NAME.
+/// The program sources of compileAttentionPtx and compileIndexerPtx are
+/// such instantiations, one per distinct kernel.
+std::string instantiateCudaHeader(const char *headerName,
+                                  const std::vector<std::pair<std::string, std::string>> &defines);
 
 /// "sm_90" / "sm_90a" / "compute_90" -> "90" / "90a" in `cc`; false when
 /// `arch` is malformed.

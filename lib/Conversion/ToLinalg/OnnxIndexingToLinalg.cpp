@@ -202,38 +202,68 @@ FailureOr<Values> lowerScatterElements(OpBuilder &b, ox::ScatterElementsOp op) {
   return Values{castTo(b, loc, nest.results[0], op->getResult(0).getType())};
 }
 
+/// What both TopK lowerings start from: the operands' types, the axis and
+/// its length N, K (fixed by the result type, else read at run time and
+/// clamped into [0, N]: the output's axis dim is that K) and the output dims.
+struct TopKSetup {
+  Value x;
+  RankedTensorType vt, it;
+  int64_t r = 0, axis = 0;
+  bool largest = true;
+  Type elt;
+  Value zero, one, n, k;
+  SmallVector<Value> outDims;
+};
+
+FailureOr<TopKSetup> setUpTopK(OpBuilder &b, ox::TopKOp op) {
+  Location loc = op.getLoc();
+  TopKSetup t;
+  t.x = op->getOperand(0);
+  Value kTensor = op->getOperand(1);
+  auto xt = dyn_cast<RankedTensorType>(t.x.getType());
+  auto kt = dyn_cast<RankedTensorType>(kTensor.getType());
+  t.vt = cast<RankedTensorType>(op->getResult(0).getType());
+  t.it = cast<RankedTensorType>(op->getResult(1).getType());
+  if (!xt || !kt || kt.getRank() > 1 || t.vt.getRank() != xt.getRank())
+    return unsupported(op, "X must be ranked and K a scalar or a shape-[1] tensor");
+  t.r = xt.getRank();
+  t.axis = normalizedAxis(op.getAxis().value_or(-1), t.r);
+  t.largest = op.getLargest().value_or(1) != 0;
+  t.elt = xt.getElementType();
+  t.zero = cIndex(b, loc, 0);
+  t.one = cIndex(b, loc, 1);
+  t.n = dimOf(b, loc, t.x, t.axis);
+  if (!t.vt.isDynamicDim(t.axis)) {
+    t.k = cIndex(b, loc, t.vt.getDimSize(t.axis));
+  } else {
+    SmallVector<Value> at(kt.getRank(), t.zero);
+    Value raw = tensor::ExtractOp::create(b, loc, kTensor, at);
+    Value k = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+    t.k = arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, k, t.n), t.zero);
+  }
+  for (int64_t d = 0; d < t.r; ++d)
+    t.outDims.push_back(d == t.axis ? t.k : dimOf(b, loc, t.x, d));
+  return t;
+}
+
 FailureOr<Values> lowerTopK(OpBuilder &b, ox::TopKOp op) {
   Location loc = op.getLoc();
-  Value x = op->getOperand(0), kTensor = op->getOperand(1);
-  auto xt = dyn_cast<RankedTensorType>(x.getType());
-  auto kt = dyn_cast<RankedTensorType>(kTensor.getType());
-  auto vt = cast<RankedTensorType>(op->getResult(0).getType());
-  auto it = cast<RankedTensorType>(op->getResult(1).getType());
-  if (!xt || !kt || kt.getRank() > 1 || vt.getRank() != xt.getRank())
-    return unsupported(op, "X must be ranked and K a scalar or a shape-[1] tensor");
-  int64_t r = xt.getRank(), axis = normalizedAxis(op.getAxis().value_or(-1), r);
-  bool largest = op.getLargest().value_or(1) != 0;
-  Type elt = xt.getElementType();
-  Value zero = cIndex(b, loc, 0), one = cIndex(b, loc, 1);
-  Value n = dimOf(b, loc, x, axis);
-  // K: fixed by the result type, else read at run time and clamped into
-  // [0, N] (the output's axis dim is that K).
-  Value k;
-  if (!vt.isDynamicDim(axis)) {
-    k = cIndex(b, loc, vt.getDimSize(axis));
-  } else {
-    SmallVector<Value> at(kt.getRank(), zero);
-    Value raw = tensor::ExtractOp::create(b, loc, kTensor, at);
-    k = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-    k = arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, k, n), zero);
-  }
-  SmallVector<Value> outDims, lbs, ubs, steps;
+  FailureOr<TopKSetup> setup = setUpTopK(b, op);
+  if (failed(setup))
+    return failure();
+  const TopKSetup &t = *setup;
+  Value x = t.x, zero = t.zero, one = t.one, n = t.n, k = t.k;
+  RankedTensorType vt = t.vt, it = t.it;
+  int64_t r = t.r, axis = t.axis;
+  bool largest = t.largest;
+  Type elt = t.elt;
+  const SmallVector<Value> &outDims = t.outDims;
+  SmallVector<Value> lbs, ubs, steps;
   for (int64_t d = 0; d < r; ++d) {
-    outDims.push_back(d == axis ? k : dimOf(b, loc, x, d));
     if (d == axis)
       continue;
     lbs.push_back(zero);
-    ubs.push_back(outDims.back());
+    ubs.push_back(outDims[d]);
     steps.push_back(one);
   }
   Value values = emptyTensor(b, loc, vt, outDims), indices = emptyTensor(b, loc, it, outDims);
@@ -322,30 +352,16 @@ FailureOr<Values> lowerScatterElementsParallel(OpBuilder &b, ox::ScatterElements
 
 FailureOr<Values> lowerTopKParallel(OpBuilder &b, ox::TopKOp op) {
   Location loc = op.getLoc();
-  Value x = op->getOperand(0), kTensor = op->getOperand(1);
-  auto xt = dyn_cast<RankedTensorType>(x.getType());
-  auto kt = dyn_cast<RankedTensorType>(kTensor.getType());
-  auto vt = cast<RankedTensorType>(op->getResult(0).getType());
-  auto it = cast<RankedTensorType>(op->getResult(1).getType());
-  if (!xt || !kt || kt.getRank() > 1 || vt.getRank() != xt.getRank())
-    return unsupported(op, "X must be ranked and K a scalar or a shape-[1] tensor");
-  int64_t r = xt.getRank(), axis = normalizedAxis(op.getAxis().value_or(-1), r);
-  bool largest = op.getLargest().value_or(1) != 0;
-  Type elt = xt.getElementType();
-  Value zero = cIndex(b, loc, 0), one = cIndex(b, loc, 1);
-  Value n = dimOf(b, loc, x, axis);
-  Value k;
-  if (!vt.isDynamicDim(axis)) {
-    k = cIndex(b, loc, vt.getDimSize(axis));
-  } else {
-    SmallVector<Value> at(kt.getRank(), zero);
-    Value raw = tensor::ExtractOp::create(b, loc, kTensor, at);
-    k = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-    k = arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, k, n), zero);
-  }
-  SmallVector<Value> outDims;
-  for (int64_t d = 0; d < r; ++d)
-    outDims.push_back(d == axis ? k : dimOf(b, loc, x, d));
+  FailureOr<TopKSetup> setup = setUpTopK(b, op);
+  if (failed(setup))
+    return failure();
+  const TopKSetup &t = *setup;
+  Value x = t.x, zero = t.zero, one = t.one, n = t.n;
+  RankedTensorType vt = t.vt, it = t.it;
+  int64_t r = t.r, axis = t.axis;
+  bool largest = t.largest;
+  Type elt = t.elt;
+  const SmallVector<Value> &outDims = t.outDims;
   Value values = emptyTensor(b, loc, vt, outDims), indices = emptyTensor(b, loc, it, outDims);
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, b.getContext());
   auto g = linalg::GenericOp::create(

@@ -42,14 +42,11 @@ std::string indexerProgramSource(const std::vector<IndexerKernel> &kernels) {
     if (std::find(seen.begin(), seen.end(), name) != seen.end())
       continue;
     seen.push_back(name);
-    src += "#define H20_INDEXER_Q " + std::to_string(k.queryType) + "\n";
-    src += "#define H20_INDEXER_K " + std::to_string(k.keyType) + "\n";
-    src += "#define H20_INDEXER_W " + std::to_string(k.weightType) + "\n";
-    src += "#define H20_INDEXER_MODE " + std::to_string(k.mode) + "\n";
-    src += "#define H20_INDEXER_NAME " + name + "\n";
-    src += "#include \"h20_indexer.cuh\"\n";
-    src += "#undef H20_INDEXER_Q\n#undef H20_INDEXER_K\n#undef H20_INDEXER_W\n";
-    src += "#undef H20_INDEXER_MODE\n#undef H20_INDEXER_NAME\n";
+    src += instantiateCudaHeader("h20_indexer.cuh", {{"H20_INDEXER_Q", std::to_string(k.queryType)},
+                                                     {"H20_INDEXER_K", std::to_string(k.keyType)},
+                                                     {"H20_INDEXER_W", std::to_string(k.weightType)},
+                                                     {"H20_INDEXER_MODE", std::to_string(k.mode)},
+                                                     {"H20_INDEXER_NAME", name}});
   }
   return src;
 }
