@@ -49,6 +49,12 @@ if want kernels && [[ -x $bin/attention-check ]]; then
   grep -q '^SKIP' <<<"$out" && st=SKIP
   record attention-check $st "$(grep -cE '^PASS' <<<"$out") cases passed; $(grep -E 'TFLOP/s' <<<"$out" | tail -1)"
 fi
+if want kernels && [[ -x $bin/sparse-attention-check ]]; then
+  if out=$("$bin/sparse-attention-check" 2>&1); then st=PASS; else st=FAIL; fi
+  echo "$out" >>"$log"
+  grep -q '^SKIP' <<<"$out" && st=SKIP
+  record sparse-attention-check $st "$(grep -cE '^PASS' <<<"$out") cases passed"
+fi
 if want kernels && [[ -x $bin/h20-gpu-unittests ]]; then
   if out=$("$bin/h20-gpu-unittests" 2>&1); then st=PASS; else st=FAIL; fi
   echo "$out" >>"$log"

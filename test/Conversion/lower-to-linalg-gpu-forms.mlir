@@ -62,3 +62,53 @@ func.func @indexer_candidates_call(%q: tensor<16x4x24xf32>, %k: tensor<40x24xf32
   %0 = attn.indexer_candidates %q, %k, %w {ratio = 1 : i64, blocks = 6 : i64, block_size = 4 : i64, scale = 0.25 : f64} : (tensor<16x4x24xf32>, tensor<40x24xf32>, tensor<16x4xf32>) -> tensor<16x6xi64>
   return %0 : tensor<16x6xi64>
 }
+
+// -----
+
+// attn.sparse_attention in bf16 (f16 alike) is one `h20_sparse_attention`
+// call carrying q, latent, sink, compressed rows, indices and the result;
+// its attributes are the scale and the window.
+// CHECK-LABEL: func.func @sparse_attention_call
+// CHECK: linalg.generic
+// CHECK-SAME: library_call = "h20_sparse_attention"
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>, tensor<?x512xbf16>, tensor<?x?xi64>)
+// CHECK-SAME: outs(%{{.*}} : tensor<?x64x512xbf16>)
+// CHECK: h20.sparse_attention = {scale = 0.044194173824159216 : f64, window = 128 : i64}
+func.func @sparse_attention_call(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<64xf32>,
+                                 %c: tensor<?x512xbf16>, %i: tensor<?x?xi64>) -> tensor<?x64x512xbf16> {
+  %0 = attn.sparse_attention %q, %l, %s compressed(%c : tensor<?x512xbf16>, %i : tensor<?x?xi64>) {scale = 0.044194173824159216 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
+  return %0 : tensor<?x64x512xbf16>
+}
+
+// -----
+
+// Window-only: three operands. Float32 (the kernel is 16-bit only), a head
+// dim over 512 and more than 4096 key slots keep the linear-memory
+// decomposition (no library call).
+// CHECK-LABEL: func.func @sparse_attention_window_call
+// CHECK: library_call = "h20_sparse_attention"
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8x4x40xf16>, tensor<8x40xf16>, tensor<4xf16>)
+// CHECK-LABEL: func.func @sparse_attention_f32_decomposed
+// CHECK-NOT: h20_sparse_attention
+// CHECK-LABEL: func.func @sparse_attention_wide_decomposed
+// CHECK-NOT: h20_sparse_attention
+// CHECK-LABEL: func.func @sparse_attention_many_slots_decomposed
+// CHECK-NOT: h20_sparse_attention
+// CHECK: return
+func.func @sparse_attention_window_call(%q: tensor<8x4x40xf16>, %l: tensor<8x40xf16>, %s: tensor<4xf16>) -> tensor<8x4x40xf16> {
+  %0 = attn.sparse_attention %q, %l, %s {scale = 0.5 : f64, window = 16 : i64} : (tensor<8x4x40xf16>, tensor<8x40xf16>, tensor<4xf16>) -> tensor<8x4x40xf16>
+  return %0 : tensor<8x4x40xf16>
+}
+func.func @sparse_attention_f32_decomposed(%q: tensor<8x4x40xf32>, %l: tensor<8x40xf32>, %s: tensor<4xf32>) -> tensor<8x4x40xf32> {
+  %0 = attn.sparse_attention %q, %l, %s {scale = 0.5 : f64, window = 16 : i64} : (tensor<8x4x40xf32>, tensor<8x40xf32>, tensor<4xf32>) -> tensor<8x4x40xf32>
+  return %0 : tensor<8x4x40xf32>
+}
+func.func @sparse_attention_wide_decomposed(%q: tensor<8x4x576xbf16>, %l: tensor<8x576xbf16>, %s: tensor<4xf32>) -> tensor<8x4x576xbf16> {
+  %0 = attn.sparse_attention %q, %l, %s {scale = 0.5 : f64, window = 16 : i64} : (tensor<8x4x576xbf16>, tensor<8x576xbf16>, tensor<4xf32>) -> tensor<8x4x576xbf16>
+  return %0 : tensor<8x4x576xbf16>
+}
+func.func @sparse_attention_many_slots_decomposed(%q: tensor<8x4x64xbf16>, %l: tensor<8x64xbf16>, %s: tensor<4xf32>,
+                                                  %c: tensor<9x64xbf16>, %i: tensor<8x4000xi64>) -> tensor<8x4x64xbf16> {
+  %0 = attn.sparse_attention %q, %l, %s compressed(%c : tensor<9x64xbf16>, %i : tensor<8x4000xi64>) {scale = 0.5 : f64, window = 128 : i64} : (tensor<8x4x64xbf16>, tensor<8x64xbf16>, tensor<4xf32>) -> tensor<8x4x64xbf16>
+  return %0 : tensor<8x4x64xbf16>
+}

@@ -65,6 +65,28 @@ inline constexpr int64_t kIndexerCtas = 264;
 /// bufferization places in the arena: memory linear in S, never S x T.
 mlir::FailureOr<mlir::Value> lowerIndexerToLibraryCall(mlir::OpBuilder &b, mlir::Operation *op);
 
+/// `library_call` of the GPU target's sparse-attention kernel
+/// (lib/Target/GPU/kernels/sparse_attention.cuh) and the attribute it
+/// carries: a dictionary of scale (f64) and window (i64).
+inline constexpr llvm::StringLiteral kSparseAttentionLibraryCall = "h20_sparse_attention";
+inline constexpr llvm::StringLiteral kSparseAttentionAttrs = "h20.sparse_attention";
+/// What that kernel takes: head dim <= 512 and window + K <= 4096 key slots
+/// (its compacted slot list lives in shared memory beside the tiles).
+inline constexpr int64_t kSparseAttentionMaxDim = 512;
+inline constexpr int64_t kSparseAttentionMaxSlots = 4096;
+
+/// attn.sparse_attention as one `h20_sparse_attention` library-call generic
+/// (a carrier, like lowerAttentionToLibraryCall's): ins q [S, H, D], latent
+/// [S, D], sink [H] (and compressed [T, D], indices [S, K] i64); outs an
+/// empty result [S, H, D]. Only where the kernel applies: query, latent,
+/// compressed and result of one 16-bit float type (f16 or bf16), static H
+/// and D <= kSparseAttentionMaxDim, window + K <= kSparseAttentionMaxSlots
+/// where K is static (a dynamic K = min(topk, T) is checked by the GPU
+/// target once the prompt's chunk fixes it); otherwise the linear-memory
+/// decomposition (lowerSparseAttention), which is what float32 models run.
+mlir::FailureOr<mlir::Value> lowerSparseAttentionToLibraryCall(mlir::OpBuilder &b,
+                                                               attn::SparseAttentionOp op);
+
 } // namespace h20::lowering
 
 #endif // H20_LIB_CONVERSION_TOLINALG_ATTNTOLINALG_H

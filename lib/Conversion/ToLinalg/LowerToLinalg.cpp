@@ -136,7 +136,8 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                   return one(h20::lowering::lowerAttentionScores(b, o));
                 })
                 .Case([&](h20::attn::SparseAttentionOp o) {
-                  return one(h20::lowering::lowerSparseAttention(b, o));
+                  return one(libraryCalls ? h20::lowering::lowerSparseAttentionToLibraryCall(b, o)
+                                          : h20::lowering::lowerSparseAttention(b, o));
                 })
                 .Case([&](h20::attn::IndexerTopKOp o) {
                   return one(libraryCalls ? h20::lowering::lowerIndexerToLibraryCall(b, o)

@@ -394,6 +394,68 @@ FailureOr<Value> lowerIndexerCandidates(OpBuilder &b, attn::IndexerCandidatesOp 
   return rows.getResult(0);
 }
 
+FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAttentionOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value q = op.getQuery(), latent = op.getLatent(), sink = op.getSink();
+  Value compressed = op.getCompressed(), indices = op.getIndices();
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto rt = cast<RankedTensorType>(op.getResult().getType());
+  Type et = qt.getElementType();
+  auto sameType = [&](Value v) {
+    return !v || cast<RankedTensorType>(v.getType()).getElementType() == et;
+  };
+  int64_t window = static_cast<int64_t>(op.getWindow());
+  int64_t picks = indices ? cast<RankedTensorType>(indices.getType()).getDimSize(1) : 0;
+  bool kernelApplies = (et.isBF16() || et.isF16()) && rt.getElementType() == et &&
+                       sameType(latent) && sameType(compressed) && !qt.isDynamicDim(1) &&
+                       !qt.isDynamicDim(2) && qt.getDimSize(2) <= kSparseAttentionMaxDim &&
+                       window >= 0 &&
+                       (ShapedType::isDynamic(picks) || window + picks <= kSparseAttentionMaxSlots);
+  if (!kernelApplies)
+    return lowerSparseAttention(b, op);
+  SmallVector<Value> dyn;
+  if (rt.isDynamicDim(0))
+    dyn.push_back(dimOf(b, loc, q, 0));
+  Value init = tensor::EmptyOp::create(b, loc, rt, dyn);
+  SmallVector<Value> ins{q, latent, sink};
+  if (compressed)
+    ins.append({compressed, indices});
+  // Every operand gets its own loop dims (the generic only carries them).
+  SmallVector<Value> operands(ins);
+  operands.push_back(init);
+  unsigned numDims = 0;
+  for (Value v : operands)
+    numDims += cast<RankedTensorType>(v.getType()).getRank();
+  SmallVector<AffineMap> maps;
+  unsigned next = 0;
+  for (Value v : operands) {
+    SmallVector<AffineExpr> e;
+    for (int64_t i = 0; i < cast<RankedTensorType>(v.getType()).getRank(); ++i)
+      e.push_back(getAffineDimExpr(next++, ctx));
+    maps.push_back(AffineMap::get(numDims, 0, e, ctx));
+  }
+  SmallVector<utils::IteratorType> its(numDims - 3, utils::IteratorType::reduction);
+  its.append(3, utils::IteratorType::parallel);
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{rt}, ins, ValueRange{init}, maps, its,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        // Placeholder that uses every operand; never run.
+        Value f = arith::AddFOp::create(nb, nl, a[0], a[1]);
+        f = arith::AddFOp::create(nb, nl, f, castScalar(nb, nl, a[2], et));
+        if (compressed) {
+          f = arith::AddFOp::create(nb, nl, f, a[3]);
+          f = arith::AddFOp::create(nb, nl, f, arith::SIToFPOp::create(nb, nl, et, a[4]));
+        }
+        linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, f, a.back())});
+      });
+  g.setLibraryCallAttr(b.getStringAttr(kSparseAttentionLibraryCall));
+  g->setAttr(kSparseAttentionAttrs,
+             b.getDictionaryAttr({b.getNamedAttr("scale", op.getScaleAttr()),
+                                  b.getNamedAttr("window", b.getI64IntegerAttr(window))}));
+  return g.getResult(0);
+}
+
 FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   Location loc = op->getLoc();
   MLIRContext *ctx = b.getContext();

@@ -420,18 +420,34 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     if (failed(addModule("attention", attnPtx, attnArch)))
       return failure();
   }
+  // A CUDA-source kernel module: its launch steps name `placeholder` until
+  // the module's index is known.
+  auto addSourceModule = [&](const std::string &name, const std::string &ptx,
+                             int64_t placeholder) -> LogicalResult {
+    int64_t index = static_cast<int64_t>(modules.size());
+    if (failed(addModule(name, ptx)))
+      return failure();
+    for (llvm::json::Value &step : program.steps) {
+      llvm::json::Object *o = step.getAsObject();
+      if (o && o->getInteger("module") == placeholder)
+        (*o)["module"] = index;
+    }
+    return success();
+  };
   if (!program.indexerKernels.empty()) {
     std::string ptx, nvrtcLog;
     if (!compileIndexerPtx(program.indexerKernels, "sm_90", ptx, nvrtcLog))
       return module.emitError("GPU target: the indexer kernel did not compile: ") << nvrtcLog;
-    int64_t index = static_cast<int64_t>(modules.size());
-    if (failed(addModule("indexer", ptx)))
+    if (failed(addSourceModule("indexer", ptx, gpu::kIndexerModulePlaceholder)))
       return failure();
-    for (llvm::json::Value &step : program.steps) {
-      llvm::json::Object *o = step.getAsObject();
-      if (o && o->getInteger("module") == gpu::kIndexerModulePlaceholder)
-        (*o)["module"] = index;
-    }
+  }
+  if (!program.sparseAttentionKernels.empty()) {
+    std::string ptx, nvrtcLog;
+    if (!compileSparseAttentionPtx(program.sparseAttentionKernels, "sm_90", ptx, nvrtcLog))
+      return module.emitError("GPU target: the sparse attention kernel did not compile: ")
+             << nvrtcLog;
+    if (failed(addSourceModule("sparse_attention", ptx, gpu::kSparseAttentionModulePlaceholder)))
+      return failure();
   }
   if (!program.constBlob.empty())
     addBlob("consts.bin", "data", program.constBlob);

@@ -20,7 +20,8 @@ namespace h20::gpu {
 namespace {
 
 constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention",
-                              kIndexer = "h20_indexer";
+                              kIndexer = "h20_indexer",
+                              kSparseAttention = "h20_sparse_attention";
 constexpr int64_t kAlign = 256;
 
 /// Set when Lin arithmetic overflowed int64; the evaluator turns it into
@@ -178,6 +179,7 @@ private:
   LogicalResult evalGemm(linalg::GenericOp op);
   LogicalResult evalAttention(linalg::GenericOp op);
   LogicalResult evalIndexer(linalg::GenericOp op);
+  LogicalResult evalSparseAttention(linalg::GenericOp op);
   void packArena();
 
   func::FuncOp func;
@@ -811,6 +813,68 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   return success();
 }
 
+LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.sparse_attention");
+  if (!attrs)
+    return op->emitError("GPU target: sparse attention call without its attributes");
+  const unsigned numIns = op.getNumDpsInputs();
+  if ((numIns != 3 && numIns != 5) || op.getNumDpsInits() != 1)
+    return op->emitError("GPU target: internal: malformed sparse attention call");
+  SmallVector<View> v;
+  for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
+    auto vw = view(x, op);
+    if (failed(vw))
+      return failure();
+    v.push_back(*vw);
+  }
+  const bool compressed = numIns == 5;
+  const View &q = v[0], &lat = v[1], &sink = v[2], &out = v.back();
+  // Window-only: the kernel never reads compressed rows or indices; any
+  // rank-2 views fill their parameters.
+  const View &cmp = compressed ? v[3] : lat, &idx = compressed ? v[4] : lat;
+  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  if (q.sizes.size() != 3 || lat.sizes.size() != 2 || sink.sizes.size() != 1 ||
+      cmp.sizes.size() != 2 || idx.sizes.size() != 2 || out.sizes.size() != 3)
+    return op->emitError("GPU target: internal: sparse attention operands of unexpected ranks");
+  const int dt = code(q.element);
+  if ((dt != 1 && dt != 2) || code(lat.element) != dt || code(out.element) != dt ||
+      (compressed && code(cmp.element) != dt) || code(sink.element) < 0)
+    return op->emitError("GPU target: the sparse attention kernel takes f16/bf16 query, latent, "
+                         "compressed rows and output of one type");
+  if (!q.sizes[1].isConst() || !q.sizes[2].isConst() || !idx.sizes[1].isConst())
+    return op->emitError("GPU target: sparse attention heads, head dim and picks must be static");
+  const int64_t window = attrs.getAs<IntegerAttr>("window").getInt();
+  const int64_t heads = q.sizes[1].c, dim = q.sizes[2].c;
+  const int64_t slots = window + (compressed ? idx.sizes[1].c : 0);
+  SparseAttentionKernel kernel{dt, code(sink.element),
+                               static_cast<int>(sparseAttentionPaddedDim(dim)), compressed};
+  const int64_t smem = sparseAttentionSmemBytes(kernel.paddedDim, slots);
+  if (dim > kSparseAttentionMaxHeadDim || smem > kSparseAttentionSmemLimit)
+    return op->emitError("GPU target: sparse attention with head dim ")
+           << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
+  if (llvm::find(program.sparseAttentionKernels, kernel) == program.sparseAttentionKernels.end())
+    program.sparseAttentionKernels.push_back(kernel);
+  llvm::json::Array args;
+  for (const View *x : {&q, &lat, &sink, &cmp, &idx, &out})
+    args.push_back(llvm::json::Object{{"memref", viewJson(*x)}});
+  // The kernel's softmax runs in base 2: the scale times log2(e).
+  const double scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
+  args.push_back(llvm::json::Object{{"f32", scale * 1.4426950408889634}});
+  args.push_back(llvm::json::Object{{"i64", window}});
+  steps.push_back(llvm::json::Object{
+      {"op", "launch"},
+      {"module", kSparseAttentionModulePlaceholder},
+      {"kernel", kernel.name()},
+      {"grid", llvm::json::Array{q.sizes[0].json(),
+                                 (heads + kSparseAttentionHeadsPerCta - 1) /
+                                     kSparseAttentionHeadsPerCta,
+                                 1}},
+      {"block", llvm::json::Array{kSparseAttentionThreads, 1, 1}},
+      {"smem", smem},
+      {"args", std::move(args)}});
+  return success();
+}
+
 LogicalResult Evaluator::evaluate(Operation *op) {
   if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
     return evalArith(op);
@@ -940,6 +1004,8 @@ LogicalResult Evaluator::evaluate(Operation *op) {
           return evalAttention(g);
         if (call && call.getValue() == kIndexer)
           return evalIndexer(g);
+        if (call && call.getValue() == kSparseAttention)
+          return evalSparseAttention(g);
         return op->emitError("GPU target: internal: a linalg op was left on the host");
       })
       .Case([&](func::ReturnOp) { return success(); })

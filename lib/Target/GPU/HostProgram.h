@@ -15,6 +15,7 @@
 
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/IndexerKernel.h"
+#include "h20/Target/SparseAttentionKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -28,6 +29,8 @@ namespace h20::gpu {
 /// The "module" of an indexer launch step until compileForGpu numbers the
 /// indexer module.
 inline constexpr int64_t kIndexerModulePlaceholder = -1;
+/// The same for the sparse-attention module.
+inline constexpr int64_t kSparseAttentionModulePlaceholder = -2;
 
 /// What each argument of the entry function is, in order.
 struct ArgumentRoles {
@@ -55,6 +58,8 @@ struct HostProgram {
   /// Indexer kernels the steps launch; their "launch" steps name module
   /// kIndexerModulePlaceholder until the target knows the module's index.
   std::vector<IndexerKernel> indexerKernels;
+  /// Sparse-attention kernels (module kSparseAttentionModulePlaceholder).
+  std::vector<SparseAttentionKernel> sparseAttentionKernels;
 };
 
 /// Evaluates `func` (host code after kernel outlining: memref.alloc /

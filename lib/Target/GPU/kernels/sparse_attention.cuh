@@ -1,0 +1,482 @@
+//===- sparse_attention.cuh - DeepSeek-V4.1 sparse sink attention, for NVRTC -*- CUDA -*-===//
+//
+// GPU kernel of attn.sparse_attention (semantics: the op's description in
+// include/h20/Dialect/Attn/IR/AttnOps.td; the reference it must equal:
+// lib/Conversion/ToLinalg/SparseAttnToLinalg.cpp): one shared latent row
+// serves as key and value for every query head; query row i attends to the
+// latent rows of its causal sliding window and to the compressed rows its
+// indices pick, and a per-head sink only grows the softmax denominator.
+// Source of the computation: transformers models/deepseek_v41
+// (DeepseekV41Attention); the one-query-token-per-CTA split with all heads
+// as the GEMM's M follows FlashMLA's sparse prefill (DeepSeek-AI, 2025).
+//
+// Compiled by NVRTC only (no host headers): lib/Target/GPU/SparseAttentionKernel.cpp
+// embeds this file and, per instantiation, defines H20_SA_DT (element type
+// of query, latent, compressed and output: 1 f16, 2 bf16), H20_SA_SINK (the
+// sink's: 0 f32, 1 f16, 2 bf16), H20_SA_DP (the head dim padded to a
+// multiple of 64, at most 512), H20_SA_COMPRESSED (0: window only) and
+// H20_SA_NAME, then includes it.
+//
+// Work split: CTA (i, hb) computes query row i for heads hb*64 .. hb*64+63
+// (rows past H are zero and not stored), 8 warps. Its key slots (window
+// rows i, i-1, .., i-W+1 that exist, then the compressed rows of indices[i]
+// in [0, T)) are compacted into a list in shared memory, so invisible slots
+// cost nothing; the list is consumed 64 rows at a time, gathered by
+// cp.async into a double-buffered tile (rows of DP bf16/f16, 16-byte chunks
+// XOR-swizzled by row) while the previous tile computes. Per tile, on
+// mma.sync m16n8k16 tensor cores with float32 accumulation: warp w computes
+// the scores of heads 16*(w%4).. for slots 32*(w/4).. (K = DP), the two
+// warps sharing a head block exchange row maxima (online softmax in base 2,
+// FlashAttention-2), write P (the element type) to shared memory, and each
+// accumulates O for its heads over half of the DP output dims (128 float32
+// registers per thread at DP = 512). The sink enters as the initial running
+// maximum with weight 1. O is normalised, staged through the query's shared
+// memory and stored with 16-byte stores where the view allows.
+//
+// Kernel parameters follow MLIR's expanded memref descriptor (what the GPU
+// program's "launch" step passes): per memref (base, aligned, offset,
+// sizes[rank], strides[rank]), strides in elements. Any strides work; the
+// 16-byte paths are taken per tensor where its view is 16-byte aligned.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef H20_SA_CUH_COMMON
+#define H20_SA_CUH_COMMON
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define H20_SA_THREADS 256
+/// Query heads per CTA (the tensor-core M) and key slots per tile (N).
+#define H20_SA_ROWS 64
+#define H20_SA_TILE 64
+
+/// Byte offset of element (row, col) in a row-major tile of `rowElems`
+/// 16-bit elements whose 16-byte chunks are XOR-swizzled by (row % 8):
+/// ldmatrix's eight row addresses then hit eight different bank groups.
+__device__ __forceinline__ u32 saSwizzle(int row, int col, int rowElems) {
+  const int chunk = (col >> 3) ^ (row & 7);
+  return static_cast<u32>(row * rowElems * 2 + chunk * 16 + (col & 7) * 2);
+}
+
+__device__ __forceinline__ u32 saSmemAddr(const void *p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes global -> shared, asynchronous; `bytes` 0 writes zeros.
+__device__ __forceinline__ void saCpAsync16(u32 dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void saCpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void saCpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void saLdmatrixX4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void saLdmatrixX4Trans(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+/// Named barrier of the two warps (64 threads) that share a head block.
+__device__ __forceinline__ void saPairBarrier(int id) {
+  asm volatile("bar.sync %0, 64;\n" ::"r"(id));
+}
+
+template <int DT> struct SaElem;
+template <> struct SaElem<0> {
+  static __device__ __forceinline__ float load(const void *p) {
+    return *static_cast<const float *>(p);
+  }
+};
+template <> struct SaElem<1> {
+  static __device__ __forceinline__ float load(const void *p) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*static_cast<const u16 *>(p)));
+    return f;
+  }
+  static __device__ __forceinline__ u16 round(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <> struct SaElem<2> {
+  static __device__ __forceinline__ float load(const void *p) {
+    return __uint_as_float(static_cast<u32>(*static_cast<const u16 *>(p)) << 16);
+  }
+  static __device__ __forceinline__ u16 round(float f) {
+    u16 h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+/// Exclusive prefix count of `flag` over the CTA's threads, in thread order;
+/// `total` receives the CTA-wide count. `warpCounts`: 8 words of shared memory.
+__device__ __forceinline__ int saExclusiveCount(bool flag, int *warpCounts, int &total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const u32 ballot = __ballot_sync(0xffffffffu, flag);
+  if (lane == 0)
+    warpCounts[warp] = __popc(ballot);
+  __syncthreads();
+  int before = 0, all = 0;
+  for (int w = 0; w < H20_SA_THREADS / 32; ++w) {
+    const int c = warpCounts[w];
+    before += w < warp ? c : 0;
+    all += c;
+  }
+  __syncthreads();
+  total = all;
+  return before + __popc(ballot & ((1u << lane) - 1u));
+}
+
+#endif // H20_SA_CUH_COMMON
+
+#if defined(H20_SA_NAME)
+
+#define H20_MR1(T, n) T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_s0
+#define H20_MR2(T, n)                                                                              \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
+#define H20_MR3(T, n)                                                                              \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,      \
+      i64 n##_s2
+
+/// q [S, H, D], latent [S, D], sink [H], compressed [T, D] and indices
+/// [S, K] i64 (H20_SA_COMPRESSED; otherwise any views, unread), out
+/// [S, H, D]. Grid (S, ceil(H / 64)), 256 threads; dynamic shared memory
+/// sparseAttentionSmemBytes(DP, window + K) (SparseAttentionKernel.h).
+/// scaleLog2: the score scale times log2(e); window: W >= 0.
+extern "C" __global__ void __launch_bounds__(H20_SA_THREADS, 1)
+H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, sink),
+            H20_MR2(const u16, cmp), H20_MR2(const i64, idx), H20_MR3(u16, out),
+            float scaleLog2, i64 window) {
+  typedef SaElem<H20_SA_DT> E;
+  constexpr int DP = H20_SA_DP;
+  constexpr int CHUNKS = DP / 8;                 // 16-byte chunks per row
+  constexpr int HALF_TILES = DP / 2 / 8;         // n8 output tiles per warp
+  static_assert(DP % 64 == 0 && DP <= 512, "DP: a multiple of 64, at most 512");
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char *qs = smem;                                  // [64][DP], later O
+  unsigned char *kvs = smem + H20_SA_ROWS * DP * 2;          // 2 x [64][DP]
+  unsigned char *ps = kvs + 2 * H20_SA_TILE * DP * 2;        // [64][64]
+  float *redMax = reinterpret_cast<float *>(ps + H20_SA_ROWS * H20_SA_TILE * 2); // [2][64]
+  float *redSum = redMax + 2 * H20_SA_ROWS;                                      // [2][64]
+  int *warpCounts = reinterpret_cast<int *>(redSum + 2 * H20_SA_ROWS);           // [8]
+  int *listCount = warpCounts + 8;                                               // [1] (+pad)
+  int *list = warpCounts + 16;                                                   // [W + K]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const i64 i = blockIdx.x;
+  const i64 H = q_d1, D = q_d2;
+  const i64 h0 = static_cast<i64>(blockIdx.y) * H20_SA_ROWS;
+  const u32 qsAddr = saSmemAddr(qs), kvAddr = saSmemAddr(kvs), psAddr = saSmemAddr(ps);
+
+  // ---- 16-byte paths: where the view's rows are 16-byte aligned ----------
+  auto aligned16 = [](const void *p) { return (reinterpret_cast<u64>(p) & 15u) == 0; };
+  const bool dVec = D % 8 == 0;
+  const bool qVec = dVec && q_s2 == 1 && q_s1 % 8 == 0 && q_s0 % 8 == 0 && aligned16(q + q_off);
+  const bool latVec = dVec && lat_s1 == 1 && lat_s0 % 8 == 0 && aligned16(lat + lat_off);
+  const bool outVec =
+      dVec && out_s2 == 1 && out_s1 % 8 == 0 && out_s0 % 8 == 0 && aligned16(out + out_off);
+#if H20_SA_COMPRESSED
+  const i64 T = cmp_d0, K = idx_d1;
+  const bool cmpVec = dVec && cmp_s1 == 1 && cmp_s0 % 8 == 0 && aligned16(cmp + cmp_off);
+#else
+  const i64 K = 0;
+  const bool cmpVec = false;
+#endif
+
+  // ---- the query rows (asynchronous; waited for with the first tile) -----
+  if (qVec) {
+    for (int e = tid; e < H20_SA_ROWS * CHUNKS; e += H20_SA_THREADS) {
+      const int r = e / CHUNKS, c = e % CHUNKS;
+      const i64 h = h0 + r;
+      const bool ok = h < H && c * 8 < D;
+      const u16 *src = ok ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off;
+      saCpAsync16(qsAddr + saSwizzle(r, c * 8, DP), src, ok ? 16 : 0);
+    }
+  } else {
+    for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
+      const int r = e / DP, d = e % DP;
+      const i64 h = h0 + r;
+      u16 v = 0;
+      if (h < H && d < D)
+        v = q[q_off + i * q_s0 + h * q_s1 + d * q_s2];
+      *reinterpret_cast<u16 *>(qs + saSwizzle(r, d, DP)) = v;
+    }
+  }
+
+  // ---- the compacted key-slot list: latent row r as r, compressed row c
+  // as -2 - c -----------------------------------------------------------------
+  const i64 slots = window + K;
+  int n = 0;
+  for (i64 base = 0; base < slots; base += H20_SA_THREADS) {
+    const i64 j = base + tid;
+    int code = 0;
+    bool valid = false;
+    if (j < window) {
+      valid = i - j >= 0;
+      code = static_cast<int>(i - j);
+    }
+#if H20_SA_COMPRESSED
+    else if (j < slots) {
+      const i64 c = idx[idx_off + i * idx_s0 + (j - window) * idx_s1];
+      valid = c >= 0 && c < T;
+      code = static_cast<int>(-2 - c);
+    }
+#endif
+    int total = 0;
+    const int pos = saExclusiveCount(valid, warpCounts, total);
+    if (valid)
+      list[n + pos] = code;
+    n += total;
+  }
+  __syncthreads();
+
+  // ---- gather of tile t's key rows into stage buffer `stage` -------------
+  auto loadTile = [&](int t, int stage) {
+    const u32 dst = kvAddr + stage * H20_SA_TILE * DP * 2;
+    unsigned char *dstp = kvs + stage * H20_SA_TILE * DP * 2;
+    for (int e = tid; e < H20_SA_TILE * CHUNKS; e += H20_SA_THREADS) {
+      const int r = e / CHUNKS, c = e % CHUNKS;
+      const int p = t * H20_SA_TILE + r;
+      const bool valid = p < n;
+      const int code = valid ? list[p] : 0;
+      const bool fromLat = code >= 0;
+      const bool vec = fromLat ? latVec : cmpVec;
+      if (vec) {
+        const bool ok = valid && c * 8 < D;
+        const u16 *src = lat + lat_off;
+        if (ok) {
+          if (fromLat)
+            src = lat + lat_off + static_cast<i64>(code) * lat_s0 + c * 8;
+#if H20_SA_COMPRESSED
+          else
+            src = cmp + cmp_off + static_cast<i64>(-2 - code) * cmp_s0 + c * 8;
+#endif
+        }
+        saCpAsync16(dst + saSwizzle(r, c * 8, DP), src, ok ? 16 : 0);
+      } else {
+        for (int d = c * 8; d < c * 8 + 8; ++d) {
+          u16 v = 0;
+          if (valid && d < D) {
+            if (fromLat)
+              v = lat[lat_off + static_cast<i64>(code) * lat_s0 + d * lat_s1];
+#if H20_SA_COMPRESSED
+            else
+              v = cmp[cmp_off + static_cast<i64>(-2 - code) * cmp_s0 + d * cmp_s1];
+#endif
+          }
+          *reinterpret_cast<u16 *>(dstp + saSwizzle(r, d, DP)) = v;
+        }
+      }
+    }
+  };
+
+  // ---- per-thread softmax state for rows g and g + 8 of the warp's block --
+  const int rq = (warp & 3) * 16, half = warp >> 2, g = lane >> 2, quad = lane & 3;
+  const int pairBarrier = 1 + (warp & 3);
+  const float negInf = -__int_as_float(0x7f800000);
+  const float log2e = 1.4426950408889634f;
+  float mRow[2], lRow[2];
+  for (int x = 0; x < 2; ++x) {
+    const i64 h = h0 + rq + g + 8 * x;
+    float s = 0.0f;
+    if (h < H)
+      s = SaElem<H20_SA_SINK>::load(static_cast<const unsigned char *>(sink) +
+                                    (sink_off + h * sink_s0) * (H20_SA_SINK == 0 ? 4 : 2));
+    mRow[x] = s * log2e;
+    // exp2(sink - m) = 1, counted once per row (lane quad 0 of half 0).
+    lRow[x] = half == 0 && quad == 0 ? 1.0f : 0.0f;
+  }
+  float o[HALF_TILES][4];
+#pragma unroll
+  for (int j = 0; j < HALF_TILES; ++j)
+    o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+
+  const int tiles = (n + H20_SA_TILE - 1) / H20_SA_TILE;
+  if (tiles > 0)
+    loadTile(0, 0);
+  saCpAsyncCommit();
+  for (int t = 0; t < tiles; ++t) {
+    const int stage = t & 1;
+    if (t + 1 < tiles) {
+      loadTile(t + 1, stage ^ 1);
+      saCpAsyncCommit();
+      saCpAsyncWait<1>();
+    } else {
+      saCpAsyncWait<0>();
+    }
+    __syncthreads();
+    const u32 kv = kvAddr + stage * H20_SA_TILE * DP * 2;
+
+    // S = Q K^T for heads rq.., slots cb.. (4 n8 tiles), K = DP.
+    const int cb = half * 32;
+    float s[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll 4
+    for (int ks = 0; ks < DP / 16; ++ks) {
+      u32 a[4];
+      saLdmatrixX4(qsAddr + saSwizzle(rq + (lane & 15), ks * 16 + (lane >> 4) * 8, DP), a[0], a[1],
+                   a[2], a[3]);
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        u32 b0, b1, b2, b3;
+        saLdmatrixX4(kv + saSwizzle(cb + np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                    ks * 16 + ((lane >> 3) & 1) * 8, DP),
+                     b0, b1, b2, b3);
+        E::mma(s[np * 2], a, b0, b1);
+        E::mma(s[np * 2 + 1], a, b2, b3);
+      }
+    }
+
+    // Online softmax (base 2); slots past n are masked.
+    float mx[2] = {negInf, negInf};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = t * H20_SA_TILE + cb + j * 8 + quad * 2 + (e & 1);
+        const float v = col < n ? s[j][e] * scaleLog2 : negInf;
+        s[j][e] = v;
+        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+      }
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
+    }
+    if (quad == 0) {
+      redMax[half * H20_SA_ROWS + rq + g] = mx[0];
+      redMax[half * H20_SA_ROWS + rq + g + 8] = mx[1];
+    }
+    saPairBarrier(pairBarrier);
+    float alpha[2], mUse[2];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const float other = redMax[(half ^ 1) * H20_SA_ROWS + rq + g + 8 * x];
+      const float mNew = fmaxf(mRow[x], fmaxf(mx[x], other));
+      mUse[x] = mNew == negInf ? 0.0f : mNew;
+      alpha[x] = exp2f(mRow[x] - mUse[x]);
+      mRow[x] = mNew;
+      lRow[x] *= alpha[x];
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float p0 = exp2f(s[j][0] - mUse[0]), p1 = exp2f(s[j][1] - mUse[0]);
+      const float p2 = exp2f(s[j][2] - mUse[1]), p3 = exp2f(s[j][3] - mUse[1]);
+      lRow[0] += p0 + p1;
+      lRow[1] += p2 + p3;
+      const int col = cb + j * 8 + quad * 2;
+      const u32 lo = static_cast<u32>(E::round(p0)) | (static_cast<u32>(E::round(p1)) << 16);
+      const u32 hi = static_cast<u32>(E::round(p2)) | (static_cast<u32>(E::round(p3)) << 16);
+      *reinterpret_cast<u32 *>(ps + saSwizzle(rq + g, col, H20_SA_TILE)) = lo;
+      *reinterpret_cast<u32 *>(ps + saSwizzle(rq + g + 8, col, H20_SA_TILE)) = hi;
+    }
+#pragma unroll
+    for (int j = 0; j < HALF_TILES; ++j) {
+      o[j][0] *= alpha[0];
+      o[j][1] *= alpha[0];
+      o[j][2] *= alpha[1];
+      o[j][3] *= alpha[1];
+    }
+    saPairBarrier(pairBarrier);
+
+    // O += P V for heads rq.., dims half * DP / 2 .. (K = 64 slots).
+#pragma unroll
+    for (int ks = 0; ks < H20_SA_TILE / 16; ++ks) {
+      u32 a[4];
+      saLdmatrixX4(psAddr + saSwizzle(rq + (lane & 15), ks * 16 + (lane >> 4) * 8, H20_SA_TILE),
+                   a[0], a[1], a[2], a[3]);
+#pragma unroll
+      for (int dp = 0; dp < HALF_TILES / 2; ++dp) {
+        const int d0 = half * (DP / 2) + dp * 16;
+        u32 b0, b1, b2, b3;
+        saLdmatrixX4Trans(kv + saSwizzle(ks * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                         d0 + (lane >> 4) * 8, DP),
+                          b0, b1, b2, b3);
+        E::mma(o[dp * 2], a, b0, b1);
+        E::mma(o[dp * 2 + 1], a, b2, b3);
+      }
+    }
+    __syncthreads();
+  }
+
+  // The query's cp.async group is still pending when there was no tile.
+  saCpAsyncWait<0>();
+  __syncthreads();
+
+  // ---- normalise: the row's denominator is the sum over both halves ------
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    lRow[x] += __shfl_xor_sync(0xffffffffu, lRow[x], 1);
+    lRow[x] += __shfl_xor_sync(0xffffffffu, lRow[x], 2);
+  }
+  if (quad == 0) {
+    redSum[half * H20_SA_ROWS + rq + g] = lRow[0];
+    redSum[half * H20_SA_ROWS + rq + g + 8] = lRow[1];
+  }
+  __syncthreads();
+  float inv[2];
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    const float l = lRow[x] + redSum[(half ^ 1) * H20_SA_ROWS + rq + g + 8 * x];
+    inv[x] = l > 0.0f ? 1.0f / l : 0.0f;
+  }
+  // O (the element type) into the query's shared memory, then out.
+#pragma unroll
+  for (int j = 0; j < HALF_TILES; ++j) {
+    const int col = half * (DP / 2) + j * 8 + quad * 2;
+    const u32 lo = static_cast<u32>(E::round(o[j][0] * inv[0])) |
+                   (static_cast<u32>(E::round(o[j][1] * inv[0])) << 16);
+    const u32 hi = static_cast<u32>(E::round(o[j][2] * inv[1])) |
+                   (static_cast<u32>(E::round(o[j][3] * inv[1])) << 16);
+    *reinterpret_cast<u32 *>(qs + saSwizzle(rq + g, col, DP)) = lo;
+    *reinterpret_cast<u32 *>(qs + saSwizzle(rq + g + 8, col, DP)) = hi;
+  }
+  __syncthreads();
+  if (outVec) {
+    for (int e = tid; e < H20_SA_ROWS * CHUNKS; e += H20_SA_THREADS) {
+      const int r = e / CHUNKS, c = e % CHUNKS;
+      const i64 h = h0 + r;
+      if (h < H && c * 8 < D)
+        *reinterpret_cast<uint4 *>(out + out_off + i * out_s0 + h * out_s1 + c * 8) =
+            *reinterpret_cast<const uint4 *>(qs + saSwizzle(r, c * 8, DP));
+    }
+  } else {
+    for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
+      const int r = e / DP, d = e % DP;
+      const i64 h = h0 + r;
+      if (h < H && d < D)
+        out[out_off + i * out_s0 + h * out_s1 + d * out_s2] =
+            *reinterpret_cast<const u16 *>(qs + saSwizzle(r, d, DP));
+    }
+  }
+}
+
+#undef H20_MR1
+#undef H20_MR2
+#undef H20_MR3
+#endif // H20_SA_NAME

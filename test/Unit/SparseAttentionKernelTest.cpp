@@ -1,0 +1,75 @@
+//===- SparseAttentionKernelTest.cpp - the sparse-attention kernel, NVRTC, ptxas -===//
+//
+// Without a GPU: names, shared-memory sizes, rejected variants, and (when
+// NVRTC and ptxas are installed) that the instantiations of
+// sparse_attention.cuh compile to PTX and assemble for sm_90 with tensor-core
+// MMAs and without spilling. Its numerics are checked on a GPU by
+// sparse-attention-check (random cases against a float64 reference) and by
+// the tiny V4.1 config in scripts/gpu-test.sh.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Target/AttentionKernel.h"
+#include "h20/Target/PtxAssembler.h"
+#include "h20/Target/SparseAttentionKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+using namespace h20;
+
+TEST(SparseAttentionKernel, NamesSharedMemoryAndRejectedVariants) {
+  EXPECT_EQ((SparseAttentionKernel{2, 0, 512, true}.name()), "h20_sparse_attn_bf16_sf32_d512_c");
+  EXPECT_EQ((SparseAttentionKernel{1, 1, 64, false}.name()), "h20_sparse_attn_f16_sf16_d64_w");
+  EXPECT_EQ(sparseAttentionPaddedDim(40), 64);
+  EXPECT_EQ(sparseAttentionPaddedDim(64), 64);
+  EXPECT_EQ(sparseAttentionPaddedDim(65), 128);
+  EXPECT_EQ(sparseAttentionPaddedDim(512), 512);
+  // DP = 512 (the Flash shape): Q 64 KiB + 2 key tiles 128 KiB + P 8 KiB +
+  // 1 KiB softmax exchange + 64 B counts + 640 slots x 4 B.
+  EXPECT_EQ(sparseAttentionSmemBytes(512, 640), 65536 + 131072 + 8192 + 1024 + 64 + 2560);
+  EXPECT_LE(sparseAttentionSmemBytes(512, 640), kSparseAttentionSmemLimit);
+  std::string ptx, log;
+  EXPECT_FALSE(compileSparseAttentionPtx({SparseAttentionKernel{0, 0, 64, true}}, "sm_90", ptx, log));
+  EXPECT_NE(log.find("unsupported"), std::string::npos) << log;
+  EXPECT_FALSE(compileSparseAttentionPtx({SparseAttentionKernel{2, 2, 576, true}}, "sm_90", ptx, log));
+  EXPECT_NE(log.find("unsupported"), std::string::npos) << log;
+  EXPECT_FALSE(compileSparseAttentionPtx({SparseAttentionKernel{}}, "gfx90", ptx, log));
+  EXPECT_NE(log.find("malformed"), std::string::npos) << log;
+}
+
+TEST(SparseAttentionKernel, CompilesAndAssemblesForSm90WithoutSpills) {
+  std::string reason;
+  if (!nvrtcAvailable(&reason)) {
+    std::printf("SKIP: %s\n", reason.c_str());
+    GTEST_SKIP() << reason;
+  }
+  std::vector<SparseAttentionKernel> kernels;
+  for (int dp : {64, 128, 512})
+    for (int dt : {1, 2})
+      for (bool compressed : {false, true})
+        kernels.push_back(SparseAttentionKernel{dt, dt == 2 ? 0 : 1, dp, compressed});
+  std::string ptx, log;
+  ASSERT_TRUE(compileSparseAttentionPtx(kernels, "sm_90", ptx, log)) << log;
+  for (const SparseAttentionKernel &k : kernels)
+    EXPECT_NE(ptx.find(".entry " + k.name() + "("), std::string::npos) << k.name();
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
+  EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos);
+  if (findPtxas().empty()) {
+    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+    GTEST_SKIP() << "ptxas not found";
+  }
+  std::string cubin, report, error;
+  ASSERT_EQ(assemblePtx(ptx, "sm_90", cubin, report, error), PtxasStatus::Ok) << error;
+  std::vector<PtxasFunctionStats> stats = parsePtxasReport(report);
+  for (const SparseAttentionKernel &k : kernels) {
+    const PtxasFunctionStats *st = nullptr;
+    for (const PtxasFunctionStats &f : stats)
+      if (f.name == k.name())
+        st = &f;
+    ASSERT_NE(st, nullptr) << k.name() << " missing from the ptxas report";
+    EXPECT_EQ(st->spillStores, 0) << k.name();
+    EXPECT_EQ(st->spillLoads, 0) << k.name();
+  }
+  std::printf("%s", report.c_str());
+}

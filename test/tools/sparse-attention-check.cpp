@@ -1,0 +1,663 @@
+//===- sparse-attention-check.cpp - V4.1 sparse attention and indexer on a GPU ===//
+//
+// sparse-attention-check [--no-check] [--time S1,S2,...] [--ratio R]
+//                        [--indexer-time S:R,...] [--reps N] [--json PATH]
+//
+// Correctness: compiles the attn.sparse_attention kernel variants
+// (lib/Target/GPU/kernels/sparse_attention.cuh, NVRTC), runs a matrix of
+// cases on random inputs and compares every output with a float64 CPU
+// reference computed from the same rounded inputs (the op's formula in
+// AttnOps.td): window only and window + compressed picks, picks that are
+// "none" (T) or negative, rows whose window is cut by the prompt start,
+// heads not a multiple of 64, D = 40 / 64 / 128 / 512 (padded dims),
+// f16 and bf16 with f32 / 16-bit sinks, a strided view (query and output
+// with padded head pitch, latent rows with a gap) that also must equal the
+// contiguous run bit for bit, and an unaligned view (no 16-byte paths).
+// Elements outside the output view must stay untouched. Tolerance:
+// relative L2 <= 1e-2 per case (P is rounded to the element type).
+//
+// Timing (--time): DeepSeek-V4.1-Flash shapes: 64 query heads, one 512-wide
+// latent head, window 128, top-512 compressed picks out of T = S / R
+// (--ratio, default 2) entries drawn from the visible ones (entry t visible
+// to row i iff t < (i + 1) / R), bf16 inputs generated on the device.
+// Before timing, 48 rows spread over the prompt are checked against the
+// float64 reference. CUDA events, one warm-up, median of --reps (default 5).
+// FLOPs count only visible key slots: 4 * D * (window keys + picks) per
+// query row and head. --indexer-time times the GPU lightning indexer
+// (kernels/indexer.cuh, mode 0) at V4.1-Flash shapes (32 heads x 128, top
+// 512, bf16 query/keys/weights) for each S:ratio; FLOPs 2 * 32 * 128 per
+// visible (row, entry) pair.
+//
+// Prints one line per case and timing, exits 1 on any failure, 0 with
+// "SKIP: no GPU (<reason>)" without a driver or device. --json writes the
+// timings as a JSON array (atomically).
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/FileUtil.h"
+#include "h20/Target/AttentionKernel.h"
+#include "h20/Target/IndexerKernel.h"
+#include "h20/Target/SparseAttentionKernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace h20;
+using h20::runtime::CudaApi;
+
+namespace {
+
+const CudaApi *api = nullptr;
+
+void check(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS)
+    return;
+  std::fprintf(stderr, "sparse-attention-check: %s: %s\n", what,
+               h20::runtime::cudaErrorText(*api, r).c_str());
+  std::exit(1);
+}
+
+// ---- 16-bit element conversions (round to nearest even) ------------------------
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t toBf16(float f) {
+  uint32_t x = bitsOf(f);
+  return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+float fromBf16(uint16_t h) { return floatOf(uint32_t(h) << 16); }
+uint16_t toF16(float f) { // normal range only (the inputs here are in [-4, 4])
+  uint32_t x = bitsOf(f), sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x < 0x38800000u)
+    return uint16_t(sign | uint32_t(std::nearbyint(floatOf(x) * 16777216.0f)));
+  return uint16_t(sign | ((x - 0x38000000u + 0xfffu + ((x >> 13) & 1u)) >> 13));
+}
+float fromF16(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0)
+    return (sign ? -1.f : 1.f) * float(m) * 5.9604644775390625e-08f;
+  return floatOf(sign | ((e + 112) << 23) | (m << 13));
+}
+uint16_t to16(int dt, float f) { return dt == 1 ? toF16(f) : toBf16(f); }
+float from16(int dt, uint16_t h) { return dt == 1 ? fromF16(h) : fromBf16(h); }
+
+// ---- device buffers and kernel arguments ---------------------------------------
+
+struct Buffer {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  explicit Buffer(size_t n) : bytes(n) { check(api->cuMemAlloc(&ptr, std::max<size_t>(n, 16)), "cuMemAlloc"); }
+  ~Buffer() { api->cuMemFree(ptr); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+};
+
+/// MLIR's expanded memref descriptor: base, aligned, offset, sizes, strides.
+void pushMemref(std::vector<uint64_t> &slots, CUdeviceptr p, int64_t offset,
+                const std::vector<int64_t> &sizes, const std::vector<int64_t> &strides) {
+  slots.push_back(p);
+  slots.push_back(p);
+  slots.push_back(uint64_t(offset));
+  for (int64_t s : sizes)
+    slots.push_back(uint64_t(s));
+  for (int64_t s : strides)
+    slots.push_back(uint64_t(s));
+}
+void pushF32(std::vector<uint64_t> &slots, float f) { slots.push_back(bitsOf(f)); }
+
+void launch(CUfunction f, unsigned gx, unsigned gy, unsigned block, unsigned smem,
+            std::vector<uint64_t> &slots) {
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  check(api->cuLaunchKernel(f, gx, gy, 1, block, 1, 1, smem, nullptr, ptrs.data(), nullptr),
+        "cuLaunchKernel");
+}
+
+std::map<std::string, CUfunction> functions;
+
+CUfunction loadPtx(const std::string &ptx, const std::string &name, int64_t smem) {
+  auto it = functions.find(name);
+  if (it != functions.end())
+    return it->second;
+  CUmodule mod;
+  check(api->cuModuleLoadDataEx(&mod, ptx.c_str(), 0, nullptr, nullptr), "cuModuleLoadDataEx");
+  CUfunction f;
+  check(api->cuModuleGetFunction(&f, mod, name.c_str()), "cuModuleGetFunction");
+  if (smem > 0)
+    check(api->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
+          "cuFuncSetAttribute");
+  functions[name] = f;
+  return f;
+}
+
+CUfunction sparseKernel(const SparseAttentionKernel &k) {
+  if (functions.count(k.name()))
+    return functions[k.name()];
+  std::string ptx, log;
+  if (!compileSparseAttentionPtx({k}, "sm_90", ptx, log)) {
+    std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
+    std::exit(1);
+  }
+  return loadPtx(ptx, k.name(), kSparseAttentionSmemLimit);
+}
+
+/// Uniform values in [-amp, amp) as 16-bit elements, generated on the GPU
+/// (the timed shapes hold tens of GB): element e = hash(seed, e).
+const char *kFillSource = R"(
+extern "C" __global__ void h20_fill16(unsigned short *p, long long n, unsigned seed, float amp,
+                                      int dt) {
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n;
+       e += (long long)gridDim.x * blockDim.x) {
+    unsigned long long x = (unsigned long long)e * 0x9E3779B97F4A7C15ull + seed;
+    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29;
+    float u = (float)(x >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+    float v = u * amp;
+    unsigned short h;
+    if (dt == 1) asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    else asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    p[e] = h;
+  }
+}
+)";
+
+void fill16(CUdeviceptr p, int64_t n, unsigned seed, float amp, int dt) {
+  static CUfunction f = nullptr;
+  if (!f) {
+    std::string ptx, log;
+    if (!compileCudaToPtx(kFillSource, "", "h20_fill.cuh", "h20_fill.cu", "90", ptx, log)) {
+      std::fprintf(stderr, "sparse-attention-check: fill kernel: %s\n", log.c_str());
+      std::exit(1);
+    }
+    f = loadPtx(ptx, "h20_fill16", 0);
+  }
+  std::vector<uint64_t> slots{p, uint64_t(n), seed, bitsOf(amp), uint64_t(dt)};
+  // Kernel parameters: (pointer, i64, u32, f32, i32): each read from its slot.
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  check(api->cuLaunchKernel(f, 4096, 1, 1, 256, 1, 1, 0, nullptr, ptrs.data(), nullptr), "fill");
+}
+
+// ---- the reference ---------------------------------------------------------------
+
+/// Host copies of one case's inputs as floats (already rounded), row-major.
+struct HostCase {
+  int64_t S, H, D, T, K, W;
+  std::vector<float> q, lat, sink, cmp;
+  std::vector<int64_t> idx;
+};
+
+/// out[h, :] of query row i in float64 (AttnOps.td, attn.sparse_attention).
+void referenceRow(const HostCase &c, int64_t i, double scale, const float *qRow /*[H, D]*/,
+                  const std::vector<const float *> &keys, std::vector<double> &out) {
+  out.assign(size_t(c.H * c.D), 0.0);
+  std::vector<double> s(keys.size());
+  for (int64_t h = 0; h < c.H; ++h) {
+    double m = c.sink[size_t(h)];
+    for (size_t j = 0; j < keys.size(); ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < c.D; ++d)
+        dot += double(qRow[h * c.D + d]) * keys[j][d];
+      s[j] = dot * scale;
+      m = std::max(m, s[j]);
+    }
+    double den = std::exp(c.sink[size_t(h)] - m);
+    for (size_t j = 0; j < keys.size(); ++j) {
+      double e = std::exp(s[j] - m);
+      den += e;
+      for (int64_t d = 0; d < c.D; ++d)
+        out[size_t(h * c.D + d)] += e * keys[j][d];
+    }
+    for (int64_t d = 0; d < c.D; ++d)
+      out[size_t(h * c.D + d)] /= den;
+  }
+  (void)i;
+}
+
+/// The visible keys of row i: window rows i, i-1, .. then valid picks.
+std::vector<const float *> keysOf(const HostCase &c, int64_t i) {
+  std::vector<const float *> keys;
+  for (int64_t j = 0; j < c.W && i - j >= 0; ++j)
+    keys.push_back(&c.lat[size_t((i - j) * c.D)]);
+  for (int64_t k = 0; k < c.K; ++k) {
+    int64_t t = c.idx[size_t(i * c.K + k)];
+    if (t >= 0 && t < c.T)
+      keys.push_back(&c.cmp[size_t(t * c.D)]);
+  }
+  return keys;
+}
+
+// ---- correctness cases -----------------------------------------------------------
+
+enum Layout { kContiguous, kStrided, kUnaligned };
+
+struct Case {
+  const char *name;
+  int dt, sinkType;
+  int64_t S, H, D, T, K, W;
+  Layout layout;
+};
+
+/// Runs one case; returns the output as floats [S, H, D] (for bit compares).
+bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
+  std::mt19937_64 rng(uint64_t(cs.S * 131 + cs.H * 7 + cs.D + cs.K * 3 + cs.dt));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  HostCase c{cs.S, cs.H, cs.D, cs.T, cs.K, cs.W, {}, {}, {}, {}, {}};
+  const bool compressed = cs.K > 0;
+  auto round = [&](float x) { return from16(cs.dt, to16(cs.dt, x)); };
+  c.q.resize(size_t(c.S * c.H * c.D));
+  c.lat.resize(size_t(c.S * c.D));
+  c.cmp.resize(size_t(std::max<int64_t>(c.T, 1) * c.D));
+  c.sink.resize(size_t(c.H));
+  for (float &x : c.q)
+    x = round(2.0f * uni(rng));
+  for (float &x : c.lat)
+    x = round(uni(rng));
+  for (float &x : c.cmp)
+    x = round(uni(rng));
+  for (float &x : c.sink)
+    x = cs.sinkType == 0 ? 2.0f * uni(rng) : round(2.0f * uni(rng));
+  // Picks: distinct visible entries (t < (i + 1) / 2), then T ("none") or -1.
+  c.idx.assign(size_t(c.S * std::max<int64_t>(c.K, 1)), c.T);
+  for (int64_t i = 0; i < c.S && compressed; ++i) {
+    int64_t vis = std::min<int64_t>((i + 1) / 2, c.T);
+    std::vector<int64_t> all(static_cast<size_t>(vis));
+    for (int64_t t = 0; t < vis; ++t)
+      all[size_t(t)] = t;
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int64_t k = 0; k < c.K; ++k)
+      c.idx[size_t(i * c.K + k)] = k < vis ? all[size_t(k)] : (k % 3 == 0 ? -1 : c.T);
+  }
+
+  // Device views. Strided: query/output head pitch D + 8 and row pitch
+  // H * (D + 8) + 16, latent row pitch D + 24, compressed D + 8; unaligned:
+  // base offset 1 and pitches + 1 (no 16-byte path).
+  int64_t qPitchH = c.D, qPitchS = c.H * c.D, latPitch = c.D, cmpPitch = c.D, base = 0;
+  if (cs.layout == kStrided) {
+    qPitchH = c.D + 8, qPitchS = c.H * (c.D + 8) + 16, latPitch = c.D + 24, cmpPitch = c.D + 8;
+  } else if (cs.layout == kUnaligned) {
+    qPitchH = c.D + 1, qPitchS = c.H * (c.D + 1) + 1, latPitch = c.D + 1, cmpPitch = c.D + 3;
+    base = 1;
+  }
+  const int64_t qElems = base + c.S * qPitchS, latElems = base + c.S * latPitch,
+                cmpElems = base + std::max<int64_t>(c.T, 1) * cmpPitch;
+  std::vector<uint16_t> hq(size_t(qElems), 0xffff), hlat(size_t(latElems), 0xffff),
+      hcmp(size_t(cmpElems), 0xffff);
+  for (int64_t i = 0; i < c.S; ++i)
+    for (int64_t h = 0; h < c.H; ++h)
+      for (int64_t d = 0; d < c.D; ++d)
+        hq[size_t(base + i * qPitchS + h * qPitchH + d)] = to16(cs.dt, c.q[size_t((i * c.H + h) * c.D + d)]);
+  for (int64_t i = 0; i < c.S; ++i)
+    for (int64_t d = 0; d < c.D; ++d)
+      hlat[size_t(base + i * latPitch + d)] = to16(cs.dt, c.lat[size_t(i * c.D + d)]);
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t d = 0; d < c.D; ++d)
+      hcmp[size_t(base + t * cmpPitch + d)] = to16(cs.dt, c.cmp[size_t(t * c.D + d)]);
+  std::vector<unsigned char> hsink(size_t(c.H) * 4);
+  for (int64_t h = 0; h < c.H; ++h) {
+    if (cs.sinkType == 0) {
+      std::memcpy(&hsink[size_t(h) * 4], &c.sink[size_t(h)], 4);
+    } else {
+      uint16_t v = to16(cs.sinkType, c.sink[size_t(h)]);
+      std::memcpy(&hsink[size_t(h) * 2], &v, 2);
+    }
+  }
+  Buffer dq(hq.size() * 2), dlat(hlat.size() * 2), dcmp(hcmp.size() * 2), dsink(hsink.size()),
+      didx(c.idx.size() * 8), dout(hq.size() * 2);
+  check(api->cuMemcpyHtoD(dq.ptr, hq.data(), dq.bytes), "copy");
+  check(api->cuMemcpyHtoD(dlat.ptr, hlat.data(), dlat.bytes), "copy");
+  check(api->cuMemcpyHtoD(dcmp.ptr, hcmp.data(), dcmp.bytes), "copy");
+  check(api->cuMemcpyHtoD(dsink.ptr, hsink.data(), dsink.bytes), "copy");
+  check(api->cuMemcpyHtoD(didx.ptr, c.idx.data(), didx.bytes), "copy");
+  std::vector<uint16_t> canary(hq.size(), 0x7fc1); // a NaN pattern
+  check(api->cuMemcpyHtoD(dout.ptr, canary.data(), dout.bytes), "copy");
+
+  SparseAttentionKernel k{cs.dt, cs.sinkType, int(sparseAttentionPaddedDim(c.D)), compressed};
+  CUfunction f = sparseKernel(k);
+  const double scale = 1.0 / std::sqrt(double(c.D));
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dq.ptr, base, {c.S, c.H, c.D}, {qPitchS, qPitchH, 1});
+  pushMemref(slots, dlat.ptr, base, {c.S, c.D}, {latPitch, 1});
+  pushMemref(slots, dsink.ptr, 0, {c.H}, {1});
+  pushMemref(slots, dcmp.ptr, base, {c.T, c.D}, {cmpPitch, 1});
+  pushMemref(slots, didx.ptr, 0, {c.S, std::max<int64_t>(c.K, 1)}, {std::max<int64_t>(c.K, 1), 1});
+  pushMemref(slots, dout.ptr, base, {c.S, c.H, c.D}, {qPitchS, qPitchH, 1});
+  pushF32(slots, float(scale * 1.4426950408889634));
+  slots.push_back(uint64_t(c.W));
+  const int64_t smem = sparseAttentionSmemBytes(k.paddedDim, c.W + c.K);
+  launch(f, unsigned(c.S), unsigned((c.H + 63) / 64), kSparseAttentionThreads, unsigned(smem), slots);
+  check(api->cuCtxSynchronize(), "sparse attention kernel");
+  std::vector<uint16_t> hout(hq.size());
+  check(api->cuMemcpyDtoH(hout.data(), dout.ptr, dout.bytes), "copy");
+
+  double err2 = 0, ref2 = 0;
+  bool untouched = true;
+  std::vector<char> inView(hout.size(), 0);
+  std::vector<double> ref;
+  if (outBits)
+    outBits->clear();
+  for (int64_t i = 0; i < c.S; ++i) {
+    referenceRow(c, i, scale, &c.q[size_t(i * c.H * c.D)], keysOf(c, i), ref);
+    for (int64_t h = 0; h < c.H; ++h)
+      for (int64_t d = 0; d < c.D; ++d) {
+        size_t at = size_t(base + i * qPitchS + h * qPitchH + d);
+        inView[at] = 1;
+        double got = from16(cs.dt, hout[at]), want = ref[size_t(h * c.D + d)];
+        err2 += (got - want) * (got - want);
+        ref2 += want * want;
+        if (outBits)
+          outBits->push_back(hout[at]);
+      }
+  }
+  for (size_t e = 0; e < hout.size(); ++e)
+    if (!inView[e] && hout[e] != 0x7fc1)
+      untouched = false;
+  double rel = std::sqrt(err2 / std::max(ref2, 1e-300));
+  bool ok = rel <= 1e-2 && std::isfinite(rel) && untouched;
+  std::printf("%s %-34s S=%-4lld H=%-3lld D=%-3lld T=%-4lld K=%-3lld W=%-3lld %s rel_l2=%.2e%s\n",
+              ok ? "PASS" : "FAIL", cs.name, (long long)c.S, (long long)c.H, (long long)c.D,
+              (long long)c.T, (long long)c.K, (long long)c.W, cs.dt == 1 ? "f16" : "bf16", rel,
+              untouched ? "" : " (wrote outside the output view)");
+  return ok;
+}
+
+bool runChecks() {
+  const Case cases[] = {
+      {"window-only", 2, 0, 150, 64, 64, 0, 0, 128, kContiguous},
+      {"window+picks", 2, 0, 300, 64, 128, 150, 64, 128, kContiguous},
+      {"heads-not-64 (tiny shape)", 2, 2, 129, 4, 40, 64, 16, 8, kContiguous},
+      {"heads-over-64", 1, 1, 70, 80, 64, 35, 32, 16, kContiguous},
+      {"many-slots-f16", 1, 0, 200, 16, 128, 100, 200, 128, kContiguous},
+      {"flash-head-dim", 2, 0, 96, 64, 512, 48, 64, 64, kContiguous},
+      {"strided", 2, 0, 300, 64, 128, 150, 64, 128, kStrided},
+      {"unaligned", 2, 0, 300, 64, 128, 150, 64, 128, kUnaligned},
+  };
+  bool all = true;
+  std::vector<uint16_t> contiguous;
+  for (const Case &cs : cases) {
+    std::vector<uint16_t> bits;
+    all &= runCase(cs, &bits);
+    if (std::strcmp(cs.name, "window+picks") == 0)
+      contiguous = bits;
+    if (cs.layout != kContiguous) {
+      bool same = bits == contiguous;
+      std::printf("%s %s equals the contiguous run bit for bit\n", same ? "PASS" : "FAIL", cs.name);
+      all &= same;
+    }
+  }
+  return all;
+}
+
+// ---- timing at V4.1-Flash shapes ---------------------------------------------------
+
+/// Distinct visible picks for row i: (start + k * p) mod vis with p prime >
+/// vis (so k -> pick is injective for k < vis); T when fewer are visible.
+void makePicks(std::vector<int64_t> &idx, int64_t S, int64_t K, int64_t T, int64_t ratio) {
+  const int64_t p = 1000003;
+  idx.resize(size_t(S * K));
+  for (int64_t i = 0; i < S; ++i) {
+    int64_t vis = std::min<int64_t>((i + 1) / ratio, T);
+    uint64_t start = uint64_t(i) * 0x9E3779B97F4A7C15ull >> 20;
+    for (int64_t k = 0; k < K; ++k)
+      idx[size_t(i * K + k)] = k < vis ? int64_t((start + uint64_t(k) * p) % uint64_t(vis)) : T;
+  }
+}
+
+double medianMs(CUfunction f, unsigned gx, unsigned gy, unsigned block, unsigned smem,
+                std::vector<uint64_t> &slots, int reps) {
+  CUevent a, b;
+  check(api->cuEventCreate(&a, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(api->cuEventCreate(&b, CU_EVENT_DEFAULT), "cuEventCreate");
+  launch(f, gx, gy, block, smem, slots); // warm-up
+  check(api->cuCtxSynchronize(), "warm-up");
+  std::vector<float> ms;
+  for (int r = 0; r < reps; ++r) {
+    check(api->cuEventRecord(a, nullptr), "cuEventRecord");
+    launch(f, gx, gy, block, smem, slots);
+    check(api->cuEventRecord(b, nullptr), "cuEventRecord");
+    check(api->cuEventSynchronize(b), "cuEventSynchronize");
+    float t = 0;
+    check(api->cuEventElapsedTime(&t, a, b), "cuEventElapsedTime");
+    ms.push_back(t);
+  }
+  api->cuEventDestroy(a);
+  api->cuEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::string json = "[";
+
+bool timeSparse(int64_t S, int64_t ratio, int reps) {
+  const int64_t H = 64, D = 512, W = 128, K = 512, T = S / ratio;
+  const int dt = 2;
+  Buffer dq(size_t(S * H * D) * 2), dlat(size_t(S * D) * 2), dcmp(size_t(std::max<int64_t>(T, 1) * D) * 2),
+      dsink(size_t(H) * 4), didx(size_t(S * K) * 8), dout(size_t(S * H * D) * 2);
+  fill16(dq.ptr, S * H * D, 11, 2.0f, dt);
+  fill16(dlat.ptr, S * D, 12, 1.0f, dt);
+  fill16(dcmp.ptr, T * D, 13, 1.0f, dt);
+  std::vector<float> sink(static_cast<size_t>(H));
+  for (int64_t h = 0; h < H; ++h)
+    sink[size_t(h)] = float(h % 7) * 0.25f - 0.5f;
+  check(api->cuMemcpyHtoD(dsink.ptr, sink.data(), dsink.bytes), "copy");
+  std::vector<int64_t> idx;
+  makePicks(idx, S, K, T, ratio);
+  check(api->cuMemcpyHtoD(didx.ptr, idx.data(), didx.bytes), "copy");
+  SparseAttentionKernel k{dt, 0, 512, true};
+  CUfunction f = sparseKernel(k);
+  const double scale = 1.0 / std::sqrt(double(D));
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dq.ptr, 0, {S, H, D}, {H * D, D, 1});
+  pushMemref(slots, dlat.ptr, 0, {S, D}, {D, 1});
+  pushMemref(slots, dsink.ptr, 0, {H}, {1});
+  pushMemref(slots, dcmp.ptr, 0, {T, D}, {D, 1});
+  pushMemref(slots, didx.ptr, 0, {S, K}, {K, 1});
+  pushMemref(slots, dout.ptr, 0, {S, H, D}, {H * D, D, 1});
+  pushF32(slots, float(scale * 1.4426950408889634));
+  slots.push_back(uint64_t(W));
+  const unsigned smem = unsigned(sparseAttentionSmemBytes(512, W + K));
+  launch(f, unsigned(S), 1, kSparseAttentionThreads, smem, slots);
+  check(api->cuCtxSynchronize(), "sparse attention kernel");
+
+  // Spot check of 48 rows against float64.
+  HostCase c{S, H, D, T, K, W, {}, {}, {}, {}, {}};
+  std::vector<uint16_t> lat16(size_t(S * D)), cmp16(size_t(std::max<int64_t>(T, 1) * D));
+  check(api->cuMemcpyDtoH(lat16.data(), dlat.ptr, dlat.bytes), "copy");
+  check(api->cuMemcpyDtoH(cmp16.data(), dcmp.ptr, size_t(T * D) * 2), "copy");
+  c.lat.resize(lat16.size());
+  c.cmp.resize(cmp16.size());
+  for (size_t e = 0; e < lat16.size(); ++e)
+    c.lat[e] = fromBf16(lat16[e]);
+  for (size_t e = 0; e < cmp16.size(); ++e)
+    c.cmp[e] = fromBf16(cmp16[e]);
+  c.sink = sink;
+  c.idx = std::move(idx);
+  double err2 = 0, ref2 = 0;
+  std::vector<uint16_t> q16(size_t(H * D)), o16(size_t(H * D));
+  std::vector<float> qf(size_t(H * D));
+  std::vector<double> ref;
+  for (int r = 0; r < 48; ++r) {
+    int64_t i = r < 4 ? r : (S - 1) * r / 47;
+    check(api->cuMemcpyDtoH(q16.data(), dq.ptr + CUdeviceptr(i * H * D * 2), q16.size() * 2), "copy");
+    check(api->cuMemcpyDtoH(o16.data(), dout.ptr + CUdeviceptr(i * H * D * 2), o16.size() * 2), "copy");
+    for (size_t e = 0; e < q16.size(); ++e)
+      qf[e] = fromBf16(q16[e]);
+    referenceRow(c, i, scale, qf.data(), keysOf(c, i), ref);
+    for (size_t e = 0; e < ref.size(); ++e) {
+      double got = fromBf16(o16[e]);
+      err2 += (got - ref[e]) * (got - ref[e]);
+      ref2 += ref[e] * ref[e];
+    }
+  }
+  double rel = std::sqrt(err2 / ref2);
+  bool ok = rel <= 1e-2;
+  std::printf("%s flash sparse attention S=%lld ratio=%lld: 48 rows vs float64 rel_l2=%.2e\n",
+              ok ? "PASS" : "FAIL", (long long)S, (long long)ratio, rel);
+
+  double flops = 0;
+  for (int64_t i = 0; i < S; ++i)
+    flops += double(std::min<int64_t>(W, i + 1) + std::min<int64_t>(K, std::min<int64_t>((i + 1) / ratio, T)));
+  flops *= 4.0 * double(D) * double(H);
+  double ms = medianMs(f, unsigned(S), 1, kSparseAttentionThreads, smem, slots, reps);
+  double tflops = flops / (ms * 1e-3) / 1e12;
+  std::printf("TIME sparse_attention S=%lld ratio=%lld H=64 D=512 W=128 K=512 bf16: %.3f ms, "
+              "%.1f TFLOP/s (%.3e FLOPs)\n",
+              (long long)S, (long long)ratio, ms, tflops, flops);
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%s{\"kernel\": \"sparse_attention\", \"S\": %lld, \"ratio\": %lld, \"H\": 64, "
+                "\"D\": 512, \"window\": 128, \"topk\": 512, \"ms\": %.4f, \"flops\": %.6e, "
+                "\"tflops\": %.2f, \"check_rel_l2\": %.3e}",
+                json.size() > 1 ? ", " : "", (long long)S, (long long)ratio, ms, flops, tflops, rel);
+  json += buf;
+  return ok;
+}
+
+bool timeIndexer(int64_t S, int64_t ratio, int reps) {
+  const int64_t Hi = 32, Di = 128, K = 512, T = S / ratio, G = 264;
+  Buffer dq(size_t(S * Hi * Di) * 2), dk(size_t(std::max<int64_t>(T, 1) * Di) * 2),
+      dw(size_t(S * Hi) * 2), dout(size_t(S * K) * 8), dscratch(size_t(G * std::max<int64_t>(T, 1)) * 4);
+  fill16(dq.ptr, S * Hi * Di, 21, 1.0f, 2);
+  fill16(dk.ptr, T * Di, 22, 1.0f, 2);
+  fill16(dw.ptr, S * Hi, 23, 1.0f, 2);
+  IndexerKernel k{2, 2, 2, 0};
+  std::string ptx, log;
+  if (!compileIndexerPtx({k}, "sm_90", ptx, log)) {
+    std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
+    return false;
+  }
+  const int64_t smem = indexerSmemBytes(0, Hi, Di, 0);
+  CUfunction f = loadPtx(ptx, k.name(), smem);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
+  pushMemref(slots, dk.ptr, 0, {T, Di}, {Di, 1});
+  pushMemref(slots, dw.ptr, 0, {S, Hi}, {Hi, 1});
+  pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1}); // candidates: unused in mode 0
+  pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
+  pushMemref(slots, dscratch.ptr, 0, {G, T}, {T, 1});
+  slots.push_back(uint64_t(ratio));
+  slots.push_back(1);
+  pushF32(slots, float(1.0 / std::sqrt(double(Di))));
+  double flops = 0;
+  for (int64_t i = 0; i < S; ++i)
+    flops += double(std::min<int64_t>((i + 1) / ratio, T));
+  flops *= 2.0 * double(Hi) * double(Di);
+  double ms = medianMs(f, unsigned(G), 1, kIndexerThreads, unsigned(smem), slots, reps);
+  double tflops = flops / (ms * 1e-3) / 1e12;
+  std::printf("TIME indexer_topk S=%lld ratio=%lld Hi=32 Di=128 K=512 bf16: %.3f ms, %.1f TFLOP/s "
+              "(%.3e FLOPs)\n",
+              (long long)S, (long long)ratio, ms, tflops, flops);
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "%s{\"kernel\": \"indexer_topk\", \"S\": %lld, \"ratio\": %lld, \"H\": 32, "
+                "\"D\": 128, \"topk\": 512, \"ms\": %.4f, \"flops\": %.6e, \"tflops\": %.2f}",
+                json.size() > 1 ? ", " : "", (long long)S, (long long)ratio, ms, flops, tflops);
+  json += buf;
+  return true;
+}
+
+std::vector<int64_t> parseList(const char *s) {
+  std::vector<int64_t> v;
+  for (const char *p = s; *p;) {
+    char *end;
+    v.push_back(std::strtoll(p, &end, 10));
+    p = *end ? end + 1 : end;
+  }
+  return v;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool doCheck = true;
+  std::vector<int64_t> times, indexerTimes;
+  int64_t ratio = 2;
+  int reps = 5;
+  std::string jsonPath;
+  for (int a = 1; a < argc; ++a) {
+    std::string arg = argv[a];
+    auto value = [&]() -> const char * {
+      if (a + 1 >= argc) {
+        std::fprintf(stderr, "sparse-attention-check: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++a];
+    };
+    if (arg == "--no-check")
+      doCheck = false;
+    else if (arg == "--time")
+      times = parseList(value());
+    else if (arg == "--ratio")
+      ratio = std::atoll(value());
+    else if (arg == "--indexer-time")
+      indexerTimes = parseList(value()); // S:R pairs, parsed as S, R, S, R...
+    else if (arg == "--reps")
+      reps = std::max(1, std::atoi(value()));
+    else if (arg == "--json")
+      jsonPath = value();
+    else {
+      std::fprintf(stderr, "sparse-attention-check: unknown argument '%s'\n", arg.c_str());
+      return 2;
+    }
+  }
+  if (ratio < 1 || indexerTimes.size() % 2 != 0) {
+    std::fprintf(stderr, "sparse-attention-check: --ratio must be >= 1, --indexer-time S:R pairs\n");
+    return 2;
+  }
+  std::string error;
+  api = h20::runtime::cudaApi(error);
+  int count = 0;
+  if (api && api->cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 0)
+    error = "no CUDA device";
+  if (!api || count == 0) {
+    std::printf("SKIP: no GPU (%s)\n", error.c_str());
+    return 0;
+  }
+  if (!nvrtcAvailable(&error)) {
+    std::printf("SKIP: %s\n", error.c_str());
+    return 0;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  check(api->cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check(api->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  char name[128] = {0};
+  api->cuDeviceGetName(name, sizeof name, dev);
+  std::printf("device: %s\n", name);
+  bool ok = true;
+  if (doCheck)
+    ok &= runChecks();
+  for (int64_t S : times)
+    ok &= timeSparse(S, ratio, reps);
+  for (size_t p = 0; p + 1 < indexerTimes.size(); p += 2)
+    ok &= timeIndexer(indexerTimes[p], indexerTimes[p + 1], std::max(1, reps / 2));
+  json += "]\n";
+  if (!jsonPath.empty()) {
+    std::string err;
+    if (!h20::runtime::writeFileAtomically(jsonPath, json, err)) {
+      std::fprintf(stderr, "sparse-attention-check: %s\n", err.c_str());
+      return 1;
+    }
+  }
+  std::printf("%s\n", ok ? "sparse-attention-check: all passed" : "sparse-attention-check: FAILED");
+  return ok ? 0 : 1;
+}
