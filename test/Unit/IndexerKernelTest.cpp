@@ -32,6 +32,27 @@ TEST(IndexerKernel, NamesAndSharedMemory) {
   EXPECT_NE(log.find("malformed"), std::string::npos) << log;
 }
 
+TEST(IndexerKernel, TensorCoreVariantChoice) {
+  IndexerKernel k;
+  ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 0, 32, 128, 512, k));
+  EXPECT_EQ(k.name(), "h20_indexer_mma_bf16_f32_h32_d128_c1024");
+  EXPECT_EQ(k.rowsPerCta(), 2);
+  // 3 x 64 x 128 x 2 (query, 2 key tiles) + 2 x 1024 x 8 + 2 x 8 + 256 + 1024 + 12 -> 16.
+  EXPECT_EQ(indexerMmaSmemBytes(k), 49152 + 16384 + 16 + 1280 + 16);
+  ASSERT_TRUE(chooseIndexerMma(0, 1, 1, 1, 4, 24, 8, k));
+  EXPECT_EQ(k.paddedHeads, 16);
+  EXPECT_EQ(k.paddedDim, 64);
+  EXPECT_EQ(k.cap, 128);
+  EXPECT_EQ(k.rowsPerCta(), 4);
+  EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k)) << "candidates: scalar kernel";
+  EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k));
+  EXPECT_FALSE(chooseIndexerMma(0, 0, 0, 0, 32, 128, 512, k)) << "f32: scalar kernel";
+  EXPECT_FALSE(chooseIndexerMma(0, 2, 1, 2, 32, 128, 512, k)) << "mixed 16-bit types";
+  EXPECT_FALSE(chooseIndexerMma(0, 2, 2, 2, 65, 128, 512, k));
+  EXPECT_FALSE(chooseIndexerMma(0, 2, 2, 2, 32, 257, 512, k));
+  EXPECT_FALSE(chooseIndexerMma(0, 2, 2, 2, 32, 128, 4096, k));
+}
+
 TEST(IndexerKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   std::string reason;
   if (!nvrtcAvailable(&reason)) {
@@ -42,8 +63,16 @@ TEST(IndexerKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   for (int mode : {0, 1, 2})
     for (int t : {0, 1, 2})
       kernels.push_back(IndexerKernel{t, t, t, mode});
+  // The tensor-core variants: the tiny config's (4 heads x 24, K 8) and
+  // V4.1-Flash's (32 heads x 128, K 512), f16 with f32 weights.
+  IndexerKernel tiny, flash, f16;
+  ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 2, 4, 24, 8, tiny));
+  ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 2, 32, 128, 512, flash));
+  ASSERT_TRUE(chooseIndexerMma(0, 1, 1, 0, 64, 256, 2048, f16));
+  kernels.insert(kernels.end(), {tiny, flash, f16});
   std::string ptx, log;
   ASSERT_TRUE(compileIndexerPtx(kernels, "sm_90", ptx, log)) << log;
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
   for (const IndexerKernel &k : kernels)
     EXPECT_NE(ptx.find(".entry " + k.name() + "("), std::string::npos) << k.name();
   if (findPtxas().empty()) {

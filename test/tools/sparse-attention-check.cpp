@@ -15,6 +15,12 @@
 // contiguous run bit for bit, and an unaligned view (no 16-byte paths).
 // Elements outside the output view must stay untouched. Tolerance:
 // relative L2 <= 1e-2 per case (P is rounded to the element type).
+// The tensor-core lightning indexer (kernels/indexer_mma.cuh) runs six
+// cases (tiny and Flash head shapes, f32 / 16-bit weights, K 512 over 1000
+// entries so its buffer is cut, a head dim of 20, exact ties between equal
+// keys); every row is checked against float64 scores: distinct visible
+// entries in score order, none left out with a higher score, ties to the
+// lower index, T in the unused slots.
 //
 // Timing (--time): DeepSeek-V4.1-Flash shapes: 64 query heads, one 512-wide
 // latent head, window 128, top-512 compressed picks out of T = S / R
@@ -24,7 +30,7 @@
 // float64 reference. CUDA events, one warm-up, median of --reps (default 5).
 // FLOPs count only visible key slots: 4 * D * (window keys + picks) per
 // query row and head. --indexer-time times the GPU lightning indexer
-// (kernels/indexer.cuh, mode 0) at V4.1-Flash shapes (32 heads x 128, top
+// (kernels/indexer_mma.cuh, mode 0) at V4.1-Flash shapes (32 heads x 128, top
 // 512, bf16 query/keys/weights) for each S:ratio; FLOPs 2 * 32 * 128 per
 // visible (row, entry) pair.
 //
@@ -531,28 +537,181 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
   return ok;
 }
 
-bool timeIndexer(int64_t S, int64_t ratio, int reps) {
-  const int64_t Hi = 32, Di = 128, K = 512, T = S / ratio, G = 264;
-  Buffer dq(size_t(S * Hi * Di) * 2), dk(size_t(std::max<int64_t>(T, 1) * Di) * 2),
-      dw(size_t(S * Hi) * 2), dout(size_t(S * K) * 8), dscratch(size_t(G * std::max<int64_t>(T, 1)) * 4);
-  fill16(dq.ptr, S * Hi * Di, 21, 1.0f, 2);
-  fill16(dk.ptr, T * Di, 22, 1.0f, 2);
-  fill16(dw.ptr, S * Hi, 23, 1.0f, 2);
-  IndexerKernel k{2, 2, 2, 0};
+// ---- indexer (tensor-core streaming top-k) cases ---------------------------------
+
+/// The mma indexer kernel for (heads, dim, K), compiled and loaded.
+CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, IndexerKernel &k) {
+  if (!chooseIndexerMma(0, dt, dt, wt, Hi, Di, K, k)) {
+    std::fprintf(stderr, "sparse-attention-check: no mma indexer variant for %lld x %lld, K %lld\n",
+                 (long long)Hi, (long long)Di, (long long)K);
+    std::exit(1);
+  }
+  if (functions.count(k.name()))
+    return functions[k.name()];
   std::string ptx, log;
   if (!compileIndexerPtx({k}, "sm_90", ptx, log)) {
     std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
-    return false;
+    std::exit(1);
   }
-  const int64_t smem = indexerSmemBytes(0, Hi, Di, 0);
-  CUfunction f = loadPtx(ptx, k.name(), smem);
+  return loadPtx(ptx, k.name(), indexerMmaSmemBytes(k));
+}
+
+struct IndexerCase {
+  const char *name;
+  int dt, wt;
+  int64_t S, Hi, Di, ratio, K;
+  bool duplicateKeys; ///< keys 2j and 2j + 1 equal: exact ties, the lower index must win
+};
+
+/// Runs one case on the mma kernel and checks each row against float64
+/// scores: the first min(K, visible) slots hold distinct visible entries
+/// in non-increasing score order, none scores below an entry left out
+/// (within 1e-5 of the row's largest |score|), ties at equal keys go to the
+/// lower index, and the other slots hold T.
+bool runIndexerCase(const IndexerCase &cs) {
+  std::mt19937_64 rng(uint64_t(cs.S * 17 + cs.Hi * 5 + cs.Di + cs.K));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const int64_t S = cs.S, Hi = cs.Hi, Di = cs.Di, T = S / cs.ratio, K = std::min<int64_t>(cs.K, T);
+  std::vector<float> q(static_cast<size_t>(S * Hi * Di)), k(static_cast<size_t>(std::max<int64_t>(T, 1) * Di)),
+      w(static_cast<size_t>(S * Hi));
+  for (float &x : q)
+    x = from16(cs.dt, to16(cs.dt, uni(rng)));
+  for (float &x : k)
+    x = from16(cs.dt, to16(cs.dt, uni(rng)));
+  if (cs.duplicateKeys)
+    for (int64_t t = 1; t < T; t += 2)
+      std::copy(&k[size_t((t - 1) * Di)], &k[size_t(t * Di)], &k[size_t(t * Di)]);
+  for (float &x : w)
+    x = cs.wt == 0 ? uni(rng) : from16(cs.wt, to16(cs.wt, uni(rng)));
+  std::vector<uint16_t> hq(q.size()), hk(k.size());
+  for (size_t e = 0; e < q.size(); ++e)
+    hq[e] = to16(cs.dt, q[e]);
+  for (size_t e = 0; e < k.size(); ++e)
+    hk[e] = to16(cs.dt, k[e]);
+  std::vector<unsigned char> hw(w.size() * 4);
+  for (size_t e = 0; e < w.size(); ++e) {
+    if (cs.wt == 0) {
+      std::memcpy(&hw[e * 4], &w[e], 4);
+    } else {
+      uint16_t v = to16(cs.wt, w[e]);
+      std::memcpy(&hw[e * 2], &v, 2);
+    }
+  }
+  Buffer dq(hq.size() * 2), dk(hk.size() * 2), dw(hw.size()),
+      dout(size_t(S * std::max<int64_t>(K, 1)) * 8);
+  check(api->cuMemcpyHtoD(dq.ptr, hq.data(), dq.bytes), "copy");
+  check(api->cuMemcpyHtoD(dk.ptr, hk.data(), dk.bytes), "copy");
+  check(api->cuMemcpyHtoD(dw.ptr, hw.data(), dw.bytes), "copy");
+  IndexerKernel kern;
+  CUfunction f = indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern);
+  const float scale = float(1.0 / std::sqrt(double(Di)));
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
+  pushMemref(slots, dk.ptr, 0, {T, Di}, {Di, 1});
+  pushMemref(slots, dw.ptr, 0, {S, Hi}, {Hi, 1});
+  pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
+  pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
+  pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread
+  slots.push_back(uint64_t(cs.ratio));
+  slots.push_back(1);
+  pushF32(slots, scale);
+  const unsigned ctas = unsigned((S + kern.rowsPerCta() - 1) / kern.rowsPerCta());
+  launch(f, ctas, 1, kIndexerMmaThreads, unsigned(indexerMmaSmemBytes(kern)), slots);
+  check(api->cuCtxSynchronize(), "indexer kernel");
+  std::vector<int64_t> out(size_t(S * K));
+  check(api->cuMemcpyDtoH(out.data(), dout.ptr, out.size() * 8), "copy");
+
+  int bad = 0;
+  std::string first;
+  std::vector<double> sc;
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t vis = std::min<int64_t>((i + 1) / cs.ratio, T);
+    sc.assign(size_t(vis), 0.0);
+    double big = 0;
+    for (int64_t t = 0; t < vis; ++t) {
+      double s = 0;
+      for (int64_t h = 0; h < Hi; ++h) {
+        double dot = 0;
+        for (int64_t d = 0; d < Di; ++d)
+          dot += double(q[size_t((i * Hi + h) * Di + d)]) * k[size_t(t * Di + d)];
+        s += std::max(dot, 0.0) * double(w[size_t(i * Hi + h)]) * double(scale);
+      }
+      sc[size_t(t)] = s;
+      big = std::max(big, std::fabs(s));
+    }
+    const double eps = 1e-5 * big + 1e-12;
+    const int64_t n = std::min(K, vis);
+    std::vector<char> taken(size_t(vis), 0);
+    std::string why;
+    double minTaken = 1e300;
+    for (int64_t j = 0; j < K && why.empty(); ++j) {
+      int64_t t = out[size_t(i * K + j)];
+      if (j >= n) {
+        if (t != T)
+          why = "slot " + std::to_string(j) + " holds " + std::to_string(t) + ", not T";
+        continue;
+      }
+      if (t < 0 || t >= vis || taken[size_t(t)]) {
+        why = "slot " + std::to_string(j) + " holds " + std::to_string(t) + " (invisible or repeated)";
+        continue;
+      }
+      taken[size_t(t)] = 1;
+      if (j > 0 && sc[size_t(t)] > sc[size_t(out[size_t(i * K + j - 1)])] + eps)
+        why = "not in score order at slot " + std::to_string(j);
+      minTaken = std::min(minTaken, sc[size_t(t)]);
+    }
+    for (int64_t t = 0; t < vis && why.empty(); ++t) {
+      if (taken[size_t(t)])
+        continue;
+      if (sc[size_t(t)] > minTaken + eps)
+        why = "entry " + std::to_string(t) + " left out with a higher score";
+      // An exact tie with a taken entry of a higher index: the lower must win.
+      if (cs.duplicateKeys && t % 2 == 0 && t + 1 < vis && taken[size_t(t + 1)])
+        why = "tie of entries " + std::to_string(t) + " and " + std::to_string(t + 1) +
+              " went to the higher index";
+    }
+    if (!why.empty() && bad++ == 0)
+      first = "row " + std::to_string(i) + ": " + why;
+  }
+  std::printf("%s indexer-mma %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld %s%s%s\n",
+              bad ? "FAIL" : "PASS", cs.name, (long long)S, (long long)Hi, (long long)Di,
+              (long long)cs.ratio, (long long)K, cs.dt == 1 ? "f16" : "bf16",
+              bad ? ", first: " : "", first.c_str());
+  return bad == 0;
+}
+
+bool runIndexerChecks() {
+  const IndexerCase cases[] = {
+      {"tiny shape", 2, 2, 129, 4, 24, 1, 8, false},
+      {"flash heads, f32 weights", 2, 0, 300, 32, 128, 2, 64, false},
+      {"cuts (K 512, 1000 entries)", 2, 2, 1000, 32, 128, 1, 512, false},
+      {"64 heads x 256, f16", 1, 1, 400, 64, 256, 1, 100, false},
+      {"dim 20 (no 16-byte path)", 2, 2, 200, 8, 20, 1, 16, false},
+      {"exact ties", 2, 2, 600, 32, 128, 1, 64, true},
+  };
+  bool all = true;
+  for (const IndexerCase &c : cases)
+    all &= runIndexerCase(c);
+  return all;
+}
+
+bool timeIndexer(int64_t S, int64_t ratio, int reps) {
+  const int64_t Hi = 32, Di = 128, K = 512, T = S / ratio;
+  Buffer dq(size_t(S * Hi * Di) * 2), dk(size_t(std::max<int64_t>(T, 1) * Di) * 2),
+      dw(size_t(S * Hi) * 2), dout(size_t(S * K) * 8);
+  fill16(dq.ptr, S * Hi * Di, 21, 1.0f, 2);
+  fill16(dk.ptr, T * Di, 22, 1.0f, 2);
+  fill16(dw.ptr, S * Hi, 23, 1.0f, 2);
+  IndexerKernel k;
+  CUfunction f = indexerMmaKernel(2, 2, Hi, Di, K, k);
+  const int64_t smem = indexerMmaSmemBytes(k);
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
   pushMemref(slots, dk.ptr, 0, {T, Di}, {Di, 1});
   pushMemref(slots, dw.ptr, 0, {S, Hi}, {Hi, 1});
   pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1}); // candidates: unused in mode 0
   pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
-  pushMemref(slots, dscratch.ptr, 0, {G, T}, {T, 1});
+  pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread by the mma kernel
   slots.push_back(uint64_t(ratio));
   slots.push_back(1);
   pushF32(slots, float(1.0 / std::sqrt(double(Di))));
@@ -560,14 +719,15 @@ bool timeIndexer(int64_t S, int64_t ratio, int reps) {
   for (int64_t i = 0; i < S; ++i)
     flops += double(std::min<int64_t>((i + 1) / ratio, T));
   flops *= 2.0 * double(Hi) * double(Di);
-  double ms = medianMs(f, unsigned(G), 1, kIndexerThreads, unsigned(smem), slots, reps);
+  const unsigned ctas = unsigned((S + k.rowsPerCta() - 1) / k.rowsPerCta());
+  double ms = medianMs(f, ctas, 1, kIndexerMmaThreads, unsigned(smem), slots, reps);
   double tflops = flops / (ms * 1e-3) / 1e12;
-  std::printf("TIME indexer_topk S=%lld ratio=%lld Hi=32 Di=128 K=512 bf16: %.3f ms, %.1f TFLOP/s "
+  std::printf("TIME indexer_topk (mma) S=%lld ratio=%lld Hi=32 Di=128 K=512 bf16: %.3f ms, %.1f TFLOP/s "
               "(%.3e FLOPs)\n",
               (long long)S, (long long)ratio, ms, tflops, flops);
   char buf[400];
   std::snprintf(buf, sizeof buf,
-                "%s{\"kernel\": \"indexer_topk\", \"S\": %lld, \"ratio\": %lld, \"H\": 32, "
+                "%s{\"kernel\": \"indexer_topk_mma\", \"S\": %lld, \"ratio\": %lld, \"H\": 32, "
                 "\"D\": 128, \"topk\": 512, \"ms\": %.4f, \"flops\": %.6e, \"tflops\": %.2f}",
                 json.size() > 1 ? ", " : "", (long long)S, (long long)ratio, ms, flops, tflops);
   json += buf;
@@ -587,6 +747,7 @@ std::vector<int64_t> parseList(const char *s) {
 } // namespace
 
 int main(int argc, char **argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // lines survive a timeout's kill
   bool doCheck = true;
   std::vector<int64_t> times, indexerTimes;
   int64_t ratio = 2;
@@ -644,8 +805,10 @@ int main(int argc, char **argv) {
   api->cuDeviceGetName(name, sizeof name, dev);
   std::printf("device: %s\n", name);
   bool ok = true;
-  if (doCheck)
+  if (doCheck) {
     ok &= runChecks();
+    ok &= runIndexerChecks();
+  }
   for (int64_t S : times)
     ok &= timeSparse(S, ratio, reps);
   for (size_t p = 0; p + 1 < indexerTimes.size(); p += 2)

@@ -151,6 +151,11 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
 bool compileCudaToPtx(const std::string &source, const char *header, const char *headerName,
                       const char *programName, const std::string &cc, std::string &ptx,
                       std::string &log);
+/// The same with several embedded headers: (contents, include name) pairs.
+bool compileCudaToPtx(const std::string &source,
+                      const std::vector<std::pair<const char *, const char *>> &headers,
+                      const char *programName, const std::string &cc, std::string &ptx,
+                      std::string &log);
 
 /// One instantiation of a macro-parameterised kernel header: `#define NAME
 /// VALUE` for each pair, `#include "headerName"`, then `#undef` each NAME.

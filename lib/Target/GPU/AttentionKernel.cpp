@@ -421,10 +421,17 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
 bool compileCudaToPtx(const std::string &source, const char *header, const char *headerName,
                       const char *programName, const std::string &cc, std::string &ptx,
                       std::string &log) {
+  return compileCudaToPtx(source, {{header, headerName}}, programName, cc, ptx, log);
+}
+
+bool compileCudaToPtx(const std::string &source,
+                      const std::vector<std::pair<const char *, const char *>> &headerList,
+                      const char *programName, const std::string &cc, std::string &ptx,
+                      std::string &log) {
   ptx.clear();
   log.clear();
 #if !H20_HAVE_NVRTC_HEADERS
-  (void)source, (void)header, (void)headerName, (void)programName, (void)cc;
+  (void)source, (void)headerList, (void)programName, (void)cc;
   nvrtcAvailable(&log);
   return false;
 #else
@@ -434,10 +441,15 @@ bool compileCudaToPtx(const std::string &source, const char *header, const char 
     log = error;
     return false;
   }
-  const char *headers[] = {header};
-  const char *headerNames[] = {headerName};
+  std::vector<const char *> headers, headerNames;
+  for (const auto &[contents, name] : headerList) {
+    headers.push_back(contents);
+    headerNames.push_back(name);
+  }
   nvrtcProgram prog = nullptr;
-  nvrtcResult r = api->createProgram(&prog, source.c_str(), programName, 1, headers, headerNames);
+  nvrtcResult r = api->createProgram(&prog, source.c_str(), programName,
+                                     static_cast<int>(headers.size()), headers.data(),
+                                     headerNames.data());
   if (r != NVRTC_SUCCESS) {
     log = std::string(programName) + ": nvrtcCreateProgram: " + api->getErrorString(r);
     return false;

@@ -791,11 +791,27 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     return op->emitError("GPU target: the indexer kernel selects at most ")
            << kIndexerMaxK << " entries per query, this op " << out.sizes[1].c;
   int64_t smem = indexerSmemBytes(mode, q.sizes[1].c, q.sizes[2].c, cand.sizes[1].c);
-  if (smem > 160 * 1024)
+  // 16-bit top-k (mode 0): the tensor-core kernel with the streaming top-k.
+  IndexerKernel mma;
+  const bool useMma = chooseIndexerMma(mode, kernel.queryType, kernel.keyType, kernel.weightType,
+                                       q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma);
+  if (useMma) {
+    kernel = mma;
+    smem = indexerMmaSmemBytes(mma);
+  }
+  if (!useMma && smem > 160 * 1024)
     return op->emitError("GPU target: the indexer's query row (")
            << q.sizes[1].c << " heads x " << q.sizes[2].c << ") does not fit in shared memory";
   if (llvm::find(program.indexerKernels, kernel) == program.indexerKernels.end())
     program.indexerKernels.push_back(kernel);
+  // The mma kernel: a CTA per rowsPerCta() query rows (S CTAs when S is
+  // not known here; the extra ones return at once).
+  llvm::json::Value gridX = scratch.sizes[0].c;
+  if (useMma)
+    gridX = q.sizes[0].isConst()
+                ? llvm::json::Value(std::max<int64_t>(
+                      1, (q.sizes[0].c + mma.rowsPerCta() - 1) / mma.rowsPerCta()))
+                : q.sizes[0].json();
   llvm::json::Array args;
   for (const View *x : {&q, &k, &w, &cand, &out, &scratch})
     args.push_back(llvm::json::Object{{"memref", viewJson(*x)}});
@@ -806,8 +822,8 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
       {"op", "launch"},
       {"module", kIndexerModulePlaceholder},
       {"kernel", kernel.name()},
-      {"grid", llvm::json::Array{scratch.sizes[0].c, 1, 1}},
-      {"block", llvm::json::Array{kIndexerThreads, 1, 1}},
+      {"grid", llvm::json::Array{std::move(gridX), 1, 1}},
+      {"block", llvm::json::Array{useMma ? kIndexerMmaThreads : kIndexerThreads, 1, 1}},
       {"smem", smem},
       {"args", std::move(args)}});
   return success();

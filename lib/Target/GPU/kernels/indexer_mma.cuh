@@ -1,0 +1,340 @@
+//===- indexer_mma.cuh - V4.1 lightning-indexer top-k on tensor cores, for NVRTC -*- CUDA -*-===//
+//
+// attn.indexer_topk without candidates (mode 0 of indexer.cuh) for 16-bit
+// query and keys: the scores on mma.sync tensor cores and the top-k kept
+// on chip while the keys stream by, so neither an S x T score matrix nor a
+// T-long scratch row per query is ever written (indexer.cuh's scratch rows
+// cost 4 T bytes of traffic per query and pass). Semantics: the op's
+// description in include/h20/Dialect/Attn/IR/AttnOps.td; reference:
+// lib/Conversion/ToLinalg/SparseAttnToLinalg.cpp. Source of the scoring:
+// transformers models/deepseek_v41 (DeepseekV41Indexer).
+//
+// Compiled by NVRTC only: lib/Target/GPU/IndexerKernel.cpp embeds this file
+// and, per instantiation, defines H20_IDXM_DT (query and key type: 1 f16,
+// 2 bf16), H20_IDXM_W (weights: 0 f32, 1 f16, 2 bf16), H20_IDXM_HP (heads
+// padded to 16, 32 or 64), H20_IDXM_DP (head dim padded to a multiple of
+// 64, at most 256), H20_IDXM_CAP (candidate buffer per query row, a power
+// of two >= K + 64) and H20_IDXM_NAME, then includes it.
+//
+// Work split: a CTA of 4 warps owns R = 64 / HP consecutive query rows, the
+// 64 (row, head) pairs forming the MMA's M (padding rows are zero); CTAs
+// take the longest rows first. Per tile of 64 keys (cp.async, double
+// buffered, 16-byte chunks XOR-swizzled): S = Q K^T with K = DP (Q's
+// fragments stay in registers), then ReLU, times weight x scale, summed
+// over each row's heads (shuffles, then shared memory) into 64 entry
+// scores per row. Selection, exact and streaming: every query row keeps a
+// buffer of candidate keys (score, then lower index, as one 64-bit key)
+// and the key `tau` of its K-th best so far; an entry enters only if its
+// key beats tau (all entries do until K are held). When a buffer could
+// overflow on the next tile, it is bitonic-sorted and cut to its K best,
+// raising tau. At the end each buffer is sorted and its K best written,
+// largest first; slots without a visible entry hold T.
+//
+// Kernel parameters follow MLIR's expanded memref descriptor, as
+// indexer.cuh's (the candidates and scratch views are not read).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef H20_IDXM_CUH_COMMON
+#define H20_IDXM_CUH_COMMON
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define H20_IDXM_THREADS 128
+#define H20_IDXM_TILE 64
+
+__device__ __forceinline__ u32 idxmSwizzle(int row, int col, int rowElems) {
+  const int chunk = (col >> 3) ^ (row & 7);
+  return static_cast<u32>(row * rowElems * 2 + chunk * 16 + (col & 7) * 2);
+}
+__device__ __forceinline__ u32 idxmSmem(const void *p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void idxmCpAsync16(u32 dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void idxmCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void idxmWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void idxmLdmatrixX4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+template <int DT> struct IdxmElem;
+template <> struct IdxmElem<0> {
+  static __device__ __forceinline__ float load(const void *p) { return *static_cast<const float *>(p); }
+  static constexpr int bytes = 4;
+};
+template <> struct IdxmElem<1> {
+  static __device__ __forceinline__ float load(const void *p) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*static_cast<const u16 *>(p)));
+    return f;
+  }
+  static constexpr int bytes = 2;
+  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <> struct IdxmElem<2> {
+  static __device__ __forceinline__ float load(const void *p) {
+    return __uint_as_float(static_cast<u32>(*static_cast<const u16 *>(p)) << 16);
+  }
+  static constexpr int bytes = 2;
+  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+/// A candidate as one 64-bit key ordered like the selection: a larger
+/// score first, on equal scores the lower entry index (the float maps to an
+/// unsigned key of the same order, -0 as +0; scores are finite here). 0 is
+/// below every candidate: an empty slot.
+__device__ __forceinline__ u64 idxmKey(float s, u32 t) {
+  u32 u = __float_as_uint(s == 0.0f ? 0.0f : s);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<u64>(u) << 32) | static_cast<u64>(0xffffffffu - t);
+}
+__device__ __forceinline__ u32 idxmIndex(u64 key) { return 0xffffffffu - static_cast<u32>(key); }
+
+/// Sorts buf[0, CAP) descending (bitonic; all threads of the CTA).
+template <int CAP> __device__ void idxmSortDescending(u64 *buf) {
+  for (int k = 2; k <= CAP; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < CAP; i += H20_IDXM_THREADS) {
+        const int p = i ^ j;
+        if (p > i) {
+          const u64 a = buf[i], b = buf[p];
+          const bool descending = (i & k) == 0;
+          if (descending ? a < b : a > b) {
+            buf[i] = b;
+            buf[p] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+}
+
+#endif // H20_IDXM_CUH_COMMON
+
+#if defined(H20_IDXM_NAME)
+
+#define H20_MR2(T, n)                                                                              \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
+#define H20_MR3(T, n)                                                                              \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,      \
+      i64 n##_s2
+
+/// q [S, Hi, Di], keys [T, Di], weights [S, Hi], out [S, K] i64 (K <=
+/// CAP - 64); cand and scratch as in indexer.cuh, unread. Grid: at least
+/// ceil(S / R) CTAs (extra ones return), 128 threads, dynamic shared memory
+/// indexerMmaSmemBytes (IndexerKernel.h). ratio: tokens per entry; block:
+/// unused (1); scale: the score scale.
+extern "C" __global__ void __launch_bounds__(H20_IDXM_THREADS, 1)
+H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, w),
+              H20_MR2(const i64, cand), H20_MR2(i64, out), H20_MR2(float, scratch), i64 ratio,
+              i64 block, float scale) {
+  typedef IdxmElem<H20_IDXM_DT> E;
+  typedef IdxmElem<H20_IDXM_W> WE;
+  constexpr int HP = H20_IDXM_HP, DP = H20_IDXM_DP, CAP = H20_IDXM_CAP;
+  constexpr int R = 64 / HP, CHUNKS = DP / 8, KSTEPS = DP / 16;
+  static_assert(HP == 16 || HP == 32 || HP == 64, "HP: 16, 32 or 64");
+  static_assert(DP % 64 == 0 && DP <= 256, "DP: a multiple of 64, at most 256");
+  static_assert((CAP & (CAP - 1)) == 0 && CAP >= 128, "CAP: a power of two >= 128");
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char *qs = smem;                          // [64][DP]
+  unsigned char *ks = qs + 64 * DP * 2;              // 2 x [64][DP]
+  u64 *buf = reinterpret_cast<u64 *>(ks + 2 * H20_IDXM_TILE * DP * 2); // [R][CAP]
+  u64 *tau = buf + R * CAP;                          // [R]
+  float *ws = reinterpret_cast<float *>(tau + R);    // [64]: weight x scale per M row
+  float *red = ws + 64;                              // [4][64]: per-warp head sums
+  int *cnt = reinterpret_cast<int *>(red + 4 * 64);  // [R]
+  int *flag = cnt + R;                               // [1]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, quad = lane & 3;
+  const i64 S = q_d0, Hi = q_d1, Di = q_d2, T = k_d0, K = out_d1;
+  const i64 ctas = (S + R - 1) / R;
+  if (static_cast<i64>(blockIdx.x) >= ctas)
+    return;
+  const i64 i0 = (ctas - 1 - blockIdx.x) * R; // the longest rows first
+  const u32 qsAddr = idxmSmem(qs), ksAddr = idxmSmem(ks);
+  auto aligned16 = [](const void *p) { return (reinterpret_cast<u64>(p) & 15u) == 0; };
+  const bool dVec = Di % 8 == 0;
+  const bool qVec = dVec && q_s2 == 1 && q_s1 % 8 == 0 && q_s0 % 8 == 0 && aligned16(q + q_off);
+  const bool kVec = dVec && k_s1 == 1 && k_s0 % 8 == 0 && aligned16(k + k_off);
+
+  // Visible entries of row i: t < min((i + 1) / ratio, T).
+  auto visibleOf = [&](i64 i) {
+    const i64 v = (i + 1) / ratio;
+    return v < T ? v : T;
+  };
+  const i64 lastRow = i0 + R - 1 < S ? i0 + R - 1 : S - 1;
+  const i64 visMax = visibleOf(lastRow);
+
+  // ---- the query block, weights, empty buffers ---------------------------
+  for (int e = tid; e < 64 * CHUNKS; e += H20_IDXM_THREADS) {
+    const int m = e / CHUNKS, c = e % CHUNKS;
+    const i64 i = i0 + m / HP, h = m % HP;
+    const bool ok = i < S && h < Hi;
+    if (qVec) {
+      const bool in = ok && c * 8 < Di;
+      idxmCpAsync16(qsAddr + idxmSwizzle(m, c * 8, DP), in ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off,
+                    in ? 16 : 0);
+    } else {
+      for (int d = c * 8; d < c * 8 + 8; ++d)
+        *reinterpret_cast<u16 *>(qs + idxmSwizzle(m, d, DP)) =
+            ok && d < Di ? q[q_off + i * q_s0 + h * q_s1 + d * q_s2] : u16(0);
+    }
+  }
+  idxmCommit();
+  for (int m = tid; m < 64; m += H20_IDXM_THREADS) {
+    const i64 i = i0 + m / HP, h = m % HP;
+    ws[m] = i < S && h < Hi
+                ? WE::load(static_cast<const unsigned char *>(w) + (w_off + i * w_s0 + h * w_s1) * WE::bytes) * scale
+                : 0.0f;
+  }
+  for (int e = tid; e < R * CAP; e += H20_IDXM_THREADS)
+    buf[e] = 0;
+  if (tid < R) {
+    tau[tid] = 0;
+    cnt[tid] = 0;
+  }
+
+  auto loadTile = [&](i64 tile, int stage) {
+    const u32 dst = ksAddr + stage * H20_IDXM_TILE * DP * 2;
+    unsigned char *dstp = ks + stage * H20_IDXM_TILE * DP * 2;
+    for (int e = tid; e < H20_IDXM_TILE * CHUNKS; e += H20_IDXM_THREADS) {
+      const int r = e / CHUNKS, c = e % CHUNKS;
+      const i64 t = tile * H20_IDXM_TILE + r;
+      if (kVec) {
+        const bool in = t < T && c * 8 < Di;
+        idxmCpAsync16(dst + idxmSwizzle(r, c * 8, DP), in ? k + k_off + t * k_s0 + c * 8 : k + k_off, in ? 16 : 0);
+      } else {
+        for (int d = c * 8; d < c * 8 + 8; ++d)
+          *reinterpret_cast<u16 *>(dstp + idxmSwizzle(r, d, DP)) =
+              t < T && d < Di ? k[k_off + t * k_s0 + d * k_s1] : u16(0);
+      }
+    }
+  };
+
+  const i64 tiles = (visMax + H20_IDXM_TILE - 1) / H20_IDXM_TILE;
+  if (tiles > 0)
+    loadTile(0, 0);
+  idxmCommit();
+  idxmWait<0>();
+  __syncthreads();
+  // Q's fragments for this warp's 16 M rows, all K steps.
+  u32 qa[KSTEPS][4];
+#pragma unroll
+  for (int s = 0; s < KSTEPS; ++s)
+    idxmLdmatrixX4(qsAddr + idxmSwizzle(warp * 16 + (lane & 15), s * 16 + (lane >> 4) * 8, DP),
+                   qa[s][0], qa[s][1], qa[s][2], qa[s][3]);
+  const float w0 = ws[warp * 16 + g], w1 = ws[warp * 16 + g + 8];
+
+  for (i64 tile = 0; tile < tiles; ++tile) {
+    const int stage = static_cast<int>(tile & 1);
+    if (tile + 1 < tiles) {
+      loadTile(tile + 1, stage ^ 1);
+      idxmCommit();
+      idxmWait<1>();
+    } else {
+      idxmWait<0>();
+    }
+    __syncthreads();
+    const u32 kt = ksAddr + stage * H20_IDXM_TILE * DP * 2;
+    float acc[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < KSTEPS; ++s)
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        u32 b0, b1, b2, b3;
+        idxmLdmatrixX4(kt + idxmSwizzle(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                        s * 16 + ((lane >> 3) & 1) * 8, DP),
+                       b0, b1, b2, b3);
+        E::mma(acc[np * 2], qa[s], b0, b1);
+        E::mma(acc[np * 2 + 1], qa[s], b2, b3);
+      }
+    // ReLU x weight x scale, summed over the warp's 16 rows (heads).
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float v = fmaxf(acc[j][e], 0.0f) * w0 + fmaxf(acc[j][e + 2], 0.0f) * w1;
+        v += __shfl_xor_sync(0xffffffffu, v, 4);
+        v += __shfl_xor_sync(0xffffffffu, v, 8);
+        v += __shfl_xor_sync(0xffffffffu, v, 16);
+        if (g == 0)
+          red[warp * 64 + j * 8 + quad * 2 + e] = v;
+      }
+    __syncthreads();
+    // Row r's scores: the sum over its HP / 16 warps; candidates enter.
+    for (int e = tid; e < R * 64; e += H20_IDXM_THREADS) {
+      const int r = e / 64, c = e % 64;
+      const i64 t = tile * H20_IDXM_TILE + c;
+      const i64 i = i0 + r;
+      float s = 0.0f;
+#pragma unroll
+      for (int x = 0; x < HP / 16; ++x)
+        s += red[(r * (HP / 16) + x) * 64 + c];
+      if (i < S && t < visibleOf(i)) {
+        const u64 key = idxmKey(s, static_cast<u32>(t));
+        if (key > tau[r])
+          buf[r * CAP + atomicAdd(&cnt[r], 1)] = key;
+      }
+    }
+    if (tid == 0)
+      *flag = 0;
+    __syncthreads();
+    // A buffer that could overflow on the next tile is cut to its K best.
+    if (tid < R && cnt[tid] > CAP - H20_IDXM_TILE)
+      atomicOr(flag, 1);
+    __syncthreads();
+    if (*flag) {
+      for (int r = 0; r < R; ++r) {
+        if (cnt[r] <= CAP - H20_IDXM_TILE)
+          continue;
+        idxmSortDescending<CAP>(buf + r * CAP);
+        for (int e = static_cast<int>(K) + tid; e < CAP; e += H20_IDXM_THREADS)
+          buf[r * CAP + e] = 0;
+        __syncthreads();
+        if (tid == 0) {
+          cnt[r] = static_cast<int>(K);
+          tau[r] = buf[r * CAP + K - 1];
+        }
+        __syncthreads();
+      }
+    }
+  }
+
+  // ---- the K best of every row, largest first -----------------------------
+  for (int r = 0; r < R; ++r) {
+    const i64 i = i0 + r;
+    if (i >= S)
+      break;
+    idxmSortDescending<CAP>(buf + r * CAP);
+    const int n = cnt[r] < K ? cnt[r] : static_cast<int>(K);
+    for (i64 j = tid; j < K; j += H20_IDXM_THREADS)
+      out[out_off + i * out_s0 + j * out_s1] = j < n ? static_cast<i64>(idxmIndex(buf[r * CAP + j])) : T;
+    __syncthreads();
+  }
+}
+
+#undef H20_MR2
+#undef H20_MR3
+#endif // H20_IDXM_NAME
