@@ -8,7 +8,8 @@
 #   art/      artifacts compiled for the H200 (sm_90): each fixture in f32
 #             and bf16 (chunks of 64 tokens, so S = 1024 runs 16 chunks),
 #             plus last-position-logits variants
-#   gpu-test.sh, the runner.
+#   gpu-test.sh, the runner; bench/v41-kernels.sh (DeepSeek-V4.1-Flash
+#             sparse attention and indexer timings, issue 9).
 # With H20_BUNDLE_BENCH=1 (or =only: the benchmark part alone, without the
 # fixtures, conformance cases and seed-dense test models), also the issue-7
 # benchmarks (bench/run-bench.sh runs them on the GPU machine):
@@ -40,6 +41,8 @@ for t in "$out"/bin/*; do
   ldd "$t" | awk '/=> \// {print $3}' |
     grep -E 'libprotobuf|libonnx_proto' || true
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
+# The V4.1 kernel benchmark needs only bin/ (issue 9; any bundle).
+mkdir -p "$out/bench" && cp "$root/bench/v41-kernels.sh" "$out/bench/"
 cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" \
   "$root/scripts/gpu-nccl-check.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
