@@ -434,7 +434,13 @@ class Exporter:
                 g.op("Identity", [streams], outs=[f"streams.{i}"])
         hidden = self.rms(self.hc_collapse(streams, pre_mix), "model.norm.weight")
         if logits == "last":
-            hidden = g.op("Slice", [hidden, g.i64(-1), g.i64(2 ** 62), g.i64(0)])
+            # [1, S, H] -> Slice(starts -1, axis 1) -> MatMul: the form of a
+            # last-position LM head compilers match (h20's chunked prefill
+            # computes it on the prompt's last real row).
+            hidden = g.op("Unsqueeze", [hidden, g.i64(0)])
+            hidden = g.op("Slice", [hidden, g.i64(-1), g.i64(2 ** 62), g.i64(1)])
+            g.op("MatMul", [hidden, self.linear_t("lm_head.weight")], outs=["logits"])
+            return
         out = self.matmul(hidden, self.linear_t("lm_head.weight"))
         g.op("Unsqueeze", [out, g.i64(0)], outs=["logits"])
 

@@ -35,7 +35,7 @@ TEST(IndexerKernel, NamesAndSharedMemory) {
 TEST(IndexerKernel, TensorCoreVariantChoice) {
   IndexerKernel k;
   ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 0, 32, 128, 512, k));
-  EXPECT_EQ(k.name(), "h20_indexer_mma_bf16_f32_h32_d128_c1024");
+  EXPECT_EQ(k.name(), "h20_indexer_mma_m0_bf16_f32_h32_d128_c1024");
   EXPECT_EQ(k.rowsPerCta(), 2);
   // 3 x 64 x 128 x 2 (query, 2 key tiles) + 2 x 1024 x 8 + 2 x 8 + 256 + 1024 + 12 -> 16.
   EXPECT_EQ(indexerMmaSmemBytes(k), 49152 + 16384 + 16 + 1280 + 16);
@@ -45,7 +45,12 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   EXPECT_EQ(k.cap, 128);
   EXPECT_EQ(k.rowsPerCta(), 4);
   EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k)) << "candidates: scalar kernel";
-  EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k));
+  // Mode 2 (candidate blocks) with a block size dividing 32: V4.1-Flash's
+  // 2048 blocks of 8.
+  ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 2048, k, 8));
+  EXPECT_EQ(k.name(), "h20_indexer_mma_m2_bf16_bf16_h32_d128_c4096");
+  EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k, 64)) << "block over a warp";
+  EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k, 6)) << "block not a power of two";
   EXPECT_FALSE(chooseIndexerMma(0, 0, 0, 0, 32, 128, 512, k)) << "f32: scalar kernel";
   EXPECT_FALSE(chooseIndexerMma(0, 2, 1, 2, 32, 128, 512, k)) << "mixed 16-bit types";
   EXPECT_FALSE(chooseIndexerMma(0, 2, 2, 2, 65, 128, 512, k));
@@ -69,7 +74,10 @@ TEST(IndexerKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 2, 4, 24, 8, tiny));
   ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 2, 32, 128, 512, flash));
   ASSERT_TRUE(chooseIndexerMma(0, 1, 1, 0, 64, 256, 2048, f16));
-  kernels.insert(kernels.end(), {tiny, flash, f16});
+  IndexerKernel tinyBlocks, flashBlocks;
+  ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 4, 24, 6, tinyBlocks, 4));
+  ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 2048, flashBlocks, 8));
+  kernels.insert(kernels.end(), {tiny, flash, f16, tinyBlocks, flashBlocks});
   std::string ptx, log;
   ASSERT_TRUE(compileIndexerPtx(kernels, "sm_90", ptx, log)) << log;
   EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);

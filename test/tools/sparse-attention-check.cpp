@@ -1,7 +1,8 @@
 //===- sparse-attention-check.cpp - V4.1 sparse attention and indexer on a GPU ===//
 //
 // sparse-attention-check [--no-check] [--time S1,S2,...] [--ratio R]
-//                        [--indexer-time S:R,...] [--reps N] [--json PATH]
+//                        [--indexer-time S:R,...] [--candidates-time S:R,...]
+//                        [--reps N] [--json PATH]
 //
 // Correctness: compiles the attn.sparse_attention kernel variants
 // (lib/Target/GPU/kernels/sparse_attention.cuh, NVRTC), runs a matrix of
@@ -16,11 +17,13 @@
 // Elements outside the output view must stay untouched. Tolerance:
 // relative L2 <= 1e-2 per case (P is rounded to the element type).
 // The tensor-core lightning indexer (kernels/indexer_mma.cuh) runs six
-// cases (tiny and Flash head shapes, f32 / 16-bit weights, K 512 over 1000
-// entries so its buffer is cut, a head dim of 20, exact ties between equal
-// keys); every row is checked against float64 scores: distinct visible
-// entries in score order, none left out with a higher score, ties to the
-// lower index, T in the unused slots.
+// top-k cases (tiny and Flash head shapes, f32 / 16-bit weights, K 512 over
+// 1000 entries so its buffer is cut, a head dim of 20, exact ties between
+// equal keys) and four candidate-block cases (blocks of 1, 4, 8, 32); every
+// row is checked against float64 scores: distinct visible entries (blocks:
+// blocks with a visible entry, the newest pinned first) in score order,
+// none left out with a higher score, ties to the lower index, T (NB) in
+// the unused slots.
 //
 // Timing (--time): DeepSeek-V4.1-Flash shapes: 64 query heads, one 512-wide
 // latent head, window 128, top-512 compressed picks out of T = S / R
@@ -32,7 +35,9 @@
 // query row and head. --indexer-time times the GPU lightning indexer
 // (kernels/indexer_mma.cuh, mode 0) at V4.1-Flash shapes (32 heads x 128, top
 // 512, bf16 query/keys/weights) for each S:ratio; FLOPs 2 * 32 * 128 per
-// visible (row, entry) pair.
+// visible (row, entry) pair. --candidates-time S:R,... times
+// attn.indexer_candidates the same way (V4.1-Flash: the 2048 best blocks
+// of 8 entries).
 //
 // Prints one line per case and timing, exits 1 on any failure, 0 with
 // "SKIP: no GPU (<reason>)" without a driver or device. --json writes the
@@ -540,8 +545,9 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
 // ---- indexer (tensor-core streaming top-k) cases ---------------------------------
 
 /// The mma indexer kernel for (heads, dim, K), compiled and loaded.
-CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, IndexerKernel &k) {
-  if (!chooseIndexerMma(0, dt, dt, wt, Hi, Di, K, k)) {
+CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, IndexerKernel &k,
+                            int mode = 0, int64_t block = 1) {
+  if (!chooseIndexerMma(mode, dt, dt, wt, Hi, Di, K, k, block)) {
     std::fprintf(stderr, "sparse-attention-check: no mma indexer variant for %lld x %lld, K %lld\n",
                  (long long)Hi, (long long)Di, (long long)K);
     std::exit(1);
@@ -561,6 +567,7 @@ struct IndexerCase {
   int dt, wt;
   int64_t S, Hi, Di, ratio, K;
   bool duplicateKeys; ///< keys 2j and 2j + 1 equal: exact ties, the lower index must win
+  int64_t block = 0;  ///< > 0: attn.indexer_candidates (mode 2), K = blocks of `block` entries
 };
 
 /// Runs one case on the mma kernel and checks each row against float64
@@ -571,7 +578,10 @@ struct IndexerCase {
 bool runIndexerCase(const IndexerCase &cs) {
   std::mt19937_64 rng(uint64_t(cs.S * 17 + cs.Hi * 5 + cs.Di + cs.K));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  const int64_t S = cs.S, Hi = cs.Hi, Di = cs.Di, T = S / cs.ratio, K = std::min<int64_t>(cs.K, T);
+  const int64_t S = cs.S, Hi = cs.Hi, Di = cs.Di, T = S / cs.ratio;
+  const int64_t bs = std::max<int64_t>(cs.block, 1), NB = (T + bs - 1) / bs;
+  const int mode = cs.block > 0 ? 2 : 0;
+  const int64_t items = mode == 2 ? NB : T, K = std::min<int64_t>(cs.K, items);
   std::vector<float> q(static_cast<size_t>(S * Hi * Di)), k(static_cast<size_t>(std::max<int64_t>(T, 1) * Di)),
       w(static_cast<size_t>(S * Hi));
   for (float &x : q)
@@ -603,7 +613,7 @@ bool runIndexerCase(const IndexerCase &cs) {
   check(api->cuMemcpyHtoD(dk.ptr, hk.data(), dk.bytes), "copy");
   check(api->cuMemcpyHtoD(dw.ptr, hw.data(), dw.bytes), "copy");
   IndexerKernel kern;
-  CUfunction f = indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern);
+  CUfunction f = indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern, mode, bs);
   const float scale = float(1.0 / std::sqrt(double(Di)));
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
@@ -613,7 +623,7 @@ bool runIndexerCase(const IndexerCase &cs) {
   pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
   pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread
   slots.push_back(uint64_t(cs.ratio));
-  slots.push_back(1);
+  slots.push_back(uint64_t(bs));
   pushF32(slots, scale);
   const unsigned ctas = unsigned((S + kern.rowsPerCta() - 1) / kern.rowsPerCta());
   launch(f, ctas, 1, kIndexerMmaThreads, unsigned(indexerMmaSmemBytes(kern)), slots);
@@ -640,18 +650,32 @@ bool runIndexerCase(const IndexerCase &cs) {
       big = std::max(big, std::fabs(s));
     }
     const double eps = 1e-5 * big + 1e-12;
-    const int64_t n = std::min(K, vis);
-    std::vector<char> taken(size_t(vis), 0);
+    // Mode 2: the items are the blocks holding a visible entry, scored by
+    // their best one; the newest entry's block is pinned to +inf.
+    const int64_t none = mode == 2 ? NB : T;
+    int64_t visItems = vis;
+    if (mode == 2) {
+      visItems = (vis + bs - 1) / bs;
+      std::vector<double> blocks(size_t(visItems), -1e300);
+      for (int64_t t = 0; t < vis; ++t)
+        blocks[size_t(t / bs)] = std::max(blocks[size_t(t / bs)], sc[size_t(t)]);
+      if (visItems > 0)
+        blocks[size_t(visItems - 1)] = 1e300;
+      sc = blocks;
+    }
+    const int64_t n = std::min(K, visItems);
+    std::vector<char> taken(size_t(visItems), 0);
     std::string why;
     double minTaken = 1e300;
     for (int64_t j = 0; j < K && why.empty(); ++j) {
       int64_t t = out[size_t(i * K + j)];
       if (j >= n) {
-        if (t != T)
-          why = "slot " + std::to_string(j) + " holds " + std::to_string(t) + ", not T";
+        if (t != none)
+          why = "slot " + std::to_string(j) + " holds " + std::to_string(t) + ", not " +
+                std::to_string(none);
         continue;
       }
-      if (t < 0 || t >= vis || taken[size_t(t)]) {
+      if (t < 0 || t >= visItems || taken[size_t(t)]) {
         why = "slot " + std::to_string(j) + " holds " + std::to_string(t) + " (invisible or repeated)";
         continue;
       }
@@ -660,21 +684,21 @@ bool runIndexerCase(const IndexerCase &cs) {
         why = "not in score order at slot " + std::to_string(j);
       minTaken = std::min(minTaken, sc[size_t(t)]);
     }
-    for (int64_t t = 0; t < vis && why.empty(); ++t) {
+    for (int64_t t = 0; t < visItems && why.empty(); ++t) {
       if (taken[size_t(t)])
         continue;
       if (sc[size_t(t)] > minTaken + eps)
         why = "entry " + std::to_string(t) + " left out with a higher score";
       // An exact tie with a taken entry of a higher index: the lower must win.
-      if (cs.duplicateKeys && t % 2 == 0 && t + 1 < vis && taken[size_t(t + 1)])
+      if (mode == 0 && cs.duplicateKeys && t % 2 == 0 && t + 1 < visItems && taken[size_t(t + 1)])
         why = "tie of entries " + std::to_string(t) + " and " + std::to_string(t + 1) +
               " went to the higher index";
     }
     if (!why.empty() && bad++ == 0)
       first = "row " + std::to_string(i) + ": " + why;
   }
-  std::printf("%s indexer-mma %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld %s%s%s\n",
-              bad ? "FAIL" : "PASS", cs.name, (long long)S, (long long)Hi, (long long)Di,
+  std::printf("%s indexer-mma m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld %s%s%s\n",
+              bad ? "FAIL" : "PASS", mode, cs.name, (long long)S, (long long)Hi, (long long)Di,
               (long long)cs.ratio, (long long)K, cs.dt == 1 ? "f16" : "bf16",
               bad ? ", first: " : "", first.c_str());
   return bad == 0;
@@ -688,6 +712,10 @@ bool runIndexerChecks() {
       {"64 heads x 256, f16", 1, 1, 400, 64, 256, 1, 100, false},
       {"dim 20 (no 16-byte path)", 2, 2, 200, 8, 20, 1, 16, false},
       {"exact ties", 2, 2, 600, 32, 128, 1, 64, true},
+      {"blocks of 4 (tiny shape)", 2, 2, 129, 4, 24, 1, 6, false, 4},
+      {"blocks of 8, cuts", 2, 0, 1200, 32, 128, 1, 100, false, 8},
+      {"blocks of 1, ratio 2", 1, 1, 300, 16, 64, 2, 40, false, 1},
+      {"blocks of 32, equal key pairs", 2, 2, 700, 32, 128, 1, 12, true, 32},
   };
   bool all = true;
   for (const IndexerCase &c : cases)
@@ -695,15 +723,18 @@ bool runIndexerChecks() {
   return all;
 }
 
-bool timeIndexer(int64_t S, int64_t ratio, int reps) {
-  const int64_t Hi = 32, Di = 128, K = 512, T = S / ratio;
+/// mode 0: top-512 entries; mode 2: V4.1-Flash's candidate blocks (the 2048
+/// best blocks of 8 entries).
+bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0) {
+  const int64_t Hi = 32, Di = 128, T = S / ratio, block = mode == 2 ? 8 : 1;
+  const int64_t K = mode == 2 ? std::min<int64_t>(2048, (T + block - 1) / block) : 512;
   Buffer dq(size_t(S * Hi * Di) * 2), dk(size_t(std::max<int64_t>(T, 1) * Di) * 2),
       dw(size_t(S * Hi) * 2), dout(size_t(S * K) * 8);
   fill16(dq.ptr, S * Hi * Di, 21, 1.0f, 2);
   fill16(dk.ptr, T * Di, 22, 1.0f, 2);
   fill16(dw.ptr, S * Hi, 23, 1.0f, 2);
   IndexerKernel k;
-  CUfunction f = indexerMmaKernel(2, 2, Hi, Di, K, k);
+  CUfunction f = indexerMmaKernel(2, 2, Hi, Di, K, k, mode, block);
   const int64_t smem = indexerMmaSmemBytes(k);
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
@@ -713,7 +744,7 @@ bool timeIndexer(int64_t S, int64_t ratio, int reps) {
   pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
   pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread by the mma kernel
   slots.push_back(uint64_t(ratio));
-  slots.push_back(1);
+  slots.push_back(uint64_t(block));
   pushF32(slots, float(1.0 / std::sqrt(double(Di))));
   double flops = 0;
   for (int64_t i = 0; i < S; ++i)
@@ -722,14 +753,17 @@ bool timeIndexer(int64_t S, int64_t ratio, int reps) {
   const unsigned ctas = unsigned((S + k.rowsPerCta() - 1) / k.rowsPerCta());
   double ms = medianMs(f, ctas, 1, kIndexerMmaThreads, unsigned(smem), slots, reps);
   double tflops = flops / (ms * 1e-3) / 1e12;
-  std::printf("TIME indexer_topk (mma) S=%lld ratio=%lld Hi=32 Di=128 K=512 bf16: %.3f ms, %.1f TFLOP/s "
+  const char *kname = mode == 2 ? "indexer_candidates_mma" : "indexer_topk_mma";
+  std::printf("TIME %s S=%lld ratio=%lld Hi=32 Di=128 K=%lld bf16: %.3f ms, %.1f TFLOP/s "
               "(%.3e FLOPs)\n",
-              (long long)S, (long long)ratio, ms, tflops, flops);
+              kname, (long long)S, (long long)ratio, (long long)K, ms, tflops, flops);
   char buf[400];
   std::snprintf(buf, sizeof buf,
-                "%s{\"kernel\": \"indexer_topk_mma\", \"S\": %lld, \"ratio\": %lld, \"H\": 32, "
-                "\"D\": 128, \"topk\": 512, \"ms\": %.4f, \"flops\": %.6e, \"tflops\": %.2f}",
-                json.size() > 1 ? ", " : "", (long long)S, (long long)ratio, ms, flops, tflops);
+                "%s{\"kernel\": \"%s\", \"S\": %lld, \"ratio\": %lld, \"H\": 32, "
+                "\"D\": 128, \"topk\": %lld, \"block\": %lld, \"ms\": %.4f, \"flops\": %.6e, "
+                "\"tflops\": %.2f}",
+                json.size() > 1 ? ", " : "", kname, (long long)S, (long long)ratio, (long long)K,
+                (long long)block, ms, flops, tflops);
   json += buf;
   return true;
 }
@@ -749,7 +783,7 @@ std::vector<int64_t> parseList(const char *s) {
 int main(int argc, char **argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // lines survive a timeout's kill
   bool doCheck = true;
-  std::vector<int64_t> times, indexerTimes;
+  std::vector<int64_t> times, indexerTimes, candidateTimes;
   int64_t ratio = 2;
   int reps = 5;
   std::string jsonPath;
@@ -770,6 +804,8 @@ int main(int argc, char **argv) {
       ratio = std::atoll(value());
     else if (arg == "--indexer-time")
       indexerTimes = parseList(value()); // S:R pairs, parsed as S, R, S, R...
+    else if (arg == "--candidates-time")
+      candidateTimes = parseList(value());
     else if (arg == "--reps")
       reps = std::max(1, std::atoi(value()));
     else if (arg == "--json")
@@ -779,7 +815,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (ratio < 1 || indexerTimes.size() % 2 != 0) {
+  if (ratio < 1 || indexerTimes.size() % 2 != 0 || candidateTimes.size() % 2 != 0) {
     std::fprintf(stderr, "sparse-attention-check: --ratio must be >= 1, --indexer-time S:R pairs\n");
     return 2;
   }
@@ -813,6 +849,8 @@ int main(int argc, char **argv) {
     ok &= timeSparse(S, ratio, reps);
   for (size_t p = 0; p + 1 < indexerTimes.size(); p += 2)
     ok &= timeIndexer(indexerTimes[p], indexerTimes[p + 1], std::max(1, reps / 2));
+  for (size_t p = 0; p + 1 < candidateTimes.size(); p += 2)
+    ok &= timeIndexer(candidateTimes[p], candidateTimes[p + 1], std::max(1, reps / 2), 2);
   json += "]\n";
   if (!jsonPath.empty()) {
     std::string err;

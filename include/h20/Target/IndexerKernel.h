@@ -25,7 +25,7 @@ inline constexpr int kIndexerMmaThreads = 128;
 /// One instantiation: element types (0 f32, 1 f16, 2 bf16) of query, keys
 /// and weights, and the mode (0 top-k, 1 top-k within candidate blocks,
 /// 2 candidate blocks). With `mma`, the tensor-core streaming top-k of
-/// kernels/indexer_mma.cuh (mode 0, 16-bit query = keys) for heads padded
+/// kernels/indexer_mma.cuh (mode 0 or 2, 16-bit query = keys) for heads padded
 /// to `paddedHeads` (16/32/64), head dim padded to `paddedDim` (64..256)
 /// and a candidate buffer of `cap` entries per query row.
 struct IndexerKernel {
@@ -33,7 +33,7 @@ struct IndexerKernel {
   int mode = 0;
   bool mma = false;
   int paddedHeads = 0, paddedDim = 0, cap = 0;
-  /// e.g. "h20_indexer_m0_bf16_bf16_bf16", "h20_indexer_mma_bf16_bf16_h32_d128_c1024".
+  /// e.g. "h20_indexer_m0_bf16_bf16_bf16", "h20_indexer_mma_m0_bf16_bf16_h32_d128_c1024".
   std::string name() const;
   /// Query rows per CTA of the mma kernel (64 / paddedHeads).
   int rowsPerCta() const { return paddedHeads > 0 ? 64 / paddedHeads : 1; }
@@ -44,12 +44,13 @@ struct IndexerKernel {
   }
 };
 
-/// The tensor-core variant for an indexer op, when it applies: mode 0,
+/// The tensor-core variant for an indexer op, when it applies: mode 0, or
+/// mode 2 with `block` (entries per candidate block) a power of two <= 32;
 /// f16/bf16 query and keys of one type, heads <= 64, head dim <= 256,
-/// K <= kIndexerMaxK and its shared memory within 227 KiB. False otherwise
-/// (the op then runs on indexer.cuh's kernel).
+/// K (entries or blocks) <= kIndexerMaxK and its shared memory within
+/// 227 KiB. False otherwise (the op then runs on indexer.cuh's kernel).
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
-                      int64_t dim, int64_t k, IndexerKernel &kernel);
+                      int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1);
 
 /// Dynamic shared memory of one CTA of the mma kernel, in bytes: the query
 /// block and two key tiles (64 rows of paddedDim 16-bit elements each), the

@@ -194,6 +194,9 @@ private:
   /// Small integer memrefs that only the host touches (shapes for
   /// memref.reshape, scalars read back): their elements, as known.
   DenseMap<Value, std::shared_ptr<std::vector<std::optional<Lin>>>> hostArrays;
+  /// Subviews of host arrays: element offset and strides into the array
+  /// (flat row-major of the allocation); memrefs not listed are the array.
+  DenseMap<Value, std::pair<int64_t, SmallVector<int64_t>>> hostLayouts;
   /// The host arrays a host store wrote (their device copies are stale).
   llvm::SmallPtrSet<const void *, 8> hostWritten;
 
@@ -402,6 +405,20 @@ LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynam
 
 FailureOr<int64_t> Evaluator::flatIndex(Value memref, ValueRange indices, Operation *op) {
   auto t = cast<MemRefType>(memref.getType());
+  if (auto layout = hostLayouts.find(memref); layout != hostLayouts.end()) {
+    int64_t flat = layout->second.first;
+    for (auto [k, v] : llvm::enumerate(indices)) {
+      auto i = integer(v, op);
+      if (failed(i))
+        return failure();
+      if (!i->isConst())
+        return op->emitError("GPU target: a host index that depends on the chunk position");
+      if (i->c < 0 || (!t.isDynamicDim(k) && i->c >= t.getDimSize(k)))
+        return op->emitError("GPU target: host index ") << i->c << " out of bounds";
+      flat += i->c * layout->second.second[k];
+    }
+    return flat;
+  }
   int64_t flat = 0;
   for (auto [k, v] : llvm::enumerate(indices)) {
     auto i = integer(v, op);
@@ -791,10 +808,12 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     return op->emitError("GPU target: the indexer kernel selects at most ")
            << kIndexerMaxK << " entries per query, this op " << out.sizes[1].c;
   int64_t smem = indexerSmemBytes(mode, q.sizes[1].c, q.sizes[2].c, cand.sizes[1].c);
-  // 16-bit top-k (mode 0): the tensor-core kernel with the streaming top-k.
+  // 16-bit top-k (mode 0) and candidate blocks (mode 2): the tensor-core
+  // kernel with the streaming top-k.
   IndexerKernel mma;
   const bool useMma = chooseIndexerMma(mode, kernel.queryType, kernel.keyType, kernel.weightType,
-                                       q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma);
+                                       q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma,
+                                       attrs.getAs<IntegerAttr>("block").getInt());
   if (useMma) {
     kernel = mma;
     smem = indexerMmaSmemBytes(mma);
@@ -919,7 +938,12 @@ LogicalResult Evaluator::evaluate(Operation *op) {
         return success();
       })
       .Case([&](memref::SubViewOp s) -> LogicalResult {
-        auto src = view(s.getSource(), op);
+        // Subviews of a host array are host accesses, not device uses.
+        FailureOr<View> src = failure();
+        if (hostArrays.count(s.getSource()) && views.count(s.getSource()))
+          src = views[s.getSource()];
+        else
+          src = view(s.getSource(), op);
         if (failed(src))
           return failure();
         View r{src->buffer, src->offset, {}, {}, src->element};
@@ -940,6 +964,24 @@ LogicalResult Evaluator::evaluate(Operation *op) {
           }
         }
         views[s.getResult()] = r;
+        // A subview of a small host array (shape arithmetic written piece by
+        // piece, e.g. a Concat of shapes) is that array at an offset.
+        if (auto host = hostArrays.find(s.getSource()); host != hostArrays.end()) {
+          View base = views[s.getSource()];
+          bool constant = r.offset.isConst() && base.offset.isConst();
+          for (const Lin &st : r.strides)
+            constant &= st.isConst();
+          if (constant) {
+            hostArrays[s.getResult()] = host->second;
+            SmallVector<int64_t> strides;
+            for (const Lin &st : r.strides)
+              strides.push_back(st.c);
+            int64_t offset = r.offset.c - base.offset.c;
+            if (auto outer = hostLayouts.find(s.getSource()); outer != hostLayouts.end())
+              offset += outer->second.first;
+            hostLayouts[s.getResult()] = {offset, strides};
+          }
+        }
         return success();
       })
       .Case([&](memref::ExpandShapeOp e) -> LogicalResult {

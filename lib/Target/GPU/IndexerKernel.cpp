@@ -25,7 +25,7 @@ const char *typeName(int t) { return t == 0 ? "f32" : t == 1 ? "f16" : t == 2 ? 
 
 std::string IndexerKernel::name() const {
   if (mma)
-    return std::string("h20_indexer_mma_") + typeName(queryType) + "_" + typeName(weightType) +
+    return std::string("h20_indexer_mma_m") + std::to_string(mode) + "_" + typeName(queryType) + "_" + typeName(weightType) +
            "_h" + std::to_string(paddedHeads) + "_d" + std::to_string(paddedDim) + "_c" +
            std::to_string(cap);
   return std::string("h20_indexer_m") + std::to_string(mode) + "_" + typeName(queryType) + "_" +
@@ -49,13 +49,15 @@ int64_t indexerMmaSmemBytes(const IndexerKernel &k) {
 }
 
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
-                      int64_t dim, int64_t k, IndexerKernel &kernel) {
-  if (mode != 0 || queryType != keyType || (queryType != 1 && queryType != 2) ||
+                      int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block) {
+  // Mode 2's block maxima are segmented shuffles within a warp.
+  const bool blockOk = block >= 1 && block <= 32 && (block & (block - 1)) == 0;
+  if ((mode != 0 && !(mode == 2 && blockOk)) || queryType != keyType || (queryType != 1 && queryType != 2) ||
       weightType < 0 || weightType > 2 || heads < 1 || heads > 64 || dim < 1 || dim > 256 ||
       k < 0 || k > kIndexerMaxK)
     return false;
   IndexerKernel c;
-  c.queryType = queryType, c.keyType = keyType, c.weightType = weightType, c.mode = 0;
+  c.queryType = queryType, c.keyType = keyType, c.weightType = weightType, c.mode = mode;
   c.mma = true;
   c.paddedHeads = heads <= 16 ? 16 : heads <= 32 ? 32 : 64;
   c.paddedDim = static_cast<int>((dim + 63) / 64 * 64);
@@ -87,6 +89,7 @@ std::string indexerProgramSource(const std::vector<IndexerKernel> &kernels) {
                                     {"H20_IDXM_HP", std::to_string(k.paddedHeads)},
                                     {"H20_IDXM_DP", std::to_string(k.paddedDim)},
                                     {"H20_IDXM_CAP", std::to_string(k.cap)},
+                                    {"H20_IDXM_MODE", std::to_string(k.mode)},
                                     {"H20_IDXM_NAME", name}});
       continue;
     }
@@ -107,7 +110,7 @@ bool compileIndexerPtx(const std::vector<IndexerKernel> &kernels, const std::str
     bool ok = k.mode >= 0 && k.mode <= 2 && k.queryType >= 0 && k.queryType <= 2 &&
               k.keyType >= 0 && k.keyType <= 2 && k.weightType >= 0 && k.weightType <= 2;
     if (k.mma)
-      ok = ok && k.mode == 0 && k.queryType == k.keyType && k.queryType != 0 &&
+      ok = ok && (k.mode == 0 || k.mode == 2) && k.queryType == k.keyType && k.queryType != 0 &&
            (k.paddedHeads == 16 || k.paddedHeads == 32 || k.paddedHeads == 64) &&
            k.paddedDim >= 64 && k.paddedDim <= 256 && k.paddedDim % 64 == 0 && k.cap >= 128 &&
            (k.cap & (k.cap - 1)) == 0;

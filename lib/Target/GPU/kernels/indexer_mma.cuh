@@ -1,7 +1,8 @@
 //===- indexer_mma.cuh - V4.1 lightning-indexer top-k on tensor cores, for NVRTC -*- CUDA -*-===//
 //
-// attn.indexer_topk without candidates (mode 0 of indexer.cuh) for 16-bit
-// query and keys: the scores on mma.sync tensor cores and the top-k kept
+// attn.indexer_topk without candidates (mode 0 of indexer.cuh) and
+// attn.indexer_candidates (mode 2: the best blocks of `block` entries) for
+// 16-bit query and keys: the scores on mma.sync tensor cores and the top-k kept
 // on chip while the keys stream by, so neither an S x T score matrix nor a
 // T-long scratch row per query is ever written (indexer.cuh's scratch rows
 // cost 4 T bytes of traffic per query and pass). Semantics: the op's
@@ -14,7 +15,8 @@
 // 2 bf16), H20_IDXM_W (weights: 0 f32, 1 f16, 2 bf16), H20_IDXM_HP (heads
 // padded to 16, 32 or 64), H20_IDXM_DP (head dim padded to a multiple of
 // 64, at most 256), H20_IDXM_CAP (candidate buffer per query row, a power
-// of two >= K + 64) and H20_IDXM_NAME, then includes it.
+// of two >= K + 64), H20_IDXM_MODE (0 entries, 2 candidate blocks of a
+// block size dividing 32) and H20_IDXM_NAME, then includes it.
 //
 // Work split: a CTA of 4 warps owns R = 64 / HP consecutive query rows, the
 // 64 (row, head) pairs forming the MMA's M (padding rows are zero); CTAs
@@ -28,7 +30,11 @@
 // key beats tau (all entries do until K are held). When a buffer could
 // overflow on the next tile, it is bitonic-sorted and cut to its K best,
 // raising tau. At the end each buffer is sorted and its K best written,
-// largest first; slots without a visible entry hold T.
+// largest first; slots without a visible entry hold T. Mode 2 streams
+// blocks instead of entries: a block's score is the maximum over its
+// visible entries (a segmented shuffle over `block` lanes of a warp), the
+// block of the newest visible entry is pinned to +inf, blocks without a
+// visible entry never enter, and empty slots hold NB = ceil(T / block).
 //
 // Kernel parameters follow MLIR's expanded memref descriptor, as
 // indexer.cuh's (the candidates and scratch views are not read).
@@ -142,7 +148,8 @@ template <int CAP> __device__ void idxmSortDescending(u64 *buf) {
 /// CAP - 64); cand and scratch as in indexer.cuh, unread. Grid: at least
 /// ceil(S / R) CTAs (extra ones return), 128 threads, dynamic shared memory
 /// indexerMmaSmemBytes (IndexerKernel.h). ratio: tokens per entry; block:
-/// unused (1); scale: the score scale.
+/// entries per candidate block (mode 2: a power of two <= 32; mode 0:
+/// unused); scale: the score scale.
 extern "C" __global__ void __launch_bounds__(H20_IDXM_THREADS, 1)
 H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, w),
               H20_MR2(const i64, cand), H20_MR2(i64, out), H20_MR2(float, scratch), i64 ratio,
@@ -292,11 +299,27 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
 #pragma unroll
       for (int x = 0; x < HP / 16; ++x)
         s += red[(r * (HP / 16) + x) * 64 + c];
-      if (i < S && t < visibleOf(i)) {
+      const i64 vis = i < S ? visibleOf(i) : 0;
+#if H20_IDXM_MODE == 2
+      // Block b = t / block spans lanes [c - c % block, +block) of this
+      // warp (block divides 32): its best visible entry, to the first lane.
+      float best = t < vis ? s : -__int_as_float(0x7f800000);
+      for (int off = static_cast<int>(block) >> 1; off > 0; off >>= 1)
+        best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
+      const i64 b = t / block;
+      if (c % block == 0 && t < vis) {
+        const bool newest = b == (vis - 1) / block;
+        const u64 key = idxmKey(newest ? __int_as_float(0x7f800000) : best, static_cast<u32>(b));
+        if (key > tau[r])
+          buf[r * CAP + atomicAdd(&cnt[r], 1)] = key;
+      }
+#else
+      if (t < vis) {
         const u64 key = idxmKey(s, static_cast<u32>(t));
         if (key > tau[r])
           buf[r * CAP + atomicAdd(&cnt[r], 1)] = key;
       }
+#endif
     }
     if (tid == 0)
       *flag = 0;
@@ -329,8 +352,13 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
       break;
     idxmSortDescending<CAP>(buf + r * CAP);
     const int n = cnt[r] < K ? cnt[r] : static_cast<int>(K);
+#if H20_IDXM_MODE == 2
+    const i64 none = (T + block - 1) / block;
+#else
+    const i64 none = T;
+#endif
     for (i64 j = tid; j < K; j += H20_IDXM_THREADS)
-      out[out_off + i * out_s0 + j * out_s1] = j < n ? static_cast<i64>(idxmIndex(buf[r * CAP + j])) : T;
+      out[out_off + i * out_s0 + j * out_s1] = j < n ? static_cast<i64>(idxmIndex(buf[r * CAP + j])) : none;
     __syncthreads();
   }
 }
