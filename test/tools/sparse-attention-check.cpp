@@ -13,7 +13,8 @@
 // heads not a multiple of 64, D = 40 / 64 / 128 / 512 (padded dims),
 // f16 and bf16 with f32 / 16-bit sinks, a strided view (query and output
 // with padded head pitch, latent rows with a gap) that also must equal the
-// contiguous run bit for bit, and an unaligned view (no 16-byte paths).
+// contiguous run bit for bit, an unaligned view (no 16-byte paths), and an
+// unaligned latent beside aligned compressed rows.
 // Elements outside the output view must stay untouched. Tolerance:
 // relative L2 <= 1e-2 per case (P is rounded to the element type).
 // The tensor-core lightning indexer (kernels/indexer_mma.cuh) runs six
@@ -258,7 +259,7 @@ std::vector<const float *> keysOf(const HostCase &c, int64_t i) {
 
 // ---- correctness cases -----------------------------------------------------------
 
-enum Layout { kContiguous, kStrided, kUnaligned };
+enum Layout { kContiguous, kStrided, kUnaligned, kMixed };
 
 struct Case {
   const char *name;
@@ -308,7 +309,13 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
     qPitchH = c.D + 1, qPitchS = c.H * (c.D + 1) + 1, latPitch = c.D + 1, cmpPitch = c.D + 3;
     base = 1;
   }
-  const int64_t qElems = base + c.S * qPitchS, latElems = base + c.S * latPitch,
+  // Mixed: only the latent unaligned (scalar loads), the compressed rows on
+  // the 16-byte path, whose zero-filled padding chunks must name an
+  // aligned address of their own view.
+  int64_t latBase = base;
+  if (cs.layout == kMixed)
+    latPitch = c.D + 1, latBase = 1;
+  const int64_t qElems = base + c.S * qPitchS, latElems = latBase + c.S * latPitch,
                 cmpElems = base + std::max<int64_t>(c.T, 1) * cmpPitch;
   std::vector<uint16_t> hq(size_t(qElems), 0xffff), hlat(size_t(latElems), 0xffff),
       hcmp(size_t(cmpElems), 0xffff);
@@ -318,7 +325,7 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
         hq[size_t(base + i * qPitchS + h * qPitchH + d)] = to16(cs.dt, c.q[size_t((i * c.H + h) * c.D + d)]);
   for (int64_t i = 0; i < c.S; ++i)
     for (int64_t d = 0; d < c.D; ++d)
-      hlat[size_t(base + i * latPitch + d)] = to16(cs.dt, c.lat[size_t(i * c.D + d)]);
+      hlat[size_t(latBase + i * latPitch + d)] = to16(cs.dt, c.lat[size_t(i * c.D + d)]);
   for (int64_t t = 0; t < c.T; ++t)
     for (int64_t d = 0; d < c.D; ++d)
       hcmp[size_t(base + t * cmpPitch + d)] = to16(cs.dt, c.cmp[size_t(t * c.D + d)]);
@@ -346,7 +353,7 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   const double scale = 1.0 / std::sqrt(double(c.D));
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, base, {c.S, c.H, c.D}, {qPitchS, qPitchH, 1});
-  pushMemref(slots, dlat.ptr, base, {c.S, c.D}, {latPitch, 1});
+  pushMemref(slots, dlat.ptr, latBase, {c.S, c.D}, {latPitch, 1});
   pushMemref(slots, dsink.ptr, 0, {c.H}, {1});
   pushMemref(slots, dcmp.ptr, base, {c.T, c.D}, {cmpPitch, 1});
   pushMemref(slots, didx.ptr, 0, {c.S, std::max<int64_t>(c.K, 1)}, {std::max<int64_t>(c.K, 1), 1});
@@ -400,6 +407,7 @@ bool runChecks() {
       {"flash-head-dim", 2, 0, 96, 64, 512, 48, 64, 64, kContiguous},
       {"strided", 2, 0, 300, 64, 128, 150, 64, 128, kStrided},
       {"unaligned", 2, 0, 300, 64, 128, 150, 64, 128, kUnaligned},
+      {"mixed alignment, D 40", 2, 0, 129, 4, 40, 64, 16, 8, kMixed},
   };
   bool all = true;
   std::vector<uint16_t> contiguous;
@@ -408,7 +416,7 @@ bool runChecks() {
     all &= runCase(cs, &bits);
     if (std::strcmp(cs.name, "window+picks") == 0)
       contiguous = bits;
-    if (cs.layout != kContiguous) {
+    if (cs.layout == kStrided || cs.layout == kUnaligned) {
       bool same = bits == contiguous;
       std::printf("%s %s equals the contiguous run bit for bit\n", same ? "PASS" : "FAIL", cs.name);
       all &= same;

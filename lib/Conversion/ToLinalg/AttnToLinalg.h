@@ -79,11 +79,13 @@ inline constexpr int64_t kSparseAttentionMaxSlots = 4096;
 /// (a carrier, like lowerAttentionToLibraryCall's): ins q [S, H, D], latent
 /// [S, D], sink [H] (and compressed [T, D], indices [S, K] i64); outs an
 /// empty result [S, H, D]. Only where the kernel applies: query, latent,
-/// compressed and result of one 16-bit float type (f16 or bf16), static H
-/// and D <= kSparseAttentionMaxDim, window + K <= kSparseAttentionMaxSlots
-/// where K is static (a dynamic K = min(topk, T) is checked by the GPU
-/// target once the prompt's chunk fixes it); otherwise the linear-memory
-/// decomposition (lowerSparseAttention), which is what float32 models run.
+/// compressed and result of one 16-bit float type (f16 or bf16), an f32 /
+/// f16 / bf16 sink, static H and D <= kSparseAttentionMaxDim, window + K <=
+/// kSparseAttentionMaxSlots where K is static (a dynamic K = min(topk, T)
+/// is checked by the GPU target once the prompt's chunk fixes it, and a K
+/// that then does not fit is a compile error naming the sizes); otherwise
+/// the linear-memory decomposition (lowerSparseAttention), which is what
+/// float32 models run.
 mlir::FailureOr<mlir::Value> lowerSparseAttentionToLibraryCall(mlir::OpBuilder &b,
                                                                attn::SparseAttentionOp op);
 

@@ -407,16 +407,19 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
   };
   int64_t window = static_cast<int64_t>(op.getWindow());
   int64_t picks = indices ? cast<RankedTensorType>(indices.getType()).getDimSize(1) : 0;
+  Type st = cast<RankedTensorType>(sink.getType()).getElementType();
   bool kernelApplies = (et.isBF16() || et.isF16()) && rt.getElementType() == et &&
+                       (st.isF32() || st.isF16() || st.isBF16()) &&
                        sameType(latent) && sameType(compressed) && !qt.isDynamicDim(1) &&
                        !qt.isDynamicDim(2) && qt.getDimSize(2) <= kSparseAttentionMaxDim &&
-                       window >= 0 &&
+                       window >= 0 && window <= kSparseAttentionMaxSlots &&
                        (ShapedType::isDynamic(picks) || window + picks <= kSparseAttentionMaxSlots);
   if (!kernelApplies)
     return lowerSparseAttention(b, op);
   SmallVector<Value> dyn;
-  if (rt.isDynamicDim(0))
-    dyn.push_back(dimOf(b, loc, q, 0));
+  for (int64_t k = 0; k < rt.getRank(); ++k)
+    if (rt.isDynamicDim(k))
+      dyn.push_back(dimOf(b, loc, q, k));
   Value init = tensor::EmptyOp::create(b, loc, rt, dyn);
   SmallVector<Value> ins{q, latent, sink};
   if (compressed)

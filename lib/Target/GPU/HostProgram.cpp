@@ -202,6 +202,8 @@ private:
 
   LogicalResult evalHostAccess(Operation *op);
   FailureOr<int64_t> flatIndex(Value memref, ValueRange indices, Operation *op);
+  /// The elements of a static rank-1 host array (or subview of one), in order.
+  FailureOr<std::vector<std::optional<Lin>>> hostElements(Value memref, Operation *op);
 };
 
 LogicalResult Evaluator::bindArguments() {
@@ -403,6 +405,23 @@ LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynam
   return success();
 }
 
+FailureOr<std::vector<std::optional<Lin>>> Evaluator::hostElements(Value memref, Operation *op) {
+  auto it = hostArrays.find(memref);
+  auto t = dyn_cast<MemRefType>(memref.getType());
+  if (it == hostArrays.end() || !t || t.getRank() != 1 || t.isDynamicDim(0))
+    return failure();
+  std::vector<std::optional<Lin>> out;
+  for (int64_t k = 0; k < t.getDimSize(0); ++k) {
+    int64_t at = k;
+    if (auto layout = hostLayouts.find(memref); layout != hostLayouts.end())
+      at = layout->second.first + k * layout->second.second[0];
+    if (at < 0 || at >= static_cast<int64_t>(it->second->size()))
+      return failure();
+    out.push_back((*it->second)[at]);
+  }
+  return out;
+}
+
 FailureOr<int64_t> Evaluator::flatIndex(Value memref, ValueRange indices, Operation *op) {
   auto t = cast<MemRefType>(memref.getType());
   if (auto layout = hostLayouts.find(memref); layout != hostLayouts.end()) {
@@ -417,6 +436,8 @@ FailureOr<int64_t> Evaluator::flatIndex(Value memref, ValueRange indices, Operat
         return op->emitError("GPU target: host index ") << i->c << " out of bounds";
       flat += i->c * layout->second.second[k];
     }
+    if (flat < 0 || flat >= static_cast<int64_t>(hostArrays.lookup(memref)->size()))
+      return op->emitError("GPU target: host index out of bounds of its array");
     return flat;
   }
   int64_t flat = 0;
@@ -460,21 +481,24 @@ LogicalResult Evaluator::evalHostAccess(Operation *op) {
     return success();
   }
   auto r = cast<memref::ReshapeOp>(op);
-  auto src = hostArrays.find(r.getSource());
-  if (src != hostArrays.end())
-    hostArrays[r.getResult()] = src->second;
-  bool hostOnly = src != hostArrays.end() && hostWritten.count(src->second.get());
+  // Copied out before inserting: operator[] may rehash the map.
+  std::shared_ptr<std::vector<std::optional<Lin>>> srcArray;
+  if (auto src = hostArrays.find(r.getSource()); src != hostArrays.end())
+    srcArray = src->second;
+  if (srcArray)
+    hostArrays[r.getResult()] = srcArray;
+  bool hostOnly = srcArray && hostWritten.count(srcArray.get());
   if (!views.count(r.getSource()) || hostOnly) {
-    if (src != hostArrays.end())
+    if (srcArray)
       return success();
     return op->emitError("GPU target: unknown buffer ") << r.getSource();
   }
-  auto shape = hostArrays.find(r.getShape());
   auto v = view(r.getSource(), op);
-  if (shape == hostArrays.end() || failed(v))
+  auto shapeElems = hostElements(r.getShape(), op);
+  if (failed(shapeElems) || failed(v))
     return op->emitError("GPU target: memref.reshape with a shape not known on the host");
   View out{v->buffer, v->offset, {}, {}, v->element};
-  for (const std::optional<Lin> &s : *shape->second) {
+  for (const std::optional<Lin> &s : *shapeElems) {
     if (!s)
       return op->emitError("GPU target: memref.reshape with an unset shape element");
     out.sizes.push_back(*s);
@@ -971,8 +995,12 @@ LogicalResult Evaluator::evaluate(Operation *op) {
           bool constant = r.offset.isConst() && base.offset.isConst();
           for (const Lin &st : r.strides)
             constant &= st.isConst();
+          if (!constant && hostWritten.count(host->second.get()))
+            return op->emitError("GPU target: a subview at a chunk-dependent offset of an "
+                                 "integer array the host computed");
           if (constant) {
-            hostArrays[s.getResult()] = host->second;
+            std::shared_ptr<std::vector<std::optional<Lin>>> array = host->second;
+            hostArrays[s.getResult()] = array; // may rehash: `host` is stale after
             SmallVector<int64_t> strides;
             for (const Lin &st : r.strides)
               strides.push_back(st.c);

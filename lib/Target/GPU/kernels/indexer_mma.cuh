@@ -338,7 +338,7 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
         __syncthreads();
         if (tid == 0) {
           cnt[r] = static_cast<int>(K);
-          tau[r] = buf[r * CAP + K - 1];
+          tau[r] = K > 0 ? buf[r * CAP + K - 1] : ~0ull; // K = 0: nothing enters
         }
         __syncthreads();
       }

@@ -266,7 +266,13 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
       const bool vec = fromLat ? latVec : cmpVec;
       if (vec) {
         const bool ok = valid && c * 8 < D;
+        // A zero-filling copy still names a 16-byte aligned address: the
+        // base of the view being read (aligned: `vec`).
         const u16 *src = lat + lat_off;
+#if H20_SA_COMPRESSED
+        if (!fromLat)
+          src = cmp + cmp_off;
+#endif
         if (ok) {
           if (fromLat)
             src = lat + lat_off + static_cast<i64>(code) * lat_s0 + c * 8;
