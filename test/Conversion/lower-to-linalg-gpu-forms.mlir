@@ -83,8 +83,8 @@ func.func @sparse_attention_call(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf1
 // -----
 
 // Window-only: three operands. Float32 (the kernel is 16-bit only), a head
-// dim over 512 and more than 4096 key slots keep the linear-memory
-// decomposition (no library call).
+// dim over 512, more than 4096 key slots and an f64 sink keep the
+// linear-memory decomposition (no library call).
 // CHECK-LABEL: func.func @sparse_attention_window_call
 // CHECK: library_call = "h20_sparse_attention"
 // CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8x4x40xf16>, tensor<8x40xf16>, tensor<4xf16>)
@@ -93,6 +93,8 @@ func.func @sparse_attention_call(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf1
 // CHECK-LABEL: func.func @sparse_attention_wide_decomposed
 // CHECK-NOT: h20_sparse_attention
 // CHECK-LABEL: func.func @sparse_attention_many_slots_decomposed
+// CHECK-NOT: h20_sparse_attention
+// CHECK-LABEL: func.func @sparse_attention_f64_sink_decomposed
 // CHECK-NOT: h20_sparse_attention
 // CHECK: return
 func.func @sparse_attention_window_call(%q: tensor<8x4x40xf16>, %l: tensor<8x40xf16>, %s: tensor<4xf16>) -> tensor<8x4x40xf16> {
@@ -110,5 +112,9 @@ func.func @sparse_attention_wide_decomposed(%q: tensor<8x4x576xbf16>, %l: tensor
 func.func @sparse_attention_many_slots_decomposed(%q: tensor<8x4x64xbf16>, %l: tensor<8x64xbf16>, %s: tensor<4xf32>,
                                                   %c: tensor<9x64xbf16>, %i: tensor<8x4000xi64>) -> tensor<8x4x64xbf16> {
   %0 = attn.sparse_attention %q, %l, %s compressed(%c : tensor<9x64xbf16>, %i : tensor<8x4000xi64>) {scale = 0.5 : f64, window = 128 : i64} : (tensor<8x4x64xbf16>, tensor<8x64xbf16>, tensor<4xf32>) -> tensor<8x4x64xbf16>
+  return %0 : tensor<8x4x64xbf16>
+}
+func.func @sparse_attention_f64_sink_decomposed(%q: tensor<8x4x64xbf16>, %l: tensor<8x64xbf16>, %s: tensor<4xf64>) -> tensor<8x4x64xbf16> {
+  %0 = attn.sparse_attention %q, %l, %s {scale = 0.5 : f64, window = 16 : i64} : (tensor<8x4x64xbf16>, tensor<8x64xbf16>, tensor<4xf64>) -> tensor<8x4x64xbf16>
   return %0 : tensor<8x4x64xbf16>
 }
