@@ -18,6 +18,7 @@ namespace {
 /// EmbedFile.cmake): `static const char kIndexerCuh[] = R"...(...)...";`.
 #include "IndexerKernelSource.inc"
 #include "IndexerMmaKernelSource.inc"
+#include "TensorCoreSource.inc"
 
 const char *typeName(int t) { return t == 0 ? "f32" : t == 1 ? "f16" : t == 2 ? "bf16" : "x"; }
 
@@ -129,7 +130,9 @@ bool compileIndexerPtx(const std::vector<IndexerKernel> &kernels, const std::str
     return false;
   }
   return compileCudaToPtx(indexerProgramSource(kernels),
-                          {{kIndexerCuh, "h20_indexer.cuh"}, {kIndexerMmaCuh, "h20_indexer_mma.cuh"}},
+                          {{kIndexerCuh, "h20_indexer.cuh"},
+                           {kIndexerMmaCuh, "h20_indexer_mma.cuh"},
+                           {kTensorCoreCuh, "h20_tensor_core.cuh"}},
                           "h20_indexer.cu", cc, ptx, log);
 }
 

@@ -18,6 +18,7 @@ namespace {
 /// The embedded kernel source (generated from sparse_attention.cuh by
 /// EmbedFile.cmake): `static const char kSparseAttentionCuh[] = R"...(...)...";`.
 #include "SparseAttentionKernelSource.inc"
+#include "TensorCoreSource.inc"
 
 const char *typeName(int t) { return t == 0 ? "f32" : t == 1 ? "f16" : t == 2 ? "bf16" : "x"; }
 
@@ -79,8 +80,10 @@ bool compileSparseAttentionPtx(const std::vector<SparseAttentionKernel> &kernels
     log = "sparse attention: malformed GPU architecture '" + arch + "' (expected e.g. sm_90)";
     return false;
   }
-  return compileCudaToPtx(sparseAttentionProgramSource(kernels), kSparseAttentionCuh,
-                          "h20_sparse_attention.cuh", "h20_sparse_attention.cu", cc, ptx, log);
+  return compileCudaToPtx(sparseAttentionProgramSource(kernels),
+                          {{kSparseAttentionCuh, "h20_sparse_attention.cuh"},
+                           {kTensorCoreCuh, "h20_tensor_core.cuh"}},
+                          "h20_sparse_attention.cu", cc, ptx, log);
 }
 
 } // namespace h20

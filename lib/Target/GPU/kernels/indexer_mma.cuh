@@ -44,65 +44,10 @@
 #ifndef H20_IDXM_CUH_COMMON
 #define H20_IDXM_CUH_COMMON
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef long long i64;
-typedef unsigned long long u64;
+#include "h20_tensor_core.cuh"
 
 #define H20_IDXM_THREADS 128
 #define H20_IDXM_TILE 64
-
-__device__ __forceinline__ u32 idxmSwizzle(int row, int col, int rowElems) {
-  const int chunk = (col >> 3) ^ (row & 7);
-  return static_cast<u32>(row * rowElems * 2 + chunk * 16 + (col & 7) * 2);
-}
-__device__ __forceinline__ u32 idxmSmem(const void *p) {
-  return static_cast<u32>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void idxmCpAsync16(u32 dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void idxmCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void idxmWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-__device__ __forceinline__ void idxmLdmatrixX4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-
-template <int DT> struct IdxmElem;
-template <> struct IdxmElem<0> {
-  static __device__ __forceinline__ float load(const void *p) { return *static_cast<const float *>(p); }
-  static constexpr int bytes = 4;
-};
-template <> struct IdxmElem<1> {
-  static __device__ __forceinline__ float load(const void *p) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*static_cast<const u16 *>(p)));
-    return f;
-  }
-  static constexpr int bytes = 2;
-  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <> struct IdxmElem<2> {
-  static __device__ __forceinline__ float load(const void *p) {
-    return __uint_as_float(static_cast<u32>(*static_cast<const u16 *>(p)) << 16);
-  }
-  static constexpr int bytes = 2;
-  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
 
 /// A candidate as one 64-bit key ordered like the selection: a larger
 /// score first, on equal scores the lower entry index (the float maps to an
@@ -154,8 +99,8 @@ extern "C" __global__ void __launch_bounds__(H20_IDXM_THREADS, 1)
 H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, w),
               H20_MR2(const i64, cand), H20_MR2(i64, out), H20_MR2(float, scratch), i64 ratio,
               i64 block, float scale) {
-  typedef IdxmElem<H20_IDXM_DT> E;
-  typedef IdxmElem<H20_IDXM_W> WE;
+  typedef H20Elem<H20_IDXM_DT> E;
+  typedef H20Elem<H20_IDXM_W> WE;
   constexpr int HP = H20_IDXM_HP, DP = H20_IDXM_DP, CAP = H20_IDXM_CAP;
   constexpr int R = 64 / HP, CHUNKS = DP / 8, KSTEPS = DP / 16;
   static_assert(HP == 16 || HP == 32 || HP == 64, "HP: 16, 32 or 64");
@@ -177,7 +122,7 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   if (static_cast<i64>(blockIdx.x) >= ctas)
     return;
   const i64 i0 = (ctas - 1 - blockIdx.x) * R; // the longest rows first
-  const u32 qsAddr = idxmSmem(qs), ksAddr = idxmSmem(ks);
+  const u32 qsAddr = h20SmemAddr(qs), ksAddr = h20SmemAddr(ks);
   auto aligned16 = [](const void *p) { return (reinterpret_cast<u64>(p) & 15u) == 0; };
   const bool dVec = Di % 8 == 0;
   const bool qVec = dVec && q_s2 == 1 && q_s1 % 8 == 0 && q_s0 % 8 == 0 && aligned16(q + q_off);
@@ -198,15 +143,15 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     const bool ok = i < S && h < Hi;
     if (qVec) {
       const bool in = ok && c * 8 < Di;
-      idxmCpAsync16(qsAddr + idxmSwizzle(m, c * 8, DP), in ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off,
+      h20CpAsync16(qsAddr + h20Swizzle(m, c * 8, DP), in ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off,
                     in ? 16 : 0);
     } else {
       for (int d = c * 8; d < c * 8 + 8; ++d)
-        *reinterpret_cast<u16 *>(qs + idxmSwizzle(m, d, DP)) =
+        *reinterpret_cast<u16 *>(qs + h20Swizzle(m, d, DP)) =
             ok && d < Di ? q[q_off + i * q_s0 + h * q_s1 + d * q_s2] : u16(0);
     }
   }
-  idxmCommit();
+  h20CpAsyncCommit();
   for (int m = tid; m < 64; m += H20_IDXM_THREADS) {
     const i64 i = i0 + m / HP, h = m % HP;
     ws[m] = i < S && h < Hi
@@ -228,10 +173,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
       const i64 t = tile * H20_IDXM_TILE + r;
       if (kVec) {
         const bool in = t < T && c * 8 < Di;
-        idxmCpAsync16(dst + idxmSwizzle(r, c * 8, DP), in ? k + k_off + t * k_s0 + c * 8 : k + k_off, in ? 16 : 0);
+        h20CpAsync16(dst + h20Swizzle(r, c * 8, DP), in ? k + k_off + t * k_s0 + c * 8 : k + k_off, in ? 16 : 0);
       } else {
         for (int d = c * 8; d < c * 8 + 8; ++d)
-          *reinterpret_cast<u16 *>(dstp + idxmSwizzle(r, d, DP)) =
+          *reinterpret_cast<u16 *>(dstp + h20Swizzle(r, d, DP)) =
               t < T && d < Di ? k[k_off + t * k_s0 + d * k_s1] : u16(0);
       }
     }
@@ -240,14 +185,14 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   const i64 tiles = (visMax + H20_IDXM_TILE - 1) / H20_IDXM_TILE;
   if (tiles > 0)
     loadTile(0, 0);
-  idxmCommit();
-  idxmWait<0>();
+  h20CpAsyncCommit();
+  h20CpAsyncWait<0>();
   __syncthreads();
   // Q's fragments for this warp's 16 M rows, all K steps.
   u32 qa[KSTEPS][4];
 #pragma unroll
   for (int s = 0; s < KSTEPS; ++s)
-    idxmLdmatrixX4(qsAddr + idxmSwizzle(warp * 16 + (lane & 15), s * 16 + (lane >> 4) * 8, DP),
+    h20LdmatrixX4(qsAddr + h20Swizzle(warp * 16 + (lane & 15), s * 16 + (lane >> 4) * 8, DP),
                    qa[s][0], qa[s][1], qa[s][2], qa[s][3]);
   const float w0 = ws[warp * 16 + g], w1 = ws[warp * 16 + g + 8];
 
@@ -255,10 +200,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     const int stage = static_cast<int>(tile & 1);
     if (tile + 1 < tiles) {
       loadTile(tile + 1, stage ^ 1);
-      idxmCommit();
-      idxmWait<1>();
+      h20CpAsyncCommit();
+      h20CpAsyncWait<1>();
     } else {
-      idxmWait<0>();
+      h20CpAsyncWait<0>();
     }
     __syncthreads();
     const u32 kt = ksAddr + stage * H20_IDXM_TILE * DP * 2;
@@ -271,7 +216,7 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         u32 b0, b1, b2, b3;
-        idxmLdmatrixX4(kt + idxmSwizzle(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+        h20LdmatrixX4(kt + h20Swizzle(np * 16 + (lane & 7) + ((lane >> 4) << 3),
                                         s * 16 + ((lane >> 3) & 1) * 8, DP),
                        b0, b1, b2, b3);
         E::mma(acc[np * 2], qa[s], b0, b1);

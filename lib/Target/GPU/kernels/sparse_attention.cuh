@@ -43,93 +43,17 @@
 #ifndef H20_SA_CUH_COMMON
 #define H20_SA_CUH_COMMON
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef long long i64;
-typedef unsigned long long u64;
+#include "h20_tensor_core.cuh"
 
 #define H20_SA_THREADS 256
 /// Query heads per CTA (the tensor-core M) and key slots per tile (N).
 #define H20_SA_ROWS 64
 #define H20_SA_TILE 64
 
-/// Byte offset of element (row, col) in a row-major tile of `rowElems`
-/// 16-bit elements whose 16-byte chunks are XOR-swizzled by (row % 8):
-/// ldmatrix's eight row addresses then hit eight different bank groups.
-__device__ __forceinline__ u32 saSwizzle(int row, int col, int rowElems) {
-  const int chunk = (col >> 3) ^ (row & 7);
-  return static_cast<u32>(row * rowElems * 2 + chunk * 16 + (col & 7) * 2);
-}
-
-__device__ __forceinline__ u32 saSmemAddr(const void *p) {
-  return static_cast<u32>(__cvta_generic_to_shared(p));
-}
-
-/// 16 bytes global -> shared, asynchronous; `bytes` 0 writes zeros.
-__device__ __forceinline__ void saCpAsync16(u32 dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void saCpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void saCpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-__device__ __forceinline__ void saLdmatrixX4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-__device__ __forceinline__ void saLdmatrixX4Trans(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-
 /// Named barrier of the two warps (64 threads) that share a head block.
 __device__ __forceinline__ void saPairBarrier(int id) {
   asm volatile("bar.sync %0, 64;\n" ::"r"(id));
 }
-
-template <int DT> struct SaElem;
-template <> struct SaElem<0> {
-  static __device__ __forceinline__ float load(const void *p) {
-    return *static_cast<const float *>(p);
-  }
-};
-template <> struct SaElem<1> {
-  static __device__ __forceinline__ float load(const void *p) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*static_cast<const u16 *>(p)));
-    return f;
-  }
-  static __device__ __forceinline__ u16 round(float f) {
-    u16 h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-  }
-  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <> struct SaElem<2> {
-  static __device__ __forceinline__ float load(const void *p) {
-    return __uint_as_float(static_cast<u32>(*static_cast<const u16 *>(p)) << 16);
-  }
-  static __device__ __forceinline__ u16 round(float f) {
-    u16 h;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-  }
-  static __device__ __forceinline__ void mma(float *c, const u32 *a, u32 b0, u32 b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
 
 /// Exclusive prefix count of `flag` over the CTA's threads, in thread order;
 /// `total` receives the CTA-wide count. `warpCounts`: 8 words of shared memory.
@@ -170,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(H20_SA_THREADS, 1)
 H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, sink),
             H20_MR2(const u16, cmp), H20_MR2(const i64, idx), H20_MR3(u16, out),
             float scaleLog2, i64 window) {
-  typedef SaElem<H20_SA_DT> E;
+  typedef H20Elem<H20_SA_DT> E;
   constexpr int DP = H20_SA_DP;
   constexpr int CHUNKS = DP / 8;                 // 16-byte chunks per row
   constexpr int HALF_TILES = DP / 2 / 8;         // n8 output tiles per warp
@@ -189,7 +113,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
   const i64 i = blockIdx.x;
   const i64 H = q_d1, D = q_d2;
   const i64 h0 = static_cast<i64>(blockIdx.y) * H20_SA_ROWS;
-  const u32 qsAddr = saSmemAddr(qs), kvAddr = saSmemAddr(kvs), psAddr = saSmemAddr(ps);
+  const u32 qsAddr = h20SmemAddr(qs), kvAddr = h20SmemAddr(kvs), psAddr = h20SmemAddr(ps);
 
   // ---- 16-byte paths: where the view's rows are 16-byte aligned ----------
   auto aligned16 = [](const void *p) { return (reinterpret_cast<u64>(p) & 15u) == 0; };
@@ -213,7 +137,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
       const i64 h = h0 + r;
       const bool ok = h < H && c * 8 < D;
       const u16 *src = ok ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off;
-      saCpAsync16(qsAddr + saSwizzle(r, c * 8, DP), src, ok ? 16 : 0);
+      h20CpAsync16(qsAddr + h20Swizzle(r, c * 8, DP), src, ok ? 16 : 0);
     }
   } else {
     for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
@@ -222,7 +146,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
       u16 v = 0;
       if (h < H && d < D)
         v = q[q_off + i * q_s0 + h * q_s1 + d * q_s2];
-      *reinterpret_cast<u16 *>(qs + saSwizzle(r, d, DP)) = v;
+      *reinterpret_cast<u16 *>(qs + h20Swizzle(r, d, DP)) = v;
     }
   }
 
@@ -281,7 +205,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
             src = cmp + cmp_off + static_cast<i64>(-2 - code) * cmp_s0 + c * 8;
 #endif
         }
-        saCpAsync16(dst + saSwizzle(r, c * 8, DP), src, ok ? 16 : 0);
+        h20CpAsync16(dst + h20Swizzle(r, c * 8, DP), src, ok ? 16 : 0);
       } else {
         for (int d = c * 8; d < c * 8 + 8; ++d) {
           u16 v = 0;
@@ -293,7 +217,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
               v = cmp[cmp_off + static_cast<i64>(-2 - code) * cmp_s0 + d * cmp_s1];
 #endif
           }
-          *reinterpret_cast<u16 *>(dstp + saSwizzle(r, d, DP)) = v;
+          *reinterpret_cast<u16 *>(dstp + h20Swizzle(r, d, DP)) = v;
         }
       }
     }
@@ -309,8 +233,8 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
     const i64 h = h0 + rq + g + 8 * x;
     float s = 0.0f;
     if (h < H)
-      s = SaElem<H20_SA_SINK>::load(static_cast<const unsigned char *>(sink) +
-                                    (sink_off + h * sink_s0) * (H20_SA_SINK == 0 ? 4 : 2));
+      s = H20Elem<H20_SA_SINK>::load(static_cast<const unsigned char *>(sink) +
+                                    (sink_off + h * sink_s0) * H20Elem<H20_SA_SINK>::bytes);
     mRow[x] = s * log2e;
     // exp2(sink - m) = 1, counted once per row (lane quad 0 of half 0).
     lRow[x] = half == 0 && quad == 0 ? 1.0f : 0.0f;
@@ -323,15 +247,15 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
   const int tiles = (n + H20_SA_TILE - 1) / H20_SA_TILE;
   if (tiles > 0)
     loadTile(0, 0);
-  saCpAsyncCommit();
+  h20CpAsyncCommit();
   for (int t = 0; t < tiles; ++t) {
     const int stage = t & 1;
     if (t + 1 < tiles) {
       loadTile(t + 1, stage ^ 1);
-      saCpAsyncCommit();
-      saCpAsyncWait<1>();
+      h20CpAsyncCommit();
+      h20CpAsyncWait<1>();
     } else {
-      saCpAsyncWait<0>();
+      h20CpAsyncWait<0>();
     }
     __syncthreads();
     const u32 kv = kvAddr + stage * H20_SA_TILE * DP * 2;
@@ -345,12 +269,12 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
 #pragma unroll 4
     for (int ks = 0; ks < DP / 16; ++ks) {
       u32 a[4];
-      saLdmatrixX4(qsAddr + saSwizzle(rq + (lane & 15), ks * 16 + (lane >> 4) * 8, DP), a[0], a[1],
+      h20LdmatrixX4(qsAddr + h20Swizzle(rq + (lane & 15), ks * 16 + (lane >> 4) * 8, DP), a[0], a[1],
                    a[2], a[3]);
 #pragma unroll
       for (int np = 0; np < 2; ++np) {
         u32 b0, b1, b2, b3;
-        saLdmatrixX4(kv + saSwizzle(cb + np * 16 + (lane & 7) + ((lane >> 4) << 3),
+        h20LdmatrixX4(kv + h20Swizzle(cb + np * 16 + (lane & 7) + ((lane >> 4) << 3),
                                     ks * 16 + ((lane >> 3) & 1) * 8, DP),
                      b0, b1, b2, b3);
         E::mma(s[np * 2], a, b0, b1);
@@ -398,8 +322,8 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
       const int col = cb + j * 8 + quad * 2;
       const u32 lo = static_cast<u32>(E::round(p0)) | (static_cast<u32>(E::round(p1)) << 16);
       const u32 hi = static_cast<u32>(E::round(p2)) | (static_cast<u32>(E::round(p3)) << 16);
-      *reinterpret_cast<u32 *>(ps + saSwizzle(rq + g, col, H20_SA_TILE)) = lo;
-      *reinterpret_cast<u32 *>(ps + saSwizzle(rq + g + 8, col, H20_SA_TILE)) = hi;
+      *reinterpret_cast<u32 *>(ps + h20Swizzle(rq + g, col, H20_SA_TILE)) = lo;
+      *reinterpret_cast<u32 *>(ps + h20Swizzle(rq + g + 8, col, H20_SA_TILE)) = hi;
     }
 #pragma unroll
     for (int j = 0; j < HALF_TILES; ++j) {
@@ -414,13 +338,13 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
 #pragma unroll
     for (int ks = 0; ks < H20_SA_TILE / 16; ++ks) {
       u32 a[4];
-      saLdmatrixX4(psAddr + saSwizzle(rq + (lane & 15), ks * 16 + (lane >> 4) * 8, H20_SA_TILE),
+      h20LdmatrixX4(psAddr + h20Swizzle(rq + (lane & 15), ks * 16 + (lane >> 4) * 8, H20_SA_TILE),
                    a[0], a[1], a[2], a[3]);
 #pragma unroll
       for (int dp = 0; dp < HALF_TILES / 2; ++dp) {
         const int d0 = half * (DP / 2) + dp * 16;
         u32 b0, b1, b2, b3;
-        saLdmatrixX4Trans(kv + saSwizzle(ks * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+        h20LdmatrixX4Trans(kv + h20Swizzle(ks * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
                                          d0 + (lane >> 4) * 8, DP),
                           b0, b1, b2, b3);
         E::mma(o[dp * 2], a, b0, b1);
@@ -431,7 +355,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
   }
 
   // The query's cp.async group is still pending when there was no tile.
-  saCpAsyncWait<0>();
+  h20CpAsyncWait<0>();
   __syncthreads();
 
   // ---- normalise: the row's denominator is the sum over both halves ------
@@ -459,8 +383,8 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
                    (static_cast<u32>(E::round(o[j][1] * inv[0])) << 16);
     const u32 hi = static_cast<u32>(E::round(o[j][2] * inv[1])) |
                    (static_cast<u32>(E::round(o[j][3] * inv[1])) << 16);
-    *reinterpret_cast<u32 *>(qs + saSwizzle(rq + g, col, DP)) = lo;
-    *reinterpret_cast<u32 *>(qs + saSwizzle(rq + g + 8, col, DP)) = hi;
+    *reinterpret_cast<u32 *>(qs + h20Swizzle(rq + g, col, DP)) = lo;
+    *reinterpret_cast<u32 *>(qs + h20Swizzle(rq + g + 8, col, DP)) = hi;
   }
   __syncthreads();
   if (outVec) {
@@ -469,7 +393,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
       const i64 h = h0 + r;
       if (h < H && c * 8 < D)
         *reinterpret_cast<uint4 *>(out + out_off + i * out_s0 + h * out_s1 + c * 8) =
-            *reinterpret_cast<const uint4 *>(qs + saSwizzle(r, c * 8, DP));
+            *reinterpret_cast<const uint4 *>(qs + h20Swizzle(r, c * 8, DP));
     }
   } else {
     for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
@@ -477,7 +401,7 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
       const i64 h = h0 + r;
       if (h < H && d < D)
         out[out_off + i * out_s0 + h * out_s1 + d * out_s2] =
-            *reinterpret_cast<const u16 *>(qs + saSwizzle(r, d, DP));
+            *reinterpret_cast<const u16 *>(qs + h20Swizzle(r, d, DP));
     }
   }
 }
