@@ -93,6 +93,26 @@ Value readKey(OpBuilder &b, Location loc, const KeySlot &slot, Value d, Value la
   return ifOp.getResult(0);
 }
 
+/// Indexing of a library-call carrier generic: every operand gets its own
+/// loop dims (the generic only carries the operands, it computes nothing),
+/// the last `parallelDims` of them parallel (the results'), the rest
+/// reductions.
+void carrierIndexing(MLIRContext *ctx, ArrayRef<Value> operands, unsigned parallelDims,
+                     SmallVector<AffineMap> &maps, SmallVector<utils::IteratorType> &its) {
+  unsigned numDims = 0;
+  for (Value v : operands)
+    numDims += cast<RankedTensorType>(v.getType()).getRank();
+  unsigned next = 0;
+  for (Value v : operands) {
+    SmallVector<AffineExpr> e;
+    for (int64_t i = 0; i < cast<RankedTensorType>(v.getType()).getRank(); ++i)
+      e.push_back(getAffineDimExpr(next++, ctx));
+    maps.push_back(AffineMap::get(numDims, 0, e, ctx));
+  }
+  its.assign(numDims - parallelDims, utils::IteratorType::reduction);
+  its.append(parallelDims, utils::IteratorType::parallel);
+}
+
 } // namespace
 
 FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) {
@@ -424,22 +444,11 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
   SmallVector<Value> ins{q, latent, sink};
   if (compressed)
     ins.append({compressed, indices});
-  // Every operand gets its own loop dims (the generic only carries them).
   SmallVector<Value> operands(ins);
   operands.push_back(init);
-  unsigned numDims = 0;
-  for (Value v : operands)
-    numDims += cast<RankedTensorType>(v.getType()).getRank();
   SmallVector<AffineMap> maps;
-  unsigned next = 0;
-  for (Value v : operands) {
-    SmallVector<AffineExpr> e;
-    for (int64_t i = 0; i < cast<RankedTensorType>(v.getType()).getRank(); ++i)
-      e.push_back(getAffineDimExpr(next++, ctx));
-    maps.push_back(AffineMap::get(numDims, 0, e, ctx));
-  }
-  SmallVector<utils::IteratorType> its(numDims - 3, utils::IteratorType::reduction);
-  its.append(3, utils::IteratorType::parallel);
+  SmallVector<utils::IteratorType> its;
+  carrierIndexing(ctx, operands, /*parallelDims=*/3, maps, its);
   auto g = linalg::GenericOp::create(
       b, loc, TypeRange{rt}, ins, ValueRange{init}, maps, its,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -507,20 +516,11 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   if (candidates)
     ins.push_back(candidates);
   SmallVector<Value> outs{out, scratch};
-  // Every operand gets its own loop dims (the generic only carries them).
-  unsigned numDims = 0;
-  for (Value v : llvm::concat<Value>(ins, outs))
-    numDims += cast<RankedTensorType>(v.getType()).getRank();
+  SmallVector<Value> operands(ins);
+  operands.append(outs.begin(), outs.end());
   SmallVector<AffineMap> maps;
-  unsigned next = 0;
-  for (Value v : llvm::concat<Value>(ins, outs)) {
-    SmallVector<AffineExpr> e;
-    for (int64_t i = 0; i < cast<RankedTensorType>(v.getType()).getRank(); ++i)
-      e.push_back(getAffineDimExpr(next++, ctx));
-    maps.push_back(AffineMap::get(numDims, 0, e, ctx));
-  }
-  SmallVector<utils::IteratorType> its(numDims - 4, utils::IteratorType::reduction);
-  its.append(4, utils::IteratorType::parallel);
+  SmallVector<utils::IteratorType> its;
+  carrierIndexing(ctx, operands, /*parallelDims=*/4, maps, its);
   Type f32 = b.getF32Type();
   auto g = linalg::GenericOp::create(
       b, loc, TypeRange{rt, scratchType}, ins, outs, maps, its,

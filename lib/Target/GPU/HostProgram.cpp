@@ -180,6 +180,17 @@ private:
   LogicalResult evalAttention(linalg::GenericOp op);
   LogicalResult evalIndexer(linalg::GenericOp op);
   LogicalResult evalSparseAttention(linalg::GenericOp op);
+  /// The views of a library call's operands, inputs then inits.
+  FailureOr<SmallVector<View>> operandViews(linalg::GenericOp op) {
+    SmallVector<View> v;
+    for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
+      auto vw = view(x, op);
+      if (failed(vw))
+        return failure();
+      v.push_back(*vw);
+    }
+    return v;
+  }
   void packArena();
 
   func::FuncOp func;
@@ -806,13 +817,10 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   unsigned numIns = mode == 1 ? 4 : 3;
   if (op.getNumDpsInputs() != numIns || op.getNumDpsInits() != 2)
     return op->emitError("GPU target: internal: malformed indexer call");
-  SmallVector<View> v;
-  for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
-    auto vw = view(x, op);
-    if (failed(vw))
-      return failure();
-    v.push_back(*vw);
-  }
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const SmallVector<View> &v = *operands;
   const View &q = v[0], &k = v[1], &w = v[2];
   const View &out = v[numIns], &scratch = v[numIns + 1];
   const View &cand = mode == 1 ? v[3] : out; // any rank-2 int64 view when unused
@@ -879,13 +887,10 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   const unsigned numIns = op.getNumDpsInputs();
   if ((numIns != 3 && numIns != 5) || op.getNumDpsInits() != 1)
     return op->emitError("GPU target: internal: malformed sparse attention call");
-  SmallVector<View> v;
-  for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
-    auto vw = view(x, op);
-    if (failed(vw))
-      return failure();
-    v.push_back(*vw);
-  }
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const SmallVector<View> &v = *operands;
   const bool compressed = numIns == 5;
   const View &q = v[0], &lat = v[1], &sink = v[2], &out = v.back();
   // Window-only: the kernel never reads compressed rows or indices; any
