@@ -47,6 +47,7 @@
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/CudaDriver.h"
 #include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/GpuProgram.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/IndexerKernel.h"
 #include "h20/Target/SparseAttentionKernel.h"
@@ -77,38 +78,23 @@ void check(CUresult r, const char *what) {
   std::exit(1);
 }
 
-// ---- 16-bit element conversions (round to nearest even) ------------------------
+// ---- element conversions ---------------------------------------------------------
 
 uint32_t bitsOf(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
 }
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+using h20::runtime::bfloat16ToFloat;
+using h20::runtime::floatToBfloat16;
+/// 16-bit type dt (1 f16, 2 bf16): round to nearest even, and back (the
+/// runtime's conversions, GpuProgram.h).
+uint16_t to16(int dt, float f) {
+  return dt == 1 ? h20::runtime::floatToHalf(f) : floatToBfloat16(f);
 }
-uint16_t toBf16(float f) {
-  uint32_t x = bitsOf(f);
-  return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+float from16(int dt, uint16_t h) {
+  return dt == 1 ? h20::runtime::halfToFloat(h) : bfloat16ToFloat(h);
 }
-float fromBf16(uint16_t h) { return floatOf(uint32_t(h) << 16); }
-uint16_t toF16(float f) { // normal range only (the inputs here are in [-4, 4])
-  uint32_t x = bitsOf(f), sign = (x >> 16) & 0x8000u;
-  x &= 0x7fffffffu;
-  if (x < 0x38800000u)
-    return uint16_t(sign | uint32_t(std::nearbyint(floatOf(x) * 16777216.0f)));
-  return uint16_t(sign | ((x - 0x38000000u + 0xfffu + ((x >> 13) & 1u)) >> 13));
-}
-float fromF16(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0)
-    return (sign ? -1.f : 1.f) * float(m) * 5.9604644775390625e-08f;
-  return floatOf(sign | ((e + 112) << 23) | (m << 13));
-}
-uint16_t to16(int dt, float f) { return dt == 1 ? toF16(f) : toBf16(f); }
-float from16(int dt, uint16_t h) { return dt == 1 ? fromF16(h) : fromBf16(h); }
 
 // ---- device buffers and kernel arguments ---------------------------------------
 
@@ -504,9 +490,9 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
   c.lat.resize(lat16.size());
   c.cmp.resize(cmp16.size());
   for (size_t e = 0; e < lat16.size(); ++e)
-    c.lat[e] = fromBf16(lat16[e]);
+    c.lat[e] = bfloat16ToFloat(lat16[e]);
   for (size_t e = 0; e < cmp16.size(); ++e)
-    c.cmp[e] = fromBf16(cmp16[e]);
+    c.cmp[e] = bfloat16ToFloat(cmp16[e]);
   c.sink = sink;
   c.idx = std::move(idx);
   double err2 = 0, ref2 = 0;
@@ -518,10 +504,10 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
     check(api->cuMemcpyDtoH(q16.data(), dq.ptr + CUdeviceptr(i * H * D * 2), q16.size() * 2), "copy");
     check(api->cuMemcpyDtoH(o16.data(), dout.ptr + CUdeviceptr(i * H * D * 2), o16.size() * 2), "copy");
     for (size_t e = 0; e < q16.size(); ++e)
-      qf[e] = fromBf16(q16[e]);
+      qf[e] = bfloat16ToFloat(q16[e]);
     referenceRow(c, i, scale, qf.data(), keysOf(c, i), ref);
     for (size_t e = 0; e < ref.size(); ++e) {
-      double got = fromBf16(o16[e]);
+      double got = bfloat16ToFloat(o16[e]);
       err2 += (got - ref[e]) * (got - ref[e]);
       ref2 += ref[e] * ref[e];
     }
