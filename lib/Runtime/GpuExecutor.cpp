@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -252,6 +253,10 @@ struct GpuExecutor::Impl {
   bool loadModules(const Artifact &artifact);
   bool resolveKernels();
   bool uploadWeights(const GpuLoadOptions &o);
+  /// GpuLoadOptions::dummyWeights: fills weight buffer `bi` (manifest
+  /// weight `w`) through the staging buffers instead of reading its file.
+  bool uploadDummyWeight(int bi, const WeightSpec &w, void **stage, CUevent *done, bool *used,
+                         int &slot, uint64_t stageBytes);
   bool uploadConsts(const Artifact &artifact);
   bool initNccl(const GpuLoadOptions &o);
   std::string where(size_t index) const;
@@ -494,6 +499,11 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
       continue;
     const WeightSpec &w = m.weights[b.index];
     std::string name = "weight '" + w.name + "'";
+    if (o.dummyWeights) {
+      if (!uploadDummyWeight(static_cast<int>(bi), w, stage, done, used, slot, stageBytes))
+        return false;
+      continue;
+    }
     if (!w.offset || w.file.empty())
       return fail(GpuStatus::BadInput, name + " is stored in typed protobuf fields, not raw bytes; "
                                               "re-export the model with raw_data or external data");
@@ -545,6 +555,57 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
     }
   }
   return check(cu->cuStreamSynchronize(stream), "uploading the weights");
+}
+
+bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **stage,
+                                          CUevent *done, bool *used, int &slot,
+                                          uint64_t stageBytes) {
+  // Uniform in [-a, a] with a = sqrt(3 / fan_in), i.e. variance 1 / fan_in
+  // (fan_in: the second-to-last dim, the reduced one of a [.., K, N] MatMul
+  // weight), so activations keep their scale through the layers and router
+  // logits differ between tokens (balanced expert loads); 1-D weights (norm
+  // scales, biases, sinks) are 1, integer ones 0. A splitmix64 stream seeded by the weight's
+  // index; one staging buffer of values is generated and repeated over the
+  // weight: reproducible, and cheap for tens of GB.
+  const GpuBuffer &b = p.buffers[bi];
+  if (b.dtype != "float32" && b.dtype != "float16" && b.dtype != "bfloat16")
+    // Integer tables (indices, hashes): zeros, which index validly.
+    return check(cu->cuMemsetD8Async(address(bi), 0, static_cast<size_t>(b.bytes), stream),
+                 "zeroing dummy weight '" + w.name + "'");
+  const int64_t es = dtypeSize(b.dtype);
+  const int64_t count = b.bytes / es;
+  const int64_t fanIn = w.shape.size() >= 2 ? std::max<int64_t>(1, w.shape[w.shape.size() - 2]) : 0;
+  const double a = fanIn ? std::sqrt(3.0 / static_cast<double>(fanIn)) : 0.0;
+  const int64_t perPiece = std::min<int64_t>(count, static_cast<int64_t>(stageBytes) / es);
+  std::vector<float> values(static_cast<size_t>(perPiece));
+  uint64_t state = 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(b.index) + 1);
+  for (float &v : values) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
+    v = fanIn ? static_cast<float>((2.0 * u - 1.0) * a) : 1.0f;
+  }
+  const std::string name = "dummy weight '" + w.name + "'";
+  for (int s = 0; s < 2; ++s) {
+    if (used[s] && !check(cu->cuEventSynchronize(done[s]), "uploading " + name))
+      return false;
+    used[s] = false;
+  }
+  // Both staging buffers hold the same values: uploads alternate without
+  // waiting on one buffer.
+  for (int s = 0; s < 2; ++s)
+    convertElements("float32", values.data(), b.dtype, stage[s], values.size());
+  const CUdeviceptr dst = address(bi);
+  for (int64_t doneElems = 0; doneElems < count;) {
+    const int64_t n = std::min(perPiece, count - doneElems);
+    if (!check(cu->cuMemcpyHtoDAsync(dst + doneElems * es, stage[slot], n * es, stream),
+               "uploading " + name))
+      return false;
+    doneElems += n;
+  }
+  return check(cu->cuStreamSynchronize(stream), "uploading " + name);
 }
 
 bool GpuExecutor::Impl::uploadConsts(const Artifact &artifact) {
@@ -973,8 +1034,38 @@ bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
     call.tf32 = p.tf32;
     std::string err;
     bool oom = false;
-    if (!gemm->run(call, stream, workspace, workspaceBytes, err, oom))
-      return fail(oom ? GpuStatus::Resources : GpuStatus::Internal, where(index) + ": " + err);
+    if (r->groups == 0) {
+      if (!gemm->run(call, stream, workspace, workspaceBytes, err, oom))
+        return fail(oom ? GpuStatus::Resources : GpuStatus::Internal, where(index) + ": " + err);
+      return true;
+    }
+    // Grouped: the row split was computed on the device (e.g. the experts'
+    // token counts); read it back, check it, then one GEMM per group.
+    std::vector<int32_t> off(static_cast<size_t>(r->groups) + 1);
+    if (!check(c.cuMemcpyDtoHAsync(off.data(), address(r->groupBuffer) + r->groupOffset * 4,
+                                   off.size() * 4, stream),
+               where(index) + ": reading the group offsets") ||
+        !check(c.cuStreamSynchronize(stream), where(index) + ": cuStreamSynchronize"))
+      return false;
+    for (size_t g = 0; g < off.size(); ++g)
+      if (off[g] < 0 || off[g] > r->m || (g > 0 && off[g] < off[g - 1]))
+        return fail(GpuStatus::Internal,
+                    where(index) + ": group offset " + std::to_string(g) + " is " +
+                        std::to_string(off[g]) + " (the offsets must rise within [0, " +
+                        std::to_string(r->m) + "])");
+    const CUdeviceptr a0 = call.a, b0 = call.b, c0 = call.c;
+    for (int64_t g = 0; g < r->groups; ++g) {
+      const int64_t rows = off[g + 1] - off[g];
+      if (rows == 0)
+        continue;
+      call.problem.m = rows;
+      call.a = a0 + off[g] * r->a.rowStride * dtypeSize(gs.dtypeA);
+      call.b = b0 + g * r->b.batchStride * dtypeSize(gs.dtypeB);
+      call.c = c0 + off[g] * r->c.rowStride * dtypeSize(gs.dtypeC);
+      if (!gemm->run(call, stream, workspace, workspaceBytes, err, oom))
+        return fail(oom ? GpuStatus::Resources : GpuStatus::Internal,
+                    where(index) + ": group " + std::to_string(g) + ": " + err);
+    }
     return true;
   }
   if (auto *r = std::get_if<ResolvedMemset>(&step)) {

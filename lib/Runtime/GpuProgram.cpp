@@ -634,6 +634,18 @@ private:
     s.a = operand(j, "a", s.dtypeA, where);
     s.b = operand(j, "b", s.dtypeB, where);
     s.c = operand(j, "c", s.dtypeC, where);
+    if (j.contains("groups")) {
+      std::string w = sub(where, "groups");
+      const json &g = field(j, "groups", where);
+      s.groups = intField(g, "count", w, 0);
+      if (s.groups < 1 || s.groups > (int64_t(1) << 20))
+        invalid(sub(w, "count"), "must be in [1, 2^20], got " + std::to_string(s.groups));
+      const json &o = field(g, "offsets", w);
+      std::string wo = sub(w, "offsets");
+      s.groupBuffer = bufferRef(o, "buffer", wo);
+      s.groupOffset = linearField(o, "offset", wo);
+      checkDtype(s.groupBuffer, "int32", wo);
+    }
     return s;
   }
 
@@ -848,8 +860,18 @@ public:
     r.k = evalNonNeg(st.k, {"k"});
     if (r.batch > INT32_MAX)
       bad({"batch"}, std::to_string(r.batch) + " is over 2^31-1");
+    r.groups = st.groups;
+    if (st.groups > 0) {
+      if (r.batch != 1)
+        bad({"batch"}, "must be 1 in a grouped GEMM, got " + std::to_string(r.batch));
+      r.groupBuffer = st.groupBuffer;
+      r.groupOffset = evalNonNeg(st.groupOffset, {"groups.offsets.offset"});
+      const int64_t count = st.groups + 1, one = 1;
+      checkExtent(st.groupBuffer, 4, r.groupOffset, &count, &one, 1, {"groups.offsets"});
+    }
     r.a = operand(st.a, "a", r.m, r.k, r.batch, dtypeSize(st.dtypeA));
-    r.b = operand(st.b, "b", r.k, r.n, r.batch, dtypeSize(st.dtypeB));
+    r.b = operand(st.b, "b", r.k, r.n, st.groups > 0 ? st.groups : r.batch,
+                  dtypeSize(st.dtypeB));
     r.c = operand(st.c, "c", r.m, r.n, r.batch, dtypeSize(st.dtypeC));
     r.empty = r.batch == 0 || r.m == 0 || r.n == 0;
     if (!r.empty && r.k == 0 && st.beta != 1.0)
@@ -986,6 +1008,7 @@ StepSymbols stepSymbols(const GpuStep &step) {
     for (const GemmOperand *o : {&g->a, &g->b, &g->c})
       for (const LinearExpr *e : {&o->offset, &o->batchStride, &o->rowStride, &o->colStride})
         use(*e);
+    use(g->groupOffset);
   } else if (auto *a = std::get_if<AttentionStep>(&step)) {
     for (const LinearExpr *e : {&a->batch, &a->sq, &a->skv})
       use(*e);

@@ -5,6 +5,8 @@
 // activation memory by C while the KV cache grows to S. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
+#include "LastPositionSlice.h"
+
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
@@ -26,25 +28,6 @@ namespace ox = h20::onnx;
 
 namespace {
 
-/// The Slice h20-logits-last puts before the LM head: start -1, step 1 on
-/// axis 1 of a rank-3 hidden state.
-ox::SliceOp lastPositionSlice(func::FuncOp func) {
-  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  if (ret.getNumOperands() != 1)
-    return {};
-  auto mm = ret.getOperand(0).getDefiningOp<ox::MatMulOp>();
-  auto slice = mm ? mm->getOperand(0).getDefiningOp<ox::SliceOp>() : ox::SliceOp();
-  if (!slice || slice->getNumOperands() < 3)
-    return {};
-  auto c = slice->getOperand(1).getDefiningOp<ox::ConstantOp>();
-  auto start = c ? dyn_cast_or_null<DenseIntElementsAttr>(c->getAttr("value"))
-                 : DenseIntElementsAttr();
-  if (!start || start.getNumElements() != 1 ||
-      (*start.value_begin<APInt>()).getSExtValue() != -1)
-    return {};
-  return slice;
-}
-
 /// Whether chunking `op` is sound: it computes each token's row from that
 /// row alone (or is shape arithmetic / a weight), so running the prompt C
 /// tokens at a time gives the same rows. What mixes tokens must be one of
@@ -63,7 +46,7 @@ std::optional<std::string> whyNotPerToken(Operation *op, Value ids) {
   // the chunk's last real row; any other could cut along the sequence.
   if (auto sl = dyn_cast<ox::SliceOp>(op)) {
     auto f = op->getParentOfType<func::FuncOp>();
-    if (sl == lastPositionSlice(f))
+    if (sl == h20::lastPositionSlice(f))
       return std::nullopt;
     return refuse("a Slice may cut along the sequence");
   }
@@ -197,7 +180,7 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       return failure();
 
     StringRef outputMode = "rows";
-    if (ox::SliceOp slice = lastPositionSlice(func)) {
+    if (ox::SliceOp slice = h20::lastPositionSlice(func)) {
       OpBuilder b(slice);
       Value h = slice->getOperand(0);
       auto ht = cast<RankedTensorType>(h.getType());

@@ -1,4 +1,6 @@
 //===- LogitsLast.cpp - compute the LM head for the last position only ---===//
+#include "LastPositionSlice.h"
+
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
 
@@ -34,6 +36,12 @@ struct LogitsLastPass : h20::impl::LogitsLastBase<LogitsLastPass> {
         ret.emitError("--logits=last: the output is not an LM head MatMul([B, S, K], [K, V])");
         return signalPassFailure();
       }
+      // Already the last position only (e.g. an export made with
+      // `--logits last`): nothing to cut, and a second Slice would hide the
+      // first from h20-chunked-prefill, which moves this one to the
+      // chunk's last real token.
+      if (h20::isLastPositionSlice(mm->getOperand(0).getDefiningOp()))
+        continue;
       OpBuilder b(mm);
       Location loc = mm->getLoc();
       auto i64vec = [&](int64_t v) {

@@ -191,6 +191,9 @@ def load(name_or_path, layers=None):
         for key in ("kv_source_layer_ids", "index_source_layer_ids", "engram_layer_ids"):
             if src.get(key) is not None:
                 src[key] = [i for i in src[key] if i < layers]
+        # A candidate source cut off with its layer: no two-level top-k.
+        if src.get("candidate_source_layer_id") is not None and src["candidate_source_layer_id"] >= layers:
+            src["candidate_source_layer_id"] = -1
     return normalise(raw)
 
 

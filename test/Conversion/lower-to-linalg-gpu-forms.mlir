@@ -118,3 +118,22 @@ func.func @sparse_attention_f64_sink_decomposed(%q: tensor<8x4x64xbf16>, %l: ten
   %0 = attn.sparse_attention %q, %l, %s {scale = 0.5 : f64, window = 16 : i64} : (tensor<8x4x64xbf16>, tensor<8x64xbf16>, tensor<4xf64>) -> tensor<8x4x64xbf16>
   return %0 : tensor<8x4x64xbf16>
 }
+
+// -----
+
+// onnx.h20.RoutedExperts (DeepSeek-V4.1's routed MoE experts) is one
+// `h20_routed_experts` call carrying X, Router, Bias, W1, W3, W2 and Y, with
+// the op's attributes; the GPU target runs only the picked experts.
+// CHECK-LABEL: func.func @routed_experts_call
+// CHECK: linalg.generic
+// CHECK-SAME: library_call = "h20_routed_experts"
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x64x32xbf16>, tensor<8x64x32xbf16>, tensor<8x32x64xbf16>)
+// CHECK-SAME: outs(%{{.*}} : tensor<?x64xbf16>)
+// CHECK: h20.routed_experts = {limit = 1.000000e+01 : f32, scaling = 1.500000e+00 : f32, temp = 1.000000e+00 : f32, top_k = 2 : si64}
+func.func @routed_experts_call(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf32>,
+                               %w1: tensor<8x64x32xbf16>, %w3: tensor<8x64x32xbf16>,
+                               %w2: tensor<8x32x64xbf16>) -> tensor<?x64xbf16> {
+  %0 = onnx.h20.RoutedExperts(%x, %r, %b, %w1, %w3, %w2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x64x32xbf16>, tensor<8x64x32xbf16>, tensor<8x32x64xbf16>) -> tensor<?x64xbf16>
+  return %0 : tensor<?x64xbf16>
+}
+

@@ -383,6 +383,66 @@ TEST_F(GpuExecutorTest, GemmFloat32) {
   EXPECT_EQ(again[0].data, outs[0].data);
 }
 
+// A grouped GEMM (a mixture-of-experts layer's experts): rows [off[g],
+// off[g+1]) of A times B[g], the offsets an int32 device buffer; an empty
+// group, and offsets that fall make the run fail with the step named.
+TEST_F(GpuExecutorTest, GemmGrouped) {
+  const int64_t G = 4, M = 32, N = 24, K = 40;
+  std::vector<float> a = randomFloats(M * K, 11), b = randomFloats(G * K * N, 12);
+  writeBytes(dir.path + "/w.bin", b.data(), b.size() * 4);
+  TestArtifact t(dir.path);
+  t.manifest["inputs"] = {{{"name", "a"}, {"dtype", "float32"}, {"shape", {M, K}}},
+                          {{"name", "off"}, {"dtype", "int32"}, {"shape", {G + 1}}}};
+  t.manifest["outputs"] = {{{"name", "c"}, {"dtype", "float32"}, {"shape", {M, N}}}};
+  t.manifest["weights"] = {{{"name", "b"}, {"file", "w.bin"}, {"dtype", "float32"},
+                            {"shape", {G, K, N}}, {"offset", 0}}};
+  json gemm = {{"op", "gemm"}, {"dtype_a", "float32"}, {"dtype_b", "float32"},
+               {"dtype_c", "float32"}, {"batch", 1}, {"m", M}, {"n", N}, {"k", K},
+               {"alpha", 1.0}, {"beta", 0.0}, {"a", mat(0, 0, K, 1)},
+               {"b", mat(3, K * N, N, 1)}, {"c", mat(2, 0, N, 1)},
+               {"groups", {{"count", G}, {"offsets", {{"buffer", 1}, {"offset", 0}}}}}};
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}}, {"chunking", nullptr},
+      {"outputs", {{{"mode", "whole"}}}}, {"modules", json::array()}, {"arena_bytes", 0},
+      {"buffers",
+       {{{"kind", "input"}, {"index", 0}, {"bytes", M * K * 4}},
+        {{"kind", "input"}, {"index", 1}, {"bytes", (G + 1) * 4}, {"dtype", "int32"}},
+        {{"kind", "output"}, {"index", 0}, {"bytes", M * N * 4}},
+        {{"kind", "weight"}, {"index", 0}, {"bytes", G * K * N * 4}, {"dtype", "float32"}}}},
+      {"steps", {gemm}}};
+  t.finish(gpu);
+  GpuExecutor ex;
+  std::string error;
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+  const std::vector<int32_t> off = {0, 5, 5, 17, 30}; // group 1 empty, rows 30.. unused
+  std::vector<HostTensor> outs;
+  GpuRunStats stats;
+  ASSERT_EQ(ex.run({tensor("float32", {M, K}, a.data(), a.size() * 4),
+                    tensor("int32", {G + 1}, off.data(), off.size() * 4)},
+                   GpuRunOptions(), outs, stats, error),
+            GpuStatus::Ok)
+      << error;
+  std::vector<float> got = asFloats(outs[0]);
+  std::vector<double> want, have;
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t i = off[g]; i < off[g + 1]; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += double(a[i * K + k]) * b[(g * K + k) * N + j];
+        want.push_back(acc);
+        have.push_back(got[i * N + j]);
+      }
+  std::vector<float> haveF(have.begin(), have.end());
+  EXPECT_LT(relL2(haveF, want), 1e-5);
+  const std::vector<int32_t> bad = {0, 9, 4, 17, 30};
+  EXPECT_NE(ex.run({tensor("float32", {M, K}, a.data(), a.size() * 4),
+                    tensor("int32", {G + 1}, bad.data(), bad.size() * 4)},
+                   GpuRunOptions(), outs, stats, error),
+            GpuStatus::Ok);
+  EXPECT_NE(error.find("group offset 2 is 4"), std::string::npos) << error;
+}
+
 // bfloat16 inputs (the weight converted from float32 on upload), float32 and
 // bfloat16 results.
 TEST_F(GpuExecutorTest, GemmBfloat16) {

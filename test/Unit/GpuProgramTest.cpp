@@ -268,6 +268,19 @@ TEST(GpuProgram, RejectsBadPrograms) {
        "step 1 (gemm): dtype_c: unsupported dtype 'int8'"},
       {"mixed gemm inputs", [](json &g) { g["steps"][1]["dtype_b"] = "float16"; },
        "dtype_a bfloat16 and dtype_b float16 differ"},
+      {"grouped gemm without groups",
+       [](json &g) { g["steps"][1]["groups"] = {{"count", 0}, {"offsets", {{"buffer", 7}, {"offset", 0}}}}; },
+       "step 1 (gemm): groups.count: must be in [1, 2^20], got 0"},
+      {"grouped gemm offsets of another dtype",
+       [](json &g) { g["steps"][1]["groups"] = {{"count", 2}, {"offsets", {{"buffer", 3}, {"offset", 0}}}}; },
+       "step 1 (gemm): groups.offsets: reads buffer 3 (bfloat16) as int32"},
+      {"grouped gemm over a batch",
+       [](json &g) {
+         g["steps"][1]["batch"] = 2;
+         g["steps"][1]["c"]["batch_stride"] = 8;
+         g["steps"][1]["groups"] = {{"count", 1}, {"offsets", {{"buffer", 7}, {"offset", 0}}}};
+       },
+       "batch: must be 1 in a grouped GEMM, got 2"},
       {"gemm reads a buffer as another dtype",
        [](json &g) { g["steps"][1]["b"]["buffer"] = 4; },
        "step 1 (gemm): b: reads buffer 4 (float32) as bfloat16"},

@@ -165,7 +165,15 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
 
   OwningOpRef<ModuleOp> module;
   if (isOnnxFile(input)) {
-    module = h20::importOnnxModel(input, ctx);
+    // Only the GPU code generator runs onnx.h20.RoutedExperts as an op
+    // (picked experts only, grouped GEMMs); elsewhere (the CPU target,
+    // planning for another target, --emit without a target) the call's
+    // function body is imported: every expert for every token, exact.
+    h20::OnnxImportOptions importOptions;
+    bool gpuCodegen = llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue());
+    if (!gpuCodegen)
+      importOptions.expandFunctions.push_back("RoutedExperts");
+    module = h20::importOnnxModel(input, ctx, importOptions);
   } else {
     std::string message;
     auto file = openInputFile(input, &message);

@@ -76,7 +76,8 @@ std::string stepLabel(const GpuStep &step) {
         t = (e.c ? t + "+" : std::string()) + "n";
       return t;
     };
-    return "gemm " + g->dtypeA + " " + dim(g->m) + "x" + dim(g->n) + "x" + dim(g->k);
+    return std::string(g->groups ? "grouped gemm " : "gemm ") + g->dtypeA + " " + dim(g->m) +
+           "x" + dim(g->n) + "x" + dim(g->k);
   }
   return stepOpName(step);
 }
@@ -117,7 +118,7 @@ const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
     "               [--report REPORT.json] [--warmup N] [--repeat N] [--gpus N]\n"
     "               [--no-cuda-graph] [--virtual-ranks] [--weights-dir DIR]\n"
-    "               [--profile-steps]\n"
+    "               [--profile-steps] [--dummy-weights]\n"
     "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
     "               [--weights-dir DIR]\n"
@@ -160,6 +161,10 @@ const char *kUsage =
     "        graphs, the host waits for each chunk, so the TTFT is no benchmark):\n"
     "        the 20 costliest kernels/GEMMs on stderr, every step in the report's\n"
     "        \"step_profile\"\n"
+    "  --dummy-weights: GPU only: read no weight file; fill every weight with\n"
+    "        reproducible pseudo-random values (uniform, variance 1/fan_in; 1-D\n"
+    "        weights 1, integer ones 0) to time a model whose checkpoint is not at\n"
+    "        hand (e.g. a --graph-only export). The outputs mean nothing\n"
     "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
     "        (default: where they were at compile time)\n"
     "  exit codes: 0 ok, 1 internal error (or another rank of an N-GPU job failed),\n"
@@ -174,6 +179,7 @@ struct Options {
   int64_t gpus = 0;   ///< --gpus; 0: not given
   bool noCudaGraph = false;
   bool profileSteps = false;
+  bool dummyWeights = false; ///< --dummy-weights
   bool virtualRanks = false; ///< --virtual-ranks
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
@@ -240,6 +246,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       o.noCudaGraph = true;
     } else if (a == "--profile-steps") {
       o.profileSteps = true;
+    } else if (a == "--dummy-weights") {
+      o.dummyWeights = true;
     } else if (a == "--virtual-ranks") {
       o.virtualRanks = true;
     } else if (is("--inputs-from")) {
@@ -467,6 +475,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   GpuExecutor gpu;
   GpuLoadOptions lo;
   lo.weightsDir = opt.weightsDir;
+  lo.dummyWeights = opt.dummyWeights;
   RankMode mode = RankMode::Single;
   if (!gpuRanks(opt, lo, mode, error))
     return fail(kExitBadInput, error);
@@ -814,6 +823,9 @@ int main(int argc, char **argv) {
                                    "'; compile with --target=cpu to run on the CPU");
   if (device == "cpu" && opt.gpus)
     return fail(kExitBadInput, "--gpus applies to GPU artifacts; '" + opt.artifact +
+                                   "' runs on the CPU");
+  if (device == "cpu" && opt.dummyWeights)
+    return fail(kExitBadInput, "--dummy-weights applies to GPU runs; '" + opt.artifact +
                                    "' runs on the CPU");
   if (device == "cpu" && multiProcess)
     return fail(kExitBadInput, "WORLD_SIZE=" + std::string(worldEnv) + ": '" + opt.artifact +

@@ -94,6 +94,12 @@ struct GpuDeviceInfo {
 struct GpuLoadOptions {
   int device = 0;          ///< CUDA device ordinal
   std::string weightsDir;  ///< where weight files are; empty: the manifest's model_dir
+  /// Do not read weight files: fill every weight with reproducible
+  /// pseudo-random values (uniform, variance 1 / fan_in, fan_in = the
+  /// second-to-last dim; 1-D weights are 1, integer weights 0). For timing a model whose
+  /// checkpoint is not at hand (like vLLM's --load-format dummy); its
+  /// outputs mean nothing.
+  bool dummyWeights = false;
   uint64_t stagingBytes = uint64_t(32) << 20; ///< per pinned staging buffer (two are used)
   uint64_t workspaceBytes = uint64_t(32) << 20; ///< cuBLASLt workspace (only with gemm steps)
   /// NCCL: 0 = no communicator. 1 = join a 1-rank communicator (the same

@@ -83,6 +83,15 @@
 //       c*col_stride. Each matrix has col_stride 1 (row-major) or row_stride 1
 //       (column-major); batch_stride 0 broadcasts A or B. dtype_a == dtype_b;
 //       dtype_c is the same or float32. Accumulation in float32 (cuBLASLt).
+//       Optional "groups": {"count": G, "offsets": {"buffer": b, "offset": L}}
+//       makes it a grouped GEMM (a mixture-of-experts layer's experts): batch
+//       must be 1, A and C hold m rows, B holds G matrices (B[g] at
+//       offset + g*batch_stride), and the G + 1 int32 elements at "offsets"
+//       (device memory, written by an earlier step) split the rows: group g
+//       multiplies rows [off[g], off[g+1]) of A by B[g] into the same rows of
+//       C. The runtime reads the offsets back before the GEMMs (a stream
+//       synchronisation) and fails the run unless 0 <= off[0] <= ... <=
+//       off[G] <= m; rows of C outside [off[0], off[G]) are not written.
 //   "attention": {"module": m, "kernel": name, "dtype": t, "block_m": BM,
 //                 "threads": T, "smem": bytes, "q": V, "k": V, "v": V, "o": V,
 //                 "batch": L, "heads": H, "kv_heads": KH, "sq": L, "skv": L,
@@ -214,6 +223,11 @@ struct GemmStep {
   LinearExpr batch, m, n, k;
   double alpha = 1.0, beta = 0.0;
   GemmOperand a, b, c;
+  /// Grouped GEMM (see "groups" above): 0 for a plain one, else G, with the
+  /// int32 row offsets [G + 1] at element `groupOffset` of `groupBuffer`.
+  int64_t groups = 0;
+  int groupBuffer = -1;
+  LinearExpr groupOffset;
 };
 
 /// A [batch, head, seq, dim] view of a buffer; strides in elements.
@@ -321,6 +335,9 @@ struct ResolvedGemm {
   int64_t batch = 0, m = 0, n = 0, k = 0;
   ResolvedGemmOperand a, b, c;
   bool empty = false; ///< batch, m or n is 0
+  int64_t groups = 0;      ///< grouped GEMM: G (GemmStep::groups)
+  int groupBuffer = -1;    ///< where its int32 row offsets [G + 1] are
+  int64_t groupOffset = 0; ///< in elements
 };
 
 struct ResolvedAttentionView {

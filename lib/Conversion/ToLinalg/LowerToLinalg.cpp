@@ -1,5 +1,7 @@
 //===- LowerToLinalg.cpp - the h20-lower-to-linalg pass ------------------===//
 #include "AttnToLinalg.h"
+#include "LoweringUtils.h"
+#include "MoeToLinalg.h"
 #include "OnnxToLinalg.h"
 
 #include "h20/Conversion/Passes.h"
@@ -146,6 +148,13 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                 .Case([&](h20::attn::IndexerCandidatesOp o) {
                   return one(libraryCalls ? h20::lowering::lowerIndexerToLibraryCall(b, o)
                                           : h20::lowering::lowerIndexerCandidates(b, o));
+                })
+                .Case([&](h20::onnx::H20RoutedExpertsOp o) -> FailureOr<SmallVector<Value>> {
+                  if (!libraryCalls)
+                    return h20::lowering::unsupported(
+                        o, "has no CPU lowering (h20-opt imports its function body for the "
+                           "CPU target)");
+                  return one(h20::lowering::lowerRoutedExpertsToLibraryCall(b, o));
                 })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })

@@ -129,4 +129,20 @@ Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   return arith::BitcastOp::create(b, loc, to, v);
 }
 
+void carrierIndexing(MLIRContext *ctx, ArrayRef<Value> operands, unsigned parallelDims,
+                     SmallVector<AffineMap> &maps, SmallVector<utils::IteratorType> &its) {
+  unsigned numDims = 0;
+  for (Value v : operands)
+    numDims += cast<RankedTensorType>(v.getType()).getRank();
+  unsigned next = 0;
+  for (Value v : operands) {
+    SmallVector<AffineExpr> e;
+    for (int64_t i = 0; i < cast<RankedTensorType>(v.getType()).getRank(); ++i)
+      e.push_back(getAffineDimExpr(next++, ctx));
+    maps.push_back(AffineMap::get(numDims, 0, e, ctx));
+  }
+  its.assign(numDims - parallelDims, utils::IteratorType::reduction);
+  its.append(parallelDims, utils::IteratorType::parallel);
+}
+
 } // namespace h20::lowering

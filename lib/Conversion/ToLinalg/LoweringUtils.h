@@ -51,6 +51,15 @@ llvm::SmallVector<mlir::utils::IteratorType> iterators(llvm::ArrayRef<bool> redu
 /// inputs, else f32.
 mlir::Type computeTypeFor(mlir::Type elt);
 
+/// Indexing maps and iterators of a library-call carrier generic (a
+/// linalg.generic the GPU target replaces by a routine): every operand gets
+/// its own loop dims (the generic only carries the operands, it computes
+/// nothing), the last `parallelDims` of them parallel (the results'), the
+/// rest reductions.
+void carrierIndexing(mlir::MLIRContext *ctx, mlir::ArrayRef<mlir::Value> operands,
+                     unsigned parallelDims, llvm::SmallVector<mlir::AffineMap> &maps,
+                     llvm::SmallVector<mlir::utils::IteratorType> &its);
+
 } // namespace h20::lowering
 
 #endif // H20_LIB_CONVERSION_TOLINALG_LOWERINGUTILS_H

@@ -93,26 +93,6 @@ Value readKey(OpBuilder &b, Location loc, const KeySlot &slot, Value d, Value la
   return ifOp.getResult(0);
 }
 
-/// Indexing of a library-call carrier generic: every operand gets its own
-/// loop dims (the generic only carries the operands, it computes nothing),
-/// the last `parallelDims` of them parallel (the results'), the rest
-/// reductions.
-void carrierIndexing(MLIRContext *ctx, ArrayRef<Value> operands, unsigned parallelDims,
-                     SmallVector<AffineMap> &maps, SmallVector<utils::IteratorType> &its) {
-  unsigned numDims = 0;
-  for (Value v : operands)
-    numDims += cast<RankedTensorType>(v.getType()).getRank();
-  unsigned next = 0;
-  for (Value v : operands) {
-    SmallVector<AffineExpr> e;
-    for (int64_t i = 0; i < cast<RankedTensorType>(v.getType()).getRank(); ++i)
-      e.push_back(getAffineDimExpr(next++, ctx));
-    maps.push_back(AffineMap::get(numDims, 0, e, ctx));
-  }
-  its.assign(numDims - parallelDims, utils::IteratorType::reduction);
-  its.append(parallelDims, utils::IteratorType::parallel);
-}
-
 } // namespace
 
 FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) {

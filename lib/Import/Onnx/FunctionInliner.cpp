@@ -129,7 +129,8 @@ bool readDefaults(const F &fn, std::vector<AttributeProto> &out) {
 
 class Inliner {
 public:
-  explicit Inliner(ModelProto &model) : model(model) {}
+  Inliner(ModelProto &model, const std::vector<std::string> &expandAnyway)
+      : model(model), expandAnyway(expandAnyway) {}
   bool run(std::string &error);
 
 private:
@@ -155,6 +156,7 @@ private:
   bool mergeOpsets(std::string &error);
 
   ModelProto &model;
+  const std::vector<std::string> &expandAnyway;
   std::map<std::pair<std::string, std::string>, LocalFunction> functions;
   llvm::StringSet<> usedNames;
   llvm::StringSet<> usedPrefixes;
@@ -183,6 +185,8 @@ const LocalFunction *Inliner::lookup(const NodeProto &n) const {
   // and indexer forms whose bodies would build S x S intermediates) stays a
   // call; its body only documents the meaning (and lets other runtimes run it).
   std::string domain = normalizedDomain(n.domain());
+  if (llvm::is_contained(expandAnyway, n.op_type()))
+    return &it->second;
   for (const auto &o : model.opset_import())
     if (normalizedDomain(o.domain()) == domain && lookupOp(domain, n.op_type(), o.version()))
       return nullptr;
@@ -482,8 +486,9 @@ bool Inliner::run(std::string &error) {
 
 } // namespace
 
-bool inlineLocalFunctions(ModelProto &model, std::string &error) {
-  return Inliner(model).run(error);
+bool inlineLocalFunctions(ModelProto &model, std::string &error,
+                          const std::vector<std::string> &expandAnyway) {
+  return Inliner(model, expandAnyway).run(error);
 }
 
 } // namespace h20::onnx_import

@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <vector>
 
 namespace h20::onnx_import {
 
@@ -13,8 +14,10 @@ namespace h20::onnx_import {
 /// calls inside bodies included, so the graph holds only operators the
 /// importer maps to ops. Returns false with `error` naming the call node
 /// and function when a call cannot be expanded faithfully. A model without
-/// local functions is left exactly as it was.
-bool inlineLocalFunctions(::onnx::ModelProto &model, std::string &error);
+/// local functions is left exactly as it was. A call h20 has an op for
+/// stays a call, unless its op type is in `expandAnyway`.
+bool inlineLocalFunctions(::onnx::ModelProto &model, std::string &error,
+                          const std::vector<std::string> &expandAnyway = {});
 
 } // namespace h20::onnx_import
 

@@ -465,7 +465,7 @@ LogicalResult GraphImporter::importNode(const NodeProto &n) {
 
 OwningOpRef<ModuleOp> GraphImporter::run() {
   std::string inlineError;
-  if (!inlineLocalFunctions(model.proto, inlineError)) {
+  if (!inlineLocalFunctions(model.proto, inlineError, options.expandFunctions)) {
     error() << inlineError;
     return nullptr;
   }

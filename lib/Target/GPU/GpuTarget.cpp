@@ -449,6 +449,14 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     if (failed(addSourceModule("sparse_attention", ptx, gpu::kSparseAttentionModulePlaceholder)))
       return failure();
   }
+  if (program.usesMoe) {
+    std::string ptx, nvrtcLog;
+    if (!compileMoePtx("sm_90", ptx, nvrtcLog))
+      return module.emitError("GPU target: the routed-experts kernels did not compile: ")
+             << nvrtcLog;
+    if (failed(addSourceModule("moe", ptx, gpu::kMoeModulePlaceholder)))
+      return failure();
+  }
   if (!program.constBlob.empty())
     addBlob("consts.bin", "data", program.constBlob);
 

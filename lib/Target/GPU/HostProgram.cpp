@@ -21,7 +21,8 @@ namespace {
 
 constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention",
                               kIndexer = "h20_indexer",
-                              kSparseAttention = "h20_sparse_attention";
+                              kSparseAttention = "h20_sparse_attention",
+                              kRoutedExperts = "h20_routed_experts";
 constexpr int64_t kAlign = 256;
 
 /// Set when Lin arithmetic overflowed int64; the evaluator turns it into
@@ -180,6 +181,7 @@ private:
   LogicalResult evalAttention(linalg::GenericOp op);
   LogicalResult evalIndexer(linalg::GenericOp op);
   LogicalResult evalSparseAttention(linalg::GenericOp op);
+  LogicalResult evalRoutedExperts(linalg::GenericOp op);
   /// The views of a library call's operands, inputs then inits.
   FailureOr<SmallVector<View>> operandViews(linalg::GenericOp op) {
     SmallVector<View> v;
@@ -939,6 +941,165 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   return success();
 }
 
+/// Token rows of one routed-experts tile: its scratch (router logits, the
+/// permuted rows Xp, G, U, A, Yp) is at most about this many bytes. Larger
+/// tiles give each expert's GEMM more rows (better tensor-core use); the
+/// scratch lives in the arena beside the layer's other temporaries.
+constexpr int64_t kMoeTileScratchBytes = int64_t(8) << 30;
+
+LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.routed_experts");
+  if (!attrs)
+    return op->emitError("GPU target: routed experts call without its attributes");
+  if (op.getNumDpsInputs() != 6 || op.getNumDpsInits() != 1)
+    return op->emitError("GPU target: internal: malformed routed experts call");
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const SmallVector<View> &v = *operands;
+  const View &x = v[0], &router = v[1], &bias = v[2], &w1 = v[3], &w3 = v[4], &w2 = v[5],
+             &y = v[6];
+  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  const int dt = code(x.element), bt = code(bias.element);
+  if (dt < 0 || bt < 0 || code(y.element) != dt)
+    return op->emitError("GPU target: routed experts take f32/f16/bf16 tokens and bias");
+  if (x.sizes.size() != 2 || router.sizes.size() != 2 || bias.sizes.size() != 1 ||
+      w1.sizes.size() != 3 || w3.sizes.size() != 3 || w2.sizes.size() != 3 || y.sizes.size() != 2)
+    return op->emitError("GPU target: internal: routed experts operands of unexpected ranks");
+  for (const View *w : {&x, &router, &bias, &w1, &w3, &w2, &y})
+    for (const Lin &d : w->sizes)
+      if (!d.isConst())
+        return op->emitError("GPU target: routed experts need static shapes (the token count "
+                             "of a whole-prompt program)");
+  const int64_t n = x.sizes[0].c, dm = x.sizes[1].c, e = router.sizes[1].c,
+                inter = w1.sizes[2].c;
+  const int64_t k = attrs.getAs<IntegerAttr>("top_k").getInt();
+  if (std::string why; !moeShapeSupported(e, k, &why))
+    return op->emitError("GPU target: routed experts: ") << why;
+  program.usesMoe = true;
+  if (n == 0)
+    return success();
+  const std::string dtype = dtypeName(x.element);
+  const int64_t es = elementBytes(x.element);
+  Builder types(op.getContext());
+  Type f32 = types.getF32Type(), i32 = types.getI32Type();
+
+  // Tile of tokens and its scratch, allocated once and reused by every tile.
+  const int64_t perToken = e * 4 + k * (4 + 4 + 4 + 4) + k * dm * es + 2 * k * inter * 4 +
+                           k * inter * es + k * dm * 4;
+  int64_t tile = std::max<int64_t>(1, kMoeTileScratchBytes / perToken);
+  if (tile >= 256)
+    tile = tile / 256 * 256;
+  tile = std::min(tile, n);
+  if (tile * k > kMoeMaxRows)
+    tile = kMoeMaxRows / k;
+  auto temp = [&](int64_t elems, Type t) {
+    return addBuffer(Buffer{"temp", -1, checkedMul(elems, elementBytes(t)), dtypeName(t)});
+  };
+  const int bLogits = temp(tile * e, f32), bIds = temp(tile * k, i32), bW = temp(tile * k, f32),
+            bCounts = temp(e, i32), bOff = temp(e + 1, i32), bPos = temp(tile * k, i32),
+            bRowTok = temp(tile * k, i32), bXp = temp(tile * k * dm, x.element),
+            bG = temp(tile * k * inter, f32), bU = temp(tile * k * inter, f32),
+            bA = temp(tile * k * inter, x.element), bYp = temp(tile * k * dm, f32);
+
+  // Row-major views of the scratch, and of the operands at a row offset.
+  auto rows = [&](int buffer, ArrayRef<int64_t> shape, Type t) {
+    View r{buffer, Lin{}, {}, {}, t};
+    int64_t stride = 1;
+    r.strides.resize(shape.size());
+    for (size_t d = shape.size(); d-- > 0;) {
+      r.strides[d] = Lin{stride};
+      stride = checkedMul(stride, shape[d]);
+    }
+    for (int64_t d : shape)
+      r.sizes.push_back(Lin{d});
+    return r;
+  };
+  auto rowSlice = [&](const View &base, int64_t first, int64_t count) {
+    View r = base;
+    r.offset = base.offset + base.strides[0].scaled(first);
+    r.sizes[0] = Lin{count};
+    return r;
+  };
+  auto mat = [&](const View &w, unsigned rowDim, unsigned colDim, Lin batchStride) {
+    use(w.buffer);
+    return llvm::json::Object{{"buffer", w.buffer},
+                              {"offset", w.offset.json()},
+                              {"batch_stride", batchStride.json()},
+                              {"row_stride", w.strides[rowDim].json()},
+                              {"col_stride", w.strides[colDim].json()}};
+  };
+  auto gemm = [&](const View &a, const View &b, const View &c, int64_t m, int64_t nn,
+                  int64_t kk, bool grouped) {
+    llvm::json::Object g{{"op", "gemm"},
+                         {"dtype_a", dtype},
+                         {"dtype_b", dtype},
+                         {"dtype_c", "float32"},
+                         {"batch", 1},
+                         {"m", m},
+                         {"n", nn},
+                         {"k", kk},
+                         {"alpha", 1.0},
+                         {"beta", 0.0},
+                         {"a", mat(a, 0, 1, Lin{0})},
+                         {"b", grouped ? mat(b, 1, 2, b.strides[0]) : mat(b, 0, 1, Lin{0})},
+                         {"c", mat(c, 0, 1, Lin{0})}};
+    if (grouped) {
+      use(bOff);
+      g["groups"] = llvm::json::Object{
+          {"count", e}, {"offsets", llvm::json::Object{{"buffer", bOff}, {"offset", 0}}}};
+    }
+    steps.push_back(std::move(g));
+  };
+  auto launch = [&](const std::string &kernel, int64_t grid, ArrayRef<const View *> views,
+                    llvm::json::Array scalars) {
+    llvm::json::Array args;
+    for (const View *w : views)
+      args.push_back(llvm::json::Object{{"memref", viewJson(*w)}});
+    for (llvm::json::Value &s : scalars)
+      args.push_back(std::move(s));
+    steps.push_back(llvm::json::Object{{"op", "launch"},
+                                       {"module", kMoeModulePlaceholder},
+                                       {"kernel", kernel},
+                                       {"grid", llvm::json::Array{grid, 1, 1}},
+                                       {"block", llvm::json::Array{kMoeThreads, 1, 1}},
+                                       {"smem", 0},
+                                       {"args", std::move(args)}});
+  };
+  const double temperature = attrs.getAs<FloatAttr>("temp").getValueAsDouble();
+  const double scaling = attrs.getAs<FloatAttr>("scaling").getValueAsDouble();
+  const double limit = attrs.getAs<FloatAttr>("limit").getValueAsDouble();
+  for (int64_t t0 = 0; t0 < n; t0 += tile) {
+    const int64_t tt = std::min(tile, n - t0), r = tt * k;
+    const View xt = rowSlice(x, t0, tt), yt = rowSlice(y, t0, tt);
+    const View logits = rows(bLogits, {tt, e}, f32), ids = rows(bIds, {tt, k}, i32),
+               weights = rows(bW, {tt, k}, f32), counts = rows(bCounts, {e}, i32),
+               offsets = rows(bOff, {e + 1}, i32), pos = rows(bPos, {tt, k}, i32),
+               rowTok = rows(bRowTok, {r}, i32), xp = rows(bXp, {r, dm}, x.element),
+               g = rows(bG, {r, inter}, f32), u = rows(bU, {r, inter}, f32),
+               a = rows(bA, {r, inter}, x.element), yp = rows(bYp, {r, dm}, f32);
+    gemm(xt, router, logits, tt, e, dm, false);
+    use(bCounts);
+    steps.push_back(llvm::json::Object{
+        {"op", "memset"}, {"buffer", bCounts}, {"offset_bytes", 0}, {"bytes", e * 4},
+        {"value", 0}});
+    launch(moeRouteKernel(bt), moeRouteGrid(tt),
+           {&logits, &bias, &ids, &weights, &counts},
+           llvm::json::Array{llvm::json::Object{{"f32", temperature}},
+                             llvm::json::Object{{"f32", scaling}}});
+    launch(moePositionsKernel(), moePositionsGrid(e), {&ids, &counts, &offsets, &pos, &rowTok}, {});
+    launch(moeGatherKernel(dt), moeGatherGrid(r),
+           {&xt, &rowTok, &xp}, {});
+    gemm(xp, w1, g, r, inter, dm, true);
+    gemm(xp, w3, u, r, inter, dm, true);
+    launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a},
+           llvm::json::Array{llvm::json::Object{{"f32", limit}}});
+    gemm(a, w2, yp, r, dm, inter, true);
+    launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
+  }
+  return success();
+}
+
 LogicalResult Evaluator::evaluate(Operation *op) {
   if (op->getDialect() && op->getDialect()->getNamespace() == "arith")
     return evalArith(op);
@@ -1097,6 +1258,8 @@ LogicalResult Evaluator::evaluate(Operation *op) {
           return evalIndexer(g);
         if (call && call.getValue() == kSparseAttention)
           return evalSparseAttention(g);
+        if (call && call.getValue() == kRoutedExperts)
+          return evalRoutedExperts(g);
         return op->emitError("GPU target: internal: a linalg op was left on the host");
       })
       .Case([&](func::ReturnOp) { return success(); })

@@ -15,6 +15,7 @@
 
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/IndexerKernel.h"
+#include "h20/Target/MoeKernel.h"
 #include "h20/Target/SparseAttentionKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +32,8 @@ namespace h20::gpu {
 inline constexpr int64_t kIndexerModulePlaceholder = -1;
 /// The same for the sparse-attention module.
 inline constexpr int64_t kSparseAttentionModulePlaceholder = -2;
+/// The same for the routed-experts (MoE) kernels' module.
+inline constexpr int64_t kMoeModulePlaceholder = -3;
 
 /// What each argument of the entry function is, in order.
 struct ArgumentRoles {
@@ -60,6 +63,9 @@ struct HostProgram {
   std::vector<IndexerKernel> indexerKernels;
   /// Sparse-attention kernels (module kSparseAttentionModulePlaceholder).
   std::vector<SparseAttentionKernel> sparseAttentionKernels;
+  /// Whether a step launches a routed-experts kernel (module
+  /// kMoeModulePlaceholder: every kernel of kernels/moe.cuh).
+  bool usesMoe = false;
 };
 
 /// Evaluates `func` (host code after kernel outlining: memref.alloc /

@@ -11,6 +11,8 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace h20 {
 
@@ -21,6 +23,11 @@ struct OnnxImportOptions {
   /// stored in typed fields (float_data, ...: no byte range to reference);
   /// all others become `onnx.Weight` references to their bytes.
   int64_t inlineElementLimit = 64;
+  /// Model-local functions of the ai.h20 domain h20 has an op for but
+  /// should import as their bodies anyway (op types, e.g. "RoutedExperts":
+  /// the CPU target has no lowering of onnx.h20.RoutedExperts, so h20-opt
+  /// expands it there; its body runs every expert densely).
+  std::vector<std::string> expandFunctions;
 };
 
 /// Imports the ONNX model at `path` (binary protobuf `.onnx`, or the ONNX

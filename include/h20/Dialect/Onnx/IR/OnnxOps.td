@@ -422,5 +422,15 @@ def Onnx_H20IndexerTopKInCandidatesOp : Onnx_NodeOp<"h20.IndexerTopKInCandidates
   let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$ratio, SI64Attr:$topk,
                    F32Attr:$scale, SI64Attr:$block_size);
 }
+// RoutedExperts(X [N, Dm], Router [Dm, E], Bias [E], W1 [E, Dm, I],
+// W3 [E, Dm, I], W2 [E, I, Dm]) -> Y [N, Dm]: DeepSeek-V4.1's routed MoE
+// experts (sqrt-softplus scores, top_k by score + bias, clamped SwiGLU).
+// Its function body runs every expert for every token; the GPU target runs
+// only the picked ones (library call h20_routed_experts: routing kernels and
+// grouped cuBLASLt GEMMs). The CPU target imports the function body instead.
+def Onnx_H20RoutedExpertsOp : Onnx_NodeOp<"h20.RoutedExperts", 6, 6, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$top_k, F32Attr:$scaling,
+                   F32Attr:$limit, F32Attr:$temp);
+}
 
 #endif // H20_ONNX_OPS

@@ -1,0 +1,89 @@
+//===- MoeKernel.h - the GPU routed-experts (MoE) kernels -*- C++ -*-===//
+//
+// Names, launch geometry, limits and NVRTC compilation of
+// lib/Target/GPU/kernels/moe.cuh: DeepSeek-V4.1's routed-experts routing,
+// permutation, SwiGLU and combine kernels, which run around the grouped
+// cuBLASLt GEMMs (moe.cuh's header states the pipeline and the formula).
+// One module holds every kernel and type variant. Plain C++ (no MLIR).
+//
+// Element types are numbered as elsewhere in the GPU target: 0 float32,
+// 1 float16, 2 bfloat16.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_TARGET_MOEKERNEL_H
+#define H20_TARGET_MOEKERNEL_H
+
+#include <cstdint>
+#include <string>
+
+namespace h20 {
+
+/// Threads per CTA of every MoE kernel (H20_MOE_THREADS).
+inline constexpr int kMoeThreads = 256;
+/// Tokens per route CTA (one warp each): grid ceil(T / 8).
+inline constexpr int64_t kMoeRouteTokensPerCta = 8;
+/// Permuted rows per gather CTA (one warp each): grid ceil(R / 8).
+inline constexpr int64_t kMoeGatherRowsPerCta = 8;
+/// Largest expert count E (the route kernel's shared scores and per-lane
+/// taken mask) and top_k K (the combine kernel's shared pairs).
+inline constexpr int64_t kMoeMaxExperts = 1024;
+inline constexpr int64_t kMoeMaxTopK = 16;
+/// Largest R = T * K (pos and rowToken hold int32 row numbers).
+inline constexpr int64_t kMoeMaxRows = 2147483647;
+/// SwiGLU grid: one CTA per kMoeSwigluElemsPerCta elements (16 per
+/// thread), at most kMoeSwigluMaxCtas CTAs (the kernel is grid-stride).
+inline constexpr int64_t kMoeSwigluElemsPerCta = 4096;
+inline constexpr int64_t kMoeSwigluMaxCtas = 65535;
+
+/// Whether the kernels take E = `experts` and K = `topK`: 1 <= E <= 1024
+/// and 1 <= K <= min(E, 16). On false, `why` (if given) says which rule
+/// failed. (R = T * K < 2^31 is checked where T is known: kMoeMaxRows.)
+bool moeShapeSupported(int64_t experts, int64_t topK, std::string *why = nullptr);
+
+/// Kernel names; "" for a type outside 0..2.
+/// h20_moe_route_b{f32,f16,bf16} by the bias' type `biasType`: (logits
+/// [T, E] f32, bias [E], ids [T, K] i32, weights [T, K] f32, counts [E] i32,
+/// float temp, float scaling); counts must be zero before (it is
+/// accumulated with atomics).
+std::string moeRouteKernel(int biasType);
+/// h20_moe_positions: (ids [T, K] i32, counts [E] i32, offsets [E + 1] i32,
+/// pos [T, K] i32, rowToken [R] i32).
+std::string moePositionsKernel();
+/// h20_moe_gather_{f32,f16,bf16} by the element type `dt` of X and Xp:
+/// (X [T, Dm], rowToken [R] i32, Xp [R, Dm]).
+std::string moeGatherKernel(int dt);
+/// h20_moe_swiglu_{f32,f16,bf16} by the element type `dt` of A: (G [R, I]
+/// f32, U [R, I] f32, A [R, I], float limit).
+std::string moeSwigluKernel(int dt);
+/// h20_moe_combine_{f32,f16,bf16} by the element type `dt` of Y: (Yp [R, Dm]
+/// f32, pos [T, K] i32, weights [T, K] f32, Y [T, Dm]).
+std::string moeCombineKernel(int dt);
+
+/// Grids (CTAs along x; all kernels take kMoeThreads threads and no
+/// dynamic shared memory). Each is at least 1; the kernels skip the CTAs
+/// past their work, so an empty tile still launches validly.
+/// Route: ceil(T / kMoeRouteTokensPerCta).
+int64_t moeRouteGrid(int64_t tokens);
+/// Positions: E (one CTA per expert).
+int64_t moePositionsGrid(int64_t experts);
+/// Gather: ceil(R / kMoeGatherRowsPerCta).
+int64_t moeGatherGrid(int64_t rows);
+/// SwiGLU over `elements` = R * I: min(ceil(elements / 4096), 65535).
+int64_t moeSwigluGrid(int64_t elements);
+/// Combine: T (one CTA per token).
+int64_t moeCombineGrid(int64_t tokens);
+
+/// The NVRTC translation unit: `#include "h20_moe.cuh"` (every kernel of
+/// this header is defined there).
+std::string moeProgramSource();
+
+/// Compiles the MoE module (all 13 kernels) to PTX for `arch` ("sm_90", or
+/// any later "sm_XX[a]"). True with the module in `ptx`; false with the
+/// reason in `log` when `arch` is malformed, NVRTC cannot be loaded, or the
+/// compilation fails (NVRTC's log). `log` also receives NVRTC's warnings
+/// on success. Thread-safe.
+bool compileMoePtx(const std::string &arch, std::string &ptx, std::string &log);
+
+} // namespace h20
+
+#endif // H20_TARGET_MOEKERNEL_H

@@ -1,0 +1,98 @@
+//===- MoeKernelTest.cpp - the routed-experts kernels, NVRTC, ptxas -------===//
+//
+// Without a GPU: names, grids and shape limits of the MoE kernels
+// (include/h20/Target/MoeKernel.h), and (when NVRTC and ptxas are
+// installed) that kernels/moe.cuh compiles to PTX with every entry point
+// and assembles for sm_90 without spilling. Its numerics are checked on a
+// GPU by moe-check (every kernel against a CPU reference).
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Target/MoeKernel.h"
+#include "PtxasExpectations.h"
+#include "h20/Target/AttentionKernel.h"
+#include "h20/Target/PtxAssembler.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+using namespace h20;
+
+namespace {
+
+std::vector<std::string> allKernels() {
+  std::vector<std::string> names{moePositionsKernel()};
+  for (int t = 0; t < 3; ++t) {
+    names.push_back(moeRouteKernel(t));
+    names.push_back(moeGatherKernel(t));
+    names.push_back(moeSwigluKernel(t));
+    names.push_back(moeCombineKernel(t));
+  }
+  return names;
+}
+
+} // namespace
+
+TEST(MoeKernel, NamesGridsAndLimits) {
+  EXPECT_EQ(moeRouteKernel(0), "h20_moe_route_bf32");
+  EXPECT_EQ(moeRouteKernel(1), "h20_moe_route_bf16");
+  EXPECT_EQ(moeRouteKernel(2), "h20_moe_route_bbf16");
+  EXPECT_EQ(moePositionsKernel(), "h20_moe_positions");
+  EXPECT_EQ(moeGatherKernel(2), "h20_moe_gather_bf16");
+  EXPECT_EQ(moeSwigluKernel(1), "h20_moe_swiglu_f16");
+  EXPECT_EQ(moeCombineKernel(0), "h20_moe_combine_f32");
+  EXPECT_EQ(moeRouteKernel(3), "");
+  EXPECT_EQ(moeCombineKernel(-1), "");
+
+  EXPECT_EQ(moeRouteGrid(0), 1);
+  EXPECT_EQ(moeRouteGrid(8), 1);
+  EXPECT_EQ(moeRouteGrid(9), 2);
+  EXPECT_EQ(moePositionsGrid(384), 384);
+  EXPECT_EQ(moeGatherGrid(6 * 1000), 750);
+  EXPECT_EQ(moeGatherGrid(6 * 1001), 751);
+  EXPECT_EQ(moeSwigluGrid(0), 1);
+  EXPECT_EQ(moeSwigluGrid(4097), 2);
+  // 512K tokens x top-6 x I 2048: capped, the kernel strides over the rest.
+  EXPECT_EQ(moeSwigluGrid(int64_t(524288) * 6 * 2048), kMoeSwigluMaxCtas);
+  EXPECT_EQ(moeCombineGrid(300), 300);
+
+  std::string why;
+  EXPECT_TRUE(moeShapeSupported(384, 6, &why)) << why;
+  EXPECT_TRUE(moeShapeSupported(8, 2, &why)) << why;
+  EXPECT_TRUE(moeShapeSupported(1024, 16, &why)) << why;
+  EXPECT_TRUE(moeShapeSupported(1, 1, &why)) << why;
+  EXPECT_FALSE(moeShapeSupported(1025, 6, &why));
+  EXPECT_NE(why.find("1025 experts"), std::string::npos) << why;
+  EXPECT_FALSE(moeShapeSupported(384, 17, &why));
+  EXPECT_NE(why.find("top_k 17"), std::string::npos) << why;
+  EXPECT_FALSE(moeShapeSupported(4, 5, &why));
+  EXPECT_FALSE(moeShapeSupported(8, 0, &why));
+  EXPECT_FALSE(moeShapeSupported(0, 1, &why));
+
+  std::string ptx, log;
+  EXPECT_FALSE(compileMoePtx("gfx90", ptx, log));
+  EXPECT_NE(log.find("malformed"), std::string::npos) << log;
+}
+
+TEST(MoeKernel, CompilesAndAssemblesForSm90WithoutSpills) {
+  std::string reason;
+  if (!nvrtcAvailable(&reason)) {
+    std::printf("SKIP: %s\n", reason.c_str());
+    GTEST_SKIP() << reason;
+  }
+  std::string ptx, log;
+  ASSERT_TRUE(compileMoePtx("sm_90", ptx, log)) << log;
+  const std::vector<std::string> names = allKernels();
+  for (const std::string &name : names)
+    EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << name;
+  // The route kernel counts picks with atomics (the permutation itself uses none).
+  EXPECT_NE(ptx.find("atom.global.add.u32"), std::string::npos);
+  if (findPtxas().empty()) {
+    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+    GTEST_SKIP() << "ptxas not found";
+  }
+  std::string cubin, report, error;
+  ASSERT_EQ(assemblePtx(ptx, "sm_90", cubin, report, error), PtxasStatus::Ok) << error;
+  test::expectListedWithoutSpills(report, names);
+  std::printf("%s", report.c_str());
+}

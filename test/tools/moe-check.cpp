@@ -1,0 +1,751 @@
+//===- moe-check.cpp - the routed-experts (MoE) kernels on a GPU -----------===//
+//
+// moe-check
+//
+// Compiles lib/Target/GPU/kernels/moe.cuh (compileMoePtx, NVRTC), loads it
+// with the CUDA driver API and checks every kernel against a CPU reference
+// on random inputs:
+//   route      E=8 K=2 and E=384 K=6 (bias f32 / f16 / bf16), E=1024 K=16,
+//              K=E, exact ties (equal logits and bias: the lower expert
+//              first), NaN and -inf keys; ids in key order (a GPU/CPU
+//              expf ulp may swap keys within 1e-5: counted, not failed),
+//              weights vs the float formula, counts = the picks' histogram;
+//              the route's own output then goes through positions.
+//   positions  offsets, pos and rowToken equal to a CPU stable counting
+//              sort exactly (several 8192-pick steps, empty experts, a
+//              strided ids / pos view).
+//   gather     bit-exact rows, f32 / f16 / bf16, 16-byte and element paths
+//              (a strided, unaligned view); nothing outside Xp's view
+//              written.
+//   swiglu     values around +-limit (exactly at, just past, far past,
+//              large negative gates), f32 / f16 / bf16, contiguous, G and U
+//              as halves of one [R, 2I] buffer, an unaligned view.
+//   combine    f32 / f16 / bf16 outputs, contiguous, a strided Y, an
+//              unaligned Y and Yp (element path); nothing outside Y's view
+//              written.
+// Prints one line per case, exits 1 on any failure, 0 with "SKIP: no GPU
+// (<reason>)" without a driver or device.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/GpuProgram.h"
+#include "h20/Target/AttentionKernel.h"
+#include "h20/Target/MoeKernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace h20;
+using h20::runtime::CudaApi;
+
+namespace {
+
+const CudaApi *api = nullptr;
+
+void check(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS)
+    return;
+  std::fprintf(stderr, "moe-check: %s: %s\n", what, h20::runtime::cudaErrorText(*api, r).c_str());
+  std::exit(1);
+}
+
+// ---- element conversions ---------------------------------------------------------
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+const char *typeName(int t) { return t == 0 ? "f32" : t == 1 ? "f16" : "bf16"; }
+int elemBytes(int dt) { return dt == 0 ? 4 : 2; }
+/// Element type dt (0 f32, 1 f16, 2 bf16) as its bits (round to nearest
+/// even: the runtime's conversions, GpuProgram.h), and back.
+uint32_t toBits(int dt, float f) {
+  return dt == 0   ? bitsOf(f)
+         : dt == 1 ? h20::runtime::floatToHalf(f)
+                   : h20::runtime::floatToBfloat16(f);
+}
+float fromBits(int dt, uint32_t b) {
+  if (dt == 0) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  return dt == 1 ? h20::runtime::halfToFloat(uint16_t(b))
+                 : h20::runtime::bfloat16ToFloat(uint16_t(b));
+}
+float roundTo(int dt, float f) { return fromBits(dt, toBits(dt, f)); }
+
+/// Host storage of `n` elements of type dt, as raw bytes.
+struct HostArray {
+  int dt;
+  std::vector<unsigned char> bytes;
+  HostArray(int dt, size_t n, uint32_t fillBits = 0) : dt(dt), bytes(n * size_t(elemBytes(dt))) {
+    for (size_t i = 0; i < n; ++i)
+      setBits(i, fillBits);
+  }
+  size_t size() const { return bytes.size() / size_t(elemBytes(dt)); }
+  uint32_t bits(size_t i) const {
+    uint32_t b = 0;
+    std::memcpy(&b, &bytes[i * size_t(elemBytes(dt))], size_t(elemBytes(dt)));
+    return b;
+  }
+  void setBits(size_t i, uint32_t b) {
+    std::memcpy(&bytes[i * size_t(elemBytes(dt))], &b, size_t(elemBytes(dt)));
+  }
+  float get(size_t i) const { return fromBits(dt, bits(i)); }
+  void set(size_t i, float f) { setBits(i, toBits(dt, f)); }
+};
+
+// ---- device buffers, kernel arguments, the module ----------------------------------
+
+struct Buffer {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  explicit Buffer(size_t n) : bytes(n) {
+    check(api->cuMemAlloc(&ptr, std::max<size_t>(n, 16)), "cuMemAlloc");
+  }
+  Buffer(const void *host, size_t n) : Buffer(n) { upload(host); }
+  ~Buffer() { api->cuMemFree(ptr); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  void upload(const void *host) {
+    if (bytes)
+      check(api->cuMemcpyHtoD(ptr, host, bytes), "cuMemcpyHtoD");
+  }
+  void download(void *host) const {
+    if (bytes)
+      check(api->cuMemcpyDtoH(host, ptr, bytes), "cuMemcpyDtoH");
+  }
+};
+
+/// MLIR's expanded memref descriptor: base, aligned, offset, sizes, strides.
+void pushMemref(std::vector<uint64_t> &slots, CUdeviceptr p, int64_t offset,
+                const std::vector<int64_t> &sizes, const std::vector<int64_t> &strides) {
+  slots.push_back(p);
+  slots.push_back(p);
+  slots.push_back(uint64_t(offset));
+  for (int64_t s : sizes)
+    slots.push_back(uint64_t(s));
+  for (int64_t s : strides)
+    slots.push_back(uint64_t(s));
+}
+void pushF32(std::vector<uint64_t> &slots, float f) { slots.push_back(bitsOf(f)); }
+
+CUmodule module = nullptr;
+std::map<std::string, CUfunction> functions;
+
+CUfunction kernel(const std::string &name) {
+  auto it = functions.find(name);
+  if (it != functions.end())
+    return it->second;
+  CUfunction f;
+  check(api->cuModuleGetFunction(&f, module, name.c_str()),
+        ("cuModuleGetFunction " + name).c_str());
+  functions[name] = f;
+  return f;
+}
+
+void launch(const std::string &name, int64_t grid, std::vector<uint64_t> &slots) {
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  check(api->cuLaunchKernel(kernel(name), unsigned(grid), 1, 1, kMoeThreads, 1, 1, 0, nullptr,
+                            ptrs.data(), nullptr),
+        ("cuLaunchKernel " + name).c_str());
+  check(api->cuCtxSynchronize(), name.c_str());
+}
+
+bool report(bool ok, const std::string &what, const std::string &detail) {
+  std::printf("%s %-58s %s\n", ok ? "PASS" : "FAIL", what.c_str(), detail.c_str());
+  return ok;
+}
+
+// ---- positions: CPU stable counting sort -------------------------------------------
+
+struct Permutation {
+  std::vector<int32_t> offsets, pos, rowToken;
+};
+Permutation countingSort(const std::vector<int32_t> &ids, int64_t T, int64_t K, int64_t E) {
+  Permutation p;
+  std::vector<int32_t> counts(size_t(E), 0);
+  for (int32_t e : ids)
+    ++counts[size_t(e)];
+  p.offsets.assign(size_t(E + 1), 0);
+  for (int64_t e = 0; e < E; ++e)
+    p.offsets[size_t(e + 1)] = p.offsets[size_t(e)] + counts[size_t(e)];
+  std::vector<int32_t> next(p.offsets.begin(), p.offsets.end() - 1);
+  p.pos.assign(size_t(T * K), -1);
+  p.rowToken.assign(size_t(T * K), -1);
+  for (int64_t a = 0; a < T * K; ++a) {
+    int32_t r = next[size_t(ids[size_t(a)])]++;
+    p.pos[size_t(a)] = r;
+    p.rowToken[size_t(r)] = int32_t(a / K);
+  }
+  return p;
+}
+
+/// Runs h20_moe_positions on ids [T, K] (row pitch idPitch >= K, also used
+/// for pos) and counts; compares with countingSort. `label` names the case.
+bool runPositions(const std::string &label, const std::vector<int32_t> &ids, int64_t T, int64_t K,
+                  int64_t E, int64_t idPitch) {
+  std::vector<int32_t> counts(size_t(E), 0);
+  for (int32_t e : ids)
+    ++counts[size_t(e)];
+  std::vector<int32_t> hid(size_t(std::max<int64_t>(T, 1) * idPitch), -7);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < K; ++j)
+      hid[size_t(t * idPitch + j)] = ids[size_t(t * K + j)];
+  const int64_t R = T * K;
+  std::vector<int32_t> canaryPos(hid.size(), -3), canaryOff(size_t(E + 2), -3),
+      canaryRow(size_t(std::max<int64_t>(R, 1) + 1), -3);
+  Buffer did(hid.data(), hid.size() * 4), dcnt(counts.data(), counts.size() * 4),
+      doff(canaryOff.data(), canaryOff.size() * 4), dpos(canaryPos.data(), canaryPos.size() * 4),
+      drow(canaryRow.data(), canaryRow.size() * 4);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, did.ptr, 0, {T, K}, {idPitch, 1});
+  pushMemref(slots, dcnt.ptr, 0, {E}, {1});
+  pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
+  pushMemref(slots, dpos.ptr, 0, {T, K}, {idPitch, 1});
+  pushMemref(slots, drow.ptr, 0, {R}, {1});
+  launch(moePositionsKernel(), moePositionsGrid(E), slots);
+  std::vector<int32_t> off(canaryOff.size()), pos(canaryPos.size()), row(canaryRow.size());
+  doff.download(off.data());
+  dpos.download(pos.data());
+  drow.download(row.data());
+  Permutation want = countingSort(ids, T, K, E);
+  std::string why;
+  for (int64_t e = 0; e <= E && why.empty(); ++e)
+    if (off[size_t(e)] != want.offsets[size_t(e)])
+      why = "offsets[" + std::to_string(e) + "] = " + std::to_string(off[size_t(e)]) + ", want " +
+            std::to_string(want.offsets[size_t(e)]);
+  if (why.empty() && off[size_t(E + 1)] != -3)
+    why = "wrote past offsets[E]";
+  for (int64_t t = 0; t < T && why.empty(); ++t)
+    for (int64_t j = 0; j < idPitch && why.empty(); ++j) {
+      const int32_t got = pos[size_t(t * idPitch + j)];
+      const int32_t exp = j < K ? want.pos[size_t(t * K + j)] : -3;
+      if (got != exp)
+        why = "pos[" + std::to_string(t) + ", " + std::to_string(j) + "] = " + std::to_string(got) +
+              ", want " + std::to_string(exp);
+    }
+  for (int64_t r = 0; r <= R && why.empty(); ++r) {
+    const int32_t exp = r < R ? want.rowToken[size_t(r)] : -3;
+    if (row[size_t(r)] != exp)
+      why = "rowToken[" + std::to_string(r) + "] = " + std::to_string(row[size_t(r)]) + ", want " +
+            std::to_string(exp);
+  }
+  char detail[160];
+  std::snprintf(detail, sizeof detail, "T=%lld K=%lld E=%lld pitch=%lld%s%s", (long long)T,
+                (long long)K, (long long)E, (long long)idPitch, why.empty() ? "" : ": ",
+                why.c_str());
+  return report(why.empty(), "positions " + label, detail);
+}
+
+bool runPositionsChecks() {
+  bool ok = true;
+  std::mt19937_64 rng(7);
+  struct C {
+    const char *name;
+    int64_t T, K, E, pitch;
+    int evenOnly; // experts drawn from the even ones only (odd ones empty)
+  } cases[] = {
+      {"E=8 K=2", 100, 2, 8, 2, 0},
+      {"E=384 K=6", 1000, 6, 384, 6, 0},
+      {"E=384 K=6, 60K picks (many steps)", 10000, 6, 384, 6, 0},
+      {"empty experts", 700, 4, 64, 4, 1},
+      {"strided ids/pos view", 333, 6, 384, 9, 0},
+      {"one token", 1, 6, 384, 6, 0},
+      {"E=1024 K=16", 300, 16, 1024, 16, 0},
+  };
+  for (const C &c : cases) {
+    std::vector<int32_t> ids(size_t(c.T * c.K));
+    std::vector<int32_t> all(size_t(c.E));
+    std::iota(all.begin(), all.end(), 0);
+    for (int64_t t = 0; t < c.T; ++t) {
+      std::shuffle(all.begin(), all.end(), rng);
+      int64_t j = 0;
+      for (size_t x = 0; x < all.size() && j < c.K; ++x)
+        if (!c.evenOnly || all[x] % 2 == 0)
+          ids[size_t(t * c.K + j++)] = all[x];
+    }
+    ok &= runPositions(c.name, ids, c.T, c.K, c.E, c.pitch);
+  }
+  return ok;
+}
+
+// ---- route ----------------------------------------------------------------------------
+
+struct RouteCase {
+  const char *name;
+  int64_t T, E, K;
+  int biasType;
+  bool ties;    ///< experts 2i and 2i+1 share logits and bias (exact ties)
+  bool special; ///< a few tokens with NaN / -inf / all-equal logits
+};
+
+float softplusSqrt(float l, float temp) {
+  const float x = l / temp;
+  return std::sqrt(std::fmax(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))));
+}
+
+bool runRoute(const RouteCase &c) {
+  std::mt19937_64 rng(uint64_t(c.T * 31 + c.E * 7 + c.K + c.biasType));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const float temp = 1.25f, scaling = 2.5f;
+  const int64_t T = c.T, E = c.E, K = c.K;
+  std::vector<float> logits(size_t(T * E));
+  HostArray bias(c.biasType, size_t(E));
+  for (float &x : logits)
+    x = 4.0f * uni(rng);
+  for (int64_t e = 0; e < E; ++e)
+    bias.set(size_t(e), 0.2f * uni(rng));
+  if (c.ties) {
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t e = 1; e < E; e += 2)
+        logits[size_t(t * E + e)] = logits[size_t(t * E + e - 1)];
+    for (int64_t e = 1; e < E; e += 2)
+      bias.setBits(size_t(e), bias.bits(size_t(e - 1)));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  if (c.special && T >= 4) {
+    for (int64_t e = 0; e < E; ++e) {
+      logits[size_t(0 * E + e)] = 0.5f; // equal scores: the bias alone orders them
+      logits[size_t(1 * E + e)] = e % 3 == 0 ? NAN : logits[size_t(1 * E + e)]; // NaN scores
+      logits[size_t(2 * E + e)] = e < E - 2 ? -inf : 1.0f; // softplus(-inf) = 0: score 0
+      logits[size_t(3 * E + e)] = e % 2 ? NAN : -inf;      // NaN keys (as -inf) and zero scores
+    }
+  }
+  // The reference keys and scores (float, the kernel's formula).
+  std::vector<float> score(size_t(T * E)), key(size_t(T * E));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t e = 0; e < E; ++e) {
+      const float s = softplusSqrt(logits[size_t(t * E + e)], temp);
+      float k = s + bias.get(size_t(e));
+      if (std::isnan(k))
+        k = -inf;
+      score[size_t(t * E + e)] = s;
+      key[size_t(t * E + e)] = k;
+    }
+  std::vector<int32_t> ids(size_t(T * K), -5), counts(size_t(E), 0);
+  std::vector<float> weights(size_t(T * K), -5.0f);
+  Buffer dlog(logits.data(), logits.size() * 4), dbias(bias.bytes.data(), bias.bytes.size()),
+      dids(ids.data(), ids.size() * 4), dw(weights.data(), weights.size() * 4),
+      dcnt(counts.data(), counts.size() * 4);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dlog.ptr, 0, {T, E}, {E, 1});
+  pushMemref(slots, dbias.ptr, 0, {E}, {1});
+  pushMemref(slots, dids.ptr, 0, {T, K}, {K, 1});
+  pushMemref(slots, dw.ptr, 0, {T, K}, {K, 1});
+  pushMemref(slots, dcnt.ptr, 0, {E}, {1});
+  pushF32(slots, temp);
+  pushF32(slots, scaling);
+  launch(moeRouteKernel(c.biasType), moeRouteGrid(T), slots);
+  dids.download(ids.data());
+  dw.download(weights.data());
+  dcnt.download(counts.data());
+
+  std::string why;
+  int nearTies = 0;
+  double maxWErr = 0;
+  std::vector<int32_t> hist(size_t(E), 0);
+  std::vector<int64_t> order(static_cast<size_t>(E));
+  for (int64_t t = 0; t < T && why.empty(); ++t) {
+    const float *kt = &key[size_t(t * E)];
+    std::iota(order.begin(), order.end(), 0);
+    // Keys descending, equal keys by index (ONNX TopK's order).
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return kt[a] > kt[b] || (kt[a] == kt[b] && a < b); });
+    std::vector<char> seen(size_t(E), 0);
+    float sum = 0;
+    for (int64_t j = 0; j < K && why.empty(); ++j) {
+      const int32_t g = ids[size_t(t * K + j)];
+      const std::string at = "token " + std::to_string(t) + " pick " + std::to_string(j);
+      if (g < 0 || g >= E || seen[size_t(g)]) {
+        why = at + ": expert " + std::to_string(g) + " (out of range or repeated)";
+        break;
+      }
+      seen[size_t(g)] = 1;
+      ++hist[size_t(g)];
+      const int64_t want = order[size_t(j)];
+      if (g != want) {
+        const float a = kt[g], b = kt[want];
+        const bool close = std::isfinite(a) && std::isfinite(b) &&
+                           std::fabs(a - b) <= 1e-5f * std::max(1.0f, std::fabs(b));
+        if (!close || a == b) {
+          // Not a near tie, or an exact tie broken towards the higher index.
+          why = at + ": expert " + std::to_string(g) + " (key " + std::to_string(a) + "), want " +
+                std::to_string(want) + " (key " + std::to_string(b) + ")";
+          break;
+        }
+        ++nearTies;
+      }
+      // Exact ties: every lower expert with the same key was picked before.
+      for (int64_t e = 0; e < g && why.empty(); ++e)
+        if (kt[e] == kt[g] && !seen[size_t(e)])
+          why = at + ": exact tie of experts " + std::to_string(e) + " and " + std::to_string(g) +
+                " went to the higher index";
+      sum += score[size_t(t * E + g)];
+    }
+    for (int64_t j = 0; j < K && why.empty(); ++j) {
+      const int32_t g = ids[size_t(t * K + j)];
+      const float want = score[size_t(t * E + g)] / (sum + 1e-20f) * scaling;
+      const float got = weights[size_t(t * K + j)];
+      // NaN scores (NaN logits) make every weight of the token NaN, here as there.
+      const double err =
+          std::isnan(want) && std::isnan(got)
+              ? 0.0
+              : std::fabs(double(got) - want) / std::max(1e-6, std::fabs(double(want)));
+      maxWErr = std::max(maxWErr, err);
+      if (!(err <= 1e-5))
+        why = "token " + std::to_string(t) + " weight " + std::to_string(j) + " = " +
+              std::to_string(got) + ", want " + std::to_string(want);
+    }
+  }
+  for (int64_t e = 0; e < E && why.empty(); ++e)
+    if (counts[size_t(e)] != hist[size_t(e)])
+      why = "counts[" + std::to_string(e) + "] = " + std::to_string(counts[size_t(e)]) +
+            ", picks " + std::to_string(hist[size_t(e)]);
+  char detail[200];
+  std::snprintf(detail, sizeof detail,
+                "T=%lld E=%lld K=%lld bias %s near-ties=%d max_w_rel=%.1e%s%s", (long long)T,
+                (long long)E, (long long)K, typeName(c.biasType), nearTies, maxWErr,
+                why.empty() ? "" : ": ", why.c_str());
+  bool ok = report(why.empty(), std::string("route ") + c.name, detail);
+  // The route's own ids and atomics-made counts through positions.
+  if (ok) {
+    std::vector<uint64_t> ps;
+    std::vector<int32_t> canary(size_t(T * K) + 1, -3), offs(size_t(E + 1), -3);
+    Buffer doff(offs.data(), offs.size() * 4), dpos(canary.data(), size_t(T * K) * 4),
+        drow(canary.data(), canary.size() * 4);
+    pushMemref(ps, dids.ptr, 0, {T, K}, {K, 1});
+    pushMemref(ps, dcnt.ptr, 0, {E}, {1});
+    pushMemref(ps, doff.ptr, 0, {E + 1}, {1});
+    pushMemref(ps, dpos.ptr, 0, {T, K}, {K, 1});
+    pushMemref(ps, drow.ptr, 0, {T * K}, {1});
+    launch(moePositionsKernel(), moePositionsGrid(E), ps);
+    std::vector<int32_t> pos(size_t(T * K)), row(canary.size());
+    doff.download(offs.data());
+    dpos.download(pos.data());
+    drow.download(row.data());
+    Permutation want = countingSort(ids, T, K, E);
+    row.pop_back();
+    const bool same = offs == want.offsets && pos == want.pos && row == want.rowToken;
+    ok &= report(same, std::string("route ") + c.name + " -> positions",
+                 same ? "equals the CPU counting sort" : "differs from the CPU counting sort");
+  }
+  return ok;
+}
+
+bool runRouteChecks() {
+  const RouteCase cases[] = {
+      {"E=8 K=2", 100, 8, 2, 0, false, true},
+      {"E=384 K=6", 300, 384, 6, 2, false, true},
+      {"E=384 K=6", 257, 384, 6, 1, false, false},
+      {"E=384 K=6", 200, 384, 6, 0, false, false},
+      {"E=384 K=6 exact ties", 200, 384, 6, 2, true, true},
+      {"E=8 K=2 exact ties", 64, 8, 2, 1, true, false},
+      {"E=1024 K=16", 50, 1024, 16, 0, false, true},
+      {"K=E=16", 40, 16, 16, 2, false, true},
+      {"E=33 K=5 (a partial last lane round)", 77, 33, 5, 0, true, true},
+  };
+  bool ok = true;
+  for (const RouteCase &c : cases)
+    ok &= runRoute(c);
+  return ok;
+}
+
+// ---- gather -----------------------------------------------------------------------------
+
+bool runGather(int dt, int64_t T, int64_t D, int64_t R, bool strided, const char *label = nullptr) {
+  std::mt19937_64 rng(uint64_t(T + D * 3 + R * 5 + dt + strided));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const int64_t xOff = strided ? 1 : 0, xPitch = strided ? D + 3 : D;
+  const int64_t pOff = strided ? 2 : 0, pPitch = strided ? D + 5 : D;
+  HostArray x(dt, size_t(xOff + T * xPitch));
+  for (size_t i = 0; i < x.size(); ++i)
+    x.set(i, uni(rng));
+  std::vector<int32_t> rowToken(static_cast<size_t>(R));
+  for (int32_t &r : rowToken)
+    r = int32_t(rng() % uint64_t(T));
+  const uint32_t canary = dt == 0 ? 0x7fc00123u : 0x7fc1u;
+  HostArray xp(dt, size_t(pOff + R * pPitch + 3), canary);
+  Buffer dx(x.bytes.data(), x.bytes.size()), drt(rowToken.data(), rowToken.size() * 4),
+      dxp(xp.bytes.data(), xp.bytes.size());
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dx.ptr, xOff, {T, D}, {xPitch, 1});
+  pushMemref(slots, drt.ptr, 0, {R}, {1});
+  pushMemref(slots, dxp.ptr, pOff, {R, D}, {pPitch, 1});
+  launch(moeGatherKernel(dt), moeGatherGrid(R), slots);
+  HostArray got(dt, xp.size());
+  dxp.download(got.bytes.data());
+  std::string why;
+  std::vector<char> inView(xp.size(), 0);
+  for (int64_t r = 0; r < R && why.empty(); ++r)
+    for (int64_t d = 0; d < D && why.empty(); ++d) {
+      const size_t at = size_t(pOff + r * pPitch + d);
+      inView[at] = 1;
+      if (got.bits(at) != x.bits(size_t(xOff + rowToken[size_t(r)] * xPitch + d)))
+        why = "Xp[" + std::to_string(r) + ", " + std::to_string(d) + "] differs";
+    }
+  for (size_t i = 0; i < got.size() && why.empty(); ++i)
+    if (!inView[i] && got.bits(i) != canary)
+      why = "wrote outside Xp's view (element " + std::to_string(i) + ")";
+  char detail[200];
+  std::snprintf(detail, sizeof detail, "T=%lld Dm=%lld R=%lld%s%s", (long long)T, (long long)D,
+                (long long)R, why.empty() ? " bit-exact" : ": ", why.c_str());
+  return report(why.empty(),
+                std::string("gather ") + typeName(dt) + " " +
+                    (label     ? label
+                     : strided ? "strided+unaligned (element path)"
+                               : "contiguous"),
+                detail);
+}
+
+bool runGatherChecks() {
+  bool ok = true;
+  for (int dt : {0, 1, 2}) {
+    ok &= runGather(dt, 50, 256, 300, false);
+    ok &= runGather(dt, 37, 200, 123, true);
+  }
+  ok &= runGather(2, 20, 100, 61, false, "Dm 100, not whole 16-byte chunks (element path)");
+  ok &= runGather(2, 300, 5120, 90, false, "Dm 5120");
+  return ok;
+}
+
+// ---- swiglu -----------------------------------------------------------------------------
+
+enum Layout { kContiguous, kHalves, kUnaligned, kStrided };
+
+double swigluRef(float g, float u, float limit) {
+  const float gc = g > limit ? limit : g;
+  const float uc = u > limit ? limit : (u < -limit ? -limit : u);
+  return double(gc) / (1.0 + std::exp(-double(gc))) * double(uc);
+}
+
+bool runSwiglu(int dt, int64_t R, int64_t I, Layout layout) {
+  std::mt19937_64 rng(uint64_t(R * 3 + I + dt * 11 + layout));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const float limit = 7.0f;
+  // G and U: one [R, 2I] buffer (G its left half, U its right) for kHalves;
+  // an odd offset and pitch for kUnaligned (element path); padded rows for
+  // kStrided. A: pitch I (contiguous / halves), I + 4 (strided), I + 1
+  // offset 1 (unaligned).
+  int64_t gOff = 0, uOff = 0, gPitch = I, uPitch = I, aOff = 0, aPitch = I;
+  size_t gElems = size_t(R * I), uElems = size_t(R * I);
+  if (layout == kHalves) {
+    gPitch = uPitch = 2 * I, uOff = I;
+    gElems = uElems = size_t(R * 2 * I);
+  } else if (layout == kUnaligned) {
+    gOff = 1, uOff = 3, gPitch = I + 1, uPitch = I + 3, aOff = 1, aPitch = I + 1;
+    gElems = size_t(1 + R * (I + 1)), uElems = size_t(3 + R * (I + 3));
+  } else if (layout == kStrided) {
+    gPitch = I + 8, uPitch = I + 4, aOff = 4, aPitch = I + 4;
+    gElems = size_t(R * (I + 8)), uElems = size_t(R * (I + 4));
+  }
+  std::vector<float> g(gElems, NAN), u(uElems, NAN);
+  // Exactly at, just past and far past +-limit; gates whose exp(-g) overflows.
+  const float special[] = {
+      limit, -limit, limit * 1.0001f, -limit * 1.0001f, 3 * limit, -3 * limit, -100.0f, -1000.0f,
+      0.0f,  1e-3f};
+  auto draw = [&](int64_t r, int64_t i, int which) {
+    const uint64_t h = uint64_t(r * 1315423911u + i * 2654435761u + which);
+    if (h % 7 == 0)
+      return special[(h / 7) % 10];
+    return 1.5f * limit * uni(rng);
+  };
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t i = 0; i < I; ++i) {
+      g[size_t(gOff + r * gPitch + i)] = draw(r, i, 0);
+      u[size_t(uOff + r * uPitch + i)] = draw(r, i, 1);
+    }
+  std::vector<float> gu;
+  const std::vector<float> *gBuf = &g, *uBuf = &u;
+  if (layout == kHalves) {
+    gu = g;
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t i = 0; i < I; ++i)
+        gu[size_t(uOff + r * uPitch + i)] = u[size_t(uOff + r * uPitch + i)];
+    gBuf = uBuf = &gu;
+  }
+  const uint32_t canary = dt == 0 ? 0x7fc00123u : 0x7fc1u;
+  HostArray a(dt, size_t(aOff + R * aPitch + 2), canary);
+  Buffer dg(gBuf->data(), gBuf->size() * 4), du(uBuf->data(), uBuf->size() * 4),
+      da(a.bytes.data(), a.bytes.size());
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dg.ptr, gOff, {R, I}, {gPitch, 1});
+  pushMemref(slots, layout == kHalves ? dg.ptr : du.ptr, uOff, {R, I}, {uPitch, 1});
+  pushMemref(slots, da.ptr, aOff, {R, I}, {aPitch, 1});
+  pushF32(slots, limit);
+  launch(moeSwigluKernel(dt), moeSwigluGrid(R * I), slots);
+  HostArray got(dt, a.size());
+  da.download(got.bytes.data());
+  std::string why;
+  double maxErr = 0;
+  std::vector<char> inView(a.size(), 0);
+  // f32: float32 arithmetic (expf, the division) vs float64; 16-bit: the
+  // rounding of that (half an ulp) and a possible flip of it.
+  const double relTol = dt == 0 ? 2e-6 : dt == 1 ? 1.0 / 1024 : 1.0 / 128;
+  for (int64_t r = 0; r < R && why.empty(); ++r)
+    for (int64_t i = 0; i < I && why.empty(); ++i) {
+      const size_t at = size_t(aOff + r * aPitch + i);
+      inView[at] = 1;
+      const float gv = (*gBuf)[size_t(gOff + r * gPitch + i)],
+                  uv = (*uBuf)[size_t(uOff + r * uPitch + i)];
+      const double want = swigluRef(gv, uv, limit), v = got.get(at);
+      const double err = std::fabs(v - want) / std::max(std::fabs(want), 1e-3);
+      maxErr = std::max(maxErr, err);
+      if (!(err <= relTol))
+        why = "A[" + std::to_string(r) + ", " + std::to_string(i) + "] = " + std::to_string(v) +
+              ", want " + std::to_string(want) + " (g " + std::to_string(gv) + ", u " +
+              std::to_string(uv) + ")";
+    }
+  for (size_t i = 0; i < got.size() && why.empty(); ++i)
+    if (!inView[i] && got.bits(i) != canary)
+      why = "wrote outside A's view (element " + std::to_string(i) + ")";
+  const char *names[] = {"contiguous", "G|U halves of [R, 2I]", "unaligned (element path)",
+                         "strided A"};
+  char detail[260];
+  std::snprintf(detail, sizeof detail, "R=%lld I=%lld grid=%lld max_rel=%.1e%s%s", (long long)R,
+                (long long)I, (long long)moeSwigluGrid(R * I), maxErr, why.empty() ? "" : ": ",
+                why.c_str());
+  return report(why.empty(), std::string("swiglu ") + typeName(dt) + " " + names[layout], detail);
+}
+
+bool runSwigluChecks() {
+  bool ok = true;
+  for (int dt : {0, 1, 2}) {
+    ok &= runSwiglu(dt, 77, 96, kContiguous);
+    ok &= runSwiglu(dt, 50, 1000, kHalves);
+    ok &= runSwiglu(dt, 41, 67, kUnaligned);
+    ok &= runSwiglu(dt, 33, 128, kStrided);
+  }
+  ok &= runSwiglu(2, 600, 2048, kContiguous); // grid-stride: 1.2M elements over 300 CTAs
+  return ok;
+}
+
+// ---- combine ----------------------------------------------------------------------------
+
+bool runCombine(int dt, int64_t T, int64_t K, int64_t D, Layout layout) {
+  std::mt19937_64 rng(uint64_t(T * 5 + K + D * 7 + dt * 3 + layout));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const int64_t R = T * K;
+  // Yp: contiguous, or odd offset / pitch (kUnaligned). Y: pitch D, D + 8
+  // offset 4 (kStrided), D + 1 offset 1 (kUnaligned).
+  const int64_t ypOff = layout == kUnaligned ? 1 : 0, ypPitch = layout == kUnaligned ? D + 1 : D;
+  int64_t yOff = 0, yPitch = D;
+  if (layout == kStrided)
+    yOff = 4, yPitch = D + 8;
+  else if (layout == kUnaligned)
+    yOff = 1, yPitch = D + 1;
+  std::vector<float> yp(size_t(ypOff + R * ypPitch));
+  for (float &v : yp)
+    v = 3.0f * uni(rng);
+  std::vector<int32_t> perm(static_cast<size_t>(R));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<float> w(size_t(T * K));
+  for (float &v : w)
+    v = 0.5f * (uni(rng) + 1.0f);
+  const uint32_t canary = dt == 0 ? 0x7fc00123u : 0x7fc1u;
+  HostArray y(dt, size_t(yOff + T * yPitch + 3), canary);
+  Buffer dyp(yp.data(), yp.size() * 4), dpos(perm.data(), perm.size() * 4),
+      dw(w.data(), w.size() * 4), dy(y.bytes.data(), y.bytes.size());
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dyp.ptr, ypOff, {R, D}, {ypPitch, 1});
+  pushMemref(slots, dpos.ptr, 0, {T, K}, {K, 1});
+  pushMemref(slots, dw.ptr, 0, {T, K}, {K, 1});
+  pushMemref(slots, dy.ptr, yOff, {T, D}, {yPitch, 1});
+  launch(moeCombineKernel(dt), moeCombineGrid(T), slots);
+  HostArray got(dt, y.size());
+  dy.download(got.bytes.data());
+  std::string why;
+  std::vector<char> inView(y.size(), 0);
+  for (int64_t t = 0; t < T && why.empty(); ++t)
+    for (int64_t c = 0; c < D && why.empty(); ++c) {
+      // float32, j in order, fused multiply-adds: the kernel's sum exactly.
+      float acc = 0.0f;
+      for (int64_t j = 0; j < K; ++j) {
+        const float v = yp[size_t(ypOff + perm[size_t(t * K + j)] * ypPitch + c)];
+        acc = std::fma(w[size_t(t * K + j)], v, acc);
+      }
+      const size_t at = size_t(yOff + t * yPitch + c);
+      inView[at] = 1;
+      const float want = roundTo(dt, acc), v = got.get(at);
+      // f32: bit-exact; 16-bit: the rounding of the same float.
+      if (got.bits(at) != toBits(dt, acc))
+        why = "Y[" + std::to_string(t) + ", " + std::to_string(c) + "] = " + std::to_string(v) +
+              ", want " + std::to_string(want);
+    }
+  for (size_t i = 0; i < got.size() && why.empty(); ++i)
+    if (!inView[i] && got.bits(i) != canary)
+      why = "wrote outside Y's view (element " + std::to_string(i) + ")";
+  const char *names[] = {"contiguous", "", "unaligned Y and Yp (element path)", "strided Y"};
+  char detail[220];
+  std::snprintf(detail, sizeof detail, "T=%lld K=%lld Dm=%lld%s%s", (long long)T, (long long)K,
+                (long long)D, why.empty() ? " bit-exact vs float32 fma in j order" : ": ",
+                why.c_str());
+  return report(why.empty(), std::string("combine ") + typeName(dt) + " " + names[layout], detail);
+}
+
+bool runCombineChecks() {
+  bool ok = true;
+  for (int dt : {0, 1, 2}) {
+    ok &= runCombine(dt, 60, 6, 200, kContiguous);
+    ok &= runCombine(dt, 45, 6, 136, kStrided);
+    ok &= runCombine(dt, 31, 2, 77, kUnaligned);
+  }
+  ok &= runCombine(2, 20, 16, 5120, kContiguous); // K 16, the Flash hidden size
+  return ok;
+}
+
+} // namespace
+
+int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // lines survive a timeout's kill
+  std::string error;
+  api = h20::runtime::cudaApi(error);
+  int count = 0;
+  if (api && api->cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 0)
+    error = "no CUDA device";
+  if (!api || count == 0) {
+    std::printf("SKIP: no GPU (%s)\n", error.c_str());
+    return 0;
+  }
+  if (!nvrtcAvailable(&error)) {
+    std::printf("SKIP: %s\n", error.c_str());
+    return 0;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  check(api->cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check(api->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  char name[128] = {0};
+  api->cuDeviceGetName(name, sizeof name, dev);
+  std::printf("device: %s\n", name);
+  std::string ptx, log;
+  if (!compileMoePtx("sm_90", ptx, log)) {
+    std::fprintf(stderr, "moe-check: %s\n", log.c_str());
+    return 1;
+  }
+  check(api->cuModuleLoadDataEx(&module, ptx.c_str(), 0, nullptr, nullptr), "cuModuleLoadDataEx");
+  bool ok = true;
+  ok &= runRouteChecks();
+  ok &= runPositionsChecks();
+  ok &= runGatherChecks();
+  ok &= runSwigluChecks();
+  ok &= runCombineChecks();
+  std::printf("%s\n", ok ? "moe-check: all passed" : "moe-check: FAILED");
+  return ok ? 0 : 1;
+}
