@@ -33,7 +33,7 @@ bench=${H20_BUNDLE_BENCH:-0}
 "$root/scripts/build.sh" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
-for t in h20-run attention-check sparse-attention-check h20-gpu-unittests npy-compare tensor-compare artifact-info; do
+for t in h20-run attention-check sparse-attention-check moe-check h20-gpu-unittests npy-compare tensor-compare artifact-info; do
   [[ -x $build/bin/$t ]] && cp "$build/bin/$t" "$out/bin/"
 done
 # Shared libraries a fresh GPU machine may lack (the rest is glibc/libstdc++).
@@ -42,7 +42,7 @@ for t in "$out"/bin/*; do
     grep -E 'libprotobuf|libonnx_proto' || true
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
 # The V4.1 kernel benchmark needs only bin/ (issue 9; any bundle).
-mkdir -p "$out/bench" && cp "$root/bench/v41-kernels.sh" "$out/bench/"
+mkdir -p "$out/bench" && cp "$root/bench/v41-kernels.sh" "$root/bench/v41-layers.sh" "$out/bench/"
 cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" \
   "$root/scripts/gpu-nccl-check.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
@@ -139,6 +139,24 @@ if [[ $bench != 0 ]]; then
       -o /dev/null >"$out/bench/predicted-S$S.txt"
   done
   rm -f "$sd/weights.bin" "$sd/model.attn.mlir"
+  # Issue 9 (bench/v41-layers.sh): one V4.1-Flash-shaped layer of each kind
+  # at 128K and 512K, from --graph-only exports (no weights here: the GPU
+  # run uses h20-run --dummy-weights). The two-layer reindex model does
+  # not fit one H200 at 512K (58 GB of weights + a 103 GB arena).
+  fl=$(mktemp -d)
+  for spec in "window:flash-layers --layers 1" "r2:flash-r2" "r1-candidates:flash-r1-candidates" \
+              "r1-reindex:flash-r1-reindex"; do
+    kind=${spec%%:*}
+    read -r -a cfg <<<"${spec#*:}"
+    "$py" "$root/models/deepseek_v41/export.py" --graph-only "${cfg[0]}" "$fl/$kind" --logits last \
+      "${cfg[@]:1}" >/dev/null
+    for S in 131072 524288; do
+      [[ $kind == r1-reindex && $S == 524288 ]] && continue
+      "$build/bin/h20-opt" "$fl/$kind/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
+        --max-positions=$S -o "$out/art/v41-flash-$kind.S$S.h20" 2>/dev/null
+    done
+  done
+  rm -rf "$fl"
   cp "$root"/bench/{run-bench.sh,l2-attribution.sh,cp-scaling.sh,attn_torch.py,attn_check_torch.py,attn-variants.sh,ttft_torch.py,cuda_timing.py,summarize.py,plot.py} "$out/bench/"
   commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   dirty=false

@@ -4,6 +4,7 @@
 # machine without the compiler, give it a bundle made by gpu-bundle.sh.
 #   scripts/gpu-test.sh [BUNDLE_DIR]
 # Tests: attention-check (the attention kernel vs an fp64 reference),
+# sparse-attention-check and moe-check (DeepSeek-V4.1's kernels),
 # h20-gpu-unittests (runtime on the GPU: GEMMs, program execution), and the
 # fixtures end to end: 3 models x {f32, bf16} x S = 8, 64, 1024 (chunked
 # prefill, 64-token chunks) against the PyTorch float32 logits: relative L2
@@ -54,6 +55,12 @@ if want kernels && [[ -x $bin/sparse-attention-check ]]; then
   echo "$out" >>"$log"
   grep -q '^SKIP' <<<"$out" && st=SKIP
   record sparse-attention-check $st "$(grep -cE '^PASS' <<<"$out") cases passed"
+fi
+if want kernels && [[ -x $bin/moe-check ]]; then
+  if out=$("$bin/moe-check" 2>&1); then st=PASS; else st=FAIL; fi
+  echo "$out" >>"$log"
+  grep -q '^SKIP' <<<"$out" && st=SKIP
+  record moe-check $st "$(grep -cE '^PASS' <<<"$out") cases passed"
 fi
 if want kernels && [[ -x $bin/h20-gpu-unittests ]]; then
   if out=$("$bin/h20-gpu-unittests" 2>&1); then st=PASS; else st=FAIL; fi
