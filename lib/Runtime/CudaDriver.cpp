@@ -87,6 +87,7 @@ void loadCuda(CudaState &s) {
   resolve(lib, a.cuModuleUnload, {"cuModuleUnload"}, missing);
   resolve(lib, a.cuModuleGetFunction, {"cuModuleGetFunction"}, missing);
   resolve(lib, a.cuFuncSetAttribute, {"cuFuncSetAttribute"}, missing);
+  resolve(lib, a.cuFuncGetAttribute, {"cuFuncGetAttribute"}, missing);
   resolve(lib, a.cuLaunchKernel, {"cuLaunchKernel"}, missing);
   resolve(lib, a.cuStreamCreate, {"cuStreamCreate"}, missing);
   resolve(lib, a.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"}, missing);

@@ -442,15 +442,22 @@ bool GpuExecutor::Impl::resolveKernels() {
              "cuDeviceGetAttribute"))
     return false;
   for (auto &[f, mx] : maxSmem) {
-    if (mx.first <= kDefaultSharedMemory)
+    // The 48 KB default bounds static plus dynamic shared memory: a kernel
+    // with its own __shared__ arrays needs the opt-in sooner.
+    int staticSmem = 0;
+    if (!check(cu->cuFuncGetAttribute(&staticSmem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+               "cuFuncGetAttribute"))
+      return false;
+    if (mx.first + staticSmem <= kDefaultSharedMemory)
       continue;
     std::string where = "step " + std::to_string(mx.second) + " (" +
                         stepOpName(p.steps[mx.second]) + ")";
-    if (mx.first > optin)
+    if (mx.first + staticSmem > optin)
       return fail(GpuStatus::BadInput, where + ": the kernel asks for " +
                                            std::to_string(mx.first) +
-                                           " bytes of dynamic shared memory; " + info.name +
-                                           " allows " + std::to_string(optin));
+                                           " bytes of dynamic shared memory beside " +
+                                           std::to_string(staticSmem) + " static; " + info.name +
+                                           " allows " + std::to_string(optin) + " in all");
     if (!check(cu->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                       static_cast<int>(mx.first)),
                where + ": setting the kernel's dynamic shared memory to " +

@@ -44,6 +44,7 @@ struct CudaApi {
   decltype(&::cuModuleUnload) cuModuleUnload;
   decltype(&::cuModuleGetFunction) cuModuleGetFunction;
   decltype(&::cuFuncSetAttribute) cuFuncSetAttribute;
+  decltype(&::cuFuncGetAttribute) cuFuncGetAttribute;
   decltype(&::cuLaunchKernel) cuLaunchKernel;
   decltype(&::cuStreamCreate) cuStreamCreate;
   decltype(&::cuStreamDestroy) cuStreamDestroy;

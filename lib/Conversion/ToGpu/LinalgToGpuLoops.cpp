@@ -5,7 +5,8 @@
 // reduction such as RMSNorm's sum of squares or softmax's max and sum) is a
 // kernel of one block per output element instead, its threads striding the
 // row (coalesced) and combining with gpu.all_reduce (warp shuffles and shared
-// memory once lowered to NVVM). Other reductions run sequentially in their
+// memory once lowered to NVVM); rows of a static length <= 8 leave a warp
+// mostly idle and stay sequential. Other reductions run sequentially in their
 // thread. Elementwise ops whose innermost loop is contiguous in memory take
 // `vector-width` consecutive elements per thread as one vector.load per
 // operand, so each thread issues that many loads before it computes (with
@@ -85,6 +86,13 @@ std::optional<RowReduction> matchRowReduction(linalg::LinalgOp linalgOp) {
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   unsigned n = iters.size();
   if (n == 0 || !linalg::isReductionIterator(iters[n - 1]))
+    return std::nullopt;
+  // A row of at most 8 elements (mHC's sum over 4 streams) is folded by one
+  // thread per output element: a block per element would leave most of its
+  // warp idle and launch S x C blocks (2.7e9 at 512K tokens x 5120, over
+  // the grid's 2^31 - 1; 403 ms at 128K where the sequential form reads
+  // the same bytes coalesced).
+  if (int64_t k = op.getStaticLoopRanges()[n - 1]; !ShapedType::isDynamic(k) && k <= 8)
     return std::nullopt;
   for (unsigned i = 0; i + 1 < n; ++i)
     if (!linalg::isParallelIterator(iters[i]))
