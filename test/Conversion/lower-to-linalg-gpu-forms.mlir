@@ -137,3 +137,20 @@ func.func @routed_experts_call(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b:
   return %0 : tensor<?x64xbf16>
 }
 
+
+// -----
+
+// MatMul is an `h20_gemm` library call (cuBLASLt), except a contraction over
+// at most 8 elements (mHC's 4 x 4 stream mixes, batched over tokens): that
+// stays a generic the GPU target turns into a memory-bound kernel.
+// CHECK-LABEL: func.func @gemm_or_kernel
+// CHECK: linalg.generic {indexing_maps = [{{[^]]*}}], iterator_types = [{{[^]]*}}]} ins(%{{.*}}, %{{.*}} : tensor<?x4x4xbf16>, tensor<?x4x64xbf16>)
+// CHECK: linalg.generic {{.*}}library_call = "h20_gemm"} ins(%{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<64x32xbf16>)
+func.func @gemm_or_kernel(%m: tensor<?x4x4xbf16>, %x: tensor<?x4x64xbf16>, %w: tensor<64x32xbf16>)
+    -> (tensor<?x4x64xbf16>, tensor<?x32xbf16>) {
+  %0 = onnx.MatMul(%m, %x) : (tensor<?x4x4xbf16>, tensor<?x4x64xbf16>) -> tensor<?x4x64xbf16>
+  %h = tensor.extract_slice %x[0, 0, 0] [1, 4, 64] [1, 1, 1] : tensor<?x4x64xbf16> to tensor<4x64xbf16>
+  %c = tensor.cast %h : tensor<4x64xbf16> to tensor<?x64xbf16>
+  %1 = onnx.MatMul(%c, %w) : (tensor<?x64xbf16>, tensor<64x32xbf16>) -> tensor<?x32xbf16>
+  return %0, %1 : tensor<?x4x64xbf16>, tensor<?x32xbf16>
+}

@@ -161,7 +161,16 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                 .Default([&](Operation *o) { return h20::lowering::lowerOnnxOp(b, o, libraryCalls); });
         if (failed(lowered))
           return signalPassFailure();
-        if (libraryCalls && isa<h20::onnx::MatMulOp>(op))
+        // A contraction over at most 8 elements (DeepSeek-V4.1's mHC mixes
+        // of 4 streams, [S, 4, 4] x [S, 4, C]) is memory-bound: as a
+        // generated kernel it reads each operand once, where a cuBLASLt call
+        // per 4 x C x 4 matrix (batch S) took ~50 ms at 128K tokens.
+        auto tinyContraction = [](Operation *mm) {
+          auto a = dyn_cast<RankedTensorType>(mm->getOperand(0).getType());
+          return a && a.getRank() >= 1 && !a.isDynamicDim(a.getRank() - 1) &&
+                 a.getDimSize(a.getRank() - 1) <= 8;
+        };
+        if (libraryCalls && isa<h20::onnx::MatMulOp>(op) && !tinyContraction(op))
           if (auto g = (*lowered)[0].getDefiningOp<linalg::GenericOp>())
             g.setLibraryCallAttr(b.getStringAttr(h20::lowering::kGemmLibraryCall));
         for (auto [from, to] : llvm::zip(op->getResults(), *lowered))
