@@ -48,6 +48,7 @@
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/AttentionParams.h"
 #include "h20/Runtime/AttentionTma.h"
+#include "GpuCheckTool.h"
 #include "h20/Runtime/CudaDriver.h"
 #include "h20/Runtime/FileUtil.h"
 #include "h20/Runtime/Npy.h"
@@ -67,21 +68,11 @@
 #include <vector>
 
 using namespace h20;
-using h20::runtime::CudaApi;
 
 namespace {
 
-const CudaApi *api = nullptr;
-
-/// Aborts the tool (exit 1) on a driver error: the checks below assume a
-/// working device once one was found.
-void check(CUresult r, const char *what) {
-  if (r == CUDA_SUCCESS)
-    return;
-  std::fprintf(stderr, "attention-check: %s: %s\n", what,
-               h20::runtime::cudaErrorText(*api, r).c_str());
-  std::exit(1);
-}
+using h20::checktool::api;
+using h20::checktool::check;
 
 // ---- element conversions (round to nearest even) ------------------------------
 
@@ -853,20 +844,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  std::string error;
-  api = h20::runtime::cudaApi(error);
-  int count = 0;
-  if (api && api->cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 0)
-    error = "no CUDA device";
-  if (!api || count == 0) {
-    std::printf("SKIP: no GPU (%s)\n", error.c_str());
-    return 0;
-  }
   CUdevice dev;
-  CUcontext ctx;
-  check(api->cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(api->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  if (!h20::checktool::openDevice("attention-check", dev))
+    return 0;
   char name[256] = {0};
   api->cuDeviceGetName(name, sizeof name, dev);
   int major = 0, minor = 0;

@@ -27,6 +27,7 @@
 // (<reason>)" without a driver or device.
 //
 //===----------------------------------------------------------------------===//
+#include "GpuCheckTool.h"
 #include "h20/Runtime/CudaDriver.h"
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Target/AttentionKernel.h"
@@ -46,18 +47,11 @@
 #include <vector>
 
 using namespace h20;
-using h20::runtime::CudaApi;
 
 namespace {
 
-const CudaApi *api = nullptr;
-
-void check(CUresult r, const char *what) {
-  if (r == CUDA_SUCCESS)
-    return;
-  std::fprintf(stderr, "moe-check: %s: %s\n", what, h20::runtime::cudaErrorText(*api, r).c_str());
-  std::exit(1);
-}
+using h20::checktool::api;
+using h20::checktool::check;
 
 // ---- element conversions ---------------------------------------------------------
 
@@ -713,24 +707,13 @@ bool runCombineChecks() {
 
 int main() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // lines survive a timeout's kill
-  std::string error;
-  api = h20::runtime::cudaApi(error);
-  int count = 0;
-  if (api && api->cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 0)
-    error = "no CUDA device";
-  if (!api || count == 0) {
-    std::printf("SKIP: no GPU (%s)\n", error.c_str());
+  CUdevice dev;
+  if (!h20::checktool::openDevice("moe-check", dev))
     return 0;
-  }
-  if (!nvrtcAvailable(&error)) {
+  if (std::string error; !nvrtcAvailable(&error)) {
     std::printf("SKIP: %s\n", error.c_str());
     return 0;
   }
-  CUdevice dev;
-  CUcontext ctx;
-  check(api->cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(api->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   char name[128] = {0};
   api->cuDeviceGetName(name, sizeof name, dev);
   std::printf("device: %s\n", name);

@@ -148,8 +148,9 @@ private:
     b.last = currentStep();
   }
   int currentStep() const { return static_cast<int>(steps.size()); }
-  View identityView(int buffer, MemRefType t, ArrayRef<Lin> sizes) {
-    View v{buffer, Lin{}, SmallVector<Lin>(sizes), {}, t.getElementType()};
+  /// A row-major view of all of `buffer`.
+  View identityView(int buffer, Type element, ArrayRef<Lin> sizes) {
+    View v{buffer, Lin{}, SmallVector<Lin>(sizes), {}, element};
     v.strides.resize(sizes.size());
     Lin stride{1};
     for (size_t k = sizes.size(); k-- > 0;) {
@@ -248,7 +249,7 @@ LogicalResult Evaluator::bindArguments() {
     SmallVector<Lin> sizes = staticSizes(t, d);
     Buffer b{kind.str(), index, bytesOf(t, sizes),
              dtype.empty() ? dtypeName(t.getElementType()) : dtype.str()};
-    views[func.getArgument(a)] = identityView(addBuffer(b), t, sizes);
+    views[func.getArgument(a)] = identityView(addBuffer(b), t.getElementType(), sizes);
     return success();
   };
   for (unsigned k = 0; k < roles.numInputs; ++k, ++i)
@@ -414,7 +415,7 @@ LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynam
     bytes = checkedMul(bytes, s.c);
   }
   Buffer b{"temp", -1, bytes, dtypeName(t.getElementType())};
-  views[op->getResult(0)] = identityView(addBuffer(b), t, sizes);
+  views[op->getResult(0)] = identityView(addBuffer(b), t.getElementType(), sizes);
   return success();
 }
 
@@ -437,33 +438,29 @@ FailureOr<std::vector<std::optional<Lin>>> Evaluator::hostElements(Value memref,
 
 FailureOr<int64_t> Evaluator::flatIndex(Value memref, ValueRange indices, Operation *op) {
   auto t = cast<MemRefType>(memref.getType());
-  if (auto layout = hostLayouts.find(memref); layout != hostLayouts.end()) {
-    int64_t flat = layout->second.first;
-    for (auto [k, v] : llvm::enumerate(indices)) {
-      auto i = integer(v, op);
-      if (failed(i))
-        return failure();
-      if (!i->isConst())
-        return op->emitError("GPU target: a host index that depends on the chunk position");
-      if (i->c < 0 || (!t.isDynamicDim(k) && i->c >= t.getDimSize(k)))
-        return op->emitError("GPU target: host index ") << i->c << " out of bounds";
-      flat += i->c * layout->second.second[k];
-    }
-    if (flat < 0 || flat >= static_cast<int64_t>(hostArrays.lookup(memref)->size()))
-      return op->emitError("GPU target: host index out of bounds of its array");
-    return flat;
-  }
+  // A subview of a host array: its offset and strides into the array;
+  // otherwise the array itself, row-major (host arrays have static shapes).
   int64_t flat = 0;
+  SmallVector<int64_t> strides(t.getRank(), 1);
+  if (auto layout = hostLayouts.find(memref); layout != hostLayouts.end()) {
+    flat = layout->second.first;
+    strides.assign(layout->second.second.begin(), layout->second.second.end());
+  } else {
+    for (int64_t k = t.getRank() - 1; k > 0; --k)
+      strides[k - 1] = strides[k] * t.getDimSize(k);
+  }
   for (auto [k, v] : llvm::enumerate(indices)) {
     auto i = integer(v, op);
     if (failed(i))
       return failure();
     if (!i->isConst())
       return op->emitError("GPU target: a host index that depends on the chunk position");
-    if (i->c < 0 || i->c >= t.getDimSize(k))
+    if (i->c < 0 || (!t.isDynamicDim(k) && i->c >= t.getDimSize(k)))
       return op->emitError("GPU target: host index ") << i->c << " out of bounds";
-    flat = flat * t.getDimSize(k) + i->c;
+    flat += i->c * strides[k];
   }
+  if (flat < 0 || flat >= static_cast<int64_t>(hostArrays.lookup(memref)->size()))
+    return op->emitError("GPU target: host index out of bounds of its array");
   return flat;
 }
 
@@ -577,7 +574,7 @@ LogicalResult Evaluator::evalGlobal(memref::GetGlobalOp op) {
   SmallVector<Lin> sizes;
   for (int64_t s : t.getShape())
     sizes.push_back(Lin{s});
-  views[op.getResult()] = identityView(id, t, sizes);
+  views[op.getResult()] = identityView(id, t.getElementType(), sizes);
   // Small integer constants may also serve host code (reshape shapes).
   if (t.getNumElements() <= 16 && (t.getElementType().isIndex() || t.getElementType().isInteger())) {
     auto host = std::make_shared<std::vector<std::optional<Lin>>>();
@@ -1004,16 +1001,10 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
 
   // Row-major views of the scratch, and of the operands at a row offset.
   auto rows = [&](int buffer, ArrayRef<int64_t> shape, Type t) {
-    View r{buffer, Lin{}, {}, {}, t};
-    int64_t stride = 1;
-    r.strides.resize(shape.size());
-    for (size_t d = shape.size(); d-- > 0;) {
-      r.strides[d] = Lin{stride};
-      stride = checkedMul(stride, shape[d]);
-    }
+    SmallVector<Lin> sizes;
     for (int64_t d : shape)
-      r.sizes.push_back(Lin{d});
-    return r;
+      sizes.push_back(Lin{d});
+    return identityView(buffer, t, sizes);
   };
   auto rowSlice = [&](const View &base, int64_t first, int64_t count) {
     View r = base;
