@@ -45,7 +45,15 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   EXPECT_EQ(k.paddedDim, 64);
   EXPECT_EQ(k.cap, 128);
   EXPECT_EQ(k.rowsPerCta(), 4);
-  EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k)) << "candidates: scalar kernel";
+  EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k)) << "mode 1, T unknown";
+  // Mode 1: V4.1-Flash's reindex layer at 512K (T = 524288, blocks of 8):
+  // after the mode-0 layout, 2 rows x 65536 block bits and 8192 tile bits.
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 524288));
+  EXPECT_EQ(k.name(), "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024");
+  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 49152 + 16384 + 16 + 1280 + 16 + 2 * 8192 + 1024);
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 4, 24, 8, k, 3, 0)) << "any block size, no entries";
+  EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 1, 4 << 20)) << "bits over 227 KiB";
+  EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 0, 2048)) << "block 0";
   // Mode 2 (candidate blocks) with a block size dividing 32: V4.1-Flash's
   // 2048 blocks of 8.
   ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 2048, k, 8));
@@ -78,7 +86,10 @@ TEST(IndexerKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   IndexerKernel tinyBlocks, flashBlocks;
   ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 4, 24, 6, tinyBlocks, 4));
   ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 2048, flashBlocks, 8));
-  kernels.insert(kernels.end(), {tiny, flash, f16, tinyBlocks, flashBlocks});
+  IndexerKernel tinyWithin, flashWithin;
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 4, 24, 8, tinyWithin, 4, 250));
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, flashWithin, 8, 131072));
+  kernels.insert(kernels.end(), {tiny, flash, f16, tinyBlocks, flashBlocks, tinyWithin, flashWithin});
   std::string ptx, log;
   ASSERT_TRUE(compileIndexerPtx(kernels, "sm_90", ptx, log)) << log;
   EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);

@@ -2,7 +2,7 @@
 //
 // sparse-attention-check [--no-check] [--time S1,S2,...] [--ratio R]
 //                        [--indexer-time S:R,...] [--candidates-time S:R,...]
-//                        [--reps N] [--json PATH]
+//                        [--within-time S:R,...] [--reps N] [--json PATH]
 //
 // Correctness: compiles the attn.sparse_attention kernel variants
 // (lib/Target/GPU/kernels/sparse_attention.cuh, NVRTC), runs a matrix of
@@ -20,11 +20,14 @@
 // The tensor-core lightning indexer (kernels/indexer_mma.cuh) runs six
 // top-k cases (tiny and Flash head shapes, f32 / 16-bit weights, K 512 over
 // 1000 entries so its buffer is cut, a head dim of 20, exact ties between
-// equal keys) and four candidate-block cases (blocks of 1, 4, 8, 32); every
-// row is checked against float64 scores: distinct visible entries (blocks:
-// blocks with a visible entry, the newest pinned first) in score order,
-// none left out with a higher score, ties to the lower index, T (NB) in
-// the unused slots.
+// equal keys), four candidate-block cases (blocks of 1, 4, 8, 32) and five
+// top-k-within-candidates cases (mode 1: 6 to 2048 blocks of 3, 4, 8 or
+// 100 entries per row, with repeated and out-of-range block indices and
+// rows without any valid block); every row is checked against float64
+// scores: distinct visible entries (blocks: blocks with a visible entry,
+// the newest pinned first; mode 1: entries of the row's valid candidate
+// blocks) in score order, none left out with a higher score, ties to the
+// lower index, T (NB) in the unused slots.
 //
 // Timing (--time): DeepSeek-V4.1-Flash shapes: 64 query heads, one 512-wide
 // latent head, window 128, top-512 compressed picks out of T = S / R
@@ -38,7 +41,9 @@
 // 512, bf16 query/keys/weights) for each S:ratio; FLOPs 2 * 32 * 128 per
 // visible (row, entry) pair. --candidates-time S:R,... times
 // attn.indexer_candidates the same way (V4.1-Flash: the 2048 best blocks
-// of 8 entries).
+// of 8 entries); --within-time S:R,... the top-512 within those blocks
+// (the reindex layer, mode 1; its candidates made by a mode-2 run on the
+// same inputs; FLOPs: the pairs inside the candidate blocks).
 //
 // Prints one line per case and timing, exits 1 on any failure, 0 with
 // "SKIP: no GPU (<reason>)" without a driver or device. --json writes the
@@ -533,8 +538,8 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
 
 /// The mma indexer kernel for (heads, dim, K), compiled and loaded.
 CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, IndexerKernel &k,
-                            int mode = 0, int64_t block = 1) {
-  if (!chooseIndexerMma(mode, dt, dt, wt, Hi, Di, K, k, block)) {
+                            int mode = 0, int64_t block = 1, int64_t entries = -1) {
+  if (!chooseIndexerMma(mode, dt, dt, wt, Hi, Di, K, k, block, entries)) {
     std::fprintf(stderr, "sparse-attention-check: no mma indexer variant for %lld x %lld, K %lld\n",
                  (long long)Hi, (long long)Di, (long long)K);
     std::exit(1);
@@ -546,7 +551,7 @@ CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, I
     std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
     std::exit(1);
   }
-  return loadPtx(ptx, k.name(), indexerMmaSmemBytes(k));
+  return loadPtx(ptx, k.name(), indexerMmaSmemBytes(k, entries, block));
 }
 
 struct IndexerCase {
@@ -555,7 +560,37 @@ struct IndexerCase {
   int64_t S, Hi, Di, ratio, K;
   bool duplicateKeys; ///< keys 2j and 2j + 1 equal: exact ties, the lower index must win
   int64_t block = 0;  ///< > 0: attn.indexer_candidates (mode 2), K = blocks of `block` entries
+  int64_t within = 0; ///< > 0: mode 1, top-K entries within `within` candidate blocks per row
 };
+
+/// Mode 1's candidate lists [S, KB]: per row a random mix of blocks (the
+/// newest visible one included for most rows), clustered runs, repeats and
+/// out-of-range indices (-1, NB, a huge one), which the kernel ignores;
+/// every 7th row has no valid block at all.
+std::vector<int64_t> candidateLists(int64_t S, int64_t KB, int64_t NB, int64_t ratio, int64_t bs,
+                                    std::mt19937_64 &rng) {
+  std::vector<int64_t> cand(size_t(S * KB));
+  for (int64_t i = 0; i < S; ++i) {
+    int64_t *row = &cand[size_t(i * KB)];
+    const int64_t visBlocks = std::max<int64_t>(1, std::min<int64_t>(((i + 1) / ratio + bs - 1) / bs, NB));
+    for (int64_t c = 0; c < KB; ++c) {
+      const uint64_t r = rng();
+      if (i % 7 == 3)
+        row[c] = c % 3 == 0 ? -1 : c % 3 == 1 ? NB : int64_t(1) << 40;
+      else if (c == 0)
+        row[c] = visBlocks - 1;
+      else if (r % 11 == 0)
+        row[c] = r % 2 ? -1 : NB + int64_t(r % 5);
+      else if (r % 5 == 0 && c > 0)
+        row[c] = row[c - 1]; // a repeat
+      else if (r % 3 == 0)
+        row[c] = std::min<int64_t>(NB - 1, (c > 0 && row[c - 1] >= 0 ? row[c - 1] : 0) + 1); // a run
+      else
+        row[c] = int64_t(r % uint64_t(NB));
+    }
+  }
+  return cand;
+}
 
 /// Runs one case on the mma kernel and checks each row against float64
 /// scores: the first min(K, visible) slots hold distinct visible entries
@@ -566,8 +601,9 @@ bool runIndexerCase(const IndexerCase &cs) {
   std::mt19937_64 rng(uint64_t(cs.S * 17 + cs.Hi * 5 + cs.Di + cs.K));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
   const int64_t S = cs.S, Hi = cs.Hi, Di = cs.Di, T = S / cs.ratio;
-  const int64_t bs = std::max<int64_t>(cs.block, 1), NB = (T + bs - 1) / bs;
-  const int mode = cs.block > 0 ? 2 : 0;
+  const int64_t bs = std::max<int64_t>(cs.block, 1), NB = std::max<int64_t>((T + bs - 1) / bs, 1);
+  const int mode = cs.within > 0 ? 1 : cs.block > 0 ? 2 : 0;
+  const int64_t KB = std::max<int64_t>(cs.within, 1);
   const int64_t items = mode == 2 ? NB : T, K = std::min<int64_t>(cs.K, items);
   std::vector<float> q(static_cast<size_t>(S * Hi * Di)), k(static_cast<size_t>(std::max<int64_t>(T, 1) * Di)),
       w(static_cast<size_t>(S * Hi));
@@ -594,26 +630,29 @@ bool runIndexerCase(const IndexerCase &cs) {
       std::memcpy(&hw[e * 2], &v, 2);
     }
   }
+  std::vector<int64_t> cand = mode == 1 ? candidateLists(S, KB, NB, cs.ratio, bs, rng)
+                                        : std::vector<int64_t>(size_t(S * KB), 0);
   Buffer dq(hq.size() * 2), dk(hk.size() * 2), dw(hw.size()),
-      dout(size_t(S * std::max<int64_t>(K, 1)) * 8);
+      dout(size_t(S * std::max<int64_t>(K, 1)) * 8), dcand(cand.size() * 8);
+  check(api->cuMemcpyHtoD(dcand.ptr, cand.data(), dcand.bytes), "copy");
   check(api->cuMemcpyHtoD(dq.ptr, hq.data(), dq.bytes), "copy");
   check(api->cuMemcpyHtoD(dk.ptr, hk.data(), dk.bytes), "copy");
   check(api->cuMemcpyHtoD(dw.ptr, hw.data(), dw.bytes), "copy");
   IndexerKernel kern;
-  CUfunction f = indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern, mode, bs);
+  CUfunction f = indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern, mode, bs, T);
   const float scale = float(1.0 / std::sqrt(double(Di)));
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
   pushMemref(slots, dk.ptr, 0, {T, Di}, {Di, 1});
   pushMemref(slots, dw.ptr, 0, {S, Hi}, {Hi, 1});
-  pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
+  pushMemref(slots, dcand.ptr, 0, {S, KB}, {KB, 1}); // mode 1 only reads it
   pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
   pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread
   slots.push_back(uint64_t(cs.ratio));
   slots.push_back(uint64_t(bs));
   pushF32(slots, scale);
   const unsigned ctas = unsigned((S + kern.rowsPerCta() - 1) / kern.rowsPerCta());
-  launch(f, ctas, 1, kIndexerMmaThreads, unsigned(indexerMmaSmemBytes(kern)), slots);
+  launch(f, ctas, 1, kIndexerMmaThreads, unsigned(indexerMmaSmemBytes(kern, T, bs)), slots);
   check(api->cuCtxSynchronize(), "indexer kernel");
   std::vector<int64_t> out(size_t(S * K));
   check(api->cuMemcpyDtoH(out.data(), dout.ptr, out.size() * 8), "copy");
@@ -641,6 +680,21 @@ bool runIndexerCase(const IndexerCase &cs) {
     // their best one; the newest entry's block is pinned to +inf.
     const int64_t none = mode == 2 ? NB : T;
     int64_t visItems = vis;
+    // Mode 1: only entries of the row's valid candidate blocks are items.
+    std::vector<char> allowed(size_t(vis), 1);
+    if (mode == 1) {
+      std::vector<char> inList(size_t(NB), 0);
+      for (int64_t c = 0; c < KB; ++c) {
+        const int64_t b = cand[size_t(i * KB + c)];
+        if (b >= 0 && b < NB)
+          inList[size_t(b)] = 1;
+      }
+      for (int64_t t = 0; t < vis; ++t)
+        allowed[size_t(t)] = inList[size_t(t / bs)];
+    }
+    int64_t allowedCount = 0;
+    for (char a : allowed)
+      allowedCount += a;
     if (mode == 2) {
       visItems = (vis + bs - 1) / bs;
       std::vector<double> blocks(size_t(visItems), -1e300);
@@ -650,7 +704,7 @@ bool runIndexerCase(const IndexerCase &cs) {
         blocks[size_t(visItems - 1)] = 1e300;
       sc = blocks;
     }
-    const int64_t n = std::min(K, visItems);
+    const int64_t n = std::min(K, mode == 1 ? allowedCount : visItems);
     std::vector<char> taken(size_t(visItems), 0);
     std::string why;
     double minTaken = 1e300;
@@ -662,8 +716,9 @@ bool runIndexerCase(const IndexerCase &cs) {
                 std::to_string(none);
         continue;
       }
-      if (t < 0 || t >= visItems || taken[size_t(t)]) {
-        why = "slot " + std::to_string(j) + " holds " + std::to_string(t) + " (invisible or repeated)";
+      if (t < 0 || t >= visItems || taken[size_t(t)] || (mode == 1 && !allowed[size_t(t)])) {
+        why = "slot " + std::to_string(j) + " holds " + std::to_string(t) +
+              " (invisible, repeated or outside the candidate blocks)";
         continue;
       }
       taken[size_t(t)] = 1;
@@ -672,12 +727,12 @@ bool runIndexerCase(const IndexerCase &cs) {
       minTaken = std::min(minTaken, sc[size_t(t)]);
     }
     for (int64_t t = 0; t < visItems && why.empty(); ++t) {
-      if (taken[size_t(t)])
+      if (taken[size_t(t)] || (mode == 1 && !allowed[size_t(t)]))
         continue;
       if (sc[size_t(t)] > minTaken + eps)
         why = "entry " + std::to_string(t) + " left out with a higher score";
       // An exact tie with a taken entry of a higher index: the lower must win.
-      if (mode == 0 && cs.duplicateKeys && t % 2 == 0 && t + 1 < visItems && taken[size_t(t + 1)])
+      if (mode != 2 && cs.duplicateKeys && t % 2 == 0 && t + 1 < visItems && taken[size_t(t + 1)])
         why = "tie of entries " + std::to_string(t) + " and " + std::to_string(t + 1) +
               " went to the higher index";
     }
@@ -703,6 +758,11 @@ bool runIndexerChecks() {
       {"blocks of 8, cuts", 2, 0, 1200, 32, 128, 1, 100, false, 8},
       {"blocks of 1, ratio 2", 1, 1, 300, 16, 64, 2, 40, false, 1},
       {"blocks of 32, equal key pairs", 2, 2, 700, 32, 128, 1, 12, true, 32},
+      {"within 6 blocks of 4 (tiny)", 2, 2, 129, 4, 24, 1, 8, false, 4, 6},
+      {"within 64 blocks of 8, cuts", 2, 0, 1500, 32, 128, 1, 100, false, 8, 64},
+      {"within 300 blocks of 3, ratio 2", 1, 1, 900, 16, 64, 2, 40, true, 3, 300},
+      {"within 2048 blocks of 8 (Flash)", 2, 2, 2100, 32, 128, 1, 512, false, 8, 2048},
+      {"within blocks of 100 (span tiles)", 2, 2, 800, 64, 128, 1, 64, true, 100, 5},
   };
   bool all = true;
   for (const IndexerCase &c : cases)
@@ -712,35 +772,67 @@ bool runIndexerChecks() {
 
 /// mode 0: top-512 entries; mode 2: V4.1-Flash's candidate blocks (the 2048
 /// best blocks of 8 entries).
+/// mode 1: the top-512 entries within 2048 candidate blocks of 8 per row
+/// (the reindex layer; here the blocks of a mode-2 run on the same inputs,
+/// as in the model).
 bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0) {
-  const int64_t Hi = 32, Di = 128, T = S / ratio, block = mode == 2 ? 8 : 1;
-  const int64_t K = mode == 2 ? std::min<int64_t>(2048, (T + block - 1) / block) : 512;
+  const int64_t Hi = 32, Di = 128, T = S / ratio, block = mode == 0 ? 1 : 8;
+  const int64_t NB = (T + block - 1) / block, KB = std::min<int64_t>(2048, NB);
+  const int64_t K = mode == 2 ? KB : 512;
   Buffer dq(size_t(S * Hi * Di) * 2), dk(size_t(std::max<int64_t>(T, 1) * Di) * 2),
       dw(size_t(S * Hi) * 2), dout(size_t(S * K) * 8);
   fill16(dq.ptr, S * Hi * Di, 21, 1.0f, 2);
   fill16(dk.ptr, T * Di, 22, 1.0f, 2);
   fill16(dw.ptr, S * Hi, 23, 1.0f, 2);
+  Buffer dcand(size_t(S * KB) * 8);
+  if (mode == 1) {
+    // The candidate blocks: a mode-2 run on the same query and keys.
+    IndexerKernel kb;
+    CUfunction fb = indexerMmaKernel(2, 2, Hi, Di, KB, kb, 2, block);
+    std::vector<uint64_t> slots;
+    pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
+    pushMemref(slots, dk.ptr, 0, {T, Di}, {Di, 1});
+    pushMemref(slots, dw.ptr, 0, {S, Hi}, {Hi, 1});
+    pushMemref(slots, dcand.ptr, 0, {S, KB}, {KB, 1});
+    pushMemref(slots, dcand.ptr, 0, {S, KB}, {KB, 1});
+    pushMemref(slots, dcand.ptr, 0, {1, 1}, {1, 1});
+    slots.push_back(uint64_t(ratio));
+    slots.push_back(uint64_t(block));
+    pushF32(slots, float(1.0 / std::sqrt(double(Di))));
+    launch(fb, unsigned((S + kb.rowsPerCta() - 1) / kb.rowsPerCta()), 1, kIndexerMmaThreads,
+           unsigned(indexerMmaSmemBytes(kb)), slots);
+    check(api->cuCtxSynchronize(), "candidate blocks");
+  }
   IndexerKernel k;
-  CUfunction f = indexerMmaKernel(2, 2, Hi, Di, K, k, mode, block);
-  const int64_t smem = indexerMmaSmemBytes(k);
+  CUfunction f = indexerMmaKernel(2, 2, Hi, Di, K, k, mode, block, T);
+  const int64_t smem = indexerMmaSmemBytes(k, T, block);
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
   pushMemref(slots, dk.ptr, 0, {T, Di}, {Di, 1});
   pushMemref(slots, dw.ptr, 0, {S, Hi}, {Hi, 1});
-  pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1}); // candidates: unused in mode 0
+  if (mode == 1)
+    pushMemref(slots, dcand.ptr, 0, {S, KB}, {KB, 1});
+  else
+    pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1}); // candidates: unused
   pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
   pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread by the mma kernel
   slots.push_back(uint64_t(ratio));
   slots.push_back(uint64_t(block));
   pushF32(slots, float(1.0 / std::sqrt(double(Di))));
   double flops = 0;
+  // Scored pairs: every visible entry; mode 1: those of the row's
+  // candidate blocks (at most KB x block; the floor of a kernel that
+  // scores only candidates).
   for (int64_t i = 0; i < S; ++i)
-    flops += double(std::min<int64_t>((i + 1) / ratio, T));
+    flops += double(std::min<int64_t>(std::min<int64_t>((i + 1) / ratio, T),
+                                      mode == 1 ? KB * block : T));
   flops *= 2.0 * double(Hi) * double(Di);
   const unsigned ctas = unsigned((S + k.rowsPerCta() - 1) / k.rowsPerCta());
   double ms = medianMs(f, ctas, 1, kIndexerMmaThreads, unsigned(smem), slots, reps);
   double tflops = flops / (ms * 1e-3) / 1e12;
-  const char *kname = mode == 2 ? "indexer_candidates_mma" : "indexer_topk_mma";
+  const char *kname = mode == 2   ? "indexer_candidates_mma"
+                      : mode == 1 ? "indexer_within_candidates_mma"
+                                  : "indexer_topk_mma";
   std::printf("TIME %s S=%lld ratio=%lld Hi=32 Di=128 K=%lld bf16: %.3f ms, %.1f TFLOP/s "
               "(%.3e FLOPs)\n",
               kname, (long long)S, (long long)ratio, (long long)K, ms, tflops, flops);
@@ -770,7 +862,7 @@ std::vector<int64_t> parseList(const char *s) {
 int main(int argc, char **argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // lines survive a timeout's kill
   bool doCheck = true;
-  std::vector<int64_t> times, indexerTimes, candidateTimes;
+  std::vector<int64_t> times, indexerTimes, candidateTimes, withinTimes;
   int64_t ratio = 2;
   int reps = 5;
   std::string jsonPath;
@@ -793,6 +885,8 @@ int main(int argc, char **argv) {
       indexerTimes = parseList(value()); // S:R pairs, parsed as S, R, S, R...
     else if (arg == "--candidates-time")
       candidateTimes = parseList(value());
+    else if (arg == "--within-time")
+      withinTimes = parseList(value());
     else if (arg == "--reps")
       reps = std::max(1, std::atoi(value()));
     else if (arg == "--json")
@@ -802,7 +896,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (ratio < 1 || indexerTimes.size() % 2 != 0 || candidateTimes.size() % 2 != 0) {
+  if (ratio < 1 || indexerTimes.size() % 2 != 0 || candidateTimes.size() % 2 != 0 ||
+      withinTimes.size() % 2 != 0) {
     std::fprintf(stderr, "sparse-attention-check: --ratio must be >= 1, --indexer-time S:R pairs\n");
     return 2;
   }
@@ -827,6 +922,8 @@ int main(int argc, char **argv) {
     ok &= timeIndexer(indexerTimes[p], indexerTimes[p + 1], std::max(1, reps / 2));
   for (size_t p = 0; p + 1 < candidateTimes.size(); p += 2)
     ok &= timeIndexer(candidateTimes[p], candidateTimes[p + 1], std::max(1, reps / 2), 2);
+  for (size_t p = 0; p + 1 < withinTimes.size(); p += 2)
+    ok &= timeIndexer(withinTimes[p], withinTimes[p + 1], std::max(1, reps / 2), 1);
   json += "]\n";
   if (!jsonPath.empty()) {
     std::string err;

@@ -25,9 +25,9 @@ inline constexpr int kIndexerMmaThreads = 128;
 /// One instantiation: element types (0 f32, 1 f16, 2 bf16) of query, keys
 /// and weights, and the mode (0 top-k, 1 top-k within candidate blocks,
 /// 2 candidate blocks). With `mma`, the tensor-core streaming top-k of
-/// kernels/indexer_mma.cuh (mode 0 or 2, 16-bit query = keys) for heads padded
-/// to `paddedHeads` (16/32/64), head dim padded to `paddedDim` (64..256)
-/// and a candidate buffer of `cap` entries per query row.
+/// kernels/indexer_mma.cuh (16-bit query = keys) for heads padded to
+/// `paddedHeads` (16/32/64), head dim padded to `paddedDim` (64..256) and
+/// a candidate buffer of `cap` entries per query row.
 struct IndexerKernel {
   int queryType = 0, keyType = 0, weightType = 0;
   int mode = 0;
@@ -44,18 +44,23 @@ struct IndexerKernel {
   }
 };
 
-/// The tensor-core variant for an indexer op, when it applies: mode 0, or
-/// mode 2 with `block` (entries per candidate block) a power of two <= 32;
-/// f16/bf16 query and keys of one type, heads <= 64, head dim <= 256,
-/// K (entries or blocks) <= kIndexerMaxK and its shared memory within
-/// 227 KiB. False otherwise (the op then runs on indexer.cuh's kernel).
+/// The tensor-core variant for an indexer op, when it applies: mode 0;
+/// mode 1 (top-k within candidate blocks of `block` >= 1 entries, over
+/// `entries` = T >= 0 keys, which sizes its shared memory); or mode 2 with
+/// `block` (entries per candidate block) a power of two <= 32; f16/bf16
+/// query and keys of one type, heads <= 64, head dim <= 256, K (entries or
+/// blocks) <= kIndexerMaxK and its shared memory within 227 KiB. False
+/// otherwise (the op then runs on indexer.cuh's kernel).
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
-                      int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1);
+                      int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1,
+                      int64_t entries = -1);
 
 /// Dynamic shared memory of one CTA of the mma kernel, in bytes: the query
 /// block and two key tiles (64 rows of paddedDim 16-bit elements each), the
-/// candidate buffers (rows x cap x 8), and the small per-row state.
-int64_t indexerMmaSmemBytes(const IndexerKernel &kernel);
+/// candidate buffers (rows x cap x 8), the small per-row state and, in
+/// mode 1, a bit per candidate block and row (ceil(entries / block)
+/// blocks) and a bit per key tile of 64 entries, in 32-bit words.
+int64_t indexerMmaSmemBytes(const IndexerKernel &kernel, int64_t entries = 0, int64_t block = 1);
 
 /// Dynamic shared memory of one CTA, in bytes: q[i] and weights[i] as
 /// float32 (heads * dim + heads, rounded up to 8 bytes), then mode 1's

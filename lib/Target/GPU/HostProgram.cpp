@@ -839,15 +839,18 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     return op->emitError("GPU target: the indexer kernel selects at most ")
            << kIndexerMaxK << " entries per query, this op " << out.sizes[1].c;
   int64_t smem = indexerSmemBytes(mode, q.sizes[1].c, q.sizes[2].c, cand.sizes[1].c);
-  // 16-bit top-k (mode 0) and candidate blocks (mode 2): the tensor-core
-  // kernel with the streaming top-k.
+  // 16-bit top-k (mode 0), top-k within candidate blocks (mode 1) and
+  // candidate blocks (mode 2): the tensor-core kernel with the streaming
+  // top-k.
   IndexerKernel mma;
   const bool useMma = chooseIndexerMma(mode, kernel.queryType, kernel.keyType, kernel.weightType,
                                        q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma,
-                                       attrs.getAs<IntegerAttr>("block").getInt());
+                                       attrs.getAs<IntegerAttr>("block").getInt(),
+                                       mode == 1 && k.sizes[0].isConst() ? k.sizes[0].c : -1);
   if (useMma) {
     kernel = mma;
-    smem = indexerMmaSmemBytes(mma);
+    smem = indexerMmaSmemBytes(mma, k.sizes[0].isConst() ? k.sizes[0].c : 0,
+                               attrs.getAs<IntegerAttr>("block").getInt());
   }
   if (!useMma && smem > 160 * 1024)
     return op->emitError("GPU target: the indexer's query row (")

@@ -40,20 +40,31 @@ int64_t indexerSmemBytes(int mode, int64_t heads, int64_t dim, int64_t blocks) {
   return bytes;
 }
 
-int64_t indexerMmaSmemBytes(const IndexerKernel &k) {
+int64_t indexerMmaSmemBytes(const IndexerKernel &k, int64_t entries, int64_t block) {
   const int64_t rows = k.rowsPerCta();
   int64_t bytes = 3 * 64 * int64_t(k.paddedDim) * 2; // query block + 2 key tiles
   bytes += rows * k.cap * 8 + rows * 8;              // candidate buffers, tau
   bytes += 64 * 4 + 4 * 64 * 4;                      // weights, per-warp head sums
   bytes += rows * 4 + 4;                             // counts, flag
+  if (k.mode == 1) {
+    const int64_t blocks = (std::max<int64_t>(entries, 0) + std::max<int64_t>(block, 1) - 1) /
+                           std::max<int64_t>(block, 1);
+    const int64_t tiles = (std::max<int64_t>(entries, 0) + 63) / 64;
+    bytes = (bytes + 15) / 16 * 16;
+    bytes += rows * ((blocks + 31) / 32) * 4; // a bit per candidate block and row
+    bytes += (tiles + 31) / 32 * 4;           // a bit per key tile
+  }
   return (bytes + 15) / 16 * 16;
 }
 
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
-                      int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block) {
+                      int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block,
+                      int64_t entries) {
   // Mode 2's block maxima are segmented shuffles within a warp.
   const bool blockOk = block >= 1 && block <= 32 && (block & (block - 1)) == 0;
-  if ((mode != 0 && !(mode == 2 && blockOk)) || queryType != keyType || (queryType != 1 && queryType != 2) ||
+  const bool candidatesOk = block >= 1 && entries >= 0 && entries < (int64_t(1) << 31);
+  if ((mode != 0 && !(mode == 2 && blockOk) && !(mode == 1 && candidatesOk)) || queryType != keyType ||
+      (queryType != 1 && queryType != 2) ||
       weightType < 0 || weightType > 2 || heads < 1 || heads > 64 || dim < 1 || dim > 256 ||
       k < 0 || k > kIndexerMaxK)
     return false;
@@ -69,7 +80,7 @@ bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int6
   while (cap < need)
     cap <<= 1;
   c.cap = cap;
-  if (indexerMmaSmemBytes(c) > 227 * 1024)
+  if (indexerMmaSmemBytes(c, entries, block) > 227 * 1024)
     return false;
   kernel = c;
   return true;
@@ -111,7 +122,7 @@ bool compileIndexerPtx(const std::vector<IndexerKernel> &kernels, const std::str
     bool ok = k.mode >= 0 && k.mode <= 2 && k.queryType >= 0 && k.queryType <= 2 &&
               k.keyType >= 0 && k.keyType <= 2 && k.weightType >= 0 && k.weightType <= 2;
     if (k.mma)
-      ok = ok && (k.mode == 0 || k.mode == 2) && k.queryType == k.keyType && k.queryType != 0 &&
+      ok = ok && k.queryType == k.keyType && k.queryType != 0 &&
            (k.paddedHeads == 16 || k.paddedHeads == 32 || k.paddedHeads == 64) &&
            k.paddedDim >= 64 && k.paddedDim <= 256 && k.paddedDim % 64 == 0 && k.cap >= 128 &&
            (k.cap & (k.cap - 1)) == 0;

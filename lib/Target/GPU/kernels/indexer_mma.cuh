@@ -1,8 +1,9 @@
 //===- indexer_mma.cuh - V4.1 lightning-indexer top-k on tensor cores, for NVRTC -*- CUDA -*-===//
 //
-// attn.indexer_topk without candidates (mode 0 of indexer.cuh) and
-// attn.indexer_candidates (mode 2: the best blocks of `block` entries) for
-// 16-bit query and keys: the scores on mma.sync tensor cores and the top-k kept
+// attn.indexer_topk without candidates (mode 0 of indexer.cuh), with
+// candidate blocks (mode 1: the top-k within each row's candidate blocks)
+// and attn.indexer_candidates (mode 2: the best blocks of `block` entries)
+// for 16-bit query and keys: the scores on mma.sync tensor cores and the top-k kept
 // on chip while the keys stream by, so neither an S x T score matrix nor a
 // T-long scratch row per query is ever written (indexer.cuh's scratch rows
 // cost 4 T bytes of traffic per query and pass). Semantics: the op's
@@ -15,8 +16,9 @@
 // 2 bf16), H20_IDXM_W (weights: 0 f32, 1 f16, 2 bf16), H20_IDXM_HP (heads
 // padded to 16, 32 or 64), H20_IDXM_DP (head dim padded to a multiple of
 // 64, at most 256), H20_IDXM_CAP (candidate buffer per query row, a power
-// of two >= K + 64), H20_IDXM_MODE (0 entries, 2 candidate blocks of a
-// block size dividing 32) and H20_IDXM_NAME, then includes it.
+// of two >= K + 64), H20_IDXM_MODE (0 entries, 1 entries within candidate
+// blocks, 2 candidate blocks of a block size dividing 32) and
+// H20_IDXM_NAME, then includes it.
 //
 // Work split: a CTA of 4 warps owns R = 64 / HP consecutive query rows, the
 // 64 (row, head) pairs forming the MMA's M (padding rows are zero); CTAs
@@ -35,6 +37,13 @@
 // visible entries (a segmented shuffle over `block` lanes of a warp), the
 // block of the newest visible entry is pinned to +inf, blocks without a
 // visible entry never enter, and empty slots hold NB = ceil(T / block).
+// Mode 1 reads each row's candidate blocks (cand [S, KB], indices into
+// the NB = ceil(T / block) blocks; others are ignored, repeats count once)
+// into a bit per block and row in shared memory, marks the key tiles
+// holding a visible candidate entry of any of the CTA's rows, and streams
+// only those tiles (a row with 2048 blocks of 8 among 64K skips most of
+// the keys); an entry enters the selection as in mode 0 when its block's
+// bit is set.
 //
 // Kernel parameters follow MLIR's expanded memref descriptor, as
 // indexer.cuh's (the candidates and scratch views are not read).
@@ -118,6 +127,16 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, quad = lane & 3;
   const i64 S = q_d0, Hi = q_d1, Di = q_d2, T = k_d0, K = out_d1;
+#if H20_IDXM_MODE == 1
+  // After the counts, 16-byte aligned (indexerMmaSmemBytes): per row a bit
+  // per candidate block, then a bit per key tile holding a visible
+  // candidate entry of any of the CTA's rows.
+  const i64 NBall = (T + block - 1) / block, blockWords = (NBall + 31) / 32;
+  const i64 tileWords = ((T + H20_IDXM_TILE - 1) / H20_IDXM_TILE + 31) / 32;
+  const u64 used = static_cast<u64>(reinterpret_cast<unsigned char *>(flag + 1) - smem);
+  u32 *blockBits = reinterpret_cast<u32 *>(smem + (used + 15) / 16 * 16); // [R][blockWords]
+  u32 *tileBits = blockBits + R * blockWords;                             // [tileWords]
+#endif
   const i64 ctas = (S + R - 1) / R;
   if (static_cast<i64>(blockIdx.x) >= ctas)
     return;
@@ -182,9 +201,45 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     }
   };
 
+  // The key tiles to stream, in order: cur (being scored) and nxt (being
+  // loaded); kNoTile past the last.
+  constexpr i64 kNoTile = -1;
   const i64 tiles = (visMax + H20_IDXM_TILE - 1) / H20_IDXM_TILE;
-  if (tiles > 0)
-    loadTile(0, 0);
+  i64 cur = tiles > 0 ? 0 : kNoTile, nxt = tiles > 1 ? 1 : kNoTile;
+#if H20_IDXM_MODE == 1
+  // The rows' candidate blocks as bits (out-of-range indices ignored,
+  // repeats count once) and the tiles their visible entries touch.
+  for (i64 e = tid; e < R * blockWords + tileWords; e += H20_IDXM_THREADS)
+    blockBits[e] = 0;
+  __syncthreads();
+  const i64 KB = cand_d1;
+  for (i64 e = tid; e < R * KB; e += H20_IDXM_THREADS) {
+    const int r = static_cast<int>(e / KB);
+    const i64 i = i0 + r, b = i < S ? cand[cand_off + i * cand_s0 + (e % KB) * cand_s1] : -1;
+    const i64 vis = i < S ? visibleOf(i) : 0;
+    if (b < 0 || b >= NBall || b * block >= vis)
+      continue;
+    atomicOr(&blockBits[r * blockWords + b / 32], 1u << (b % 32));
+    const i64 last = ((b + 1) * block < vis ? (b + 1) * block : vis) - 1;
+    for (i64 x = b * block / H20_IDXM_TILE; x <= last / H20_IDXM_TILE; ++x)
+      atomicOr(&tileBits[x / 32], 1u << (x % 32));
+  }
+  __syncthreads();
+  // The first marked tile >= from (every thread, the same answer).
+  auto nextTile = [&](i64 from) -> i64 {
+    i64 wi = from / 32;
+    if (wi >= tileWords)
+      return kNoTile;
+    u32 word = tileBits[wi] & (~0u << (from % 32));
+    while (word == 0 && ++wi < tileWords)
+      word = tileBits[wi];
+    return word ? wi * 32 + __ffs(static_cast<int>(word)) - 1 : kNoTile;
+  };
+  cur = nextTile(0);
+  nxt = cur != kNoTile ? nextTile(cur + 1) : kNoTile;
+#endif
+  if (cur != kNoTile)
+    loadTile(cur, 0);
   h20CpAsyncCommit();
   h20CpAsyncWait<0>();
   __syncthreads();
@@ -196,10 +251,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
                    qa[s][0], qa[s][1], qa[s][2], qa[s][3]);
   const float w0 = ws[warp * 16 + g], w1 = ws[warp * 16 + g + 8];
 
-  for (i64 tile = 0; tile < tiles; ++tile) {
-    const int stage = static_cast<int>(tile & 1);
-    if (tile + 1 < tiles) {
-      loadTile(tile + 1, stage ^ 1);
+  for (int stage = 0; cur != kNoTile; stage ^= 1) {
+    const i64 tile = cur;
+    if (nxt != kNoTile) {
+      loadTile(nxt, stage ^ 1);
       h20CpAsyncCommit();
       h20CpAsyncWait<1>();
     } else {
@@ -259,7 +314,13 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
           buf[r * CAP + atomicAdd(&cnt[r], 1)] = key;
       }
 #else
-      if (t < vis) {
+#if H20_IDXM_MODE == 1
+      const i64 b = t / block; // a visible entry of one of the row's candidate blocks
+      const bool enters = t < vis && ((blockBits[r * blockWords + b / 32] >> (b % 32)) & 1u);
+#else
+      const bool enters = t < vis;
+#endif
+      if (enters) {
         const u64 key = idxmKey(s, static_cast<u32>(t));
         if (key > tau[r])
           buf[r * CAP + atomicAdd(&cnt[r], 1)] = key;
@@ -288,6 +349,12 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
         __syncthreads();
       }
     }
+    cur = nxt;
+#if H20_IDXM_MODE == 1
+    nxt = cur != kNoTile ? nextTile(cur + 1) : kNoTile;
+#else
+    nxt = cur != kNoTile && cur + 1 < tiles ? cur + 1 : kNoTile;
+#endif
   }
 
   // ---- the K best of every row, largest first -----------------------------
