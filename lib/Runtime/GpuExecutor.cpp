@@ -113,6 +113,9 @@ struct GpuExecutor::Impl {
   Manifest m;
   GpuProgram p;
   BufferPlan plan;
+  /// Per buffer: the earlier weight buffer whose memory it shares (-1:
+  /// none). Only with GpuLoadOptions::dummyWeights.
+  std::vector<int> sameAs;
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
   CUstream stream = nullptr;
@@ -507,6 +510,8 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
     const WeightSpec &w = m.weights[b.index];
     std::string name = "weight '" + w.name + "'";
     if (o.dummyWeights) {
+      if (!sameAs.empty() && sameAs[bi] >= 0)
+        continue; // filled as the buffer it shares
       if (!uploadDummyWeight(static_cast<int>(bi), w, stage, done, used, slot, stageBytes))
         return false;
       continue;
@@ -871,7 +876,24 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
                          reason));
     I.workspaceBytes = options.workspaceBytes;
   }
-  if (!planBuffers(I.p, I.plan, reason))
+  if (options.dummyWeights) {
+    // Random weights of one shape and type are interchangeable: one copy
+    // each (a two-layer Flash model's 58 GB of weights become 31 GB).
+    std::map<std::string, int> first;
+    I.sameAs.assign(I.p.buffers.size(), -1);
+    for (size_t bi = 0; bi < I.p.buffers.size(); ++bi) {
+      const GpuBuffer &b = I.p.buffers[bi];
+      if (b.kind != BufferKind::Weight || b.index < 0 || size_t(b.index) >= I.m.weights.size())
+        continue;
+      std::string key = b.dtype + ":" + std::to_string(b.bytes);
+      for (int64_t d : I.m.weights[b.index].shape)
+        key += "x" + std::to_string(d);
+      auto [it, isNew] = first.emplace(key, static_cast<int>(bi));
+      if (!isNew)
+        I.sameAs[bi] = it->second;
+    }
+  }
+  if (!planBuffers(I.p, I.plan, reason, I.sameAs))
     return done(I.fail(GpuStatus::BadInput, reason));
   size_t freeB = 0, totalB = 0;
   if (!I.check(cu.cuMemGetInfo(&freeB, &totalB), "cuMemGetInfo"))

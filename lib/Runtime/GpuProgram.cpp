@@ -1114,8 +1114,13 @@ bool checkGpuProgramForLength(const GpuProgram &program, int64_t length, std::st
   return true;
 }
 
-bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error) {
+bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error,
+                 const std::vector<int> &sameAs) {
   plan = BufferPlan();
+  if (!sameAs.empty() && sameAs.size() != program.buffers.size()) {
+    error = "gpu program: internal: a buffer sharing list of the wrong size";
+    return false;
+  }
   plan.offsets.assign(program.buffers.size(), 0);
   uint64_t cursor = 0;
   auto place = [&](uint64_t bytes) {
@@ -1132,6 +1137,17 @@ bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error
       if (b.bytes < 0 || b.bytes > kMaxBytes || cursor > (uint64_t(1) << 62)) {
         error = "gpu program: buffers too large to plan";
         return false;
+      }
+      if (kind == BufferKind::Weight && !sameAs.empty() && sameAs[i] >= 0) {
+        const size_t j = static_cast<size_t>(sameAs[i]);
+        if (j >= i || program.buffers[j].kind != BufferKind::Weight ||
+            program.buffers[j].bytes != b.bytes) {
+          error = "gpu program: internal: weight buffer " + std::to_string(i) +
+                  " cannot share buffer " + std::to_string(j) + "'s memory";
+          return false;
+        }
+        plan.offsets[i] = plan.offsets[j];
+        continue;
       }
       plan.offsets[i] = place(static_cast<uint64_t>(b.bytes));
       uint64_t bytes = static_cast<uint64_t>(b.bytes);

@@ -536,6 +536,24 @@ TEST(GpuProgram, PlansBuffers) {
   EXPECT_EQ(plan.stateBytes, 512u);
   EXPECT_EQ(plan.constBytes, 64u);
   EXPECT_EQ(plan.ioBytes, 128u + 32u + 256u);
+  // Weight 4 sharing weight 3's memory (--dummy-weights): only a weight
+  // of the same size; the const after them moves down.
+  std::vector<int> sameAs(p.buffers.size(), -1);
+  sameAs[4] = 3;
+  EXPECT_FALSE(planBuffers(p, plan, error, sameAs)) << "64 vs 32 bytes";
+  EXPECT_NE(error.find("cannot share"), std::string::npos) << error;
+  GpuProgram same = p;
+  same.buffers[4].bytes = 64;
+  ASSERT_TRUE(planBuffers(same, plan, error, sameAs)) << error;
+  EXPECT_EQ(plan.offsets[3], 0u);
+  EXPECT_EQ(plan.offsets[4], 0u);
+  EXPECT_EQ(plan.offsets[8], 256u);
+  EXPECT_EQ(plan.weightBytes, 64u);
+  sameAs[4] = -1;
+  sameAs[8] = 5; // a const is never shared: ignored
+  ASSERT_TRUE(planBuffers(p, plan, error, sameAs)) << error;
+  EXPECT_EQ(plan.offsets[8], 512u);
+  EXPECT_FALSE(planBuffers(p, plan, error, std::vector<int>(1, -1)));
   // No buffers still gives a usable (non-empty) allocation.
   GpuProgram empty;
   ASSERT_TRUE(planBuffers(empty, plan, error));

@@ -98,7 +98,9 @@ struct GpuLoadOptions {
   /// pseudo-random values (uniform, variance 1 / fan_in, fan_in = the
   /// second-to-last dim; 1-D weights are 1, integer weights 0). For timing a model whose
   /// checkpoint is not at hand (like vLLM's --load-format dummy); its
-  /// outputs mean nothing.
+  /// outputs mean nothing. Weights of one shape and type share one device
+  /// buffer (their values would be equal in kind anyway), so a model of N
+  /// equal layers needs the weight memory of one.
   bool dummyWeights = false;
   uint64_t stagingBytes = uint64_t(32) << 20; ///< per pinned staging buffer (two are used)
   uint64_t workspaceBytes = uint64_t(32) << 20; ///< cuBLASLt workspace (only with gemm steps)

@@ -394,8 +394,12 @@ struct BufferPlan {
 };
 
 /// Computes the plan for a validated program; false with `error` when the
-/// total overflows.
-bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error);
+/// total overflows. `sameAs` (empty, or one entry per buffer): a weight
+/// buffer i with sameAs[i] = j >= 0 (j < i, a weight of the same byte
+/// size) takes j's place instead of its own, and its bytes are not counted
+/// again (--dummy-weights: weights of one shape and type share memory).
+bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error,
+                 const std::vector<int> &sameAs = {});
 
 // --- Element conversions --------------------------------------------------------
 
