@@ -9,9 +9,12 @@
 #   - attn.sparse_attention: 64 heads x 512 (one latent KV head), window 128,
 #     top-512 picks out of T = S / ratio, ratio 2 and 1 (the Flash layers'
 #     compress ratios), S in H20_V41_S (default 131072 524288); median of 5;
-#   - attn.indexer_topk: 32 heads x 128, top 512, the same S and ratios, and
-#     attn.indexer_candidates (the 2048 best blocks of 8 entries); one
-#     warm-up and one timed call each (a 512K ratio-1 call is ~7 s).
+#   - attn.indexer_topk: 32 heads x 128, top 512, the same S and ratios,
+#     attn.indexer_candidates (the 2048 best blocks of 8 entries) and the
+#     top-512 within those blocks (attn.indexer_topk with candidates, the
+#     reindex layer; its blocks come from a candidates call on the same
+#     inputs); one warm-up and one timed call each (a 512K ratio-1 call is
+#     ~7 s).
 # The floor of each is its FLOPs at the bf16 GEMM rate measured in the same
 # run (torch.matmul 8192^3, cuBLAS, median of 20; skipped without torch).
 # ~2 min on an H200. Results: H20_BENCH_RESULTS (default
@@ -36,7 +39,8 @@ for r in 2 1; do
   "$bin/sparse-attention-check" --no-check --time "$csv" --ratio $r --reps 5 \
     --json "$res/v41-sparse-r$r.json" >"$res/v41-sparse-r$r.log" 2>&1 || failed=1
 done
-"$bin/sparse-attention-check" --no-check --indexer-time "$pairs" --candidates-time "$pairs" --reps 2 \
+"$bin/sparse-attention-check" --no-check --indexer-time "$pairs" --candidates-time "$pairs" \
+  --within-time "$pairs" --reps 2 \
   --json "$res/v41-indexer.json" >"$res/v41-indexer.log" 2>&1 || failed=1
 python3 - "$res" <<'PY' || failed=1
 import json, os, subprocess, sys

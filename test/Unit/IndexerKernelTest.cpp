@@ -38,8 +38,9 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 0, 32, 128, 512, k));
   EXPECT_EQ(k.name(), "h20_indexer_mma_m0_bf16_f32_h32_d128_c1024");
   EXPECT_EQ(k.rowsPerCta(), 2);
-  // 3 x 64 x 128 x 2 (query, 2 key tiles) + 2 x 1024 x 8 + 2 x 8 + 256 + 1024 + 12 -> 16.
-  EXPECT_EQ(indexerMmaSmemBytes(k), 49152 + 16384 + 16 + 1280 + 16);
+  // 2 x 64 x 128 x 2 (key tiles) + max(64 x 128 x 2 (query), 2 x 1024 x 8
+  // (buffers)) + 2 x 8 + 256 + 1024 + 12 -> 16.
+  EXPECT_EQ(indexerMmaSmemBytes(k), 32768 + 16384 + 16 + 1280 + 16);
   ASSERT_TRUE(chooseIndexerMma(0, 1, 1, 1, 4, 24, 8, k));
   EXPECT_EQ(k.paddedHeads, 16);
   EXPECT_EQ(k.paddedDim, 64);
@@ -50,7 +51,7 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   // after the mode-0 layout, 2 rows x 65536 block bits and 8192 tile bits.
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 524288));
   EXPECT_EQ(k.name(), "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024");
-  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 49152 + 16384 + 16 + 1280 + 16 + 2 * 8192 + 1024);
+  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 16 + 1280 + 16 + 2 * 8192 + 1024);
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 4, 24, 8, k, 3, 0)) << "any block size, no entries";
   EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 1, 4 << 20)) << "bits over 227 KiB";
   EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 0, 2048)) << "block 0";
@@ -58,6 +59,7 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   // 2048 blocks of 8.
   ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 2048, k, 8));
   EXPECT_EQ(k.name(), "h20_indexer_mma_m2_bf16_bf16_h32_d128_c4096");
+  EXPECT_EQ(indexerMmaSmemBytes(k), 32768 + 65536 + 16 + 1280 + 16) << "buffers over the query block";
   EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k, 64)) << "block over a warp";
   EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k, 6)) << "block not a power of two";
   EXPECT_FALSE(chooseIndexerMma(0, 0, 0, 0, 32, 128, 512, k)) << "f32: scalar kernel";

@@ -544,8 +544,14 @@ CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, I
                  (long long)Hi, (long long)Di, (long long)K);
     std::exit(1);
   }
-  if (functions.count(k.name()))
-    return functions[k.name()];
+  if (functions.count(k.name())) {
+    // Mode 1's shared memory grows with T: raise the kernel's limit.
+    CUfunction f = functions[k.name()];
+    check(api->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  int(indexerMmaSmemBytes(k, entries, block))),
+          "cuFuncSetAttribute");
+    return f;
+  }
   std::string ptx, log;
   if (!compileIndexerPtx({k}, "sm_90", ptx, log)) {
     std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());

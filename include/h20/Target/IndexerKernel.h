@@ -55,9 +55,11 @@ bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int6
                       int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1,
                       int64_t entries = -1);
 
-/// Dynamic shared memory of one CTA of the mma kernel, in bytes: the query
-/// block and two key tiles (64 rows of paddedDim 16-bit elements each), the
-/// candidate buffers (rows x cap x 8), the small per-row state and, in
+/// Dynamic shared memory of one CTA of the mma kernel, in bytes: two key
+/// tiles (64 rows of paddedDim 16-bit elements each), the larger of the
+/// query block (the same size as a tile) and the candidate buffers (rows x
+/// cap x 8; they replace the query block once its fragments are in
+/// registers), the small per-row state and, in
 /// mode 1, a bit per candidate block and row (ceil(entries / block)
 /// blocks) and a bit per key tile of 64 entries, in 32-bit words.
 int64_t indexerMmaSmemBytes(const IndexerKernel &kernel, int64_t entries = 0, int64_t block = 1);

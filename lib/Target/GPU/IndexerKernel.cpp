@@ -42,8 +42,9 @@ int64_t indexerSmemBytes(int mode, int64_t heads, int64_t dim, int64_t blocks) {
 
 int64_t indexerMmaSmemBytes(const IndexerKernel &k, int64_t entries, int64_t block) {
   const int64_t rows = k.rowsPerCta();
-  int64_t bytes = 3 * 64 * int64_t(k.paddedDim) * 2; // query block + 2 key tiles
-  bytes += rows * k.cap * 8 + rows * 8;              // candidate buffers, tau
+  int64_t bytes = 2 * 64 * int64_t(k.paddedDim) * 2;               // 2 key tiles
+  bytes += std::max<int64_t>(64 * int64_t(k.paddedDim) * 2, rows * k.cap * 8); // query block, then the candidate buffers
+  bytes += rows * 8;                                               // tau
   bytes += 64 * 4 + 4 * 64 * 4;                      // weights, per-warp head sums
   bytes += rows * 4 + 4;                             // counts, flag
   if (k.mode == 1) {

@@ -116,10 +116,13 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   static_assert(DP % 64 == 0 && DP <= 256, "DP: a multiple of 64, at most 256");
   static_assert((CAP & (CAP - 1)) == 0 && CAP >= 128, "CAP: a power of two >= 128");
   extern __shared__ __align__(128) unsigned char smem[];
-  unsigned char *qs = smem;                          // [64][DP]
-  unsigned char *ks = qs + 64 * DP * 2;              // 2 x [64][DP]
-  u64 *buf = reinterpret_cast<u64 *>(ks + 2 * H20_IDXM_TILE * DP * 2); // [R][CAP]
-  u64 *tau = buf + R * CAP;                          // [R]
+  // The query block is only read once, into registers: the candidate
+  // buffers take its place afterwards (more CTAs fit an SM).
+  constexpr int QWORDS = 64 * DP * 2 / 8, UNION = QWORDS > R * CAP ? QWORDS : R * CAP;
+  unsigned char *ks = smem;                                      // 2 x [64][DP]
+  unsigned char *qs = ks + 2 * H20_IDXM_TILE * DP * 2;           // [64][DP], then:
+  u64 *buf = reinterpret_cast<u64 *>(qs);                        // [R][CAP]
+  u64 *tau = buf + UNION;                                        // [R]
   float *ws = reinterpret_cast<float *>(tau + R);    // [64]: weight x scale per M row
   float *red = ws + 64;                              // [4][64]: per-warp head sums
   int *cnt = reinterpret_cast<int *>(red + 4 * 64);  // [R]
@@ -177,8 +180,6 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
                 ? WE::load(static_cast<const unsigned char *>(w) + (w_off + i * w_s0 + h * w_s1) * WE::bytes) * scale
                 : 0.0f;
   }
-  for (int e = tid; e < R * CAP; e += H20_IDXM_THREADS)
-    buf[e] = 0;
   if (tid < R) {
     tau[tid] = 0;
     cnt[tid] = 0;
@@ -250,6 +251,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     h20LdmatrixX4(qsAddr + h20Swizzle(warp * 16 + (lane & 15), s * 16 + (lane >> 4) * 8, DP),
                    qa[s][0], qa[s][1], qa[s][2], qa[s][3]);
   const float w0 = ws[warp * 16 + g], w1 = ws[warp * 16 + g + 8];
+  __syncthreads(); // every warp holds its Q fragments: the buffers replace the query block
+  for (int e = tid; e < R * CAP; e += H20_IDXM_THREADS)
+    buf[e] = 0;
+  __syncthreads(); // zeroed before any row's sort reads it (no tiles: no loop barrier)
 
   for (int stage = 0; cur != kNoTile; stage ^= 1) {
     const i64 tile = cur;
