@@ -12,6 +12,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace h20 {
 #define GEN_PASS_DEF_COMPUTETYPE
@@ -22,6 +25,77 @@ using namespace mlir;
 namespace ox = h20::onnx;
 
 namespace {
+
+/// Ops through which position arithmetic flows unchanged in kind: shape
+/// ops, the elementwise arithmetic of angles (position x inverse
+/// frequency, YaRN's ramps), and Cos / Sin, where it ends.
+bool carriesPositions(Operation *op) {
+  static const llvm::StringSet<> kOps = {
+      "onnx.Unsqueeze", "onnx.Squeeze", "onnx.Reshape",  "onnx.Expand",  "onnx.Concat",
+      "onnx.Transpose", "onnx.Slice",   "onnx.Gather",   "onnx.Identity", "onnx.Flatten",
+      "onnx.Tile",      "onnx.Split",   "onnx.Mul",      "onnx.Div",     "onnx.Add",
+      "onnx.Sub",       "onnx.Neg",     "onnx.Reciprocal", "onnx.Cast",  "onnx.Cos",
+      "onnx.Sin"};
+  return kOps.contains(op->getName().getStringRef());
+}
+
+bool isFloatTensorOf(Type t, Type element) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r && r.getElementType() == element;
+}
+
+/// The ops that keep float32 under a 16-bit compute type: float values
+/// made from integers (Cast from an integer type, a float Range: token
+/// positions) and whatever carriesPositions() derives from them, up to and
+/// including the Cos / Sin of the angles, plus the constants and weights
+/// they read. bf16 holds integers exactly only up to 256 and rounds an
+/// angle of 1000 rad by up to 2 rad, so RoPE angles computed in the graph
+/// (torch.onnx exports that do not use h20's rope tables, e.g.
+/// DeepSeek-V4.1's) must not be rounded; cos / sin themselves, in [-1, 1],
+/// are then rounded like any activation.
+llvm::DenseSet<Operation *> positionArithmetic(func::FuncOp func, Type f32) {
+  llvm::DenseSet<Operation *> kept;
+  SmallVector<Operation *> work;
+  func.walk([&](Operation *op) {
+    if (op->getParentOp() != func)
+      return;
+    StringRef name = op->getName().getStringRef();
+    bool seed = false;
+    if (name == "onnx.Cast" && op->getNumOperands() == 1 && op->getNumResults() == 1)
+      seed = isa<IntegerType>(getElementTypeOrSelf(op->getOperand(0).getType())) &&
+             isFloatTensorOf(op->getResult(0).getType(), f32);
+    else if (name == "onnx.Range" && op->getNumResults() == 1)
+      seed = isFloatTensorOf(op->getResult(0).getType(), f32);
+    if (seed && kept.insert(op).second)
+      work.push_back(op);
+  });
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    StringRef name = op->getName().getStringRef();
+    if (name == "onnx.Cos" || name == "onnx.Sin")
+      continue; // the angles end here
+    for (Operation *user : op->getUsers()) {
+      if (user->getParentOp() != func || !carriesPositions(user) ||
+          !llvm::any_of(user->getResults(),
+                        [&](Value r) { return isFloatTensorOf(r.getType(), f32); }))
+        continue;
+      // A Cast keeps its own target: only casts to float32 carry on.
+      if (user->getName().getStringRef() == "onnx.Cast" &&
+          !isFloatTensorOf(user->getResult(0).getType(), f32))
+        continue;
+      if (kept.insert(user).second)
+        work.push_back(user);
+    }
+  }
+  // Their float32 constants and weights (inverse frequencies) stay exact.
+  SmallVector<Operation *> readers(kept.begin(), kept.end());
+  for (Operation *op : readers)
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && isa<ox::ConstantOp, ox::WeightOp>(def) && isFloatTensorOf(v.getType(), f32))
+        kept.insert(def);
+  return kept;
+}
 
 struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
   using ComputeTypeBase::ComputeTypeBase;
@@ -64,8 +138,9 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
       arg.replaceAllUsesExcept(cast->getResult(0), cast);
     }
 
+    const llvm::DenseSet<Operation *> kept = positionArithmetic(func, f32);
     WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
-      if (isa<h20::attn::RopeTableOp>(op) || op->getParentOp() != func)
+      if (isa<h20::attn::RopeTableOp>(op) || op->getParentOp() != func || kept.contains(op))
         return WalkResult::advance();
       if (auto c = dyn_cast<ox::CastOp>(op)) {
         if (c->hasAttr("h20.entry_cast"))
@@ -98,6 +173,41 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
+
+    // Where kept float32 values meet converted ones: a kept op reads its
+    // converted operands through a Cast to float32, any other op reads kept
+    // values through a Cast to the compute type (the rounding it had
+    // before). attn.rope_apply's tables and the return are handled below.
+    auto castTo = [&](Value v, Type element, int64_t code, Operation *before) {
+      auto rt = cast<RankedTensorType>(v.getType());
+      b.setInsertionPoint(before);
+      auto c = ox::CastOp::create(b, before->getLoc(),
+                                  TypeRange{RankedTensorType::get(rt.getShape(), element,
+                                                                  rt.getEncoding())},
+                                  ValueRange{v});
+      c->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), code));
+      return c->getResult(0);
+    };
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (op->getParentOp() == func)
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (isa<func::ReturnOp>(op))
+        continue;
+      const bool isKept = kept.contains(op);
+      for (OpOperand &use : op->getOpOperands()) {
+        Value v = use.get();
+        Operation *def = v.getDefiningOp();
+        const bool fromKept = def && kept.contains(def);
+        if (isKept && !fromKept && isFloatTensorOf(v.getType(), to))
+          use.set(castTo(v, f32, 1, op));
+        else if (!isKept && fromKept && isFloatTensorOf(v.getType(), f32) &&
+                 !(isa<h20::attn::RopeApplyOp>(op) && use.getOperandNumber() >= 2))
+          use.set(castTo(v, to, onnxCode, op));
+      }
+    }
 
     // RoPE tables stay float32 (attn.rope_apply's contract); tables that
     // came from graph inputs or constants were converted above: cast back.

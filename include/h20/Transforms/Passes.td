@@ -124,7 +124,12 @@ def ComputeType : Pass<"h20-compute-type", "mlir::func::FuncOp"> {
     on upload, from the file's float32), activations, constants (rounded to
     nearest even), Cast targets and the KV cache. What stays float32: the
     function's interface (float32 inputs are cast on entry, outputs are cast
-    back before returning) and the RoPE tables. The attn ops compute in
+    back before returning), the RoPE tables, and position arithmetic
+    computed in the graph: float values cast from integers (token
+    positions) and the shape ops, arithmetic and constants that turn them
+    into RoPE angles, up to their Cos / Sin (bf16 holds integers exactly
+    only up to 256: an angle of 1000 rad would be off by up to 2 rad);
+    Casts join these to the rest. The attn ops compute in
     float32 internally whatever their operand type (RMSNorm's mean of
     squares, RoPE's products, attention's softmax), and GEMMs accumulate in
     float32, so only storage is rounded.
