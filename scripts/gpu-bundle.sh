@@ -12,7 +12,9 @@
 #             sparse attention and indexer timings, issue 9).
 # With H20_BUNDLE_BENCH=1 (or =only: the benchmark part alone, without the
 # fixtures, conformance cases and seed-dense test models), also the issue-7
-# benchmarks (bench/run-bench.sh runs them on the GPU machine):
+# benchmarks (bench/run-bench.sh runs them on the GPU machine); with
+# H20_BUNDLE_BENCH=v41, DeepSeek-V4.1's parts alone: the tiny checkpoint's
+# artifacts and the Flash-layer artifacts of bench/v41-layers.sh:
 #   bench/      run-bench.sh, its Python parts, build-info.json, and the
 #               cost model's predicted TTFT (section C) for each S, computed
 #               here: predicted-S*.json / .txt
@@ -28,8 +30,11 @@ build=${H20_BUILD_DIR:-$root/build}
 out=${1:?usage: gpu-bundle.sh OUTDIR [FIXTURES_DIR]}
 fixtures=${2:-$root/../shared/fixtures/onnx}
 bench=${H20_BUNDLE_BENCH:-0}
-[[ $bench == 0 || $bench == 1 || $bench == only ]] ||
-  { echo "gpu-bundle: H20_BUNDLE_BENCH must be 0, 1 or only" >&2; exit 2; }
+[[ $bench == 0 || $bench == 1 || $bench == only || $bench == v41 ]] ||
+  { echo "gpu-bundle: H20_BUNDLE_BENCH must be 0, 1, only or v41" >&2; exit 2; }
+# The Llama fixtures, conformance cases and seed-dense test models.
+llama_tests=1
+[[ $bench == only || $bench == v41 ]] && llama_tests=0
 "$root/scripts/build.sh" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
@@ -43,10 +48,10 @@ for t in "$out"/bin/*; do
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
 # The V4.1 kernel benchmark needs only bin/ (issue 9; any bundle).
 mkdir -p "$out/bench" && cp "$root/bench/v41-kernels.sh" "$root/bench/v41-layers.sh" "$out/bench/"
-cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" \
+cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" "$root/scripts/gpu-v41-check.sh" \
   "$root/scripts/gpu-nccl-check.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
-[[ $bench == only ]] && models=()
+[[ $llama_tests == 0 ]] && models=()
 for m in "${models[@]}"; do
   cp "$fixtures/$m.onnx" "$fixtures/$m".ids*.npy "$fixtures/$m".logits*.npy "$out/models/"
   for ct in f32 bf16; do
@@ -60,7 +65,7 @@ done
 # compiled for the GPU in their own types (f32 stays f32, f16 stays f16); a
 # case that does not compile leaves its reason in conformance-art/CASE.err.
 conformance=${H20_CONFORMANCE_DIR:-$root/../shared/conformance/onnx-node}
-if [[ -d $conformance && $bench != only ]]; then
+if [[ -d $conformance && $llama_tests == 1 ]]; then
   mkdir -p "$out/conformance-art"
   cp -r "$conformance" "$out/conformance"
   cp "$root/test/Conformance/expected-pass.txt" "$out/conformance-expected.txt"
@@ -78,7 +83,7 @@ fi
 # models/llama/reference.py (PyTorch) on them.
 if python3 -c "import onnx, numpy" 2>/dev/null; then py=python3; else py=/usr/bin/python3; fi
 cp -r "$root/models/llama" "$out/models/llama"
-if [[ $bench != only ]]; then
+if [[ $llama_tests == 1 ]]; then
 mkdir -p "$out/seed-dense-2l"
 "$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-2l" --layers 2 --graph
 "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
@@ -96,30 +101,36 @@ mkdir -p "$out/seed-dense-1l"
 rm -f "$out/seed-dense-1l/weights.bin"
 fi
 
-# DeepSeek-V4.1's tiny config (every layer kind), from a bf16 checkpoint as
-# V4.1 ships: the export, reference logits (models/deepseek_v41/reference.py,
-# float32 numpy on the same weights) at S = 8, 129, 1000, and the GPU
-# artifacts (one whole-prompt chunk of 1024 tokens) in f32 and bf16.
+# DeepSeek-V4.1's tiny config (every layer kind) and tiny-all-picks (the
+# same with every top-k keeping all it chooses from: nothing for bf16
+# rounding to flip), from bf16 checkpoints as V4.1 ships: the export,
+# reference logits (models/deepseek_v41/reference.py, float32 numpy on the
+# same weights) at S = 8, 129, 1000, and the GPU artifacts (one
+# whole-prompt chunk of 1024 tokens) in f32 and bf16: models/v41 and
+# art/v41-tiny.*, models/v41-all-picks and art/v41-all-picks.*.
 if [[ $bench != only ]]; then
-  v41=$out/models/v41
-  mkdir -p "$v41"
-  "$py" "$root/models/deepseek_v41/generate.py" tiny "$v41/ckpt" --dtype bf16 --ids 8 129 1000 >/dev/null
-  "$py" "$root/models/deepseek_v41/export.py" "$v41/ckpt" "$v41" >/dev/null
-  for S in 8 129 1000; do
-    cp "$v41/ckpt/ids-$S.npy" "$v41/"
-    "$py" "$root/models/deepseek_v41/reference.py" "$v41/ckpt" "$v41/ids-$S.npy" "$v41/ref-$S.npy" >/dev/null
-  done
-  rm -rf "$v41/ckpt"
-  for ct in f32 bf16; do
-    "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
-      -o "$out/art/v41-tiny.$ct.h20" 2>/dev/null
+  for cfg in tiny tiny-all-picks; do
+    name=${cfg/#tiny-/}
+    v41=$out/models/v41${cfg#tiny}
+    mkdir -p "$v41"
+    "$py" "$root/models/deepseek_v41/generate.py" "$cfg" "$v41/ckpt" --dtype bf16 --ids 8 129 1000 >/dev/null
+    "$py" "$root/models/deepseek_v41/export.py" "$v41/ckpt" "$v41" >/dev/null
+    for S in 8 129 1000; do
+      cp "$v41/ckpt/ids-$S.npy" "$v41/"
+      "$py" "$root/models/deepseek_v41/reference.py" "$v41/ckpt" "$v41/ids-$S.npy" "$v41/ref-$S.npy" >/dev/null
+    done
+    rm -rf "$v41/ckpt"
+    for ct in f32 bf16; do
+      "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
+        -o "$out/art/v41-$name.$ct.h20" 2>/dev/null
+    done
   done
 fi
 
 # Issue-7 benchmarks (bench/run-bench.sh): seed-dense, 8 layers, compiled
 # once per S; the cost model's prediction for the same graph (section C,
 # no GPU needed) from its attn-level IR with the last-position LM head.
-if [[ $bench != 0 ]]; then
+if [[ $bench == 1 || $bench == only ]]; then
   sd=$out/seed-dense-8l
   mkdir -p "$sd" "$out/bench"
   "$py" "$root/models/llama/generate.py" seed-dense "$sd" --layers 8 --graph
@@ -139,19 +150,24 @@ if [[ $bench != 0 ]]; then
       -o /dev/null >"$out/bench/predicted-S$S.txt"
   done
   rm -f "$sd/weights.bin" "$sd/model.attn.mlir"
+fi
+if [[ $bench != 0 ]]; then
+  mkdir -p "$out/bench"
   # Issue 9 (bench/v41-layers.sh): one V4.1-Flash-shaped layer of each kind
   # at 128K and 512K, from --graph-only exports (no weights here: the GPU
-  # run uses h20-run --dummy-weights). The two-layer reindex model does
-  # not fit one H200 at 512K (58 GB of weights + a 103 GB arena).
+  # run uses h20-run --dummy-weights, whose weights of one shape and type
+  # share a buffer: the two-layer reindex model's 20 GiB + a 103 GB arena
+  # fit one H200 at 512K). H20_V41_LAYER_KINDS picks kinds (default: all,
+  # window r2 r1-candidates r1-reindex).
   fl=$(mktemp -d)
   for spec in "window:flash-layers --layers 1" "r2:flash-r2" "r1-candidates:flash-r1-candidates" \
               "r1-reindex:flash-r1-reindex"; do
     kind=${spec%%:*}
+    [[ " ${H20_V41_LAYER_KINDS:-window r2 r1-candidates r1-reindex} " == *" $kind "* ]] || continue
     read -r -a cfg <<<"${spec#*:}"
     "$py" "$root/models/deepseek_v41/export.py" --graph-only "${cfg[0]}" "$fl/$kind" --logits last \
       "${cfg[@]:1}" >/dev/null
     for S in 131072 524288; do
-      [[ $kind == r1-reindex && $S == 524288 ]] && continue
       "$build/bin/h20-opt" "$fl/$kind/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
         --max-positions=$S -o "$out/art/v41-flash-$kind.S$S.h20" 2>/dev/null
     done

@@ -186,27 +186,36 @@ seed_dense() { # layers S name
   record "$name" $st "$(tr '\n' ' ' <<<"${cmp:-failed} h20 $ttft; $ref")"
   rm -f "$sd/weights.bin"
 }
-# DeepSeek-V4.1 tiny (gpu-bundle.sh): the GPU target (indexer kernel, TopK
-# and ScatterElements as parallel generics, whole-prompt chunk) against the
-# float32 reference on the same bf16 weights: f32 gated at 1e-4; bf16 is
-# measured and reported (INFO), not gated: this random-weight model moves
-# by 0.09-0.2 rel. L2 under bf16 rounding of its weights alone (README).
+# DeepSeek-V4.1 tiny and tiny-all-picks (gpu-bundle.sh): the GPU target
+# (tensor-core sparse attention and indexer, MoE on grouped GEMMs,
+# whole-prompt chunk) against the float32 reference on the same bf16
+# weights, f32 gated at 1e-4. bf16: tiny-all-picks is gated at 2e-2 (every
+# top-k keeps all it chooses from, so the distance is the arithmetic's);
+# tiny's is reported (INFO), not gated: its random top-k choices have near
+# ties that any bf16 prefill flips, and two bf16 emulations of the
+# reference itself land 0.01-0.21 from it (models/deepseek_v41/README.md).
 if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
-  for ct in f32 bf16; do
-    for S in 8 129 1000; do
-      if [[ $gpu == no ]]; then record "deepseek-v4.1 tiny $ct S=$S" SKIP "no GPU"; continue; fi
-      o=$results/v41-tiny.$ct.S$S
-      tol=1e-4; [[ $ct == bf16 ]] && tol=2e-2
-      if "$bin/h20-run" "$bundle/art/v41-tiny.$ct.h20" --weights-dir "$bundle/models/v41" \
-           --ids "$bundle/models/v41/ids-$S.npy" --dump-logits "$o.npy" >>"$log" 2>&1 &&
-         cmp=$("$bin/npy-compare" "$o.npy" "$bundle/models/v41/ref-$S.npy" --max-rel-l2 $tol 2>&1); then
-        st=PASS
-      else
-        st=FAIL
-      fi
-      [[ $ct == bf16 && $st == FAIL && -n ${cmp:-} ]] && st=INFO
-      record "deepseek-v4.1 tiny $ct S=$S" $st "${cmp:-h20-run failed}"
-      cmp=
+  for model in tiny all-picks; do
+    dir=$bundle/models/v41
+    [[ $model == all-picks ]] && dir=$bundle/models/v41-all-picks
+    [[ -f $bundle/art/v41-$model.f32.h20 ]] || continue
+    for ct in f32 bf16; do
+      for S in 8 129 1000; do
+        name="deepseek-v4.1 $model $ct S=$S"
+        if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
+        o=$results/v41-$model.$ct.S$S
+        tol=1e-4; [[ $ct == bf16 ]] && tol=2e-2
+        if "$bin/h20-run" "$bundle/art/v41-$model.$ct.h20" --weights-dir "$dir" \
+             --ids "$dir/ids-$S.npy" --dump-logits "$o.npy" >>"$log" 2>&1 &&
+           cmp=$("$bin/npy-compare" "$o.npy" "$dir/ref-$S.npy" --max-rel-l2 $tol 2>&1); then
+          st=PASS
+        else
+          st=FAIL
+        fi
+        [[ $model == tiny && $ct == bf16 && $st == FAIL && -n ${cmp:-} ]] && st=INFO
+        record "$name" $st "${cmp:-h20-run failed}"
+        cmp=
+      done
     done
   done
 fi
