@@ -34,8 +34,8 @@ bool carriesPositions(Operation *op) {
       "onnx.Unsqueeze", "onnx.Squeeze", "onnx.Reshape",  "onnx.Expand",  "onnx.Concat",
       "onnx.Transpose", "onnx.Slice",   "onnx.Gather",   "onnx.Identity", "onnx.Flatten",
       "onnx.Tile",      "onnx.Split",   "onnx.Mul",      "onnx.Div",     "onnx.Add",
-      "onnx.Sub",       "onnx.Neg",     "onnx.Reciprocal", "onnx.Cast",  "onnx.Cos",
-      "onnx.Sin"};
+      "onnx.Sub",       "onnx.Neg",     "onnx.Reciprocal", "onnx.Pow",   "onnx.MatMul",
+      "onnx.Cast",      "onnx.Cos",     "onnx.Sin"};
   return kOps.contains(op->getName().getStringRef());
 }
 
@@ -45,39 +45,74 @@ bool isFloatTensorOf(Type t, Type element) {
 }
 
 /// The ops that keep float32 under a 16-bit compute type: float values
-/// made from integers (Cast from an integer type, a float Range: token
-/// positions) and whatever carriesPositions() derives from them, up to and
-/// including the Cos / Sin of the angles, plus the constants and weights
-/// they read. bf16 holds integers exactly only up to 256 and rounds an
-/// angle of 1000 rad by up to 2 rad, so RoPE angles computed in the graph
-/// (torch.onnx exports that do not use h20's rope tables, e.g.
-/// DeepSeek-V4.1's) must not be rounded; cos / sin themselves, in [-1, 1],
-/// are then rounded like any activation.
+/// made from integers (Cast from an integer type wider than i1, a float
+/// Range: token positions) and whatever carriesPositions() derives from
+/// them and from constants and weights alone (inverse frequencies, also
+/// when expanded, reshaped or computed from constants; transformers' rotary
+/// embedding multiplies them with the positions in a MatMul), up to and
+/// including the Cos / Sin of the angles, plus the constant-only values
+/// they read. An op that also reads an activation (or a Cos / Sin) is not
+/// kept, so the set never grows into the activations. bf16 holds integers
+/// exactly only up to 256 and rounds an angle of 1000 rad by up to 2 rad,
+/// so RoPE angles computed in the graph (torch.onnx exports that do not
+/// use h20's rope tables, e.g. DeepSeek-V4.1's) must not be rounded; cos /
+/// sin themselves, in [-1, 1], are then rounded like any activation.
 llvm::DenseSet<Operation *> positionArithmetic(func::FuncOp func, Type f32) {
+  auto isTrig = [](Operation *op) {
+    StringRef n = op->getName().getStringRef();
+    return n == "onnx.Cos" || n == "onnx.Sin";
+  };
+  auto floatResult = [&](Operation *op) {
+    return llvm::any_of(op->getResults(), [&](Value r) { return isFloatTensorOf(r.getType(), f32); });
+  };
+  auto isFloat = [](Value v) { return isa<FloatType>(getElementTypeOrSelf(v.getType())); };
+
+  // Values made from constants and weights alone (program order: operands
+  // are defined before their users).
+  llvm::DenseSet<Operation *> constant;
+  for (Operation &op : func.getBody().front()) {
+    if (isa<ox::ConstantOp, ox::WeightOp>(op)) {
+      constant.insert(&op);
+      continue;
+    }
+    if (carriesPositions(&op) && !isTrig(&op) && floatResult(&op) &&
+        llvm::all_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !isFloat(v) || (def && constant.contains(def));
+        }))
+      constant.insert(&op);
+  }
+
   llvm::DenseSet<Operation *> kept;
   SmallVector<Operation *> work;
-  func.walk([&](Operation *op) {
-    if (op->getParentOp() != func)
-      return;
-    StringRef name = op->getName().getStringRef();
+  for (Operation &op : func.getBody().front()) {
+    StringRef name = op.getName().getStringRef();
     bool seed = false;
-    if (name == "onnx.Cast" && op->getNumOperands() == 1 && op->getNumResults() == 1)
-      seed = isa<IntegerType>(getElementTypeOrSelf(op->getOperand(0).getType())) &&
-             isFloatTensorOf(op->getResult(0).getType(), f32);
-    else if (name == "onnx.Range" && op->getNumResults() == 1)
-      seed = isFloatTensorOf(op->getResult(0).getType(), f32);
-    if (seed && kept.insert(op).second)
-      work.push_back(op);
-  });
+    if (name == "onnx.Cast" && op.getNumOperands() == 1 && op.getNumResults() == 1) {
+      auto in = dyn_cast<IntegerType>(getElementTypeOrSelf(op.getOperand(0).getType()));
+      seed = in && in.getWidth() > 1 && isFloatTensorOf(op.getResult(0).getType(), f32);
+    } else if (name == "onnx.Range" && op.getNumResults() == 1) {
+      seed = isFloatTensorOf(op.getResult(0).getType(), f32);
+    }
+    if (seed && kept.insert(&op).second)
+      work.push_back(&op);
+  }
+  // A float operand that is kept (not a Cos / Sin) or constant-only; an op
+  // joins once all of its float operands are (it is checked again from
+  // each producer that joins later).
+  auto positionOperand = [&](Value v) {
+    if (!isFloat(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    return def && ((kept.contains(def) && !isTrig(def)) || constant.contains(def));
+  };
   while (!work.empty()) {
     Operation *op = work.pop_back_val();
-    StringRef name = op->getName().getStringRef();
-    if (name == "onnx.Cos" || name == "onnx.Sin")
+    if (isTrig(op))
       continue; // the angles end here
     for (Operation *user : op->getUsers()) {
-      if (user->getParentOp() != func || !carriesPositions(user) ||
-          !llvm::any_of(user->getResults(),
-                        [&](Value r) { return isFloatTensorOf(r.getType(), f32); }))
+      if (user->getParentOp() != func || !carriesPositions(user) || !floatResult(user) ||
+          !llvm::all_of(user->getOperands(), positionOperand))
         continue;
       // A Cast keeps its own target: only casts to float32 carry on.
       if (user->getName().getStringRef() == "onnx.Cast" &&
@@ -87,13 +122,16 @@ llvm::DenseSet<Operation *> positionArithmetic(func::FuncOp func, Type f32) {
         work.push_back(user);
     }
   }
-  // Their float32 constants and weights (inverse frequencies) stay exact.
+  // The constant-only values they read (inverse frequencies) stay exact,
+  // and so does what those are made from.
   SmallVector<Operation *> readers(kept.begin(), kept.end());
-  for (Operation *op : readers)
+  while (!readers.empty()) {
+    Operation *op = readers.pop_back_val();
     for (Value v : op->getOperands())
       if (Operation *def = v.getDefiningOp();
-          def && isa<ox::ConstantOp, ox::WeightOp>(def) && isFloatTensorOf(v.getType(), f32))
-        kept.insert(def);
+          def && constant.contains(def) && isFloat(v) && kept.insert(def).second)
+        readers.push_back(def);
+  }
   return kept;
 }
 
@@ -175,37 +213,49 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
       return signalPassFailure();
 
     // Where kept float32 values meet converted ones: a kept op reads its
-    // converted operands through a Cast to float32, any other op reads kept
-    // values through a Cast to the compute type (the rounding it had
-    // before). attn.rope_apply's tables and the return are handled below.
-    auto castTo = [&](Value v, Type element, int64_t code, Operation *before) {
+    // converted operands through a Cast to float32; an ONNX op without a
+    // float result (comparisons, Shape, a Cast to an integer) that reads a
+    // kept value does too, so positions past 256 reach it exact; a Cast
+    // reads anything as it is; any other op reads kept values through a
+    // Cast to the compute type (the rounding it had before). One Cast per
+    // value and type, right after the value. attn.rope_apply's tables and
+    // the return are handled below.
+    DenseMap<std::pair<Value, Type>, Value> casts;
+    auto castTo = [&](Value v, Type element, int64_t code) {
+      Value &c = casts[{v, element}];
+      if (c)
+        return c;
       auto rt = cast<RankedTensorType>(v.getType());
-      b.setInsertionPoint(before);
-      auto c = ox::CastOp::create(b, before->getLoc(),
-                                  TypeRange{RankedTensorType::get(rt.getShape(), element,
-                                                                  rt.getEncoding())},
-                                  ValueRange{v});
-      c->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), code));
-      return c->getResult(0);
+      b.setInsertionPointAfterValue(v);
+      auto op = ox::CastOp::create(
+          b, v.getLoc(), TypeRange{RankedTensorType::get(rt.getShape(), element, rt.getEncoding())},
+          ValueRange{v});
+      op->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), code));
+      return c = op->getResult(0);
+    };
+    auto fromKept = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && kept.contains(def) && isFloatTensorOf(v.getType(), f32);
     };
     SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (op->getParentOp() == func)
-        ops.push_back(op);
-    });
+    for (Operation &op : entry)
+      ops.push_back(&op);
     for (Operation *op : ops) {
-      if (isa<func::ReturnOp>(op))
+      if (isa<func::ReturnOp, ox::CastOp>(op) && !kept.contains(op))
         continue;
-      const bool isKept = kept.contains(op);
+      const bool noFloatResult = llvm::none_of(op->getResults(), [](Value r) {
+        return isa<FloatType>(getElementTypeOrSelf(r.getType()));
+      });
+      const bool readsF32 =
+          kept.contains(op) || (op->getName().getDialectNamespace() == "onnx" && noFloatResult &&
+                                llvm::any_of(op->getOperands(), fromKept));
       for (OpOperand &use : op->getOpOperands()) {
         Value v = use.get();
-        Operation *def = v.getDefiningOp();
-        const bool fromKept = def && kept.contains(def);
-        if (isKept && !fromKept && isFloatTensorOf(v.getType(), to))
-          use.set(castTo(v, f32, 1, op));
-        else if (!isKept && fromKept && isFloatTensorOf(v.getType(), f32) &&
+        if (readsF32 && isFloatTensorOf(v.getType(), to))
+          use.set(castTo(v, f32, 1));
+        else if (!readsF32 && fromKept(v) &&
                  !(isa<h20::attn::RopeApplyOp>(op) && use.getOperandNumber() >= 2))
-          use.set(castTo(v, to, onnxCode, op));
+          use.set(castTo(v, to, onnxCode));
       }
     }
 
