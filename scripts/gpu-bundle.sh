@@ -157,13 +157,18 @@ if [[ $bench != 0 ]]; then
   # at 128K and 512K, from --graph-only exports (no weights here: the GPU
   # run uses h20-run --dummy-weights, whose weights of one shape and type
   # share a buffer: the two-layer reindex model's 20 GiB + a 103 GB arena
-  # fit one H200 at 512K). H20_V41_LAYER_KINDS picks kinds (default: all,
-  # window r2 r1-candidates r1-reindex).
+  # fit one H200 at 512K). H20_V41_LAYER_KINDS picks kinds (unset: all of
+  # window r2 r1-candidates r1-reindex; empty: none).
+  kinds=${H20_V41_LAYER_KINDS-window r2 r1-candidates r1-reindex}
+  for k in $kinds; do
+    [[ " window r2 r1-candidates r1-reindex " == *" $k "* ]] ||
+      { echo "gpu-bundle: H20_V41_LAYER_KINDS: unknown kind '$k'" >&2; exit 2; }
+  done
   fl=$(mktemp -d)
   for spec in "window:flash-layers --layers 1" "r2:flash-r2" "r1-candidates:flash-r1-candidates" \
               "r1-reindex:flash-r1-reindex"; do
     kind=${spec%%:*}
-    [[ " ${H20_V41_LAYER_KINDS:-window r2 r1-candidates r1-reindex} " == *" $kind "* ]] || continue
+    [[ " $kinds " == *" $kind "* ]] || continue
     read -r -a cfg <<<"${spec#*:}"
     "$py" "$root/models/deepseek_v41/export.py" --graph-only "${cfg[0]}" "$fl/$kind" --logits last \
       "${cfg[@]:1}" >/dev/null

@@ -202,6 +202,7 @@ if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
     for ct in f32 bf16; do
       for S in 8 129 1000; do
         name="deepseek-v4.1 $model $ct S=$S"
+        cmp=
         if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
         o=$results/v41-$model.$ct.S$S
         tol=1e-4; [[ $ct == bf16 ]] && tol=2e-2

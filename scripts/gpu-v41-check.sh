@@ -19,6 +19,7 @@
 # Usage: BUNDLE/gpu-v41-check.sh [BUNDLE]. Logs and JSON go to
 # H20_BENCH_RESULTS (default /tmp/h20-v41-check), packed into
 # $OUT/v41-check.tgz when OUT is set; a summary table is printed last.
+# Exit 1 if any step failed or ran out of time.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=${1:-$here}
@@ -27,12 +28,14 @@ export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_
 res=${H20_BENCH_RESULTS:-/tmp/h20-v41-check}
 mkdir -p "$res"
 summary=()
+failed=0
 step() { # name seconds command...: runs it with a limit, records rc and time
   local name=$1 limit=$2 t0 rc
   shift 2
   t0=$(date +%s)
   timeout "$limit" "$@" >"$res/$name.log" 2>&1
   rc=$?
+  ((rc == 0)) || failed=1
   summary+=("$(printf '%-16s rc=%-3s %4ss' "$name" "$rc" "$(($(date +%s) - t0))")")
   # Packed after every step: what ran comes back even if a later one is cut.
   [[ -n ${OUT:-} ]] && printf '%s\n' "${summary[@]}" >"$res/steps.txt" &&
@@ -64,3 +67,4 @@ step unittests 60 "$bin/h20-gpu-unittests"
 [[ -d $bundle/results ]] && cp "$bundle/results/gpu-tests.json" "$res/" 2>/dev/null
 [[ -n ${OUT:-} ]] && tar czf "$OUT/v41-check.tgz" -C "$res" . && cp "$res/summary.txt" "$OUT/"
 cat "$res/summary.txt"
+exit $failed

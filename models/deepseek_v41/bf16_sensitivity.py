@@ -2,12 +2,17 @@
 """How far is a bf16 prefill of a V4.1 checkpoint from the float32 one,
 whoever computes it? Runs reference.py twice on the same weights and ids:
 once in float32, once with bf16 rounding (round to nearest even) of
-  --round linear (default): every linear layer's input and output, the
-      storage a bf16 prefill uses between GEMMs, everything else float32;
+  --round linear (default): the input and output of every Model.linear
+      call (the q / kv / output / expert / compressor / indexer-query
+      projections), the storage a bf16 prefill uses between GEMMs; the
+      other products (mHC mixes, Engram, indexer keys, the grouped output
+      projection, the LM head) and everything else stay float32;
   --round all: also the outputs of every block and helper (RMSNorm,
       sigmoid, softmax, RoPE, the mHC mixes, collapse and expand, Engram,
       compressor, attention, MoE), closer to a prefill that stores every
-      activation in bf16.
+      activation in bf16 (still a lower bound: weights are taken as they
+      are, exact for bf16 checkpoints, and intermediate values inside a
+      block stay float32).
 Prints, per prompt, the relative L2 of the logits and the share of
 positions with the same next token, plus the rows of each layer's
 attention and MoE outputs that moved by more than 5%: a discrete decision
