@@ -39,6 +39,14 @@ bool carriesPositions(Operation *op) {
   return kOps.contains(op->getName().getStringRef());
 }
 
+/// An onnx.Cast of `v` to `type` (ONNX TensorProto.DataType `code`) at the
+/// builder's insertion point.
+ox::CastOp createCast(OpBuilder &b, Location loc, Value v, Type type, int64_t code) {
+  auto c = ox::CastOp::create(b, loc, TypeRange{type}, ValueRange{v});
+  c->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), code));
+  return c;
+}
+
 bool isFloatTensorOf(Type t, Type element) {
   auto r = dyn_cast<RankedTensorType>(t);
   return r && r.getElementType() == element;
@@ -170,8 +178,7 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
       Type nt = convert(arg.getType());
       if (nt == arg.getType() || !isa<RankedTensorType>(nt))
         continue;
-      auto cast = ox::CastOp::create(b, arg.getLoc(), TypeRange{nt}, ValueRange{arg});
-      cast->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), onnxCode));
+      auto cast = createCast(b, arg.getLoc(), arg, nt, onnxCode);
       cast->setAttr("h20.entry_cast", b.getUnitAttr());
       arg.replaceAllUsesExcept(cast->getResult(0), cast);
     }
@@ -212,14 +219,15 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
     if (walk.wasInterrupted())
       return signalPassFailure();
 
-    // Where kept float32 values meet converted ones: a kept op reads its
+    // Where float32 and converted values meet: a kept op reads its
     // converted operands through a Cast to float32; an ONNX op without a
     // float result (comparisons, Shape, a Cast to an integer) that reads a
-    // kept value does too, so positions past 256 reach it exact; a Cast
-    // reads anything as it is; any other op reads kept values through a
-    // Cast to the compute type (the rounding it had before). One Cast per
-    // value and type, right after the value. attn.rope_apply's tables and
-    // the return are handled below.
+    // kept value does too, so positions past 256 reach it exact; so do
+    // attn.rope_apply's tables (its contract: float32 cos / sin, converted
+    // above when they came from graph inputs or constants); a Cast reads
+    // anything as it is; any other op reads kept values through a Cast to
+    // the compute type (the rounding it had before). One Cast per value and
+    // type, right after the value. The return is handled below.
     DenseMap<std::pair<Value, Type>, Value> casts;
     auto castTo = [&](Value v, Type element, int64_t code) {
       Value &c = casts[{v, element}];
@@ -227,11 +235,9 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
         return c;
       auto rt = cast<RankedTensorType>(v.getType());
       b.setInsertionPointAfterValue(v);
-      auto op = ox::CastOp::create(
-          b, v.getLoc(), TypeRange{RankedTensorType::get(rt.getShape(), element, rt.getEncoding())},
-          ValueRange{v});
-      op->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), code));
-      return c = op->getResult(0);
+      return c = createCast(b, v.getLoc(), v,
+                            RankedTensorType::get(rt.getShape(), element, rt.getEncoding()), code)
+                     .getResult(0);
     };
     auto fromKept = [&](Value v) {
       Operation *def = v.getDefiningOp();
@@ -251,30 +257,13 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
                                 llvm::any_of(op->getOperands(), fromKept));
       for (OpOperand &use : op->getOpOperands()) {
         Value v = use.get();
-        if (readsF32 && isFloatTensorOf(v.getType(), to))
+        const bool ropeTable = isa<h20::attn::RopeApplyOp>(op) && use.getOperandNumber() >= 2;
+        if ((readsF32 || ropeTable) && isFloatTensorOf(v.getType(), to))
           use.set(castTo(v, f32, 1));
-        else if (!readsF32 && fromKept(v) &&
-                 !(isa<h20::attn::RopeApplyOp>(op) && use.getOperandNumber() >= 2))
+        else if (!readsF32 && !ropeTable && fromKept(v))
           use.set(castTo(v, to, onnxCode));
       }
     }
-
-    // RoPE tables stay float32 (attn.rope_apply's contract); tables that
-    // came from graph inputs or constants were converted above: cast back.
-    func.walk([&](h20::attn::RopeApplyOp rope) {
-      for (unsigned i : {2u, 3u}) {
-        Value t = rope->getOperand(i);
-        auto rt = cast<RankedTensorType>(t.getType());
-        if (rt.getElementType() == f32)
-          continue;
-        b.setInsertionPoint(rope);
-        auto back = ox::CastOp::create(b, rope.getLoc(),
-                                       TypeRange{RankedTensorType::get(rt.getShape(), f32)},
-                                       ValueRange{t});
-        back->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), 1));
-        rope->setOperand(i, back->getResult(0));
-      }
-    });
 
     // float32 outputs: cast back before returning.
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
@@ -283,9 +272,7 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
       Type want = func.getResultTypes()[i];
       if (v.getType() == want)
         continue;
-      auto cast = ox::CastOp::create(b, ret.getLoc(), TypeRange{want}, ValueRange{v});
-      cast->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), 1));
-      ret->setOperand(i, cast->getResult(0));
+      ret->setOperand(i, createCast(b, ret.getLoc(), v, want, 1).getResult(0));
     }
   }
 };

@@ -843,14 +843,14 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   // candidate blocks (mode 2): the tensor-core kernel with the streaming
   // top-k.
   IndexerKernel mma;
+  const int64_t block = attrs.getAs<IntegerAttr>("block").getInt();
+  const int64_t entries = k.sizes[0].isConst() ? k.sizes[0].c : -1; // sizes mode 1's bits
   const bool useMma = chooseIndexerMma(mode, kernel.queryType, kernel.keyType, kernel.weightType,
-                                       q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma,
-                                       attrs.getAs<IntegerAttr>("block").getInt(),
-                                       mode == 1 && k.sizes[0].isConst() ? k.sizes[0].c : -1);
+                                       q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma, block,
+                                       mode == 1 ? entries : -1);
   if (useMma) {
     kernel = mma;
-    smem = indexerMmaSmemBytes(mma, k.sizes[0].isConst() ? k.sizes[0].c : 0,
-                               attrs.getAs<IntegerAttr>("block").getInt());
+    smem = indexerMmaSmemBytes(mma, std::max<int64_t>(entries, 0), block);
   }
   if (!useMma && smem > 160 * 1024)
     return op->emitError("GPU target: the indexer's query row (")

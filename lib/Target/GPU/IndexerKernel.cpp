@@ -48,9 +48,8 @@ int64_t indexerMmaSmemBytes(const IndexerKernel &k, int64_t entries, int64_t blo
   bytes += 64 * 4 + 4 * 64 * 4;                      // weights, per-warp head sums
   bytes += rows * 4 + 4;                             // counts, flag
   if (k.mode == 1) {
-    const int64_t blocks = (std::max<int64_t>(entries, 0) + std::max<int64_t>(block, 1) - 1) /
-                           std::max<int64_t>(block, 1);
-    const int64_t tiles = (std::max<int64_t>(entries, 0) + 63) / 64;
+    const int64_t t = std::max<int64_t>(entries, 0), b = std::max<int64_t>(block, 1);
+    const int64_t blocks = (t + b - 1) / b, tiles = (t + 63) / 64;
     bytes = (bytes + 15) / 16 * 16;
     bytes += rows * ((blocks + 31) / 32) * 4; // a bit per candidate block and row
     bytes += (tiles + 31) / 32 * 4;           // a bit per key tile
