@@ -33,6 +33,8 @@ std::vector<int> stepBuffers(const GpuStep &step) {
     out = {m->buffer};
   } else if (auto *c = std::get_if<CopyStep>(&step)) {
     out = {c->src, c->dst};
+  } else if (auto *r = std::get_if<AllReduceStep>(&step)) {
+    out = {r->src, r->dst};
   }
   return out;
 }
@@ -251,6 +253,9 @@ bool stateWriteRuns(const GpuProgram &p, size_t index, const SymbolValues &s,
   } else if (auto *c = std::get_if<ResolvedCopy>(&r)) {
     if (c->bytes > 0 && state(c->dst))
       runs.push_back({c->dst, c->dstOffsetBytes, c->bytes});
+  } else if (auto *a = std::get_if<ResolvedAllReduce>(&r)) {
+    if (a->bytes > 0 && state(a->dst))
+      runs.push_back({a->dst, a->dstOffsetBytes, a->bytes});
   }
   return true;
 }

@@ -131,6 +131,21 @@ struct GpuExecutor::Impl {
   double ncclTimeoutS = 30;       ///< GpuLoadOptions::ncclTimeoutS
   CUdeviceptr ncclScratch = 0;    ///< 64 floats: the self-check's, then the barrier's
 
+  // Tensor parallelism (GpuExecutor.h).
+  int tpRanks = 1, tpRank = 0;            ///< T (manifest) and this executor's rank
+  HostAllReduceGroup *tpGroup = nullptr;  ///< a virtual run's group (during run())
+  GpuRunStats *tpStats = nullptr;         ///< the current run's stats (during run())
+  int64_t tpChunk = 0;                    ///< the chunk (or piece) being run
+  std::vector<uint8_t> tpHost;            ///< virtual: a rank's all-reduce bytes
+  CUevent arBefore = nullptr, arAfter = nullptr; ///< NCCL: around the last all-reduce
+  bool arPending = false;                 ///< NCCL: an all-reduce not yet waited for
+  size_t arStep = 0;                      ///< NCCL: its step
+  int64_t arChunk = 0;                    ///< NCCL: its chunk
+  /// NCCL: waits (watchdog on) for the all-reduce enqueued last, adds its
+  /// GPU time to the stats.
+  bool waitAllReduce();
+  bool allReduce(size_t index, const ResolvedAllReduce &r);
+
   /// One kernel launch of a launch or attention step, parameters included.
   struct KernelLaunch {
     CUfunction f = nullptr;
@@ -282,6 +297,8 @@ bool isEmpty(const ResolvedStep &r) {
     return a->empty;
   if (auto *m = std::get_if<ResolvedMemset>(&r))
     return m->bytes == 0;
+  if (auto *a = std::get_if<ResolvedAllReduce>(&r))
+    return a->bytes == 0;
   return std::get<ResolvedCopy>(r).bytes == 0;
 }
 
@@ -295,6 +312,8 @@ void appendResolved(const ResolvedStep &r, std::vector<int64_t> &key) {
     key.insert(key.end(), {m->buffer, m->offsetBytes, m->bytes});
   } else if (auto *c = std::get_if<ResolvedCopy>(&r)) {
     key.insert(key.end(), {c->src, c->dst, c->srcOffsetBytes, c->dstOffsetBytes, c->bytes});
+  } else if (auto *a = std::get_if<ResolvedAllReduce>(&r)) {
+    key.insert(key.end(), {a->src, a->dst, a->srcOffsetBytes, a->dstOffsetBytes, a->bytes});
   }
 }
 
@@ -312,6 +331,10 @@ GpuExecutor::Impl::~Impl() {
   if (stream)
     cu->cuStreamSynchronize(stream);
   destroyGraphs();
+  if (arBefore)
+    cu->cuEventDestroy(arBefore);
+  if (arAfter)
+    cu->cuEventDestroy(arAfter);
   nccl.reset();
   if (ncclScratch)
     cu->cuMemFree(ncclScratch);
@@ -519,15 +542,22 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
     if (!w.offset || w.file.empty())
       return fail(GpuStatus::BadInput, name + " is stored in typed protobuf fields, not raw bytes; "
                                               "re-export the model with raw_data or external data");
-    int64_t count = 1;
-    for (int64_t d : w.shape)
-      count *= d;
+    // The rank's slice of the stored tensor (all of it without a shard).
+    ShardSlice slice;
+    std::string err;
+    if (!shardSlice(w, tpRank, slice, err))
+      return fail(GpuStatus::BadInput, err);
     int64_t srcEs = dtypeSize(w.dtype), dstEs = dtypeSize(b.dtype);
-    int64_t fileBytes = count * srcEs;
+    int64_t fileBytes = slice.fullElements * srcEs;
     if (w.length && *w.length != fileBytes)
       return fail(GpuStatus::BadInput, name + " is " + std::to_string(*w.length) +
-                                           " bytes in the model but its shape needs " +
+                                           " bytes in the model but its " +
+                                           (w.shard ? "full shape" : "shape") + " needs " +
                                            std::to_string(fileBytes));
+    if (slice.deviceElements() * dstEs != b.bytes)
+      return fail(GpuStatus::BadInput, name + ": its buffer has " + std::to_string(b.bytes) +
+                                           " bytes, the slice needs " +
+                                           std::to_string(slice.deviceElements() * dstEs));
     std::string file = (o.weightsDir.empty() ? m.modelDir : o.weightsDir) + "/" + w.file;
     int64_t size = fileSize(file);
     if (size < 0)
@@ -543,27 +573,32 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
     bool convert = w.dtype != b.dtype;
     int64_t perPiece = static_cast<int64_t>(stageBytes) / std::max(srcEs, dstEs);
     CUdeviceptr dst = address(static_cast<int>(bi));
-    for (int64_t doneElems = 0; doneElems < count;) {
-      int64_t n = std::min(perPiece, count - doneElems);
+    for (const ShardRead &rd : planShardReads(slice, perPiece)) {
       if (used[slot] && !check(cu->cuEventSynchronize(done[slot]), "uploading " + name))
         return false;
-      std::string err;
-      uint64_t off = static_cast<uint64_t>(*w.offset + doneElems * srcEs);
-      if (convert) {
-        raw.resize(static_cast<size_t>(n * srcEs));
+      const int64_t n = rd.rows * rd.runElements;
+      const bool contiguous = rd.rows == 1 || rd.runElements == rd.strideElements;
+      uint64_t off = static_cast<uint64_t>(*w.offset + rd.fileElement * srcEs);
+      if (!convert && contiguous) {
+        if (!readFileRange(file, off, static_cast<uint64_t>(n * srcEs), stage[slot], err))
+          return fail(GpuStatus::BadInput, name + ": " + err);
+      } else {
+        // Read the span (gaps between a slice's runs included), keep the runs.
+        raw.resize(static_cast<size_t>(rd.spanElements() * srcEs));
         if (!readFileRange(file, off, raw.size(), raw.data(), err))
           return fail(GpuStatus::BadInput, name + ": " + err);
-        convertElements(w.dtype, raw.data(), b.dtype, stage[slot], static_cast<size_t>(n));
-      } else if (!readFileRange(file, off, static_cast<uint64_t>(n * srcEs), stage[slot], err)) {
-        return fail(GpuStatus::BadInput, name + ": " + err);
+        for (int64_t row = 0; row < rd.rows; ++row)
+          convertElements(w.dtype, raw.data() + row * rd.strideElements * srcEs, b.dtype,
+                          static_cast<uint8_t *>(stage[slot]) + row * rd.runElements * dstEs,
+                          static_cast<size_t>(rd.runElements));
       }
-      if (!check(cu->cuMemcpyHtoDAsync(dst + doneElems * dstEs, stage[slot], n * dstEs, stream),
+      if (!check(cu->cuMemcpyHtoDAsync(dst + rd.deviceElement * dstEs, stage[slot], n * dstEs,
+                                       stream),
                  "uploading " + name) ||
           !check(cu->cuEventRecord(done[slot], stream), "uploading " + name))
         return false;
       used[slot] = true;
       slot ^= 1;
-      doneElems += n;
     }
   }
   return check(cu->cuStreamSynchronize(stream), "uploading the weights");
@@ -804,6 +839,21 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
     return done(I.fail(GpuStatus::BadInput, "NCCL rank " + std::to_string(options.ncclRank) +
                                                 " of " + std::to_string(options.ncclRanks) +
                                                 " ranks is out of range"));
+  const int tpRanks = manifest.tensorParallel();
+  if (options.tensorParallelRank < 0 || options.tensorParallelRank >= tpRanks)
+    return done(I.fail(GpuStatus::BadInput,
+                       "tensor-parallel rank " + std::to_string(options.tensorParallelRank) +
+                           " does not exist: the artifact has " + std::to_string(tpRanks) +
+                           " tensor-parallel rank(s)"));
+  if (tpRanks > 1 && options.ncclRanks > 1 &&
+      (options.ncclRanks != tpRanks || options.ncclRank != options.tensorParallelRank))
+    return done(I.fail(GpuStatus::BadInput,
+                       "NCCL rank " + std::to_string(options.ncclRank) + " of " +
+                           std::to_string(options.ncclRanks) + " cannot be tensor-parallel rank " +
+                           std::to_string(options.tensorParallelRank) + " of " +
+                           std::to_string(tpRanks) + " (the ranks must be the same)"));
+  I.tpRanks = tpRanks;
+  I.tpRank = options.tensorParallelRank;
   std::string reason;
   I.cu = cudaApi(reason);
   if (!I.cu)
@@ -1106,6 +1156,8 @@ bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
                                      static_cast<size_t>(r->bytes), stream);
     return res == CUDA_SUCCESS || check(res, where(index) + ": cuMemsetD8Async");
   }
+  if (auto *a = std::get_if<ResolvedAllReduce>(&step))
+    return allReduce(index, *a);
   const ResolvedCopy &r = std::get<ResolvedCopy>(step);
   if (r.bytes == 0)
     return true;
@@ -1113,6 +1165,93 @@ bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
                                      address(r.src) + r.srcOffsetBytes,
                                      static_cast<size_t>(r.bytes), stream);
   return res == CUDA_SUCCESS || check(res, where(index) + ": cuMemcpyDtoDAsync");
+}
+
+bool GpuExecutor::Impl::allReduce(size_t index, const ResolvedAllReduce &r) {
+  if (r.bytes == 0)
+    return true;
+  const CudaApi &c = *cu;
+  const AllReduceStep &as = std::get<AllReduceStep>(p.steps[index]);
+  const TpCollective what{static_cast<int64_t>(index), tpChunk, r.bytes, as.dtype};
+  if (tpStats) {
+    tpStats->tpLog.push_back(what);
+    ++tpStats->allReduces;
+    tpStats->allReduceBytes += r.bytes;
+  }
+  const CUdeviceptr src = address(r.src) + r.srcOffsetBytes;
+  const CUdeviceptr dst = address(r.dst) + r.dstOffsetBytes;
+  const size_t bytes = static_cast<size_t>(r.bytes);
+  if (tpRanks <= 1) {
+    if (r.inPlace())
+      return true;
+    CUresult res = c.cuMemcpyDtoDAsync(dst, src, bytes, stream);
+    return res == CUDA_SUCCESS || check(res, where(index) + ": cuMemcpyDtoDAsync");
+  }
+  const std::string at = where(index) + " of chunk " + std::to_string(tpChunk) + " (rank " +
+                         std::to_string(tpRank) + " of " + std::to_string(tpRanks) + ")";
+  if (tpGroup) {
+    // Virtual: this rank's bytes to the host, the group's sum back.
+    auto t0 = std::chrono::steady_clock::now();
+    tpHost.resize(bytes);
+    if (!check(c.cuMemcpyDtoHAsync(tpHost.data(), src, bytes, stream), at + ": download") ||
+        !check(c.cuStreamSynchronize(stream), at + ": the steps before it"))
+      return false;
+    std::string err;
+    if (!tpGroup->allReduce(tpRank, what, tpHost.data(), tpHost.data(), err))
+      return fail(GpuStatus::PeerFailed, at + ": " + err);
+    // From pageable memory: returns once the bytes are staged, so tpHost
+    // may be reused; ordered on the stream before the next steps.
+    if (!check(c.cuMemcpyHtoDAsync(dst, tpHost.data(), bytes, stream), at + ": upload"))
+      return false;
+    if (tpStats)
+      tpStats->allReduceMs += msSince(t0);
+    return true;
+  }
+  if (!nccl || nccl->ranks() != tpRanks)
+    return fail(GpuStatus::BadInput, at + ": no " + std::to_string(tpRanks) +
+                                         "-rank NCCL communicator and no virtual ranks");
+  // One all-reduce in flight: the previous one must have finished (under
+  // the watchdog) before this one is enqueued, so a dead peer is noticed
+  // within ncclTimeoutS and the host never blocks in a full launch queue.
+  if (!waitAllReduce())
+    return false;
+  if (!arBefore && (!check(c.cuEventCreate(&arBefore, CU_EVENT_DEFAULT), "cuEventCreate") ||
+                    !check(c.cuEventCreate(&arAfter, CU_EVENT_DEFAULT), "cuEventCreate")))
+    return false;
+  if (!check(c.cuEventRecord(arBefore, stream), "cuEventRecord"))
+    return false;
+  std::string err;
+  if (!nccl->allReduceSum(src, dst, bytes / static_cast<size_t>(dtypeSize(as.dtype)), as.dtype,
+                          stream, err)) {
+    nccl->abort();
+    return fail(GpuStatus::PeerFailed, at + ": " + err);
+  }
+  if (!check(c.cuEventRecord(arAfter, stream), "cuEventRecord"))
+    return false;
+  arPending = true;
+  arStep = index;
+  arChunk = tpChunk;
+  return true;
+}
+
+bool GpuExecutor::Impl::waitAllReduce() {
+  if (!arPending)
+    return true;
+  arPending = false;
+  const std::string at = "rank " + std::to_string(tpRank) + ": " + where(arStep) + " of chunk " +
+                         std::to_string(arChunk);
+  std::string err;
+  // First this rank's own work before the all-reduce (no limit), then the
+  // all-reduce itself, which needs every peer (ncclTimeoutS).
+  GpuStatus w = waitForNccl(*cu, *nccl, stream, arBefore, 0, at, err);
+  if (w == GpuStatus::Ok)
+    w = waitForNccl(*cu, *nccl, stream, arAfter, ncclTimeoutS, at + ": the all-reduce", err);
+  if (w != GpuStatus::Ok)
+    return fail(w, err);
+  float ms = 0;
+  if (tpStats && cu->cuEventElapsedTime(&ms, arBefore, arAfter) == CUDA_SUCCESS)
+    tpStats->allReduceMs += ms;
+  return true;
 }
 
 // --- CUDA graphs ---------------------------------------------------------------
@@ -1424,6 +1563,47 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     return done(I.fail(GpuStatus::BadInput,
                        "a context-parallel NCCL run needs a communicator of 2 or more ranks "
                        "(load with ncclRanks = N)"));
+  // Tensor parallelism: all_reduce steps over T ranks (virtual or NCCL).
+  const int T = I.tpRanks;
+  const bool virtualTp = T > 1 && options.virtualTensorParallel != nullptr;
+  const bool ncclTp = T > 1 && !virtualTp;
+  if (T > 1 && anyCp)
+    return done(I.fail(GpuStatus::BadInput,
+                       "context parallelism over an artifact compiled for tensor parallelism (" +
+                           std::to_string(T) + " ranks) is not supported"));
+  if (virtualTp && options.virtualTensorParallel->ranks() != T)
+    return done(I.fail(GpuStatus::BadInput,
+                       "a group of " + std::to_string(options.virtualTensorParallel->ranks()) +
+                           " virtual ranks for an artifact of " + std::to_string(T) +
+                           " tensor-parallel ranks"));
+  if (ncclTp && (!I.nccl || I.nccl->ranks() != T || I.nccl->rank() != I.tpRank))
+    return done(I.fail(GpuStatus::BadInput,
+                       "this artifact was compiled for tensor parallelism over " +
+                           std::to_string(T) + " GPUs; run it with " + std::to_string(T) +
+                           " NCCL ranks (--gpus " + std::to_string(T) + ") or " +
+                           std::to_string(T) + " virtual ranks (--virtual-ranks)"));
+  I.tpGroup = virtualTp ? options.virtualTensorParallel : nullptr;
+  I.tpStats = &stats;
+  I.tpChunk = 0;
+  I.arPending = false;
+  // Ends the run's tensor-parallel state; a failing virtual rank ends the
+  // group, so no other rank waits for it at an all-reduce.
+  struct TpScope {
+    Impl &I;
+    bool ok = false;
+    ~TpScope() {
+      if (I.tpGroup && !ok)
+        I.tpGroup->abort("rank " + std::to_string(I.tpRank) + " failed: " + I.error);
+      I.tpGroup = nullptr;
+      I.tpStats = nullptr;
+      I.arPending = false;
+    }
+  } tpScope{I};
+  if (T > 1) {
+    stats.tpRanks = T;
+    stats.tpRank = I.tpRank;
+    stats.tpMode = virtualTp ? "virtual" : "nccl";
+  }
   const int cpRanks = virtualCp ? options.virtualRanks : ncclCp ? I.nccl->ranks() : 0;
   const int me = ncclCp ? I.nccl->rank() : -1;
   CpPlan cp;
@@ -1612,13 +1792,14 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   // NCCL ranks start together: a small all-reduce as a barrier, so one
   // rank's TTFT does not include waiting for a slower peer's start.
   // (Its timeout is longer: peers may still be loading their weights.)
-  if (ncclCp) {
+  if (ncclCp || ncclTp) {
     if (!I.nccl->allReduceSumF32(I.ncclScratch, I.ncclScratch, 1, I.stream, err)) {
       I.nccl->abort();
       return done(I.fail(GpuStatus::PeerFailed, err));
     }
     GpuStatus w = waitForNccl(cu, *I.nccl, I.stream, nullptr, 20 * I.ncclTimeoutS,
-                              "rank " + std::to_string(me) + ": the start barrier", err);
+                              "rank " + std::to_string(I.nccl->rank()) + ": the start barrier",
+                              err);
     if (w != GpuStatus::Ok)
       return done(I.fail(w, err));
   }
@@ -1632,7 +1813,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       if (comm && !ok)
         comm->abort();
     }
-  } abortOnFailure{ncclCp ? I.nccl.get() : nullptr, false};
+  } abortOnFailure{ncclCp || ncclTp ? I.nccl.get() : nullptr, false};
   // NCCL: wait for the ring of layer l: first, without a time limit, for
   // this rank's own work before it (attention of layer l - 1, the layer's
   // projections), then, under the timeout, for the ring itself.
@@ -1731,6 +1912,11 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     stats.cudaGraphNote = "context parallelism: every step is launched on its own";
     graphs = false;
   }
+  if (T > 1) {
+    stats.cudaGraphNote = "tensor parallelism (" + std::to_string(T) +
+                          " ranks): every step is launched on its own";
+    graphs = false;
+  }
   // Step profile: one event before each step and one after the last.
   const bool profile = options.profileSteps && !anyCp;
   struct StepEvents {
@@ -1757,6 +1943,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   auto runPiece = [&](int64_t piece, size_t from, size_t to) {
     const CpSchedule &cs = cp.schedule;
     bind(cs.pieceRank[piece], piece);
+    I.tpChunk = piece;
     const SymbolValues &sym = cs.pieces[piece];
     for (size_t i = from; i < to; ++i) {
       if (!resolveStep(p, i, sym, resolved[i], err))
@@ -1883,6 +2070,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   }
   for (size_t c = 0; c < chunks.size() && !anyCp; ++c) {
     const SymbolValues &sym = chunks[c];
+    I.tpChunk = static_cast<int64_t>(c);
     if (!I.check(cu.cuEventRecord(evChunk[c], I.stream), "cuEventRecord"))
       return done(false);
     if (p.chunking &&
@@ -1940,6 +2128,9 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   // block for ever. (Earlier rings were waited for layer by layer.)
   if (ncclCp && cpLayers > 0 && !waitRing(cpLayers - 1))
     return done(false);
+  // Likewise the last all-reduce of a tensor-parallel NCCL run.
+  if (ncclTp && !I.waitAllReduce())
+    return done(false);
   if (!I.check(cu.cuEventRecord(evDl0, I.stream), "cuEventRecord"))
     return done(false);
   for (size_t o = 0; o < m.outputs.size(); ++o) {
@@ -1990,6 +2181,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   stats.peakGpuMemoryBytes = I.peakBytes;
   stats.deviceMemoryUsedBytes = I.peakDeviceUsed;
   abortOnFailure.ok = true;
+  tpScope.ok = true;
   return GpuStatus::Ok;
 }
 

@@ -514,10 +514,36 @@ private:
       s.dstOffsetBytes = linearField(j, "dst_offset_bytes", where);
       s.bytes = linearField(j, "bytes", where);
       p.steps.push_back(s);
+    } else if (op == "all_reduce") {
+      p.steps.push_back(parseAllReduce(j, where));
     } else {
       invalid("step " + std::to_string(i) + ": op",
-              "unknown op '" + op + "' (launch, gemm, attention, memset, copy)");
+              "unknown op '" + op + "' (launch, gemm, attention, memset, copy, all_reduce)");
     }
+  }
+
+  AllReduceStep parseAllReduce(const json &j, const std::string &where) {
+    AllReduceStep s;
+    std::string t = stringField(j, "dtype", where);
+    s.dtype = t == "f32" ? "float32" : t == "f16" ? "float16" : t == "bf16" ? "bfloat16" : t;
+    if (!isGemmDtype(s.dtype))
+      invalid(sub(where, "dtype"), "unsupported dtype '" + t + "' (f32, f16, bf16)");
+    s.src = bufferRef(j, "src", where);
+    s.srcOffsetBytes = linearField(j, "src_offset_bytes", where);
+    s.dst = bufferRef(j, "dst", where);
+    s.dstOffsetBytes = linearField(j, "dst_offset_bytes", where);
+    s.bytes = linearField(j, "bytes", where);
+    checkDtype(s.src, s.dtype, sub(where, "src"));
+    checkDtype(s.dst, s.dtype, sub(where, "dst"));
+    // Constant sizes and offsets are checked now (symbolic ones per chunk).
+    const int64_t es = dtypeSize(s.dtype);
+    for (auto [key, e] : {std::pair<const char *, const LinearExpr *>{"bytes", &s.bytes},
+                          {"src_offset_bytes", &s.srcOffsetBytes},
+                          {"dst_offset_bytes", &s.dstOffsetBytes}})
+      if (e->isConstant() && e->c % es != 0)
+        invalid(sub(where, key), std::to_string(e->c) + " is not a multiple of the " +
+                                     std::to_string(es) + "-byte " + s.dtype + " element");
+    return s;
   }
 
   std::array<LinearExpr, 3> dims3(const json &obj, const char *key, const std::string &where) {
@@ -962,6 +988,35 @@ public:
     return r;
   }
 
+  ResolvedAllReduce allReduce(const AllReduceStep &st) {
+    ResolvedAllReduce r;
+    r.src = st.src;
+    r.dst = st.dst;
+    r.srcOffsetBytes = evalNonNeg(st.srcOffsetBytes, {"src_offset_bytes"});
+    r.dstOffsetBytes = evalNonNeg(st.dstOffsetBytes, {"dst_offset_bytes"});
+    r.bytes = evalNonNeg(st.bytes, {"bytes"});
+    const int64_t es = dtypeSize(st.dtype);
+    for (auto [name, v] : {std::pair<const char *, int64_t>{"bytes", r.bytes},
+                           {"src_offset_bytes", r.srcOffsetBytes},
+                           {"dst_offset_bytes", r.dstOffsetBytes}})
+      if (v % es != 0)
+        bad({name}, std::to_string(v) + " is not a multiple of the " + std::to_string(es) +
+                        "-byte " + st.dtype + " element (" + at() + ")");
+    checkBytes(st.src, r.srcOffsetBytes, r.bytes, {"src"});
+    checkBytes(st.dst, r.dstOffsetBytes, r.bytes, {"dst"});
+    const GpuBuffer &sb = p.buffers[st.src], &db = p.buffers[st.dst];
+    bool sameBuffer = st.src == st.dst;
+    if ((sameBuffer || (sb.kind == BufferKind::Temp && db.kind == BufferKind::Temp)) &&
+        r.bytes > 0) {
+      int64_t s0 = r.srcOffsetBytes + (sameBuffer ? 0 : sb.offset);
+      int64_t d0 = r.dstOffsetBytes + (sameBuffer ? 0 : db.offset);
+      if (s0 != d0 && s0 < d0 + r.bytes && d0 < s0 + r.bytes)
+        bad({"dst"}, "overlaps the source without being the same range (" +
+                         std::to_string(r.bytes) + " bytes at " + at() + ")");
+    }
+    return r;
+  }
+
 private:
   const GpuProgram &p;
   SymbolValues s;
@@ -979,7 +1034,7 @@ bool LinearExpr::evaluate(const SymbolValues &s, int64_t &out) const {
 }
 
 const char *stepOpName(const GpuStep &step) {
-  static const char *names[] = {"launch", "gemm", "attention", "memset", "copy"};
+  static const char *names[] = {"launch", "gemm", "attention", "memset", "copy", "all_reduce"};
   return names[step.index()];
 }
 
@@ -1020,9 +1075,12 @@ StepSymbols stepSymbols(const GpuStep &step) {
   } else if (auto *m = std::get_if<MemsetStep>(&step)) {
     use(m->offsetBytes);
     use(m->bytes);
+  } else if (auto *c = std::get_if<CopyStep>(&step)) {
+    for (const LinearExpr *e : {&c->srcOffsetBytes, &c->dstOffsetBytes, &c->bytes})
+      use(*e);
   } else {
-    const CopyStep &c = std::get<CopyStep>(step);
-    for (const LinearExpr *e : {&c.srcOffsetBytes, &c.dstOffsetBytes, &c.bytes})
+    const AllReduceStep &a = std::get<AllReduceStep>(step);
+    for (const LinearExpr *e : {&a.srcOffsetBytes, &a.dstOffsetBytes, &a.bytes})
       use(*e);
   }
   return r;
@@ -1085,8 +1143,10 @@ bool resolveStep(const GpuProgram &program, size_t index, const SymbolValues &s,
       out = r.attention(*a);
     else if (auto *m = std::get_if<MemsetStep>(&step))
       out = r.memset(*m);
+    else if (auto *c = std::get_if<CopyStep>(&step))
+      out = r.copy(*c);
     else
-      out = r.copy(std::get<CopyStep>(step));
+      out = r.allReduce(std::get<AllReduceStep>(step));
   } catch (const Invalid &e) {
     error = e.what();
     return false;

@@ -118,6 +118,98 @@ TensorSpec tensorSpec(const json &j, const std::string &what) {
   }
   return t;
 }
+
+/// The top-level "parallel" object.
+ParallelPlan parallelPlan(const json &j) {
+  const std::string what = "parallel";
+  if (!j.is_object())
+    throw Invalid(what + " must be an object");
+  ParallelPlan p;
+  if (!j.contains("gpus"))
+    throw Invalid(what + " has no \"gpus\"");
+  p.gpus = static_cast<int>(integer(j.at("gpus"), what + " gpus", 1, 1024));
+  if (!j.contains("plan"))
+    throw Invalid(what + " has no \"plan\"");
+  p.plan = stringOf(j.at("plan"), what + " plan");
+  if (p.plan != "context" && p.plan != "tensor")
+    throw Invalid(what + " plan '" + p.plan + "' is neither \"context\" nor \"tensor\"");
+  if (!j.contains("tensor_parallel"))
+    throw Invalid(what + " has no \"tensor_parallel\"");
+  p.tensorParallel =
+      static_cast<int>(integer(j.at("tensor_parallel"), what + " tensor_parallel", 1, 1024));
+  if (p.plan == "tensor" && p.tensorParallel != p.gpus)
+    throw Invalid(what + ": plan \"tensor\" needs tensor_parallel == gpus, got " +
+                  std::to_string(p.tensorParallel) + " and " + std::to_string(p.gpus));
+  if (p.plan == "context" && p.tensorParallel != 1)
+    throw Invalid(what + ": plan \"context\" needs tensor_parallel 1, got " +
+                  std::to_string(p.tensorParallel));
+  if (j.contains("chosen_by") && !j.at("chosen_by").is_null()) {
+    p.chosenBy = stringOf(j.at("chosen_by"), what + " chosen_by");
+    if (p.chosenBy != "cost model" && p.chosenBy != "user")
+      throw Invalid(what + " chosen_by '" + p.chosenBy +
+                    "' is neither \"cost model\" nor \"user\"");
+  }
+  if (j.contains("predicted_ms") && !j.at("predicted_ms").is_null()) {
+    const json &pm = j.at("predicted_ms");
+    if (!pm.is_object())
+      throw Invalid(what + " predicted_ms must be an object");
+    for (const char *key : {"context", "tensor"}) {
+      if (!pm.contains(key) || pm.at(key).is_null())
+        continue;
+      const json &v = pm.at(key);
+      if (!v.is_number())
+        throw Invalid(what + " predicted_ms " + key + " must be a number or null");
+      (std::string(key) == "context" ? p.predictedContextMs : p.predictedTensorMs) =
+          v.get<double>();
+    }
+  }
+  if (j.contains("tokens") && !j.at("tokens").is_null())
+    p.tokens = integer(j.at("tokens"), what + " tokens", 0);
+  p.json = j.dump();
+  return p;
+}
+
+/// A weight's "shard" against its device shape and the T ranks.
+WeightShard weightShard(const json &j, const std::string &what, const std::vector<int64_t> &shape,
+                        int ranks) {
+  if (!j.is_object())
+    throw Invalid(what + " must be an object");
+  WeightShard s;
+  if (!j.contains("axis") || !j.contains("full_shape") || !j.contains("starts"))
+    throw Invalid(what + " needs \"axis\", \"full_shape\" and \"starts\"");
+  s.fullShape = shapeOf(j.at("full_shape"), what + " full_shape", /*dynamicOk=*/false);
+  if (s.fullShape.size() != shape.size())
+    throw Invalid(what + " full_shape has rank " + std::to_string(s.fullShape.size()) +
+                  ", the weight's shape " + std::to_string(shape.size()));
+  if (shape.empty())
+    throw Invalid(what + ": a scalar cannot be sharded");
+  s.axis = static_cast<int>(
+      integer(j.at("axis"), what + " axis", 0, static_cast<int64_t>(shape.size()) - 1));
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (static_cast<int>(i) != s.axis && shape[i] != s.fullShape[i])
+      throw Invalid(what + " full_shape dim " + std::to_string(i) + " is " +
+                    std::to_string(s.fullShape[i]) + " but the weight's shape has " +
+                    std::to_string(shape[i]) + " (only axis " + std::to_string(s.axis) +
+                    " may differ)");
+  const int64_t size = shape[s.axis], full = s.fullShape[s.axis];
+  if (size > full)
+    throw Invalid(what + ": the shard's " + std::to_string(size) + " elements along axis " +
+                  std::to_string(s.axis) + " exceed full_shape's " + std::to_string(full));
+  for (const json &v : arrayOf(j.at("starts"), what + " starts")) {
+    std::string sw = what + " starts[" + std::to_string(s.starts.size()) + "]";
+    int64_t start = integer(v, sw, 0);
+    if (start > full - size)
+      throw Invalid(sw + " is " + std::to_string(start) + ": the slice [" +
+                    std::to_string(start) + ", " + std::to_string(start + size) + ") along axis " +
+                    std::to_string(s.axis) + " ends past full_shape's " + std::to_string(full));
+    s.starts.push_back(start);
+  }
+  if (static_cast<int>(s.starts.size()) != ranks)
+    throw Invalid(what + " starts has " + std::to_string(s.starts.size()) +
+                  " entries; the artifact has " + std::to_string(ranks) +
+                  " tensor-parallel rank(s) (parallel.tensor_parallel)");
+  return s;
+}
 } // namespace
 
 bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
@@ -140,6 +232,8 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
       m.vocabSize = integer(j.at("vocab_size"), "vocab_size", 0);
     if (j.contains("max_positions"))
       m.maxPositions = integer(j.at("max_positions"), "max_positions", 0);
+    if (j.contains("parallel") && !j.at("parallel").is_null())
+      m.parallel = parallelPlan(j.at("parallel"));
     for (const json &t : arrayOf(j.at("inputs"), "inputs"))
       m.inputs.push_back(tensorSpec(t, "input " + std::to_string(m.inputs.size())));
     for (const json &t : arrayOf(j.at("outputs"), "outputs"))
@@ -165,6 +259,9 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
         s.length = integer(w.at("length"), what + " length", 0);
       if (w.contains("file_size"))
         s.fileSize = integer(w.at("file_size"), what + " file_size", 0);
+      if (w.contains("shard") && !w.at("shard").is_null())
+        s.shard = weightShard(w.at("shard"), what + " ('" + s.name + "') shard", s.shape,
+                              m.tensorParallel());
       m.weights.push_back(std::move(s));
     }
     for (const json &b : arrayOf(j.at("blobs"), "blobs")) {

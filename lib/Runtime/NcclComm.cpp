@@ -34,7 +34,9 @@ namespace {
 // NCCL's C API (nccl.h), the part h20 uses.
 constexpr int kNcclSuccess = 0;   // ncclSuccess
 constexpr int kNcclInProgress = 7; // ncclInProgress
+constexpr int kNcclFloat16 = 6;   // ncclFloat16 (ncclHalf)
 constexpr int kNcclFloat32 = 7;   // ncclFloat32
+constexpr int kNcclBfloat16 = 9;  // ncclBfloat16
 constexpr int kNcclUint8 = 1;     // ncclUint8
 constexpr int kNcclSum = 0;       // ncclSum
 constexpr size_t kUniqueIdBytes = 128; // NCCL_UNIQUE_ID_BYTES
@@ -42,6 +44,7 @@ constexpr size_t kUniqueIdBytes = 128; // NCCL_UNIQUE_ID_BYTES
 #ifdef H20_CHECK_NCCL_ABI
 static_assert(kNcclSuccess == ncclSuccess && kNcclInProgress == ncclInProgress &&
                   kNcclFloat32 == ncclFloat32 && kNcclSum == ncclSum &&
+                  kNcclFloat16 == ncclFloat16 && kNcclBfloat16 == ncclBfloat16 &&
                   kNcclUint8 == ncclUint8,
               "NCCL constants differ from nccl.h");
 static_assert(kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES &&
@@ -316,8 +319,25 @@ bool NcclComm::init(int ranks, int rank, const UniqueId &id, std::string &error,
   return true;
 }
 
+int ncclDataType(const std::string &dtype) {
+  return dtype == "float32"    ? kNcclFloat32
+         : dtype == "float16"  ? kNcclFloat16
+         : dtype == "bfloat16" ? kNcclBfloat16
+                               : -1;
+}
+
 bool NcclComm::allReduceSumF32(uint64_t send, uint64_t recv, size_t count, void *stream,
                                std::string &error) {
+  return allReduceSum(send, recv, count, "float32", stream, error);
+}
+
+bool NcclComm::allReduceSum(uint64_t send, uint64_t recv, size_t count, const std::string &dtype,
+                            void *stream, std::string &error) {
+  const int type = ncclDataType(dtype);
+  if (type < 0) {
+    error = "ncclAllReduce of " + dtype + " is not supported (float32, float16, bfloat16)";
+    return false;
+  }
   const NcclApi *a = ncclApi(error);
   if (!a)
     return false;
@@ -326,7 +346,7 @@ bool NcclComm::allReduceSumF32(uint64_t send, uint64_t recv, size_t count, void 
     return false;
   }
   int r = a->ncclAllReduce(reinterpret_cast<const void *>(send), reinterpret_cast<void *>(recv),
-                           count, kNcclFloat32, kNcclSum, comm, stream);
+                           count, type, kNcclSum, comm, stream);
   if (r != kNcclSuccess) {
     error = "ncclAllReduce failed: " + resultText(*a, r, comm);
     return false;

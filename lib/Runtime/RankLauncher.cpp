@@ -98,37 +98,6 @@ void removeDir(const std::string &dir) {
   rmdir(dir.c_str());
 }
 
-/// Reads the ranks' logs and checks that their collectives pair up.
-bool checkRankLogs(const std::string &dir, int ranks, std::string &summary, std::string &error) {
-  std::vector<std::vector<CpCollective>> logs(ranks);
-  std::string ttfts;
-  for (int r = 0; r < ranks; ++r) {
-    std::string path = dir + "/rank-" + std::to_string(r) + ".json", text;
-    if (!readFile(path, text, error)) {
-      error = "rank " + std::to_string(r) + " left no log: " + error;
-      return false;
-    }
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("collectives") ||
-        !j["collectives"].is_array()) {
-      error = "rank " + std::to_string(r) + "'s log '" + path + "' is not a rank log";
-      return false;
-    }
-    logs[r] = collectivesFromJson(j["collectives"]);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%.1f", r ? " / " : "", j.value("ttft_ms", -1.0));
-    ttfts += buf;
-  }
-  std::string why;
-  if (!collectivesMatch(logs, why)) {
-    error = "the ranks' collectives differ: " + why;
-    return false;
-  }
-  summary = std::to_string(ranks) + " ranks, collectives match (" +
-            std::to_string(logs[0].size()) + " per rank); TTFT per rank " + ttfts + " ms";
-  return true;
-}
-
 } // namespace
 
 nlohmann::json collectivesToJson(const std::vector<CpCollective> &log) {
@@ -164,6 +133,79 @@ std::vector<CpCollective> collectivesFromJson(const nlohmann::json &array) {
     out.push_back(x);
   }
   return out;
+}
+
+nlohmann::json tpCollectivesToJson(const std::vector<TpCollective> &log) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TpCollective &c : log)
+    out.push_back({{"step", c.step}, {"chunk", c.chunk}, {"bytes", c.bytes}, {"dtype", c.dtype}});
+  return out;
+}
+
+std::vector<TpCollective> tpCollectivesFromJson(const nlohmann::json &array) {
+  std::vector<TpCollective> out;
+  if (!array.is_array())
+    return out;
+  for (const nlohmann::json &c : array) {
+    if (!c.is_object())
+      continue;
+    TpCollective x;
+    auto integer = [&](const char *key) {
+      auto it = c.find(key);
+      return it != c.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t(-1);
+    };
+    x.step = integer("step");
+    x.chunk = integer("chunk");
+    x.bytes = integer("bytes");
+    auto dt = c.find("dtype");
+    x.dtype = dt != c.end() && dt->is_string() ? dt->get<std::string>() : std::string();
+    out.push_back(x);
+  }
+  return out;
+}
+
+bool checkRankLogs(const std::string &dir, int ranks, std::string &summary, std::string &error) {
+  std::vector<std::vector<CpCollective>> logs(ranks);
+  std::vector<std::vector<TpCollective>> tpLogs(ranks);
+  std::string ttfts;
+  for (int r = 0; r < ranks; ++r) {
+    std::string path = dir + "/rank-" + std::to_string(r) + ".json", text;
+    if (!readFile(path, text, error)) {
+      error = "rank " + std::to_string(r) + " left no log: " + error;
+      return false;
+    }
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("collectives") ||
+        !j["collectives"].is_array()) {
+      error = "rank " + std::to_string(r) + "'s log '" + path + "' is not a rank log";
+      return false;
+    }
+    logs[r] = collectivesFromJson(j["collectives"]);
+    if (j.contains("tp_collectives"))
+      tpLogs[r] = tpCollectivesFromJson(j["tp_collectives"]);
+    char buf[64];
+    double ttft = -1.0;
+    if (auto it = j.find("ttft_ms"); it != j.end() && it->is_number())
+      ttft = it->get<double>();
+    std::snprintf(buf, sizeof buf, "%s%.1f", r ? " / " : "", ttft);
+    ttfts += buf;
+  }
+  std::string why;
+  if (!collectivesMatch(logs, why)) {
+    error = "the ranks' collectives differ: " + why;
+    return false;
+  }
+  if (!tpCollectivesMatch(tpLogs, why)) {
+    error = "the ranks' all-reduces differ: " + why;
+    return false;
+  }
+  const bool tp = ranks > 0 && !tpLogs[0].empty();
+  summary = std::string(tp ? "tensor parallel (NCCL): " : "context parallel (NCCL): ") +
+            std::to_string(ranks) + " ranks, " +
+            (tp ? "all-reduces match (" + std::to_string(tpLogs[0].size())
+                : "collectives match (" + std::to_string(ranks ? logs[0].size() : 0)) +
+            " per rank); TTFT per rank " + ttfts + " ms";
+  return true;
 }
 
 bool writeRankLog(int rank, const std::string &json, std::string &error) {
@@ -310,7 +352,7 @@ int launchRanks(int ranks, const std::string &exeName, char **argv, double grace
     if (!checkRankLogs(dir, ranks, summary, error))
       code = fail(error);
     else
-      std::printf("context parallel (NCCL): %s\n", summary.c_str());
+      std::printf("%s\n", summary.c_str());
   }
   removeDir(dir);
   return code;

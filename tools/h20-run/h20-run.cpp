@@ -21,6 +21,7 @@
 #include "h20/Runtime/Npy.h"
 #include "h20/Runtime/RankLauncher.h"
 #include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/TensorParallel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,7 @@
 #include <type_traits>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace h20::runtime;
@@ -155,6 +157,14 @@ const char *kUsage =
     "        CUDA graphs. The logits equal the --gpus 1 run's. The report gains\n"
     "        \"context_parallel\": the assignment, the ring's sends and bytes per\n"
     "        layer, and whether the ranks' collective sequences match\n"
+    "  Tensor-parallel artifacts (h20-opt --gpus T --parallel tensor) run only\n"
+    "        with --gpus T: T processes, one per GPU, each loading its slices of\n"
+    "        the weights and summing partial results with ncclAllReduce (rank 0\n"
+    "        writes the logits and the report); with --virtual-ranks, T ranks on\n"
+    "        one GPU (one thread each; the all-reduces summed on the host),\n"
+    "        whose outputs are checked bitwise equal. The report gains\n"
+    "        \"tensor_parallel\": mode, ranks, all-reduce count, bytes and time,\n"
+    "        whether the ranks' all-reduce logs match\n"
     "  --no-cuda-graph: launch every step of every chunk on its own instead of\n"
     "        replaying each chunk as a CUDA graph (same results, more launch gaps)\n"
     "  --profile-steps: time every step of every chunk (CUDA events; no CUDA\n"
@@ -290,11 +300,6 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
             "with N = 2, 4, 8, ...";
     return false;
   }
-  if (o.virtualRanks && (o.gpus & (o.gpus - 1)) != 0) {
-    error = "--virtual-ranks needs a power of two for --gpus (the prompt is cut into 2N equal "
-            "chunks), got " + std::to_string(o.gpus);
-    return false;
-  }
   if (o.virtualRanks && generic) {
     error = "--virtual-ranks runs a token-id prefill: give --ids, not --input / --inputs-from";
     return false;
@@ -385,7 +390,8 @@ enum class RankMode {
 /// The GPUs of the prefill and this process's place among them: --gpus N
 /// (else WORLD_SIZE, else 1), RANK, LOCAL_RANK (the CUDA device),
 /// H20_NCCL_ID_FILE and H20_NCCL_TIMEOUT_S for the ranks of an N-GPU job.
-bool gpuRanks(const Options &opt, GpuLoadOptions &lo, RankMode &mode, std::string &error) {
+bool gpuRanks(const Options &opt, int tensorParallel, GpuLoadOptions &lo, RankMode &mode,
+              std::string &error) {
   int64_t world = 1, rank = 0, local = 0, timeout = 30;
   bool worldSet = false, rankSet = false, localSet = false, timeoutSet = false;
   if (!envCount("WORLD_SIZE", world, worldSet, error) ||
@@ -442,11 +448,12 @@ bool gpuRanks(const Options &opt, GpuLoadOptions &lo, RankMode &mode, std::strin
             "--input / --inputs-from";
     return false;
   }
-  if (n > 1 && (n & (n - 1)) != 0) {
+  if (n > 1 && tensorParallel == 1 && (n & (n - 1)) != 0) {
     error = "--gpus " + std::to_string(n) + ": context parallelism needs a power of two (the "
             "prompt is cut into 2N equal chunks)";
     return false;
   }
+  lo.tensorParallelRank = tensorParallel > 1 ? static_cast<int>(rank) : 0;
   if (n > 1 && !worldSet) {
     mode = RankMode::Launch;
     return true;
@@ -474,16 +481,25 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   GpuProgram program;
   if (!parseGpuProgram(artifact.manifest, m, artifact.payload.size(), program, error))
     return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
-  GpuExecutor gpu;
   GpuLoadOptions lo;
   lo.weightsDir = opt.weightsDir;
   lo.dummyWeights = opt.dummyWeights;
+  // T > 1: tensor parallelism (each rank its weight slices, all-reduces);
+  // main() made sure --gpus is T.
+  const int T = m.tensorParallel();
   RankMode mode = RankMode::Single;
-  if (!gpuRanks(opt, lo, mode, error))
+  if (!gpuRanks(opt, T, lo, mode, error))
     return fail(kExitBadInput, error);
-  const int cpRanks = opt.virtualRanks ? static_cast<int>(opt.gpus)
-                                       : mode != RankMode::Single ? lo.ncclRanks : 0;
+  const bool virtualTp = T > 1 && opt.virtualRanks;
+  const int cpRanks = T > 1               ? 0
+                      : opt.virtualRanks  ? static_cast<int>(opt.gpus)
+                      : mode != RankMode::Single ? lo.ncclRanks
+                                                 : 0;
   if (cpRanks > 1) {
+    if (opt.virtualRanks && (opt.gpus & (opt.gpus - 1)) != 0)
+      return fail(kExitBadInput,
+                  "--virtual-ranks needs a power of two for --gpus (the prompt is cut into 2N "
+                  "equal chunks), got " + std::to_string(opt.gpus));
     // The whole plan (chunks, layer segments, ring) before the GPU is touched.
     CpPlan cp;
     if (!planContextParallel(program, cpRanks, S, cp, error))
@@ -518,21 +534,37 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     return launchRanks(lo.ncclRanks, "/proc/self/exe", opt.argv);
   }
   WorkerExit workerExit{mode == RankMode::Worker, false};
-  GpuStatus s = gpu.load(artifact, m, program, lo, error);
-  if (s != GpuStatus::Ok)
-    return fail(s, error);
+  // One executor, or one per virtual tensor-parallel rank (all on this GPU).
+  const int executors = virtualTp ? T : 1;
+  std::vector<std::unique_ptr<GpuExecutor>> gpus;
+  GpuStatus s = GpuStatus::Ok;
+  for (int r = 0; r < executors; ++r) {
+    gpus.push_back(std::make_unique<GpuExecutor>());
+    GpuLoadOptions lr = lo;
+    if (virtualTp)
+      lr.tensorParallelRank = r;
+    s = gpus[r]->load(artifact, m, program, lr, error);
+    if (s != GpuStatus::Ok)
+      return fail(s, (virtualTp ? "virtual rank " + std::to_string(r) + ": " : std::string()) +
+                         error);
+  }
+  GpuExecutor &gpu = *gpus[0];
   const GpuDeviceInfo &dev = gpu.device();
   const GpuLoadStats &ls = gpu.loadStats();
   if (ls.nccl.rfind("unavailable", 0) == 0)
     std::fprintf(stderr, "h20-run: note: NCCL %s; the 1-GPU prefill runs without it\n",
                  ls.nccl.c_str());
 
+  std::unique_ptr<HostAllReduceGroup> group;
+  if (virtualTp)
+    group = std::make_unique<HostAllReduceGroup>(T);
   GpuRunOptions ro;
   ro.n = generic ? 0 : S;
   ro.cudaGraph = !opt.noCudaGraph && cpRanks < 2;
   ro.profileSteps = opt.profileSteps;
-  ro.virtualRanks = opt.virtualRanks ? static_cast<int>(opt.gpus) : 0;
-  ro.contextParallel = mode == RankMode::Worker;
+  ro.virtualRanks = cpRanks > 1 && opt.virtualRanks ? cpRanks : 0;
+  ro.contextParallel = mode == RankMode::Worker && T == 1;
+  ro.virtualTensorParallel = group.get();
   if (program.chunking && isatty(STDERR_FILENO) && cpRanks < 2)
     ro.progress = [](int64_t chunk, int64_t chunks, int64_t done, int64_t tokens, double ms) {
       std::fprintf(stderr, "\rprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)\x1b[K",
@@ -542,49 +574,102 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
         std::fputc('\n', stderr);
       std::fflush(stderr);
     };
-  std::vector<HostTensor> outputs;
-  GpuRunStats st;
-  // Warm-up runs load every kernel and let cuBLASLt pick its algorithms;
-  // a chunked program warms up on its first chunk only.
-  std::vector<double> warmupMs;
-  for (int64_t w = 0; w < opt.warmup; ++w) {
-    std::vector<HostTensor> warmInputs = inputs;
-    GpuRunOptions wo;
-    wo.n = ro.n;
-    wo.cudaGraph = ro.cudaGraph;
-    if (program.chunking) {
-      HostTensor &t = warmInputs[program.chunking->input];
-      int dim = program.chunking->dim;
-      int64_t outer = 1, inner = dtypeSize(t.dtype);
-      for (int d = 0; d < static_cast<int>(t.shape.size()); ++d)
-        if (d < dim)
-          outer *= t.shape[d];
-        else if (d > dim)
-          inner *= t.shape[d];
-      if (outer == 1 && dim < static_cast<int>(t.shape.size()) &&
-          t.shape[dim] > program.chunking->chunk) {
-        t.shape[dim] = program.chunking->chunk;
-        t.data.resize(static_cast<size_t>(t.shape[dim] * inner));
+  // One rank's prefills: warm-up runs load every kernel and let cuBLASLt
+  // pick its algorithms (a chunked program warms up on its first chunk
+  // only); then the measured runs, whose outputs and per-stage figures are
+  // the last run's, ttft_ms the median of all.
+  struct RankRun {
+    std::vector<HostTensor> outputs;
+    GpuRunStats st;
+    std::vector<double> warmupMs, runMs;
+    GpuStatus status = GpuStatus::Ok;
+    std::string error;
+  };
+  auto prefills = [&](GpuExecutor &ex, GpuRunOptions runOpts, RankRun &rr) {
+    for (int64_t w = 0; w < opt.warmup; ++w) {
+      std::vector<HostTensor> warmInputs = inputs;
+      GpuRunOptions wo;
+      wo.n = runOpts.n;
+      wo.cudaGraph = runOpts.cudaGraph;
+      wo.virtualTensorParallel = runOpts.virtualTensorParallel;
+      if (program.chunking) {
+        HostTensor &t = warmInputs[program.chunking->input];
+        int dim = program.chunking->dim;
+        int64_t outer = 1, inner = dtypeSize(t.dtype);
+        for (int d = 0; d < static_cast<int>(t.shape.size()); ++d)
+          if (d < dim)
+            outer *= t.shape[d];
+          else if (d > dim)
+            inner *= t.shape[d];
+        if (outer == 1 && dim < static_cast<int>(t.shape.size()) &&
+            t.shape[dim] > program.chunking->chunk) {
+          t.shape[dim] = program.chunking->chunk;
+          t.data.resize(static_cast<size_t>(t.shape[dim] * inner));
+        }
       }
+      rr.status = ex.run(warmInputs, wo, rr.outputs, rr.st, rr.error);
+      if (rr.status != GpuStatus::Ok)
+        return;
+      rr.warmupMs.push_back(rr.st.ttftMs);
     }
-    s = gpu.run(warmInputs, wo, outputs, st, error);
-    if (s != GpuStatus::Ok)
-      return fail(s, error);
-    warmupMs.push_back(st.ttftMs);
+    for (int64_t r = 0; r < opt.repeat; ++r) {
+      rr.status = ex.run(inputs, runOpts, rr.outputs, rr.st, rr.error);
+      if (rr.status != GpuStatus::Ok)
+        return;
+      rr.runMs.push_back(rr.st.ttftMs);
+    }
+  };
+  std::vector<RankRun> runs(executors);
+  if (executors == 1) {
+    prefills(gpu, ro, runs[0]);
+  } else {
+    // Virtual tensor parallelism: one thread per rank, in lockstep at the
+    // all-reduces; a failing rank ends the group (the others stop there).
+    std::vector<std::thread> threads;
+    for (int r = 0; r < executors; ++r)
+      threads.emplace_back([&, r] {
+        GpuRunOptions rankOpts = ro;
+        if (r != 0)
+          rankOpts.progress = nullptr;
+        prefills(*gpus[r], rankOpts, runs[r]);
+        if (runs[r].status != GpuStatus::Ok)
+          group->abort("virtual rank " + std::to_string(r) + " failed: " + runs[r].error);
+      });
+    for (std::thread &t : threads)
+      t.join();
   }
-  // Measured runs: the outputs and per-stage figures are the last run's,
-  // ttft_ms the median of all.
-  std::vector<double> runMs;
-  for (int64_t r = 0; r < opt.repeat; ++r) {
-    s = gpu.run(inputs, ro, outputs, st, error);
-    if (s != GpuStatus::Ok)
-      return fail(s, error);
-    runMs.push_back(st.ttftMs);
-  }
+  // The first failure that is not a consequence of another rank's.
+  for (int pass = 0; pass < 2; ++pass)
+    for (int r = 0; r < executors; ++r)
+      if (runs[r].status != GpuStatus::Ok &&
+          (pass == 1 || runs[r].status != GpuStatus::PeerFailed))
+        return fail(runs[r].status, (executors > 1 ? "virtual rank " + std::to_string(r) + ": "
+                                                   : std::string()) +
+                                        runs[r].error);
+  std::vector<HostTensor> &outputs = runs[0].outputs;
+  GpuRunStats &st = runs[0].st;
+  const std::vector<double> &warmupMs = runs[0].warmupMs, &runMs = runs[0].runMs;
   std::vector<double> sortedMs = runMs;
   std::sort(sortedMs.begin(), sortedMs.end());
   size_t mid = sortedMs.size() / 2;
   st.ttftMs = sortedMs.size() % 2 ? sortedMs[mid] : (sortedMs[mid - 1] + sortedMs[mid]) / 2;
+  // Virtual tensor parallelism: every rank got the same sums, so the same
+  // outputs, bit for bit; and issued the same all-reduces.
+  bool tpOutputsMatch = true, tpLogsMatch = true;
+  std::string tpOutputsNote, tpLogsNote;
+  if (virtualTp) {
+    std::vector<std::vector<TpCollective>> logs;
+    for (int r = 0; r < executors; ++r) {
+      logs.push_back(runs[r].st.tpLog);
+      for (size_t o = 0; o < outputs.size() && tpOutputsMatch; ++o)
+        if (o >= runs[r].outputs.size() || runs[r].outputs[o].data != outputs[o].data) {
+          tpOutputsMatch = false;
+          tpOutputsNote = "virtual rank " + std::to_string(r) + "'s output '" + outputs[o].name +
+                          "' differs from rank 0's";
+        }
+    }
+    tpLogsMatch = tpCollectivesMatch(logs, tpLogsNote);
+  }
 
   if (mode == RankMode::Worker) {
     // The rank's log for the launcher (collectives compared across ranks).
@@ -593,10 +678,16 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                        {"gpu", dev.ordinal},
                        {"ttft_ms", st.ttftMs},
                        {"ttft_runs_ms", runMs},
-                       {"collectives", collectivesToJson(st.cpRankLog.at(me))}};
+                       {"collectives", collectivesToJson(me < static_cast<int>(st.cpRankLog.size())
+                                                             ? st.cpRankLog[me]
+                                                             : std::vector<CpCollective>{})},
+                       {"tp_collectives", tpCollectivesToJson(st.tpLog)}};
     if (!writeRankLog(me, log.dump(1) + "\n", error))
       return fail(kExitBadInput, error);
-    if (st.cpOutputRank != me) {
+    // Context parallelism: the rank holding the last position has the
+    // logits; tensor parallelism: every rank has them, rank 0 writes.
+    const int outputRank = T > 1 ? 0 : st.cpOutputRank;
+    if (outputRank != me) {
       workerExit.ok = true;
       return 0; // the logits, outputs and report are the output rank's
     }
@@ -726,6 +817,39 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     if (!st.cpCollectivesNote.empty())
       report["context_parallel"]["collectives_note"] = st.cpCollectivesNote;
   }
+  if (m.parallel) // the multi-GPU plan h20-opt recorded
+    report["parallel"] = nlohmann::json::parse(m.parallel->json, nullptr, false);
+  if (T > 1) {
+    nlohmann::json perRank = nlohmann::json::array();
+    for (int r = 0; r < executors; ++r)
+      perRank.push_back({{"weight_bytes", gpus[r]->loadStats().weightBytes},
+                         {"load_weights_ms", gpus[r]->loadStats().loadWeightsMs},
+                         {"all_reduce_ms", runs[r].st.allReduceMs},
+                         {"ttft_ms", runs[r].runMs.empty() ? 0.0 : runs[r].runMs.back()}});
+    nlohmann::json tp{{"mode", virtualTp ? "virtual" : "nccl"},
+                      {"ranks", T},
+                      {"all_reduces", st.allReduces},
+                      {"all_reduce_bytes", st.allReduceBytes},
+                      {"all_reduce_ms", st.allReduceMs}};
+    if (virtualTp) {
+      tp["logs_match"] = tpLogsMatch;
+      tp["outputs_match"] = tpOutputsMatch;
+      if (!tpLogsNote.empty())
+        tp["logs_note"] = tpLogsNote;
+      if (!tpOutputsNote.empty())
+        tp["outputs_note"] = tpOutputsNote;
+      tp["ranks_log"] = perRank;
+    } else {
+      // Each process knows only its own log; the launcher compares them.
+      tp["rank"] = lo.ncclRank;
+      tp["logs_match"] = nullptr;
+      tp["logs_note"] = "each rank's all-reduces are compared by h20-run's launcher (--gpus N "
+                        "without WORLD_SIZE) once every rank has finished";
+      tp["ranks_log"] = perRank; // this rank's
+    }
+    tp["rank0_all_reduces"] = tpCollectivesToJson(st.tpLog);
+    report["tensor_parallel"] = tp;
+  }
   if (!st.stepMs.empty())
     report["step_profile"] = stepProfile(program, st, stderr);
   if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
@@ -744,12 +868,26 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                 ls.nccl.c_str(), st.cpRank, st.ncclRanks, st.ncclRanks,
                 static_cast<long long>(st.cpChunkTokens),
                 static_cast<double>(ringBytes) / (1ull << 30), st.cpRing.size(), ringMs);
+  if (T > 1)
+    std::printf("tensor parallel (%s): %d ranks; %lld all-reduces of %.2f MiB in %.1f ms (rank "
+                "0)%s%s\n",
+                virtualTp ? "virtual" : ("NCCL " + ls.nccl).c_str(), T,
+                static_cast<long long>(st.allReduces),
+                static_cast<double>(st.allReduceBytes) / (1 << 20), st.allReduceMs,
+                virtualTp ? (tpLogsMatch ? "; all-reduce logs match" : "; all-reduce logs DIFFER")
+                          : "",
+                virtualTp ? (tpOutputsMatch ? "; outputs bitwise equal across ranks"
+                                            : "; outputs DIFFER across ranks")
+                          : "");
   std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on %s (GPU %d, %s); weights "
               "%.2f GiB loaded in %.1f ms; total %.1f ms\n",
               static_cast<long long>(S), st.ttftMs, tokensPerS, dev.name.c_str(), dev.ordinal,
               ls.code.c_str(), static_cast<double>(ls.weightBytes) / (1ull << 30),
               ls.loadWeightsMs, totalMs);
   workerExit.ok = true;
+  if (virtualTp && (!tpOutputsMatch || !tpLogsMatch))
+    return fail(kExitInternal, "virtual tensor parallelism: " +
+                                   (!tpOutputsMatch ? tpOutputsNote : tpLogsNote));
   return 0;
 }
 
@@ -833,6 +971,18 @@ int main(int argc, char **argv) {
     return fail(kExitBadInput, "WORLD_SIZE=" + std::string(worldEnv) + ": '" + opt.artifact +
                                    "' runs on the CPU, in one process; do not start it as a "
                                    "multi-GPU job");
+  {
+    const bool sharded = std::any_of(m.weights.begin(), m.weights.end(),
+                                     [](const WeightSpec &w) { return w.shard.has_value(); });
+    if (device == "cpu" && (m.tensorParallel() > 1 || sharded))
+      return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for tensor parallelism over " +
+                                     std::to_string(m.tensorParallel()) +
+                                     " GPUs; it does not run on the CPU");
+    // --gpus, else WORLD_SIZE (a rank of a launched job), else not given.
+    int64_t gpusGiven = opt.gpus ? opt.gpus : multiProcess ? std::atoll(worldEnv) : 0;
+    if (!checkTensorParallelGpus(m, gpusGiven, error))
+      return fail(kExitBadInput, error);
+  }
   if (device == "gpu" && m.target == "cpu")
     return fail(kExitBadInput, "'" + opt.artifact + "' was compiled for target '" + m.target +
                                    "', which runs on the CPU: use --device cpu");

@@ -95,7 +95,7 @@ struct StateRun {
 /// The byte ranges of state buffers that step `index` may write for the
 /// symbol values `s`: every view it declares on a state buffer (memref
 /// arguments of a launch, a gemm's C, an attention's O, a memset's or
-/// copy's destination) as contiguous runs, in the buffer's element size
+/// copy's or all_reduce's destination) as contiguous runs, in the buffer's element size
 /// (else the memref's dtype, else bytes). False with `error` when the step
 /// does not resolve or its views break into more than 2^20 runs.
 bool stateWriteRuns(const GpuProgram &program, size_t index, const SymbolValues &s,

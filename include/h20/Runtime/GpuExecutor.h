@@ -48,6 +48,20 @@
 // 1-GPU run's bit for bit (same kernels on the same pieces; attention reads
 // the same rows). GpuRunStats gets the ring's traffic per layer and the
 // collectives each rank issued.
+// Tensor parallelism (manifest parallel.tensor_parallel = T; TensorParallel.h):
+// one executor is one rank (GpuLoadOptions::tensorParallelRank): load()
+// uploads only the rank's slice of every sharded weight, and run() executes
+// each "all_reduce" step as a sum over the T ranks: with T = 1 a device
+// copy; with GpuRunOptions::virtualTensorParallel (T executors on one GPU,
+// one host thread each) the stream is synchronised, the source bytes are
+// downloaded, summed on the host by the group (float32, rank order, one
+// rounding) and the sum uploaded to every rank's destination; otherwise
+// through the communicator load() joined (ncclRanks = T, ncclRank = this
+// rank): one ncclAllReduce on the stream, the host waiting (under the
+// ncclTimeoutS watchdog, aborting the communicator on a dead peer) for each
+// all-reduce before it enqueues the next. T > 1 runs without CUDA graphs
+// and without context parallelism. GpuRunStats gets the all-reduces this
+// rank issued (tpLog), their count, bytes and time.
 // Built without the CUDA headers, every call fails with "built without CUDA
 // headers" (GpuStatus::NoDevice).
 //
@@ -60,6 +74,7 @@
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
 #include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/TensorParallel.h"
 
 #include <cstdint>
 #include <functional>
@@ -121,6 +136,11 @@ struct GpuLoadOptions {
   /// communicator is aborted and load()/run() fail (a dead peer never
   /// hangs the job).
   double ncclTimeoutS = 30;
+  /// Tensor parallelism: the rank (0 .. T-1, T = the manifest's
+  /// parallel.tensor_parallel) whose weight slices this executor loads and
+  /// whose place it takes in the all-reduces. Over NCCL it must equal
+  /// ncclRank.
+  int tensorParallelRank = 0;
 };
 
 /// What load() did.
@@ -173,6 +193,11 @@ struct GpuRunOptions {
   /// For finding where a prefill's time goes; the TTFT of such a run is
   /// not a benchmark.
   bool profileSteps = false;
+  /// Tensor parallelism simulated on one GPU: the group of the T virtual
+  /// ranks (one executor and one host thread each, all running the same
+  /// run() calls); all_reduce steps meet there. Not owned. Null: T = 1, or
+  /// T > 1 over NCCL.
+  HostAllReduceGroup *virtualTensorParallel = nullptr;
 };
 
 /// Timings (ms) and sizes of one run().
@@ -217,6 +242,16 @@ struct GpuRunStats {
   bool cpCollectivesMatch = false; ///< collectivesMatch(cpRankLog) (virtual runs)
   std::string cpCollectivesNote;   ///< why not, when they do not match
   uint64_t cpExtraBytes = 0;       ///< device memory of the other ranks' caches and pieces' arenas
+  // Tensor parallelism (all_reduce steps; with T = 1 they are copies).
+  int tpRanks = 0;        ///< T of a tensor-parallel run (T > 1); 0 otherwise
+  int tpRank = -1;        ///< this executor's rank (T > 1)
+  std::string tpMode;     ///< "virtual" or "nccl" (T > 1)
+  std::vector<TpCollective> tpLog; ///< the all-reduces this rank issued, in order
+  int64_t allReduces = 0, allReduceBytes = 0; ///< all_reduce steps run (not empty), their bytes
+  /// Time in the all-reduces: virtual, host wall time (download, waiting for
+  /// the other ranks, sum, upload); NCCL, GPU time of the ncclAllReduce
+  /// kernels (waiting for peers included).
+  double allReduceMs = 0;
 };
 
 class GpuExecutor {

@@ -103,6 +103,17 @@
 //   "memset": {"buffer": b, "offset_bytes": L, "bytes": L, "value": 0..255}
 //   "copy":   {"src": b, "src_offset_bytes": L, "dst": b, "dst_offset_bytes": L,
 //              "bytes": L}           device to device; ranges may not overlap
+//   "all_reduce": {"dtype": "f32"|"f16"|"bf16", "src": b, "src_offset_bytes": L,
+//              "dst": b, "dst_offset_bytes": L, "bytes": L}
+//       tensor parallelism (TensorParallel.h): dst bytes [dst_off, dst_off +
+//       bytes) = the element-wise sum, over the T tensor-parallel ranks
+//       (manifest parallel.tensor_parallel), of each rank's src bytes
+//       [src_off, src_off + bytes), in dtype. bytes and both offsets are
+//       multiples of the dtype's size; src and dst may be the same range
+//       (in place) but may not overlap otherwise. With T = 1 a device copy
+//       (none when src and dst are the same range). The dtype may also be
+//       spelled float32 / float16 / bfloat16; a buffer with a dtype must
+//       have this one.
 //
 // Every view a step declares (memref arguments, GEMM and attention operands,
 // memset/copy ranges) is checked against its buffer's bytes before it runs
@@ -260,7 +271,15 @@ struct CopyStep {
   LinearExpr srcOffsetBytes, dstOffsetBytes, bytes;
 };
 
-using GpuStep = std::variant<LaunchStep, GemmStep, AttentionStep, MemsetStep, CopyStep>;
+/// All-reduce (sum) over the tensor-parallel ranks; see "all_reduce" above.
+struct AllReduceStep {
+  std::string dtype; ///< "float32", "float16" or "bfloat16"
+  int src = -1, dst = -1;
+  LinearExpr srcOffsetBytes, dstOffsetBytes, bytes;
+};
+
+using GpuStep =
+    std::variant<LaunchStep, GemmStep, AttentionStep, MemsetStep, CopyStep, AllReduceStep>;
 
 /// The parsed, validated "gpu" object of a manifest.
 struct GpuProgram {
@@ -276,7 +295,7 @@ struct GpuProgram {
   std::vector<GpuStep> steps;
 };
 
-/// Name of a step's op ("launch", "gemm", ...).
+/// Name of a step's op ("launch", "gemm", ..., "all_reduce").
 const char *stepOpName(const GpuStep &step);
 
 /// Which symbols a step's linear expressions name (a non-zero coefficient
@@ -363,14 +382,23 @@ struct ResolvedCopy {
   int64_t srcOffsetBytes = 0, dstOffsetBytes = 0, bytes = 0;
 };
 
-using ResolvedStep =
-    std::variant<ResolvedLaunch, ResolvedGemm, ResolvedAttention, ResolvedMemset, ResolvedCopy>;
+struct ResolvedAllReduce {
+  int src = -1, dst = -1;
+  int64_t srcOffsetBytes = 0, dstOffsetBytes = 0, bytes = 0;
+  /// src and dst are the same bytes (in place; with one rank nothing to do)
+  bool inPlace() const { return src == dst && srcOffsetBytes == dstOffsetBytes; }
+};
+
+using ResolvedStep = std::variant<ResolvedLaunch, ResolvedGemm, ResolvedAttention, ResolvedMemset,
+                                  ResolvedCopy, ResolvedAllReduce>;
 
 /// Evaluates step `index` of `program` for the symbol values `s` and checks
 /// every access against its buffer's bytes (sizes >= 0, strides >= 0, the
 /// last element inside the buffer), grid/block limits (grid x <= 2^31-1,
 /// y, z <= 65535, block product <= 1024), gemm layouts (planGemm), copy
-/// ranges that overlap (also through aliasing temps). False with `error`
+/// ranges that overlap (also through aliasing temps), all_reduce sizes and
+/// offsets that are not whole elements and ranges that overlap without
+/// being the same. False with `error`
 /// "step I (op): ..." on the first violation.
 bool resolveStep(const GpuProgram &program, size_t index, const SymbolValues &s,
                  ResolvedStep &out, std::string &error);

@@ -34,11 +34,38 @@ struct TensorSpec {
   std::vector<std::string> dimParams;
 };
 
+/// A tensor-parallel weight (manifest weight "shard"): the stored tensor
+/// (file, offset, length, dtype) is the FULL tensor of shape `fullShape`;
+/// tensor-parallel rank r of T holds elements [starts[r], starts[r] +
+/// shape[axis]) along `axis` (WeightSpec::shape is the device shape: equal
+/// to fullShape except at `axis`). Two ranks may have the same start
+/// (replicated). Validated by parseManifest: same rank as the shape, axis in
+/// range, every slice inside fullShape, one start per rank.
+struct WeightShard {
+  int axis = 0;
+  std::vector<int64_t> fullShape;
+  std::vector<int64_t> starts; ///< per tensor-parallel rank, element index along axis
+};
+
 struct WeightSpec {
   std::string name, file, dtype;
-  std::vector<int64_t> shape;
-  std::optional<int64_t> offset, length;
+  std::vector<int64_t> shape; ///< the device shape (a shard's, when `shard` is set)
+  std::optional<int64_t> offset, length; ///< bytes of the full (stored) tensor
   std::optional<int64_t> fileSize; ///< size of `file` at compile time
+  std::optional<WeightShard> shard; ///< tensor parallelism: which slice each rank holds
+};
+
+/// The manifest's "parallel" object: how many GPUs the artifact was
+/// compiled for and which multi-GPU plan was chosen.
+struct ParallelPlan {
+  int gpus = 1;            ///< N
+  std::string plan;        ///< "context" or "tensor"
+  int tensorParallel = 1;  ///< T: N for "tensor", 1 for "context"
+  std::string chosenBy;    ///< "cost model" or "user" ("" when absent)
+  /// predicted_ms.context / .tensor (absent or null: unknown)
+  std::optional<double> predictedContextMs, predictedTensorMs;
+  std::optional<int64_t> tokens; ///< the prompt length the choice was made for
+  std::string json;        ///< the object as written (for reports)
 };
 
 struct BlobSpec {
@@ -56,9 +83,18 @@ struct Manifest {
   std::vector<TensorSpec> inputs, outputs;
   std::vector<WeightSpec> weights;
   std::vector<BlobSpec> blobs;
+  std::optional<ParallelPlan> parallel; ///< absent: one GPU, no tensor parallelism
+
+  /// T: the tensor-parallel ranks the artifact needs (1 without "parallel").
+  int tensorParallel() const { return parallel ? parallel->tensorParallel : 1; }
 };
 
-/// Parses manifest JSON; false with `error` naming the missing/invalid field.
+/// Parses manifest JSON; false with `error` naming the missing/invalid field
+/// (e.g. "weight 3 shard starts[1]: ..."). Checks the "parallel" object
+/// (gpus >= 1; plan "context" with tensor_parallel 1 or "tensor" with
+/// tensor_parallel == gpus; chosen_by "cost model" / "user"; predicted_ms
+/// numbers or null; tokens >= 0; other keys ignored) and every weight
+/// "shard" against it (WeightShard).
 bool parseManifest(const std::string &json, Manifest &m, std::string &error);
 
 /// The shape of output `o` for inputs of the given shapes: each dynamic dim

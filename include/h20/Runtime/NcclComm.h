@@ -30,6 +30,11 @@ bool ncclAvailable(std::string &reason);
 /// The loaded library's version, "2.28.9"; empty when unavailable.
 std::string ncclVersionText();
 
+/// NCCL's ncclDataType_t for a manifest dtype: ncclFloat32 (7) for
+/// "float32", ncclFloat16 (6) for "float16", ncclBfloat16 (9) for
+/// "bfloat16"; -1 for any other (no all-reduce of it).
+int ncclDataType(const std::string &dtype);
+
 class NcclComm {
 public:
   /// NCCL's ncclUniqueId: made once by rank 0, given to every rank.
@@ -73,6 +78,13 @@ public:
   /// `error` when NCCL refuses to enqueue it.
   bool allReduceSumF32(uint64_t send, uint64_t recv, size_t count, void *stream,
                        std::string &error);
+
+  /// ncclAllReduce (ncclSum) of `count` elements of `dtype` ("float32",
+  /// "float16", "bfloat16": ncclDataType) from device address `send` into
+  /// `recv` (equal: in place), enqueued on `stream` (a CUstream). False
+  /// with `error` for another dtype or when NCCL refuses to enqueue it.
+  bool allReduceSum(uint64_t send, uint64_t recv, size_t count, const std::string &dtype,
+                    void *stream, std::string &error);
 
   /// One point-to-point transfer of a group: `bytes` bytes at device
   /// address `addr`, sent to (send) or received from (!send) rank `peer`.

@@ -15,13 +15,15 @@
 // the launcher stop the ranks the same way.
 // When every rank succeeded the launcher compares the ranks' logs
 // (collectivesMatch: same collectives in the same order, paired sends and
-// receives) and fails when they differ.
+// receives; tpCollectivesMatch: the same all-reduces of a tensor-parallel
+// run) and fails when they differ.
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_RUNTIME_RANKLAUNCHER_H
 #define H20_RUNTIME_RANKLAUNCHER_H
 
 #include "h20/Runtime/ContextParallel.h"
+#include "h20/Runtime/TensorParallel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -46,7 +48,8 @@ inline constexpr const char *kRankLogDirEnv = "H20_RANK_LOG_DIR";
 int launchRanks(int ranks, const std::string &exe, char **argv, double graceS = 10);
 
 /// A rank's log, written by the rank (RANK) into kRankLogDirEnv when that
-/// is set: rank-R.json with {"rank", "ttft_ms", "collectives": [...]}.
+/// is set: rank-R.json with {"rank", "ttft_ms", "collectives": [...],
+/// "tp_collectives": [...]} (the last optional: tensor parallelism).
 /// `json` is the serialised object; false with `error` when it cannot be
 /// written.
 bool writeRankLog(int rank, const std::string &json, std::string &error);
@@ -57,6 +60,22 @@ bool writeRankLog(int rank, const std::string &json, std::string &error);
 /// -1, which collectivesMatch rejects).
 nlohmann::json collectivesToJson(const std::vector<CpCollective> &log);
 std::vector<CpCollective> collectivesFromJson(const nlohmann::json &array);
+
+/// A rank's all-reduces (tensor parallelism) as the rank log and the report
+/// list them: [{"step", "chunk", "bytes", "dtype"}, ...]; and back (missing
+/// fields read as -1 / "", which tpCollectivesMatch reports as differences
+/// unless every rank lacks them alike).
+nlohmann::json tpCollectivesToJson(const std::vector<TpCollective> &log);
+std::vector<TpCollective> tpCollectivesFromJson(const nlohmann::json &array);
+
+/// Reads rank-0.json .. rank-(ranks-1).json from `dir` (the launcher's
+/// log directory) and checks that the ranks' collectives match, both the
+/// context-parallel ring (collectivesMatch) and the tensor-parallel
+/// all-reduces (tpCollectivesMatch). True with a one-line `summary`
+/// ("context parallel (NCCL): N ranks, ..." or "tensor parallel ..."); false
+/// with `error` naming the rank whose log is missing or unreadable, or the
+/// first difference.
+bool checkRankLogs(const std::string &dir, int ranks, std::string &summary, std::string &error);
 
 } // namespace h20::runtime
 
