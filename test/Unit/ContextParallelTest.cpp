@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -491,4 +492,28 @@ TEST(ContextParallel, PlanRejectsPromptsThatDoNotSplit) {
   EXPECT_TRUE(contains(error, "not a multiple of the artifact's 4-token compiled chunk")) << error;
   EXPECT_FALSE(planContextParallel(p, 3, 48, plan, error));
   EXPECT_TRUE(planContextParallel(p, 8, 64, plan, error)) << error;
+}
+
+// An all_reduce (with one tensor-parallel rank, a device copy) into the KV
+// cache counts as a write of its destination rows, like a copy; its source
+// buffer is referenced like any view (segments split the same way).
+TEST(ContextParallel, AllReduceWritesItsDestination) {
+  json g = program();
+  // After layer 0's K write (step 2): sum the kv temp into the V rows.
+  json step = {{"op", "all_reduce"}, {"dtype", "bf16"}, {"src", 5}, {"src_offset_bytes", 0},
+               {"dst", 3}, {"dst_offset_bytes", {{"c", cacheByte(0, 1, 0, 0)}, {"p0", 2 * kD}}},
+               {"bytes", kC * kD * 2}};
+  g["steps"].insert(g["steps"].begin() + 3, step);
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p), "");
+  std::vector<CpSegment> segs;
+  std::string error;
+  ASSERT_TRUE(splitLayerSegments(p, segs, error)) << error;
+  ASSERT_EQ(segs.size(), 3u);
+  EXPECT_NE(std::find(segs[0].stateWriters.begin(), segs[0].stateWriters.end(), 3u),
+            segs[0].stateWriters.end());
+  std::vector<StateRun> runs;
+  ASSERT_TRUE(stateWriteRuns(p, 3, {8, kC}, runs, error)) << error;
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0], (StateRun{3, cacheByte(0, 1, 0, 8), kC * kD * 2}));
 }

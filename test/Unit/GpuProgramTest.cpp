@@ -804,3 +804,126 @@ TEST(Conversion, ConvertElements) {
   convertElements("int64", ints, "int64", out, 2);
   EXPECT_EQ(out[1], -7);
 }
+
+// --- all_reduce (tensor parallelism) -------------------------------------------
+
+namespace {
+/// baseProgram plus step 5: an in-place bf16 all_reduce of n rows of 4
+/// elements of temp buffer 6 (bfloat16).
+json allReduceProgram() {
+  json g = baseProgram();
+  g["steps"].push_back({{"op", "all_reduce"},
+                        {"dtype", "bf16"},
+                        {"src", 6},
+                        {"src_offset_bytes", 0},
+                        {"dst", 6},
+                        {"dst_offset_bytes", 0},
+                        {"bytes", {{"n", 8}}}});
+  return g;
+}
+} // namespace
+
+TEST(GpuProgram, ParsesAllReduce) {
+  GpuProgram p;
+  ASSERT_EQ(parse(allReduceProgram(), p), "");
+  ASSERT_EQ(p.steps.size(), 6u);
+  EXPECT_STREQ(stepOpName(p.steps[5]), "all_reduce");
+  const auto &a = std::get<AllReduceStep>(p.steps[5]);
+  EXPECT_EQ(a.dtype, "bfloat16"); // "bf16" spelled out
+  EXPECT_EQ(a.src, 6);
+  EXPECT_EQ(a.dst, 6);
+  EXPECT_EQ(a.bytes.n, 8);
+  StepSymbols sy = stepSymbols(p.steps[5]);
+  EXPECT_TRUE(sy.n);
+  EXPECT_FALSE(sy.p0);
+  ResolvedStep r;
+  std::string error;
+  ASSERT_TRUE(resolveStep(p, 5, {16, 5}, r, error)) << error;
+  const auto &ra = std::get<ResolvedAllReduce>(r);
+  EXPECT_EQ(ra.bytes, 40);
+  EXPECT_TRUE(ra.inPlace());
+
+  // f32 and the long spelling; a copy to another buffer (not in place).
+  json g = baseProgram();
+  g["steps"].push_back({{"op", "all_reduce"}, {"dtype", "float32"}, {"src", 7},
+                        {"src_offset_bytes", 0}, {"dst", 2}, {"dst_offset_bytes", 16},
+                        {"bytes", 64}});
+  ASSERT_EQ(parse(g, p), "");
+  EXPECT_EQ(std::get<AllReduceStep>(p.steps[5]).dtype, "float32");
+  ASSERT_TRUE(resolveStep(p, 5, {0, 16}, r, error)) << error;
+  EXPECT_FALSE(std::get<ResolvedAllReduce>(r).inPlace());
+}
+
+TEST(GpuProgram, RejectsBadAllReduces) {
+  struct Case {
+    const char *name;
+    std::function<void(json &)> mutate;
+    const char *message;
+  };
+  const Case cases[] = {
+      {"unknown dtype", [](json &s) { s["dtype"] = "f8"; },
+       "step 5 (all_reduce): dtype: unsupported dtype 'f8' (f32, f16, bf16)"},
+      {"integer dtype", [](json &s) { s["dtype"] = "int32"; }, "unsupported dtype 'int32'"},
+      {"missing dtype", [](json &s) { s.erase("dtype"); },
+       "step 5 (all_reduce): missing field 'dtype'"},
+      {"missing src", [](json &s) { s.erase("src"); }, "step 5 (all_reduce): missing field 'src'"},
+      {"missing bytes", [](json &s) { s.erase("bytes"); },
+       "step 5 (all_reduce): missing field 'bytes'"},
+      {"odd bytes", [](json &s) { s["bytes"] = 6; s["dtype"] = "f32"; s["src"] = 7; s["dst"] = 7; },
+       "step 5 (all_reduce): bytes: 6 is not a multiple of the 4-byte float32 element"},
+      {"odd offset", [](json &s) { s["dst_offset_bytes"] = 3; },
+       "step 5 (all_reduce): dst_offset_bytes: 3 is not a multiple of the 2-byte bfloat16 element"},
+      {"buffer out of range", [](json &s) { s["dst"] = 42; },
+       "step 5 (all_reduce): dst: 42 is not a buffer index"},
+      {"buffer of another dtype", [](json &s) { s["dtype"] = "f32"; },
+       "step 5 (all_reduce): src: reads buffer 6 (bfloat16) as float32"},
+      {"linear expression", [](json &s) { s["bytes"] = {{"m", 2}}; },
+       "unknown key 'm'"},
+  };
+  for (const Case &c : cases) {
+    json g = allReduceProgram();
+    c.mutate(g["steps"][5]);
+    std::string e = parseError(g);
+    EXPECT_NE(e.find(c.message), std::string::npos) << c.name << ": " << e;
+  }
+}
+
+TEST(GpuProgram, ResolvesAllReduceRanges) {
+  // bytes = 2n: a whole bf16 element per token.
+  json g = allReduceProgram();
+  g["steps"][5]["bytes"] = {{"n", 2}};
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p), "");
+  ResolvedStep r;
+  std::string error;
+  EXPECT_TRUE(resolveStep(p, 5, {0, 3}, r, error)) << error;
+  // bytes = 3n with f16: odd for odd n (caught per chunk, not at parse time).
+  g["steps"][5]["bytes"] = {{"n", 3}};
+  g["steps"][5]["src"] = g["steps"][5]["dst"] = 7; // no dtype
+  g["steps"][5]["dtype"] = "f16";
+  ASSERT_EQ(parse(g, p), "");
+  EXPECT_TRUE(resolveStep(p, 5, {0, 2}, r, error)) << error;
+  EXPECT_FALSE(resolveStep(p, 5, {0, 3}, r, error));
+  EXPECT_NE(error.find("step 5 (all_reduce): bytes: 9 is not a multiple of the 2-byte float16"),
+            std::string::npos)
+      << error;
+  // Past the buffer's end.
+  g = allReduceProgram();
+  g["steps"][5]["bytes"] = 2048;
+  EXPECT_NE(parseError(g).find("step 5 (all_reduce): src: accesses bytes up to 2048 of buffer 6"),
+            std::string::npos)
+      << parseError(g);
+  // Overlapping but not the same range (temps 6 and 7 alias: 7 starts at
+  // arena byte 512).
+  g = allReduceProgram();
+  g["steps"][5]["bytes"] = 64;
+  g["steps"][5]["dst_offset_bytes"] = 32;
+  EXPECT_NE(parseError(g).find("dst: overlaps the source without being the same range"),
+            std::string::npos)
+      << parseError(g);
+  g["steps"][5]["dst"] = 7;
+  g["steps"][5]["dtype"] = "bf16";
+  g["steps"][5]["src_offset_bytes"] = 512;
+  g["steps"][5]["dst_offset_bytes"] = 0; // arena byte 512 both: in place through the alias
+  EXPECT_EQ(parseError(g), "(accepted)");
+}
