@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1537,4 +1538,89 @@ TEST_F(GpuExecutorTest, H20RunVirtualRanks) {
   EXPECT_EQ(h20("--gpus 4 --virtual-ranks"), 2);
   EXPECT_NE(text("out.txt").find("not a multiple of the artifact's 4-token compiled chunk"), std::string::npos)
       << text("out.txt");
+}
+
+// Tensor parallelism, 2 virtual ranks on one GPU: each loads its half of a
+// [2, 6] weight (sharded on axis 1) and all-reduces it into the output, so
+// both end with w[:, :3] + w[:, 3:]. With one rank the all_reduce is a copy.
+TEST_F(GpuExecutorTest, TensorParallelVirtualAllReduce) {
+  const std::vector<float> w = {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15};
+  ASSERT_NO_FATAL_FAILURE(writeBytes(dir.path + "/w.bin", w.data(), w.size() * 4));
+  auto artifact = [&](TestArtifact &t, bool tp) {
+    t.manifest["outputs"] = {{{"name", "out"}, {"dtype", "float32"}, {"shape", {2, 3}}}};
+    json weight = {{"name", "w"}, {"file", "w.bin"}, {"dtype", "float32"},
+                   {"shape", {2, tp ? 3 : 6}}, {"offset", 0}, {"length", 48}};
+    if (tp) {
+      weight["shard"] = {{"axis", 1}, {"full_shape", {2, 6}}, {"starts", {0, 3}}};
+      t.manifest["parallel"] = {{"gpus", 2}, {"plan", "tensor"}, {"tensor_parallel", 2}};
+    }
+    t.manifest["weights"] = {weight};
+    json gpu = {{"arch", "sm_90"}, {"symbols", json::array()},
+                {"outputs", {{{"mode", "whole"}}}}, {"modules", json::array()},
+                {"arena_bytes", 256},
+                {"buffers", {{{"kind", "output"}, {"index", 0}, {"bytes", 24}},
+                             {{"kind", "weight"}, {"index", 0}, {"bytes", tp ? 24 : 48},
+                              {"dtype", "float32"}}}},
+                {"steps", {{{"op", "all_reduce"}, {"dtype", "f32"}, {"src", 1},
+                            {"src_offset_bytes", tp ? 0 : 12}, {"dst", 0},
+                            {"dst_offset_bytes", 0}, {"bytes", 24}}}}};
+    t.finish(gpu);
+  };
+  TestArtifact t(dir.path);
+  ASSERT_NO_FATAL_FAILURE(artifact(t, true));
+  GpuExecutor ex[2];
+  std::string error;
+  for (int r = 0; r < 2; ++r) {
+    GpuLoadOptions lo;
+    lo.tensorParallelRank = r;
+    ASSERT_EQ(ex[r].load(t.artifact, t.m, t.program, lo, error), GpuStatus::Ok) << error;
+  }
+  // Without its group (or NCCL) a tensor-parallel run is refused.
+  {
+    std::vector<HostTensor> outs;
+    GpuRunStats stats;
+    EXPECT_EQ(ex[0].run({}, GpuRunOptions(), outs, stats, error), GpuStatus::BadInput);
+    EXPECT_NE(error.find("compiled for tensor parallelism over 2 GPUs"), std::string::npos)
+        << error;
+  }
+  HostAllReduceGroup group(2);
+  std::vector<HostTensor> outs[2];
+  GpuRunStats stats[2];
+  GpuStatus status[2];
+  std::string errors[2];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      GpuRunOptions ro;
+      ro.virtualTensorParallel = &group;
+      status[r] = ex[r].run({}, ro, outs[r], stats[r], errors[r]);
+      if (status[r] != GpuStatus::Ok)
+        group.abort(errors[r]);
+    });
+  for (std::thread &th : threads)
+    th.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(status[r], GpuStatus::Ok) << "rank " << r << ": " << errors[r];
+    EXPECT_EQ(asFloats(outs[r][0]), (std::vector<float>{3, 5, 7, 23, 25, 27})) << "rank " << r;
+    EXPECT_EQ(stats[r].tpRanks, 2);
+    EXPECT_EQ(stats[r].tpRank, r);
+    EXPECT_EQ(stats[r].tpMode, "virtual");
+    EXPECT_EQ(stats[r].allReduces, 1);
+    EXPECT_EQ(stats[r].allReduceBytes, 24);
+    ASSERT_EQ(stats[r].tpLog.size(), 1u);
+    EXPECT_EQ(stats[r].tpLog[0], (TpCollective{0, 0, 24, "float32"}));
+    EXPECT_FALSE(stats[r].cudaGraph);
+  }
+  // One rank: a device copy (of bytes [12, 36) of the unsharded weight).
+  TestArtifact one(dir.path);
+  ASSERT_NO_FATAL_FAILURE(artifact(one, false));
+  GpuExecutor single;
+  ASSERT_EQ(single.load(one.artifact, one.m, one.program, GpuLoadOptions(), error), GpuStatus::Ok)
+      << error;
+  std::vector<HostTensor> o;
+  GpuRunStats st;
+  ASSERT_EQ(single.run({}, GpuRunOptions(), o, st, error), GpuStatus::Ok) << error;
+  EXPECT_EQ(asFloats(o[0]), (std::vector<float>{3, 4, 5, 10, 11, 12}));
+  EXPECT_EQ(st.tpRanks, 0);
+  EXPECT_EQ(st.allReduces, 1);
 }
