@@ -14,7 +14,11 @@
 # fixtures, conformance cases and seed-dense test models), also the issue-7
 # benchmarks (bench/run-bench.sh runs them on the GPU machine); with
 # H20_BUNDLE_BENCH=v41, DeepSeek-V4.1's parts alone: the tiny checkpoint's
-# artifacts and the Flash-layer artifacts of bench/v41-layers.sh:
+# artifacts and the Flash-layer artifacts of bench/v41-layers.sh; with
+# H20_BUNDLE_BENCH=tp, the tensor-parallel check's parts alone (issue 8,
+# scripts/gpu-tp-check.sh): the fixtures and seed-dense 2 layers compiled
+# for 1 GPU and split over T = 2, 4, 8 ranks (art/*.tpT.h20; the full
+# bundle has them too):
 #   bench/      run-bench.sh, its Python parts, build-info.json, and the
 #               cost model's predicted TTFT (section C) for each S, computed
 #               here: predicted-S*.json / .txt
@@ -30,11 +34,14 @@ build=${H20_BUILD_DIR:-$root/build}
 out=${1:?usage: gpu-bundle.sh OUTDIR [FIXTURES_DIR]}
 fixtures=${2:-$root/../shared/fixtures/onnx}
 bench=${H20_BUNDLE_BENCH:-0}
-[[ $bench == 0 || $bench == 1 || $bench == only || $bench == v41 ]] ||
-  { echo "gpu-bundle: H20_BUNDLE_BENCH must be 0, 1, only or v41" >&2; exit 2; }
+[[ $bench == 0 || $bench == 1 || $bench == only || $bench == v41 || $bench == tp ]] ||
+  { echo "gpu-bundle: H20_BUNDLE_BENCH must be 0, 1, only, v41 or tp" >&2; exit 2; }
 # The Llama fixtures, conformance cases and seed-dense test models.
 llama_tests=1
-[[ $bench == only || $bench == v41 ]] && llama_tests=0
+[[ $bench == only || $bench == v41 || $bench == tp ]] && llama_tests=0
+# Tensor-parallel artifacts (fixtures and seed-dense 2 layers at T = 1, 2, 4, 8).
+tp_tests=1
+[[ $bench == only || $bench == v41 ]] && tp_tests=0
 "$root/scripts/build.sh" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
@@ -49,7 +56,7 @@ done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
 # The V4.1 kernel benchmark needs only bin/ (issue 9; any bundle).
 mkdir -p "$out/bench" && cp "$root/bench/v41-kernels.sh" "$root/bench/v41-layers.sh" "$out/bench/"
 cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" "$root/scripts/gpu-v41-check.sh" \
-  "$root/scripts/gpu-nccl-check.sh" "$out/"
+  "$root/scripts/gpu-nccl-check.sh" "$root/scripts/gpu-tp-check.sh" "$out/"
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
 [[ $llama_tests == 0 ]] && models=()
 for m in "${models[@]}"; do
@@ -61,6 +68,23 @@ for m in "${models[@]}"; do
       --max-positions=1024 --chunk=64 --logits=last -o "$out/art/$m.$ct.last.h20"
   done
 done
+# Tensor parallelism: each last-position fixture artifact split over T ranks.
+if [[ $tp_tests == 1 ]]; then
+  for m in llama_gqa_op18 llama_gqa_op23 llama_mha_op23; do
+    cp "$fixtures/$m.onnx" "$fixtures/$m".ids*.npy "$out/models/"
+    for ct in f32 bf16; do
+      [[ -f $out/art/$m.$ct.last.h20 ]] ||
+        "$build/bin/h20-opt" "$fixtures/$m.onnx" --target=h200 --compute-type=$ct \
+          --max-positions=1024 --chunk=64 --logits=last -o "$out/art/$m.$ct.last.h20"
+      for t in 2 4 8; do
+        "$build/bin/h20-opt" "$fixtures/$m.onnx" --target=h200 --compute-type=$ct \
+          --max-positions=1024 --chunk=64 --logits=last --gpus $t --parallel tensor \
+          -o "$out/art/$m.$ct.last.tp$t.h20" 2>>"$out/art/tp-compile.log"
+      done
+    done
+  done
+fi
+
 # ONNX's own conformance cases (Attention, RotaryEmbedding, RMSNormalization),
 # compiled for the GPU in their own types (f32 stays f32, f16 stays f16); a
 # case that does not compile leaves its reason in conformance-art/CASE.err.
@@ -91,6 +115,21 @@ mkdir -p "$out/seed-dense-2l"
 # The same at S = 262144 (gpu-nccl-check.sh: scaling over N GPUs, faults).
 "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
   --logits=last --max-positions=262144 -o "$out/art/seed-dense-2l.S262144.h20"
+fi
+if [[ $tp_tests == 1 ]]; then
+  [[ -f $out/seed-dense-2l/model.onnx ]] ||
+    "$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-2l" --layers 2 --graph
+  [[ -f $out/art/seed-dense-2l.bf16.last.h20 ]] ||
+    "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
+      --logits=last --max-positions=32768 -o "$out/art/seed-dense-2l.bf16.last.h20"
+  for t in 2 4 8; do
+    "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
+      --logits=last --max-positions=32768 --gpus $t --parallel tensor \
+      -o "$out/art/seed-dense-2l.bf16.last.tp$t.h20" 2>>"$out/art/tp-compile.log"
+  done
+  rm -f "$out/seed-dense-2l/weights.bin"   # sparse here; generated there
+fi
+if [[ $llama_tests == 1 ]]; then
 rm -f "$out/seed-dense-2l/weights.bin"   # sparse here; generated there
 # 64-bit indexing: one seed-dense layer at S = 524288 + 4096, where one
 # layer's K holds 32 x 528384 x 128 > 2^31 elements.

@@ -5,28 +5,39 @@
 
 #include "mlir/Transforms/Passes.h"
 
+void h20::buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t maxSeq,
+                            int64_t kvElementBytes, int64_t tensorParallel) {
+  if (tensorParallel > 1) {
+    TensorParallelOptions tp;
+    tp.ranks = tensorParallel;
+    pm.addPass(createTensorParallel(tp));
+    pm.addPass(mlir::createCSEPass());
+  }
+  LowerRopeOptions rope;
+  if (maxSeq > 0)
+    rope.maxPositions = maxSeq;
+  pm.addNestedPass<mlir::func::FuncOp>(createLowerRope(rope));
+  pm.addPass(mlir::createCSEPass());
+  FuseKVCachesOptions kv;
+  kv.maxSeq = maxSeq;
+  kv.elementBytes = kvElementBytes;
+  pm.addNestedPass<mlir::func::FuncOp>(createFuseKVCaches(kv));
+  SelectTilesOptions tiles;
+  tiles.target = target.str();
+  if (maxSeq > 0)
+    tiles.seqLen = maxSeq;
+  pm.addNestedPass<mlir::func::FuncOp>(createSelectTiles(tiles));
+}
+
 llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
                                            llvm::StringRef target, int64_t maxSeq,
-                                           int64_t kvElementBytes) {
+                                           int64_t kvElementBytes, int64_t tensorParallel) {
   if (level == "onnx")
     return llvm::success();
   if (level == "planned") {
     if (failed(buildEmitPipeline(pm, "attn")))
       return llvm::failure();
-    LowerRopeOptions rope;
-    if (maxSeq > 0)
-      rope.maxPositions = maxSeq;
-    pm.addNestedPass<mlir::func::FuncOp>(createLowerRope(rope));
-    pm.addPass(mlir::createCSEPass());
-    FuseKVCachesOptions kv;
-    kv.maxSeq = maxSeq;
-    kv.elementBytes = kvElementBytes;
-    pm.addNestedPass<mlir::func::FuncOp>(createFuseKVCaches(kv));
-    SelectTilesOptions tiles;
-    tiles.target = target.str();
-    if (maxSeq > 0)
-      tiles.seqLen = maxSeq;
-    pm.addNestedPass<mlir::func::FuncOp>(createSelectTiles(tiles));
+    buildPlanPipeline(pm, target, maxSeq, kvElementBytes, tensorParallel);
     return llvm::success();
   }
   if (level == "attn") {

@@ -254,6 +254,18 @@ llvm::json::Array describeWeights(ModuleOp module, StringRef entry) {
             w["file_size"] = int64_t(size);
         }
       }
+      // h20-tensor-parallel: "shape" is one rank's slice (along "axis", from
+      // starts[rank]) of the stored tensor of "full_shape".
+      if (auto shard = d.getAs<DictionaryAttr>("shard")) {
+        llvm::json::Array full, starts;
+        for (int64_t x : shard.getAs<DenseI64ArrayAttr>("full_shape").asArrayRef())
+          full.push_back(x);
+        for (int64_t x : shard.getAs<DenseI64ArrayAttr>("starts").asArrayRef())
+          starts.push_back(x);
+        w["shard"] = llvm::json::Object{{"axis", shard.getAs<IntegerAttr>("axis").getInt()},
+                                        {"full_shape", std::move(full)},
+                                        {"starts", std::move(starts)}};
+      }
       if (auto o = d.getAs<IntegerAttr>("offset"))
         w["offset"] = o.getInt();
       if (auto l = d.getAs<IntegerAttr>("length"))

@@ -51,6 +51,7 @@ std::optional<std::string> whyNotPerToken(Operation *op, Value ids) {
     return refuse("a Slice may cut along the sequence");
   }
   if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,
+          h20::attn::AllReduceOp,
           h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||
       op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "tensor")
     return std::nullopt;

@@ -32,7 +32,8 @@ h20::readFloatElements(Value v, int64_t first, int64_t count) {
     return out;
   }
   auto w = v.getDefiningOp<onnx::WeightOp>();
-  if (!w || !w.getFile() || !w.getOffset())
+  // A tensor-parallel slice's elements are not the file's in order.
+  if (!w || !w.getFile() || !w.getOffset() || w->hasAttr("h20.shard"))
     return std::nullopt;
   auto module = w->getParentOfType<ModuleOp>();
   auto dir = module ? module->getAttrOfType<StringAttr>("onnx.model_dir") : nullptr;

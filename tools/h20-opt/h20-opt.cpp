@@ -20,6 +20,8 @@
 #include "h20/Target/CpuTarget.h"
 #include "h20/Target/GpuTarget.h"
 #include "h20/Target/TargetCommon.h"
+#include "h20/Transforms/Passes.h"
+#include "h20/Transforms/PrefillCostModel.h"
 #include "h20/Transforms/SparseKVPlan.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -86,6 +88,19 @@ static llvm::cl::opt<int64_t> maxPositions(
                    "CPU: 0 = no limit; GPU: sizes the KV cache and RoPE tables, 0 = 8192"),
     llvm::cl::init(0));
 
+static llvm::cl::opt<int64_t> gpuCount(
+    "gpus",
+    llvm::cl::desc("GPU targets: GPUs the prefill will run on (h20-run --gpus N); with N > 1 "
+                   "the artifact records the multi-GPU plan (see --parallel)"),
+    llvm::cl::init(1));
+static llvm::cl::opt<std::string> parallelPlan(
+    "parallel",
+    llvm::cl::desc("With --gpus N > 1: context (split the prompt; the artifact runs on any N), "
+                   "tensor (split heads and MLP columns over N ranks: the artifact runs on "
+                   "exactly N), or auto (default: the plan the cost model predicts faster at "
+                   "--max-positions tokens on --target)"),
+    llvm::cl::init("auto"));
+
 namespace {
 
 /// Prints every KV-cache plan of `module`: the dense cache (kv.alloc) and
@@ -107,6 +122,56 @@ void printKVPlans(ModuleOp module) {
     if (h20::readSparseKVPlan(f, sparse))
       llvm::outs() << h20::formatSparseKVPlan(sparse);
   });
+}
+
+/// Chooses the multi-GPU plan for `gpus` GPUs of target `t` (`requested`:
+/// auto, context or tensor) on the attn-level `module`, pricing both plans
+/// with the cost model at `tokens` tokens (PrefillCostModel.h; the LM head
+/// for the last position only when `logitsLast`). Context parallelism is
+/// always possible (priced only with NVLink); tensor parallelism needs a
+/// model h20-tensor-parallel can split. False with `error` when the
+/// requested plan is impossible.
+bool choosePlan(ModuleOp module, const h20::TargetDescription &t, int64_t gpus, int64_t tokens,
+                int64_t elementBytes, bool logitsLast, llvm::StringRef requested,
+                h20::GpuTargetOptions::Parallel &out, std::string &error) {
+  out.gpus = gpus;
+  out.tokens = tokens;
+  OwningOpRef<ModuleOp> priced(cast<ModuleOp>(module->clone()));
+  if (logitsLast) {
+    PassManager pm(module.getContext());
+    pm.addPass(h20::createLogitsLast());
+    if (failed(pm.run(*priced))) {
+      error = "the cost model could not apply --logits=last to the model";
+      return false;
+    }
+  }
+  h20::PrefillWork work = h20::collectPrefillWork(*priced, tokens, elementBytes);
+  if (t.nvlinkBytesPerS > 0)
+    out.contextMs = h20::predictContextParallel(work, t, gpus).totalMs;
+  h20::PrefillPrediction tp;
+  std::string why;
+  if (h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why))
+    out.tensorMs = tp.totalMs;
+  else
+    out.note = "tensor parallelism is not possible: " + why;
+  if (requested == "tensor") {
+    if (out.tensorMs < 0) {
+      error = "--parallel tensor: " + why;
+      return false;
+    }
+    out.plan = "tensor";
+    out.chosenBy = "user";
+    return true;
+  }
+  if (requested == "context") {
+    out.plan = "context";
+    out.chosenBy = "user";
+    return true;
+  }
+  out.chosenBy = "cost model";
+  out.plan = out.tensorMs >= 0 && (out.contextMs < 0 || out.tensorMs < out.contextMs) ? "tensor"
+                                                                                      : "context";
+  return true;
 }
 
 bool isOnnxFile(llvm::StringRef name) {
@@ -139,6 +204,13 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     return fail("--compute-type must be bf16, f16 or f32, got '" + computeType + "'");
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
     return fail("--chunk must be between 1 and 1048576 tokens (0: automatic)");
+  if (gpuCount < 1 || gpuCount > 1024)
+    return fail("--gpus must be between 1 and 1024, got " + std::to_string(gpuCount));
+  if (!llvm::is_contained({"auto", "context", "tensor"}, parallelPlan.getValue()))
+    return fail("--parallel must be auto, context or tensor, got '" + parallelPlan + "'");
+  if (gpuCount > 1 && !gpuArtifact)
+    return fail("--gpus N > 1 plans a multi-GPU prefill: it needs a GPU --target (h20, h100, "
+                "h200, h800) and -o (an artifact)");
   if (buildArtifact && output == "-")
     return fail("--target writes a binary artifact: give its path with -o");
   // RoPE tables and tile planning grow with it; 16M tokens is far beyond
@@ -215,11 +287,42 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   // The sparse KV plan is sized in the GPU targets' storage type.
   int64_t kvElementBytes =
       targetName.empty() || targetName == "cpu" ? 0 : computeType == "f32" ? 4 : 2;
-  if (failed(h20::buildEmitPipeline(pm, level, targetName,
-                                    gpuArtifact ? capacity : maxSeq.getValue(), kvElementBytes)))
-    return fail("unknown --emit level '" + level + "' (expected onnx, attn or planned)");
-  if (failed(pm.run(*module)))
-    return kExitBadInput;
+  h20::GpuTargetOptions::Parallel parallel;
+  if (gpuArtifact) {
+    // Attn level first: the multi-GPU plan is chosen there, and a tensor-
+    // parallel split must precede the KV-cache plan.
+    if (failed(h20::buildEmitPipeline(pm, "attn")) || failed(pm.run(*module)))
+      return kExitBadInput;
+    if (gpuCount > 1) {
+      std::string error;
+      if (!choosePlan(*module, *desc, gpuCount, gpuMaxPositions, computeType == "f32" ? 4 : 2,
+                      logitsMode == "last", parallelPlan, parallel, error))
+        return fail(error);
+      llvm::errs() << "h20-opt: " << gpuCount << " GPUs: plan " << parallel.plan << " ("
+                   << parallel.chosenBy << ")";
+      if (parallel.contextMs >= 0 && parallel.tensorMs >= 0)
+        llvm::errs() << llvm::format("; predicted at %lld tokens on one %s node: context %.1f "
+                                     "ms, tensor %.1f ms",
+                                     static_cast<long long>(parallel.tokens),
+                                     targetName.getValue().c_str(), parallel.contextMs,
+                                     parallel.tensorMs);
+      if (!parallel.note.empty())
+        llvm::errs() << "; " << parallel.note;
+      llvm::errs() << "\n";
+    }
+    PassManager plan(&ctx);
+    if (failed(h20::applyDeveloperOptions(plan)))
+      return kExitBadInput;
+    h20::buildPlanPipeline(plan, targetName, capacity, kvElementBytes,
+                           parallel.plan == "tensor" ? parallel.gpus : 1);
+    if (failed(plan.run(*module)))
+      return kExitBadInput;
+  } else {
+    if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes)))
+      return fail("unknown --emit level '" + level + "' (expected onnx, attn or planned)");
+    if (failed(pm.run(*module)))
+      return kExitBadInput;
+  }
 
   if (printKVPlan)
     printKVPlans(*module);
@@ -231,6 +334,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     options.maxPositions = gpuMaxPositions;
     options.chunk = chunk;
     options.computeType = computeType;
+    options.parallel = parallel;
     h20::runtime::Artifact artifact;
     std::string log;
     LogicalResult ok = h20::compileForGpu(*module, options, artifact, log);

@@ -15,11 +15,20 @@ namespace h20 {
 ///             l20, cpu), with `maxSeq` as the cache capacity and the RoPE
 ///             table length (0: prompt-sized cache, 1M-position tables);
 ///             `kvElementBytes` sizes the sparse-attention KV plan's
-///             elements (0: the IR's element type).
+///             elements (0: the IR's element type); with
+///             `tensorParallel` T > 1, h20-tensor-parallel splits the heads
+///             and MLP columns over T ranks first (before the KV cache is
+///             planned, so it holds one rank's KV heads).
 /// Fails for an unknown level.
 llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
                                       llvm::StringRef target = "h200",
-                                      int64_t maxSeq = 0, int64_t kvElementBytes = 0);
+                                      int64_t maxSeq = 0, int64_t kvElementBytes = 0,
+                                      int64_t tensorParallel = 1);
+
+/// The "planned" passes that follow the attn level (what buildEmitPipeline's
+/// "planned" adds after "attn"), for a module already at the attn level.
+void buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t maxSeq,
+                       int64_t kvElementBytes, int64_t tensorParallel);
 
 } // namespace h20
 

@@ -24,6 +24,18 @@ struct GpuTargetOptions {
   /// Storage type of activations, weights and KV cache: f32, bf16 or f16
   /// (h20-compute-type); accumulation is float32 either way.
   std::string computeType = "bf16";
+  /// The multi-GPU plan, written to the manifest's "parallel" object when
+  /// gpus > 1 (h20-opt --gpus N --parallel auto|context|tensor). With plan
+  /// "tensor" the module must already be split (h20-tensor-parallel with
+  /// ranks = gpus).
+  struct Parallel {
+    int64_t gpus = 1;
+    std::string plan = "context"; ///< "context" or "tensor"
+    std::string chosenBy;         ///< "cost model" or "user"
+    int64_t tokens = 0;           ///< prompt length the cost model priced
+    double contextMs = -1, tensorMs = -1; ///< predictions; < 0: none
+    std::string note;             ///< why a plan was not possible, if so
+  } parallel;
 };
 
 /// Compiles `module` (planned level: fused KV cache, RoPE tables, tiles;

@@ -139,6 +139,44 @@ def ComputeType : Pass<"h20-compute-type", "mlir::func::FuncOp"> {
   ];
 }
 
+def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
+  let dependentDialects = ["h20::onnx::OnnxDialect", "h20::attn::AttnDialect"];
+  let summary = "Split attention heads and MLP columns over tensor-parallel ranks";
+  let description = [{
+    Rewrites an attn-level decoder into the program of one of `ranks` (T)
+    tensor-parallel ranks, Megatron-LM style (Shoeybi et al., 2019, section
+    3): every rank runs the same program on its own weight shards.
+
+      * Attention block: the MatMuls making Q, K and V (through bias Add,
+        Reshape to heads, Transpose, per-head RMSNorm, RoPE) keep the
+        rank's heads: the weight's columns of Hq / T query heads and of
+        max(Hkv / T, 1) key/value heads. When Hkv < T the KV heads are
+        replicated, never split: rank r keeps KV head floor(r * Hkv / T),
+        the one its query heads read (needs T % Hkv == 0). The output
+        projection keeps the matching rows and is followed by
+        attn.all_reduce (sum over ranks). A sink is sliced like the query
+        heads. Needs Hq % T == 0 and Hkv % T == 0 or T % Hkv == 0.
+      * MLP block: a MatMul whose input is an elementwise tree (SwiGLU,
+        GELU, ...) of MatMuls of one activation keeps 1/T of the tree's
+        columns (F % T == 0); the down projection keeps the matching rows
+        and is followed by attn.all_reduce.
+      * Everything else (embedding, norms over the hidden size, residual
+        adds, LM head, blocks whose shape does not match) stays replicated:
+        correct, only not split.
+
+    Weights are not copied: the sharded onnx.Weight keeps naming the whole
+    initializer and gets `h20.shard = {axis, full_shape, starts}` (starts:
+    the first index along `axis` for each rank); its type is the rank's
+    slice, and the runtime reads only that slice. The module gets
+    `h20.tensor_parallel = T`. Fails, naming the model, when T > 1 and no
+    block could be split. Runs at the attn level, before RoPE lowering and
+    KV-cache fusion (so the cache holds the rank's KV heads only).
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "2", "Tensor-parallel ranks T (>= 1)">,
+  ];
+}
+
 def LowerRope : Pass<"h20-lower-rope", "mlir::func::FuncOp"> {
   let summary = "Replace attn.rope by table gathers (no sin/cos per token)";
   let description = [{
@@ -249,7 +287,13 @@ def PredictPrefill : Pass<"h20-predict-prefill", "mlir::ModuleOp"> {
     the target's NVLink figure (the datasheet's is both directions); those
     transfers overlap that layer's attention, so only what exceeds it is
     added. Targets without NVLink are predicted for one GPU only.
-    Prints one line per (target, GPUs) on stdout; `output` also writes JSON.
+    With `plans=context,tensor`, N > 1 GPUs also get a tensor-parallel line
+    (`plan=tensor`): the module split by h20-tensor-parallel over N ranks,
+    one rank's kernels at full time, plus its attn.all_reduce results moved
+    2 (N-1) / N times at half the NVLink figure (ring all-reduce), not
+    overlapped; "n/a" with the reason when the model cannot be split.
+    Prints one line per (target, GPUs, plan) on stdout; `output` also
+    writes JSON.
   }];
   let options = [
     ListOption<"targets", "targets", "std::string",
@@ -260,7 +304,9 @@ def PredictPrefill : Pass<"h20-predict-prefill", "mlir::ModuleOp"> {
     Option<"elementBytes", "element-bytes", "int64_t", "2",
            "Bytes per floating-point element (bf16/f16: 2, f32: 4)">,
     Option<"output", "output", "std::string", "\"\"",
-           "Also write the prediction as JSON to this file">
+           "Also write the prediction as JSON to this file">,
+    ListOption<"plans", "plans", "std::string",
+               "Multi-GPU plans to predict: context, tensor (default: context)">
   ];
 }
 

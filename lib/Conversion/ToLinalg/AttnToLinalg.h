@@ -29,6 +29,8 @@ mlir::FailureOr<mlir::Value> lowerIndexerCandidates(mlir::OpBuilder &b, attn::In
 /// routine instead of running their body.
 inline constexpr llvm::StringLiteral kGemmLibraryCall = "h20_gemm";
 inline constexpr llvm::StringLiteral kAttentionLibraryCall = "h20_attention";
+/// Sum over the tensor-parallel ranks (attn.all_reduce): one NCCL all-reduce.
+inline constexpr llvm::StringLiteral kAllReduceLibraryCall = "h20_all_reduce";
 /// The attribute (a dictionary: causal, alignment, window, softcap, scale,
 /// kv_group, tiles) an `h20_attention` generic carries.
 inline constexpr llvm::StringLiteral kAttentionAttrs = "h20.attention";

@@ -9,6 +9,7 @@
 #include "h20/Dialect/KV/IR/KVDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -50,6 +51,9 @@ void weightsToArguments(func::FuncOp func) {
     // h20-compute-type: the file holds another type than the device uses.
     if (auto st = w->getAttrOfType<TypeAttr>("h20.stored_type"))
       d.push_back(b.getNamedAttr("stored_type", st));
+    // h20-tensor-parallel: the argument is one rank's slice of the weight.
+    if (auto shard = w->getAttrOfType<DictionaryAttr>("h20.shard"))
+      d.push_back(b.getNamedAttr("shard", shard));
     descriptions.push_back(b.getDictionaryAttr(d));
     w.erase();
   }
@@ -100,6 +104,30 @@ FailureOr<SmallVector<Value>> lowerKV(OpBuilder &b, Operation *op) {
       tensor::ExtractSliceOp::create(b, loc, rt, cache, offsets, sizes, strides)};
 }
 
+/// attn.all_reduce as an `h20_all_reduce` library-call generic: ins the
+/// rank's partial tensor, outs an empty tensor of the same type. The body
+/// (never run: the GPU target's host program turns the generic into an
+/// all-reduce step) reads both operands so no canonicalisation takes the
+/// generic for an identity copy and drops it.
+Value lowerAllReduceToLibraryCall(OpBuilder &b, h20::attn::AllReduceOp op) {
+  Location loc = op.getLoc();
+  auto t = cast<RankedTensorType>(op.getType());
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    if (t.isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, op.getInput(), i));
+  Value init = tensor::EmptyOp::create(b, loc, t, dyn);
+  AffineMap id = b.getMultiDimIdentityMap(t.getRank());
+  SmallVector<utils::IteratorType> its(t.getRank(), utils::IteratorType::parallel);
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{t}, ValueRange{op.getInput()}, ValueRange{init}, {id, id}, its,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[0], a[1])});
+      });
+  g.setLibraryCallAttr(b.getStringAttr(h20::lowering::kAllReduceLibraryCall));
+  return g.getResult(0);
+}
+
 struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
   using LowerToLinalgBase::LowerToLinalgBase;
   void runOnOperation() override {
@@ -133,6 +161,13 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                 .Case([&](h20::attn::AttentionOp o) {
                   return one(libraryCalls ? h20::lowering::lowerAttentionToLibraryCall(b, o)
                                           : h20::lowering::lowerAttention(b, o));
+                })
+                .Case([&](h20::attn::AllReduceOp o) -> FailureOr<SmallVector<Value>> {
+                  if (!libraryCalls)
+                    return h20::lowering::unsupported(
+                        o, "is a tensor-parallel collective: only the GPU target runs it "
+                           "(compile for the CPU without --gpus / --parallel tensor)");
+                  return one(lowerAllReduceToLibraryCall(b, o));
                 })
                 .Case([&](h20::attn::AttentionScoresOp o) {
                   return one(h20::lowering::lowerAttentionScores(b, o));

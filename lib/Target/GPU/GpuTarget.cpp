@@ -179,6 +179,16 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     return module.emitError("expected exactly one function (the graph), found ") << funcs.size();
   func::FuncOp func = funcs.front();
 
+  // A split module runs only as the tensor-parallel plan it was split for.
+  int64_t splitRanks = 1;
+  if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel"))
+    if (auto r = tp.getAs<IntegerAttr>("ranks"))
+      splitRanks = r.getInt();
+  int64_t planRanks = options.parallel.plan == "tensor" ? options.parallel.gpus : 1;
+  if (splitRanks != planRanks)
+    return module.emitError("GPU target: the module is split for ")
+           << splitRanks << " tensor-parallel rank(s) but the plan asks for " << planRanks;
+
   if (options.logitsLast && failed(runPasses(module, [](PassManager &pm) {
         pm.addPass(createLogitsLast());
       })))
@@ -460,6 +470,24 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   if (!program.constBlob.empty())
     addBlob("consts.bin", "data", program.constBlob);
 
+  if (options.parallel.gpus > 1) {
+    const GpuTargetOptions::Parallel &par = options.parallel;
+    auto ms = [](double v) -> llvm::json::Value {
+      if (v < 0)
+        return nullptr;
+      return v;
+    };
+    llvm::json::Object o{{"gpus", par.gpus},
+                         {"plan", par.plan},
+                         {"tensor_parallel", par.plan == "tensor" ? par.gpus : int64_t(1)},
+                         {"chosen_by", par.chosenBy},
+                         {"tokens", par.tokens},
+                         {"predicted_ms", llvm::json::Object{{"context", ms(par.contextMs)},
+                                                             {"tensor", ms(par.tensorMs)}}}};
+    if (!par.note.empty())
+      o["note"] = par.note;
+    manifest["parallel"] = std::move(o);
+  }
   manifest["weights"] = std::move(weights);
   manifest["blobs"] = std::move(blobs);
   manifest["gpu"] = llvm::json::Object{{"arch", "sm_90"},

@@ -20,6 +20,7 @@ namespace h20::gpu {
 namespace {
 
 constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention",
+                              kAllReduce = "h20_all_reduce",
                               kIndexer = "h20_indexer",
                               kSparseAttention = "h20_sparse_attention",
                               kRoutedExperts = "h20_routed_experts";
@@ -179,6 +180,7 @@ private:
   LogicalResult evalGlobal(memref::GetGlobalOp op);
   LogicalResult evalLaunch(mlir::gpu::LaunchFuncOp op);
   LogicalResult evalGemm(linalg::GenericOp op);
+  LogicalResult evalAllReduce(linalg::GenericOp op);
   LogicalResult evalAttention(linalg::GenericOp op);
   LogicalResult evalIndexer(linalg::GenericOp op);
   LogicalResult evalSparseAttention(linalg::GenericOp op);
@@ -717,6 +719,50 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   return success();
 }
 
+/// An `h20_all_reduce` generic (attn.all_reduce) as one "all_reduce" step:
+/// dst = the sum over the tensor-parallel ranks of src. Both views must be
+/// contiguous (one NCCL buffer each).
+LogicalResult Evaluator::evalAllReduce(linalg::GenericOp op) {
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const View &src = (*operands)[0], &dst = (*operands)[1];
+  auto contiguousBytes = [&](const View &v) -> FailureOr<Lin> {
+    Lin expect{1};
+    for (size_t k = v.sizes.size(); k-- > 0;) {
+      const Lin &st = v.strides[k];
+      bool one = v.sizes[k].isConst() && v.sizes[k].c == 1;
+      if (!one && (st.c != expect.c || st.p0 != expect.p0 || st.n != expect.n))
+        return op->emitError("GPU target: an all-reduce of a strided (non-contiguous) view");
+      auto next = mul(expect, v.sizes[k], op);
+      if (failed(next))
+        return failure();
+      expect = *next;
+    }
+    return expect.scaled(elementBytes(v.element));
+  };
+  auto srcBytes = contiguousBytes(src), dstBytes = contiguousBytes(dst);
+  if (failed(srcBytes) || failed(dstBytes))
+    return failure();
+  if (srcBytes->c != dstBytes->c || srcBytes->p0 != dstBytes->p0 || srcBytes->n != dstBytes->n ||
+      src.element != dst.element)
+    return op->emitError("GPU target: all-reduce source and destination differ in size or type");
+  use(src.buffer);
+  use(dst.buffer);
+  int64_t eb = elementBytes(src.element);
+  Type e = src.element;
+  if (!e.isF32() && !e.isF16() && !e.isBF16())
+    return op->emitError("GPU target: an all-reduce of ") << e << " (f32, f16 or bf16 only)";
+  steps.push_back(llvm::json::Object{{"op", "all_reduce"},
+                                     {"dtype", e.isF32() ? "f32" : e.isF16() ? "f16" : "bf16"},
+                                     {"src", src.buffer},
+                                     {"src_offset_bytes", src.offset.scaled(eb).json()},
+                                     {"dst", dst.buffer},
+                                     {"dst_offset_bytes", dst.offset.scaled(eb).json()},
+                                     {"bytes", srcBytes->json()}});
+  return success();
+}
+
 LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   auto q = view(op.getDpsInputs()[0], op), k = view(op.getDpsInputs()[1], op),
        v = view(op.getDpsInputs()[2], op), o = view(op.getDpsInits()[0], op);
@@ -1248,6 +1294,8 @@ LogicalResult Evaluator::evaluate(Operation *op) {
           return evalGemm(g);
         if (call && call.getValue() == kAttention)
           return evalAttention(g);
+        if (call && call.getValue() == kAllReduce)
+          return evalAllReduce(g);
         if (call && call.getValue() == kIndexer)
           return evalIndexer(g);
         if (call && call.getValue() == kSparseAttention)

@@ -281,8 +281,32 @@ LogicalResult WeightOp::verify() {
   unsigned bits = type.getElementTypeBitWidth();
   if (auto stored = (*this)->getAttrOfType<TypeAttr>("h20.stored_type"))
     bits = stored.getValue().getIntOrFloatBitWidth();
+  // h20-tensor-parallel: the bytes hold the whole initializer, the result
+  // is one rank's slice of it.
+  int64_t elements = type.getNumElements();
+  if (auto shard = (*this)->getAttrOfType<DictionaryAttr>("h20.shard")) {
+    auto axis = shard.getAs<IntegerAttr>("axis");
+    auto full = shard.getAs<DenseI64ArrayAttr>("full_shape");
+    auto starts = shard.getAs<DenseI64ArrayAttr>("starts");
+    if (!axis || !full || !starts || static_cast<int64_t>(full.size()) != type.getRank())
+      return emitOpError("h20.shard of '") << getName()
+             << "' needs axis, full_shape (of the result's rank) and starts";
+    int64_t a = axis.getInt();
+    if (a < 0 || a >= type.getRank())
+      return emitOpError("h20.shard axis ") << a << " out of range";
+    elements = 1;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      if (i != a && full[i] != type.getDimSize(i))
+        return emitOpError("h20.shard full_shape differs from the result outside axis ") << a;
+      elements *= full[i];
+    }
+    for (int64_t s : starts.asArrayRef())
+      if (s < 0 || s + type.getDimSize(a) > full[a])
+        return emitOpError("h20.shard start ") << s << " + " << type.getDimSize(a)
+               << " exceeds dim " << full[a];
+  }
   if (len && bits % 8 == 0) {
-    int64_t expected = type.getNumElements() * (bits / 8);
+    int64_t expected = elements * (bits / 8);
     if (*len != expected)
       return emitOpError("initializer '")
              << getName() << "' declares " << *len << " bytes but " << type

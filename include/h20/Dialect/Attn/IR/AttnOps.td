@@ -259,6 +259,32 @@ def Attn_RopeApplyOp : Attn_Op<"rope_apply", [Pure, AllTypesMatch<["input", "res
   let hasVerifier = 1;
 }
 
+def Attn_AllReduceOp : Attn_Op<"all_reduce", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Sum a tensor over the tensor-parallel ranks";
+  let description = [{
+    Every tensor-parallel rank holds a partial `input` (its heads' share of
+    an attention output projection, its columns' share of an MLP down
+    projection); the result, on every rank, is the elementwise sum of the
+    `input`s of all ranks. Inserted by h20-tensor-parallel after a
+    row-parallel MatMul (Shoeybi et al., "Megatron-LM", 2019, section 3,
+    the "g" operator); the GPU target runs it as one ncclAllReduce (sum).
+    With one rank it is the identity. The CPU target has no lowering (it
+    runs one rank; a sharded graph there would be wrong).
+
+    Shapes: any rank; result = input. Dtypes: f16, bf16, f32, f64.
+
+    Example:
+    ```mlir
+    %y = attn.all_reduce %x : (tensor<1x?x4096xbf16>) -> tensor<1x?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` `(` type($input) `)` `->` type($result)
+  }];
+}
+
 def Attn_SparseAttentionOp : Attn_Op<"sparse_attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "Shared-latent attention over a sliding window plus selected compressed entries";
   let description = [{

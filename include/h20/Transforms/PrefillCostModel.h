@@ -1,0 +1,75 @@
+//===- PrefillCostModel.h - predicted prefill time of a module -*- C++ -*-===//
+//
+// A model, not a measurement: the per-op estimates of TileCostModel.h (the
+// model h20-select-tiles chooses tiles with) summed over an attn-level
+// module, on one GPU, on N GPUs with context parallelism (ring K/V
+// transfers overlapped with attention), and on N GPUs with tensor
+// parallelism (the module split by applyTensorParallel, plus its
+// all-reduces, not overlapped). h20-predict-prefill prints these; h20-opt
+// --gpus N --parallel auto picks the faster plan with them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_TRANSFORMS_PREFILLCOSTMODEL_H
+#define H20_TRANSFORMS_PREFILLCOSTMODEL_H
+
+#include "h20/Analysis/TargetDescription.h"
+#include "h20/Analysis/TileCostModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace h20 {
+
+/// The shapes of a module's kernels at `seqLen` tokens (target independent).
+struct PrefillWork {
+  std::vector<AttentionShape> attention;
+  std::vector<double> attentionKvBytes; ///< per attention op: its K + V bytes
+  std::vector<GemmShape> gemms;
+  std::vector<RowsShape> rows;
+  double memoryBytes = 0;    ///< unfused memory-bound kernels: bytes moved
+  int64_t memoryOps = 0;
+  double attentionFlops = 0, gemmFlops = 0;
+  double allReduceBytes = 0; ///< attn.all_reduce results, summed
+  int64_t allReduceOps = 0;
+};
+
+/// Collects the work of every op of `module` (attn level; dynamic dims are
+/// `seqLen`; float elements are `elementBytes` wide).
+PrefillWork collectPrefillWork(mlir::ModuleOp module, int64_t seqLen, int64_t elementBytes);
+
+/// A predicted prefill on `gpus` GPUs of one target; times in ms.
+struct PrefillPrediction {
+  std::string plan; ///< "single", "context" or "tensor"
+  int64_t gpus = 1;
+  double totalMs = 0, attentionMs = 0, gemmMs = 0, rowsMs = 0, memoryMs = 0;
+  double commMs = 0;        ///< ring K/V (context) or all-reduce (tensor) transfer time
+  double exposedCommMs = 0; ///< the part not hidden behind compute
+  double flops = 0;         ///< of the whole model (all GPUs)
+};
+
+/// One GPU (gpus == 1) or context parallelism over `gpus`: 1/N of the
+/// one-GPU time per GPU plus the ring's K/V transfers (at half the
+/// bidirectional NVLink figure) beyond each layer's attention / N.
+/// Needs NVLink for gpus > 1 (the caller checks).
+PrefillPrediction predictContextParallel(const PrefillWork &work, const TargetDescription &t,
+                                         int64_t gpus);
+
+/// Tensor parallelism over `gpus`: `rankWork` is the work of one rank's
+/// program (the module after applyTensorParallel); its all-reduces move
+/// 2 (N-1) / N of their bytes per GPU at half the bidirectional NVLink
+/// figure (ring all-reduce), not overlapped.
+PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const PrefillWork &whole,
+                                        const TargetDescription &t, int64_t gpus);
+
+/// predictTensorParallel for a copy of `module` split over `gpus` ranks;
+/// false with `why` when the module cannot be split.
+bool predictTensorParallelOf(mlir::ModuleOp module, const TargetDescription &t, int64_t gpus,
+                             int64_t seqLen, int64_t elementBytes, PrefillPrediction &out,
+                             std::string &why);
+
+} // namespace h20
+
+#endif // H20_TRANSFORMS_PREFILLCOSTMODEL_H

@@ -1,0 +1,34 @@
+//===- TensorParallel.h - split a decoder over tensor-parallel ranks -*- C++ -*-===//
+//
+// The rewrite behind h20-tensor-parallel (Passes.td states what is split and
+// how), callable without a pass manager: the cost model applies it to a
+// copy of a module to price the tensor-parallel plan.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_TRANSFORMS_TENSORPARALLEL_H
+#define H20_TRANSFORMS_TENSORPARALLEL_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+
+namespace h20 {
+
+/// What applyTensorParallel split.
+struct TensorParallelSummary {
+  int64_t attentionBlocks = 0; ///< attention ops whose heads were split
+  int64_t mlpBlocks = 0;       ///< MLPs whose columns were split
+  int64_t replicatedAttention = 0; ///< attention ops left whole (did not fit)
+};
+
+/// Rewrites the attn-level `module` into the program of one of `ranks`
+/// tensor-parallel ranks (weights become per-rank slices, attn.all_reduce
+/// follows each row-parallel MatMul) and sets `h20.tensor_parallel`.
+/// ranks == 1 changes nothing. Fails (with a diagnostic on the module) for
+/// ranks < 1, or when ranks > 1 and no block can be split.
+mlir::LogicalResult applyTensorParallel(mlir::ModuleOp module, int64_t ranks,
+                                        TensorParallelSummary *summary = nullptr);
+
+} // namespace h20
+
+#endif // H20_TRANSFORMS_TENSORPARALLEL_H

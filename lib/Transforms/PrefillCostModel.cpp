@@ -1,0 +1,224 @@
+//===- PrefillCostModel.cpp - predicted prefill time of a module ----------===//
+#include "h20/Transforms/PrefillCostModel.h"
+
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Transforms/TensorParallel.h"
+
+#include "AttentionShapeOf.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace h20 {
+namespace {
+
+/// Fraction of HBM bandwidth an unfused memory-bound kernel reaches (the
+/// figure chooseRowsTiles uses).
+constexpr double kMemoryEfficiency = 0.8;
+
+/// Ops that only compute shapes, name weights or reinterpret a buffer:
+/// no kernel of their own.
+const llvm::StringSet<> &freeOps() {
+  static const llvm::StringSet<> s = {
+      "onnx.Weight",       "onnx.Constant",         "onnx.NoValue",    "onnx.Shape",
+      "onnx.Reshape",      "onnx.Squeeze",          "onnx.Unsqueeze",  "onnx.Flatten",
+      "onnx.Identity",     "arith.constant",        "tensor.cast",     "tensor.expand_shape",
+      "tensor.collapse_shape", "tensor.reshape",    "tensor.empty",    "tensor.dim",
+      "func.return",       "func.call"};
+  return s;
+}
+
+/// Visible (query, key) pairs of causal / windowed attention.
+double visiblePairs(const AttentionShape &s) {
+  if (!s.causal && s.window <= 0)
+    return double(s.seqQ) * double(s.seqKv);
+  int64_t offset = s.causal ? s.seqKv - s.seqQ : 0;
+  double pairs = 0;
+  for (int64_t i = 0; i < s.seqQ; ++i) {
+    int64_t hi = s.causal ? std::min(s.seqKv, i + offset + 1) : s.seqKv;
+    int64_t lo = s.window > 0 ? std::max<int64_t>(0, i + offset - s.window + 1) : 0;
+    pairs += double(std::max<int64_t>(0, hi - lo));
+  }
+  return pairs;
+}
+
+/// Compute time on one GPU (ms) per kind, without communication.
+struct Compute {
+  double attentionMs = 0, gemmMs = 0, rowsMs = 0, memoryMs = 0;
+  std::vector<double> attentionUs; ///< per attention op
+  double total() const { return attentionMs + gemmMs + rowsMs + memoryMs; }
+};
+
+Compute computeOn(const PrefillWork &w, const TargetDescription &t) {
+  Compute c;
+  for (const AttentionShape &s : w.attention) {
+    double us = chooseAttentionTiles(s, t).estUs;
+    c.attentionUs.push_back(us);
+    c.attentionMs += us / 1e3;
+  }
+  for (const GemmShape &g : w.gemms)
+    c.gemmMs += chooseGemmTiles(g, t).estUs / 1e3;
+  for (const RowsShape &r : w.rows)
+    c.rowsMs += chooseRowsTiles(r, t).estUs / 1e3;
+  c.memoryMs = w.memoryBytes / (kMemoryEfficiency * t.hbmBytesPerS) * 1e3;
+  return c;
+}
+
+} // namespace
+
+PrefillWork collectPrefillWork(ModuleOp module, int64_t seqLen, int64_t elementBytes) {
+  PrefillWork w;
+  auto dim = [&](int64_t d) { return ShapedType::isDynamic(d) ? seqLen : d; };
+  auto elements = [&](ShapedType t) {
+    double n = 1;
+    for (int64_t d : t.getShape())
+      n *= double(dim(d));
+    return n;
+  };
+  auto bytes = [&](Type type) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (!t)
+      return 0.0;
+    Type e = t.getElementType();
+    double eb = e.isIndex()         ? 8.0
+                : isa<FloatType>(e) ? double(elementBytes)
+                : e.isInteger()     ? std::max(1.0, e.getIntOrFloatBitWidth() / 8.0)
+                                    : 4.0;
+    return elements(t) * eb;
+  };
+  module.walk([&](Operation *op) {
+    if (isa<ModuleOp, func::FuncOp>(op) || op->getNumResults() == 0 ||
+        freeOps().contains(op->getName().getStringRef()))
+      return;
+    if (auto a = dyn_cast<attn::AttentionOp>(op)) {
+      auto k = cast<RankedTensorType>(a.getKey().getType());
+      AttentionShape s = attentionShapeOf(a, dim, elementBytes);
+      w.attention.push_back(s);
+      w.attentionFlops += 2.0 * s.batch * s.heads * (s.headDim + s.headDimV) * visiblePairs(s);
+      w.attentionKvBytes.push_back(double(s.batch) * dim(k.getDimSize(1)) * s.seqKv *
+                                   (s.headDim + s.headDimV) * elementBytes);
+      return;
+    }
+    if (isa<attn::AllReduceOp>(op)) {
+      w.allReduceBytes += bytes(op->getResult(0).getType());
+      ++w.allReduceOps;
+      return;
+    }
+    if (isa<onnx::MatMulOp>(op)) {
+      auto x = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+      auto m = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+      if (x && m && x.getRank() >= 2 && m.getRank() >= 2) {
+        // [..., M, K] x [K, N] (a weight), or a batched product of two
+        // activations [..., M, K] x [..., K, N] as one GEMM of all rows.
+        GemmShape s;
+        s.m = 1;
+        for (int64_t d : x.getShape().drop_back())
+          s.m *= dim(d);
+        s.k = dim(m.getShape()[m.getRank() - 2]);
+        s.n = dim(m.getShape().back());
+        s.elementBytes = elementBytes;
+        w.gemms.push_back(s);
+        w.gemmFlops += 2.0 * double(s.m) * double(s.k) * double(s.n);
+        return;
+      }
+    }
+    if (isa<attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp>(op)) {
+      auto x = cast<RankedTensorType>(op->getOperand(0).getType());
+      RowsShape s;
+      s.rows = 1;
+      for (int64_t d : x.getShape().drop_back())
+        s.rows *= dim(d);
+      s.bytesPerRow = 2 * dim(x.getShape().back()) * elementBytes;
+      w.rows.push_back(s);
+      return;
+    }
+    // Any other kernel: unfused and memory-bound.
+    double out = 0;
+    for (Type t : op->getResultTypes())
+      out += bytes(t);
+    if (out == 0)
+      return;
+    double moved = out;
+    for (Value v : op->getOperands())
+      moved += std::min(bytes(v.getType()), out);
+    w.memoryBytes += moved;
+    ++w.memoryOps;
+  });
+  return w;
+}
+
+PrefillPrediction predictContextParallel(const PrefillWork &work, const TargetDescription &t,
+                                         int64_t gpus) {
+  Compute one = computeOn(work, t);
+  PrefillPrediction p;
+  p.plan = gpus > 1 ? "context" : "single";
+  p.gpus = gpus;
+  p.flops = work.attentionFlops + work.gemmFlops;
+  double n = double(gpus);
+  // Ring attention: per layer, (N-1)/N of the K/V arrives at half the
+  // bidirectional NVLink figure while that layer's attention runs.
+  if (gpus > 1 && t.nvlinkBytesPerS > 0)
+    for (size_t i = 0; i < work.attention.size(); ++i) {
+      double c = (n - 1) / n * work.attentionKvBytes[i] / (t.nvlinkBytesPerS / 2) * 1e3;
+      p.commMs += c;
+      p.exposedCommMs += std::max(0.0, c - one.attentionUs[i] / 1e3 / n);
+    }
+  p.attentionMs = one.attentionMs / n;
+  p.gemmMs = one.gemmMs / n;
+  p.rowsMs = one.rowsMs / n;
+  p.memoryMs = one.memoryMs / n;
+  p.totalMs = one.total() / n + p.exposedCommMs;
+  return p;
+}
+
+PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const PrefillWork &whole,
+                                        const TargetDescription &t, int64_t gpus) {
+  Compute rank = computeOn(rankWork, t);
+  PrefillPrediction p;
+  p.plan = "tensor";
+  p.gpus = gpus;
+  p.flops = whole.attentionFlops + whole.gemmFlops;
+  double n = double(gpus);
+  if (t.nvlinkBytesPerS > 0)
+    p.commMs = 2 * (n - 1) / n * rankWork.allReduceBytes / (t.nvlinkBytesPerS / 2) * 1e3;
+  p.exposedCommMs = p.commMs;
+  p.attentionMs = rank.attentionMs;
+  p.gemmMs = rank.gemmMs;
+  p.rowsMs = rank.rowsMs;
+  p.memoryMs = rank.memoryMs;
+  p.totalMs = rank.total() + p.exposedCommMs;
+  return p;
+}
+
+bool predictTensorParallelOf(ModuleOp module, const TargetDescription &t, int64_t gpus,
+                             int64_t seqLen, int64_t elementBytes, PrefillPrediction &out,
+                             std::string &why) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  // The split's diagnostics become `why`, not errors of the compile.
+  std::string message;
+  LogicalResult split = success();
+  {
+    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error)
+        message = d.str();
+      return success();
+    });
+    split = applyTensorParallel(*copy, gpus);
+  }
+  if (failed(split)) {
+    why = message.empty() ? "the model cannot be split" : message;
+    return false;
+  }
+  PrefillWork whole = collectPrefillWork(module, seqLen, elementBytes);
+  PrefillWork rank = collectPrefillWork(*copy, seqLen, elementBytes);
+  out = predictTensorParallel(rank, whole, t, gpus);
+  return true;
+}
+
+} // namespace h20

@@ -1,0 +1,463 @@
+//===- TensorParallel.cpp - split heads and MLP columns over ranks --------===//
+//
+// See Passes.td (h20-tensor-parallel). Megatron-LM's layout (Shoeybi et al.,
+// 2019, section 3): column-parallel Q/K/V and MLP-up projections,
+// row-parallel output and down projections, one all-reduce after each
+// row-parallel product. The pass plans one block at a time (every value it
+// would retype, every weight it would slice) and applies the plan only when
+// the whole block fits; a block that does not stays replicated.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Transforms/Passes.h"
+#include "h20/Transforms/TensorParallel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <optional>
+
+namespace h20 {
+#define GEN_PASS_DEF_TENSORPARALLEL
+#include "h20/Transforms/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+namespace ox = h20::onnx;
+namespace at = h20::attn;
+
+namespace {
+
+/// A tensor split along `axis`: every rank holds `size` entries of that axis,
+/// rank r the ones from `starts[r]` on (in the unsplit tensor's indices).
+struct Shard {
+  int64_t axis = 0, size = 0;
+  SmallVector<int64_t> starts;
+  bool operator==(const Shard &o) const {
+    return axis == o.axis && size == o.size && starts == o.starts;
+  }
+  Shard scaled(int64_t f, int64_t newAxis) const {
+    Shard s{newAxis, size * f, {}};
+    for (int64_t x : starts)
+      s.starts.push_back(x * f);
+    return s;
+  }
+};
+
+RankedTensorType shardedType(RankedTensorType t, const Shard &s) {
+  SmallVector<int64_t> shape(t.getShape());
+  shape[s.axis] = s.size;
+  return t.clone(shape);
+}
+
+/// Product of `dims`, nullopt when one is dynamic.
+std::optional<int64_t> product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (ShapedType::isDynamic(d))
+      return std::nullopt;
+    p *= d;
+  }
+  return p;
+}
+
+/// The shard of `to` that holds the same elements as shard `s` of `from`,
+/// where `to` is a reshape of `from` that keeps the sharded axis whole, or
+/// merges it with the dims inside it ([.., H, D] <-> [.., H * D]): the
+/// dims outside the sharded axis must be equal.
+std::optional<Shard> mapThroughReshape(ArrayRef<int64_t> from, const Shard &s,
+                                       ArrayRef<int64_t> to) {
+  auto inner = product(from.drop_front(s.axis + 1));
+  if (!inner || ShapedType::isDynamic(from[s.axis]))
+    return std::nullopt;
+  for (int64_t j = 0; j < static_cast<int64_t>(to.size()); ++j) {
+    auto innerTo = product(to.drop_front(j + 1));
+    if (!innerTo || ShapedType::isDynamic(to[j]) || *inner % *innerTo != 0)
+      continue;
+    int64_t f = *inner / *innerTo;
+    if (to[j] != from[s.axis] * f || from.take_front(s.axis) != to.take_front(j))
+      continue;
+    return s.scaled(f, j);
+  }
+  return std::nullopt;
+}
+
+bool isWeight(Value v) { return v.getDefiningOp<ox::WeightOp>() != nullptr; }
+
+/// A constant or weight every element of which broadcasts over all others
+/// (a scalar, or all dims 1).
+bool isScalarConstant(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !(v.getDefiningOp<ox::ConstantOp>() || isWeight(v)))
+    return false;
+  return llvm::all_of(t.getShape(), [](int64_t d) { return d == 1; });
+}
+
+bool isElementwiseUnary(Operation *op) {
+  return isa<ox::SigmoidOp, ox::TanhOp, ox::ErfOp, ox::ReluOp, ox::NegOp, ox::CastOp, ox::SqrtOp,
+             ox::ExpOp, ox::SoftplusOp, ox::IdentityOp, ox::AbsOp, ox::ReciprocalOp>(op);
+}
+bool isElementwiseBinary(Operation *op) {
+  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp>(op);
+}
+
+/// What applying one block changes.
+struct BlockPlan {
+  int64_t ranks = 1;
+  llvm::MapVector<Value, Shard> values;                 ///< retyped values
+  SmallVector<std::pair<OpOperand *, Shard>> weights;   ///< weight uses to slice
+  SmallVector<std::pair<ox::ReshapeOp, SmallVector<int64_t>>> reshapes; ///< new shapes
+  DenseSet<Operation *> terminals; ///< consumers of split values that stay (attention, reducer)
+  SmallVector<Operation *> reducers; ///< row-parallel MatMuls: all-reduce after
+  std::optional<std::pair<at::AttentionOp, int64_t>> kvGroup;
+  bool attention = false; ///< planning an attention block (Reshape/Transpose/RoPE allowed)
+  int64_t elementwise = 0; ///< elementwise ops in an MLP tree
+
+  bool record(Value v, const Shard &s) {
+    auto it = values.find(v);
+    if (it != values.end())
+      return it->second == s;
+    values.insert({v, s});
+    return true;
+  }
+
+  /// A weight operand sliced along `axis` of the weight, aligned with the
+  /// trailing dims of a value split as `s` of rank `valueRank`; a size-1
+  /// (broadcast) dim needs no slice.
+  bool sliceAligned(OpOperand &use, const Shard &s, int64_t valueRank) {
+    auto t = cast<RankedTensorType>(use.get().getType());
+    int64_t axis = s.axis - (valueRank - t.getRank());
+    if (axis < 0 || t.getDimSize(axis) == 1)
+      return true;
+    if (!isWeight(use.get()))
+      return false; // a non-scalar constant would need a per-rank value
+    if (t.getDimSize(axis) != s.size * ranks)
+      return false;
+    weights.push_back({&use, Shard{axis, s.size, s.starts}});
+    return true;
+  }
+
+  /// The new shape operand of `r`, whose result gets split as `s`.
+  bool reshape(ox::ReshapeOp r, const Shard &s) {
+    Value shape = r->getOperand(1);
+    auto c = shape.getDefiningOp<ox::ConstantOp>();
+    auto dense = c ? dyn_cast<DenseIntElementsAttr>(c.getValue()) : DenseIntElementsAttr();
+    if (!dense)
+      return false;
+    SmallVector<int64_t> dims;
+    for (const APInt &x : dense.getValues<APInt>())
+      dims.push_back(x.getSExtValue());
+    auto out = cast<RankedTensorType>(r->getResult(0).getType());
+    if (static_cast<int64_t>(dims.size()) != out.getRank())
+      return false;
+    int64_t &d = dims[s.axis];
+    if (d == out.getDimSize(s.axis))
+      d = s.size;
+    else if (d != -1)
+      return false; // 0 ("copy the input's dim") cannot follow the split
+    reshapes.push_back({r, dims});
+    return true;
+  }
+
+  /// Plans splitting `v` as `s` back to the MatMuls that produce it.
+  bool backward(Value v, const Shard &s) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || s.axis >= type.getRank())
+      return false;
+    if (values.count(v))
+      return record(v, s);
+    if (!record(v, s))
+      return false;
+    Operation *d = v.getDefiningOp();
+    if (!d)
+      return false;
+    int64_t rank = type.getRank();
+    if (auto mm = dyn_cast<ox::MatMulOp>(d)) {
+      auto w = dyn_cast<RankedTensorType>(mm->getOperand(1).getType());
+      if (!isWeight(mm->getOperand(1)) || !w || w.getRank() != 2 || s.axis != rank - 1)
+        return false;
+      weights.push_back({&mm->getOpOperand(1), Shard{1, s.size, s.starts}});
+      return true;
+    }
+    if (isElementwiseUnary(d)) {
+      ++elementwise;
+      return backward(d->getOperand(0), s);
+    }
+    if (isElementwiseBinary(d)) {
+      ++elementwise;
+      bool any = false;
+      for (OpOperand &use : d->getOpOperands()) {
+        Value x = use.get();
+        if (isScalarConstant(x))
+          continue;
+        if (x.getType() == v.getType()) {
+          if (!backward(x, s))
+            return false;
+          any = true;
+        } else if (!sliceAligned(use, s, rank)) {
+          return false;
+        }
+      }
+      return any;
+    }
+    if (!attention)
+      return false;
+    if (auto r = dyn_cast<ox::ReshapeOp>(d)) {
+      auto in = dyn_cast<RankedTensorType>(r->getOperand(0).getType());
+      auto mapped = in ? mapThroughReshape(type.getShape(), s, in.getShape()) : std::nullopt;
+      return mapped && reshape(r, s) && backward(r->getOperand(0), *mapped);
+    }
+    if (auto t = dyn_cast<ox::TransposeOp>(d)) {
+      if (!t.getPerm())
+        return false;
+      ArrayRef<int64_t> perm = *t.getPerm();
+      return backward(t->getOperand(0), Shard{perm[s.axis], s.size, s.starts});
+    }
+    if (auto rope = dyn_cast<at::RopeOp>(d))
+      return s.axis != rank - 1 && backward(rope.getInput(), s);
+    if (auto norm = dyn_cast<at::RmsNormOp>(d)) {
+      // A per-head norm (over dims after the split one) stays per rank.
+      int64_t axis = norm.getAxis() < 0 ? norm.getAxis() + rank : norm.getAxis();
+      auto w = cast<RankedTensorType>(norm.getWeight().getType());
+      return s.axis < axis && w.getRank() <= rank - axis && backward(norm.getInput(), s);
+    }
+    return false;
+  }
+
+  /// Plans splitting `v` (split as `s`) forward through head-merging
+  /// Transpose / Reshape to the row-parallel MatMul that consumes it.
+  bool forward(Value v, Shard s) {
+    while (true) {
+      if (!v.hasOneUse())
+        return false;
+      Operation *u = *v.getUsers().begin();
+      auto type = cast<RankedTensorType>(v.getType());
+      if (auto mm = dyn_cast<ox::MatMulOp>(u)) {
+        auto w = dyn_cast<RankedTensorType>(mm->getOperand(1).getType());
+        if (mm->getOperand(0) != v || !isWeight(mm->getOperand(1)) || !w || w.getRank() != 2 ||
+            s.axis != type.getRank() - 1)
+          return false;
+        weights.push_back({&mm->getOpOperand(1), Shard{0, s.size, s.starts}});
+        terminals.insert(u);
+        reducers.push_back(u);
+        return true;
+      }
+      Value next;
+      Shard ns;
+      if (auto t = dyn_cast<ox::TransposeOp>(u)) {
+        if (!t.getPerm())
+          return false;
+        ArrayRef<int64_t> perm = *t.getPerm();
+        auto pos = llvm::find(perm, s.axis);
+        if (pos == perm.end())
+          return false;
+        ns = Shard{pos - perm.begin(), s.size, s.starts};
+        next = u->getResult(0);
+      } else if (auto r = dyn_cast<ox::ReshapeOp>(u)) {
+        auto out = cast<RankedTensorType>(r->getResult(0).getType());
+        auto mapped = mapThroughReshape(type.getShape(), s, out.getShape());
+        if (!mapped || !reshape(r, *mapped))
+          return false;
+        ns = *mapped;
+        next = u->getResult(0);
+      } else {
+        return false;
+      }
+      if (!record(next, ns))
+        return false;
+      v = next;
+      s = ns;
+    }
+  }
+
+  /// Every split value is used only by ops of the plan or its terminals.
+  bool closed() const {
+    DenseSet<Operation *> inside(terminals.begin(), terminals.end());
+    for (const auto &[v, s] : values)
+      if (Operation *d = v.getDefiningOp())
+        inside.insert(d);
+    for (const auto &[v, s] : values)
+      for (Operation *u : v.getUsers())
+        if (!inside.contains(u))
+          return false;
+    return true;
+  }
+};
+
+/// Plans and applies the blocks of one module (see applyTensorParallel).
+struct Splitter {
+  MLIRContext *ctx;
+  int64_t ranks;
+
+  Shard even(int64_t full) const {
+    Shard s{1, full / ranks, {}};
+    for (int64_t r = 0; r < ranks; ++r)
+      s.starts.push_back(r * s.size);
+    return s;
+  }
+
+  /// Plans one attention block around `a`; nullopt when it does not fit.
+  std::optional<BlockPlan> planAttention(at::AttentionOp a) {
+    auto q = cast<RankedTensorType>(a.getQuery().getType());
+    auto k = cast<RankedTensorType>(a.getKey().getType());
+    if (q.getRank() != 4 || k.getRank() != 4 || q.isDynamicDim(1) || k.isDynamicDim(1))
+      return std::nullopt;
+    int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1), t = ranks;
+    if (hq % t != 0 || !(hkv % t == 0 || t % hkv == 0))
+      return std::nullopt;
+    if (auto m = a.getMask()) {
+      auto mt = cast<RankedTensorType>(m.getType());
+      if (mt.getRank() >= 3 && mt.getDimSize(mt.getRank() - 3) != 1)
+        return std::nullopt; // a per-head mask
+    }
+    BlockPlan p;
+    p.ranks = t;
+    p.attention = true;
+    Shard qs = even(hq);
+    Shard kvs{1, std::max<int64_t>(hkv / t, 1), {}};
+    for (int64_t r = 0; r < t; ++r)
+      kvs.starts.push_back(hkv >= t ? r * (hkv / t) : r * hkv / t);
+    p.terminals.insert(a);
+    if (!p.backward(a.getQuery(), qs) || !p.backward(a.getKey(), kvs) ||
+        !p.backward(a.getValue(), kvs))
+      return std::nullopt;
+    if (Value sink = a.getSink()) {
+      OpOperand &use = a->getOpOperand(a->getNumOperands() - 1);
+      if (use.get() != sink || !p.sliceAligned(use, Shard{0, qs.size, qs.starts}, 1))
+        return std::nullopt;
+    }
+    if (!p.record(a.getResult(), qs) || !p.forward(a.getResult(), qs) || !p.closed())
+      return std::nullopt;
+    p.kvGroup = {a, qs.size / kvs.size};
+    return p;
+  }
+
+  /// Plans one MLP block ending in `down`; nullopt when it does not fit.
+  std::optional<BlockPlan> planMlp(ox::MatMulOp down) {
+    auto y = dyn_cast<RankedTensorType>(down->getOperand(0).getType());
+    auto w = dyn_cast<RankedTensorType>(down->getOperand(1).getType());
+    if (!y || !w || w.getRank() != 2 || !isWeight(down->getOperand(1)) || y.getRank() < 2 ||
+        y.isDynamicDim(y.getRank() - 1) || y.getDimSize(y.getRank() - 1) % ranks != 0)
+      return std::nullopt;
+    BlockPlan p;
+    p.ranks = ranks;
+    Shard s = even(y.getDimSize(y.getRank() - 1));
+    s.axis = y.getRank() - 1;
+    p.terminals.insert(down);
+    if (!p.backward(down->getOperand(0), s) || p.elementwise == 0)
+      return std::nullopt;
+    p.weights.push_back({&down->getOpOperand(1), Shard{0, s.size, s.starts}});
+    p.reducers.push_back(down);
+    if (!p.closed())
+      return std::nullopt;
+    return p;
+  }
+
+  void apply(BlockPlan &p) {
+    OpBuilder b(ctx);
+    for (auto &[use, s] : p.weights) {
+      auto w = use->get().getDefiningOp<ox::WeightOp>();
+      auto full = cast<RankedTensorType>(w.getType());
+      b.setInsertionPoint(w);
+      auto slice = cast<ox::WeightOp>(b.clone(*w));
+      slice.getResult().setType(shardedType(full, s));
+      slice->setAttr("h20.shard",
+                     b.getDictionaryAttr({b.getNamedAttr("axis", b.getI64IntegerAttr(s.axis)),
+                                          b.getNamedAttr("full_shape",
+                                                         b.getDenseI64ArrayAttr(full.getShape())),
+                                          b.getNamedAttr("starts",
+                                                         b.getDenseI64ArrayAttr(s.starts))}));
+      use->set(slice.getResult());
+      if (w->use_empty())
+        w->erase();
+    }
+    for (auto &[r, dims] : p.reshapes) {
+      b.setInsertionPoint(r);
+      auto t = RankedTensorType::get({static_cast<int64_t>(dims.size())}, b.getI64Type());
+      Value c = ox::ConstantOp::create(b, r.getLoc(), TypeRange{t}, ValueRange{},
+                                       DenseIntElementsAttr::get(t, ArrayRef<int64_t>(dims)))
+                    ->getResult(0);
+      Operation *old = r->getOperand(1).getDefiningOp();
+      r->setOperand(1, c);
+      if (old && old->use_empty())
+        old->erase();
+    }
+    for (auto &[v, s] : p.values)
+      v.setType(shardedType(cast<RankedTensorType>(v.getType()), s));
+    if (p.kvGroup)
+      p.kvGroup->first.setKvGroup(p.kvGroup->second);
+    for (Operation *mm : p.reducers) {
+      b.setInsertionPointAfter(mm);
+      Value partial = mm->getResult(0);
+      auto sum = at::AllReduceOp::create(b, mm->getLoc(), partial.getType(), partial);
+      partial.replaceAllUsesExcept(sum.getResult(), sum);
+    }
+  }
+
+};
+
+} // namespace
+
+LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
+                                       TensorParallelSummary *summary) {
+  if (ranks < 1)
+    return module.emitError("h20-tensor-parallel: ranks must be >= 1, got ") << ranks;
+  if (ranks == 1)
+    return success();
+  Splitter split{module.getContext(), ranks};
+  int64_t attention = 0, mlp = 0, skipped = 0;
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    SmallVector<at::AttentionOp> attns;
+    f.walk([&](at::AttentionOp a) { attns.push_back(a); });
+    for (at::AttentionOp a : attns) {
+      if (auto p = split.planAttention(a)) {
+        split.apply(*p);
+        ++attention;
+      } else {
+        ++skipped;
+      }
+    }
+    SmallVector<ox::MatMulOp> matmuls;
+    f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
+    for (ox::MatMulOp m : matmuls) {
+      // A product already split (an output projection) is not a down projection.
+      if (llvm::any_of(m->getUsers(), [](Operation *u) { return isa<at::AllReduceOp>(u); }))
+        continue;
+      if (auto p = split.planMlp(m)) {
+        split.apply(*p);
+        ++mlp;
+      }
+    }
+  }
+  if (summary)
+    *summary = {attention, mlp, skipped};
+  if (attention + mlp == 0)
+    return module.emitError("h20-tensor-parallel: found no attention or MLP block to split over ")
+           << ranks << " ranks (" << skipped
+           << " attention op(s) did not fit: heads not divisible by the ranks, Q/K/V not made by "
+              "a MatMul with a weight, or a per-head mask)";
+  Builder b(module.getContext());
+  module->setAttr("h20.tensor_parallel",
+                  b.getDictionaryAttr({b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks)),
+                                       b.getNamedAttr("attention_blocks",
+                                                      b.getI64IntegerAttr(attention)),
+                                       b.getNamedAttr("mlp_blocks", b.getI64IntegerAttr(mlp)),
+                                       b.getNamedAttr("replicated_attention",
+                                                      b.getI64IntegerAttr(skipped))}));
+  return success();
+}
+
+namespace {
+struct TensorParallelPass : h20::impl::TensorParallelBase<TensorParallelPass> {
+  using TensorParallelBase::TensorParallelBase;
+  void runOnOperation() override {
+    if (failed(h20::applyTensorParallel(getOperation(), ranks)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Issue 8 (tensor parallelism) acceptance on ONE GPU: an artifact split over
+# T ranks (h20-opt --gpus T --parallel tensor), run by h20-run --gpus T
+# --virtual-ranks (T executors on one GPU, each with its weight slices and
+# its share of the heads and MLP columns; every all_reduce step summed over
+# the ranks on the host in float32), must give the logits of the unsplit
+# artifact on one GPU, for T = 2, 4, 8.
+#   scripts/gpu-tp-check.sh BUNDLE   (a bundle made by scripts/gpu-bundle.sh,
+#                                     e.g. H20_BUNDLE_BENCH=tp)
+# Cases: the last-position fixture artifacts art/llama_*.{f32,bf16}.last
+# (.tpT).h20 at S = 1024; seed-dense shapes, 2 layers, S = 32768
+# (art/seed-dense-2l.bf16.last(.tpT).h20; weights generated here with
+# models/llama/generate.py, removed afterwards); the GPU unit tests of the
+# mode (h20-gpu-unittests *TensorParallel*).
+# PASS: relative L2 <= 2e-2 for bf16 (1e-4 for f32) against the unsplit
+# run, the same argmax (npy-compare), and the report's
+# tensor_parallel.logs_match and outputs_match true (every rank issued the
+# same all-reduces; every rank ended with the same logits).
+# Results: BUNDLE/results/tp-check.{txt,json,log} (and $OUT/ when set); the
+# table on stdout. Exit 1 if any case failed.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bundle=${1:-$here}
+[[ -x $bundle/bin/h20-run ]] || { echo "gpu-tp-check: no bin/h20-run in '$bundle' (give a bundle from gpu-bundle.sh)" >&2; exit 2; }
+bin=$bundle/bin
+export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+results=$bundle/results/tp-check
+mkdir -p "$results"
+log=$bundle/results/tp-check.log
+: >"$log"
+t_start=$SECONDS
+rows=()
+json=()
+failed=0
+record() { # name status detail
+  rows+=("$(printf '%-34s %-5s %s' "$1" "$2" "$3")")
+  local d=${3//\\/\\\\}
+  d=${d//\"/\\\"}
+  json+=("{\"test\": \"$1\", \"status\": \"$2\", \"detail\": \"$d\"}")
+  [[ $2 == FAIL ]] && failed=1
+}
+field() { # REPORT.json KEY...: a value of the report, or "?"
+  python3 - "$@" <<'PY' 2>/dev/null || echo "?"
+import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]:
+    v = v[k]
+print(round(v, 1) if isinstance(v, float) else json.dumps(v) if isinstance(v, bool) else v)
+PY
+}
+
+if [[ -x $bin/h20-gpu-unittests ]]; then
+  if out=$(H20_RUN=$bin/h20-run "$bin/h20-gpu-unittests" --gtest_filter='*TensorParallel*' 2>&1); then st=PASS; else st=FAIL; fi
+  echo "$out" >>"$log"
+  grep -qE '\[  PASSED  \] [1-9]' <<<"$out" || st=FAIL
+  record "h20-gpu-unittests *TensorParallel*" $st "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' <<<"$out" | tr '\n' ' ')"
+fi
+
+# compare NAME BASE_ART IDS WEIGHTS_DIR TOL: the unsplit run, then each
+# BASE.tpT.h20 on T virtual ranks, compared with it.
+compare() {
+  local name=$1 art=$2 ids=$3 wdir=$4 tol=$5
+  local base=$results/$name
+  if ! "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" --warmup 0 \
+      --dump-logits "$base.t1.npy" --report "$base.t1.json" >>"$log" 2>&1; then
+    record "$name T=1" FAIL "the unsplit run failed (see tp-check.log)"
+    return
+  fi
+  local t1
+  t1=$(field "$base.t1.json" ttft_ms)
+  for t in 2 4 8; do
+    local tart=${art%.h20}.tp$t.h20 o=$base.t$t st cmp logs outs ar
+    if [[ ! -f $tart ]]; then
+      record "$name T=$t" FAIL "no $(basename "$tart") (see art/tp-compile.log)"
+      continue
+    fi
+    echo "== $name T=$t" >>"$log"
+    "$bin/h20-run" "$tart" --ids "$ids" --weights-dir "$wdir" --warmup 0 --gpus "$t" --virtual-ranks \
+      --dump-logits "$o.npy" --report "$o.json" >"$o.out" 2>&1
+    local rc=$?
+    cat "$o.out" >>"$log"
+    if [[ $rc != 0 ]]; then
+      record "$name T=$t" FAIL "h20-run exit $rc: $(grep -m1 -o 'error: .*' "$o.out" | cut -c1-110)"
+      continue
+    fi
+    if cmp=$("$bin/npy-compare" "$o.npy" "$base.t1.npy" --max-rel-l2 "$tol" 2>&1); then st=PASS; else st=FAIL; fi
+    echo "$cmp" >>"$log"
+    logs=$(field "$o.json" tensor_parallel logs_match)
+    outs=$(field "$o.json" tensor_parallel outputs_match)
+    [[ $logs == true && $outs == true ]] || st=FAIL
+    ar=$(field "$o.json" tensor_parallel all_reduces)
+    record "$name T=$t" $st "${cmp%%:*}; logs match: $logs; rank outputs equal: $outs; $ar all-reduces; TTFT $(field "$o.json" ttft_ms) ms (T=1 $t1 ms)"
+  done
+}
+
+for art in "$bundle"/art/llama_*.last.h20; do
+  [[ -f $art ]] || continue
+  b=$(basename "$art" .h20)
+  m=${b%%.*}
+  tol=2e-2
+  [[ $b == *.f32* ]] && tol=1e-4
+  compare "$b" "$art" "$bundle/models/$m.ids1024.npy" "$bundle/models" $tol
+done
+
+sd=$bundle/seed-dense-2l
+art=$bundle/art/seed-dense-2l.bf16.last.h20
+if [[ ! -f $art || ! -d $sd ]]; then
+  record "seed-dense-2l S=32768" SKIP "seed-dense-2l not in the bundle"
+elif ! python3 "$bundle/models/llama/generate.py" seed-dense "$sd" --layers 2 --weights >>"$log" 2>&1 ||
+     ! python3 -c "import numpy as np; np.save('$sd/ids32768.npy', np.random.default_rng(0).integers(0, 129280, (1, 32768), dtype=np.int64))"; then
+  record "seed-dense-2l S=32768" FAIL "generating the weights or ids failed (see tp-check.log)"
+else
+  compare seed-dense-2l.bf16.last.S32768 "$art" "$sd/ids32768.npy" "$sd" 2e-2
+  rm -f "$sd/weights.bin"
+fi
+
+elapsed=$((SECONDS - t_start))
+{
+  echo "["
+  for ((i = 0; i < ${#json[@]}; ++i)); do
+    echo "  ${json[$i]}$([[ $i -lt $((${#json[@]} - 1)) ]] && echo ,)"
+  done
+  echo "]"
+} >"$bundle/results/tp-check.json"
+{
+  printf '%-34s %-5s %s\n' TEST STATUS DETAIL
+  printf '%s\n' "${rows[@]}"
+  echo "virtual tensor parallelism vs T = 1: $(grep -c ' PASS ' <<<"$(printf '%s\n' "${rows[@]}")") passed of ${#rows[@]}; ${elapsed} s"
+} >"$bundle/results/tp-check.txt"
+if [[ -n ${OUT:-} ]]; then
+  mkdir -p "$OUT/tp-check"
+  cp "$bundle"/results/tp-check.{txt,json,log} "$OUT/" 2>/dev/null
+  cp "$results"/*.json "$OUT/tp-check/" 2>/dev/null
+fi
+echo
+cat "$bundle/results/tp-check.txt"
+exit $failed
