@@ -147,7 +147,7 @@ fi
 # same weights) at S = 8, 129, 1000, and the GPU artifacts (one
 # whole-prompt chunk of 1024 tokens) in f32 and bf16: models/v41 and
 # art/v41-tiny.*, models/v41-all-picks and art/v41-all-picks.*.
-if [[ $bench != only ]]; then
+if [[ $bench != only && $bench != tp ]]; then
   for cfg in tiny tiny-all-picks; do
     name=${cfg/#tiny-/}
     v41=$out/models/v41${cfg#tiny}
@@ -190,7 +190,7 @@ if [[ $bench == 1 || $bench == only ]]; then
   done
   rm -f "$sd/weights.bin" "$sd/model.attn.mlir"
 fi
-if [[ $bench != 0 ]]; then
+if [[ $bench != 0 && $bench != tp ]]; then
   mkdir -p "$out/bench"
   # Issue 9 (bench/v41-layers.sh): one V4.1-Flash-shaped layer of each kind
   # at 128K and 512K, from --graph-only exports (no weights here: the GPU
