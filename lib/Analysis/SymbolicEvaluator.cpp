@@ -798,7 +798,8 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
             ox::SignOp, ox::ClipOp, ox::BitwiseNotOp, ox::ScatterElementsOp, ox::RMSNormalizationOp,
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
             attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp, ox::H20SinkAttentionOp,
-            ox::H20SparseSinkAttentionOp, attn::SparseAttentionOp, ox::H20RoutedExpertsOp>(
+            ox::H20SparseSinkAttentionOp, attn::SparseAttentionOp, ox::H20RoutedExpertsOp,
+            attn::AllReduceOp>(
           [&](Operation *) { return sameAs(0); })
       .Case<ox::H20IndexerTopKOp, ox::H20IndexerTopKCandidatesOp, ox::H20IndexerTopKInCandidatesOp,
             attn::IndexerTopKOp, attn::IndexerCandidatesOp>(

@@ -126,7 +126,7 @@ struct PredictPrefillPass : h20::impl::PredictPrefillBase<PredictPrefillPass> {
         if (n > 1 && tensor) {
           PrefillPrediction p;
           std::string why;
-          if (predictTensorParallelOf(module, *t, n, seqLen, elementBytes, p, why))
+          if (predictTensorParallelOf(module, *t, n, seqLen, elementBytes, p, why, chunk))
             print(*t, p);
           else
             os << "target=" << t->name << " gpus=" << n << " plan=tensor predicted_ms=n/a ("
@@ -153,7 +153,8 @@ struct PredictPrefillPass : h20::impl::PredictPrefillBase<PredictPrefillPass> {
          "context parallelism: 1/N of the one-GPU time per GPU, plus ring K/V transfers "
          "(at half the bidirectional NVLink figure) beyond each layer's attention; tensor "
          "parallelism: one rank's split program, plus its all-reduces (2 (N-1)/N of the "
-         "bytes at half the NVLink figure), not overlapped"},
+         "bytes at half the NVLink figure, and an assumed 20 us per call, one per op per "
+         "chunk), not overlapped"},
         {"predictions", std::move(predictions)}};
     std::error_code ec;
     llvm::raw_fd_ostream f(output, ec);

@@ -178,7 +178,8 @@ PrefillPrediction predictContextParallel(const PrefillWork &work, const TargetDe
 }
 
 PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const PrefillWork &whole,
-                                        const TargetDescription &t, int64_t gpus) {
+                                        const TargetDescription &t, int64_t gpus,
+                                        int64_t chunks) {
   Compute rank = computeOn(rankWork, t);
   PrefillPrediction p;
   p.plan = "tensor";
@@ -187,6 +188,8 @@ PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const Prefi
   double n = double(gpus);
   if (t.nvlinkBytesPerS > 0)
     p.commMs = 2 * (n - 1) / n * rankWork.allReduceBytes / (t.nvlinkBytesPerS / 2) * 1e3;
+  p.commMs += double(rankWork.allReduceOps) * double(std::max<int64_t>(chunks, 1)) *
+              kAllReduceCallUs / 1e3;
   p.exposedCommMs = p.commMs;
   p.attentionMs = rank.attentionMs;
   p.gemmMs = rank.gemmMs;
@@ -198,7 +201,11 @@ PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const Prefi
 
 bool predictTensorParallelOf(ModuleOp module, const TargetDescription &t, int64_t gpus,
                              int64_t seqLen, int64_t elementBytes, PrefillPrediction &out,
-                             std::string &why) {
+                             std::string &why, int64_t chunkTokens) {
+  if (t.nvlinkBytesPerS <= 0) {
+    why = "no NVLink on " + t.name.str() + " (the model prices all-reduces over NVLink only)";
+    return false;
+  }
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   // The split's diagnostics become `why`, not errors of the compile.
   std::string message;
@@ -217,7 +224,8 @@ bool predictTensorParallelOf(ModuleOp module, const TargetDescription &t, int64_
   }
   PrefillWork whole = collectPrefillWork(module, seqLen, elementBytes);
   PrefillWork rank = collectPrefillWork(*copy, seqLen, elementBytes);
-  out = predictTensorParallel(rank, whole, t, gpus);
+  int64_t chunks = chunkTokens > 0 ? (seqLen + chunkTokens - 1) / chunkTokens : 1;
+  out = predictTensorParallel(rank, whole, t, gpus, chunks);
   return true;
 }
 

@@ -113,6 +113,7 @@ struct BlockPlan {
   SmallVector<std::pair<OpOperand *, Shard>> weights;   ///< weight uses to slice
   SmallVector<std::pair<ox::ReshapeOp, SmallVector<int64_t>>> reshapes; ///< new shapes
   DenseSet<Operation *> terminals; ///< consumers of split values that stay (attention, reducer)
+  DenseSet<Value> whole; ///< inputs of the column-parallel MatMuls: must stay unsplit
   SmallVector<Operation *> reducers; ///< row-parallel MatMuls: all-reduce after
   std::optional<std::pair<at::AttentionOp, int64_t>> kvGroup;
   bool attention = false; ///< planning an attention block (Reshape/Transpose/RoPE allowed)
@@ -182,6 +183,7 @@ struct BlockPlan {
       if (!isWeight(mm->getOperand(1)) || !w || w.getRank() != 2 || s.axis != rank - 1)
         return false;
       weights.push_back({&mm->getOpOperand(1), Shard{1, s.size, s.starts}});
+      whole.insert(mm->getOperand(0));
       return true;
     }
     if (isElementwiseUnary(d)) {
@@ -275,8 +277,12 @@ struct BlockPlan {
     }
   }
 
-  /// Every split value is used only by ops of the plan or its terminals.
+  /// Every split value is used only by ops of the plan or its terminals,
+  /// and none is the (unsplit) input of a column-parallel MatMul.
   bool closed() const {
+    for (Value v : whole)
+      if (values.count(v))
+        return false;
     DenseSet<Operation *> inside(terminals.begin(), terminals.end());
     for (const auto &[v, s] : values)
       if (Operation *d = v.getDefiningOp())

@@ -8,6 +8,13 @@
 // KEEP: attn.attention {{.*}} : (tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x4x?x8xf32>
 // KEEP: onnx.Weight {h20.shard = {axis = 0 : i64, full_shape = array<i64: 64, 32>, starts = array<i64: 0, 32>}, name = "wd2"}
 // KEEP-COUNT-1: attn.all_reduce
+// A split value must not feed a MatMul as its input (the weight keeps all
+// its rows): the MLP whose gate output also goes through a second MatMul
+// stays whole, even though every use is inside the block.
+// KEEP-LABEL: func.func @input_of_matmul
+// KEEP-NOT: h20.shard
+// KEEP-NOT: attn.all_reduce
+// KEEP: return
 module attributes {onnx.model_dir = "."} {
 func.func @shared_v(%h: tensor<1x?x32xf32>, %pos: tensor<1x?xi64>) -> (tensor<1x?x32xf32>, tensor<1x2x?x8xf32>) {
   %wq = onnx.Weight {name = "wq2"} : tensor<32x32xf32>
@@ -32,5 +39,15 @@ func.func @shared_v(%h: tensor<1x?x32xf32>, %pos: tensor<1x?xi64>) -> (tensor<1x
   %wd = onnx.Weight {name = "wd2"} : tensor<64x32xf32>
   %d = onnx.MatMul(%act, %wd) : (tensor<1x?x64xf32>, tensor<64x32xf32>) -> tensor<1x?x32xf32>
   return %d, %k : tensor<1x?x32xf32>, tensor<1x2x?x8xf32>
+}
+func.func @input_of_matmul(%h: tensor<1x?x32xf32>) -> tensor<1x?x32xf32> {
+  %w1 = onnx.Weight {name = "w1"} : tensor<32x64xf32>
+  %t = onnx.MatMul(%h, %w1) : (tensor<1x?x32xf32>, tensor<32x64xf32>) -> tensor<1x?x64xf32>
+  %w2 = onnx.Weight {name = "w2"} : tensor<64x64xf32>
+  %v = onnx.MatMul(%t, %w2) : (tensor<1x?x64xf32>, tensor<64x64xf32>) -> tensor<1x?x64xf32>
+  %m = onnx.Mul(%v, %t) : (tensor<1x?x64xf32>, tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  %wd = onnx.Weight {name = "wd"} : tensor<64x32xf32>
+  %d = onnx.MatMul(%m, %wd) : (tensor<1x?x64xf32>, tensor<64x32xf32>) -> tensor<1x?x32xf32>
+  return %d : tensor<1x?x32xf32>
 }
 }

@@ -3,6 +3,7 @@
 // RUN: h20-opt %s --h20-tensor-parallel=ranks=4 | FileCheck %s --check-prefix=TP4
 // RUN: h20-opt %s --h20-tensor-parallel=ranks=1 | FileCheck %s --check-prefix=TP1
 // RUN: not h20-opt %s --h20-tensor-parallel=ranks=3 2>&1 | FileCheck %s --check-prefix=TP3
+// RUN: h20-opt %s --h20-predict-prefill="targets=h200 gpus=2 seq-len=1024 plans=context,tensor chunk=256" -o /dev/null | FileCheck %s --check-prefix=PRED
 
 // One GQA decoder layer (4 query heads, 2 KV heads, head dim 8, hidden 32,
 // MLP 64; bias on Q, a per-head norm on K) the way the importer raises
@@ -50,6 +51,12 @@
 // One rank: nothing changes.
 // TP1-NOT: h20.shard
 // TP1-NOT: attn.all_reduce
+
+// The cost model prices the split program: 2 all-reduces of [1024, 32]
+// bf16 (2 x 64 KiB; 2 (N-1)/N of it over half the H200's 900 GB/s NVLink:
+// 0.3 us) and, at 1024 / 256 = 4 chunks, 2 x 4 calls of an assumed 20 us.
+// PRED: target=h200 gpus=2 predicted_ms=
+// PRED-NEXT: target=h200 gpus=2 plan=tensor predicted_ms={{[0-9.]+}} {{.*}} all_reduce_ms=0.160 exposed_comm_ms=0.160
 
 // 3 ranks divide neither 4 heads nor 64 MLP columns.
 // TP3: error: h20-tensor-parallel: found no attention or MLP block to split over 3 ranks (1 attention op(s) did not fit

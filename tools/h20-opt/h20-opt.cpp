@@ -132,7 +132,7 @@ void printKVPlans(ModuleOp module) {
 /// model h20-tensor-parallel can split. False with `error` when the
 /// requested plan is impossible.
 bool choosePlan(ModuleOp module, const h20::TargetDescription &t, int64_t gpus, int64_t tokens,
-                int64_t elementBytes, bool logitsLast, llvm::StringRef requested,
+                int64_t chunk, int64_t elementBytes, bool logitsLast, llvm::StringRef requested,
                 h20::GpuTargetOptions::Parallel &out, std::string &error) {
   out.gpus = gpus;
   out.tokens = tokens;
@@ -150,10 +150,15 @@ bool choosePlan(ModuleOp module, const h20::TargetDescription &t, int64_t gpus, 
     out.contextMs = h20::predictContextParallel(work, t, gpus).totalMs;
   h20::PrefillPrediction tp;
   std::string why;
-  if (h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why))
+  if (h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why, chunk))
     out.tensorMs = tp.totalMs;
-  else
-    out.note = "tensor parallelism is not possible: " + why;
+  // h20-run's context parallelism cuts the prompt into 2N equal chunks.
+  const bool contextRuns = (gpus & (gpus - 1)) == 0;
+  if (requested == "context" && !contextRuns) {
+    error = "--parallel context needs a power of two for --gpus (h20-run cuts the prompt into "
+            "2N equal chunks), got " + std::to_string(gpus);
+    return false;
+  }
   if (requested == "tensor") {
     if (out.tensorMs < 0) {
       error = "--parallel tensor: " + why;
@@ -169,6 +174,18 @@ bool choosePlan(ModuleOp module, const h20::TargetDescription &t, int64_t gpus, 
     return true;
   }
   out.chosenBy = "cost model";
+  if (!contextRuns) {
+    if (out.tensorMs < 0) {
+      error = "--gpus " + std::to_string(gpus) + ": context parallelism needs a power of two, "
+              "and tensor parallelism is not possible: " + why;
+      return false;
+    }
+    out.plan = "tensor";
+    out.note = "context parallelism needs a power of two";
+    return true;
+  }
+  if (out.tensorMs < 0)
+    out.note = "tensor parallelism is not possible: " + why;
   out.plan = out.tensorMs >= 0 && (out.contextMs < 0 || out.tensorMs < out.contextMs) ? "tensor"
                                                                                       : "context";
   return true;
@@ -204,8 +221,11 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     return fail("--compute-type must be bf16, f16 or f32, got '" + computeType + "'");
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
     return fail("--chunk must be between 1 and 1048576 tokens (0: automatic)");
-  if (gpuCount < 1 || gpuCount > 1024)
-    return fail("--gpus must be between 1 and 1024, got " + std::to_string(gpuCount));
+  if (gpuCount < 1 || gpuCount > 8)
+    return fail("--gpus must be between 1 and 8 (the GPUs of one node: h20-run's ranks run on "
+                "one host), got " + std::to_string(gpuCount));
+  if (gpuCount == 1 && parallelPlan.getNumOccurrences())
+    return fail("--parallel plans a multi-GPU prefill: give --gpus N with N > 1");
   if (!llvm::is_contained({"auto", "context", "tensor"}, parallelPlan.getValue()))
     return fail("--parallel must be auto, context or tensor, got '" + parallelPlan + "'");
   if (gpuCount > 1 && !gpuArtifact)
@@ -295,17 +315,20 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
       return kExitBadInput;
     if (gpuCount > 1) {
       std::string error;
-      if (!choosePlan(*module, *desc, gpuCount, gpuMaxPositions, computeType == "f32" ? 4 : 2,
-                      logitsMode == "last", parallelPlan, parallel, error))
+      if (!choosePlan(*module, *desc, gpuCount, gpuMaxPositions, chunk,
+                      computeType == "f32" ? 4 : 2, logitsMode == "last", parallelPlan, parallel,
+                      error))
         return fail(error);
       llvm::errs() << "h20-opt: " << gpuCount << " GPUs: plan " << parallel.plan << " ("
                    << parallel.chosenBy << ")";
-      if (parallel.contextMs >= 0 && parallel.tensorMs >= 0)
-        llvm::errs() << llvm::format("; predicted at %lld tokens on one %s node: context %.1f "
-                                     "ms, tensor %.1f ms",
-                                     static_cast<long long>(parallel.tokens),
-                                     targetName.getValue().c_str(), parallel.contextMs,
-                                     parallel.tensorMs);
+      auto ms = [](double v) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.4g ms", v);
+        return v < 0 ? std::string("n/a") : std::string(text);
+      };
+      llvm::errs() << "; predicted at " << parallel.tokens << " tokens on " << gpuCount << "x "
+                   << targetName << ": context " << ms(parallel.contextMs) << ", tensor "
+                   << ms(parallel.tensorMs);
       if (!parallel.note.empty())
         llvm::errs() << "; " << parallel.note;
       llvm::errs() << "\n";
@@ -317,6 +340,14 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
                            parallel.plan == "tensor" ? parallel.gpus : 1);
     if (failed(plan.run(*module)))
       return kExitBadInput;
+    // What the split covered: a block that did not fit stays whole on
+    // every rank (correct, only not split).
+    if (auto tp = (*module)->getAttrOfType<DictionaryAttr>("h20.tensor_parallel")) {
+      auto count = [&](StringRef k) { return tp.getAs<IntegerAttr>(k).getInt(); };
+      llvm::errs() << "h20-opt: tensor parallel split: " << count("attention_blocks")
+                   << " attention block(s), " << count("mlp_blocks") << " MLP block(s); "
+                   << count("replicated_attention") << " attention op(s) left whole\n";
+    }
   } else {
     if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes)))
       return fail("unknown --emit level '" + level + "' (expected onnx, attn or planned)");

@@ -157,9 +157,13 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         attn.all_reduce (sum over ranks). A sink is sliced like the query
         heads. Needs Hq % T == 0 and Hkv % T == 0 or T % Hkv == 0.
       * MLP block: a MatMul whose input is an elementwise tree (SwiGLU,
-        GELU, ...) of MatMuls of one activation keeps 1/T of the tree's
-        columns (F % T == 0); the down projection keeps the matching rows
-        and is followed by attn.all_reduce.
+        GELU, ...) whose leaves are MatMuls of unsplit activations by
+        weights keeps 1/T of the tree's columns (F % T == 0); the down
+        projection keeps the matching rows and is followed by
+        attn.all_reduce.
+      * A block is split only when every value it splits is used inside
+        it: a split value read elsewhere, or feeding a MatMul as its
+        (unsplit) input, leaves the block whole.
       * Everything else (embedding, norms over the hidden size, residual
         adds, LM head, blocks whose shape does not match) stays replicated:
         correct, only not split.
@@ -168,8 +172,10 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
     initializer and gets `h20.shard = {axis, full_shape, starts}` (starts:
     the first index along `axis` for each rank); its type is the rank's
     slice, and the runtime reads only that slice. The module gets
-    `h20.tensor_parallel = T`. Fails, naming the model, when T > 1 and no
-    block could be split. Runs at the attn level, before RoPE lowering and
+    `h20.tensor_parallel = {ranks = T, attention_blocks, mlp_blocks,
+    replicated_attention}` (what was split, what stayed whole). Fails when
+    T > 1 and no block could be split, saying how many attention ops did
+    not fit. Runs at the attn level, before RoPE lowering and
     KV-cache fusion (so the cache holds the rank's KV heads only).
   }];
   let options = [
@@ -290,8 +296,9 @@ def PredictPrefill : Pass<"h20-predict-prefill", "mlir::ModuleOp"> {
     With `plans=context,tensor`, N > 1 GPUs also get a tensor-parallel line
     (`plan=tensor`): the module split by h20-tensor-parallel over N ranks,
     one rank's kernels at full time, plus its attn.all_reduce results moved
-    2 (N-1) / N times at half the NVLink figure (ring all-reduce), not
-    overlapped; "n/a" with the reason when the model cannot be split.
+    2 (N-1) / N times at half the NVLink figure (ring all-reduce) plus an
+    assumed 20 us per call (one per op per `chunk`), not overlapped; "n/a"
+    with the reason when the model cannot be split.
     Prints one line per (target, GPUs, plan) on stdout; `output` also
     writes JSON.
   }];
@@ -306,7 +313,10 @@ def PredictPrefill : Pass<"h20-predict-prefill", "mlir::ModuleOp"> {
     Option<"output", "output", "std::string", "\"\"",
            "Also write the prediction as JSON to this file">,
     ListOption<"plans", "plans", "std::string",
-               "Multi-GPU plans to predict: context, tensor (default: context)">
+               "Multi-GPU plans to predict: context, tensor (default: context)">,
+    Option<"chunk", "chunk", "int64_t", "0",
+           "Tensor plan: tokens per prefill chunk (one all-reduce call per op per chunk; "
+           "0: one pass)">
   ];
 }
 

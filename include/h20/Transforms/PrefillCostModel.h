@@ -57,18 +57,28 @@ struct PrefillPrediction {
 PrefillPrediction predictContextParallel(const PrefillWork &work, const TargetDescription &t,
                                          int64_t gpus);
 
-/// Tensor parallelism over `gpus`: `rankWork` is the work of one rank's
-/// program (the module after applyTensorParallel); its all-reduces move
-/// 2 (N-1) / N of their bytes per GPU at half the bidirectional NVLink
-/// figure (ring all-reduce), not overlapped.
-PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const PrefillWork &whole,
-                                        const TargetDescription &t, int64_t gpus);
+/// A fixed cost per all-reduce call (us): the order of NCCL's small-message
+/// all-reduce latency inside one NVLink node. An assumption of this model,
+/// not a measurement.
+constexpr double kAllReduceCallUs = 20.0;
 
-/// predictTensorParallel for a copy of `module` split over `gpus` ranks;
-/// false with `why` when the module cannot be split.
+/// Tensor parallelism over `gpus` (one NVLink node): `rankWork` is the work
+/// of one rank's program (the module after applyTensorParallel); its
+/// all-reduces move 2 (N-1) / N of their bytes per GPU at half the
+/// bidirectional NVLink figure (ring all-reduce), plus kAllReduceCallUs per
+/// call, one call per all-reduce op per chunk (`chunks` = ceil(S / chunk)
+/// of a chunked prefill, 1 for one pass), not overlapped. Needs NVLink
+/// (t.nvlinkBytesPerS > 0; the caller checks).
+PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const PrefillWork &whole,
+                                        const TargetDescription &t, int64_t gpus,
+                                        int64_t chunks = 1);
+
+/// predictTensorParallel for a copy of `module` split over `gpus` ranks,
+/// run in chunks of `chunkTokens` (0: one pass of seqLen); false with `why`
+/// when the module cannot be split or the target has no NVLink.
 bool predictTensorParallelOf(mlir::ModuleOp module, const TargetDescription &t, int64_t gpus,
                              int64_t seqLen, int64_t elementBytes, PrefillPrediction &out,
-                             std::string &why);
+                             std::string &why, int64_t chunkTokens = 0);
 
 } // namespace h20
 

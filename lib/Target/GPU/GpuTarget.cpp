@@ -486,6 +486,14 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
                                                              {"tensor", ms(par.tensorMs)}}}};
     if (!par.note.empty())
       o["note"] = par.note;
+    // What h20-tensor-parallel split (blocks that did not fit run whole).
+    if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel")) {
+      llvm::json::Object split;
+      for (StringRef k : {"attention_blocks", "mlp_blocks", "replicated_attention"})
+        if (auto v = tp.getAs<IntegerAttr>(k))
+          split[k] = v.getInt();
+      o["split"] = std::move(split);
+    }
     manifest["parallel"] = std::move(o);
   }
   manifest["weights"] = std::move(weights);
