@@ -495,16 +495,6 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                       : opt.virtualRanks  ? static_cast<int>(opt.gpus)
                       : mode != RankMode::Single ? lo.ncclRanks
                                                  : 0;
-  if (mode == RankMode::Launch) {
-    // One clear message here rather than one per rank, and before any
-    // check of the artifact (the machine is the first thing to fix).
-    int visible = GpuExecutor::deviceCount(error);
-    if (visible < 0)
-      return fail(kExitBadInput, "no CUDA-capable GPU/driver: " + error);
-    if (visible < lo.ncclRanks)
-      return fail(kExitBadInput, "--gpus " + std::to_string(lo.ncclRanks) + ": this machine has " +
-                                     std::to_string(visible) + " GPU(s) visible");
-  }
   if (cpRanks > 1) {
     if (opt.virtualRanks && (opt.gpus & (opt.gpus - 1)) != 0)
       return fail(kExitBadInput,
@@ -534,6 +524,14 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     }
   };
   if (mode == RankMode::Launch) {
+    // One clear message here rather than one per rank (after the checks
+    // of the artifact and prompt above, which need no GPU).
+    int visible = GpuExecutor::deviceCount(error);
+    if (visible < 0)
+      return fail(kExitBadInput, "no CUDA-capable GPU/driver: " + error);
+    if (visible < lo.ncclRanks)
+      return fail(kExitBadInput, "--gpus " + std::to_string(lo.ncclRanks) + ": this machine has " +
+                                     std::to_string(visible) + " GPU(s) visible");
     return launchRanks(lo.ncclRanks, "/proc/self/exe", opt.argv);
   }
   WorkerExit workerExit{mode == RankMode::Worker, false};
