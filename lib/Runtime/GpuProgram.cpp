@@ -973,19 +973,29 @@ public:
     r.bytes = evalNonNeg(st.bytes, {"bytes"});
     checkBytes(st.src, r.srcOffsetBytes, r.bytes, {"src"});
     checkBytes(st.dst, r.dstOffsetBytes, r.bytes, {"dst"});
-    // Overlap: the same buffer, or two temps whose arena ranges meet.
-    const GpuBuffer &sb = p.buffers[st.src], &db = p.buffers[st.dst];
-    bool sameBuffer = st.src == st.dst;
-    if ((sameBuffer || (sb.kind == BufferKind::Temp && db.kind == BufferKind::Temp)) &&
-        r.bytes > 0) {
-      int64_t s0 = r.srcOffsetBytes + (sameBuffer ? 0 : sb.offset);
-      int64_t d0 = r.dstOffsetBytes + (sameBuffer ? 0 : db.offset);
-      if (s0 < d0 + r.bytes && d0 < s0 + r.bytes)
-        invalid("step " + std::to_string(index) + " (copy)",
-                "source and destination ranges overlap (" + std::to_string(r.bytes) +
-                    " bytes at " + at() + ")");
-    }
+    if (auto at0 = sharedStarts(st.src, st.dst, r.srcOffsetBytes, r.dstOffsetBytes);
+        at0 && r.bytes > 0 && overlaps(*at0, r.bytes))
+      invalid("step " + std::to_string(index) + " (copy)",
+              "source and destination ranges overlap (" + std::to_string(r.bytes) +
+                  " bytes at " + at() + ")");
     return r;
+  }
+
+  /// Where a transfer's source and destination start in one address space
+  /// (the buffer itself, or the arena for two temps); nullopt when the two
+  /// buffers cannot overlap.
+  std::optional<std::pair<int64_t, int64_t>> sharedStarts(int src, int dst, int64_t srcOffset,
+                                                          int64_t dstOffset) const {
+    const GpuBuffer &sb = p.buffers[src], &db = p.buffers[dst];
+    if (src == dst)
+      return std::pair(srcOffset, dstOffset);
+    if (sb.kind == BufferKind::Temp && db.kind == BufferKind::Temp)
+      return std::pair(srcOffset + sb.offset, dstOffset + db.offset);
+    return std::nullopt;
+  }
+  static bool overlaps(std::pair<int64_t, int64_t> starts, int64_t bytes) {
+    auto [s0, d0] = starts;
+    return s0 < d0 + bytes && d0 < s0 + bytes;
   }
 
   ResolvedAllReduce allReduce(const AllReduceStep &st) {
@@ -1004,16 +1014,10 @@ public:
                         "-byte " + st.dtype + " element (" + at() + ")");
     checkBytes(st.src, r.srcOffsetBytes, r.bytes, {"src"});
     checkBytes(st.dst, r.dstOffsetBytes, r.bytes, {"dst"});
-    const GpuBuffer &sb = p.buffers[st.src], &db = p.buffers[st.dst];
-    bool sameBuffer = st.src == st.dst;
-    if ((sameBuffer || (sb.kind == BufferKind::Temp && db.kind == BufferKind::Temp)) &&
-        r.bytes > 0) {
-      int64_t s0 = r.srcOffsetBytes + (sameBuffer ? 0 : sb.offset);
-      int64_t d0 = r.dstOffsetBytes + (sameBuffer ? 0 : db.offset);
-      if (s0 != d0 && s0 < d0 + r.bytes && d0 < s0 + r.bytes)
-        bad({"dst"}, "overlaps the source without being the same range (" +
-                         std::to_string(r.bytes) + " bytes at " + at() + ")");
-    }
+    if (auto at0 = sharedStarts(st.src, st.dst, r.srcOffsetBytes, r.dstOffsetBytes);
+        at0 && r.bytes > 0 && at0->first != at0->second && overlaps(*at0, r.bytes))
+      bad({"dst"}, "overlaps the source without being the same range (" +
+                       std::to_string(r.bytes) + " bytes at " + at() + ")");
     return r;
   }
 
