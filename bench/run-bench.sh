@@ -20,6 +20,9 @@
 #      models/llama/reference.py) on the same weights, plus the GEMM peak.
 #      Weights: 10.8 GB of float32 generated once into H20_BENCH_WORK
 #      (default /tmp/h20-bench; reused while the machine stays up): ~1 min.
+#      H20_BENCH_H20_ARGS: extra h20-run arguments (default --tune-gemms:
+#      cuBLASLt algorithms chosen by timing in the warm-up run; set it to
+#      "" for the heuristic's first choice).
 #      Runs: H20_BENCH_RUNS (default 5) measured prefills per S,
 #      H20_BENCH_LONG_RUNS (default 1) from S >= 262144.
 #      Estimates: weights ~1 min; h20 weight load ~10-20 s per S; h20 32K
@@ -47,6 +50,7 @@ attn_s=${H20_BENCH_ATTN_S:-8192 32768 131072}
 ttft_s=${H20_BENCH_TTFT_S:-32768 131072 524288}
 runs=${H20_BENCH_RUNS:-5}
 long_runs=${H20_BENCH_LONG_RUNS:-1}
+h20_args=${H20_BENCH_H20_ARGS---tune-gemms}
 long_from=262144
 work=${H20_BENCH_WORK:-/tmp/h20-bench}
 res=${H20_BENCH_RESULTS:-$work/results}
@@ -147,7 +151,8 @@ if want B; then
     ((repeat_ok)) && rep=(--repeat "$n")
     say "B: h20 S=$S (${n} run(s))"
     t0=$(date +%s)
-    if "$bin/h20-run" "$art" --ids "$sd/ids-$S.npy" --weights-dir "$sd" "${rep[@]}" \
+    # shellcheck disable=SC2086
+    if "$bin/h20-run" "$art" --ids "$sd/ids-$S.npy" --weights-dir "$sd" "${rep[@]}" $h20_args \
          --dump-logits "$res/ttft-h20-S$S.npy" --report "$res/ttft-h20-S$S.report.json" \
          >"$res/ttft-h20-S$S.log" 2>&1; then
       say "B: h20 S=$S: $(grep -o '"ttft_ms": [0-9.]*' "$res/ttft-h20-S$S.report.json" | head -1) (wall $(($(date +%s) - t0)) s)"

@@ -1,6 +1,7 @@
 //===- CublasLtGemm.cpp - one GEMM call on cuBLASLt ----------------------===//
 #include "CublasLtGemm.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace h20::runtime {
@@ -24,6 +25,16 @@ uint32_t alignmentOf(CUdeviceptr p) {
   while (a > 1 && p % a != 0)
     a /= 2;
   return a;
+}
+
+/// Bytes a cuBLASLt (column-major) layout spans: ld * (cols - 1) + rows
+/// elements per batch, plus the batch stride for each further batch.
+uint64_t operandBytes(const GemmLayout &l, int64_t batch, cudaDataType_t type) {
+  const uint64_t elem = type == CUDA_R_32F ? 4 : 2;
+  uint64_t elems = static_cast<uint64_t>(l.ld * (l.cols - 1) + l.rows);
+  if (batch > 1)
+    elems += static_cast<uint64_t>(l.batchStride) * static_cast<uint64_t>(batch - 1);
+  return elems * elem;
 }
 
 std::string shapeText(const GemmCall &c) {
@@ -84,12 +95,16 @@ void CublasLtGemm::clearCache() {
   cache.clear();
 }
 
-bool CublasLtGemm::run(const GemmCall &call, CUstream stream, CUdeviceptr workspace,
-                       size_t workspaceBytes, std::string &error, bool &outOfMemory) {
+CublasLtGemm::Entry *
+CublasLtGemm::plan(const GemmCall &call, size_t workspaceBytes, std::string &error,
+                   bool &outOfMemory, std::vector<cublasLtMatmulHeuristicResult_t> *candidates,
+                   bool *isNew) {
   outOfMemory = false;
+  if (isNew)
+    *isNew = false;
   GemmPlan plan;
   if (!planGemm(call.problem, plan, error))
-    return false;
+    return nullptr;
   CUdeviceptr libA = plan.swapped ? call.b : call.a, libB = plan.swapped ? call.a : call.b;
   cudaDataType_t typeAB = dataType(call.dtypeA), typeC = dataType(call.dtypeC);
   cublasComputeType_t compute = call.tf32 && call.dtypeA == "float32"
@@ -106,7 +121,7 @@ bool CublasLtGemm::run(const GemmCall &call, CUstream stream, CUdeviceptr worksp
     error = std::string("cuBLASLt ") + what + " failed: " + cublasStatusName(s) + " (" +
             shapeText(call) + ")";
     outOfMemory = s == CUBLAS_STATUS_ALLOC_FAILED;
-    return false;
+    return static_cast<Entry *>(nullptr);
   };
 
   auto it = cache.find(key);
@@ -166,11 +181,12 @@ bool CublasLtGemm::run(const GemmCall &call, CUstream stream, CUdeviceptr worksp
     for (auto &A : aligns)
       if (s == CUBLAS_STATUS_SUCCESS)
         s = lt.cublasLtMatmulPreferenceSetAttribute(pref, A.attr, &A.value, sizeof(A.value));
-    cublasLtMatmulHeuristicResult_t result{};
+    const int want = candidates ? kTuneCandidates : 1;
+    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(want));
     int returned = 0;
     if (s == CUBLAS_STATUS_SUCCESS)
-      s = lt.cublasLtMatmulAlgoGetHeuristic(handle, e.desc, e.a, e.b, e.c, e.c, pref, 1, &result,
-                                            &returned);
+      s = lt.cublasLtMatmulAlgoGetHeuristic(handle, e.desc, e.a, e.b, e.c, e.c, pref, want,
+                                            results.data(), &returned);
     lt.cublasLtMatmulPreferenceDestroy(pref);
     if (s == CUBLAS_STATUS_SUCCESS && returned == 0)
       s = CUBLAS_STATUS_NOT_SUPPORTED;
@@ -178,17 +194,178 @@ bool CublasLtGemm::run(const GemmCall &call, CUstream stream, CUdeviceptr worksp
       destroy(e);
       return fail("algorithm selection", s);
     }
-    e.algo = result.algo;
+    e.algo = results[0].algo;
+    e.swapped = plan.swapped;
+    e.bytes = {operandBytes(plan.a, plan.batch, typeAB), operandBytes(plan.b, plan.batch, typeAB),
+               operandBytes(plan.c, plan.batch, typeC)};
+    if (candidates) {
+      results.resize(static_cast<size_t>(returned));
+      *candidates = std::move(results);
+    }
+    if (isNew)
+      *isNew = true;
     it = cache.emplace(std::move(key), e).first;
   }
-  const Entry &e = it->second;
+  return &it->second;
+}
+
+bool CublasLtGemm::run(const GemmCall &call, CUstream stream, CUdeviceptr workspace,
+                       size_t workspaceBytes, std::string &error, bool &outOfMemory) {
+  const Entry *e = plan(call, workspaceBytes, error, outOfMemory);
+  if (!e)
+    return false;
+  CUdeviceptr libA = e->swapped ? call.b : call.a, libB = e->swapped ? call.a : call.b;
   const void *a = reinterpret_cast<const void *>(libA), *b = reinterpret_cast<const void *>(libB);
   void *c = reinterpret_cast<void *>(call.c);
-  cublasStatus_t s = lt.cublasLtMatmul(handle, e.desc, &call.alpha, a, e.a, b, e.b, &call.beta, c,
-                                       e.c, c, e.c, &e.algo, reinterpret_cast<void *>(workspace),
-                                       workspaceBytes, stream);
-  if (s != CUBLAS_STATUS_SUCCESS)
-    return fail("cublasLtMatmul", s);
+  cublasStatus_t s = lt.cublasLtMatmul(handle, e->desc, &call.alpha, a, e->a, b, e->b, &call.beta,
+                                       c, e->c, c, e->c, &e->algo,
+                                       reinterpret_cast<void *>(workspace), workspaceBytes, stream);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    error = std::string("cuBLASLt cublasLtMatmul failed: ") + cublasStatusName(s) + " (" +
+            shapeText(call) + ")";
+    outOfMemory = s == CUBLAS_STATUS_ALLOC_FAILED;
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// Frees what tune() allocated, whatever way it leaves.
+struct TuneScratch {
+  const CudaApi &cu;
+  std::vector<CUdeviceptr> buffers;
+  CUstream stream = nullptr;
+  std::vector<CUevent> events;
+  ~TuneScratch() {
+    if (stream)
+      cu.cuStreamSynchronize(stream);
+    for (CUevent e : events)
+      if (e)
+        cu.cuEventDestroy(e);
+    if (stream)
+      cu.cuStreamDestroy(stream);
+    for (CUdeviceptr p : buffers)
+      if (p)
+        cu.cuMemFree(p);
+  }
+};
+
+std::string cuText(const CudaApi &cu, CUresult r) {
+  const char *name = nullptr;
+  cu.cuGetErrorName(r, &name);
+  return name ? name : "CUDA error " + std::to_string(static_cast<int>(r));
+}
+
+} // namespace
+
+bool CublasLtGemm::tune(const GemmCall &call, const CudaApi &cu, size_t workspaceBytes,
+                        std::string &error) {
+  bool oom = false, isNew = false;
+  std::vector<cublasLtMatmulHeuristicResult_t> cand;
+  Entry *e = plan(call, workspaceBytes, error, oom, &cand, &isNew);
+  if (!e)
+    return false;
+  if (!isNew)
+    return true;
+  GemmTuning rec;
+  const GemmProblem &p = call.problem;
+  rec.shape = call.dtypeA + " " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
+              std::to_string(p.k) + (p.batch > 1 ? " batch " + std::to_string(p.batch) : "");
+  if (cand.size() < 2) {
+    rec.candidates = static_cast<int>(cand.size());
+    rec.note = "the heuristic offered one algorithm";
+    tuned.push_back(rec);
+    return true;
+  }
+  TuneScratch t{cu, {}, nullptr, {}};
+  // Operands, C (also read when beta != 0) and a workspace of our own: the
+  // candidates never touch the program's buffers.
+  for (uint64_t bytes : {e->bytes[0], e->bytes[1], e->bytes[2], uint64_t(workspaceBytes)}) {
+    CUdeviceptr d = 0;
+    CUresult r = cu.cuMemAlloc(&d, std::max<uint64_t>(bytes, 256));
+    if (r != CUDA_SUCCESS) {
+      rec.note = "no device memory for scratch operands (" + cuText(cu, r) +
+                 "): the heuristic's first choice is kept";
+      tuned.push_back(rec);
+      return true;
+    }
+    t.buffers.push_back(d);
+  }
+  auto ck = [&](CUresult r, const char *what) {
+    if (r == CUDA_SUCCESS)
+      return true;
+    error = std::string("tuning the GEMM ") + rec.shape + ": " + what + ": " + cuText(cu, r);
+    return false;
+  };
+  if (!ck(cu.cuStreamCreate(&t.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
+    return false;
+  // A constant that is a normal number in f32, f16 and bf16 alike.
+  for (size_t i = 0; i < 3; ++i)
+    if (!ck(cu.cuMemsetD8Async(t.buffers[i], 0x3C, e->bytes[i], t.stream), "cuMemsetD8Async"))
+      return false;
+  const size_t n = cand.size();
+  t.events.assign(n * kTuneRuns * 2, nullptr);
+  for (CUevent &ev : t.events)
+    if (!ck(cu.cuEventCreate(&ev, CU_EVENT_DEFAULT), "cuEventCreate"))
+      return false;
+  const void *a = reinterpret_cast<const void *>(t.buffers[0]);
+  const void *b = reinterpret_cast<const void *>(t.buffers[1]);
+  void *c = reinterpret_cast<void *>(t.buffers[2]);
+  void *ws = reinterpret_cast<void *>(t.buffers[3]);
+  std::vector<bool> ran(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    auto launch = [&] {
+      return lt.cublasLtMatmul(handle, e->desc, &call.alpha, a, e->a, b, e->b, &call.beta, c,
+                               e->c, c, e->c, &cand[i].algo, ws, workspaceBytes, t.stream) ==
+             CUBLAS_STATUS_SUCCESS;
+    };
+    if (!launch()) // warm-up; an algorithm that refuses is skipped
+      continue;
+    ran[i] = true;
+    for (int r = 0; r < kTuneRuns && ran[i]; ++r) {
+      CUevent *ev = &t.events[(i * kTuneRuns + r) * 2];
+      if (!ck(cu.cuEventRecord(ev[0], t.stream), "cuEventRecord"))
+        return false;
+      ran[i] = launch();
+      if (!ck(cu.cuEventRecord(ev[1], t.stream), "cuEventRecord"))
+        return false;
+    }
+  }
+  if (!ck(cu.cuStreamSynchronize(t.stream), "running the candidates"))
+    return false;
+  std::vector<double> median(n, -1.0);
+  for (size_t i = 0; i < n; ++i) {
+    if (!ran[i])
+      continue;
+    std::vector<double> ms;
+    for (int r = 0; r < kTuneRuns; ++r) {
+      float v = 0;
+      CUevent *ev = &t.events[(i * kTuneRuns + r) * 2];
+      if (!ck(cu.cuEventElapsedTime(&v, ev[0], ev[1]), "cuEventElapsedTime"))
+        return false;
+      ms.push_back(v);
+    }
+    std::sort(ms.begin(), ms.end());
+    median[i] = ms[ms.size() / 2];
+    ++rec.candidates;
+  }
+  if (median[0] < 0) {
+    rec.note = "the heuristic's first choice did not run on scratch operands: kept untimed";
+    tuned.push_back(rec);
+    return true;
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i)
+    if (median[i] >= 0 && median[i] < median[best])
+      best = i;
+  if (median[best] > 0.99 * median[0])
+    best = 0;
+  rec.chosen = static_cast<int>(best);
+  rec.firstMs = median[0];
+  rec.chosenMs = median[best];
+  e->algo = cand[best].algo;
+  tuned.push_back(rec);
   return true;
 }
 

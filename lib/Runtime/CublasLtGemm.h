@@ -13,6 +13,7 @@
 #include "h20/Runtime/CudaDriver.h"
 #include "h20/Runtime/GemmPlan.h"
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct GemmCall {
   float alpha = 1.0f, beta = 0.0f;
   bool tf32 = false; ///< float32 inputs may be rounded to TF32
 };
+
 
 /// A cuBLASLt handle and the descriptor cache; use from one thread, with the
 /// context current.
@@ -48,6 +50,27 @@ public:
   bool run(const GemmCall &call, CUstream stream, CUdeviceptr workspace, size_t workspaceBytes,
            std::string &error, bool &outOfMemory);
 
+  /// Plans `call`'s shape by measurement instead of the heuristic alone:
+  /// asks cuBLASLt for up to kTuneCandidates algorithms, times each on
+  /// private scratch operands (filled with a constant) and a private
+  /// workspace on a private stream (one warm-up, median of kTuneRuns
+  /// launches, CUDA events), and caches the fastest for run(); a candidate
+  /// replaces the heuristic's first choice only when at least 1% faster
+  /// (timing noise). Only the call's shape, strides, types and pointer
+  /// alignments matter, never its data. The caller makes sure nothing else
+  /// runs on the GPU meanwhile (the times would include it) and that no
+  /// stream of this thread is being captured. Already planned shapes are
+  /// left alone (returns true, nothing appended). When scratch memory is
+  /// short the heuristic's choice is kept and the record says so. False
+  /// with `error` only when a CUDA or cuBLASLt call fails outright.
+  bool tune(const GemmCall &call, const CudaApi &cu, size_t workspaceBytes, std::string &error);
+
+  /// What tune() measured, one record per shape, in tuning order.
+  const std::vector<GemmTuning> &tunings() const { return tuned; }
+
+  static constexpr int kTuneCandidates = kGemmTuneCandidates;
+  static constexpr int kTuneRuns = 5;
+
   /// Distinct shapes planned so far (cache entries alive).
   size_t cachedPlans() const { return cache.size(); }
 
@@ -56,11 +79,20 @@ private:
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool swapped = false;          ///< GemmPlan::swapped
+    std::array<uint64_t, 3> bytes{}; ///< bytes library A, B and C span
   };
   const CublasLtApi &lt;
   cublasLtHandle_t handle = nullptr;
   std::map<std::vector<int64_t>, Entry> cache;
+  std::vector<GemmTuning> tuned;
 
+  /// The cached entry for `call` (planned with the heuristic's first choice
+  /// when new); `candidates`, when not null, receives up to
+  /// kTuneCandidates heuristic results of a new entry. Null with `error`.
+  Entry *plan(const GemmCall &call, size_t workspaceBytes, std::string &error, bool &outOfMemory,
+              std::vector<cublasLtMatmulHeuristicResult_t> *candidates = nullptr,
+              bool *isNew = nullptr);
   void destroy(Entry &e);
   void clearCache();
 };

@@ -123,6 +123,8 @@ struct GpuExecutor::Impl {
   std::vector<CUfunction> stepFunction; ///< per step; null for gemm/memset/copy
   CUdeviceptr base = 0, workspace = 0;
   uint64_t workspaceBytes = 0;
+  bool tuneGemms = false; ///< GpuLoadOptions::tuneGemms
+  bool gemmsTuned = false; ///< the first run tuned them
   std::unique_ptr<CublasLtGemm> gemm;
   uint64_t heldBytes = 0, peakBytes = 0, peakDeviceUsed = 0;
   bool loaded = false, loadTried = false;
@@ -270,6 +272,11 @@ struct GpuExecutor::Impl {
 
   bool loadModules(const Artifact &artifact);
   bool resolveKernels();
+  /// The cuBLASLt call of gemm step `index` as resolved for this chunk.
+  GemmCall gemmCall(size_t index, const ResolvedGemm &r);
+  /// GpuLoadOptions::tuneGemms: waits for the stream, then tunes every
+  /// (ungrouped) gemm step of `rs`; the records go to stats.gemmTuning.
+  bool tuneGemmSteps(const std::vector<ResolvedStep> &rs, GpuRunStats &stats);
   bool uploadWeights(const GpuLoadOptions &o);
   /// GpuLoadOptions::dummyWeights: fills weight buffer `bi` (manifest
   /// weight `w`) through the staging buffers instead of reading its file.
@@ -925,6 +932,7 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
                                                                           : GpuStatus::Internal,
                          reason));
     I.workspaceBytes = options.workspaceBytes;
+    I.tuneGemms = options.tuneGemms;
   }
   if (options.dummyWeights) {
     // Random weights of one shape and type are interchangeable: one copy
@@ -1082,6 +1090,47 @@ bool GpuExecutor::Impl::launchKernel(size_t index, KernelLaunch &k) {
   return res == CUDA_SUCCESS || check(res, where(index) + ": cuLaunchKernel");
 }
 
+GemmCall GpuExecutor::Impl::gemmCall(size_t index, const ResolvedGemm &r) {
+  const GemmStep &gs = std::get<GemmStep>(p.steps[index]);
+  GemmCall call;
+  call.dtypeA = gs.dtypeA;
+  call.dtypeB = gs.dtypeB;
+  call.dtypeC = gs.dtypeC;
+  call.problem.batch = r.batch;
+  call.problem.m = r.m;
+  call.problem.n = r.n;
+  call.problem.k = r.k;
+  call.problem.a = {r.a.batchStride, r.a.rowStride, r.a.colStride};
+  call.problem.b = {r.b.batchStride, r.b.rowStride, r.b.colStride};
+  call.problem.c = {r.c.batchStride, r.c.rowStride, r.c.colStride};
+  call.a = address(r.a.buffer) + r.a.offset * dtypeSize(gs.dtypeA);
+  call.b = address(r.b.buffer) + r.b.offset * dtypeSize(gs.dtypeB);
+  call.c = address(r.c.buffer) + r.c.offset * dtypeSize(gs.dtypeC);
+  call.alpha = static_cast<float>(gs.alpha);
+  call.beta = static_cast<float>(gs.beta);
+  call.tf32 = p.tf32;
+  return call;
+}
+
+bool GpuExecutor::Impl::tuneGemmSteps(const std::vector<ResolvedStep> &rs, GpuRunStats &stats) {
+  // Nothing else may run while the candidates are timed.
+  if (!check(cu->cuStreamSynchronize(stream), "waiting for the GPU before tuning the GEMMs"))
+    return false;
+  const size_t before = gemm->tunings().size();
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const auto *r = std::get_if<ResolvedGemm>(&rs[i]);
+    if (!r || r->empty || r->groups != 0)
+      continue;
+    std::string err;
+    if (!gemm->tune(gemmCall(i, *r), *cu, workspaceBytes, err))
+      return fail(GpuStatus::Internal, where(i) + ": " + err);
+  }
+  stats.gemmTuning.assign(gemm->tunings().begin() + static_cast<std::ptrdiff_t>(before),
+                          gemm->tunings().end());
+  gemmsTuned = true;
+  return true;
+}
+
 bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
   const CudaApi &c = *cu;
   if (isKernel(index)) {
@@ -1094,23 +1143,7 @@ bool GpuExecutor::Impl::execute(size_t index, const ResolvedStep &step) {
     if (r->empty)
       return true;
     const GemmStep &gs = std::get<GemmStep>(p.steps[index]);
-    GemmCall call;
-    call.dtypeA = gs.dtypeA;
-    call.dtypeB = gs.dtypeB;
-    call.dtypeC = gs.dtypeC;
-    call.problem.batch = r->batch;
-    call.problem.m = r->m;
-    call.problem.n = r->n;
-    call.problem.k = r->k;
-    call.problem.a = {r->a.batchStride, r->a.rowStride, r->a.colStride};
-    call.problem.b = {r->b.batchStride, r->b.rowStride, r->b.colStride};
-    call.problem.c = {r->c.batchStride, r->c.rowStride, r->c.colStride};
-    call.a = address(r->a.buffer) + r->a.offset * dtypeSize(gs.dtypeA);
-    call.b = address(r->b.buffer) + r->b.offset * dtypeSize(gs.dtypeB);
-    call.c = address(r->c.buffer) + r->c.offset * dtypeSize(gs.dtypeC);
-    call.alpha = static_cast<float>(gs.alpha);
-    call.beta = static_cast<float>(gs.beta);
-    call.tf32 = p.tf32;
+    GemmCall call = gemmCall(index, *r);
     std::string err;
     bool oom = false;
     if (r->groups == 0) {
@@ -2082,6 +2115,11 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     for (size_t i = 0; i < p.steps.size(); ++i)
       if (!resolveStep(p, i, sym, resolved[i], err))
         return done(I.fail(GpuStatus::BadInput, "chunk " + std::to_string(c) + ": " + err));
+    // Tuned before the first chunk's steps are enqueued (the GPU then
+    // holds only this chunk's ids) and before any graph captures a GEMM.
+    if (c == 0 && I.tuneGemms && !I.gemmsTuned && T <= 1 && I.gemm &&
+        !I.tuneGemmSteps(resolved, stats))
+      return done(false);
     if (graphs) {
       for (Impl::Segment &seg : I.segments)
         if (!I.runSegment(seg, resolved, stats))

@@ -1110,6 +1110,101 @@ TEST_F(GpuExecutorTest, StepProfileTimesEveryStep) {
       EXPECT_TRUE(plain[o].data == profiled[o].data) << "output '" << plain[o].name << "'";
 }
 
+// --tune-gemms: the first run times cuBLASLt's candidates for every GEMM
+// shape (records: the shape, a candidate count, the chosen one no slower
+// than the heuristic's first), later runs reuse the choice (no records);
+// outputs stay equal to an untuned executor's up to rounding (another
+// algorithm may sum in another order), in a chunked program replayed as
+// CUDA graphs and in an unchunked bf16 GEMM of a size with several
+// candidates.
+TEST_F(GpuExecutorTest, GemmTuningKeepsResults) {
+  TestArtifact t(dir.path);
+  ASSERT_NO_FATAL_FAILURE(graphProgram(t, dir.path));
+  GpuExecutor tuned, plain;
+  std::string error;
+  GpuLoadOptions lo;
+  lo.tuneGemms = true;
+  ASSERT_EQ(tuned.load(t.artifact, t.m, t.program, lo, error), GpuStatus::Ok) << error;
+  ASSERT_EQ(plain.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok)
+      << error;
+  std::vector<int64_t> ids(10, 1);
+  HostTensor in = tensor("int64", {1, 10}, ids.data(), ids.size() * 8);
+  std::vector<HostTensor> ot, op;
+  GpuRunStats st, sp;
+  ASSERT_EQ(tuned.run({in}, GpuRunOptions(), ot, st, error), GpuStatus::Ok) << error;
+  ASSERT_EQ(plain.run({in}, GpuRunOptions(), op, sp, error), GpuStatus::Ok) << error;
+  EXPECT_TRUE(st.cudaGraph) << st.cudaGraphNote;
+  ASSERT_FALSE(st.gemmTuning.empty());
+  EXPECT_TRUE(sp.gemmTuning.empty());
+  for (const GemmTuning &g : st.gemmTuning) {
+    EXPECT_NE(g.shape.find("float32 "), std::string::npos) << g.shape;
+    if (g.candidates > 1) {
+      EXPECT_LE(g.chosenMs, g.firstMs) << g.shape;
+      EXPECT_GT(g.firstMs, 0.0) << g.shape;
+    } else {
+      EXPECT_FALSE(g.note.empty()) << g.shape;
+    }
+  }
+  ASSERT_EQ(ot.size(), op.size());
+  for (size_t o = 0; o < ot.size(); ++o) {
+    if (ot[o].name == "echo") // holds device pointers
+      continue;
+    std::vector<float> a = asFloats(ot[o]), b = asFloats(op[o]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(a[i], b[i], 1e-4 * (1 + std::fabs(b[i]))) << ot[o].name << "[" << i << "]";
+  }
+  GpuRunStats again;
+  ASSERT_EQ(tuned.run({in}, GpuRunOptions(), ot, again, error), GpuStatus::Ok) << error;
+  EXPECT_TRUE(again.gemmTuning.empty());
+
+  // Unchunked bf16, 1024 x 1024 x 512: the heuristic offers several.
+  TempDir big;
+  const int64_t M = 1024, N = 1024, K = 512;
+  std::vector<float> a = randomFloats(M * K, 8), w = randomFloats(K * N, 9);
+  writeBytes(big.path + "/w.bin", w.data(), w.size() * 4);
+  std::vector<uint16_t> abf(a.size());
+  convertElements("float32", a.data(), "bfloat16", abf.data(), a.size());
+  TestArtifact g(big.path);
+  g.manifest["inputs"] = {{{"name", "a"}, {"dtype", "bfloat16"}, {"shape", {M, K}}}};
+  g.manifest["outputs"] = {{{"name", "c"}, {"dtype", "float32"}, {"shape", {M, N}}}};
+  g.manifest["weights"] = {{{"name", "w"}, {"file", "w.bin"}, {"dtype", "float32"},
+                            {"shape", {K, N}}, {"offset", 0}, {"length", K * N * 4}}};
+  json gemm = {{"op", "gemm"}, {"dtype_a", "bfloat16"}, {"dtype_b", "bfloat16"},
+               {"dtype_c", "float32"}, {"batch", 1}, {"m", M}, {"n", N}, {"k", K},
+               {"a", mat(0, 0, K, 1)}, {"b", mat(2, 0, N, 1)}, {"c", mat(1, 0, N, 1)}};
+  json gpu = {{"arch", "sm_90"}, {"outputs", {{{"mode", "whole"}}}},
+              {"modules", json::array()},
+              {"buffers",
+               {{{"kind", "input"}, {"index", 0}, {"bytes", M * K * 2}},
+                {{"kind", "output"}, {"index", 0}, {"bytes", M * N * 4}},
+                {{"kind", "weight"}, {"index", 0}, {"bytes", K * N * 2}, {"dtype", "bfloat16"}}}},
+              {"steps", {gemm}}};
+  g.finish(gpu);
+  GpuExecutor bt, bp;
+  ASSERT_EQ(bt.load(g.artifact, g.m, g.program, lo, error), GpuStatus::Ok) << error;
+  ASSERT_EQ(bp.load(g.artifact, g.m, g.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+  HostTensor ain = tensor("bfloat16", {M, K}, abf.data(), abf.size() * 2);
+  ASSERT_EQ(bt.run({ain}, GpuRunOptions(), ot, st, error), GpuStatus::Ok) << error;
+  ASSERT_EQ(bp.run({ain}, GpuRunOptions(), op, sp, error), GpuStatus::Ok) << error;
+  ASSERT_EQ(st.gemmTuning.size(), 1u);
+  const GemmTuning &r = st.gemmTuning[0];
+  EXPECT_EQ(r.shape, "bfloat16 1024x1024x512");
+  EXPECT_GT(r.candidates, 1) << r.note;
+  EXPECT_GE(r.chosen, 0);
+  EXPECT_LT(r.chosen, kGemmTuneCandidates);
+  EXPECT_LE(r.chosenMs, r.firstMs);
+  std::vector<double> ref(M * N, 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      double x = bfloat16ToFloat(abf[i * K + k]);
+      for (int64_t j = 0; j < N; ++j)
+        ref[i * N + j] += x * bfloat16ToFloat(floatToBfloat16(w[k * N + j]));
+    }
+  EXPECT_LT(relL2(asFloats(ot[0]), ref), 1e-4);
+  EXPECT_LT(relL2(asFloats(op[0]), ref), 1e-4);
+}
+
 // Captures: the first run captures 3 graphs (segment 1 for n = 4 and
 // n = 2, segment 2 once); the same length again captures none and only
 // updates kernel nodes; the plain executor is unaffected.

@@ -120,7 +120,7 @@ const char *kUsage =
     "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
     "               [--report REPORT.json] [--warmup N] [--repeat N] [--gpus N]\n"
     "               [--no-cuda-graph] [--virtual-ranks] [--weights-dir DIR]\n"
-    "               [--profile-steps] [--dummy-weights]\n"
+    "               [--profile-steps] [--dummy-weights] [--tune-gemms]\n"
     "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
     "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
     "               [--weights-dir DIR]\n"
@@ -171,6 +171,11 @@ const char *kUsage =
     "        graphs, the host waits for each chunk, so the TTFT is no benchmark):\n"
     "        the 20 costliest kernels/GEMMs on stderr, every step in the report's\n"
     "        \"step_profile\"\n"
+    "  --tune-gemms: GPU only: time cuBLASLt's candidate algorithms for every\n"
+    "        GEMM shape of the program (up to 8 each, on scratch operands) before\n"
+    "        the first chunk of the first run (the warm-up's, by default) and keep\n"
+    "        the fastest, instead of the heuristic's first choice; the report's\n"
+    "        \"gemm_tuning\" lists each shape's times. Single-GPU chunk loops only\n"
     "  --dummy-weights: GPU only: read no weight file; fill every weight with\n"
     "        reproducible pseudo-random values (uniform, variance 1/fan_in; 1-D\n"
     "        weights 1, integer ones 0) to time a model whose checkpoint is not at\n"
@@ -192,6 +197,7 @@ struct Options {
   bool noCudaGraph = false;
   bool profileSteps = false;
   bool dummyWeights = false; ///< --dummy-weights
+  bool tuneGemms = false;    ///< --tune-gemms
   bool virtualRanks = false; ///< --virtual-ranks
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
@@ -260,6 +266,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       o.profileSteps = true;
     } else if (a == "--dummy-weights") {
       o.dummyWeights = true;
+    } else if (a == "--tune-gemms") {
+      o.tuneGemms = true;
     } else if (a == "--virtual-ranks") {
       o.virtualRanks = true;
     } else if (is("--inputs-from")) {
@@ -484,6 +492,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   GpuLoadOptions lo;
   lo.weightsDir = opt.weightsDir;
   lo.dummyWeights = opt.dummyWeights;
+  lo.tuneGemms = opt.tuneGemms;
   // T > 1: tensor parallelism (each rank its weight slices, all-reduces);
   // main() made sure --gpus is T.
   const int T = m.tensorParallel();
@@ -583,6 +592,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     std::vector<HostTensor> outputs;
     GpuRunStats st;
     std::vector<double> warmupMs, runMs;
+    std::vector<GemmTuning> gemmTuning; ///< from the run that tuned (the first)
     GpuStatus status = GpuStatus::Ok;
     std::string error;
   };
@@ -612,12 +622,16 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
       if (rr.status != GpuStatus::Ok)
         return;
       rr.warmupMs.push_back(rr.st.ttftMs);
+      if (!rr.st.gemmTuning.empty())
+        rr.gemmTuning = rr.st.gemmTuning;
     }
     for (int64_t r = 0; r < opt.repeat; ++r) {
       rr.status = ex.run(inputs, runOpts, rr.outputs, rr.st, rr.error);
       if (rr.status != GpuStatus::Ok)
         return;
       rr.runMs.push_back(rr.st.ttftMs);
+      if (!rr.st.gemmTuning.empty())
+        rr.gemmTuning = rr.st.gemmTuning;
     }
   };
   std::vector<RankRun> runs(executors);
@@ -767,6 +781,20 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                           {"nodes", st.graphNodes}};
   if (!st.cudaGraphNote.empty())
     report["cuda_graph"]["note"] = st.cudaGraphNote;
+  if (opt.tuneGemms) {
+    nlohmann::json tuning = nlohmann::json::array();
+    for (const GemmTuning &t : runs[0].gemmTuning) {
+      nlohmann::json row = {{"shape", t.shape},
+                            {"candidates", t.candidates},
+                            {"chosen", t.chosen},
+                            {"first_ms", t.firstMs},
+                            {"chosen_ms", t.chosenMs}};
+      if (!t.note.empty())
+        row["note"] = t.note;
+      tuning.push_back(row);
+    }
+    report["gemm_tuning"] = tuning;
+  }
   int64_t ringBytes = 0;
   double ringMs = 0;
   const int cpN = st.virtualRanks > 1 ? st.virtualRanks : st.ncclRanks;
@@ -967,6 +995,9 @@ int main(int argc, char **argv) {
                                    "' runs on the CPU");
   if (device == "cpu" && opt.dummyWeights)
     return fail(kExitBadInput, "--dummy-weights applies to GPU runs; '" + opt.artifact +
+                                   "' runs on the CPU");
+  if (device == "cpu" && opt.tuneGemms)
+    return fail(kExitBadInput, "--tune-gemms applies to GPU runs; '" + opt.artifact +
                                    "' runs on the CPU");
   if (device == "cpu" && multiProcess)
     return fail(kExitBadInput, "WORLD_SIZE=" + std::string(worldEnv) + ": '" + opt.artifact +

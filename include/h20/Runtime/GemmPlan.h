@@ -50,6 +50,20 @@ struct GemmPlan {
 /// a stride is negative, or when C's batch_stride is 0 with batch > 1.
 bool planGemm(const GemmProblem &p, GemmPlan &plan, std::string &error);
 
+/// Most algorithms CublasLtGemm::tune times per GEMM shape.
+constexpr int kGemmTuneCandidates = 8;
+
+/// One GEMM shape's measured algorithm choice (CublasLtGemm::tune, lib/Runtime;
+/// GpuLoadOptions::tuneGemms).
+struct GemmTuning {
+  std::string shape;   ///< "bfloat16 8448x11008x4096" (A's dtype, m x n x k, "batch B" when > 1)
+  int candidates = 0;  ///< algorithms cuBLASLt's heuristic offered that ran
+  int chosen = 0;      ///< the fastest one's rank in the heuristic's order (0: its first choice)
+  double firstMs = 0;  ///< median time of the heuristic's first choice (ms, CUDA events)
+  double chosenMs = 0; ///< median time of the chosen one (ms)
+  std::string note;    ///< why the heuristic's first choice was kept without timing; else empty
+};
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_GEMMPLAN_H

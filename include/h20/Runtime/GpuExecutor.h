@@ -71,6 +71,7 @@
 
 #include "h20/Runtime/Artifact.h"
 #include "h20/Runtime/ContextParallel.h"
+#include "h20/Runtime/GemmPlan.h"
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
 #include "h20/Runtime/TensorIO.h"
@@ -119,6 +120,14 @@ struct GpuLoadOptions {
   bool dummyWeights = false;
   uint64_t stagingBytes = uint64_t(32) << 20; ///< per pinned staging buffer (two are used)
   uint64_t workspaceBytes = uint64_t(32) << 20; ///< cuBLASLt workspace (only with gemm steps)
+  /// Choose each GEMM's cuBLASLt algorithm by timing (CublasLtGemm::tune)
+  /// instead of taking the heuristic's first choice: in the first run, on
+  /// the GPU alone, before its first chunk (so its TTFT includes the
+  /// tuning, tens of ms per distinct GEMM shape); later runs reuse the
+  /// choices. Only plain single-GPU chunk loops (not context or tensor
+  /// parallel runs, not grouped GEMMs) are tuned. GpuRunStats::gemmTuning
+  /// says what was measured.
+  bool tuneGemms = false;
   /// NCCL: 0 = no communicator. 1 = join a 1-rank communicator (the same
   /// path N ranks take) and all-reduce a small buffer once as a
   /// self-check; when libnccl.so.2 is missing or NCCL fails, load() goes on
@@ -220,6 +229,10 @@ struct GpuRunStats {
   /// (a step of size 0 still counts). Empty otherwise.
   std::vector<double> stepMs;
   std::vector<int64_t> stepCalls;
+  /// GpuLoadOptions::tuneGemms: the shapes tuned during this run (the
+  /// first), each with the heuristic's first choice's and the chosen
+  /// algorithm's time. Empty in later runs and without tuning.
+  std::vector<GemmTuning> gemmTuning;
   int64_t graphCaptures = 0;    ///< graphs captured and instantiated during this run
   int64_t graphLaunches = 0;    ///< cuGraphLaunch calls
   int64_t graphNodeUpdates = 0; ///< kernel nodes whose parameters were updated
