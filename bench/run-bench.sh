@@ -20,9 +20,10 @@
 #      models/llama/reference.py) on the same weights, plus the GEMM peak.
 #      Weights: 10.8 GB of float32 generated once into H20_BENCH_WORK
 #      (default /tmp/h20-bench; reused while the machine stays up): ~1 min.
-#      H20_BENCH_H20_ARGS: extra h20-run arguments (default --tune-gemms:
-#      cuBLASLt algorithms chosen by timing in the warm-up run; set it to
-#      "" for the heuristic's first choice).
+#      H20_BENCH_H20_ARGS: extra h20-run arguments (default none: the
+#      cuBLASLt heuristic's first algorithm; --tune-gemms, which times up
+#      to 8 candidates per GEMM shape in the warm-up run, measured no gain
+#      on seed-dense at 128K: BENCHMARKS.md).
 #      Runs: H20_BENCH_RUNS (default 5) measured prefills per S,
 #      H20_BENCH_LONG_RUNS (default 1) from S >= 262144.
 #      Estimates: weights ~1 min; h20 weight load ~10-20 s per S; h20 32K
@@ -50,7 +51,7 @@ attn_s=${H20_BENCH_ATTN_S:-8192 32768 131072}
 ttft_s=${H20_BENCH_TTFT_S:-32768 131072 524288}
 runs=${H20_BENCH_RUNS:-5}
 long_runs=${H20_BENCH_LONG_RUNS:-1}
-h20_args=${H20_BENCH_H20_ARGS---tune-gemms}
+h20_args=${H20_BENCH_H20_ARGS-}
 long_from=262144
 work=${H20_BENCH_WORK:-/tmp/h20-bench}
 res=${H20_BENCH_RESULTS:-$work/results}

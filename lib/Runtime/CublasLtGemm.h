@@ -52,7 +52,7 @@ public:
 
   /// Plans `call`'s shape by measurement instead of the heuristic alone:
   /// asks cuBLASLt for up to kTuneCandidates algorithms, times each on
-  /// private scratch operands (filled with a constant) and a private
+  /// private scratch operands (random values of magnitude [1, 2)) and a private
   /// workspace on a private stream (one warm-up, median of kTuneRuns
   /// launches, CUDA events), and caches the fastest for run(); a candidate
   /// replaces the heuristic's first choice only when at least 1% faster

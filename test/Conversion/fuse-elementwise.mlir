@@ -115,3 +115,81 @@ func.func @silu_chain(%x: tensor<16xf32>) -> tensor<16xf32> {
   } -> tensor<16xf32>
   return %y : tensor<16xf32>
 }
+
+// -----
+
+// RoPE in its half-split form reads the transposed input twice (channel
+// t * 4 + j and partner (1 - t) * 4 + j): a transpose whose uses are all
+// inputs of one generic fuses into each, both reads become reads of
+// x [B, S, H, D] at permuted indices, and no transpose is left.
+// CHECK-DAG: #[[$XCH:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3 * 4 + d4)>
+// CHECK-DAG: #[[$XPA:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, (-d3 + 1) * 4 + d4)>
+// CHECK-LABEL: func.func @transpose_read_twice
+// CHECK-SAME: (%[[X:.*]]: tensor<1x?x2x8xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [{{.*}}#[[$XCH]]{{.*}}#[[$XPA]]{{.*}}]
+// CHECK-SAME: ins(%{{.*}}, %[[X]], %[[X]]{{.*}} : {{.*}}tensor<1x?x2x8xf32>, tensor<1x?x2x8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @transpose_read_twice(%x: tensor<1x?x2x8xf32>, %c: tensor<1x?x4xf32>, %sg: tensor<2xf32>) -> tensor<1x2x?x8xf32> {
+  %c1 = arith.constant 1 : index
+  %s = tensor.dim %x, %c1 : tensor<1x?x2x8xf32>
+  %e = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %t = linalg.transpose ins(%x : tensor<1x?x2x8xf32>) outs(%e : tensor<1x2x?x8xf32>)
+         permutation = [0, 2, 1, 3]
+  %o = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3 * 4 + d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, (1 - d3) * 4 + d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d3)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3 * 4 + d4)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%c, %t, %t, %sg : tensor<1x?x4xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<2xf32>) outs(%o : tensor<1x2x?x8xf32>) {
+  ^bb0(%cs: f32, %in: f32, %partner: f32, %sign: f32, %out: f32):
+    %m = arith.mulf %in, %cs : f32
+    %q = arith.mulf %sign, %partner : f32
+    %y = arith.addf %m, %q : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x?x8xf32>
+  return %r : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// A producer that computes (here a cos per position, standing for RoPE's
+// table gathers) and is read by two inputs of one consumer at different
+// indices stays its own op: fusing it would compute it once per read.
+// CHECK-LABEL: func.func @computing_producer_read_twice
+// CHECK: math.cos
+// CHECK: linalg.yield
+// CHECK: linalg.generic
+// CHECK-NOT: math.cos
+// CHECK: return
+func.func @computing_producer_read_twice(%p: tensor<1x?x4xf32>, %x: tensor<1x2x?x8xf32>, %sg: tensor<2xf32>) -> tensor<1x2x?x8xf32> {
+  %c1 = arith.constant 1 : index
+  %s = tensor.dim %p, %c1 : tensor<1x?x4xf32>
+  %e = tensor.empty(%s) : tensor<1x?x4xf32>
+  %cos = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>,
+                                          affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                         iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : tensor<1x?x4xf32>) outs(%e : tensor<1x?x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c = math.cos %in : f32
+    linalg.yield %c : f32
+  } -> tensor<1x?x4xf32>
+  %o = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, 3 - d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3 * 4 + d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d3)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3 * 4 + d4)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%cos, %cos, %x, %sg : tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<1x2x?x8xf32>, tensor<2xf32>) outs(%o : tensor<1x2x?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %in: f32, %sign: f32, %out: f32):
+    %m = arith.mulf %in, %a : f32
+    %n = arith.mulf %sign, %b : f32
+    %y = arith.addf %m, %n : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x?x8xf32>
+  return %r : tensor<1x2x?x8xf32>
+}

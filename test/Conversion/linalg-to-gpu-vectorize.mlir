@@ -159,3 +159,81 @@ func.func @bool_output(%a: memref<?x64xf32>, %b: memref<?x64xf32>, %c: memref<?x
   }
   return
 }
+
+// -----
+
+// RoPE in its half-split form after the head transpose fused in: loops
+// [B, H, S, 2, 64] (half t, pair j), x [B, S, H, 128] read at channel
+// t * 64 + j and at its partner (1 - t) * 64 + j, cos/sin [B, S, 64] at j,
+// the sign at t. Every read along j is a vector of 8 (the further term of
+// the channel, t * 64 or (1 - t) * 64, is a multiple of 8, so each vector
+// starts 16-byte aligned); the sign is one element, broadcast.
+// CHECK-LABEL: func.func @rope_half_split
+// CHECK: scf.parallel
+// CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x?x32x128xbf16>, vector<8xbf16>
+// CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x?x64xf32>, vector<8xf32>
+// CHECK: memref.load %{{.*}} : memref<2xf32>
+// CHECK: vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<1x32x?x128xbf16>, vector<8xbf16>
+// SCALAR-LABEL: func.func @rope_half_split
+// SCALAR-NOT: vector.
+func.func @rope_half_split(%x: memref<1x?x32x128xbf16>, %c: memref<1x?x64xf32>, %s: memref<1x?x64xf32>,
+                           %sg: memref<2xf32>, %y: memref<1x32x?x128xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3 * 64 + d4)>,
+                                   affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, (1 - d3) * 64 + d4)>,
+                                   affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>,
+                                   affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>,
+                                   affine_map<(d0, d1, d2, d3, d4) -> (d3)>,
+                                   affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3 * 64 + d4)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %x, %c, %s, %sg : memref<1x?x32x128xbf16>, memref<1x?x32x128xbf16>, memref<1x?x64xf32>,
+                                memref<1x?x64xf32>, memref<2xf32>)
+      outs(%y : memref<1x32x?x128xbf16>) {
+  ^bb0(%a: bf16, %p: bf16, %cs: f32, %sn: f32, %g: f32, %o: bf16):
+    %af = arith.extf %a : bf16 to f32
+    %pf = arith.extf %p : bf16 to f32
+    %m = arith.mulf %af, %cs : f32
+    %q = arith.mulf %g, %pf : f32
+    %r = arith.mulf %q, %sn : f32
+    %t = arith.addf %m, %r : f32
+    %u = arith.truncf %t : f32 to bf16
+    linalg.yield %u : bf16
+  }
+  return
+}
+
+// -----
+
+// A read along the innermost loop shifted by 4 elements (not a multiple of
+// the vector width 8) would start vectors off their alignment: the op
+// stays scalar.
+// CHECK-LABEL: func.func @shifted_read
+// CHECK-NOT: vector.
+// CHECK: memref.store
+func.func @shifted_read(%x: memref<?x136xf32>, %y: memref<?x128xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1 + 4)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<?x136xf32>) outs(%y : memref<?x128xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  }
+  return
+}
+
+// -----
+
+// Shifted by 8 (a multiple of the width): vectors of 8, still aligned.
+// CHECK-LABEL: func.func @shifted_read_by_width
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x136xf32>, vector<8xf32>
+// CHECK: vector.store
+func.func @shifted_read_by_width(%x: memref<?x136xf32>, %y: memref<?x128xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1 + 8)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<?x136xf32>) outs(%y : memref<?x128xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  }
+  return
+}

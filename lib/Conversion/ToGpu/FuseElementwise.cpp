@@ -1,7 +1,9 @@
 //===- FuseElementwise.cpp - one kernel per chain of elementwise ops ------===//
 //
 // On linalg-on-tensors, before bufferization (GPU target): every
-// elementwise producer with a single use fuses into its consumer, so a chain
+// elementwise producer with a single use fuses into its consumer (a data
+// movement such as a transpose also when its uses are several inputs of one
+// consumer), so a chain
 // of elementwise ops (SiLU's sigmoid and products, a residual add into the
 // next RMSNorm, a head transpose into RoPE) becomes one kernel and one pass
 // over memory. Transposes take part: a tensor.extract from a linalg.transpose
@@ -36,6 +38,32 @@ bool isLibraryCall(Operation *op) {
   return g && g.getLibraryCallAttr();
 }
 
+/// Whether `producer` may fuse into `consumer`: its only use, or, for a
+/// pure data movement (linalg.transpose, or a one-result generic yielding
+/// an input element unchanged), every use an input of `consumer`: fusing it
+/// once per such input leaves nothing behind (RoPE reads its transposed
+/// input twice, at a channel and at its rotation partner), and the fused op
+/// only reads the source at remapped indices. A producer that computes
+/// (e.g. RoPE's cos/sin per position) would be recomputed per input.
+bool fusesInto(Operation *producer, Operation *consumer) {
+  if (producer->hasOneUse())
+    return producer->getUses().begin()->getOwner() == consumer;
+  bool moves = isa<linalg::TransposeOp>(producer);
+  if (auto g = dyn_cast<linalg::GenericOp>(producer); g && g->getNumResults() == 1) {
+    auto yield = cast<linalg::YieldOp>(g.getRegion().front().getTerminator());
+    auto arg = dyn_cast<BlockArgument>(yield.getOperand(0));
+    moves = arg && g.isDpsInput(g.getMatchingOpOperand(arg));
+  }
+  if (!moves || producer->use_empty())
+    return false;
+  for (OpOperand &use : producer->getUses()) {
+    auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (use.getOwner() != consumer || !g || !g.isDpsInput(&use))
+      return false;
+  }
+  return true;
+}
+
 /// tensor.extract %t[i...] with %t = linalg.transpose %x: result dim d is
 /// input dim perm[d] (the op's definition), so the element is
 /// %x[j...] with j[perm[d]] = i[d].
@@ -54,17 +82,17 @@ struct ExtractOfTranspose : OpRewritePattern<tensor::ExtractOp> {
   }
 };
 
-/// A tensor linalg.transpose whose only use is an input of a generic that
+/// A tensor linalg.transpose whose only uses are inputs of one generic that
 /// is not a library call becomes a generic, which the elementwise-fusion
 /// patterns then fold into that consumer.
 struct GeneralizeFusableTranspose : OpRewritePattern<linalg::TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::TransposeOp op, PatternRewriter &rw) const override {
-    if (!op.hasPureTensorSemantics() || !op->getResult(0).hasOneUse())
+    if (!op.hasPureTensorSemantics() || op->getResult(0).use_empty())
       return failure();
-    OpOperand &use = *op->getResult(0).getUses().begin();
-    auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-    if (!consumer || isLibraryCall(consumer) || !consumer.isDpsInput(&use))
+    Operation *consumer = op->getResult(0).getUses().begin()->getOwner();
+    if (!isa<linalg::GenericOp>(consumer) || isLibraryCall(consumer) ||
+        !fusesInto(op, consumer))
       return failure();
     return linalg::generalizeNamedOp(rw, op);
   }
@@ -77,8 +105,8 @@ struct FuseElementwisePass : h20::impl::FuseElementwiseBase<FuseElementwisePass>
     patterns.add<ExtractOfTranspose, GeneralizeFusableTranspose>(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
-      return producer && producer->hasOneUse() && !isLibraryCall(producer) &&
-             !isLibraryCall(operand->getOwner());
+      return producer && fusesInto(producer, operand->getOwner()) &&
+             !isLibraryCall(producer) && !isLibraryCall(operand->getOwner());
     });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       getOperation().emitError("h20-fuse-elementwise: the fusion patterns did not converge");

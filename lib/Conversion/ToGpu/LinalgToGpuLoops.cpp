@@ -264,14 +264,35 @@ void lowerRowReduction(RewriterBase &rw, const RowReduction &r, int64_t maxThrea
   rw.eraseOp(op);
 }
 
-/// Whether `map` (a projected permutation over n loops) reads along the
-/// innermost loop as its last result: then consecutive iterations of that
-/// loop touch consecutive elements of a unit-stride operand.
-bool readsInnermost(AffineMap map, unsigned n) {
+/// Whether `map` (over n loops) reads along the innermost loop: its last
+/// result is that loop's dim, alone or plus terms of other dims and
+/// constants ("rest", e.g. RoPE's t * D/2 + j), and no other result uses
+/// it. Then consecutive iterations of that loop touch consecutive elements
+/// of a unit-stride operand. `restDivisor` gets the largest number known to
+/// divide rest (0 when there is no rest).
+bool readsInnermost(AffineMap map, unsigned n, int64_t *restDivisor = nullptr) {
   if (map.getNumResults() == 0)
     return false;
-  auto last = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 1));
-  return last && last.getPosition() == n - 1;
+  AffineExpr inner = getAffineDimExpr(n - 1, map.getContext());
+  for (unsigned i = 0; i + 1 < map.getNumResults(); ++i)
+    if (map.getResult(i).isFunctionOfDim(n - 1))
+      return false;
+  AffineExpr last = map.getResult(map.getNumResults() - 1);
+  int64_t divisor = 0;
+  if (last != inner) {
+    auto add = dyn_cast<AffineBinaryOpExpr>(last);
+    if (!add || add.getKind() != AffineExprKind::Add)
+      return false;
+    AffineExpr rest = add.getLHS() == inner ? add.getRHS()
+                      : add.getRHS() == inner ? add.getLHS()
+                                              : AffineExpr();
+    if (!rest || rest.isFunctionOfDim(n - 1))
+      return false;
+    divisor = static_cast<int64_t>(rest.getLargestKnownDivisor());
+  }
+  if (restDivisor)
+    *restDivisor = divisor;
+  return true;
 }
 
 bool unitInnermostStride(Type t) {
@@ -285,10 +306,11 @@ bool unitInnermostStride(Type t) {
 
 /// An elementwise linalg.generic that vectorizes by `width` along its
 /// innermost loop: every loop parallel, the innermost of a static trip count
-/// divisible by `width`; every memref operand indexed by a projected
-/// permutation that either ends in the innermost loop dim (with unit
-/// innermost stride: a contiguous vector) or does not use it (one element,
-/// broadcast); outputs of the first kind; a body of arith/math ops on int or
+/// divisible by `width`; every memref operand indexed by a map that either
+/// reads along the innermost loop dim (readsInnermost, with unit innermost
+/// stride and any further term a multiple of `width`: a contiguous,
+/// aligned vector) or does not use it (one element, broadcast); outputs of
+/// the first kind; a body of arith/math ops on int or
 /// float scalars (no linalg.index, no memory access, no regions).
 bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
   if (width < 2 || op->getNumResults() != 0 || op.getNumDpsInits() == 0)
@@ -313,10 +335,13 @@ bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
     if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() < 8)
       return false;
     AffineMap map = op.getMatchingIndexingMap(&o);
-    if (!map.isProjectedPermutation())
-      return false;
-    bool along = readsInnermost(map, n);
+    int64_t rest = 0;
+    bool along = readsInnermost(map, n, &rest);
     if (along ? !unitInnermostStride(t) : map.isFunctionOfDim(n - 1))
+      return false;
+    // The vector's first index must stay a multiple of `width` (what the
+    // alignment vectorAlignment proves assumes).
+    if (along && rest != 0 && rest % width != 0)
       return false;
     if (op.isDpsInit(&o) && !along)
       return false;

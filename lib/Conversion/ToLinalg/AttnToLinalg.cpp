@@ -156,6 +156,68 @@ Value buildRotation(OpBuilder &b, Location loc, Value x, Value pos, int64_t rd, 
       .getResult(0);
 }
 
+/// Non-interleaved RoPE over the whole head (rotary_dim = D), in a form
+/// whose big loop vectorizes: the same rotation as buildRotation, split
+/// into (1) cos/sin per (batch, position, pair) [B, S, D/2] in the compute
+/// type, computed once for all heads (and for every op that rotates the
+/// same positions with the same tables, once CSE merged them), and (2) a
+/// loop over [B, H, S, 2, D/2] (half t, pair j; channel t*D/2 + j) with
+/// affine accesses only:
+///   out[.., t, j] = x[.., t, j] * cos[j] + (sign[t] * x[.., 1 - t, j]) * sin[j]
+/// sign = (-1, +1), i.e. x cos - x' sin for the first half, x cos + x' sin
+/// for the second: the same products and sums as buildRotation's. No
+/// gathers, no index arithmetic in the body: the GPU target loads eight
+/// consecutive channels per operand at once (h20-linalg-to-gpu-loops),
+/// where buildRotation's partner gather kept it to scalar code.
+Value buildHalfSplitRotation(OpBuilder &b, Location loc, Value x, Value pos, CosSinFn cosSin) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  MLIRContext *ctx = b.getContext();
+  const int64_t half = xt.getDimSize(3) / 2;
+  Type elt = xt.getElementType(), ct = computeTypeFor(elt);
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < 4; ++k)
+    dims.push_back(dimOf(b, loc, x, k));
+  // (1) cos and sin, [B, S, half].
+  auto tableType = RankedTensorType::get({xt.getDimSize(0), xt.getDimSize(2), half}, ct);
+  Value cosInit = emptyTensor(b, loc, tableType, {dims[0], dims[2], Value()});
+  Value sinInit = emptyTensor(b, loc, tableType, {dims[0], dims[2], Value()});
+  auto tables = linalg::GenericOp::create(
+      b, loc, TypeRange{tableType, tableType}, ValueRange{pos}, ValueRange{cosInit, sinInit},
+      {AffineMap::get(3, 0, {d(0), d(1)}, ctx), AffineMap::getMultiDimIdentityMap(3, ctx),
+       AffineMap::getMultiDimIdentityMap(3, ctx)},
+      parallel(3), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value j = linalg::IndexOp::create(nb, nl, 2);
+        auto [c, sn] = cosSin(nb, nl, castScalar(nb, nl, a[0], nb.getI64Type()), j);
+        linalg::YieldOp::create(nb, nl, ValueRange{c, sn});
+      });
+  // (2) the rotation.
+  auto signType = RankedTensorType::get({2}, ct);
+  Value sign = arith::ConstantOp::create(
+      b, loc, signType,
+      DenseElementsAttr::get(signType, ArrayRef<Attribute>{b.getFloatAttr(ct, -1.0),
+                                                           b.getFloatAttr(ct, 1.0)}));
+  AffineExpr channel = d(3) * half + d(4), partner = (1 - d(3)) * half + d(4);
+  Value init = emptyTensor(b, loc, xt, dims);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{xt},
+             ValueRange{x, x, tables.getResult(0), tables.getResult(1), sign}, ValueRange{init},
+             {AffineMap::get(5, 0, {d(0), d(1), d(2), channel}, ctx),
+              AffineMap::get(5, 0, {d(0), d(1), d(2), partner}, ctx),
+              AffineMap::get(5, 0, {d(0), d(2), d(4)}, ctx),
+              AffineMap::get(5, 0, {d(0), d(2), d(4)}, ctx), AffineMap::get(5, 0, {d(3)}, ctx),
+              AffineMap::get(5, 0, {d(0), d(1), d(2), channel}, ctx)},
+             parallel(5),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value xc = castScalar(nb, nl, a[0], ct), xo = castScalar(nb, nl, a[1], ct);
+               Value xcos = arith::MulFOp::create(nb, nl, xc, a[2]);
+               Value osin = arith::MulFOp::create(nb, nl, arith::MulFOp::create(nb, nl, a[4], xo), a[3]);
+               Value rotated = arith::AddFOp::create(nb, nl, xcos, osin);
+               linalg::YieldOp::create(nb, nl, castScalar(nb, nl, rotated, elt));
+             })
+      .getResult(0);
+}
+
 /// Dynamic NTK's base for prompt length `seqLen` (index), as f64:
 /// theta * (factor * S / orig - (factor - 1))^(d / (d - 2)) when S > orig.
 Value dynamicNtkBase(OpBuilder &b, Location loc, const rope::Params &p, Value seqLen) {
@@ -266,24 +328,27 @@ FailureOr<Value> lowerRopeApply(OpBuilder &b, attn::RopeApplyOp op) {
   Location loc = op.getLoc();
   Value coarse = op.getCoarse(), fine = op.getFine();
   int64_t block = static_cast<int64_t>(op.getBlock());
-  Type ct = computeTypeFor(cast<RankedTensorType>(op.getInput().getType()).getElementType());
-  return buildRotation(
-      b, loc, op.getInput(), op.getPositions(), static_cast<int64_t>(op.getRotaryDim()),
-      op.getInterleaved(), [&](OpBuilder &nb, Location nl, Value pos, Value j) -> std::pair<Value, Value> {
-        Value p = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), pos);
-        Value blk = arith::ConstantIndexOp::create(nb, nl, block);
-        Value hi = arith::DivUIOp::create(nb, nl, p, blk), lo = arith::RemUIOp::create(nb, nl, p, blk);
-        Value zero = arith::ConstantIndexOp::create(nb, nl, 0), one = arith::ConstantIndexOp::create(nb, nl, 1);
-        Value cc = tensor::ExtractOp::create(nb, nl, coarse, ValueRange{zero, hi, j});
-        Value cs = tensor::ExtractOp::create(nb, nl, coarse, ValueRange{one, hi, j});
-        Value fc = tensor::ExtractOp::create(nb, nl, fine, ValueRange{zero, lo, j});
-        Value fs = tensor::ExtractOp::create(nb, nl, fine, ValueRange{one, lo, j});
-        Value c = arith::SubFOp::create(nb, nl, arith::MulFOp::create(nb, nl, cc, fc),
-                                        arith::MulFOp::create(nb, nl, cs, fs));
-        Value s = arith::AddFOp::create(nb, nl, arith::MulFOp::create(nb, nl, cs, fc),
-                                        arith::MulFOp::create(nb, nl, cc, fs));
-        return {castScalar(nb, nl, c, ct), castScalar(nb, nl, s, ct)};
-      });
+  auto xt = cast<RankedTensorType>(op.getInput().getType());
+  Type ct = computeTypeFor(xt.getElementType());
+  const int64_t rd = static_cast<int64_t>(op.getRotaryDim());
+  auto cosSin = [&](OpBuilder &nb, Location nl, Value pos, Value j) -> std::pair<Value, Value> {
+    Value p = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), pos);
+    Value blk = arith::ConstantIndexOp::create(nb, nl, block);
+    Value hi = arith::DivUIOp::create(nb, nl, p, blk), lo = arith::RemUIOp::create(nb, nl, p, blk);
+    Value zero = arith::ConstantIndexOp::create(nb, nl, 0), one = arith::ConstantIndexOp::create(nb, nl, 1);
+    Value cc = tensor::ExtractOp::create(nb, nl, coarse, ValueRange{zero, hi, j});
+    Value cs = tensor::ExtractOp::create(nb, nl, coarse, ValueRange{one, hi, j});
+    Value fc = tensor::ExtractOp::create(nb, nl, fine, ValueRange{zero, lo, j});
+    Value fs = tensor::ExtractOp::create(nb, nl, fine, ValueRange{one, lo, j});
+    Value c = arith::SubFOp::create(nb, nl, arith::MulFOp::create(nb, nl, cc, fc),
+                                    arith::MulFOp::create(nb, nl, cs, fs));
+    Value s = arith::AddFOp::create(nb, nl, arith::MulFOp::create(nb, nl, cs, fc),
+                                    arith::MulFOp::create(nb, nl, cc, fs));
+    return {castScalar(nb, nl, c, ct), castScalar(nb, nl, s, ct)};
+  };
+  if (!op.getInterleaved() && xt.getDimSize(3) == rd && rd % 2 == 0)
+    return buildHalfSplitRotation(b, loc, op.getInput(), op.getPositions(), cosSin);
+  return buildRotation(b, loc, op.getInput(), op.getPositions(), rd, op.getInterleaved(), cosSin);
 }
 
 namespace {
