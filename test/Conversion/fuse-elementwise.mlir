@@ -156,6 +156,59 @@ func.func @transpose_read_twice(%x: tensor<1x?x2x8xf32>, %c: tensor<1x?x4xf32>, 
 
 // -----
 
+// The same transpose also returned: it has a use outside the consumer, so
+// it stays (fusing it would compute it twice) and the generic reads it.
+// CHECK-LABEL: func.func @transpose_read_twice_and_returned
+// CHECK: %[[T:.*]] = linalg.transpose
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[T]], %[[T]],
+// CHECK: return %[[T]], %{{.*}} :
+func.func @transpose_read_twice_and_returned(%x: tensor<1x?x2x8xf32>, %c: tensor<1x?x4xf32>, %sg: tensor<2xf32>) -> (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) {
+  %c1 = arith.constant 1 : index
+  %s = tensor.dim %x, %c1 : tensor<1x?x2x8xf32>
+  %e = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %t = linalg.transpose ins(%x : tensor<1x?x2x8xf32>) outs(%e : tensor<1x2x?x8xf32>)
+         permutation = [0, 2, 1, 3]
+  %o = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3 * 4 + d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, (1 - d3) * 4 + d4)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d3)>,
+                                        affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3 * 4 + d4)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%c, %t, %t, %sg : tensor<1x?x4xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<2xf32>) outs(%o : tensor<1x2x?x8xf32>) {
+  ^bb0(%cs: f32, %in: f32, %partner: f32, %sign: f32, %out: f32):
+    %m = arith.mulf %in, %cs : f32
+    %q = arith.mulf %sign, %partner : f32
+    %y = arith.addf %m, %q : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x?x8xf32>
+  return %t, %r : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// A transpose whose only use is a generic's output init is not an input
+// the fusion could fold: it stays a linalg.transpose.
+// CHECK-LABEL: func.func @transpose_as_init
+// CHECK: %[[T:.*]] = linalg.transpose
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[T]] :
+func.func @transpose_as_init(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %e = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.transpose ins(%x : tensor<4x8xf32>) outs(%e : tensor<8x4xf32>) permutation = [1, 0]
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%y : tensor<8x4xf32>) outs(%t : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %m = arith.addf %a, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
 // A producer that computes (here a cos per position, standing for RoPE's
 // table gathers) and is read by two inputs of one consumer at different
 // indices stays its own op: fusing it would compute it once per read.

@@ -19,13 +19,31 @@
 // CHECK: %[[S:.*]] = arith.constant dense<[-1.000000e+00, 1.000000e+00]> : tensor<2xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[$CH]], #[[$PARTNER]], #[[$TAB]], #[[$TAB]], #[[$SIGN]], #[[$CH]]]
 // CHECK-SAME: ins(%[[X]], %[[X]], %[[T]]#0, %[[T]]#1, %[[S]] :
-// CHECK-NOT: tensor.extract
-// CHECK: arith.mulf
-// CHECK: arith.addf
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NEXT: ^bb0(%[[XC:[^:]*]]: bf16, %[[XO:[^:]*]]: bf16, %[[COS:[^:]*]]: f32, %[[SIN:[^:]*]]: f32, %[[SG:[^:]*]]: f32, %{{[^:]*}}: bf16):
+// CHECK-NEXT: %[[C:.*]] = arith.extf %[[XC]] : bf16 to f32
+// CHECK-NEXT: %[[O:.*]] = arith.extf %[[XO]] : bf16 to f32
+// CHECK-NEXT: %[[XCOS:.*]] = arith.mulf %[[C]], %[[COS]] : f32
+// CHECK-NEXT: %[[SO:.*]] = arith.mulf %[[SG]], %[[O]] : f32
+// CHECK-NEXT: %[[OSIN:.*]] = arith.mulf %[[SO]], %[[SIN]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.addf %[[XCOS]], %[[OSIN]] : f32
+// CHECK-NEXT: %[[R16:.*]] = arith.truncf %[[R]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[R16]] : bf16
 func.func @half_split(%x: tensor<1x2x?x8xbf16>, %p: tensor<1x?xi64>) -> tensor<1x2x?x8xbf16> {
   %y = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 8 : i64, interleaved = false} : (tensor<1x2x?x8xbf16>, tensor<1x?xi64>) -> tensor<1x2x?x8xbf16>
   return %y : tensor<1x2x?x8xbf16>
+}
+
+// -----
+
+// Positions [1, S] against a dynamic batch broadcast: the tables are
+// computed once ([1, S, 4]) and read at batch 0 for every b.
+// CHECK-DAG: #[[$TAB0:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (0, d2, d4)>
+// CHECK-LABEL: func.func @broadcast_positions
+// CHECK: linalg.generic {{.*}}ins(%{{.*}} : tensor<1x?xi64>) outs(%{{.*}}, %{{.*}} : tensor<1x?x4xf32>, tensor<1x?x4xf32>)
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[$TAB0]], #[[$TAB0]], #{{.*}}, #{{.*}}]
+func.func @broadcast_positions(%x: tensor<?x2x?x8xbf16>, %p: tensor<1x?xi64>) -> tensor<?x2x?x8xbf16> {
+  %y = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 8 : i64, interleaved = false} : (tensor<?x2x?x8xbf16>, tensor<1x?xi64>) -> tensor<?x2x?x8xbf16>
+  return %y : tensor<?x2x?x8xbf16>
 }
 
 // -----

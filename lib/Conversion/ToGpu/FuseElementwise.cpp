@@ -46,22 +46,23 @@ bool isLibraryCall(Operation *op) {
 /// only reads the source at remapped indices. A producer that computes
 /// (e.g. RoPE's cos/sin per position) would be recomputed per input.
 bool fusesInto(Operation *producer, Operation *consumer) {
+  auto consumerInput = [&](OpOperand &use) {
+    auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+    return use.getOwner() == consumer && g && g.isDpsInput(&use);
+  };
   if (producer->hasOneUse())
-    return producer->getUses().begin()->getOwner() == consumer;
+    return producer->getUses().begin()->getOwner() == consumer &&
+           (!isa<linalg::TransposeOp>(producer) || consumerInput(*producer->getUses().begin()));
   bool moves = isa<linalg::TransposeOp>(producer);
   if (auto g = dyn_cast<linalg::GenericOp>(producer); g && g->getNumResults() == 1) {
     auto yield = cast<linalg::YieldOp>(g.getRegion().front().getTerminator());
+    // The yielded value may be a block argument of an enclosing block.
     auto arg = dyn_cast<BlockArgument>(yield.getOperand(0));
-    moves = arg && g.isDpsInput(g.getMatchingOpOperand(arg));
+    moves = arg && arg.getOwner() == g.getBody() && g.isDpsInput(g.getMatchingOpOperand(arg));
   }
   if (!moves || producer->use_empty())
     return false;
-  for (OpOperand &use : producer->getUses()) {
-    auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
-    if (use.getOwner() != consumer || !g || !g.isDpsInput(&use))
-      return false;
-  }
-  return true;
+  return llvm::all_of(producer->getUses(), consumerInput);
 }
 
 /// tensor.extract %t[i...] with %t = linalg.transpose %x: result dim d is

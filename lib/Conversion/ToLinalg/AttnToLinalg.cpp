@@ -101,6 +101,17 @@ namespace {
 /// linalg body; the result is in the compute type.
 using CosSinFn = function_ref<std::pair<Value, Value>(OpBuilder &, Location, Value pos, Value j)>;
 
+/// The batch index of `pos` ([B or 1, S], the verifiers' shapes) for batch
+/// loop `b` over `x`'s batch: a statically 1 batch against any other batch
+/// broadcasts (Llama exports pass position_ids [1, S]), so it is read at 0
+/// whatever B is at run time.
+AffineExpr positionsBatch(Value pos, Value x, AffineExpr b) {
+  return cast<RankedTensorType>(pos.getType()).getDimSize(0) == 1 &&
+                 cast<RankedTensorType>(x.getType()).getDimSize(0) != 1
+             ? getAffineConstantExpr(0, b.getContext())
+             : b;
+}
+
 /// The rotation shared by attn.rope and attn.rope_apply: out[c] = x[c] cos -
 /// x[c'] sin for the first element of a pair, x[c] cos + x[c'] sin for the
 /// second; channels c >= rotary_dim are copied bit-exact.
@@ -117,7 +128,8 @@ Value buildRotation(OpBuilder &b, Location loc, Value x, Value pos, int64_t rd, 
   Type elt = xt.getElementType(), ct = computeTypeFor(elt);
   return linalg::GenericOp::create(
              b, loc, TypeRange{xt}, ValueRange{x, pos}, ValueRange{init},
-             {AffineMap::getMultiDimIdentityMap(4, ctx), AffineMap::get(4, 0, {d(0), d(2)}, ctx),
+             {AffineMap::getMultiDimIdentityMap(4, ctx),
+              AffineMap::get(4, 0, {positionsBatch(pos, x, d(0)), d(2)}, ctx),
               AffineMap::getMultiDimIdentityMap(4, ctx)},
              parallel(4),
              [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -178,10 +190,12 @@ Value buildHalfSplitRotation(OpBuilder &b, Location loc, Value x, Value pos, Cos
   SmallVector<Value> dims;
   for (int64_t k = 0; k < 4; ++k)
     dims.push_back(dimOf(b, loc, x, k));
-  // (1) cos and sin, [B, S, half].
-  auto tableType = RankedTensorType::get({xt.getDimSize(0), xt.getDimSize(2), half}, ct);
-  Value cosInit = emptyTensor(b, loc, tableType, {dims[0], dims[2], Value()});
-  Value sinInit = emptyTensor(b, loc, tableType, {dims[0], dims[2], Value()});
+  // (1) cos and sin, [Bp, S, half] with Bp positions' batch (1 broadcasts).
+  auto pt = cast<RankedTensorType>(pos.getType());
+  auto tableType = RankedTensorType::get({pt.getDimSize(0), xt.getDimSize(2), half}, ct);
+  Value tableBatch = dimOf(b, loc, pos, 0);
+  Value cosInit = emptyTensor(b, loc, tableType, {tableBatch, dims[2], Value()});
+  Value sinInit = emptyTensor(b, loc, tableType, {tableBatch, dims[2], Value()});
   auto tables = linalg::GenericOp::create(
       b, loc, TypeRange{tableType, tableType}, ValueRange{pos}, ValueRange{cosInit, sinInit},
       {AffineMap::get(3, 0, {d(0), d(1)}, ctx), AffineMap::getMultiDimIdentityMap(3, ctx),
@@ -204,8 +218,9 @@ Value buildHalfSplitRotation(OpBuilder &b, Location loc, Value x, Value pos, Cos
              ValueRange{x, x, tables.getResult(0), tables.getResult(1), sign}, ValueRange{init},
              {AffineMap::get(5, 0, {d(0), d(1), d(2), channel}, ctx),
               AffineMap::get(5, 0, {d(0), d(1), d(2), partner}, ctx),
-              AffineMap::get(5, 0, {d(0), d(2), d(4)}, ctx),
-              AffineMap::get(5, 0, {d(0), d(2), d(4)}, ctx), AffineMap::get(5, 0, {d(3)}, ctx),
+              AffineMap::get(5, 0, {positionsBatch(pos, x, d(0)), d(2), d(4)}, ctx),
+              AffineMap::get(5, 0, {positionsBatch(pos, x, d(0)), d(2), d(4)}, ctx),
+              AffineMap::get(5, 0, {d(3)}, ctx),
               AffineMap::get(5, 0, {d(0), d(1), d(2), channel}, ctx)},
              parallel(5),
              [&](OpBuilder &nb, Location nl, ValueRange a) {

@@ -358,3 +358,13 @@ func.func @indexer_blocks(%q: tensor<8x4x32xf32>, %k: tensor<4x32xf32>, %w: tens
   %0 = attn.indexer_candidates %q, %k, %w {ratio = 2 : i64, blocks = 0 : i64, block_size = 4 : i64, scale = 0.1 : f64} : (tensor<8x4x32xf32>, tensor<4x32xf32>, tensor<8x4xf32>) -> tensor<8x2xi64>
   return %0 : tensor<8x2xi64>
 }
+
+// -----
+
+// Positions of batch 2 against an input of batch 3 (a batch of 1 would
+// broadcast).
+func.func @rope_apply_positions(%x: tensor<3x2x16x8xf32>, %p: tensor<2x16xi64>, %c: tensor<2x1x4xf32>, %f: tensor<2x16x4xf32>) -> tensor<3x2x16x8xf32> {
+  // expected-error @+1 {{positions shape [2, 16] does not match input batch/sequence [3, 16] (a batch of 1 broadcasts)}}
+  %y = attn.rope_apply %x, %p, %c, %f {rotary_dim = 8 : i64, interleaved = false, block = 16 : i64} : (tensor<3x2x16x8xf32>, tensor<2x16xi64>, tensor<2x1x4xf32>, tensor<2x16x4xf32>) -> tensor<3x2x16x8xf32>
+  return %y : tensor<3x2x16x8xf32>
+}

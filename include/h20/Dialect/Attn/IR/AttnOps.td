@@ -70,7 +70,8 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                     (Peng et al., "YaRN", 2023, eq. 15-20);
       llama3      — wavelength bands split by low/high_freq_factor (Llama 3.1).
 
-    Shapes: input [B, H, S, D], positions [B, S] (i64, absolute token positions).
+    Shapes: input [B, H, S, D], positions [B, S] or [1, S] (broadcast over the
+    batch; i64, absolute token positions).
     Dtypes: input f16/bf16/f32/f64; result = input.
     Source: Su et al., "RoFormer" (2021), eq. 34; ONNX RotaryEmbedding-23.
   }];
@@ -244,7 +245,8 @@ def Attn_RopeApplyOp : Attn_Op<"rope_apply", [Pure, AllTypesMatch<["input", "res
       cos = cc * fc - cs * fs,  sin = cs * fc + cc * fs
     with (cc, cs) = coarse[:, hi, j] and (fc, fs) = fine[:, lo, j], in f32.
     No sin/cos is evaluated at run time.
-    Shapes: input [B, H, S, D], positions [B, S] (i64/i32, < max_positions),
+    Shapes: input [B, H, S, D], positions [B, S] or [1, S] (broadcast over the
+    batch; i64/i32, < max_positions),
     coarse/fine as attn.rope_table produces; result = input.
   }];
   let arguments = (ins Attn_FloatTensor:$input, RankedTensorOf<[I64, I32]>:$positions,
