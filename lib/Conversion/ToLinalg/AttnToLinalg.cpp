@@ -170,10 +170,11 @@ Value buildRotation(OpBuilder &b, Location loc, Value x, Value pos, int64_t rd, 
 
 /// Non-interleaved RoPE over the whole head (rotary_dim = D), in a form
 /// whose big loop vectorizes: the same rotation as buildRotation, split
-/// into (1) cos/sin per (batch, position, pair) [B, S, D/2] in the compute
-/// type, computed once for all heads (and for every op that rotates the
-/// same positions with the same tables, once CSE merged them), and (2) a
-/// loop over [B, H, S, 2, D/2] (half t, pair j; channel t*D/2 + j) with
+/// into (1) cos/sin per (batch, position, pair) [Bp, S, D/2] (Bp the
+/// positions' batch, B or 1) in the compute type, computed once for all
+/// heads (Q's and K's rotations each compute their own: 0.13 ms against
+/// the rotation's 0.78 ms over a 128K prompt on an H200), and (2) a loop over
+/// [B, H, S, 2, D/2] (half t, pair j; channel t*D/2 + j) with
 /// affine accesses only:
 ///   out[.., t, j] = x[.., t, j] * cos[j] + (sign[t] * x[.., 1 - t, j]) * sin[j]
 /// sign = (-1, +1), i.e. x cos - x' sin for the first half, x cos + x' sin
