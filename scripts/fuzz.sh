@@ -4,21 +4,25 @@
 #   scripts/fuzz.sh TARGET SECONDS [CORPUS_DIR]
 #
 # TARGET: onnx-import (the ONNX importer on protobuf bytes), artifact
-# (readArtifact + manifest + GPU program + CPU ABI check) or tensor-io (token
-# ids, .npy, TensorProto .pb). The build (clang-22, ASan + UBSan, coverage;
-# CMake option H20_FUZZ=ON) goes to its own directory, build-fuzz/ or
+# (readArtifact + manifest + GPU program + CPU ABI check), tensor-io (token
+# ids, .npy, TensorProto .pb) or pipeline (valid models mutated structurally:
+# import, the attn pipeline and the CPU lowering to LLVM IR). The build
+# (clang-22, ASan + UBSan, coverage; CMake option H20_FUZZ=ON) goes to its
+# own directory, build-fuzz/ or
 # $H20_FUZZ_BUILD_DIR. CORPUS_DIR (default: <build>/corpus/TARGET) is where
 # the corpus grows; it starts from the checked-in seeds in
 # test/Fuzz/corpus/TARGET, which are only read. A crashing input is written
 # to <build>/crashes/TARGET/ and the script exits non-zero; the log is
 # <build>/fuzz-TARGET.log, and the last lines (executions, corpus) are printed.
+# H20_FUZZ_FLAGS adds libFuzzer flags (e.g. "-fork=1 -ignore_crashes=1" to
+# go on after a crash: each crash is still written to <build>/crashes/TARGET/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage="usage: $0 onnx-import|artifact|tensor-io SECONDS [CORPUS_DIR]"
+usage="usage: $0 onnx-import|artifact|tensor-io|pipeline SECONDS [CORPUS_DIR]"
 target=${1:?$usage}
 seconds=${2:?$usage}
 case $target in
-  onnx-import|artifact|tensor-io) ;;
+  onnx-import|artifact|tensor-io|pipeline) ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "$usage" >&2; exit 2; }
@@ -52,10 +56,12 @@ echo "fuzz: $target for ${seconds}s, corpus $corpus (seeds $seeds), crashes in $
 set +e
 "$build/bin/h20-fuzz-$target" "$corpus" "$seeds" \
   -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -max_len=262144 \
-  -print_final_stats=1 -artifact_prefix="$crashes/" >"$log" 2>&1
+  -print_final_stats=1 -artifact_prefix="$crashes/" ${H20_FUZZ_FLAGS:-} >"$log" 2>&1
 rc=$?
 set -e
 grep -E "^#[0-9]+[[:space:]]+(DONE|INITED)|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb" "$log" || true
+# -fork=N: the last status line (executions, corpus, crashes so far).
+grep -E "^#[0-9]+: " "$log" | tail -1 || true
 echo "fuzz: corpus now $(find "$corpus" -type f | wc -l) inputs, $(du -sh "$corpus" | cut -f1)"
 if [[ $rc -ne 0 ]]; then
   echo "fuzz: $target FAILED (exit $rc); see $log and $crashes/" >&2

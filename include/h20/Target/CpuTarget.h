@@ -20,6 +20,10 @@ struct CpuTargetOptions {
   /// 12 s instead of ~5 min on 2 cores, the code ~4x slower, the logits
   /// bitwise the same: no fast-math at any level).
   int optLevel = 3;
+  /// Stop once the module is LLVM IR (in memory): no machine code, no link,
+  /// `artifact` left unfilled. For the pipeline fuzz target (test/Fuzz),
+  /// which checks everything h20 itself lowers, thousands of times a minute.
+  bool stopAtLLVMIR = false;
 };
 
 /// Compiles `module` (attn level: the output of --emit=attn) for the host

@@ -278,6 +278,8 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx);
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
+  if (options.stopAtLLVMIR)
+    return success();
   std::string cpu;
   // H20_VERBOSE: how long LLVM's optimisation + code generation and the
   // link take (the MLIR passes report through --mlir-timing).
