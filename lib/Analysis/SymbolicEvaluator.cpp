@@ -15,6 +15,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -26,6 +27,7 @@ namespace {
 using Dims = SmallVector<SymExpr>;
 
 bool isOne(const SymExpr &d) { return constantOf(d) == std::optional<int64_t>(1); }
+bool isZero(const SymExpr &d) { return constantOf(d) == std::optional<int64_t>(0); }
 
 /// Numpy-style broadcast of several shapes (ONNX "multidirectional").
 std::optional<Dims> broadcast(ArrayRef<Dims> shapes) {
@@ -60,8 +62,11 @@ SymExpr broadcastElem(const SymTensor &t, ArrayRef<SymExpr> outDims) {
   });
 }
 
-/// Element i of a small vector as a select chain over `index`.
+/// Element i of a small vector as a select chain over `index`; null (no
+/// element expression) for an empty vector, e.g. a 0-element constant.
 SymExpr selectChain(ArrayRef<SymExpr> values, SymExpr index) {
+  if (values.empty())
+    return nullptr;
   SymExpr e = values.back();
   for (int64_t i = static_cast<int64_t>(values.size()) - 2; i >= 0; --i)
     e = symSelect(symEq(index, symConst(i)), values[i], e);
@@ -198,6 +203,35 @@ const SymTensor *SymbolicEvaluator::get(Value v) {
   auto it = cache.find(v);
   if (it != cache.end())
     return it->second.get();
+  // Evaluate the uncached producers first, deepest first, with an explicit
+  // stack: compute() reads its operands through get(), so a chain of N ops
+  // would otherwise recurse N frames deep (a 10k-node chain overflowed the
+  // stack; a real 8B export has ~2.7k nodes). After this loop every operand
+  // of v's producer is cached and compute(v) recurses one level only.
+  SmallVector<std::pair<Operation *, bool>> stack;
+  llvm::SmallPtrSet<Operation *, 16> visited;
+  if (Operation *def = v.getDefiningOp())
+    for (Value operand : def->getOperands())
+      if (Operation *p = operand.getDefiningOp(); p && !cache.count(operand) && visited.insert(p).second)
+        stack.push_back({p, false});
+  while (!stack.empty()) {
+    auto [op, expanded] = stack.back();
+    if (expanded) {
+      stack.pop_back();
+      for (Value r : op->getResults())
+        if (!cache.count(r))
+          cacheComputed(r);
+      continue;
+    }
+    stack.back().second = true;
+    for (Value operand : op->getOperands())
+      if (Operation *p = operand.getDefiningOp(); p && !cache.count(operand) && visited.insert(p).second)
+        stack.push_back({p, false});
+  }
+  return cacheComputed(v);
+}
+
+const SymTensor *SymbolicEvaluator::cacheComputed(Value v) {
   std::optional<SymTensor> t = compute(v);
   if (!t && isa<RankedTensorType>(v.getType()))
     t = fromType(v);
@@ -217,9 +251,13 @@ std::optional<Dims> SymbolicEvaluator::shapeOf(Value v) {
 
 std::optional<Dims> SymbolicEvaluator::vectorOf(Value v) {
   const SymTensor *t = get(v);
-  if (!t || !t->elem || t->dims.size() != 1)
+  if (!t || t->dims.size() != 1)
     return std::nullopt;
   auto n = constantOf(t->dims[0]);
+  if (n == std::optional<int64_t>(0))
+    return Dims{}; // e.g. an empty `axes` list: no elements to describe
+  if (!t->elem)
+    return std::nullopt;
   if (!n || *n > 64)
     return std::nullopt;
   Dims out;
@@ -431,6 +469,10 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         int64_t inferAt = -1;
         for (auto [k, d] : llvm::enumerate(*target)) {
           auto c = constantOf(d);
+          // ONNX Reshape: at most one -1, no other negative dim (h20-infer-
+          // shapes reports such a shape, naming the node).
+          if (c && (*c < -1 || (*c == -1 && inferAt >= 0)))
+            return std::nullopt;
           if (c && *c == -1) {
             inferAt = k;
             out.push_back(nullptr);
@@ -519,11 +561,21 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         }
         int64_t r = ins[0]->dims.size();
         int64_t axis = c.getAxis() < 0 ? c.getAxis() + r : c.getAxis();
+        // ONNX Concat: one rank for all inputs, axis in [-r, r); anything
+        // else is left to the verifier's message.
+        if (axis < 0 || axis >= r ||
+            llvm::any_of(ins, [&](const SymTensor *x) { return int64_t(x->dims.size()) != r; }))
+          return std::nullopt;
         SymTensor t{ins[0]->dims, nullptr};
         SymExpr total = symConst(0);
         for (const SymTensor *in : ins)
           total = symAdd(total, in->dims[axis]);
         t.dims[axis] = total;
+        // Pieces of length 0 along the axis contribute no element (an empty
+        // constant has no element expression).
+        llvm::erase_if(ins, [&](const SymTensor *x) { return isZero(x->dims[axis]); });
+        if (ins.empty())
+          return t;
         bool haveElems = llvm::all_of(ins, [](const SymTensor *x) { return x->elem != nullptr; });
         if (!haveElems)
           return t;
@@ -833,8 +885,20 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
           axes = vectorOf(op->getOperand(1));
         else if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
           axes = Dims(llvm::map_range(a.asArrayRef(), [](int64_t x) { return symConst(x); }));
-        if (!axes || axes->empty())
-          return std::nullopt; // all axes or noop: not modelled
+        bool hasAxes = (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType())) ||
+                       op->getAttr("axes");
+        if (hasAxes && !axes)
+          return std::nullopt; // computed at run time: not modelled
+        if (!axes || axes->empty()) {
+          // ONNX Reduce*-18: no or empty axes reduce every axis, unless
+          // noop_with_empty_axes, which makes the op an identity.
+          auto noop = op->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
+          if (noop && noop.getInt() != 0)
+            return SymTensor{in->dims, nullptr};
+          axes = Dims();
+          for (int64_t k = 0; k < r; ++k)
+            axes->push_back(symConst(k));
+        }
         for (const SymExpr &a : *axes) {
           auto c = constantOf(a);
           if (!c || *c < -r || *c >= r)

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <climits>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -76,6 +77,22 @@ std::string dtypeOf(const json &j, const std::string &what) {
   return t;
 }
 
+/// {"constant": c, "terms": [{"input", "dim", "coeff"}]}: c + sum(coeff *
+/// input dim), |c| <= 2^50, |coeff| <= 2^20 (so every product fits).
+DimSum dimSum(const json &d, const std::string &what) {
+  if (!d.is_object())
+    throw Invalid(what + " must be an object");
+  DimSum sum;
+  sum.constant = integer(d.at("constant"), what + " constant", -(int64_t(1) << 50),
+                         int64_t(1) << 50);
+  for (const json &term : arrayOf(d.at("terms"), what + " terms"))
+    sum.terms.push_back(
+        {static_cast<int>(integer(term.at("input"), what + " input", 0, INT_MAX)),
+         static_cast<int>(integer(term.at("dim"), what + " dim", 0, INT_MAX)),
+         integer(term.at("coeff"), what + " coeff", -(int64_t(1) << 20), int64_t(1) << 20)});
+  return sum;
+}
+
 TensorSpec tensorSpec(const json &j, const std::string &what) {
   if (!j.is_object())
     throw Invalid(what + " must be an object");
@@ -98,16 +115,16 @@ TensorSpec tensorSpec(const json &j, const std::string &what) {
         t.dimSums.push_back(std::nullopt);
         continue;
       }
-      DimSum sum;
-      sum.constant = integer(d.at("constant"), what + " dims_sum constant", -(int64_t(1) << 50),
-                             int64_t(1) << 50);
-      for (const json &term : arrayOf(d.at("terms"), what + " dims_sum terms"))
-        sum.terms.push_back(
-            {static_cast<int>(integer(term.at("input"), what + " dims_sum input", 0, INT_MAX)),
-             static_cast<int>(integer(term.at("dim"), what + " dims_sum dim", 0, INT_MAX)),
-             integer(term.at("coeff"), what + " dims_sum coeff", -(int64_t(1) << 20),
-                     int64_t(1) << 20)});
-      t.dimSums.push_back(std::move(sum));
+      t.dimSums.push_back(dimSum(d, what + " dims_sum"));
+    }
+  if (j.contains("value_ranges"))
+    for (const json &r : arrayOf(j.at("value_ranges"), what + " value_ranges")) {
+      if (!r.is_object())
+        throw Invalid(what + " value_ranges entry must be an object");
+      t.valueRanges.push_back({dimSum(r.at("lo"), what + " value_ranges lo"),
+                               dimSum(r.at("hi"), what + " value_ranges hi"),
+                               r.contains("why") ? stringOf(r.at("why"), what + " value_ranges why")
+                                                 : std::string()});
     }
   if (j.contains("dim_params")) {
     for (const json &d : arrayOf(j.at("dim_params"), what + " dim_params"))
@@ -300,6 +317,61 @@ bool checkDimParams(const std::vector<TensorSpec> &inputs,
               std::to_string(s.size) + "; the model names both '" + name +
               "', so they must be equal";
       return false;
+    }
+  }
+  return true;
+}
+
+/// sum's value for inputs of these shapes; false when a term names no
+/// input dim or the sum overflows.
+static bool evaluateDimSum(const DimSum &sum, const std::vector<std::vector<int64_t>> &inputShapes,
+                           int64_t &v) {
+  v = sum.constant;
+  for (const DimSum::Term &t : sum.terms) {
+    if (t.input < 0 || t.input >= static_cast<int>(inputShapes.size()) || t.dim < 0 ||
+        t.dim >= static_cast<int>(inputShapes[t.input].size()) ||
+        __builtin_add_overflow(v, t.coeff * inputShapes[t.input][t.dim], &v))
+      return false;
+  }
+  return true;
+}
+
+bool checkValueRanges(const std::vector<TensorSpec> &specs,
+                      const std::vector<std::vector<int64_t>> &shapes,
+                      const std::vector<const std::vector<uint8_t> *> &data,
+                      const std::vector<std::string> &dtypes, std::string &error) {
+  for (size_t i = 0; i < specs.size() && i < shapes.size() && i < data.size(); ++i) {
+    const TensorSpec &s = specs[i];
+    if (s.valueRanges.empty() || !data[i])
+      continue;
+    size_t width = dtypes[i] == "int64" ? 8 : dtypes[i] == "int32" ? 4 : 0;
+    if (!width)
+      continue;
+    size_t n = data[i]->size() / width;
+    for (const ValueRange &r : s.valueRanges) {
+      int64_t lo, hi;
+      if (!evaluateDimSum(r.lo, shapes, lo) || !evaluateDimSum(r.hi, shapes, hi)) {
+        error = "input '" + s.name + "': the range its values must lie in (" + r.why +
+                ") cannot be evaluated on these input shapes";
+        return false;
+      }
+      for (size_t k = 0; k < n; ++k) {
+        int64_t v;
+        if (width == 8) {
+          std::memcpy(&v, data[i]->data() + 8 * k, 8);
+        } else {
+          int32_t v32;
+          std::memcpy(&v32, data[i]->data() + 4 * k, 4);
+          v = v32;
+        }
+        if (v >= lo && v < hi)
+          continue;
+        error = "input '" + s.name + "' element " + std::to_string(k) + " is " +
+                std::to_string(v) + ", outside [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + ")" + (r.why.empty() ? "" : ", the range of the " + r.why) +
+                "; ONNX makes an out-of-range index an error";
+        return false;
+      }
     }
   }
   return true;

@@ -109,6 +109,29 @@ FailureOr<std::pair<llvm::json::Array, llvm::json::Array>> describeInterface(fun
         p.push_back(cast<StringAttr>(a).str());
       o["dim_params"] = std::move(p);
     }
+    // h20-input-value-ranges: the values the input must hold (h20-run
+    // checks them before running).
+    if (auto ranges = func.getArgAttrOfType<ArrayAttr>(i, "h20.value_ranges")) {
+      llvm::json::Array out;
+      auto sum = [](DictionaryAttr d) {
+        llvm::json::Array terms;
+        for (Attribute t : d.getAs<ArrayAttr>("terms")) {
+          auto td = cast<DictionaryAttr>(t);
+          terms.push_back(llvm::json::Object{{"input", td.getAs<IntegerAttr>("input").getInt()},
+                                             {"dim", td.getAs<IntegerAttr>("dim").getInt()},
+                                             {"coeff", td.getAs<IntegerAttr>("coeff").getInt()}});
+        }
+        return llvm::json::Object{{"constant", d.getAs<IntegerAttr>("constant").getInt()},
+                                  {"terms", std::move(terms)}};
+      };
+      for (Attribute r : ranges) {
+        auto d = cast<DictionaryAttr>(r);
+        out.push_back(llvm::json::Object{{"lo", sum(d.getAs<DictionaryAttr>("lo"))},
+                                         {"hi", sum(d.getAs<DictionaryAttr>("hi"))},
+                                         {"why", d.getAs<StringAttr>("why").str()}});
+      }
+      o["value_ranges"] = std::move(out);
+    }
     inputs.push_back(std::move(o));
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());

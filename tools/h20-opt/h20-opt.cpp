@@ -12,6 +12,7 @@
 #include "h20/Analysis/TargetDescription.h"
 #include "h20/Analysis/TileCostModel.h"
 #include "h20/Dialect/KV/IR/KVLayout.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Import/Onnx/OnnxImporter.h"
 #include "h20/InitAll.h"
 #include "h20/Pipelines/Pipelines.h"
@@ -254,6 +255,21 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, llvm::errs());
+  // Every error about an op imported from an ONNX node names that node and
+  // its op type, also the verifier's and upstream passes' messages ("'linalg
+  // .generic' op inferred ..."), which know nothing of ONNX.
+  ScopedDiagnosticHandler nodeNames(&ctx, [&](Diagnostic &diag) -> LogicalResult {
+    std::string node = h20::onnx::describeNode(diag.getLocation());
+    std::string message = diag.str();
+    if (diag.getSeverity() != DiagnosticSeverity::Error || node.empty() ||
+        message.find(node) != std::string::npos ||
+        (node[0] == 'n' && message.find(node.substr(0, node.find(" (op"))) != std::string::npos))
+      return failure(); // printed as it is by the SourceMgr handler
+    handler.emitDiagnostic(diag.getLocation(), node + ": " + message, diag.getSeverity());
+    for (Diagnostic &note : diag.getNotes())
+      handler.emitDiagnostic(note.getLocation(), note.str(), note.getSeverity());
+    return success();
+  });
 
   OwningOpRef<ModuleOp> module;
   if (isOnnxFile(input)) {

@@ -1107,6 +1107,16 @@ int main(int argc, char **argv) {
       shapes.push_back(t.shape);
     if (!checkDimParams(m.inputs, shapes, error))
       return fail(kExitBadInput, error);
+    // Index inputs within the ranges the compiler recorded (ONNX: an
+    // out-of-range index is an error; the kernels would only clamp).
+    std::vector<const std::vector<uint8_t> *> data;
+    std::vector<std::string> dtypes;
+    for (const HostTensor &t : inputs) {
+      data.push_back(&t.data);
+      dtypes.push_back(t.dtype);
+    }
+    if (!checkValueRanges(m.inputs, shapes, data, dtypes, error))
+      return fail(kExitBadInput, error);
   }
 
   if (device == "gpu")

@@ -61,6 +61,9 @@ public:
 
 private:
   std::optional<SymTensor> compute(mlir::Value v);
+  /// compute(v), stored in the cache; v's producers' operands must be
+  /// cached already (get() makes sure), so this never recurses deeply.
+  const SymTensor *cacheComputed(mlir::Value v);
   std::optional<SymTensor> computeOpResult(mlir::Operation *op, unsigned idx);
   SymExpr newSymbol(const std::string &name);
   SymTensor fromType(mlir::Value v);

@@ -20,6 +20,15 @@ struct DimSum {
   std::vector<Term> terms;
 };
 
+/// A range an input's values must lie in (manifest input "value_ranges",
+/// written by h20-input-value-ranges): lo <= value < hi for every element,
+/// lo and hi sums of input dims; `why` names the ONNX node that needs it
+/// (e.g. "indices of node 'g' (op 'Gather')").
+struct ValueRange {
+  DimSum lo, hi;
+  std::string why;
+};
+
 struct TensorSpec {
   std::string name;
   std::string dtype;           ///< "float32", "int64", ...
@@ -32,6 +41,8 @@ struct TensorSpec {
   /// Inputs: the ONNX dim_param of each dim ("" for none), when the model
   /// names any. The compiler takes dims with one name to be equal.
   std::vector<std::string> dimParams;
+  /// Inputs: ranges every value must lie in (integer inputs only).
+  std::vector<ValueRange> valueRanges;
 };
 
 /// A tensor-parallel weight (manifest weight "shard"): the stored tensor
@@ -110,6 +121,18 @@ bool resolveOutputShape(const TensorSpec &o, const std::vector<std::vector<int64
 /// inputs, the dims, their sizes and the dim_param.
 bool checkDimParams(const std::vector<TensorSpec> &inputs,
                     const std::vector<std::vector<int64_t>> &inputShapes, std::string &error);
+
+/// Checks every integer input's values against its spec's valueRanges
+/// (bounds evaluated on the inputs' shapes). `inputs[i]` holds input i's
+/// shape, dtype ("int64" / "int32"; others are not checked) and C-order
+/// bytes. False with `error` naming the input, the first element outside,
+/// its value, the range and why (the ONNX node); h20-run exits 2 on it
+/// before anything runs. ONNX: an out-of-range index is an error (Gather,
+/// GatherElements, ScatterElements specs).
+bool checkValueRanges(const std::vector<TensorSpec> &specs,
+                      const std::vector<std::vector<int64_t>> &shapes,
+                      const std::vector<const std::vector<uint8_t> *> &data,
+                      const std::vector<std::string> &dtypes, std::string &error);
 
 /// Bytes per element of a manifest dtype, 0 if unknown.
 int64_t dtypeSize(const std::string &dtype);

@@ -331,4 +331,22 @@ def CanonicalOrder : Pass<"h20-canonical-order", "mlir::func::FuncOp"> {
   }];
 }
 
+def InputValueRanges : Pass<"h20-input-value-ranges", "mlir::func::FuncOp"> {
+  let summary = "Record the value ranges index inputs must lie in; check constant indices";
+  let description = [{
+    ONNX makes an index outside its range an error (Gather, GatherElements,
+    ScatterElements: [-s, s) for an axis of size s; RotaryEmbedding and
+    attn.rope_apply: a row of the cos/sin cache, [0, rows)). For each such
+    index that is a constant (up to value-preserving ops: integer Casts,
+    Reshape, Squeeze, Unsqueeze, Identity, Expand, Transpose), every value is
+    checked now: an error naming the ONNX node and op, the element, its value
+    and the range. For each index that is a function argument up to those
+    ops, the requirement is recorded on the argument as `h20.value_ranges`,
+    an array of dictionaries (lo, hi, why) with lo and hi as DimSums (constant,
+    and terms of input, dim, coeff) over input dims, which the targets
+    copy into the manifest's inputs ("value_ranges") and h20-run checks
+    before running. Other indices are left to the kernels' clamp.
+  }];
+}
+
 #endif // H20_TRANSFORMS_PASSES

@@ -664,16 +664,29 @@ FailureOr<Values> lowerReduce(OpBuilder &b, Operation *op) {
   auto xt = cast<RankedTensorType>(x.getType());
   auto rt = resultType(op);
   int64_t r = xt.getRank();
-  std::optional<SmallVector<int64_t>> axes;
+  std::optional<SmallVector<int64_t>> axes = SmallVector<int64_t>();
   if (op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType()))
     axes = constInts(op->getOperand(1));
   else if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
     axes = SmallVector<int64_t>(a.asArrayRef());
-  if (!axes || axes->empty())
-    return unsupported(op, "reduction axes must be constant and non-empty");
+  if (!axes)
+    return unsupported(op, "reduction axes must be constant");
   SmallVector<bool> red(r, false);
-  for (int64_t a : *axes)
+  if (axes->empty()) {
+    // ONNX Reduce*-18: no or empty axes reduce every axis, unless
+    // noop_with_empty_axes = 1, which makes the op an identity.
+    auto noop = op->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
+    if (noop && noop.getInt() != 0)
+      return Values{rt == xt ? x : tensor::CastOp::create(b, loc, rt, x).getResult()};
+    red.assign(r, true);
+  }
+  for (int64_t a : *axes) {
+    if (a < -r || a >= r)
+      return unsupported(op, "reduction axis " + std::to_string(a) + " is outside [" +
+                                 std::to_string(-r) + ", " + std::to_string(r) + ") for a rank-" +
+                                 std::to_string(r) + " input");
     red[a < 0 ? a + r : a] = true;
+  }
   bool keep = true;
   if (auto k = op->getAttrOfType<IntegerAttr>("keepdims"))
     keep = k.getInt() != 0;

@@ -47,7 +47,7 @@ private:
 
   InFlightDiagnostic error() { return emitError(fileLoc); }
   Location nodeLoc(const NodeProto &n) {
-    return NameLoc::get(b.getStringAttr(n.name()), fileLoc);
+    return h20::onnx::nodeLocation(fileLoc, n.name(), n.op_type());
   }
   /// "node 'NAME' (op 'TYPE', domain 'D', opset N)"
   std::string describe(const NodeProto &n) {
@@ -457,6 +457,18 @@ LogicalResult GraphImporter::importNode(const NodeProto &n) {
   state.addTypes(resultTypes);
   state.addAttributes(attrs);
   Operation *op = b.create(state);
+  // An inherent attribute of another kind than the op declares (Softmax
+  // `axis` given as a string) is dropped by the op's property setter and
+  // the default would be used silently: refuse it, naming the node.
+  for (auto [a, proto] : llvm::zip(attrs, n.attribute())) {
+    std::optional<Attribute> kept = op->getInherentAttr(a.getName());
+    if (!kept || *kept == a.getValue())
+      continue;
+    op->erase();
+    return error() << describe(n) << ": attribute '" << a.getName().str() << "' is given as "
+                   << ::onnx::AttributeProto_AttributeType_Name(proto.type())
+                   << ", which is not the kind the op defines for it";
+  }
   for (auto [name, result] : llvm::zip(n.output(), op->getResults()))
     if (!name.empty())
       values[name] = result;

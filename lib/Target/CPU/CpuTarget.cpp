@@ -228,9 +228,13 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
     return module.emitError("expected exactly one function (the graph), found ") << funcs.size();
   func::FuncOp func = funcs.front();
 
-  if (options.logitsLast) {
+  {
     PassManager pm(ctx);
-    pm.addPass(createLogitsLast());
+    if (options.logitsLast)
+      pm.addPass(createLogitsLast());
+    // Index inputs' ranges into the manifest (h20-run checks them),
+    // constant indices checked now.
+    pm.addNestedPass<func::FuncOp>(createInputValueRanges());
     if (failed(pm.run(module)))
       return failure();
   }

@@ -193,6 +193,12 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
         pm.addPass(createLogitsLast());
       })))
     return failure();
+  // Index inputs' ranges into the manifest (h20-run checks them), constant
+  // indices checked now.
+  if (failed(runPasses(module, [](PassManager &pm) {
+        pm.addNestedPass<func::FuncOp>(h20::createInputValueRanges());
+      })))
+    return failure();
 
   auto begun = beginManifest(module, func, options.target, options.logitsLast, options.maxPositions);
   if (failed(begun))

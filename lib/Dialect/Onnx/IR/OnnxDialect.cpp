@@ -21,6 +21,35 @@ void OnnxDialect::initialize() {
 
 namespace h20::onnx {
 
+Location nodeLocation(Location file, StringRef name, StringRef opType) {
+  MLIRContext *ctx = file->getContext();
+  Location typed = FusedLoc::get({file}, StringAttr::get(ctx, opType), ctx);
+  return NameLoc::get(StringAttr::get(ctx, name), typed);
+}
+
+std::string describeNode(Location loc) {
+  // Passes may wrap an op's location (fusions, call sites): look inside for
+  // the first NameLoc whose child carries the op type.
+  SmallVector<Location> work{loc};
+  while (!work.empty()) {
+    Location l = work.pop_back_val();
+    if (auto n = dyn_cast<NameLoc>(l)) {
+      if (auto f = dyn_cast<FusedLoc>(n.getChildLoc()))
+        if (auto type = dyn_cast_or_null<StringAttr>(f.getMetadata()))
+          return (n.getName().empty() ? std::string("unnamed node")
+                                      : "node '" + n.getName().str() + "'") +
+                 " (op '" + type.str() + "')";
+      work.push_back(n.getChildLoc());
+    } else if (auto f = dyn_cast<FusedLoc>(l)) {
+      for (Location inner : llvm::reverse(f.getLocations()))
+        work.push_back(inner);
+    } else if (auto c = dyn_cast<CallSiteLoc>(l)) {
+      work.push_back(c.getCallee());
+    }
+  }
+  return "";
+}
+
 LogicalResult verifyArity(Operation *op, int minIn, int maxIn, int minOut,
                           int maxOut) {
   auto describe = [](int lo, int hi) {
