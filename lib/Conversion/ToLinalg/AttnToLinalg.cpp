@@ -362,7 +362,7 @@ FailureOr<Value> lowerRopeApply(OpBuilder &b, attn::RopeApplyOp op) {
                                     arith::MulFOp::create(nb, nl, cc, fs));
     return {castScalar(nb, nl, c, ct), castScalar(nb, nl, s, ct)};
   };
-  if (!op.getInterleaved() && xt.getDimSize(3) == rd && rd % 2 == 0)
+  if (!op.getInterleaved() && xt.getDimSize(3) == rd) // rd is even (verifier)
     return buildHalfSplitRotation(b, loc, op.getInput(), op.getPositions(), cosSin);
   return buildRotation(b, loc, op.getInput(), op.getPositions(), rd, op.getInterleaved(), cosSin);
 }

@@ -66,19 +66,27 @@ LogicalResult RmsNormOp::verify() {
   return success();
 }
 
-LogicalResult RopeOp::verify() {
-  auto in = cast<RankedTensorType>(getInput().getType());
-  auto pos = cast<RankedTensorType>(getPositions().getType());
-  if (in.getRank() != 4)
-    return emitOpError("input must be [B, H, S, D], got rank ") << in.getRank();
+/// attn.rope's and attn.rope_apply's positions: [B, S] or [1, S] (a batch
+/// of 1 broadcasts) for an input [B, H, S, D]; errors name both shapes.
+static LogicalResult verifyPositions(Operation *op, RankedTensorType in, Value positions) {
+  auto pos = cast<RankedTensorType>(positions.getType());
   if (pos.getRank() != 2)
-    return emitOpError("positions must be [B, S], got rank ") << pos.getRank();
+    return op->emitOpError("positions must be [B, S], got rank ") << pos.getRank();
   if ((pos.getDimSize(0) != 1 && !compatible(pos.getDimSize(0), in.getDimSize(0))) ||
       !compatible(pos.getDimSize(1), in.getDimSize(2)))
-    return emitOpError("positions shape [")
+    return op->emitOpError("positions shape [")
            << dimStr(pos.getDimSize(0)) << ", " << dimStr(pos.getDimSize(1))
-           << "] does not match input batch/sequence [" << dimStr(in.getDimSize(0))
-           << ", " << dimStr(in.getDimSize(2)) << "] (a batch of 1 broadcasts)";
+           << "] does not match input batch/sequence [" << dimStr(in.getDimSize(0)) << ", "
+           << dimStr(in.getDimSize(2)) << "] (a batch of 1 broadcasts)";
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (in.getRank() != 4)
+    return emitOpError("input must be [B, H, S, D], got rank ") << in.getRank();
+  if (failed(verifyPositions(*this, in, getPositions())))
+    return failure();
   if (!(getTheta().convertToDouble() > 1.0))
     return emitOpError("theta must be > 1, got ") << getTheta().convertToDouble();
   int64_t rd = static_cast<int64_t>(getRotaryDim());
@@ -234,16 +242,7 @@ LogicalResult RopeApplyOp::verify() {
   if (c.getRank() != 3 || f.getRank() != 3 || c.getDimSize(2) != rd / 2 ||
       f.getDimSize(2) != rd / 2 || f.getDimSize(1) != static_cast<int64_t>(getBlock()))
     return emitOpError("tables do not match rotary_dim ") << rd << " and block " << getBlock();
-  auto pos = cast<RankedTensorType>(getPositions().getType());
-  if (pos.getRank() != 2)
-    return emitOpError("positions must be [B, S], got rank ") << pos.getRank();
-  if ((pos.getDimSize(0) != 1 && !compatible(pos.getDimSize(0), in.getDimSize(0))) ||
-      !compatible(pos.getDimSize(1), in.getDimSize(2)))
-    return emitOpError("positions shape [")
-           << dimStr(pos.getDimSize(0)) << ", " << dimStr(pos.getDimSize(1))
-           << "] does not match input batch/sequence [" << dimStr(in.getDimSize(0)) << ", "
-           << dimStr(in.getDimSize(2)) << "] (a batch of 1 broadcasts)";
-  return success();
+  return verifyPositions(*this, in, getPositions());
 }
 
 namespace {
