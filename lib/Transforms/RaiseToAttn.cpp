@@ -282,6 +282,29 @@ private:
     double magnitude = 1; ///< what multiplies cos and sin (YaRN attention_factor)
   };
 
+  /// theta of inverse frequencies f_j = c * theta^(-2j/d), j < count, by a
+  /// least-squares line through (j, log f_j): slope -2 log(theta) / d. Every
+  /// value counts, so float32 rounding of single values (relative 6e-8)
+  /// moves theta by ~1e-7 relative; theta from f_0 / f_1 alone, raised to
+  /// the d/2-th power, missed theta = 500000 by a few units at d = 128.
+  /// Snapped to the nearest integer within 1e-5 relative (configs write
+  /// 10000, 500000, 1000000).
+  static double fitTheta(ArrayRef<double> f, int64_t count, double d) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int64_t j = 0; j < count; ++j) {
+      double y = std::log(f[j]);
+      sx += j;
+      sy += y;
+      sxx += double(j) * j;
+      sxy += j * y;
+    }
+    double slope = (count * sxy - sx * sy) / (count * sxx - sx * sx);
+    double theta = std::exp(-slope * d / 2.0);
+    if (std::fabs(theta - std::round(theta)) < 1e-5 * theta)
+      theta = std::round(theta);
+    return theta;
+  }
+
   /// Recognises llama3 and YaRN frequency sets: theta from the unscaled
   /// high frequencies, factor from the lowest, then the scaling parameters by
   /// trying the values configs use and keeping one that reproduces every
@@ -291,9 +314,9 @@ private:
     if (n < 4 || !(f[0] > 0) || !(f[1] > 0) || f[1] >= f[0] || !(f[n - 1] > 0))
       return false;
     double d = 2.0 * n;
-    double theta = std::pow(f[0] / f[1], d / 2.0);
-    if (std::fabs(theta - std::round(theta)) < 1e-3 * theta)
-      theta = std::round(theta);
+    // llama3 and YaRN leave the highest frequencies (the first quarter at
+    // every config in use) unscaled: theta from those.
+    double theta = fitTheta(f, std::max<int64_t>(2, n / 4), d);
     double factor = std::pow(theta, -2.0 * (n - 1) / d) / f[n - 1];
     if (std::fabs(factor - std::round(factor)) < 1e-3 * factor)
       factor = std::round(factor);
@@ -354,9 +377,10 @@ private:
     if (n < 2 || !(f[0] > 0) || !(f[1] > 0) || f[1] >= f[0])
       return false;
     double d = 2.0 * n;
-    double theta = std::pow(f[0] / f[1], d / 2.0);
-    if (std::fabs(theta - std::round(theta)) < 1e-4 * theta)
-      theta = std::round(theta);
+    for (int64_t j = 0; j < n; ++j)
+      if (!(f[j] > 0))
+        return false;
+    double theta = fitTheta(f, n, d);
     double factor = 1.0 / f[0];
     if (std::fabs(factor - std::round(factor)) < 1e-6 * factor)
       factor = std::round(factor);
