@@ -46,6 +46,9 @@ fi
 cmake --build "$build" --target "h20-fuzz-$target" -- -j "${H20_JOBS:-2}"
 
 mkdir -p "$corpus" "$crashes"
+# Crash files this run writes (with -fork=N -ignore_crashes=1 the run goes
+# on after each one, and libFuzzer's exit status says nothing of them).
+stamp=$(mktemp)
 # Reports abort the run (and name the input). Leaks are not findings here:
 # every input gets a fresh MLIRContext, but libMLIR keeps some global state
 # on purpose. allow_user_poisoning=0: see scripts/sanitize.sh (LLVM's
@@ -63,6 +66,12 @@ grep -E "^#[0-9]+[[:space:]]+(DONE|INITED)|stat::number_of_executed_units|stat::
 # -fork=N: the last status line (executions, corpus, crashes so far).
 grep -E "^#[0-9]+: " "$log" | tail -1 || true
 echo "fuzz: corpus now $(find "$corpus" -type f | wc -l) inputs, $(du -sh "$corpus" | cut -f1)"
+found=$(find "$crashes" -type f -newer "$stamp" | wc -l)
+rm -f "$stamp"
+if [[ $found -ne 0 ]]; then
+  echo "fuzz: $found new crash/timeout/oom input(s) in $crashes/" >&2
+  if [[ $rc -eq 0 ]]; then rc=1; fi
+fi
 if [[ $rc -ne 0 ]]; then
   echo "fuzz: $target FAILED (exit $rc); see $log and $crashes/" >&2
   grep -E "ERROR|runtime error|Test unit written|SUMMARY" "$log" | head -20 >&2 || true

@@ -39,21 +39,35 @@ SymExpr fromLinear(const Linear &l) {
   return acc;
 }
 
-Linear scaled(Linear l, int64_t f) {
+// Linear forms hold what a model's constants say, and a model can say
+// INT64_MIN: a coefficient or constant that would overflow int64 makes the
+// form unknown (nullopt) instead of wrapping (UB, and a wrong proof).
+
+std::optional<Linear> scaled(Linear l, int64_t f) {
   for (auto &[k, c] : l.coeffs)
-    c *= f;
-  l.constant *= f;
+    if (__builtin_mul_overflow(c, f, &c))
+      return std::nullopt;
+  if (__builtin_mul_overflow(l.constant, f, &l.constant))
+    return std::nullopt;
   return l;
 }
 
-Linear added(Linear a, const Linear &b) {
+std::optional<Linear> added(Linear a, const Linear &b) {
   for (const auto &[k, c] : b.coeffs) {
-    a.coeffs[k] += c;
+    if (__builtin_add_overflow(a.coeffs[k], c, &a.coeffs[k]))
+      return std::nullopt;
     if (a.coeffs[k] == 0)
       a.coeffs.erase(k);
   }
-  a.constant += b.constant;
+  if (__builtin_add_overflow(a.constant, b.constant, &a.constant))
+    return std::nullopt;
   return a;
+}
+
+/// a - b, or nullopt on overflow.
+std::optional<Linear> subtracted(const Linear &a, const Linear &b) {
+  auto nb = scaled(b, -1);
+  return nb ? added(a, *nb) : std::nullopt;
 }
 
 } // namespace
@@ -108,7 +122,8 @@ bool provablyEqual(const SymExpr &a, const SymExpr &b) {
 SymExpr symAdd(SymExpr a, SymExpr b) {
   auto la = linearOf(a), lb = linearOf(b);
   if (la && lb)
-    return fromLinear(added(*la, *lb));
+    if (auto sum = added(*la, *lb))
+      return fromLinear(*sum);
   return make(SymKind::Add, 0, a, b);
 }
 
@@ -117,8 +132,8 @@ SymExpr symSub(SymExpr a, SymExpr b) { return symAdd(a, symMul(symConst(-1), b))
 SymExpr symMul(SymExpr a, SymExpr b) {
   auto la = linearOf(a), lb = linearOf(b);
   if (la && lb && (la->isConstant() || lb->isConstant()))
-    return fromLinear(la->isConstant() ? scaled(*lb, la->constant)
-                                       : scaled(*la, lb->constant));
+    if (auto product = la->isConstant() ? scaled(*lb, la->constant) : scaled(*la, lb->constant))
+      return fromLinear(*product);
   // Distribute a constant over a select so selects stay liftable.
   if (la && la->isConstant() && b->kind == SymKind::Select)
     return symSelect(b->c, symMul(a, b->a), symMul(a, b->b));
@@ -141,9 +156,9 @@ SymExpr symSelect(SymExpr c, SymExpr a, SymExpr b) {
 static SymExpr compare(SymKind kind, SymExpr a, SymExpr b) {
   auto la = linearOf(a), lb = linearOf(b);
   if (la && lb) {
-    Linear d = added(*la, scaled(*lb, -1));
-    if (d.isConstant()) {
-      int64_t v = d.constant;
+    auto d = subtracted(*la, *lb);
+    if (d && d->isConstant()) {
+      int64_t v = d->constant;
       return symBool(kind == SymKind::Eq ? v == 0
                      : kind == SymKind::Le ? v <= 0
                                            : v < 0);
@@ -327,16 +342,16 @@ private:
         return false;
       for (auto &[ca, la] : a)
         for (auto &[cb, lb] : b) {
-          Linear l;
+          std::optional<Linear> l;
           if (e->kind == SymKind::Add)
             l = added(la, lb);
           else if (la.isConstant())
             l = scaled(lb, la.constant);
           else if (lb.isConstant())
             l = scaled(la, lb.constant);
-          else
+          if (!l)
             return false;
-          out.push_back({symAnd(ca, cb), l});
+          out.push_back({symAnd(ca, cb), *l});
         }
       return true;
     }
@@ -360,10 +375,11 @@ private:
         if (!guard)
           return std::nullopt;
         // a <= b  <=>  b - a >= 0;  a < b  <=>  b - a - 1 >= 0.
-        Linear diff = added(lb, scaled(la, -1));
-        if (kind == SymKind::Lt)
-          diff.constant -= 1;
-        auto rel = linearSet(diff, kind == SymKind::Eq);
+        auto diff = subtracted(lb, la);
+        if (!diff || (kind == SymKind::Lt &&
+                      __builtin_sub_overflow(diff->constant, 1, &diff->constant)))
+          return std::nullopt;
+        auto rel = linearSet(*diff, kind == SymKind::Eq);
         if (!rel)
           return std::nullopt;
         result = result.unionSet(guard->intersect(*rel));
@@ -402,8 +418,10 @@ std::optional<PresburgerSet> domainSet(llvm::ArrayRef<SymExpr> dims,
     Linear lower; // i_k >= 0
     lower.coeffs[{false, static_cast<int64_t>(k)}] = 1;
     Linear upper = *d; // dim - 1 - i_k >= 0
-    upper.coeffs[{false, static_cast<int64_t>(k)}] -= 1;
-    upper.constant -= 1;
+    if (__builtin_sub_overflow(upper.coeffs[{false, static_cast<int64_t>(k)}], 1,
+                               &upper.coeffs[{false, static_cast<int64_t>(k)}]) ||
+        __builtin_sub_overflow(upper.constant, 1, &upper.constant))
+      return std::nullopt;
     auto lo = builder.linearSet(lower, false), hi = builder.linearSet(upper, false);
     if (!lo || !hi)
       return std::nullopt;

@@ -211,10 +211,10 @@ int64_t interestingInt(Rng &rng) {
 
 int64_t smallOrInteresting(Rng &rng, int64_t around) {
   switch (below(rng, 4)) {
-  case 0:
-    return around + 1;
+  case 0: // wrapping: the mutator itself must not overflow (UBSan)
+    return int64_t(uint64_t(around) + 1);
   case 1:
-    return around - 1;
+    return int64_t(uint64_t(around) - 1);
   case 2:
     return int64_t(below(rng, 9)) - 4;
   default:

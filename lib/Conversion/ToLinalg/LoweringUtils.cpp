@@ -85,6 +85,35 @@ Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
   return op.getResult(0);
 }
 
+LogicalResult checkBroadcastsInto(Operation *op, RankedTensorType resultType) {
+  auto shapeOf = [](ShapedType t) {
+    std::string s = "[";
+    for (int64_t k = 0; k < t.getRank(); ++k)
+      s += (k ? "x" : "") + (t.isDynamicDim(k) ? std::string("?") : std::to_string(t.getDimSize(k)));
+    return s + "]";
+  };
+  int64_t rank = resultType.getRank();
+  for (auto [j, v] : llvm::enumerate(op->getOperands())) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return unsupported(op, "operand " + Twine(j) + " has no known rank");
+    if (t.getRank() > rank)
+      return unsupported(op, "operand " + Twine(j) + " of shape " + shapeOf(t) +
+                                 " does not broadcast to the result shape " +
+                                 shapeOf(resultType) + " (its rank is higher)");
+    for (int64_t k = 0; k < t.getRank(); ++k) {
+      int64_t outK = k + rank - t.getRank();
+      if (t.isDynamicDim(k) || resultType.isDynamicDim(outK) || t.getDimSize(k) == 1 ||
+          t.getDimSize(k) == resultType.getDimSize(outK))
+        continue;
+      return unsupported(op, "operand " + Twine(j) + " of shape " + shapeOf(t) +
+                                 " does not broadcast to the result shape " +
+                                 shapeOf(resultType) + " (dim " + Twine(outK) + ")");
+    }
+  }
+  return success();
+}
+
 LogicalResult unsupported(Operation *op, const Twine &why) {
   std::string node;
   if (auto n = dyn_cast<NameLoc>(op->getLoc()); n && !n.getName().empty())

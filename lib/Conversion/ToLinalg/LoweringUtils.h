@@ -30,6 +30,12 @@ mlir::Value elementwise(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::RankedTensorType resultType, mlir::ValueRange operands,
                         BodyFn body, mlir::ArrayRef<mlir::Value> dims = {});
 
+/// Whether every operand of `op` broadcasts into `resultType` as
+/// elementwise() maps it: ranked, of at most the result's rank, each static
+/// dim equal to the result's or 1. Otherwise (a model whose declared output
+/// shape contradicts its inputs) an error naming the node, and failure.
+mlir::LogicalResult checkBroadcastsInto(mlir::Operation *op, mlir::RankedTensorType resultType);
+
 /// Casts scalar `v` to element type `to` (float/int/bool conversions with
 /// ONNX Cast semantics: float -> int truncates, int -> bool is != 0).
 mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,

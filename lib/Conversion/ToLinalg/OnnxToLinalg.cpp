@@ -880,6 +880,8 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op, bool p
   }
   Location loc = op->getLoc();
   if (auto body = elementwiseBody(op)) {
+    if (failed(checkBroadcastsInto(op, resultType(op))))
+      return failure();
     SmallVector<Value> operands(op->getOperands());
     return Values{elementwise(b, loc, resultType(op), operands,
                               [&](OpBuilder &nb, Location nl, ValueRange a) { return (*body)(nb, nl, a); })};

@@ -75,6 +75,18 @@ LogicalResult verifyArity(Operation *op, int minIn, int maxIn, int minOut,
   if (nOut < minOut || (maxOut >= 0 && nOut > maxOut))
     return op->emitOpError("expects ")
            << describe(minOut, maxOut) << " output(s), got " << nOut;
+  // ONNX lists an op's required inputs first; an empty input name
+  // (onnx.NoValue) may stand only for an optional one. Every lowering reads
+  // a required input as a tensor. (GroupQueryAttention's key, value and
+  // past K/V come before required inputs and are optional: packed QKV.)
+  if (!isa<MsGroupQueryAttentionOp>(op))
+    for (int i = 0; i < std::min(minIn, nIn); ++i)
+      if (isa<NoneType>(op->getOperand(i).getType())) {
+        std::string node = describeNode(op->getLoc());
+        return op->emitOpError("input ")
+               << i << " is required but omitted (empty name)"
+               << (node.empty() ? "" : " in " + node);
+      }
   return success();
 }
 
