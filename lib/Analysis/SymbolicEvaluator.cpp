@@ -18,6 +18,8 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace h20;
 namespace ox = h20::onnx;
@@ -103,6 +105,73 @@ std::optional<SymExpr> sliceBound(SymExpr v, const SymExpr &dim) {
         return v;
     }
   }
+  return std::nullopt;
+}
+
+/// ceil(a / b) for b != 0 (either sign), without overflow for |b| >= 1.
+int64_t ceilDiv(int64_t a, int64_t b) {
+  if (b == -1)
+    return a == INT64_MIN ? INT64_MAX : -a;
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+}
+
+/// The value of a 0-d or 1-element float constant.
+std::optional<double> floatConstant(Value v) {
+  auto c = v.getDefiningOp<ox::ConstantOp>();
+  auto attr = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  if (!attr || attr.getNumElements() != 1)
+    return std::nullopt;
+  return (*attr.getValues<APFloat>().begin()).convertToDouble();
+}
+
+/// The length of a float Range of constant start, limit and delta:
+/// max(ceil((limit - start) / delta), 0) with limit - start taken in the
+/// element type and the quotient in double, as the lowering (and ONNX
+/// Runtime) compute it.
+std::optional<int64_t> floatRangeLength(Operation *op) {
+  auto start = floatConstant(op->getOperand(0)), limit = floatConstant(op->getOperand(1)),
+       delta = floatConstant(op->getOperand(2));
+  if (!start || !limit || !delta || *delta == 0)
+    return std::nullopt;
+  Type elt = cast<ShapedType>(op->getResult(0).getType()).getElementType();
+  double diff = *limit - *start;
+  if (elt.isF32())
+    diff = static_cast<float>(*limit) - static_cast<float>(*start);
+  else if (!elt.isF64())
+    return std::nullopt;
+  double n = std::ceil(diff / *delta);
+  if (!(n < 9.0e18))
+    return std::nullopt; // inf, NaN or beyond int64
+  return std::max<int64_t>(static_cast<int64_t>(n), 0);
+}
+
+/// A Slice bound with a step other than 1, per ONNX Slice-13: negative
+/// counts from the end; step > 0 clamps to [0, dim]; step < 0 clamps a
+/// start to [0, dim - 1] and an end to [-1, dim - 1]. Exact for a constant
+/// dim; over a symbolic dim only the forms whose clamp is certain (every
+/// symbol is >= 1): the INT64 sentinels and, for step < 0, a start of -1.
+std::optional<SymExpr> steppedSliceBound(SymExpr v, const SymExpr &dim, int64_t step,
+                                         bool isEnd) {
+  auto c = constantOf(v);
+  if (!c)
+    return std::nullopt;
+  constexpr int64_t kHuge = int64_t(1) << 62;
+  if (auto d = constantOf(dim)) {
+    // max, then min, as the lowering: an empty dim gives -1 for step < 0.
+    int64_t x = *c < 0 ? *c + *d : *c;
+    if (step > 0)
+      return symConst(std::min<int64_t>(std::max<int64_t>(x, 0), *d));
+    return symConst(std::min<int64_t>(std::max<int64_t>(x, isEnd ? -1 : 0), *d - 1));
+  }
+  if (step > 0)
+    return sliceBound(v, dim);
+  if (*c >= kHuge)
+    return symSub(dim, symConst(1));
+  if (*c <= -kHuge)
+    return symConst(isEnd ? -1 : 0);
+  if (!isEnd && *c == -1)
+    return symSub(dim, symConst(1));
   return std::nullopt;
 }
 
@@ -386,11 +455,28 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         return t;
       })
       .Case([&](ox::RangeOp) -> std::optional<SymTensor> {
+        // ONNX Range-11: max(ceil((limit - start) / delta), 0) elements
+        // start + i * delta; a length without a closed form is a fresh
+        // symbol (the lowering computes it at run time).
+        if (!integral) {
+          if (auto n = floatRangeLength(op))
+            return SymTensor{{symConst(*n)}, nullptr};
+          return SymTensor{{newSymbol("range" + std::to_string(names.size()))}, nullptr};
+        }
         auto start = scalarOf(op->getOperand(0)), limit = scalarOf(op->getOperand(1)),
              delta = scalarOf(op->getOperand(2));
-        if (!start || !limit || !delta || constantOf(*delta) != std::optional<int64_t>(1))
-          return std::nullopt;
-        return SymTensor{{symSub(*limit, *start)}, symAdd(*start, symIndex(0))};
+        auto step = delta ? constantOf(*delta) : std::nullopt;
+        if (!start || !limit || !step || *step == 0)
+          return SymTensor{{newSymbol("range" + std::to_string(names.size()))}, nullptr};
+        SymExpr elem = symAdd(*start, symMul(symConst(*step), symIndex(0)));
+        SymExpr diff = symSub(*limit, *start);
+        if (auto d = constantOf(diff))
+          return SymTensor{{symConst(std::max<int64_t>(ceilDiv(*d, *step), 0))}, elem};
+        if (*step == 1)
+          return SymTensor{{diff}, elem};
+        if (*step == -1)
+          return SymTensor{{symSub(*start, *limit)}, elem};
+        return SymTensor{{newSymbol("range" + std::to_string(names.size()))}, elem};
       })
       .Case([&](ox::UnsqueezeOp) -> std::optional<SymTensor> {
         const SymTensor *in = operand(0);
@@ -628,22 +714,51 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
           for (size_t k = 0; k < starts->size(); ++k)
             axes.push_back(k);
         }
+        // Steps: constant and non-zero (ONNX Slice-13); a step other than
+        // 1 goes through steppedSliceBound, and a length without a closed
+        // form is a fresh symbol (the lowering computes it at run time).
+        SmallVector<int64_t> steps(starts->size(), 1);
         if (op->getNumOperands() > 4 && !isa<NoneType>(op->getOperand(4).getType())) {
-          auto steps = vectorOf(op->getOperand(4));
-          if (!steps)
+          auto given = vectorOf(op->getOperand(4));
+          if (!given || given->size() != starts->size())
             return std::nullopt;
-          for (const SymExpr &s : *steps)
-            if (constantOf(s) != std::optional<int64_t>(1))
+          for (auto [i, s] : llvm::enumerate(*given)) {
+            auto c = constantOf(s);
+            if (!c || *c == 0)
               return std::nullopt;
+            steps[i] = *c;
+          }
         }
         SymTensor t{in->dims, nullptr};
         SmallVector<SymExpr> offsets(r, symConst(0));
+        SmallVector<int64_t> strides(r, 1);
         for (auto [i, ax] : llvm::enumerate(axes)) {
           if (ax < 0 || ax >= r)
             return std::nullopt;
+          auto fresh = [&, a = ax] {
+            offsets[a] = nullptr;
+            t.dims[a] = newSymbol("slice" + std::to_string(names.size()));
+          };
           if (!(*starts)[i] || !(*ends)[i]) {
-            offsets[ax] = nullptr;
-            t.dims[ax] = newSymbol("slice" + std::to_string(names.size()));
+            fresh();
+            continue;
+          }
+          if (steps[i] != 1) {
+            auto s = steppedSliceBound((*starts)[i], in->dims[ax], steps[i], false);
+            auto e = steppedSliceBound((*ends)[i], in->dims[ax], steps[i], true);
+            if (!s || !e) {
+              fresh();
+              continue;
+            }
+            SymExpr diff = symSub(*e, *s);
+            offsets[ax] = *s;
+            strides[ax] = steps[i];
+            if (auto d = constantOf(diff))
+              t.dims[ax] = symConst(std::max<int64_t>(ceilDiv(*d, steps[i]), 0));
+            else if (steps[i] == -1)
+              t.dims[ax] = symSub(*s, *e);
+            else
+              t.dims[ax] = newSymbol("slice" + std::to_string(names.size()));
             continue;
           }
           auto s = sliceBound((*starts)[i], in->dims[ax]);
@@ -655,7 +770,8 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         }
         if (in->elem && llvm::all_of(offsets, [](const SymExpr &o) { return bool(o); }))
           t.elem = substituteIndices(in->elem, [&](int64_t k) {
-            return symAdd(symIndex(k), offsets[k]);
+            SymExpr i = strides[k] == 1 ? symIndex(k) : symMul(symConst(strides[k]), symIndex(k));
+            return symAdd(i, offsets[k]);
           });
         return t;
       })
@@ -752,24 +868,48 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         return out;
       })
       .Case([&](ox::GatherNDOp g) -> std::optional<SymTensor> {
+        // ONNX GatherND-13: indices.shape[:-1] + data.shape[b + m:] with
+        // b = batch_dims and m = indices' last dim; a negative index counts
+        // from the end of its data dim.
         const SymTensor *data = operand(0), *ind = operand(1);
-        if (!data || !ind || g.getBatchDims().value_or(0) != 0 || ind->dims.empty())
+        int64_t bd = g.getBatchDims().value_or(0);
+        if (!data || !ind || ind->dims.empty())
           return std::nullopt;
         auto m = constantOf(ind->dims.back());
         int64_t q = ind->dims.size(), r = data->dims.size();
-        if (!m || *m > r)
+        if (!m || *m < 1 || bd < 0 || bd >= std::min(q, r) || bd + *m > r)
           return std::nullopt;
         SymTensor t;
         t.dims.append(ind->dims.begin(), ind->dims.end() - 1);
-        t.dims.append(data->dims.begin() + *m, data->dims.end());
+        t.dims.append(data->dims.begin() + bd + *m, data->dims.end());
         if (data->elem && ind->elem)
           t.elem = substituteIndices(data->elem, [&](int64_t k) {
-            if (k >= *m)
-              return symIndex(q - 1 + k - *m);
-            return substituteIndices(ind->elem, [&](int64_t j) {
-              return j == q - 1 ? symConst(k) : symIndex(j);
+            if (k < bd)
+              return symIndex(k);
+            if (k >= bd + *m)
+              return symIndex(q - 1 + k - bd - *m);
+            SymExpr i = substituteIndices(ind->elem, [&](int64_t j) {
+              return j == q - 1 ? symConst(k - bd) : symIndex(j);
             });
+            return symSelect(symLt(i, symConst(0)), symAdd(i, data->dims[k]), i);
           });
+        return t;
+      })
+      .Case([&](ox::LayerNormalizationOp n) -> std::optional<SymTensor> {
+        // ONNX LayerNormalization-17: Y has X's shape; Mean and InvStdDev
+        // X's shape with the normalized dims [axis, r) 1.
+        const SymTensor *x = operand(0);
+        if (!x || x->dims.empty())
+          return std::nullopt;
+        int64_t r = x->dims.size(), axis = n.getAxis().value_or(-1);
+        if (axis < -r || axis >= r)
+          return std::nullopt;
+        if (axis < 0)
+          axis += r;
+        SymTensor t{x->dims, nullptr};
+        if (idx > 0)
+          for (int64_t k = axis; k < r; ++k)
+            t.dims[k] = symConst(1);
         return t;
       })
       .Case([&](ox::CumSumOp c) -> std::optional<SymTensor> {

@@ -61,6 +61,19 @@ std::optional<std::string> whyNotPerToken(Operation *op, Value ids) {
       return std::nullopt;
     return refuse("RMSNorm over more than the last axis");
   }
+  // LayerNormalization over the last axis alone, of static size (the
+  // hidden size; the token dim of a chunked graph is dynamic), normalizes
+  // each token's row by itself. Over more axes, or a dynamic last one, it
+  // could reach across tokens. (CumSum, Trilu and GatherND mix positions
+  // along some axis in general and stay refused.)
+  if (auto n = dyn_cast<ox::LayerNormalizationOp>(op)) {
+    auto t = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    int64_t axis = n.getAxis().value_or(-1);
+    if (t && t.getRank() >= 2 && (axis == -1 || axis == t.getRank() - 1) &&
+        !t.isDynamicDim(t.getRank() - 1))
+      return std::nullopt;
+    return refuse("LayerNormalization over more than the last (hidden) axis");
+  }
   if (isa<ox::MatMulOp>(op)) {
     Operation *w = op->getOperand(1).getDefiningOp();
     if (w && isa<ox::WeightOp, ox::ConstantOp>(w))

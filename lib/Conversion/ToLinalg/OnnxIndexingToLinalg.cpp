@@ -1,7 +1,8 @@
 //===- OnnxIndexingToLinalg.cpp - element-indexed onnx ops to loops ------===//
 //
 // Semantics: the ONNX operator specification (GatherElements-13,
-// ScatterElements-18, TopK-11/24). Index inputs may be int32 or int64 and
+// GatherND-13, ScatterElements-18, TopK-11/24, CumSum-14, Trilu-14). Index
+// inputs may be int32 or int64 and
 // negative (counting from the end of the axis); an index outside the axis
 // is clamped into it, so a bad index never reads or writes outside a tensor.
 //
@@ -13,6 +14,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 namespace ox = h20::onnx;
@@ -131,6 +133,28 @@ std::pair<Value, Value> bestAfter(OpBuilder &b, Location loc, Value x, Value n,
                                         arith::SelectOp::create(eb, el, take, e, best[2])});
       });
   return {scan.getResult(1), scan.getResult(2)};
+}
+
+/// The value of a constant 0-d or 1-element integer tensor (CumSum's axis).
+std::optional<int64_t> constantScalar(Value v) {
+  DenseIntElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1)
+    return std::nullopt;
+  return (*attr.getValues<APInt>().begin()).getSExtValue();
+}
+
+/// Linear position `k` of the loop as an i64 (for comparisons with ONNX
+/// integers such as Trilu's k).
+Value indexAsI64(OpBuilder &b, Location loc, int64_t k) {
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), linalg::IndexOp::create(b, loc, k));
+}
+
+/// CumSum's mask: whether element j along the axis counts towards output
+/// position i.
+Value cumSumTakes(OpBuilder &b, Location loc, Value j, Value i, bool exclusive, bool reverse) {
+  using P = arith::CmpIPredicate;
+  P p = reverse ? (exclusive ? P::sgt : P::sge) : (exclusive ? P::slt : P::sle);
+  return arith::CmpIOp::create(b, loc, p, j, i);
 }
 
 } // namespace
@@ -389,6 +413,152 @@ FailureOr<Values> lowerTopKParallel(OpBuilder &b, ox::TopKOp op) {
         linalg::YieldOp::create(nb, nl, ValueRange{loop.getResult(0), pos64});
       });
   return Values{g.getResult(0), g.getResult(1)};
+}
+
+FailureOr<Values> lowerGatherND(OpBuilder &b, ox::GatherNDOp op) {
+  Location loc = op.getLoc();
+  Value data = op->getOperand(0), ind = op->getOperand(1);
+  auto dt = dyn_cast<RankedTensorType>(data.getType());
+  auto it = dyn_cast<RankedTensorType>(ind.getType());
+  auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!dt || !it || !rt || it.getRank() < 1 || it.isDynamicDim(it.getRank() - 1))
+    return unsupported(op, "data and indices must be ranked, indices' last dim static");
+  int64_t r = dt.getRank(), q = it.getRank(), bd = op.getBatchDims().value_or(0);
+  int64_t m = it.getDimSize(q - 1);
+  if (bd < 0 || bd >= std::min(q, r) || m < 1 || bd + m > r)
+    return unsupported(op, "needs 0 <= batch_dims < min(rank(indices), rank(data)) and "
+                           "1 <= indices' last dim <= rank(data) - batch_dims");
+  int64_t outRank = q - 1 + r - bd - m;
+  if (rt.getRank() != outRank)
+    return unsupported(op, "the output's rank is not rank(indices) - 1 + rank(data) - "
+                           "batch_dims - indices' last dim");
+  SmallVector<Value> dims, dataDims;
+  for (int64_t k = 0; k < r; ++k)
+    dataDims.push_back(dimOf(b, loc, data, k));
+  for (int64_t k = 0; k + 1 < q; ++k)
+    dims.push_back(dimOf(b, loc, ind, k));
+  for (int64_t k = bd + m; k < r; ++k)
+    dims.push_back(dataDims[k]);
+  Value init = emptyTensor(b, loc, rt, dims);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(outRank, b.getContext());
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{rt}, ValueRange{}, ValueRange{init}, {id}, parallel(outRank),
+                    [&](OpBuilder &nb, Location nl, ValueRange) {
+                      SmallVector<Value> p, at, indAt;
+                      for (int64_t k = 0; k < outRank; ++k)
+                        p.push_back(linalg::IndexOp::create(nb, nl, k));
+                      // Batch dims: the same position in data (ONNX
+                      // requires the dims to match).
+                      for (int64_t k = 0; k < bd; ++k)
+                        at.push_back(fitPosition(nb, nl, p[k], it, dt, k, dataDims[k]));
+                      indAt.append(p.begin(), p.begin() + (q - 1));
+                      indAt.push_back(Value());
+                      for (int64_t j = 0; j < m; ++j) {
+                        indAt.back() = cIndex(nb, nl, j);
+                        Value raw = tensor::ExtractOp::create(nb, nl, ind, indAt);
+                        at.push_back(axisPosition(nb, nl, raw, dataDims[bd + j]));
+                      }
+                      for (int64_t k = bd + m; k < r; ++k)
+                        at.push_back(p[q - 1 + k - bd - m]);
+                      linalg::YieldOp::create(nb, nl, ValueRange{tensor::ExtractOp::create(nb, nl, data, at)});
+                    })
+                    .getResult(0)};
+}
+
+FailureOr<Values> lowerCumSum(OpBuilder &b, ox::CumSumOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value x = op->getOperand(0);
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!xt || !rt || xt.getRank() < 1 || rt.getRank() != xt.getRank())
+    return unsupported(op, "x must be ranked with rank >= 1");
+  int64_t r = xt.getRank();
+  std::optional<int64_t> axis = constantScalar(op->getOperand(1));
+  if (!axis || *axis < -r || *axis >= r)
+    return unsupported(op, "axis must be a constant 0-d or 1-element tensor in [-r, r)");
+  int64_t a = normalizedAxis(*axis, r);
+  bool exclusive = op.getExclusive().value_or(0) != 0, reverse = op.getReverse().value_or(0) != 0;
+  Type elt = rt.getElementType();
+  Type ct = isa<FloatType>(elt) ? computeTypeFor(elt) : elt;
+  SmallVector<Value> dims;
+  for (int64_t k = 0; k < r; ++k)
+    dims.push_back(dimOf(b, loc, x, k));
+  // Loop dims: the output's r dims, then j (the summed position along the
+  // axis), innermost.
+  SmallVector<AffineExpr> xe, oe;
+  for (int64_t k = 0; k < r; ++k) {
+    xe.push_back(getAffineDimExpr(k == a ? r : k, ctx));
+    oe.push_back(getAffineDimExpr(k, ctx));
+  }
+  auto accType = RankedTensorType::get(rt.getShape(), ct);
+  Value zero = zeroOf(b, loc, ct);
+  Value acc = filledTensor(b, loc, accType, dims, zero);
+  SmallVector<utils::IteratorType> its = parallel(r);
+  its.push_back(utils::IteratorType::reduction);
+  Value sums = linalg::GenericOp::create(
+                   b, loc, TypeRange{accType}, ValueRange{x}, ValueRange{acc},
+                   {AffineMap::get(r + 1, 0, xe, ctx), AffineMap::get(r + 1, 0, oe, ctx)}, its,
+                   [&](OpBuilder &nb, Location nl, ValueRange v) {
+                     Value take = cumSumTakes(nb, nl, linalg::IndexOp::create(nb, nl, r),
+                                              linalg::IndexOp::create(nb, nl, a), exclusive, reverse);
+                     Value term = arith::SelectOp::create(nb, nl, take, castScalar(nb, nl, v[0], ct),
+                                                          zeroOf(nb, nl, ct));
+                     Value sum = isa<FloatType>(ct) ? arith::AddFOp::create(nb, nl, v[1], term).getResult()
+                                                    : arith::AddIOp::create(nb, nl, v[1], term).getResult();
+                     linalg::YieldOp::create(nb, nl, ValueRange{sum});
+                   })
+                   .getResult(0);
+  if (ct == elt)
+    return Values{sums};
+  return Values{elementwise(b, loc, rt, ValueRange{sums},
+                            [&](OpBuilder &nb, Location nl, ValueRange v) {
+                              return castScalar(nb, nl, v[0], elt);
+                            },
+                            dims)};
+}
+
+FailureOr<Values> lowerTrilu(OpBuilder &b, ox::TriluOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value x = op->getOperand(0);
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!xt || !rt || xt.getRank() < 2 || rt.getRank() != xt.getRank())
+    return unsupported(op, "x must be ranked with rank >= 2");
+  int64_t r = xt.getRank();
+  bool upper = op.getUpper().value_or(1) != 0;
+  SmallVector<Value> operands{x}, dims;
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(r, ctx)};
+  // k, when given, is an operand read at 0 (it stays a tensor on every
+  // target, like Clip's bounds).
+  bool hasK = op->getNumOperands() > 1 && !isa<NoneType>(op->getOperand(1).getType());
+  if (hasK) {
+    auto kt = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    if (!kt || kt.getRank() > 1 || !isa<IntegerType>(kt.getElementType()))
+      return unsupported(op, "k must be an integer scalar or one-element tensor");
+    operands.push_back(op->getOperand(1));
+    SmallVector<AffineExpr> at(kt.getRank(), getAffineConstantExpr(0, ctx));
+    maps.push_back(AffineMap::get(r, 0, at, ctx));
+  }
+  for (int64_t k = 0; k < r; ++k)
+    dims.push_back(dimOf(b, loc, x, k));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(r, ctx));
+  Value init = emptyTensor(b, loc, rt, dims);
+  Type elt = rt.getElementType();
+  return Values{linalg::GenericOp::create(
+                    b, loc, TypeRange{rt}, operands, ValueRange{init}, maps, parallel(r),
+                    [&](OpBuilder &nb, Location nl, ValueRange a) {
+                      Value k = hasK ? castScalar(nb, nl, a[1], nb.getI64Type())
+                                     : arith::ConstantIntOp::create(nb, nl, nb.getI64Type(), 0).getResult();
+                      Value diff = arith::SubIOp::create(nb, nl, indexAsI64(nb, nl, r - 1),
+                                                         indexAsI64(nb, nl, r - 2));
+                      Value keep = arith::CmpIOp::create(
+                          nb, nl, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle, diff, k);
+                      linalg::YieldOp::create(
+                          nb, nl, ValueRange{arith::SelectOp::create(nb, nl, keep, a[0], zeroOf(nb, nl, elt))});
+                    })
+                    .getResult(0)};
 }
 
 } // namespace h20::lowering

@@ -7,8 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "OnnxToLinalg.h"
 #include "LoweringUtils.h"
-#include "OnnxRotaryToLinalg.h"
 #include "OnnxIndexingToLinalg.h"
+#include "OnnxNormalizationToLinalg.h"
+#include "OnnxRotaryToLinalg.h"
 
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
@@ -126,6 +127,27 @@ Value modBody(OpBuilder &b, Location l, Value x, Value y, bool fmod) {
   return arith::SelectOp::create(b, l, adjust, arith::AddIOp::create(b, l, r, divisor), r);
 }
 
+/// ONNX Softplus, log(1 + exp(x)), in a stable form:
+///   x > T ? x + log1p(exp(-x)) : log1p(exp(x))
+/// (T = 20, 8 for float16: exp(x) stays finite below T). The naive form was
+/// inf from x = 89 in float32; above T this one gives x (to rounding). Below
+/// T it is the naive form bit for bit, which is accurate there (for x << 0,
+/// exp(x) keeps its digits through log1p), and keeps the rounding of
+/// existing graphs: DeepSeek-V4.1's router takes a top-k of sqrt(softplus)
+/// scores with near ties, and max(x, 0) + log1p(exp(-|x|)) everywhere
+/// flipped one (tiny model, S = 1000: 1.1e-2 from the reference instead of
+/// 7.8e-7). -inf gives 0, inf gives inf, NaN stays NaN.
+Value softplusBody(OpBuilder &b, Location l, ValueRange a) {
+  Value x = a[0];
+  Type t = x.getType();
+  Value large = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, x,
+                                      floatConst(b, l, t, t.isF16() ? 8.0 : 20.0));
+  Value tail = math::Log1pOp::create(b, l, math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x)));
+  Value above = arith::AddFOp::create(b, l, x, tail);
+  Value below = math::Log1pOp::create(b, l, math::ExpOp::create(b, l, x));
+  return arith::SelectOp::create(b, l, large, above, below);
+}
+
 /// The scalar body of an elementwise onnx op, or null if it is not one.
 std::optional<std::function<Value(OpBuilder &, Location, ValueRange)>>
 elementwiseBody(Operation *op) {
@@ -222,11 +244,7 @@ elementwiseBody(Operation *op) {
                                        arith::AddFOp::create(b, l, floatConst(b, l, t, 1.0), e));
         });
       })
-      .Case([&](ox::SoftplusOp) {
-        return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return math::Log1pOp::create(b, l, math::ExpOp::create(b, l, a[0]));
-        });
-      })
+      .Case([&](ox::SoftplusOp) { return Fn(softplusBody); })
       .Case([&](ox::ReluOp) {
         return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
           if (isFloat(a[0].getType()))
@@ -466,6 +484,13 @@ FailureOr<Values> lowerShape(OpBuilder &b, ox::ShapeOp op) {
   return Values{tensor::FromElementsOp::create(b, loc, t, elems)};
 }
 
+/// ONNX Range-11 (https://onnx.ai/onnx/operators/onnx__Range.html): start,
+/// limit and delta 0-d tensors of one type (float, double, int16/32/64),
+/// read at run time; delta may be negative or fractional (0 is invalid).
+/// output: 1-D, n = max(ceil((limit - start) / delta), 0) elements
+/// start + i * delta. For floats, limit - start is taken in the type and
+/// divided in double, as ONNX Runtime does (so both agree on n where the
+/// quotient sits at an integer); integers divide exactly (ceildiv).
 FailureOr<Values> lowerRange(OpBuilder &b, Operation *op) {
   Location loc = op->getLoc();
   auto rt = resultType(op);
@@ -475,7 +500,9 @@ FailureOr<Values> lowerRange(OpBuilder &b, Operation *op) {
   // n = max(ceil((limit - start) / delta), 0)
   Value n;
   if (isFloat(elt)) {
-    Value q = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, limit, start), delta);
+    Type f64 = b.getF64Type();
+    Value diff = castScalar(b, loc, arith::SubFOp::create(b, loc, limit, start), f64);
+    Value q = arith::DivFOp::create(b, loc, diff, castScalar(b, loc, delta, f64));
     Value c = math::CeilOp::create(b, loc, q);
     n = arith::FPToSIOp::create(b, loc, b.getI64Type(), c);
   } else {
@@ -526,6 +553,62 @@ FailureOr<Values> lowerConcat(OpBuilder &b, ox::ConcatOp op) {
   return Values{acc};
 }
 
+/// Start and length (i64) of one sliced axis of size `dim` (i64), per ONNX
+/// Slice-13: a negative start or end counts from the end (+ dim); with
+/// step > 0 both are clamped to [0, dim], with step < 0 start is clamped to
+/// [0, dim - 1] and end to [-1, dim - 1] (-1: up to and including element
+/// 0); length = max(ceil((end - start) / step), 0). The INT64 sentinels
+/// (INT64_MAX, INT64_MIN, -INT64_MAX) clamp without overflow: only negative
+/// bounds get dim (>= 0) added, and the clamped ones differ by <= dim + 1.
+std::pair<Value, Value> sliceAxis(OpBuilder &b, Location loc, Value start, Value end, Value dim,
+                                  int64_t step) {
+  auto i64 = b.getI64Type();
+  auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v).getResult(); };
+  auto clamp = [&](Value v, Value lo, Value hi) {
+    Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, c64(0));
+    v = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, v, dim), v);
+    return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, lo), hi).getResult();
+  };
+  Value last = arith::SubIOp::create(b, loc, dim, c64(1));
+  Value s = step > 0 ? clamp(start, c64(0), dim) : clamp(start, c64(0), last);
+  Value e = step > 0 ? clamp(end, c64(0), dim) : clamp(end, c64(-1), last);
+  Value len = arith::MaxSIOp::create(
+      b, loc, arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, e, s), c64(step)),
+      c64(0));
+  return {s, len};
+}
+
+/// A slice with some negative step as a gather: out[i] = x[start + i * step]
+/// per dim (start null and step 1 on the dims not sliced: x[i]). One
+/// parallel generic; extract_slice takes no negative strides.
+Value sliceByGather(OpBuilder &b, Location loc, Value x, RankedTensorType rt,
+                    ArrayRef<Value> starts, ArrayRef<int64_t> steps, ArrayRef<Value> sizes) {
+  int64_t r = rt.getRank();
+  Value init = emptyTensor(b, loc, rt, sizes);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, b.getContext());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rt}, ValueRange{}, ValueRange{init}, {id}, parallel(r),
+             [&](OpBuilder &nb, Location nl, ValueRange) {
+               SmallVector<Value> at;
+               for (int64_t k = 0; k < r; ++k) {
+                 Value i = linalg::IndexOp::create(nb, nl, k);
+                 if (steps[k] != 1)
+                   i = arith::MulIOp::create(nb, nl, i, idx(nb, nl, steps[k]));
+                 if (starts[k])
+                   i = arith::AddIOp::create(nb, nl, starts[k], i);
+                 at.push_back(i);
+               }
+               linalg::YieldOp::create(nb, nl, ValueRange{tensor::ExtractOp::create(nb, nl, x, at)});
+             })
+      .getResult(0);
+}
+
+/// ONNX Slice-13 (https://onnx.ai/onnx/operators/onnx__Slice.html): data of
+/// any rank and dtype; starts and ends 1-D int32/int64 (constant or computed
+/// at run time), axes (default 0..n-1, negative counts from the back) and
+/// steps (default 1; any non-zero value) constant. Bounds follow sliceAxis.
+/// Positive steps only: one tensor.extract_slice (a strided view); with a
+/// negative step, a gather generic (sliceByGather).
 FailureOr<Values> lowerSlice(OpBuilder &b, ox::SliceOp op) {
   Location loc = op.getLoc();
   Value x = op->getOperand(0);
@@ -552,37 +635,39 @@ FailureOr<Values> lowerSlice(OpBuilder &b, ox::SliceOp op) {
       return unsupported(op, "steps must be constant");
     steps = *s;
   }
-  SmallVector<OpFoldResult> offsets(r, b.getIndexAttr(0)), sizes, strides(r, b.getIndexAttr(1));
+  if (static_cast<int64_t>(axes.size()) != n || static_cast<int64_t>(steps.size()) != n)
+    return unsupported(op, "starts, ends, axes and steps must have one length");
+  SmallVector<Value> offsets(r), sizes; // offsets: null on the dims not sliced
+  SmallVector<int64_t> strides(r, 1);
   for (int64_t k = 0; k < r; ++k)
     sizes.push_back(dimOf(b, loc, x, k));
   auto i64 = b.getI64Type();
-  auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v).getResult(); };
+  auto bound = [&](unsigned operand, int64_t i) {
+    return castScalar(b, loc, tensor::ExtractOp::create(b, loc, op->getOperand(operand), ValueRange{idx(b, loc, i)}), i64);
+  };
   for (int64_t i = 0; i < n; ++i) {
     int64_t ax = axes[i] < 0 ? axes[i] + r : axes[i];
-    if (steps[i] <= 0)
-      return unsupported(op, "only positive steps are lowered");
-    Value dim = arith::IndexCastOp::create(b, loc, i64, dimOf(b, loc, x, ax));
-    auto clampBound = [&](Value v) {
-      // v < 0 -> v + dim; then clamp to [0, dim] (ONNX Slice).
-      Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, c64(0));
-      v = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, v, dim), v);
-      v = arith::MaxSIOp::create(b, loc, v, c64(0));
-      return arith::MinSIOp::create(b, loc, v, dim).getResult();
-    };
-    Value s = clampBound(castScalar(b, loc, tensor::ExtractOp::create(b, loc, op->getOperand(1), ValueRange{idx(b, loc, i)}), i64));
-    Value e = clampBound(castScalar(b, loc, tensor::ExtractOp::create(b, loc, op->getOperand(2), ValueRange{idx(b, loc, i)}), i64));
-    Value len = arith::MaxSIOp::create(
-        b, loc, arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, e, s), c64(steps[i])), c64(0));
-    offsets[ax] = arith::IndexCastOp::create(b, loc, b.getIndexType(), s).getResult();
-    sizes[ax] = arith::IndexCastOp::create(b, loc, b.getIndexType(), len).getResult();
-    strides[ax] = b.getIndexAttr(steps[i]);
+    if (ax < 0 || ax >= r)
+      return unsupported(op, "axis " + std::to_string(axes[i]) + " is outside the data's rank");
+    if (steps[i] == 0)
+      return unsupported(op, "a step of 0 is invalid");
+    Value dim = arith::IndexCastOp::create(b, loc, i64, sizes[ax]);
+    auto [s, len] = sliceAxis(b, loc, bound(1, i), bound(2, i), dim, steps[i]);
+    offsets[ax] = arith::IndexCastOp::create(b, loc, b.getIndexType(), s);
+    sizes[ax] = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
+    strides[ax] = steps[i];
   }
+  if (llvm::any_of(strides, [](int64_t s) { return s < 0; }))
+    return Values{sliceByGather(b, loc, x, rt, offsets, strides, sizes)};
   // Sizes the result type fixes are given as attributes, as extract_slice
   // derives its result type from them.
-  for (int64_t k = 0; k < r; ++k)
-    if (!rt.isDynamicDim(k))
-      sizes[k] = b.getIndexAttr(rt.getDimSize(k));
-  return Values{tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, sizes, strides)};
+  SmallVector<OpFoldResult> offs, sz, st;
+  for (int64_t k = 0; k < r; ++k) {
+    offs.push_back(offsets[k] ? OpFoldResult(offsets[k]) : b.getIndexAttr(0));
+    sz.push_back(rt.isDynamicDim(k) ? OpFoldResult(sizes[k]) : b.getIndexAttr(rt.getDimSize(k)));
+    st.push_back(b.getIndexAttr(strides[k]));
+  }
+  return Values{tensor::ExtractSliceOp::create(b, loc, rt, x, offs, sz, st)};
 }
 
 /// Split: one extract_slice per output along the axis, sized by the
@@ -923,6 +1008,10 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op, bool p
       .Case([&](ox::ConstantOfShapeOp c) { return lowerConstantOfShape(b, c); })
       .Case([&](ox::ClipOp c) { return lowerClip(b, c); })
       .Case([&](ox::GatherElementsOp g) { return lowerGatherElements(b, g); })
+      .Case([&](ox::GatherNDOp g) { return lowerGatherND(b, g); })
+      .Case([&](ox::CumSumOp c) { return lowerCumSum(b, c); })
+      .Case([&](ox::TriluOp t) { return lowerTrilu(b, t); })
+      .Case([&](ox::LayerNormalizationOp n) { return lowerLayerNormalization(b, n); })
       .Case([&](ox::ScatterElementsOp s) {
         return parallelForms ? lowerScatterElementsParallel(b, s) : lowerScatterElements(b, s);
       })
