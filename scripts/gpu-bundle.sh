@@ -18,7 +18,10 @@
 # H20_BUNDLE_BENCH=tp, the tensor-parallel check's parts alone (issue 8,
 # scripts/gpu-tp-check.sh): the fixtures and seed-dense 2 layers compiled
 # for 1 GPU and split over T = 2, 4, 8 ranks (art/*.tpT.h20; the full
-# bundle has them too):
+# bundle has them too); with H20_BUNDLE_BENCH=robust, issue 27's checks
+# alone (gpu-robust-check.sh): opcases/ (scripts/gpu-op-cases.sh prepare),
+# ranges/ (index inputs in and out of range, with the CPU target's
+# outputs) and llama_gqa_op23 in f32 and bf16 for gpu-sanitize.sh:
 #   bench/      run-bench.sh, its Python parts, build-info.json, and the
 #               cost model's predicted TTFT (section C) for each S, computed
 #               here: predicted-S*.json / .txt
@@ -34,14 +37,14 @@ build=${H20_BUILD_DIR:-$root/build}
 out=${1:?usage: gpu-bundle.sh OUTDIR [FIXTURES_DIR]}
 fixtures=${2:-$root/../shared/fixtures/onnx}
 bench=${H20_BUNDLE_BENCH:-0}
-[[ $bench == 0 || $bench == 1 || $bench == only || $bench == v41 || $bench == tp ]] ||
-  { echo "gpu-bundle: H20_BUNDLE_BENCH must be 0, 1, only, v41 or tp" >&2; exit 2; }
+[[ $bench == 0 || $bench == 1 || $bench == only || $bench == v41 || $bench == tp || $bench == robust ]] ||
+  { echo "gpu-bundle: H20_BUNDLE_BENCH must be 0, 1, only, v41, tp or robust" >&2; exit 2; }
 # The Llama fixtures, conformance cases and seed-dense test models.
 llama_tests=1
-[[ $bench == only || $bench == v41 || $bench == tp ]] && llama_tests=0
+[[ $bench == only || $bench == v41 || $bench == tp || $bench == robust ]] && llama_tests=0
 # Tensor-parallel artifacts (fixtures and seed-dense 2 layers at T = 1, 2, 4, 8).
 tp_tests=1
-[[ $bench == only || $bench == v41 ]] && tp_tests=0
+[[ $bench == only || $bench == v41 || $bench == robust ]] && tp_tests=0
 "$root/scripts/build.sh" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
@@ -56,7 +59,31 @@ done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
 # The V4.1 kernel benchmark needs only bin/ (issue 9; any bundle).
 mkdir -p "$out/bench" && cp "$root/bench/v41-kernels.sh" "$root/bench/v41-layers.sh" "$out/bench/"
 cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" "$root/scripts/gpu-v41-check.sh" \
-  "$root/scripts/gpu-nccl-check.sh" "$root/scripts/gpu-tp-check.sh" "$out/"
+  "$root/scripts/gpu-nccl-check.sh" "$root/scripts/gpu-tp-check.sh" "$root/scripts/gpu-robust-check.sh" "$out/"
+
+# Issue 27 (gpu-robust-check.sh): the op edge cases, index inputs out of
+# range, and one fixture prefill in f32 and bf16 for compute-sanitizer.
+if [[ $bench == robust ]]; then
+  if python3 -c "import onnx, numpy" 2>/dev/null; then rpy=python3; else rpy=/usr/bin/python3; fi
+  H20_BIN=$build/bin "$root/scripts/gpu-op-cases.sh" prepare "$out/opcases" >"$out/opcases.log"
+  r=$out/ranges
+  mkdir -p "$r"
+  "$rpy" "$root/test/Target/CPU/Inputs/make_range_cases.py" "$r"
+  for m in gather_s rope_s; do
+    "$build/bin/h20-opt" "$r/$m.onnx" --target=h200 --compute-type=f32 -o "$r/$m.gpu.h20"
+    "$build/bin/h20-opt" "$r/$m.onnx" --target=cpu --cpu-opt-level=0 -o "$r/$m.cpu.h20"
+  done
+  # The CPU target's outputs, which the GPU's must equal.
+  "$build/bin/h20-run" "$r/gather_s.cpu.h20" --input i="$r/i3_ok.npy" --output y="$r/gather-in-range.cpu.npy" >/dev/null
+  "$build/bin/h20-run" "$r/rope_s.cpu.h20" --input x="$r/x.npy" --input position_ids="$r/pos_ok.npy" \
+    --output y="$r/rope-in-range.cpu.npy" >/dev/null
+  m=llama_gqa_op23
+  cp "$fixtures/$m.onnx" "$fixtures/$m".ids1024.npy "$out/models/"
+  for ct in f32 bf16; do
+    "$build/bin/h20-opt" "$fixtures/$m.onnx" --target=h200 --compute-type=$ct \
+      --max-positions=1024 --chunk=64 -o "$out/art/$m.$ct.h20"
+  done
+fi
 models=(llama_gqa_op18 llama_gqa_op23 llama_mha_op23)
 [[ $llama_tests == 0 ]] && models=()
 for m in "${models[@]}"; do
@@ -147,7 +174,7 @@ fi
 # same weights) at S = 8, 129, 1000, and the GPU artifacts (one
 # whole-prompt chunk of 1024 tokens) in f32 and bf16: models/v41 and
 # art/v41-tiny.*, models/v41-all-picks and art/v41-all-picks.*.
-if [[ $bench != only && $bench != tp ]]; then
+if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   for cfg in tiny tiny-all-picks; do
     name=${cfg/#tiny-/}
     v41=$out/models/v41${cfg#tiny}
@@ -190,7 +217,7 @@ if [[ $bench == 1 || $bench == only ]]; then
   done
   rm -f "$sd/weights.bin" "$sd/model.attn.mlir"
 fi
-if [[ $bench != 0 && $bench != tp ]]; then
+if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
   mkdir -p "$out/bench"
   # Issue 9 (bench/v41-layers.sh): one V4.1-Flash-shaped layer of each kind
   # at 128K and 512K, from --graph-only exports (no weights here: the GPU
