@@ -336,18 +336,18 @@ static bool evaluateDimSum(const DimSum &sum, const std::vector<std::vector<int6
   return true;
 }
 
-bool checkValueRanges(const std::vector<TensorSpec> &specs,
-                      const std::vector<std::vector<int64_t>> &shapes,
-                      const std::vector<const std::vector<uint8_t> *> &data,
-                      const std::vector<std::string> &dtypes, std::string &error) {
-  for (size_t i = 0; i < specs.size() && i < shapes.size() && i < data.size(); ++i) {
+bool checkValueRanges(const std::vector<TensorSpec> &specs, const std::vector<HostTensor> &inputs,
+                      std::string &error) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const HostTensor &t : inputs)
+    shapes.push_back(t.shape);
+  for (size_t i = 0; i < specs.size() && i < inputs.size(); ++i) {
     const TensorSpec &s = specs[i];
-    if (s.valueRanges.empty() || !data[i])
+    const std::vector<uint8_t> &data = inputs[i].data;
+    size_t width = inputs[i].dtype == "int64" ? 8 : inputs[i].dtype == "int32" ? 4 : 0;
+    if (s.valueRanges.empty() || !width)
       continue;
-    size_t width = dtypes[i] == "int64" ? 8 : dtypes[i] == "int32" ? 4 : 0;
-    if (!width)
-      continue;
-    size_t n = data[i]->size() / width;
+    size_t n = data.size() / width;
     for (const ValueRange &r : s.valueRanges) {
       int64_t lo, hi;
       if (!evaluateDimSum(r.lo, shapes, lo) || !evaluateDimSum(r.hi, shapes, hi)) {
@@ -358,10 +358,10 @@ bool checkValueRanges(const std::vector<TensorSpec> &specs,
       for (size_t k = 0; k < n; ++k) {
         int64_t v;
         if (width == 8) {
-          std::memcpy(&v, data[i]->data() + 8 * k, 8);
+          std::memcpy(&v, data.data() + 8 * k, 8);
         } else {
           int32_t v32;
-          std::memcpy(&v32, data[i]->data() + 4 * k, 4);
+          std::memcpy(&v32, data.data() + 4 * k, 4);
           v = v32;
         }
         if (v >= lo && v < hi)

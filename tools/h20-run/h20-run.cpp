@@ -1109,13 +1109,7 @@ int main(int argc, char **argv) {
       return fail(kExitBadInput, error);
     // Index inputs within the ranges the compiler recorded (ONNX: an
     // out-of-range index is an error; the kernels would only clamp).
-    std::vector<const std::vector<uint8_t> *> data;
-    std::vector<std::string> dtypes;
-    for (const HostTensor &t : inputs) {
-      data.push_back(&t.data);
-      dtypes.push_back(t.dtype);
-    }
-    if (!checkValueRanges(m.inputs, shapes, data, dtypes, error))
+    if (!checkValueRanges(m.inputs, inputs, error))
       return fail(kExitBadInput, error);
   }
 

@@ -9,6 +9,8 @@
 
 namespace h20::runtime {
 
+struct HostTensor;
+
 /// An output dim that is a linear combination of input dims (e.g. a present
 /// KV cache of S_past + S tokens): constant + sum(coeff * input[input].dim).
 struct DimSum {
@@ -123,16 +125,13 @@ bool checkDimParams(const std::vector<TensorSpec> &inputs,
                     const std::vector<std::vector<int64_t>> &inputShapes, std::string &error);
 
 /// Checks every integer input's values against its spec's valueRanges
-/// (bounds evaluated on the inputs' shapes). `inputs[i]` holds input i's
-/// shape, dtype ("int64" / "int32"; others are not checked) and C-order
-/// bytes. False with `error` naming the input, the first element outside,
+/// (bounds evaluated on the inputs' shapes). `inputs[i]` is input i (int64
+/// and int32 inputs are checked, others not). False with `error` naming the input, the first element outside,
 /// its value, the range and why (the ONNX node); h20-run exits 2 on it
 /// before anything runs. ONNX: an out-of-range index is an error (Gather,
 /// GatherElements, ScatterElements specs).
-bool checkValueRanges(const std::vector<TensorSpec> &specs,
-                      const std::vector<std::vector<int64_t>> &shapes,
-                      const std::vector<const std::vector<uint8_t> *> &data,
-                      const std::vector<std::string> &dtypes, std::string &error);
+bool checkValueRanges(const std::vector<TensorSpec> &specs, const std::vector<HostTensor> &inputs,
+                      std::string &error);
 
 /// Bytes per element of a manifest dtype, 0 if unknown.
 int64_t dtypeSize(const std::string &dtype);
