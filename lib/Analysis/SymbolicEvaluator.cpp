@@ -985,7 +985,7 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         return elementwise([](ArrayRef<SymExpr>) -> SymExpr { return nullptr; });
       })
       .Case<ox::NegOp, ox::SqrtOp, ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp,
-            ox::CosOp, ox::TanhOp, ox::ErfOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp,
+            ox::CosOp, ox::TanhOp, ox::ErfOp, ox::GeluOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp,
             ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RoundOp, ox::FloorOp, ox::CeilOp,
             ox::SignOp, ox::ClipOp, ox::BitwiseNotOp, ox::ScatterElementsOp, ox::RMSNormalizationOp,
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "LastPositionSlice.h"
+#include "PerTokenOps.h"
 
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/KV/IR/KVDialect.h"
@@ -28,68 +29,6 @@ namespace ox = h20::onnx;
 
 namespace {
 
-/// Whether chunking `op` is sound: it computes each token's row from that
-/// row alone (or is shape arithmetic / a weight), so running the prompt C
-/// tokens at a time gives the same rows. What mixes tokens must be one of
-/// the ops chunked prefill rewrites (attention through the KV cache, RoPE
-/// positions). Conservative: an op not listed is refused. Returns why `op`
-/// cannot be chunked, or nothing when it can.
-std::optional<std::string> whyNotPerToken(Operation *op, Value ids) {
-  auto refuse = [](StringRef why) { return std::optional<std::string>(why.str()); };
-  if (isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp, ox::NegOp, ox::AbsOp,
-          ox::SqrtOp, ox::ExpOp, ox::LogOp, ox::SinOp, ox::CosOp, ox::TanhOp, ox::ErfOp,
-          ox::ReciprocalOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp, ox::CastOp, ox::IdentityOp,
-          ox::ReshapeOp, ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp,
-          ox::RangeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
-    return std::nullopt;
-  // The only slice allowed is h20-logits-last's, which the pass rewrites to
-  // the chunk's last real row; any other could cut along the sequence.
-  if (auto sl = dyn_cast<ox::SliceOp>(op)) {
-    auto f = op->getParentOfType<func::FuncOp>();
-    if (sl == h20::lastPositionSlice(f))
-      return std::nullopt;
-    return refuse("a Slice may cut along the sequence");
-  }
-  if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,
-          h20::attn::AllReduceOp,
-          h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||
-      op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "tensor")
-    return std::nullopt;
-  if (auto n = dyn_cast<h20::attn::RmsNormOp>(op)) {
-    auto t = cast<RankedTensorType>(n.getInput().getType());
-    if (static_cast<int64_t>(n.getAxis()) == t.getRank() - 1)
-      return std::nullopt;
-    return refuse("RMSNorm over more than the last axis");
-  }
-  // LayerNormalization over the last axis alone, of static size (the
-  // hidden size; the token dim of a chunked graph is dynamic), normalizes
-  // each token's row by itself. Over more axes, or a dynamic last one, it
-  // could reach across tokens. (CumSum, Trilu and GatherND mix positions
-  // along some axis in general and stay refused.)
-  if (auto n = dyn_cast<ox::LayerNormalizationOp>(op)) {
-    auto t = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-    int64_t axis = n.getAxis().value_or(-1);
-    if (t && t.getRank() >= 2 && (axis == -1 || axis == t.getRank() - 1) &&
-        !t.isDynamicDim(t.getRank() - 1))
-      return std::nullopt;
-    return refuse("LayerNormalization over more than the last (hidden) axis");
-  }
-  if (isa<ox::MatMulOp>(op)) {
-    Operation *w = op->getOperand(1).getDefiningOp();
-    if (w && isa<ox::WeightOp, ox::ConstantOp>(w))
-      return std::nullopt;
-    return refuse("a MatMul of two activations mixes tokens");
-  }
-  if (isa<ox::GatherOp>(op)) {
-    if (op->getOperand(1) == ids && isa_and_nonnull<ox::WeightOp, ox::ConstantOp>(
-                                        op->getOperand(0).getDefiningOp()))
-      return std::nullopt;
-    return refuse("a Gather that is not the token embedding (position embeddings from "
-                  "the prompt length are not chunked)");
-  }
-  return refuse("'" + op->getName().getStringRef().str() + "' is not known to act per token");
-}
-
 struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
   using ChunkedPrefillBase::ChunkedPrefillBase;
   void runOnOperation() override {
@@ -110,10 +49,11 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     // chunk at a time runs as one chunk holding the whole prompt, padded at
     // the end; p0 is then always 0.
     std::optional<std::string> whole;
+    h20::PerTokenOps perToken(func, func.getArgument(0));
     for (Operation &op : func.getBody().front()) {
       if (isa<func::ReturnOp>(op))
         continue;
-      std::optional<std::string> why = whyNotPerToken(&op, func.getArgument(0));
+      std::optional<std::string> why = perToken.whyNot(&op);
       if (!why)
         continue;
       std::string what = "'" + op.getName().getStringRef().str() + "'";

@@ -45,7 +45,7 @@ struct LowerRopePass : h20::impl::LowerRopeBase<LowerRopePass> {
           op.getBetaFastAttr(), op.getBetaSlowAttr(), op.getMscaleAttr(),
           op.getMscaleAllDimAttr(), op.getAttentionFactorAttr(), op.getLowFreqFactorAttr(),
           op.getHighFreqFactorAttr(), b.getI64IntegerAttr(maxPositions),
-          b.getI64IntegerAttr(block), b.getStringAttr("two_level"));
+          b.getI64IntegerAttr(block), b.getStringAttr("two_level"), op.getInvFreqAttr());
       auto apply = attn::RopeApplyOp::create(
           b, loc, op.getType(), op.getInput(), op.getPositions(), table.getCoarse(),
           table.getFine(), op.getRotaryDimAttr(), op.getInterleavedAttr(),

@@ -114,6 +114,27 @@ bool isLastAxis(int64_t axis, int64_t rank) {
   return axis == -1 || (rank > 0 && axis == rank - 1);
 }
 
+/// Whether `op` is a Cast between two floating-point dtypes of one shape:
+/// what an exporter writes to compute a norm or RoPE in float32 for a 16-bit
+/// model (transformers' `x.to(torch.float32)` ... `.to(input_dtype)`).
+bool isPrecisionCast(Operation *op) {
+  if (!isa_and_nonnull<ox::CastOp>(op))
+    return false;
+  auto from = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto to = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return from && to && from.getShape() == to.getShape() &&
+         isa<FloatType>(from.getElementType()) && isa<FloatType>(to.getElementType());
+}
+
+/// `v` with any chain of precision Casts in front of it peeled off. The
+/// raised op computes in float32 internally (stash / table precision), so
+/// what the Casts round is within the 16-bit result's own rounding.
+Value peelPrecisionCasts(Value v) {
+  while (v && isPrecisionCast(v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  return v;
+}
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -214,7 +235,9 @@ private:
     Value normed = otherOperand(outer, isWeight, &w);
     if (!normed)
       return;
-    Operation *inner = normed.getDefiningOp();
+    // 16-bit exports: w * Cast(normed_f32), normed_f32 computed from
+    // Cast(x) (transformers' LlamaRMSNorm and its copies).
+    Operation *inner = peelPrecisionCasts(normed).getDefiningOp();
     Value x, sqrtOut;
     if (inner && isa<ox::MulOp>(inner)) {
       Value recip;
@@ -262,6 +285,13 @@ private:
     auto xt = dyn_cast<RankedTensorType>(x.getType());
     if (!xt || wt.getDimSize(0) != xt.getDimSize(r - 1))
       return;
+    // Normalise the value before its precision Cast when that has the
+    // result's dtype (the norm then runs on the model's own tensor, stashing
+    // float32 as the graph did); otherwise the graph's float32 value itself.
+    Value x0 = peelPrecisionCasts(x);
+    if (x0 != x && x0.getType() == outer->getResult(0).getType() &&
+        wt.getElementType() == cast<RankedTensorType>(x0.getType()).getElementType())
+      x = x0;
     emitRmsNorm(outer, x, w, *eps, -1, true);
   }
 
@@ -280,6 +310,8 @@ private:
     std::optional<int64_t> originalMax;
     std::optional<double> lowFreq, highFreq, betaFast, betaSlow;
     double magnitude = 1; ///< what multiplies cos and sin (YaRN attention_factor)
+    /// The frequencies themselves, when no closed form reproduces them.
+    SmallVector<double> invFreq;
   };
 
   /// theta of inverse frequencies f_j = c * theta^(-2j/d), j < count, by a
@@ -420,8 +452,20 @@ private:
         !pt.getElementType().isInteger(64))
       return std::nullopt;
     Angles a;
-    if (!fitInvFreq(*invFreq, a))
-      return std::nullopt;
+    if (!fitInvFreq(*invFreq, a)) {
+      // No theta (with any scaling) gives these values: keep them. A
+      // 16-bit torch export rounds its inv_freq buffer to bfloat16 (3
+      // significant digits) and PyTorch rotates by the rounded values.
+      if (invFreq->empty() || llvm::any_of(*invFreq, [](double v) {
+            return !(v > 0.0) || !std::isfinite(v);
+          }))
+        return std::nullopt;
+      a.invFreq.assign(invFreq->begin(), invFreq->end());
+      a.halfDim = static_cast<int64_t>(invFreq->size());
+      a.theta = invFreq->size() > 1 ? fitTheta(*invFreq, a.halfDim, 2.0 * a.halfDim) : 10000.0;
+      if (!(a.theta > 1.0) || !std::isfinite(a.theta))
+        a.theta = 10000.0;
+    }
     // P = Unsqueeze(pos[B, S], [1]) gives pos directly; else collapse P.
     if (auto u = p.getDefiningOp<ox::UnsqueezeOp>()) {
       auto axes = eval.vectorOf(u->getOperand(1));
@@ -487,7 +531,8 @@ private:
         a.originalMax ? b.getI64IntegerAttr(*a.originalMax) : IntegerAttr(), f64(a.betaFast),
         f64(a.betaSlow), FloatAttr(), FloatAttr(),
         // The graph's own magnitude, exactly (1 when it multiplies by none).
-        yarn ? b.getF64FloatAttr(a.magnitude) : FloatAttr(), f64(a.lowFreq), f64(a.highFreq));
+        yarn ? b.getF64FloatAttr(a.magnitude) : FloatAttr(), f64(a.lowFreq), f64(a.highFreq),
+        a.invFreq.empty() ? DenseF64ArrayAttr() : b.getDenseF64ArrayAttr(a.invFreq));
     return rope;
   }
 
@@ -641,9 +686,17 @@ private:
       auto tableOf = [](Operation *mul, auto opTag, Value &other) -> Value {
         using OpT = decltype(opTag);
         for (unsigned i = 0; i < 2; ++i) {
+          // Unsqueeze(., [1]) over the heads and precision Casts (16-bit
+          // exports compute cos/sin in float32), in either order.
           Value t = mul->getOperand(i);
-          if (auto u = t.getDefiningOp<ox::UnsqueezeOp>())
-            t = u->getOperand(0);
+          while (true) {
+            if (auto u = t.getDefiningOp<ox::UnsqueezeOp>())
+              t = u->getOperand(0);
+            else if (isPrecisionCast(t.getDefiningOp()))
+              t = t.getDefiningOp()->getOperand(0);
+            else
+              break;
+          }
           if (auto trig = t.getDefiningOp<OpT>()) {
             other = mul->getOperand(1 - i);
             return trig->getOperand(0);
@@ -659,7 +712,7 @@ private:
       // cos/sin tables: Unsqueeze(., [1]) of [B, S, d] to broadcast over heads.
       for (Operation *mul : {m0.getOperation(), m1.getOperation()})
         for (Value t : mul->getOperands())
-          if (auto u = t.getDefiningOp<ox::UnsqueezeOp>()) {
+          if (auto u = peelPrecisionCasts(t).getDefiningOp<ox::UnsqueezeOp>()) {
             auto axes = eval.vectorOf(u->getOperand(1));
             if (!axes || axes->size() != 1 || constantOf((*axes)[0]) != std::optional<int64_t>(1))
               return;

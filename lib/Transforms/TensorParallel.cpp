@@ -99,7 +99,7 @@ bool isScalarConstant(Value v) {
 }
 
 bool isElementwiseUnary(Operation *op) {
-  return isa<ox::SigmoidOp, ox::TanhOp, ox::ErfOp, ox::ReluOp, ox::NegOp, ox::CastOp, ox::SqrtOp,
+  return isa<ox::SigmoidOp, ox::TanhOp, ox::ErfOp, ox::GeluOp, ox::ReluOp, ox::NegOp, ox::CastOp, ox::SqrtOp,
              ox::ExpOp, ox::SoftplusOp, ox::IdentityOp, ox::AbsOp, ox::ReciprocalOp>(op);
 }
 bool isElementwiseBinary(Operation *op) {

@@ -50,6 +50,23 @@ constexpr int kExitInternal = 1, kExitBadInput = 2, kExitResources = 3;
 std::string gRankPrefix;
 int gLastFailure = 1; ///< the exit code fail() last returned
 
+/// Logits of `count` elements as float32: float32 data as is, float16 and
+/// bfloat16 (what a 16-bit export's LM head returns) widened exactly.
+/// Empty for any other dtype.
+std::vector<float> logitsAsFloat32(const std::string &dtype, const void *data, size_t count) {
+  std::vector<float> out(count);
+  if (dtype == "float32") {
+    std::memcpy(out.data(), data, count * sizeof(float));
+  } else if (dtype == "float16" || dtype == "bfloat16") {
+    const auto *h = static_cast<const uint16_t *>(data);
+    for (size_t i = 0; i < count; ++i)
+      out[i] = dtype == "float16" ? halfToFloat(h[i]) : bfloat16ToFloat(h[i]);
+  } else {
+    out.clear();
+  }
+  return out;
+}
+
 int fail(int code, const std::string &message, bool bug = true) {
   gLastFailure = code;
   // The library's messages may already name the rank ("rank R: ...",
@@ -718,15 +735,18 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
 
   // Next token: argmax over the last position's logits (output 0).
   const HostTensor &lt = outputs[0];
-  if (lt.dtype != "float32" || lt.shape.empty() || lt.shape.back() <= 0)
-    return fail(kExitBadInput, "output 0 is not float32 logits");
+  if (lt.shape.empty() || lt.shape.back() <= 0)
+    return fail(kExitBadInput, "output 0 is not logits [..., vocab]");
   int64_t vocab = lt.shape.back(), rows = 1;
   for (int64_t d : lt.shape)
     rows *= d;
+  std::vector<float> wide = logitsAsFloat32(lt.dtype, lt.data.data(), static_cast<size_t>(rows));
+  if (wide.empty() && rows > 0)
+    return fail(kExitBadInput, "output 0 is " + lt.dtype + ", not float32/float16/bfloat16 logits");
   rows /= vocab;
   if (rows < 1)
     return fail(kExitBadInput, "output 0 (logits) is empty");
-  const float *logits = reinterpret_cast<const float *>(lt.data.data());
+  const float *logits = wide.data();
   const float *last = logits + (rows - 1) * vocab;
   int64_t next = 0;
   for (int64_t v = 1; v < vocab; ++v)
@@ -1223,17 +1243,22 @@ int main(int argc, char **argv) {
 
   // Next token: argmax over the last position's logits (output 0).
   const std::vector<int64_t> &ls = outShapes[0];
-  if (m.outputs[0].dtype != "float32" || ls.empty())
-    return fail(kExitBadInput, "output 0 is not float32 logits");
+  if (ls.empty())
+    return fail(kExitBadInput, "output 0 is not logits [..., vocab]");
   int64_t vocab = ls.back(), rows = 1;
   if (vocab <= 0)
     return fail(kExitBadInput, "output 0 (logits) has no vocabulary dim");
   for (int64_t d : ls)
     rows *= d;
+  std::vector<float> wide =
+      logitsAsFloat32(m.outputs[0].dtype, outBufs[0]->data, static_cast<size_t>(rows));
+  if (wide.empty() && rows > 0)
+    return fail(kExitBadInput, "output 0 is " + m.outputs[0].dtype +
+                                   ", not float32/float16/bfloat16 logits");
   rows /= vocab;
   if (rows < 1)
     return fail(kExitBadInput, "output 0 (logits) is empty");
-  const float *logits = static_cast<const float *>(outBufs[0]->data);
+  const float *logits = wide.data();
   const float *last = logits + (rows - 1) * vocab;
   int64_t next = 0;
   for (int64_t v = 1; v < vocab; ++v)

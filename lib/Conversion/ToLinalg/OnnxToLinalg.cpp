@@ -148,6 +148,23 @@ Value softplusBody(OpBuilder &b, Location l, ValueRange a) {
   return arith::SelectOp::create(b, l, large, above, below);
 }
 
+/// ONNX Gelu-20 (see OnnxOps.td): the erf form, or the tanh form when
+/// `tanhForm`. Computed in the operand's dtype, as ONNX Runtime does.
+Value geluBody(OpBuilder &b, Location l, Value x, bool tanhForm) {
+  Type t = x.getType();
+  auto c = [&](double v) { return floatConst(b, l, t, v); };
+  Value inner;
+  if (tanhForm) {
+    Value x3 = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, x, x), x);
+    Value poly = arith::AddFOp::create(b, l, x, arith::MulFOp::create(b, l, c(0.044715), x3));
+    inner = math::TanhOp::create(b, l, arith::MulFOp::create(b, l, c(0.7978845608028654), poly));
+  } else {
+    inner = math::ErfOp::create(b, l, arith::MulFOp::create(b, l, x, c(0.7071067811865476)));
+  }
+  Value half = arith::MulFOp::create(b, l, c(0.5), x);
+  return arith::MulFOp::create(b, l, half, arith::AddFOp::create(b, l, c(1.0), inner));
+}
+
 /// The scalar body of an elementwise onnx op, or null if it is not one.
 std::optional<std::function<Value(OpBuilder &, Location, ValueRange)>>
 elementwiseBody(Operation *op) {
@@ -245,6 +262,10 @@ elementwiseBody(Operation *op) {
         });
       })
       .Case([&](ox::SoftplusOp) { return Fn(softplusBody); })
+      .Case([&](ox::GeluOp g) {
+        bool tanhForm = g.getApproximate() && *g.getApproximate() == "tanh";
+        return Fn([tanhForm](OpBuilder &b, Location l, ValueRange a) { return geluBody(b, l, a[0], tanhForm); });
+      })
       .Case([&](ox::ReluOp) {
         return Fn([](OpBuilder &b, Location l, ValueRange a) -> Value {
           if (isFloat(a[0].getType()))

@@ -32,7 +32,7 @@ const OpEntry kOps[] = {
     ONNX_OP(ConstantOfShape, 23), ONNX_OP(ConstantOfShape, 24),
     ONNX_OP(Cos, 7), ONNX_OP(CumSum, 14), ONNX_OP(Div, 14),
     ONNX_OP(Equal, 13), ONNX_OP(Equal, 19), ONNX_OP(Erf, 13), ONNX_OP(Exp, 13),
-    ONNX_OP(Expand, 13), ONNX_OP(Gather, 13), ONNX_OP(GatherND, 13),
+    ONNX_OP(Expand, 13), ONNX_OP(Gather, 13), ONNX_OP(Gelu, 20), ONNX_OP(GatherND, 13),
     ONNX_OP(Gemm, 13), ONNX_OP(Greater, 13), ONNX_OP(GreaterOrEqual, 16),
     ONNX_OP(Identity, 16), ONNX_OP(Identity, 19), ONNX_OP(Identity, 21), ONNX_OP(Identity, 23),
     ONNX_OP(Identity, 24), ONNX_OP(IsNaN, 13), ONNX_OP(IsNaN, 20),

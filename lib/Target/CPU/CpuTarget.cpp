@@ -8,6 +8,7 @@
 #include "h20/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -72,6 +73,12 @@ void buildLLVMPipeline(PassManager &pm) {
   // becomes a libm call.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  // bfloat16 <-> float32 conversions as integer arithmetic: LLVM would call
+  // compiler-rt's __truncsfbf2, which the loaded artifact cannot resolve
+  // (16-bit exports: transformers' Casts around norms and RoPE).
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

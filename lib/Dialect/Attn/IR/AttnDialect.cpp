@@ -4,6 +4,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace h20::attn;
 
@@ -96,6 +98,15 @@ LogicalResult RopeOp::verify() {
   if (!ShapedType::isDynamic(d) && rd > d)
     return emitOpError("rotary_dim ") << rd << " exceeds head_dim " << d;
 
+  if (auto fr = getInvFreq()) {
+    if (static_cast<int64_t>(fr->size()) != rd / 2)
+      return emitOpError("inv_freq has ") << fr->size() << " values, rotary_dim / 2 = " << rd / 2;
+    if (getScaling() != RopeScaling::none)
+      return emitOpError("inv_freq needs scaling 'none' (the values are the frequencies)");
+    for (double v : *fr)
+      if (!(v > 0.0) || !std::isfinite(v))
+        return emitOpError("inv_freq values must be positive and finite, got ") << v;
+  }
   auto require = [&](bool present, StringRef name) -> LogicalResult {
     if (!present)
       return emitOpError("scaling '")
@@ -220,6 +231,9 @@ LogicalResult RopeTableOp::verify() {
     return emitOpError("max_positions and block must be positive");
   if (getRepresentation() != "two_level")
     return emitOpError("unknown representation '") << getRepresentation() << "'";
+  if (auto fr = getInvFreq(); fr && (static_cast<int64_t>(fr->size()) != rd / 2 ||
+                                     getScaling() != RopeScaling::none))
+    return emitOpError("inv_freq needs rotary_dim / 2 values and scaling 'none'");
   if ((getScaling() == RopeScaling::dynamic_ntk) != static_cast<bool>(getSeqLen()))
     return emitOpError("seq_len is required by, and only by, dynamic_ntk scaling");
   auto c = getCoarse().getType(), f = getFine().getType();

@@ -22,6 +22,8 @@ double correctionDim(double rotations, double dim, double base, double maxPos) {
 } // namespace
 
 std::vector<double> inverseFrequencies(const Params &p, int64_t seqLen) {
+  if (!p.invFreq.empty())
+    return p.invFreq;
   int64_t d = p.rotaryDim, n = d / 2;
   double base = p.theta;
   if (p.scaling == Scaling::dynamic_ntk && p.originalMaxPositions &&

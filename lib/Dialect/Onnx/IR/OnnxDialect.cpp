@@ -236,6 +236,15 @@ LogicalResult verifyNode(ModOp op) {
   return success();
 }
 
+LogicalResult verifyNode(GeluOp op) {
+  if (auto a = op.getApproximate(); a && *a != "none" && *a != "tanh")
+    return op.emitOpError("approximate must be \"none\" or \"tanh\", got \"") << *a << "\"";
+  Type elt = elementTypeOf(op->getOperand(0));
+  if (elt && !isa<FloatType>(elt))
+    return op.emitOpError("needs a floating-point input, got ") << elt;
+  return success();
+}
+
 LogicalResult verifyNode(GatherElementsOp op) {
   int64_t rank = rankOf(op, 0), indRank = rankOf(op, 1);
   if (rank == 0)

@@ -70,6 +70,12 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                     (Peng et al., "YaRN", 2023, eq. 15-20);
       llama3      — wavelength bands split by low/high_freq_factor (Llama 3.1).
 
+    `inv_freq`, when present, lists the rotary_dim/2 inverse frequencies
+    themselves (scaling must be none; theta is then informational only):
+    what a graph computes from a constant that fits no closed form, e.g. a
+    16-bit torch export whose inv_freq buffer was rounded to bfloat16 by
+    `model.to(torch.bfloat16)` (PyTorch then rotates by those values).
+
     Shapes: input [B, H, S, D], positions [B, S] or [1, S] (broadcast over the
     batch; i64, absolute token positions).
     Dtypes: input f16/bf16/f32/f64; result = input.
@@ -89,7 +95,8 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                    OptionalAttr<F64Attr>:$mscale_all_dim,
                    OptionalAttr<F64Attr>:$attention_factor,
                    OptionalAttr<F64Attr>:$low_freq_factor,
-                   OptionalAttr<F64Attr>:$high_freq_factor);
+                   OptionalAttr<F64Attr>:$high_freq_factor,
+                   OptionalAttr<DenseF64ArrayAttr>:$inv_freq);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $positions attr-dict `:` `(` type($input) `,` type($positions) `)`
@@ -228,7 +235,8 @@ def Attn_RopeTableOp : Attn_Op<"rope_table", [Pure]> {
                    OptionalAttr<F64Attr>:$high_freq_factor,
                    I64Attr:$max_positions,
                    I64Attr:$block,
-                   StrAttr:$representation);
+                   StrAttr:$representation,
+                   OptionalAttr<DenseF64ArrayAttr>:$inv_freq);
   let results = (outs RankedTensorOf<[F32]>:$coarse, RankedTensorOf<[F32]>:$fine);
   let assemblyFormat = [{
     ($seq_len^)? attr-dict `:` type($coarse) `,` type($fine)

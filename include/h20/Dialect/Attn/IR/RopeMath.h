@@ -26,6 +26,9 @@ struct Params {
   std::optional<int64_t> originalMaxPositions;
   std::optional<double> betaFast, betaSlow, mscale, mscaleAllDim, attentionFactor;
   std::optional<double> lowFreqFactor, highFreqFactor;
+  /// Explicit inverse frequencies (attn.rope's inv_freq): when not empty,
+  /// they are inv_freq itself (rotaryDim / 2 values, scaling none).
+  std::vector<double> invFreq;
 };
 
 /// inv_freq[j], j < rotaryDim / 2, in f64. `seqLen` is the prompt length,

@@ -28,6 +28,8 @@ template <typename OpT> rope::Params ropeParams(OpT op) {
   p.attentionFactor = f(op.getAttentionFactor());
   p.lowFreqFactor = f(op.getLowFreqFactor());
   p.highFreqFactor = f(op.getHighFreqFactor());
+  if (auto fr = op.getInvFreq())
+    p.invFreq.assign(fr->begin(), fr->end());
   return p;
 }
 

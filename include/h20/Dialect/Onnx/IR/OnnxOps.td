@@ -76,6 +76,18 @@ def Onnx_ErfOp : Onnx_UnaryOp<"Erf">;
 def Onnx_SigmoidOp : Onnx_UnaryOp<"Sigmoid">;
 def Onnx_SoftplusOp : Onnx_UnaryOp<"Softplus">;
 def Onnx_ReluOp : Onnx_UnaryOp<"Relu">;
+def Onnx_GeluOp : Onnx_NodeOp<"Gelu", 1, 1, 1, 1> {
+  let summary = "ONNX Gelu-20: Gaussian error linear unit, elementwise";
+  let description = [{
+    Y (same shape and float dtype as X) = 0.5 X (1 + erf(X / sqrt(2))) with
+    `approximate` = "none" (the default), or
+    0.5 X (1 + tanh(sqrt(2 / pi) (X + 0.044715 X^3))) with "tanh" (what
+    transformers' gelu_pytorch_tanh, GeGLU in Gemma, computes). Any other
+    value is an error naming the node. Source: ONNX operator spec, Gelu-20;
+    Hendrycks & Gimpel, "Gaussian Error Linear Units" (2016), section 2.
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<StrAttr>:$approximate);
+}
 def Onnx_IsNaNOp : Onnx_UnaryOp<"IsNaN">;
 def Onnx_IdentityOp : Onnx_UnaryOp<"Identity">;
 

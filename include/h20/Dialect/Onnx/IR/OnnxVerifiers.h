@@ -23,6 +23,7 @@ llvm::LogicalResult verifyNode(AttentionOp op);
 llvm::LogicalResult verifyNode(RotaryEmbeddingOp op);
 llvm::LogicalResult verifyNode(ClipOp op);
 llvm::LogicalResult verifyNode(ModOp op);
+llvm::LogicalResult verifyNode(GeluOp op);
 llvm::LogicalResult verifyNode(BitwiseAndOp op);
 llvm::LogicalResult verifyNode(BitwiseOrOp op);
 llvm::LogicalResult verifyNode(BitwiseXorOp op);

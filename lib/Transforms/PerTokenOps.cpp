@@ -1,0 +1,284 @@
+//===- PerTokenOps.cpp - which ops a chunked prefill may split ------------===//
+//
+// See PerTokenOps.h. The rule rests on one fact of a chunked graph: its only
+// input is ids [1, S] with S dynamic, so every dynamic dim is a token axis.
+//
+//===----------------------------------------------------------------------===//
+#include "PerTokenOps.h"
+#include "LastPositionSlice.h"
+
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/KV/IR/KVDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <limits>
+
+using namespace mlir;
+namespace ox = h20::onnx;
+
+namespace {
+
+/// The values of a constant integer tensor (onnx.Constant), or nothing.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  auto c = v ? v.getDefiningOp<ox::ConstantOp>() : nullptr;
+  if (!c)
+    return std::nullopt;
+  auto attr = dyn_cast<DenseIntElementsAttr>(c.getValue());
+  if (!attr)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &x : attr.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
+}
+
+RankedTensorType rankedOf(Value v) { return dyn_cast<RankedTensorType>(v.getType()); }
+
+/// Whether axis `axis` (negative: from the end) of `v` has a static size.
+bool isStaticAxis(Value v, int64_t axis) {
+  auto t = rankedOf(v);
+  if (!t)
+    return false;
+  int64_t r = t.getRank();
+  if (axis < 0)
+    axis += r;
+  return axis >= 0 && axis < r && !t.isDynamicDim(axis);
+}
+
+int64_t dynamicDims(Value v) {
+  auto t = rankedOf(v);
+  if (!t)
+    return std::numeric_limits<int64_t>::max();
+  return llvm::count_if(t.getShape(), ShapedType::isDynamic);
+}
+
+/// Ops that compute each element from the elements at the same (broadcast)
+/// index of their operands.
+bool isElementwise(Operation *op) {
+  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp, ox::AndOp, ox::OrOp,
+             ox::EqualOp, ox::LessOp, ox::LessOrEqualOp, ox::GreaterOp, ox::GreaterOrEqualOp,
+             ox::MaxOp, ox::MinOp, ox::SumOp, ox::NegOp, ox::NotOp, ox::AbsOp, ox::SqrtOp,
+             ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp, ox::CosOp, ox::TanhOp, ox::ErfOp,
+             ox::GeluOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp, ox::IsNaNOp, ox::IdentityOp,
+             ox::RoundOp, ox::FloorOp, ox::CeilOp, ox::SignOp, ox::ClipOp, ox::ModOp,
+             ox::BitwiseAndOp, ox::BitwiseOrOp, ox::BitwiseXorOp, ox::BitwiseNotOp, ox::WhereOp,
+             ox::CastOp>(op);
+}
+
+/// The operands whose values (not only sizes) reach `op`'s results: a
+/// shape, bound or axes operand only sizes them.
+SmallVector<Value> dataOperands(Operation *op) {
+  if (isa<ox::ReshapeOp, ox::ExpandOp, ox::TileOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::SplitOp,
+          ox::SliceOp, ox::TopKOp, ox::CumSumOp, ox::ReduceMeanOp, ox::ReduceSumOp,
+          ox::ReduceMaxOp>(op))
+    return {op->getOperand(0)};
+  if (isa<ox::ConstantOfShapeOp, ox::ShapeOp, h20::kv::AllocOp, tensor::EmptyOp, tensor::DimOp>(
+          op))
+    return {};
+  // The cache and the written value; the offset or length only places them.
+  if (auto w = dyn_cast<h20::kv::WriteOp>(op))
+    return {w.getCache(), w.getValue()};
+  if (auto v = dyn_cast<h20::kv::ViewOp>(op))
+    return {v.getCache()};
+  // RoPE positions are offset by the chunk's start: the rotated rows are
+  // activations, not sizes.
+  if (auto r = dyn_cast<h20::attn::RopeApplyOp>(op))
+    return {r.getInput(), r.getCoarse(), r.getFine()};
+  return llvm::to_vector(op->getOperands());
+}
+
+} // namespace
+
+namespace h20 {
+
+PerTokenOps::PerTokenOps(func::FuncOp func, Value ids) : func(func), ids(ids) {
+  fromPrompt.insert(ids);
+  func.walk([&](Operation *op) {
+    if (llvm::none_of(op->getOperands(), [&](Value v) { return fromPrompt.contains(v); }))
+      return;
+    for (Value r : op->getResults())
+      fromPrompt.insert(r);
+    // Sizes made into data: Shape's and Range's results, and what is
+    // computed from them (positions 0 .. S-1, a mask's index grids).
+    bool sizes = isa<ox::ShapeOp, ox::RangeOp, tensor::DimOp>(op) ||
+                 llvm::any_of(dataOperands(op), [&](Value v) { return fromSizes.contains(v); });
+    if (sizes)
+      for (Value r : op->getResults())
+        fromSizes.insert(r);
+  });
+}
+
+/// In a chunk, S is the chunk's length and Range(0, S) restarts at 0: such
+/// values may size things, and may be RoPE positions (chunked prefill adds
+/// the chunk's start to those), but never combine with activations.
+std::optional<std::string> PerTokenOps::whyNotSizes(Operation *op) const {
+  if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp>(op) || op == lastPositionSlice(func))
+    return std::nullopt;
+  SmallVector<Value> data = dataOperands(op);
+  bool sizes = llvm::any_of(data, [&](Value v) { return fromSizes.contains(v); });
+  bool activations = llvm::any_of(data, [&](Value v) {
+    return dependsOnPrompt(v) && !fromSizes.contains(v);
+  });
+  if (sizes && activations)
+    return std::string("it combines activations with values computed from the prompt's length "
+                       "(positions from Range/Shape restart in every chunk; only RoPE "
+                       "positions are offset by the chunk's start)");
+  return std::nullopt;
+}
+
+/// Ops that act along named axes: per token when every such axis is static.
+std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
+  auto refuse = [&](StringRef what) {
+    return std::optional<std::string>((what + " along the token axis mixes tokens").str());
+  };
+  Value x = op->getOperand(0);
+  auto xt = rankedOf(x);
+  if (!xt)
+    return std::string("an unranked operand");
+  int64_t r = xt.getRank();
+  if (auto sm = dyn_cast<ox::SoftmaxOp>(op))
+    return isStaticAxis(x, sm.getAxis().value_or(-1)) ? std::nullopt : refuse("a Softmax");
+  if (auto c = dyn_cast<ox::ConcatOp>(op))
+    return isStaticAxis(op->getResult(0), c.getAxis()) ? std::nullopt : refuse("a Concat");
+  if (auto s = dyn_cast<ox::SplitOp>(op))
+    return isStaticAxis(x, s.getAxis().value_or(0)) ? std::nullopt : refuse("a Split");
+  if (isa<ox::CumSumOp>(op)) {
+    auto axis = constantInts(op->getOperand(1));
+    return axis && axis->size() == 1 && isStaticAxis(x, (*axis)[0]) ? std::nullopt
+                                                                     : refuse("a CumSum");
+  }
+  if (auto k = dyn_cast<ox::TopKOp>(op))
+    return isStaticAxis(x, k.getAxis().value_or(-1)) ? std::nullopt : refuse("a TopK");
+  if (isa<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>(op)) {
+    std::optional<SmallVector<int64_t>> axes;
+    if (op->getNumOperands() > 1 && !isa<ox::NoValueOp>(op->getOperand(1).getDefiningOp()))
+      axes = constantInts(op->getOperand(1));
+    else if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
+      axes = SmallVector<int64_t>(a.asArrayRef());
+    else
+      axes = SmallVector<int64_t>();
+    if (!axes)
+      return std::string("a reduction over axes that are not constant");
+    // No axes: every axis (or none, with noop_with_empty_axes).
+    if (axes->empty()) {
+      auto noop = op->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
+      if (noop && noop.getInt() != 0)
+        return std::nullopt;
+      for (int64_t a = 0; a < r; ++a)
+        axes->push_back(a);
+    }
+    for (int64_t a : *axes)
+      if (!isStaticAxis(x, a))
+        return refuse("a reduction");
+    return std::nullopt;
+  }
+  if (auto g = dyn_cast<ox::GatherOp>(op)) {
+    // Rows of a prompt-independent table picked per token (an embedding,
+    // wherever its ids come from), or fixed entries of a static axis.
+    if (!dependsOnPrompt(op->getOperand(0)))
+      return std::nullopt;
+    if (!dependsOnPrompt(op->getOperand(1)) && isStaticAxis(x, g.getAxis().value_or(0)))
+      return std::nullopt;
+    return std::string("a Gather that is neither a table lookup per token nor a pick along a "
+                       "static axis");
+  }
+  if (isa<ox::SliceOp>(op)) {
+    // The only slice along the tokens allowed is h20-logits-last's, which
+    // the pass rewrites to the chunk's last real row.
+    if (op == h20::lastPositionSlice(func))
+      return std::nullopt;
+    std::optional<SmallVector<int64_t>> axes;
+    if (op->getNumOperands() > 3 && !isa<ox::NoValueOp>(op->getOperand(3).getDefiningOp()))
+      axes = constantInts(op->getOperand(3));
+    else
+      axes = llvm::to_vector(llvm::seq<int64_t>(0, r));
+    auto starts = constantInts(op->getOperand(1)), ends = constantInts(op->getOperand(2));
+    std::optional<SmallVector<int64_t>> steps;
+    if (op->getNumOperands() > 4 && !isa<ox::NoValueOp>(op->getOperand(4).getDefiningOp()))
+      steps = constantInts(op->getOperand(4));
+    if (!axes || !starts || !ends || starts->size() != axes->size() ||
+        ends->size() != axes->size() || (steps && steps->size() != axes->size()))
+      return std::string("a Slice whose axes or bounds are not constant");
+    for (size_t i = 0; i < axes->size(); ++i) {
+      if (isStaticAxis(x, (*axes)[i]))
+        continue;
+      // A dynamic axis kept whole (0 .. INT_MAX, step 1) is no cut.
+      bool whole = (*starts)[i] == 0 && (*ends)[i] >= std::numeric_limits<int32_t>::max() &&
+                   (!steps || (*steps)[i] == 1);
+      if (!whole)
+        return refuse("a Slice");
+    }
+    return std::nullopt;
+  }
+  return std::string("'") + op->getName().getStringRef().str() + "' is not known to act per token";
+}
+
+/// MatMul(A, B) is per token when one side does not depend on the prompt
+/// and the contracted axes are static: each output row is one row of the
+/// prompt side times a fixed matrix.
+std::optional<std::string> PerTokenOps::whyNotMatMul(Operation *op) const {
+  Value a = op->getOperand(0), bv = op->getOperand(1);
+  bool fixedA = !dependsOnPrompt(a), fixedB = !dependsOnPrompt(bv);
+  if (!fixedA && !fixedB)
+    return std::string("a MatMul of two activations mixes tokens");
+  auto at = rankedOf(a), bt = rankedOf(bv);
+  if (!at || !bt)
+    return std::string("a MatMul of unranked operands");
+  if (!isStaticAxis(a, -1) || (bt.getRank() >= 2 && !isStaticAxis(bv, -2)) ||
+      (bt.getRank() == 1 && !isStaticAxis(bv, 0)))
+    return std::string("a MatMul contracting the token axis mixes tokens");
+  return std::nullopt;
+}
+
+std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
+  // Nothing made from the prompt: the same in every chunk.
+  if (llvm::none_of(op->getOperands(), [&](Value v) { return dependsOnPrompt(v); }))
+    return std::nullopt;
+  if (auto why = whyNotSizes(op))
+    return why;
+  // Size computations (shapes, positions) are the chunk's own.
+  if (llvm::all_of(dataOperands(op), [&](Value v) {
+        return !dependsOnPrompt(v) || fromSizes.contains(v);
+      }))
+    return std::nullopt;
+  if (isElementwise(op) || isa<ox::ExpandOp>(op)) {
+    // Broadcasting [.., S, 1] against [.., 1, S] would pair tokens.
+    for (Value r : op->getResults())
+      if (dynamicDims(r) > 1)
+        return std::string("an elementwise op whose result has two token axes pairs tokens");
+    return std::nullopt;
+  }
+  if (isa<ox::ReshapeOp, ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp,
+          ox::RangeOp, ox::ConstantOfShapeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
+    return std::nullopt;
+  if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,
+          h20::attn::AllReduceOp, h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||
+      op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "tensor")
+    return std::nullopt;
+  if (auto n = dyn_cast<h20::attn::RmsNormOp>(op)) {
+    if (isStaticAxis(n.getInput(), static_cast<int64_t>(n.getAxis())) &&
+        static_cast<int64_t>(n.getAxis()) == rankedOf(n.getInput()).getRank() - 1)
+      return std::nullopt;
+    return std::string("RMSNorm over more than the last axis");
+  }
+  // LayerNormalization over the last axis alone, of static size (the
+  // hidden size), normalizes each token's row by itself.
+  if (auto n = dyn_cast<ox::LayerNormalizationOp>(op)) {
+    auto t = rankedOf(op->getOperand(0));
+    int64_t axis = n.getAxis().value_or(-1);
+    if (t && t.getRank() >= 2 && (axis == -1 || axis == t.getRank() - 1) &&
+        isStaticAxis(op->getOperand(0), -1))
+      return std::nullopt;
+    return std::string("LayerNormalization over more than the last (hidden) axis");
+  }
+  if (isa<ox::MatMulOp>(op))
+    return whyNotMatMul(op);
+  return whyNotAxisOp(op);
+}
+
+} // namespace h20

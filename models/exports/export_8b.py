@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""A Llama-3.1-8B-shaped decoder with random bf16 weights, exported as a user would.
+
+transformers' LlamaForCausalLM with Llama-3.1-8B's configuration (32 layers,
+hidden 4096, GQA 32/8, head_dim 128, SwiGLU 14336, vocab 128256, llama3 RoPE
+scaling factor 8 over 8192 positions, theta 5e5), random weights from
+transformers' own initialisation under a fixed seed (made on the GPU when
+present: the same seed gives the same bytes on the same kind of GPU), cast to
+bfloat16, exported by torch.onnx.export(dynamo=True) with the exporter's
+defaults (its default opset) into OUT/model.onnx + OUT/model.onnx.data.
+
+  export_8b.py OUT export            the export (about 16 GB of data)
+  export_8b.py OUT reference IDS.npy LOGITS.npy [--float32 LOGITS32.npy] [--repeat N]
+                                     PyTorch eager (SDPA) prefill of the same
+                                     weights: last-position logits, TTFT (median
+                                     of N, CUDA-synchronised), peak memory
+                                     (OUT/torch-report.json)
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+SEED = 8
+CONFIG = dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+              num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+              max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0,
+              rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+              tie_word_embeddings=False, bos_token_id=128000, eos_token_id=128001)
+
+
+def build(layers=None):
+    import transformers
+    cfg = transformers.LlamaConfig(**dict(CONFIG, **({"num_hidden_layers": layers} if layers else {})))
+    cfg._attn_implementation = "sdpa"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(SEED)
+    with torch.device(device):
+        model = transformers.LlamaForCausalLM(cfg)
+    return model.to(torch.bfloat16).eval()
+
+
+class LastLogits(torch.nn.Module):
+    """input_ids [1, S] -> logits [1, S, vocab] (the user's plain export)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+def do_export(out):
+    os.makedirs(out, exist_ok=True)
+    t = time.time()
+    model = build()
+    print(f"built in {time.time() - t:.1f} s", flush=True)
+    ids = torch.randint(0, CONFIG["vocab_size"], (1, 16), device=next(model.parameters()).device)
+    seq = torch.export.Dim("seq", min=2, max=131072)
+    t = time.time()
+    torch.onnx.export(LastLogits(model), (ids,), os.path.join(out, "model.onnx"), dynamo=True,
+                      dynamic_shapes=({1: seq},), input_names=["input_ids"],
+                      output_names=["logits"], external_data=True)
+    print(f"exported in {time.time() - t:.1f} s", flush=True)
+
+
+def do_reference(out, ids_path, logits_path, f32_path, repeat):
+    model = build()
+    ids = torch.from_numpy(np.load(ids_path).reshape(1, -1)).cuda()
+    body = model.model
+    head = model.lm_head
+
+    def prefill(m=body, h=head):
+        with torch.no_grad():
+            hs = m(input_ids=ids, use_cache=False).last_hidden_state
+            return h(hs[:, -1:, :]).float()
+
+    times = []
+    torch.cuda.reset_peak_memory_stats()
+    for i in range(repeat + 1):
+        torch.cuda.synchronize()
+        t = time.time()
+        logits = prefill()
+        torch.cuda.synchronize()
+        if i:
+            times.append((time.time() - t) * 1e3)
+    np.save(logits_path, logits.cpu().numpy().reshape(1, 1, -1))
+    rep = {"S": int(ids.shape[1]), "ttft_ms": sorted(times)[len(times) // 2], "runs_ms": times,
+           "peak_gib": torch.cuda.max_memory_allocated() / 2**30, "torch": torch.__version__,
+           "gpu": torch.cuda.get_device_name()}
+    if f32_path:
+        # float32 reference of the same (bf16-rounded) weights, one layer at a
+        # time on the GPU so that 32 GB of float32 weights are never resident.
+        with torch.no_grad():
+            hs = body.embed_tokens(ids).float()
+            S = ids.shape[1]
+            pos = torch.arange(S, device=ids.device).unsqueeze(0)
+            rot = body.rotary_emb
+            cos, sin = rot(hs, pos)
+            for layer in body.layers:
+                l32 = layer.float()
+                hs = l32(hs, position_embeddings=(cos.float(), sin.float()),
+                         attention_mask=None, position_ids=pos)
+                hs = hs[0] if isinstance(hs, tuple) else hs
+                layer.to(torch.bfloat16)
+            hs = body.norm.float()(hs[:, -1:, :])
+            l32 = head.float()(hs)
+            head.to(torch.bfloat16)
+        np.save(f32_path, l32.float().cpu().numpy().reshape(1, 1, -1))
+    with open(os.path.join(out, f"torch-report-{rep['S']}.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+    print(json.dumps({k: v for k, v in rep.items() if k != "runs_ms"}), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("what", choices=["export", "reference"])
+    ap.add_argument("ids", nargs="?")
+    ap.add_argument("logits", nargs="?")
+    ap.add_argument("--float32")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    if a.what == "export":
+        do_export(a.out)
+    else:
+        do_reference(a.out, a.ids, a.logits, a.float32, a.repeat)
+
+
+if __name__ == "__main__":
+    main()
