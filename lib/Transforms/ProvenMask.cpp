@@ -49,8 +49,14 @@ bool h20::isMinusInfinity(Value v) {
   auto attr = dyn_cast<DenseFPElementsAttr>(c.getValue());
   if (!attr || !attr.isSplat())
     return false;
-  double x = attr.getSplatValue<APFloat>().convertToDouble();
-  return std::isinf(x) ? x < 0 : x <= -3.0e38;
+  APFloat splat = attr.getSplatValue<APFloat>();
+  double x = splat.convertToDouble();
+  if (std::isinf(x))
+    return x < 0;
+  // transformers masks with torch.finfo(dtype).min: -65504 in float16,
+  // about -3.4e38 in float32 and bfloat16.
+  double lowest = APFloat::getLargest(splat.getSemantics(), /*Negative=*/true).convertToDouble();
+  return x <= -3.0e38 || x <= lowest;
 }
 
 Value h20::visibleCondition(Value mask) {

@@ -10,6 +10,13 @@ bfloat16, exported by torch.onnx.export(dynamo=True) with the exporter's
 defaults (its default opset) into OUT/model.onnx + OUT/model.onnx.data.
 
   export_8b.py OUT export            the export (about 16 GB of data)
+  export_8b.py OUT weights           (re)writes OUT/model.onnx.data for the graph
+                                     OUT/model.onnx from build()'s weights, without
+                                     exporting again (seconds, not minutes): each
+                                     external initializer is a parameter by name or,
+                                     for the exporter's pre-transposed linear weights
+                                     (val_N), the weight of the nn.Linear named in
+                                     its MatMul's `namespace` metadata, transposed
   export_8b.py OUT reference IDS.npy LOGITS.npy [--float32 LOGITS32.npy] [--repeat N]
                                      PyTorch eager (SDPA) prefill of the same
                                      weights: last-position logits, TTFT (median
@@ -70,6 +77,52 @@ def do_export(out):
     print(f"exported in {time.time() - t:.1f} s", flush=True)
 
 
+def do_weights(out):
+    import onnx
+    path = os.path.join(out, "model.onnx")
+    m = onnx.load(path, load_external_data=False)
+    model = build()
+    params = dict(model.named_parameters())
+    # Initializer -> the Linear whose MatMul reads it (namespace metadata:
+    # ".../model.model.layers.0.self_attn.q_proj: torch.nn.modules.linear.Linear/...").
+    consumer = {}
+    for n in m.graph.node:
+        if n.op_type != "MatMul" or len(n.input) < 2:
+            continue
+        ns = {p.key: p.value for p in n.metadata_props}.get("namespace", "")
+        mods = [part.split(":")[0].strip() for part in ns.split("/") if "Linear" in part]
+        if mods:
+            consumer[n.input[1]] = mods[-1]
+    data = os.path.join(out, "model.onnx.data")
+    t = time.time()
+    written = 0
+    with open(data, "r+b" if os.path.exists(data) else "w+b") as f:
+        for init in m.graph.initializer:
+            if init.data_location != onnx.TensorProto.EXTERNAL:
+                continue
+            info = {e.key: e.value for e in init.external_data}
+            dims = tuple(init.dims)
+            name = init.name[len("model."):] if init.name.startswith("model.") else init.name
+            if name in params and tuple(params[name].shape) == dims:
+                w = params[name]
+            elif init.name in consumer:
+                lin = consumer[init.name]
+                lin = lin[len("model."):] if lin.startswith("model.") else lin
+                w = params[lin + ".weight"].t()
+                if tuple(w.shape) != dims:
+                    sys.exit(f"export_8b.py: {init.name}: {lin}.weight^T is {tuple(w.shape)}, "
+                             f"the graph says {dims}")
+            else:
+                sys.exit(f"export_8b.py: initializer '{init.name}' {dims} matches no parameter")
+            b = w.detach().contiguous().to(torch.bfloat16).view(torch.int16).cpu().numpy().tobytes()
+            if len(b) != int(info["length"]):
+                sys.exit(f"export_8b.py: {init.name}: {len(b)} bytes, the graph says {info['length']}")
+            f.seek(int(info.get("offset", 0)))
+            f.write(b)
+            written += len(b)
+    print(f"wrote {written / 2**30:.1f} GiB of weights in {time.time() - t:.1f} s", flush=True)
+
+
 def do_reference(out, ids_path, logits_path, f32_path, repeat):
     model = build()
     ids = torch.from_numpy(np.load(ids_path).reshape(1, -1)).cuda()
@@ -121,7 +174,7 @@ def do_reference(out, ids_path, logits_path, f32_path, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("what", choices=["export", "reference"])
+    ap.add_argument("what", choices=["export", "weights", "reference"])
     ap.add_argument("ids", nargs="?")
     ap.add_argument("logits", nargs="?")
     ap.add_argument("--float32")
@@ -129,6 +182,8 @@ def main():
     a = ap.parse_args()
     if a.what == "export":
         do_export(a.out)
+    elif a.what == "weights":
+        do_weights(a.out)
     else:
         do_reference(a.out, a.ids, a.logits, a.float32, a.repeat)
 

@@ -31,8 +31,9 @@ struct ProvenMask {
   static std::optional<ProvenMask> of(mlir::Value mask);
 };
 
-/// True for a scalar (or splat) float onnx.Constant that is -inf or float's
-/// lowest value (what PyTorch/transformers use for "masked").
+/// True for a scalar (or splat) float onnx.Constant that is -inf or the
+/// lowest finite value of its dtype (what PyTorch/transformers use for
+/// "masked": torch.finfo(dtype).min, -65504 in float16).
 bool isMinusInfinity(mlir::Value v);
 
 /// The boolean "visible" tensor a mask operand stands for: a bool mask

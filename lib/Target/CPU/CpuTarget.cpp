@@ -9,6 +9,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -69,13 +70,19 @@ void buildLLVMPipeline(PassManager &pm) {
   FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
   memrefOptions.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
+  // 16-bit math in float32 (x86 has no bf16/f16 math), and bfloat16
+  // arithmetic emulated in float32 with its conversions as integer
+  // arithmetic: LLVM would promote it through compiler-rt's __truncsfbf2,
+  // which the loaded artifact cannot resolve (16-bit exports: transformers'
+  // Casts around norms and RoPE, bf16 residual adds).
+  pm.addPass(math::createMathExtendToSupportedTypes());
   // LLVM intrinsics first (rsqrt expands there); what has none (erf, ...)
   // becomes a libm call.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  // bfloat16 <-> float32 conversions as integer arithmetic: LLVM would call
-  // compiler-rt's __truncsfbf2, which the loaded artifact cannot resolve
-  // (16-bit exports: transformers' Casts around norms and RoPE).
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));

@@ -19,6 +19,20 @@ using namespace mlir;
 namespace h20::gpu {
 namespace {
 
+/// What a diagnostic says of `v`: its type and producer (an op's name and
+/// location, or the argument number). Printing the value itself walks the
+/// whole function for SSA names, which costs minutes on a 32-layer graph.
+std::string describe(Value v) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << v.getType();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    os << " (argument " << arg.getArgNumber() << ")";
+  else if (Operation *def = v.getDefiningOp())
+    os << " (result of " << def->getName() << " at " << def->getLoc() << ")";
+  return out;
+}
+
 constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention",
                               kAllReduce = "h20_all_reduce",
                               kIndexer = "h20_indexer",
@@ -108,7 +122,7 @@ private:
       return it->second;
     return user->emitError("GPU target: this host value is not a known integer (computed on "
                            "the device?): ")
-           << v;
+           << describe(v);
   }
   FailureOr<Lin> fold(OpFoldResult r, Operation *user) {
     if (auto a = dyn_cast<Attribute>(r))
@@ -128,10 +142,16 @@ private:
         it != views.end() && host != hostArrays.end() && hostWritten.count(host->second.get()))
       return user->emitError("GPU target: an integer array the host computed is used on the "
                              "device: ")
-             << v;
+             << describe(v);
     if (it != views.end())
       return it->second;
-    return user->emitError("GPU target: unknown buffer ") << v;
+    // Name the operand, not the value: a value without a buffer here may
+    // be one whose producer is gone.
+    for (OpOperand &o : user->getOpOperands())
+      if (o.get() == v)
+        return user->emitError("GPU target: internal: operand ")
+               << o.getOperandNumber() << " of '" << user->getName() << "' has no buffer";
+    return user->emitError("GPU target: internal: a value has no buffer");
   }
   int addBuffer(Buffer b) {
     // At least one alignment unit: a zero-element tensor still has an
