@@ -980,11 +980,115 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         const SymTensor *in = operand(0);
         return in ? std::optional<SymTensor>(*in) : std::nullopt;
       })
-      .Case<ox::DivOp, ox::PowOp, ox::ModOp, ox::BitwiseAndOp, ox::BitwiseOrOp,
+      .Case([&](ox::DivOp) {
+        // Integer Div of two constants (truncating, as ONNX Runtime's
+        // integer Div): the head-count ratios of Attention's function body.
+        return elementwise([](ArrayRef<SymExpr> e) -> SymExpr {
+          auto a = constantOf(e[0]), d = constantOf(e[1]);
+          if (!a || !d || *d == 0 || (*a == INT64_MIN && *d == -1))
+            return nullptr;
+          return symConst(*a / *d);
+        });
+      })
+      .Case([&](ox::ModOp m) {
+        // Integer Mod of two constants: fmod = 0 takes the divisor's sign
+        // (Python's %), fmod = 1 the dividend's (C's fmod).
+        bool fmod = m.getFmod().value_or(0) != 0;
+        return elementwise([fmod](ArrayRef<SymExpr> e) -> SymExpr {
+          auto a = constantOf(e[0]), d = constantOf(e[1]);
+          if (!a || !d || *d == 0 || (*a == INT64_MIN && *d == -1))
+            return nullptr;
+          int64_t r = *a % *d;
+          if (!fmod && r != 0 && ((r < 0) != (*d < 0)))
+            r += *d;
+          return symConst(r);
+        });
+      })
+      .Case([&](ox::ConstantOfShapeOp c) -> std::optional<SymTensor> {
+        // ONNX ConstantOfShape: dims are the input's elements; integer
+        // fills (default float 0) are known elementwise.
+        auto dims = vectorOf(op->getOperand(0));
+        if (!dims)
+          return std::nullopt;
+        SymTensor t{*dims, nullptr};
+        if (!integral)
+          return t;
+        int64_t v = 0;
+        if (auto a = c.getValue())
+          if (auto d = dyn_cast<DenseElementsAttr>(*a); d && d.getNumElements() == 1) {
+            APInt x = d.getValues<APInt>()[0];
+            v = x.getBitWidth() == 1 ? x.getZExtValue() : x.getSExtValue();
+          }
+        t.elem = symConst(v);
+        return t;
+      })
+      .Case([&](ox::SizeOp) -> std::optional<SymTensor> {
+        // ONNX Size: a scalar, the product of the input's dims.
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        SymExpr n = symConst(1);
+        for (const SymExpr &d : in->dims)
+          n = symMul(n, d);
+        return SymTensor{{}, n};
+      })
+      .Case([&](ox::FlattenOp f) -> std::optional<SymTensor> {
+        // ONNX Flatten: [prod(d[:axis]), prod(d[axis:])].
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        int64_t r = in->dims.size(), axis = f.getAxis().value_or(1);
+        if (axis < -r || axis > r)
+          return std::nullopt;
+        if (axis < 0)
+          axis += r;
+        SymExpr outer = symConst(1), inner = symConst(1);
+        for (int64_t k = 0; k < r; ++k)
+          (k < axis ? outer : inner) = symMul(k < axis ? outer : inner, in->dims[k]);
+        return SymTensor{{outer, inner}, nullptr};
+      })
+      .Case([&](ox::PadOp p) -> std::optional<SymTensor> {
+        // ONNX Pad: every padded dim grows by its begin and end amounts;
+        // pads must be known (constants or shape arithmetic).
+        const SymTensor *in = operand(0);
+        if (!in)
+          return std::nullopt;
+        int64_t r = in->dims.size();
+        auto pads = vectorOf(op->getOperand(1));
+        if (!pads)
+          return std::nullopt;
+        SmallVector<int64_t> axes;
+        if (op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType())) {
+          auto a = vectorOf(op->getOperand(3));
+          if (!a)
+            return std::nullopt;
+          for (const SymExpr &x : *a) {
+            auto c = constantOf(x);
+            if (!c || *c < -r || *c >= r)
+              return std::nullopt;
+            axes.push_back(*c < 0 ? *c + r : *c);
+          }
+        } else {
+          for (int64_t k = 0; k < r; ++k)
+            axes.push_back(k);
+        }
+        int64_t n = axes.size();
+        if (static_cast<int64_t>(pads->size()) != 2 * n)
+          return std::nullopt;
+        SymTensor t{in->dims, nullptr};
+        for (int64_t k = 0; k < n; ++k)
+          t.dims[axes[k]] = symAdd(symAdd(t.dims[axes[k]], (*pads)[k]), (*pads)[n + k]);
+        (void)p;
+        return t;
+      })
+      .Case<ox::PowOp, ox::BitwiseAndOp, ox::BitwiseOrOp,
             ox::BitwiseXorOp>([&](Operation *) {
         return elementwise([](ArrayRef<SymExpr>) -> SymExpr { return nullptr; });
       })
-      .Case<ox::NegOp, ox::SqrtOp, ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp,
+      .Case([&](ox::NegOp) {
+        return elementwise([](ArrayRef<SymExpr> e) { return symSub(symConst(0), e[0]); });
+      })
+      .Case<ox::SqrtOp, ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp,
             ox::CosOp, ox::TanhOp, ox::ErfOp, ox::GeluOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp,
             ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RoundOp, ox::FloorOp, ox::CeilOp,
             ox::SignOp, ox::ClipOp, ox::BitwiseNotOp, ox::ScatterElementsOp, ox::RMSNormalizationOp,

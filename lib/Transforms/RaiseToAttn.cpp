@@ -833,35 +833,70 @@ private:
   }
 
   /// com.microsoft.RotaryEmbedding(x, position_ids, cos_cache, sin_cache).
+  /// com.microsoft.RotaryEmbedding: raised to attn.rope when its caches are
+  /// a recognised angle table; otherwise, with [B, S] position ids and no
+  /// packed batching, rewritten to ONNX RotaryEmbedding-23 (x, cos_cache,
+  /// sin_cache, position_ids), which has the same definition (ONNX adopted
+  /// ORT's op: same layouts, caches [max_pos, rd / 2], interleaving and
+  /// rotary_embedding_dim) and a lowering of its own (4-D: a 3-D input is
+  /// split into heads around it); ORT ignores `scale`.
   void raiseMsRotaryEmbedding(ox::MsRotaryEmbeddingOp op) {
+    if (tryRaiseMsRotaryEmbedding(op))
+      return;
+    auto pt = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    if (!pt || pt.getRank() != 2 || op.getIsPackedBatching().value_or(0) != 0)
+      return;
+    // The 3-D [B, S, N * D] form goes through [B, N, S, D] (the lowered one).
+    Value x = op->getOperand(0);
+    Location loc = op->getLoc();
+    int64_t heads = op.getNumHeads().value_or(0);
+    bool packed = rankOf(x) == 3;
+    if (packed && !isPacked3d(x, heads))
+      return;
+    if (!packed && rankOf(x) != 4)
+      return;
+    Value x4 = packed ? splitHeads(loc, x, heads) : x;
+    auto r = ox::RotaryEmbeddingOp::create(
+        b, loc, TypeRange{x4.getType()},
+        ValueRange{x4, op->getOperand(2), op->getOperand(3), op->getOperand(1)});
+    if (auto i = op.getInterleavedAttr())
+      r.setInterleavedAttr(i);
+    if (auto d = op.getRotaryEmbeddingDimAttr())
+      r.setRotaryEmbeddingDimAttr(d);
+    Value y = packed ? mergeHeads(loc, r->getResult(0)) : r->getResult(0);
+    op->getResult(0).replaceAllUsesWith(y);
+  }
+
+  bool tryRaiseMsRotaryEmbedding(ox::MsRotaryEmbeddingOp op) {
     Value x = op->getOperand(0), pos = op->getOperand(1);
     auto pt = dyn_cast<RankedTensorType>(pos.getType());
     if (!pt || pt.getRank() != 2 || op.getIsPackedBatching().value_or(0) != 0)
-      return;
+      return false;
     auto a = matchCosSinCache(op->getOperand(2), op->getOperand(3));
     if (!a)
-      return;
+      return false;
     int64_t rd = op.getRotaryEmbeddingDim().value_or(0);
     if (rd != 0 && rd != 2 * a->halfDim)
-      return;
+      return false;
     a->positions = pos;
     bool interleaved = op.getInterleaved().value_or(0) != 0;
     Location loc = op->getLoc();
     if (rankOf(x) == 4) {
       auto xt = cast<RankedTensorType>(x.getType());
       if (xt.getDimSize(3) < 2 * a->halfDim)
-        return;
+        return false;
       replace(op, emitRope(op, x, *a, interleaved));
-      return;
+      return true;
     }
     int64_t heads = op.getNumHeads().value_or(0);
     auto xt = dyn_cast<RankedTensorType>(x.getType());
     if (heads <= 0 && xt && rankOf(x) == 3 && !xt.isDynamicDim(2))
       heads = xt.getDimSize(2) / (2 * a->halfDim); // full rotary: D = rd
     if (!isPacked3d(x, heads) || xt.getDimSize(2) / heads < 2 * a->halfDim)
-      return;
+      return false;
     Value y = emitRope(op, splitHeads(loc, x, heads), *a, interleaved);
     replace(op, mergeHeads(loc, y));
+    return true;
   }
 
   /// SkipSimplifiedLayerNormalization: sum = x + skip [+ bias]; y = RMSNorm(sum).

@@ -130,6 +130,13 @@ Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   if (from == to)
     return v;
   auto fromF = dyn_cast<FloatType>(from), toF = dyn_cast<FloatType>(to);
+  if (fromF && toF && fromF.getWidth() == toF.getWidth()) {
+    // bf16 <-> f16 (same width, different formats; the GPU target stores
+    // float32 as bf16 under an f16 graph): through f32, which holds either
+    // exactly, so the one rounding is the final truncf.
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return arith::TruncFOp::create(b, loc, to, wide).getResult();
+  }
   if (fromF && toF)
     return fromF.getWidth() < toF.getWidth()
                ? arith::ExtFOp::create(b, loc, to, v).getResult()

@@ -997,6 +997,92 @@ FailureOr<Values> lowerClip(OpBuilder &b, ox::ClipOp op) {
                     .getResult(0)};
 }
 
+/// ONNX Size: the product of x's dims as an int64 scalar.
+FailureOr<Values> lowerSize(OpBuilder &b, ox::SizeOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0);
+  Value n = idx(b, loc, 1);
+  for (int64_t k = 0; k < cast<RankedTensorType>(x.getType()).getRank(); ++k)
+    n = arith::MulIOp::create(b, loc, n, dimOf(b, loc, x, k));
+  Value e = arith::IndexCastOp::create(b, loc, b.getI64Type(), n);
+  return Values{tensor::FromElementsOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()),
+                                               ValueRange{e})
+                    .getResult()};
+}
+
+/// ONNX Flatten: a reshape of x to [prod(d[:axis]), prod(d[axis:])].
+FailureOr<Values> lowerFlatten(OpBuilder &b, ox::FlattenOp op) {
+  Location loc = op.getLoc();
+  Value x = op->getOperand(0);
+  int64_t r = cast<RankedTensorType>(x.getType()).getRank(), axis = op.getAxis().value_or(1);
+  if (axis < -r || axis > r)
+    return unsupported(op, "axis is outside [-rank, rank]");
+  if (axis < 0)
+    axis += r;
+  Value outer = idx(b, loc, 1), inner = idx(b, loc, 1);
+  for (int64_t k = 0; k < r; ++k) {
+    Value &acc = k < axis ? outer : inner;
+    acc = arith::MulIOp::create(b, loc, acc, dimOf(b, loc, x, k));
+  }
+  return Values{reshapeTo(b, loc, x, resultType(op), {outer, inner})};
+}
+
+/// ONNX Pad, mode "constant", with pads (and axes) known at compile time
+/// and not negative: tensor.pad yielding constant_value (0 when omitted).
+FailureOr<Values> lowerPad(OpBuilder &b, ox::PadOp op) {
+  Location loc = op.getLoc();
+  if (auto mode = op.getMode(); mode && *mode != "constant")
+    return unsupported(op, "mode '" + mode->str() + "' is not supported (only \"constant\")");
+  Value x = op->getOperand(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t r = xt.getRank();
+  auto pads = constInts(op->getOperand(1));
+  if (!pads)
+    return unsupported(op, "its pads are computed at run time (only compile-time pads are supported)");
+  SmallVector<int64_t> axes;
+  auto hasInput = [&](unsigned i) {
+    return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
+  };
+  if (hasInput(3)) {
+    auto a = constInts(op->getOperand(3));
+    if (!a)
+      return unsupported(op, "its axes are computed at run time");
+    for (int64_t v : *a) {
+      if (v < -r || v >= r)
+        return unsupported(op, "an axis is outside [-rank, rank)");
+      axes.push_back(v < 0 ? v + r : v);
+    }
+  } else {
+    for (int64_t k = 0; k < r; ++k)
+      axes.push_back(k);
+  }
+  int64_t n = axes.size();
+  if (static_cast<int64_t>(pads->size()) != 2 * n)
+    return unsupported(op, "pads has " + std::to_string(pads->size()) + " elements, not 2 x " +
+                               std::to_string(n));
+  SmallVector<OpFoldResult> low(r, b.getIndexAttr(0)), high(r, b.getIndexAttr(0));
+  for (int64_t k = 0; k < n; ++k) {
+    if ((*pads)[k] < 0 || (*pads)[n + k] < 0)
+      return unsupported(op, "negative pads (cropping) are not supported");
+    low[axes[k]] = b.getIndexAttr((*pads)[k]);
+    high[axes[k]] = b.getIndexAttr((*pads)[n + k]);
+  }
+  Type elt = xt.getElementType();
+  Value value;
+  if (hasInput(2)) {
+    Value cv = op->getOperand(2);
+    auto ct = cast<RankedTensorType>(cv.getType());
+    if (ct.getNumElements() != 1 || ct.getElementType() != elt)
+      return unsupported(op, "constant_value must be one element of the data's dtype");
+    SmallVector<Value> zeros(ct.getRank(), idx(b, loc, 0));
+    value = tensor::ExtractOp::create(b, loc, cv, zeros);
+  } else {
+    value = arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(elt)));
+  }
+  auto padded = tensor::PadOp::create(b, loc, resultType(op), x, low, high, value);
+  return Values{padded.getResult()};
+}
+
 } // namespace
 
 FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op, bool parallelForms) {
@@ -1062,6 +1148,9 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op, bool p
       })
       .Case([&](ox::TopKOp t) { return parallelForms ? lowerTopKParallel(b, t) : lowerTopK(b, t); })
       .Case([&](ox::RotaryEmbeddingOp r) { return lowerRotaryEmbedding(b, r); })
+      .Case([&](ox::SizeOp s) { return lowerSize(b, s); })
+      .Case([&](ox::FlattenOp f) { return lowerFlatten(b, f); })
+      .Case([&](ox::PadOp p) { return lowerPad(b, p); })
       .Default([&](Operation *) -> FailureOr<Values> {
         if (isa<ox::AttentionOp>(op))
           return unsupported(op, "this form was not raised to attn.attention (the warning "

@@ -341,7 +341,7 @@ Type GraphImporter::inferredType(const NodeProto &n, unsigned outputIndex,
   else if (op == "Shape" || (op == "TopK" && outputIndex == 1) ||
            (n.domain() == "ai.h20" && op.starts_with("Indexer")))
     elt = b.getI64Type(); // ai.h20 indexers return entry / block indices
-  else if (op == "Cast") {
+  else if (op == "Cast" || op == "CastLike") {
     if (auto to = dyn_cast_or_null<IntegerAttr>(attr("to")))
       elt = elementType(static_cast<int32_t>(to.getInt()), &ctx);
   } else if (op == "Constant" || op == "ConstantOfShape") {
@@ -389,6 +389,19 @@ LogicalResult GraphImporter::importNode(const NodeProto &n) {
     if (failed(na))
       return failure();
     attrs.push_back(*na);
+  }
+  // ONNX CastLike-15 (input, target_type): Cast to target_type's dtype,
+  // which the importer knows, so it becomes onnx.Cast with `to` set and the
+  // second input dropped (exact: CastLike is defined as that Cast).
+  if (n.op_type() == "CastLike" && (n.domain().empty() || n.domain() == "ai.onnx")) {
+    if (operands.size() != 2 || isa<NoneType>(operands[1].getType()))
+      return error() << describe(n) << ": CastLike needs 2 inputs, it has " << operands.size();
+    auto like = dyn_cast<ShapedType>(operands[1].getType());
+    std::optional<int64_t> code = like ? onnxDataType(like.getElementType()) : std::nullopt;
+    if (!code)
+      return error() << describe(n) << ": the dtype of its target_type input is not supported";
+    operands.pop_back();
+    attrs.push_back(b.getNamedAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), *code)));
   }
   bool isConstant = n.op_type() == "Constant" &&
                     (n.domain().empty() || n.domain() == "ai.onnx");

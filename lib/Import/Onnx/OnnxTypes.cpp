@@ -47,6 +47,15 @@ Type elementType(int32_t dt, MLIRContext *ctx) {
   }
 }
 
+std::optional<int64_t> onnxDataType(Type t) {
+  // Try every code elementType knows (1..23) and return the one that maps
+  // back to t, so the two can never disagree.
+  for (int32_t dt = 1; dt <= 23; ++dt)
+    if (Type e = elementType(dt, t.getContext()); e && e == t)
+      return dt;
+  return std::nullopt;
+}
+
 std::optional<int64_t> byteWidth(int32_t dt) {
   switch (dt) {
   case kBool: case kInt8: case kUint8: case kF8E4M3FN: case kF8E4M3FNUZ:

@@ -17,6 +17,10 @@ namespace h20::onnx_import {
 /// are signless (i1 for BOOL); unsigned ones are `ui`.
 mlir::Type elementType(int32_t dataType, mlir::MLIRContext *ctx);
 
+/// The TensorProto.DataType code of an element type (the inverse of
+/// elementType); nullopt for a type ONNX has no code for.
+std::optional<int64_t> onnxDataType(mlir::Type t);
+
 /// Bytes per element of an ONNX dtype in raw_data, or nullopt for dtypes
 /// that are not byte-addressable (4-bit types, strings).
 std::optional<int64_t> byteWidth(int32_t dataType);

@@ -55,6 +55,16 @@ const OpEntry kOps[] = {
     ONNX_OP(Transpose, 24), ONNX_OP(Trilu, 14), ONNX_OP(Unsqueeze, 13),
     ONNX_OP(Unsqueeze, 21), ONNX_OP(Unsqueeze, 23), ONNX_OP(Unsqueeze, 24),
     ONNX_OP(Where, 16),
+    // Ops of the function bodies of Attention, RMSNormalization and
+    // LayerNormalization (what onnxscript-based exporters write). CastLike
+    // imports as Cast to the second input's dtype (GraphImporter).
+    {"", "CastLike", 15, "onnx.Cast"}, {"", "CastLike", 19, "onnx.Cast"},
+    {"", "CastLike", 21, "onnx.Cast"}, {"", "CastLike", 23, "onnx.Cast"},
+    {"", "CastLike", 24, "onnx.Cast"},
+    ONNX_OP(Flatten, 13), ONNX_OP(Flatten, 21), ONNX_OP(Flatten, 23), ONNX_OP(Flatten, 24),
+    ONNX_OP(Pad, 13), ONNX_OP(Pad, 18), ONNX_OP(Pad, 19), ONNX_OP(Pad, 21), ONNX_OP(Pad, 23),
+    ONNX_OP(Pad, 24),
+    ONNX_OP(Size, 13), ONNX_OP(Size, 19), ONNX_OP(Size, 21), ONNX_OP(Size, 23), ONNX_OP(Size, 24),
     // Indexing, selection, rounding, modulus and bit ops (DeepSeek-V4.1's
     // routing and sparse-attention indexer).
     ONNX_OP(BitwiseAnd, 18), ONNX_OP(BitwiseNot, 18), ONNX_OP(BitwiseOr, 18),

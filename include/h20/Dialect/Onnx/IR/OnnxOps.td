@@ -368,6 +368,43 @@ def Onnx_ConstantOfShapeOp : Onnx_NodeOp<"ConstantOfShape", 1, 1, 1, 1> {
   let arguments = (ins Variadic<Onnx_Input>:$inputs,
                    OptionalAttr<ElementsAttr>:$value);
 }
+def Onnx_SizeOp : Onnx_NodeOp<"Size", 1, 1, 1, 1> {
+  let summary = "ONNX Size-13/19/21/23 (data)";
+  let description = [{
+    data: any shape and dtype. output: an int64 scalar (rank 0), the number
+    of elements of data (the product of its dims, 1 for a scalar)
+    (https://onnx.ai/onnx/operators/onnx__Size.html).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs);
+}
+def Onnx_FlattenOp : Onnx_NodeOp<"Flatten", 1, 1, 1, 1> {
+  let summary = "ONNX Flatten-13/21/23 (input)";
+  let description = [{
+    input: rank r, any dtype. output (input's dtype): the 2-D tensor
+    [d0 * ... * d(axis-1), d(axis) * ... * d(r-1)] holding input's elements in
+    row-major order (an empty product is 1). `axis` (default 1) is in
+    [-r, r]; a negative one counts from the back
+    (https://onnx.ai/onnx/operators/onnx__Flatten.html).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<SI64Attr>:$axis);
+}
+def Onnx_PadOp : Onnx_NodeOp<"Pad", 2, 4, 1, 1> {
+  let summary = "ONNX Pad-13/18/19/21/23 (data, pads, constant_value?, axes?)";
+  let description = [{
+    data: rank r, any dtype; pads: int64 [2 n] (n = r, or the number of
+    axes), begin amounts of every padded axis, then end amounts;
+    constant_value: a scalar (or one-element tensor) of data's dtype, default
+    0; axes (opset 18): int64/int32 [n], the axes pads refer to (negative
+    counts from the back), default all. output (data's dtype):
+    out dim k = pads_begin[k] + dk + pads_end[k]; out[i] = data[i - begin]
+    where that index is inside data, else the constant. h20 implements
+    `mode` = "constant" (the default) with pads known at compile time and not
+    negative; "reflect", "edge", "wrap", negative (cropping) or run-time pads
+    are refused at lowering, naming the node
+    (https://onnx.ai/onnx/operators/onnx__Pad.html).
+  }];
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, OptionalAttr<StrAttr>:$mode);
+}
 
 //===----------------------------------------------------------------------===//
 // com.microsoft contrib ops (ONNX Runtime's transformer optimizer)
