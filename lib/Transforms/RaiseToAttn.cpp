@@ -53,8 +53,19 @@ std::optional<double> constantScalar(Value v) {
   return std::nullopt;
 }
 
-/// Float values of a small constant tensor.
+/// Float values of a small constant tensor: an onnx.Constant, or an
+/// onnx.Weight of at most 4096 elements read from the model's file (the
+/// exporter stores inv_freq [1, 128, 1] of head_dim 256 as an initializer).
 std::optional<SmallVector<double>> constantValues(Value v) {
+  if (auto w = v.getDefiningOp<ox::WeightOp>()) {
+    auto t = cast<RankedTensorType>(w.getResult().getType());
+    if (!isa<FloatType>(t.getElementType()) || t.getNumElements() > 4096)
+      return std::nullopt;
+    auto data = h20::readFloatElements(v, 0, t.getNumElements());
+    if (!data)
+      return std::nullopt;
+    return SmallVector<double>(data->begin(), data->end());
+  }
   auto c = v.getDefiningOp<ox::ConstantOp>();
   if (!c)
     return std::nullopt;
@@ -202,7 +213,26 @@ private:
                    bool stashF32) {
     auto xt = dyn_cast<RankedTensorType>(x.getType());
     auto wt = dyn_cast<RankedTensorType>(w.getType());
-    if (!xt || !wt || xt != op->getResult(0).getType())
+    auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!xt || !wt || !rt)
+      return;
+    // RMSNormalization-23 may read X in one float dtype and give Y in the
+    // scale's (a 16-bit Gemma export: bf16 X, float32 1 + w and Y): the
+    // norm runs on X cast to Y's dtype, which is what stash_type 1 computes.
+    if (xt != rt && xt.getShape() == rt.getShape() && isa<FloatType>(xt.getElementType()) &&
+        isa<FloatType>(rt.getElementType()) && wt.getElementType() == rt.getElementType()) {
+      int64_t code = rt.getElementType().isF32()    ? 1
+                     : rt.getElementType().isF16()  ? 10
+                     : rt.getElementType().isBF16() ? 16
+                                                    : 0;
+      if (!code)
+        return;
+      auto c = ox::CastOp::create(b, op->getLoc(), TypeRange{rt}, ValueRange{x});
+      c->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), code));
+      x = c->getResult(0);
+      xt = rt;
+    }
+    if (xt != rt)
       return;
     auto norm = attn::RmsNormOp::create(
         b, op->getLoc(), xt, x, w, b.getF64FloatAttr(snapFloat(eps)),

@@ -16,7 +16,7 @@ and, for 16-bit exports, also the distance from PyTorch float32 on the same
 a table; exits 1 when a cell fails, 2 on bad arguments.
 
   check.py DIR --h20 build/bin [--targets cpu,h200] [--only REGEX] [--json out.json]
-           [--device gpu] [--work DIR]
+           [--device gpu] [--work DIR] [--no-compile]
 """
 import argparse
 import glob
@@ -61,8 +61,14 @@ def check_cell(a, onnx, target):
     stem = os.path.join(os.path.dirname(onnx), f"{arch}.{dtype}")
     art = os.path.join(a.work, f"{base}.{target}.h20")
     cell = {"target": target}
-    opts = [] if target == "cpu" else ["--max-positions=4096"]
-    rc, out, secs = run([os.path.join(a.h20, "h20-opt"), onnx, f"--target={target}", "-o", art] + opts)
+    # GPU: compute in the export's own dtype (the target's default is bf16).
+    ctype = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
+    opts = [] if target == "cpu" else ["--max-positions=4096", f"--compute-type={ctype}"]
+    if a.no_compile:
+        # Artifacts compiled elsewhere (the GPU machine has no compiler).
+        rc, out, secs = (0, "", 0.0) if os.path.exists(art) else (1, "error: no artifact " + art, 0.0)
+    else:
+        rc, out, secs = run([os.path.join(a.h20, "h20-opt"), onnx, f"--target={target}", "-o", art] + opts)
     cell["compile_s"] = round(secs, 1)
     if rc != 0:
         cell["status"] = "compile-failed"
@@ -81,7 +87,7 @@ def check_cell(a, onnx, target):
         got_path = os.path.join(a.work, f"{base}.{target}.{S}.npy")
         dev = "cpu" if target == "cpu" else "gpu"
         rc, out, secs = run([os.path.join(a.h20, "h20-run"), art, "--ids", ids, "--device", dev,
-                             "--dump-logits", got_path])
+                             "--dump-logits", got_path, "--weights-dir", os.path.dirname(onnx)])
         if rc != 0:
             cell["runs"][S] = {"error": last_error(out)}
             ok = False
@@ -108,14 +114,23 @@ def check_cell(a, onnx, target):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir")
-    ap.add_argument("--h20", required=True, help="folder with h20-opt and h20-run")
+    ap.add_argument("--h20", default="", help="folder with h20-opt and h20-run (default: PATH)")
     ap.add_argument("--targets", default="cpu")
     ap.add_argument("--only", default="")
     ap.add_argument("--json")
     ap.add_argument("--device", default="cpu", help="gpu: run GPU-target artifacts too")
     ap.add_argument("--tol-f32", type=float, default=0.0)
     ap.add_argument("--work", default="")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="run the artifacts already in --work (compiled on another machine)")
     a = ap.parse_args()
+    if not a.h20:
+        import shutil
+        found = shutil.which("h20-run")
+        if not found:
+            print("check.py: h20-run is not on PATH (give --h20 DIR)", file=sys.stderr)
+            return 2
+        a.h20 = os.path.dirname(found)
     models = sorted(glob.glob(os.path.join(a.dir, "*.onnx")))
     if a.only:
         models = [m for m in models if re.search(a.only, os.path.basename(m))]
@@ -128,13 +143,13 @@ def main():
     failed = 0
     for m in models:
         base = os.path.basename(m)[:-5]
-        entry = {"raised": raised_counts(a.h20, m)}
+        entry = {"raised": {} if a.no_compile else raised_counts(a.h20, m)}
         for t in a.targets.split(","):
             c = check_cell(a, m, t)
             entry[t] = c
             failed += c["status"] not in ("pass", "compiled")
             worst = max((r.get("rel_l2", float("inf")) for r in c.get("runs", {}).values()), default=None)
-            print(f"{base:28s} {t:5s} {c['status']:15s} raised={entry['raised']} "
+            print(f"{base} {t} {c['status']} raised={entry['raised']} "
                   f"worst_rel_l2={worst if worst is None else f'{worst:.2e}'} "
                   f"{c.get('error', '')}", flush=True)
         matrix[base] = entry

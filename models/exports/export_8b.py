@@ -123,49 +123,56 @@ def do_weights(out):
     print(f"wrote {written / 2**30:.1f} GiB of weights in {time.time() - t:.1f} s", flush=True)
 
 
+def forward_last(model, ids, dtype):
+    """Last-position logits [1, vocab] of `model` with its weights in `dtype`,
+    one decoder layer at a time (a float32 copy of one layer at a time, so
+    32 GB of float32 weights are never resident), attention_mask=None so
+    transformers' SDPA runs is_causal (flash/cuDNN/efficient kernels; a
+    materialised [S, S] mask sends SDPA to its math kernel: 128 GiB at 32K)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import transformers.integrations.sdpa_attention as sdpa_mod
+    # transformers passes enable_gqa=True when it can; no fused kernel of
+    # torch 2.11 takes that here ("No available kernel"): expand K/V
+    # (repeat_kv) as transformers does otherwise.
+    sdpa_mod.use_gqa_in_sdpa = lambda *args, **kwargs: False
+    body, head = model.model, model.lm_head
+    with torch.no_grad(), sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+                                       SDPBackend.EFFICIENT_ATTENTION]):
+        hs = body.embed_tokens(ids).to(dtype)
+        pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+        cos, sin = body.rotary_emb(hs, pos)
+        for layer in body.layers:
+            l = layer.to(dtype) if dtype != torch.bfloat16 else layer
+            hs = l(hs, position_embeddings=(cos, sin), attention_mask=None, position_ids=pos)
+            hs = hs[0] if isinstance(hs, tuple) else hs
+            if dtype != torch.bfloat16:
+                layer.to(torch.bfloat16)
+        last = body.norm.to(dtype)(hs[:, -1:, :])
+        body.norm.to(torch.bfloat16)
+        out = head.to(dtype)(last).float()
+        head.to(torch.bfloat16)
+    return out
+
+
 def do_reference(out, ids_path, logits_path, f32_path, repeat):
     model = build()
     ids = torch.from_numpy(np.load(ids_path).reshape(1, -1)).cuda()
-    body = model.model
-    head = model.lm_head
-
-    def prefill(m=body, h=head):
-        with torch.no_grad():
-            hs = m(input_ids=ids, use_cache=False).last_hidden_state
-            return h(hs[:, -1:, :]).float()
-
     times = []
     torch.cuda.reset_peak_memory_stats()
     for i in range(repeat + 1):
         torch.cuda.synchronize()
         t = time.time()
-        logits = prefill()
+        logits = forward_last(model, ids, torch.bfloat16)
         torch.cuda.synchronize()
         if i:
             times.append((time.time() - t) * 1e3)
     np.save(logits_path, logits.cpu().numpy().reshape(1, 1, -1))
     rep = {"S": int(ids.shape[1]), "ttft_ms": sorted(times)[len(times) // 2], "runs_ms": times,
            "peak_gib": torch.cuda.max_memory_allocated() / 2**30, "torch": torch.__version__,
-           "gpu": torch.cuda.get_device_name()}
+           "gpu": torch.cuda.get_device_name(), "attention": "SDPA is_causal (flash/cuDNN)"}
     if f32_path:
-        # float32 reference of the same (bf16-rounded) weights, one layer at a
-        # time on the GPU so that 32 GB of float32 weights are never resident.
-        with torch.no_grad():
-            hs = body.embed_tokens(ids).float()
-            S = ids.shape[1]
-            pos = torch.arange(S, device=ids.device).unsqueeze(0)
-            rot = body.rotary_emb
-            cos, sin = rot(hs, pos)
-            for layer in body.layers:
-                l32 = layer.float()
-                hs = l32(hs, position_embeddings=(cos.float(), sin.float()),
-                         attention_mask=None, position_ids=pos)
-                hs = hs[0] if isinstance(hs, tuple) else hs
-                layer.to(torch.bfloat16)
-            hs = body.norm.float()(hs[:, -1:, :])
-            l32 = head.float()(hs)
-            head.to(torch.bfloat16)
-        np.save(f32_path, l32.float().cpu().numpy().reshape(1, 1, -1))
+        l32 = forward_last(model, ids, torch.float32)
+        np.save(f32_path, l32.cpu().numpy().reshape(1, 1, -1))
     with open(os.path.join(out, f"torch-report-{rep['S']}.json"), "w") as f:
         json.dump(rep, f, indent=1)
     print(json.dumps({k: v for k, v in rep.items() if k != "runs_ms"}), flush=True)

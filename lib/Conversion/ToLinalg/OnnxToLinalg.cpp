@@ -309,7 +309,10 @@ elementwiseBody(Operation *op) {
 // Structured ops
 //===----------------------------------------------------------------------===//
 
-FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op) {
+/// `libraryCalls`: the GPU target's form, whose GEMMs become cuBLASLt calls
+/// (float32 accumulation inside the library): one generic of the result's
+/// dtype, which the GPU target matches as a GEMM.
+FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op, bool libraryCalls) {
   Location loc = op->getLoc();
   Value a = op->getOperand(0), c = op->getOperand(1);
   auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(c.getType());
@@ -350,7 +353,7 @@ FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op) {
   // cuBLASLt and PyTorch do: a bf16 accumulator rounds at every one of the
   // K steps (measured: 3x PyTorch bf16's distance from float32 on a tiny
   // Llama export).
-  bool wide = isFloat(elt) && elt.getIntOrFloatBitWidth() < 32;
+  bool wide = !libraryCalls && isFloat(elt) && elt.getIntOrFloatBitWidth() < 32;
   Type acc = wide ? b.getF32Type() : elt;
   auto accType = RankedTensorType::get(rt.getShape(), acc);
   Value zero = isFloat(acc) ? floatConst(b, loc, acc, 0.0)
@@ -1109,7 +1112,7 @@ FailureOr<Values> h20::lowering::lowerOnnxOp(OpBuilder &b, Operation *op, bool p
           return unsupported(op, "non-dense constant");
         return Values{arith::ConstantOp::create(b, loc, attr)};
       })
-      .Case([&](ox::MatMulOp) { return lowerMatMul(b, op); })
+      .Case([&](ox::MatMulOp) { return lowerMatMul(b, op, parallelForms); })
       .Case([&](ox::GatherOp g) { return lowerGather(b, g); })
       .Case([&](ox::ReshapeOp) { return lowerReshape(b, op); })
       .Case<ox::UnsqueezeOp, ox::SqueezeOp>([&](Operation *) { return lowerUnsqueezeSqueeze(b, op); })

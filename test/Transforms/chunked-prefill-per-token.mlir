@@ -1,0 +1,92 @@
+// RUN: h20-opt %s --split-input-file --h20-chunked-prefill --verify-diagnostics | FileCheck %s
+// Chunked prefill decides per token from axes (PerTokenOps): the token
+// axis is the dynamic one.
+
+// A reduction over the hidden axis (a 16-bit export's RMSNorm that was not
+// raised, Casts around it) acts within each token: chunked.
+// CHECK-LABEL: func.func @reduce_hidden
+// CHECK-SAME: h20.chunked
+func.func @reduce_hidden(%ids: tensor<1x?xi64>) -> tensor<1x?x1xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xbf16>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xbf16>, tensor<1x?xi64>) -> tensor<1x?x8xbf16>
+  %f = onnx.Cast(%x) {to = 1 : si64} : (tensor<1x?x8xbf16>) -> tensor<1x?x8xf32>
+  %axes = onnx.Constant() {value = dense<-1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %m = onnx.ReduceMean(%f, %axes) {keepdims = 1 : si64} : (tensor<1x?x8xf32>, tensor<1xi64>) -> tensor<1x?x1xf32>
+  return %m : tensor<1x?x1xf32>
+}
+
+// -----
+
+// The same reduction over the token axis mixes tokens.
+func.func @reduce_tokens(%ids: tensor<1x?xi64>) -> tensor<1x1x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %axes = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  // expected-error @+1 {{chunked prefill: a reduction along the token axis mixes tokens}}
+  %m = onnx.ReduceMean(%x, %axes) {keepdims = 1 : si64} : (tensor<1x?x8xf32>, tensor<1xi64>) -> tensor<1x1x8xf32>
+  return %m : tensor<1x1x8xf32>
+}
+
+// -----
+
+// A fused QKV split by Slices of the hidden axis (Phi-3) and a MatMul by a
+// transposed weight are per token.
+// CHECK-LABEL: func.func @slice_hidden_transposed_weight
+// CHECK-SAME: h20.chunked
+func.func @slice_hidden_transposed_weight(%ids: tensor<1x?xi64>) -> tensor<1x?x4xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %s = onnx.Constant() {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %e = onnx.Constant() {value = dense<4> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = onnx.Constant() {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %q = onnx.Slice(%x, %s, %e, %a) : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?x4xf32>
+  %p = onnx.Weight {name = "proj"} : tensor<4x4xf32>
+  %pt = onnx.Transpose(%p) {perm = array<i64: 1, 0>} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %y = onnx.MatMul(%q, %pt) : (tensor<1x?x4xf32>, tensor<4x4xf32>) -> tensor<1x?x4xf32>
+  return %y : tensor<1x?x4xf32>
+}
+
+// -----
+
+// A Slice along the tokens cuts the prompt.
+func.func @slice_tokens(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %s = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %e = onnx.Constant() {value = dense<9223372036854775807> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  // expected-error @+1 {{chunked prefill: a Slice along the token axis mixes tokens}}
+  %y = onnx.Slice(%x, %s, %e, %a) : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?x8xf32>
+  return %y : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Position embeddings from Range(0, S) restart in every chunk: refused at
+// the op that adds them to the activations, not silently chunked.
+func.func @position_embedding(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = onnx.Shape(%ids) {start = 1 : si64, end = 2 : si64} : (tensor<1x?xi64>) -> tensor<1xi64>
+  %n = onnx.Squeeze(%shape) : (tensor<1xi64>) -> tensor<i64>
+  %zero = onnx.Constant() {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %one = onnx.Constant() {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %pos = onnx.Range(%zero, %n, %one) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %table = onnx.Weight {name = "wpe"} : tensor<64x8xf32>
+  %pe = onnx.Gather(%table, %pos) {axis = 0 : si64} : (tensor<64x8xf32>, tensor<?xi64>) -> tensor<?x8xf32>
+  // expected-error @+1 {{chunked prefill: it combines activations with values computed from the prompt's length}}
+  %y = onnx.Add(%x, %pe) : (tensor<1x?x8xf32>, tensor<?x8xf32>) -> tensor<1x?x8xf32>
+  return %y : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Broadcasting [1, S, 1] against [1, 1, S] pairs tokens.
+func.func @token_pairs(%ids: tensor<1x?xi64>) -> tensor<1x?x?xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x1xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x1xf32>, tensor<1x?xi64>) -> tensor<1x?x1xf32>
+  %perm = onnx.Transpose(%x) {perm = array<i64: 0, 2, 1>} : (tensor<1x?x1xf32>) -> tensor<1x1x?xf32>
+  // expected-error @+1 {{chunked prefill: an elementwise op whose result has two token axes pairs tokens}}
+  %y = onnx.Mul(%x, %perm) : (tensor<1x?x1xf32>, tensor<1x1x?xf32>) -> tensor<1x?x?xf32>
+  return %y : tensor<1x?x?xf32>
+}
