@@ -105,7 +105,7 @@ PerTokenOps::PerTokenOps(func::FuncOp func, Value ids) : func(func), ids(ids) {
       fromPrompt.insert(r);
     // Sizes made into data: Shape's and Range's results, and what is
     // computed from them (positions 0 .. S-1, a mask's index grids).
-    bool sizes = isa<ox::ShapeOp, ox::RangeOp, tensor::DimOp>(op) ||
+    bool sizes = isa<ox::ShapeOp, ox::RangeOp, tensor::DimOp, tensor::EmptyOp>(op) ||
                  llvm::any_of(dataOperands(op), [&](Value v) { return fromSizes.contains(v); });
     if (sizes)
       for (Value r : op->getResults())
@@ -241,6 +241,12 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
     return std::nullopt;
   if (auto why = whyNotSizes(op))
     return why;
+  // A table read at positions made from the prompt's length (Range, or a
+  // tensor sized by it) is a position embedding: those restart per chunk.
+  if (isa<ox::GatherOp>(op) && !dependsOnPrompt(op->getOperand(0)) &&
+      fromSizes.contains(op->getOperand(1)))
+    return std::string("a Gather that is not the token embedding (position embeddings from "
+                       "the prompt length are not chunked)");
   // Size computations (shapes, positions) are the chunk's own.
   if (llvm::all_of(dataOperands(op), [&](Value v) {
         return !dependsOnPrompt(v) || fromSizes.contains(v);

@@ -63,7 +63,7 @@ func.func @slice_tokens(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
 // -----
 
 // Position embeddings from Range(0, S) restart in every chunk: refused at
-// the op that adds them to the activations, not silently chunked.
+// the table lookup, not silently chunked.
 func.func @position_embedding(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
   %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
@@ -73,8 +73,8 @@ func.func @position_embedding(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %one = onnx.Constant() {value = dense<1> : tensor<i64>} : () -> tensor<i64>
   %pos = onnx.Range(%zero, %n, %one) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   %table = onnx.Weight {name = "wpe"} : tensor<64x8xf32>
+  // expected-error @+1 {{chunked prefill: a Gather that is not the token embedding}}
   %pe = onnx.Gather(%table, %pos) {axis = 0 : si64} : (tensor<64x8xf32>, tensor<?xi64>) -> tensor<?x8xf32>
-  // expected-error @+1 {{chunked prefill: it combines activations with values computed from the prompt's length}}
   %y = onnx.Add(%x, %pe) : (tensor<1x?x8xf32>, tensor<?x8xf32>) -> tensor<1x?x8xf32>
   return %y : tensor<1x?x8xf32>
 }
@@ -89,4 +89,24 @@ func.func @token_pairs(%ids: tensor<1x?xi64>) -> tensor<1x?x?xf32> {
   // expected-error @+1 {{chunked prefill: an elementwise op whose result has two token axes pairs tokens}}
   %y = onnx.Mul(%x, %perm) : (tensor<1x?x1xf32>, tensor<1x1x?xf32>) -> tensor<1x?x?xf32>
   return %y : tensor<1x?x?xf32>
+}
+
+// -----
+
+// Positions from Range scaled and added to activations (a RoPE or bias
+// computed in the graph and not raised) are refused where they meet.
+func.func @positions_meet_activations(%ids: tensor<1x?xi64>) -> tensor<1x?x1xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x1xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x1xf32>, tensor<1x?xi64>) -> tensor<1x?x1xf32>
+  %shape = onnx.Shape(%ids) {start = 1 : si64, end = 2 : si64} : (tensor<1x?xi64>) -> tensor<1xi64>
+  %n = onnx.Squeeze(%shape) : (tensor<1xi64>) -> tensor<i64>
+  %zero = onnx.Constant() {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %one = onnx.Constant() {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %pos = onnx.Range(%zero, %n, %one) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pf = onnx.Cast(%pos) {to = 1 : si64} : (tensor<?xi64>) -> tensor<?xf32>
+  %axes = onnx.Constant() {value = dense<[0, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %p3 = onnx.Unsqueeze(%pf, %axes) : (tensor<?xf32>, tensor<2xi64>) -> tensor<1x?x1xf32>
+  // expected-error @+1 {{chunked prefill: it combines activations with values computed from the prompt's length}}
+  %y = onnx.Add(%x, %p3) : (tensor<1x?x1xf32>, tensor<1x?x1xf32>) -> tensor<1x?x1xf32>
+  return %y : tensor<1x?x1xf32>
 }

@@ -111,7 +111,7 @@ func.func @first_token(%ids: tensor<1x?xi64>) -> tensor<1x1x8xf32> {
   %s = onnx.Constant() {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
   %e = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
   %a = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
-  // expected-error @+1 {{chunked prefill: a Slice may cut along the sequence}}
+  // expected-error @+1 {{chunked prefill: a Slice along the token axis mixes tokens}}
   %f = onnx.Slice(%x, %s, %e, %a) : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x8xf32>
   return %f : tensor<1x1x8xf32>
 }
