@@ -335,6 +335,26 @@ std::optional<Dims> SymbolicEvaluator::vectorOf(Value v) {
   return out;
 }
 
+std::optional<SmallVector<int64_t>> SymbolicEvaluator::axesOperand(Operation *op, unsigned index,
+                                                                   int64_t rank, int64_t count) {
+  SmallVector<int64_t> axes;
+  if (op->getNumOperands() <= index || isa<NoneType>(op->getOperand(index).getType())) {
+    for (int64_t k = 0; k < count; ++k)
+      axes.push_back(k);
+    return axes;
+  }
+  auto given = vectorOf(op->getOperand(index));
+  if (!given)
+    return std::nullopt;
+  for (const SymExpr &x : *given) {
+    auto c = constantOf(x);
+    if (!c || *c < -rank || *c >= rank)
+      return std::nullopt;
+    axes.push_back(*c < 0 ? *c + rank : *c);
+  }
+  return axes;
+}
+
 std::optional<SymExpr> SymbolicEvaluator::scalarOf(Value v) {
   const SymTensor *t = get(v);
   if (!t || !t->elem)
@@ -699,21 +719,10 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         if (!in || !starts || !ends || starts->size() != ends->size())
           return std::nullopt;
         int64_t r = in->dims.size();
-        SmallVector<int64_t> axes;
-        if (op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType())) {
-          auto a = vectorOf(op->getOperand(3));
-          if (!a)
-            return std::nullopt;
-          for (const SymExpr &x : *a) {
-            auto c = constantOf(x);
-            if (!c)
-              return std::nullopt;
-            axes.push_back(*c < 0 ? *c + r : *c);
-          }
-        } else {
-          for (size_t k = 0; k < starts->size(); ++k)
-            axes.push_back(k);
-        }
+        auto axesOr = axesOperand(op, 3, r, starts->size());
+        if (!axesOr)
+          return std::nullopt;
+        SmallVector<int64_t> axes = std::move(*axesOr);
         // Steps: constant and non-zero (ONNX Slice-13); a step other than
         // 1 goes through steppedSliceBound, and a length without a closed
         // form is a fresh symbol (the lowering computes it at run time).
@@ -1047,7 +1056,7 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
           (k < axis ? outer : inner) = symMul(k < axis ? outer : inner, in->dims[k]);
         return SymTensor{{outer, inner}, nullptr};
       })
-      .Case([&](ox::PadOp p) -> std::optional<SymTensor> {
+      .Case([&](ox::PadOp) -> std::optional<SymTensor> {
         // ONNX Pad: every padded dim grows by its begin and end amounts;
         // pads must be known (constants or shape arithmetic).
         const SymTensor *in = operand(0);
@@ -1057,28 +1066,15 @@ std::optional<SymTensor> SymbolicEvaluator::computeOpResult(Operation *op,
         auto pads = vectorOf(op->getOperand(1));
         if (!pads)
           return std::nullopt;
-        SmallVector<int64_t> axes;
-        if (op->getNumOperands() > 3 && !isa<NoneType>(op->getOperand(3).getType())) {
-          auto a = vectorOf(op->getOperand(3));
-          if (!a)
-            return std::nullopt;
-          for (const SymExpr &x : *a) {
-            auto c = constantOf(x);
-            if (!c || *c < -r || *c >= r)
-              return std::nullopt;
-            axes.push_back(*c < 0 ? *c + r : *c);
-          }
-        } else {
-          for (int64_t k = 0; k < r; ++k)
-            axes.push_back(k);
-        }
-        int64_t n = axes.size();
+        auto axes = axesOperand(op, 3, r, r);
+        if (!axes)
+          return std::nullopt;
+        int64_t n = axes->size();
         if (static_cast<int64_t>(pads->size()) != 2 * n)
           return std::nullopt;
         SymTensor t{in->dims, nullptr};
         for (int64_t k = 0; k < n; ++k)
-          t.dims[axes[k]] = symAdd(symAdd(t.dims[axes[k]], (*pads)[k]), (*pads)[n + k]);
-        (void)p;
+          t.dims[(*axes)[k]] = symAdd(symAdd(t.dims[(*axes)[k]], (*pads)[k]), (*pads)[n + k]);
         return t;
       })
       .Case<ox::PowOp, ox::BitwiseAndOp, ox::BitwiseOrOp,

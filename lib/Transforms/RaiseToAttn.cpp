@@ -871,10 +871,11 @@ private:
   /// rotary_embedding_dim) and a lowering of its own (4-D: a 3-D input is
   /// split into heads around it); ORT ignores `scale`.
   void raiseMsRotaryEmbedding(ox::MsRotaryEmbeddingOp op) {
-    if (tryRaiseMsRotaryEmbedding(op))
-      return;
+    // Both forms need [B, S] position ids and no packed batching.
     auto pt = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
     if (!pt || pt.getRank() != 2 || op.getIsPackedBatching().value_or(0) != 0)
+      return;
+    if (tryRaiseMsRotaryEmbedding(op))
       return;
     // The 3-D [B, S, N * D] form goes through [B, N, S, D] (the lowered one).
     Value x = op->getOperand(0);
@@ -899,9 +900,6 @@ private:
 
   bool tryRaiseMsRotaryEmbedding(ox::MsRotaryEmbeddingOp op) {
     Value x = op->getOperand(0), pos = op->getOperand(1);
-    auto pt = dyn_cast<RankedTensorType>(pos.getType());
-    if (!pt || pt.getRank() != 2 || op.getIsPackedBatching().value_or(0) != 0)
-      return false;
     auto a = matchCosSinCache(op->getOperand(2), op->getOperand(3));
     if (!a)
       return false;

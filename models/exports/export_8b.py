@@ -52,17 +52,6 @@ def build(layers=None):
     return model.to(torch.bfloat16).eval()
 
 
-class LastLogits(torch.nn.Module):
-    """input_ids [1, S] -> logits [1, S, vocab] (the user's plain export)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids=input_ids, use_cache=False).logits
-
-
 def do_export(out):
     os.makedirs(out, exist_ok=True)
     t = time.time()
@@ -71,7 +60,8 @@ def do_export(out):
     ids = torch.randint(0, CONFIG["vocab_size"], (1, 16), device=next(model.parameters()).device)
     seq = torch.export.Dim("seq", min=2, max=131072)
     t = time.time()
-    torch.onnx.export(LastLogits(model), (ids,), os.path.join(out, "model.onnx"), dynamo=True,
+    from export import LogitsOnly  # models/exports/export.py, beside this file
+    torch.onnx.export(LogitsOnly(model), (ids,), os.path.join(out, "model.onnx"), dynamo=True,
                       dynamic_shapes=({1: seq},), input_names=["input_ids"],
                       output_names=["logits"], external_data=True)
     print(f"exported in {time.time() - t:.1f} s", flush=True)

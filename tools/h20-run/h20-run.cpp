@@ -50,20 +50,14 @@ constexpr int kExitInternal = 1, kExitBadInput = 2, kExitResources = 3;
 std::string gRankPrefix;
 int gLastFailure = 1; ///< the exit code fail() last returned
 
-/// Logits of `count` elements as float32: float32 data as is, float16 and
-/// bfloat16 (what a 16-bit export's LM head returns) widened exactly.
-/// Empty for any other dtype.
+/// Logits of `count` elements as float32 (float16 and bfloat16, what a
+/// 16-bit export's LM head returns, widened exactly); empty for a dtype
+/// that is not a float convertElements widens to float32.
 std::vector<float> logitsAsFloat32(const std::string &dtype, const void *data, size_t count) {
+  if (dtype != "float32" && dtype != "float16" && dtype != "bfloat16")
+    return {};
   std::vector<float> out(count);
-  if (dtype == "float32") {
-    std::memcpy(out.data(), data, count * sizeof(float));
-  } else if (dtype == "float16" || dtype == "bfloat16") {
-    const auto *h = static_cast<const uint16_t *>(data);
-    for (size_t i = 0; i < count; ++i)
-      out[i] = dtype == "float16" ? halfToFloat(h[i]) : bfloat16ToFloat(h[i]);
-  } else {
-    out.clear();
-  }
+  convertElements(dtype, data, "float32", out.data(), count);
   return out;
 }
 

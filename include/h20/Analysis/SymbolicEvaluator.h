@@ -45,6 +45,13 @@ public:
   /// each as a SymExpr over the symbols only.
   std::optional<llvm::SmallVector<SymExpr>> vectorOf(mlir::Value v);
 
+  /// The axes named by operand `index` of `op` (Slice's and Pad's optional
+  /// `axes` input), constant and normalised into [0, rank); 0 .. count-1
+  /// when the operand is absent or `none`. nullopt when an axis is not a
+  /// constant or lies outside [-rank, rank).
+  std::optional<llvm::SmallVector<int64_t>> axesOperand(mlir::Operation *op, unsigned index,
+                                                        int64_t rank, int64_t count);
+
   /// The scalar value of a rank-0 or single-element tensor.
   std::optional<SymExpr> scalarOf(mlir::Value v);
 
