@@ -15,22 +15,22 @@ constexpr int64_t KiB = 1024, MiB = 1024 * KiB;
 // product brief (PCIe, no NVLink).
 const TargetDescription kTargets[] = {
     {"h20", 78, 227 * KiB, 228 * KiB, 65536, 60 * MiB, 4.0e12, 148e12, 296e12, 90, 900e9,
-     "DESIGN.md s1 / NVIDIA H20 datasheet; Hopper tuning guide (smem, regs)"},
+     "DESIGN.md s1 / NVIDIA H20 datasheet; Hopper tuning guide (smem, regs)", 44e12},
     {"h100", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 3.35e12, 989e12, 1979e12, 90, 900e9,
-     "NVIDIA H100 SXM datasheet; Hopper tuning guide"},
+     "NVIDIA H100 SXM datasheet; Hopper tuning guide", 67e12},
     {"h200", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 4.8e12, 989e12, 1979e12, 90, 900e9,
-     "NVIDIA H200 SXM datasheet; Hopper tuning guide"},
+     "NVIDIA H200 SXM datasheet; Hopper tuning guide", 67e12},
     {"h800", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 3.35e12, 989e12, 1979e12, 90, 400e9,
-     "NVIDIA H800 SXM datasheet (H100 compute, 400 GB/s NVLink)"},
+     "NVIDIA H800 SXM datasheet (H100 compute, 400 GB/s NVLink)", 67e12},
     {"a100", 108, 163 * KiB, 164 * KiB, 65536, 40 * MiB, 2.039e12, 312e12, 0, 80, 600e9,
-     "NVIDIA A100 80GB SXM datasheet; Ampere tuning guide"},
+     "NVIDIA A100 80GB SXM datasheet; Ampere tuning guide", 19.5e12},
     {"l20", 92, 99 * KiB, 100 * KiB, 65536, 96 * MiB, 0.864e12, 119.5e12, 239e12, 89, 0,
-     "NVIDIA L20 product brief (dense rates); Ada tuning guide"},
+     "NVIDIA L20 product brief (dense rates); Ada tuning guide", 59.8e12},
     // The CPU target: "SMs" are cores, "shared memory" the per-core L2 the
     // reference loops block for; rates are nominal (the CPU target is about
     // correctness, not speed).
     {"cpu", 2, 1 * MiB, 1 * MiB, 0, 32 * MiB, 20e9, 100e9, 0, 0, 0,
-     "nominal 2-core x86 host (CI machine)"},
+     "nominal 2-core x86 host (CI machine)", 100e9},
 };
 
 } // namespace

@@ -54,9 +54,23 @@ double mmaEfficiency(const TargetDescription &t, const TileChoice &c) {
   return e;
 }
 
+/// f32 attention on a GPU runs on CUDA cores (attention.cuh's FMA body):
+/// there is no f32 tensor-core MMA, so its tiles follow FmaLayout.
+bool usesFmaKernel(const AttentionShape &s, const TargetDescription &t) {
+  return t.computeCapability > 0 && s.elementBytes == 4;
+}
+
+/// Threads of one FMA-kernel CTA: 8 query rows per warp (the f32 default of
+/// chooseAttentionVariant, lib/Target/GPU/AttentionKernel.cpp).
+int64_t fmaThreads(const TileChoice &c) { return std::max<int64_t>(c.blockM / 8, 1) * 32; }
+
 } // namespace
 
-int64_t attentionSmemBytes(const AttentionShape &s, const TileChoice &c) {
+int64_t attentionSmemBytes(const AttentionShape &s, const TileChoice &c,
+                           const TargetDescription &t) {
+  if (usesFmaKernel(s, t)) // FmaLayout: Q [BM][D], K [BN][D+1], V [BN][DV], P [BM][BN]
+    return 4 * (c.blockM * s.headDim + c.blockN * (s.headDim + 1) + c.blockN * s.headDimV +
+                c.blockM * c.blockN);
   int64_t es = s.elementBytes;
   return c.blockM * s.headDim * es + c.stages * c.blockN * (s.headDim + s.headDimV) * es +
          c.blockM * s.headDimV * es + 1024;
@@ -70,8 +84,10 @@ int64_t attentionRegistersPerThread(const AttentionShape &s, const TileChoice &c
 
 double estimateAttentionUs(const AttentionShape &s, const TargetDescription &t,
                            const TileChoice &c) {
-  double peakSm = t.bf16Flops / t.sms;
-  double mmaRate = peakSm * mmaEfficiency(t, c);
+  const bool fma = usesFmaKernel(s, t);
+  // The FMA kernel: fp32 CUDA-core peak, about half reached (shared-memory
+  // operand reads bound it; no second warpgroup to overlap the softmax).
+  double mmaRate = fma ? 0.5 * t.fp32Flops / t.sms : t.bf16Flops / t.sms * mmaEfficiency(t, c);
   double l2PerSm = kL2OverHbm * t.hbmBytesPerS / t.sms;
   double hbmPerSm = t.hbmBytesPerS / t.sms;
   int64_t es = s.elementBytes;
@@ -80,7 +96,7 @@ double estimateAttentionUs(const AttentionShape &s, const TargetDescription &t,
   double tMma = flops / mmaRate;
   double tExp = double(c.blockM) * c.blockN / kExpPerSmPerS;
   double tLoad = double(c.blockN) * (s.headDim + s.headDimV) * es / l2PerSm;
-  bool overlapSoftmax = c.warpgroups >= 2, overlapLoads = c.stages >= 2;
+  bool overlapSoftmax = !fma && c.warpgroups >= 2, overlapLoads = !fma && c.stages >= 2;
   double compute = overlapSoftmax ? std::max(tMma, tExp) : tMma + tExp;
   double step = (overlapLoads ? std::max(compute, tLoad) : compute + tLoad) + kStepOverheadS;
   double tileOverhead = double(c.blockM) * (s.headDim + s.headDimV) * es / hbmPerSm +
@@ -111,8 +127,8 @@ double estimateAttentionUs(const AttentionShape &s, const TargetDescription &t,
       for (int64_t r = 0; r < rowBlocks; ++r)
         tasks.push_back(perRowBlock[r]);
   }
-  int64_t threads = (c.warpgroups + 1) * 128;
-  int64_t slots = t.sms * ctasPerSm(t, attentionSmemBytes(s, c), threads);
+  int64_t threads = fma ? fmaThreads(c) : (c.warpgroups + 1) * 128;
+  int64_t slots = t.sms * ctasPerSm(t, attentionSmemBytes(s, c, t), threads);
   // Resident CTAs on one SM share it: scale per-CTA time by their count.
   double share = double(slots) / t.sms;
   for (double &x : tasks)
@@ -123,6 +139,22 @@ double estimateAttentionUs(const AttentionShape &s, const TargetDescription &t,
 std::vector<TileChoice> attentionCandidates(const AttentionShape &s,
                                             const TargetDescription &t) {
   std::vector<TileChoice> out;
+  if (usesFmaKernel(s, t)) {
+    // The FMA kernel's range: blockM 32..64, blockN 32..64, single-buffered.
+    for (int64_t bm : {32, 64})
+      for (int64_t bn : {32, 64}) {
+        TileChoice c;
+        c.kind = "attention";
+        c.blockM = bm;
+        c.blockN = bn;
+        c.smemBytes = attentionSmemBytes(s, c, t);
+        if (c.smemBytes > t.smemPerBlock)
+          continue;
+        c.estUs = estimateAttentionUs(s, t, c);
+        out.push_back(c);
+      }
+    return out;
+  }
   bool cpu = t.computeCapability == 0;
   std::vector<int64_t> wgs = cpu ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2, 3};
   std::vector<int64_t> bns = cpu ? std::vector<int64_t>{32, 64, 128}
@@ -139,7 +171,7 @@ std::vector<TileChoice> attentionCandidates(const AttentionShape &s,
           c.blockN = bn;
           c.stages = st;
           c.persistent = persistent;
-          c.smemBytes = attentionSmemBytes(s, c);
+          c.smemBytes = attentionSmemBytes(s, c, t);
           if (c.smemBytes > t.smemPerBlock)
             continue;
           if (!cpu && attentionRegistersPerThread(s, c) > kMaxRegistersPerThread)

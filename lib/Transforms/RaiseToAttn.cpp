@@ -1396,8 +1396,26 @@ private:
     return k;
   }
 
+  /// `c * Tanh(t)` (either operand order, c a positive constant): the logit
+  /// softcap of Gemma-2 (`softcap * tanh(scores / softcap)`, HF
+  /// models/gemma2/modeling_gemma2.py) and of ONNX Attention-23's `softcap`.
+  /// On a match, returns c and sets `val` to t.
+  std::optional<double> peelSoftcap(Value &val) {
+    auto mul = val.getDefiningOp<ox::MulOp>();
+    if (!mul)
+      return std::nullopt;
+    std::optional<double> c;
+    Value t = otherOperand(mul, [&](Value o) { return (c = constantScalar(o)).has_value(); });
+    auto tanh = t ? t.getDefiningOp<ox::TanhOp>() : nullptr;
+    if (!tanh || !c || !(*c > 0))
+      return std::nullopt;
+    val = tanh->getOperand(0);
+    return c;
+  }
+
   /// MatMul(P, V), P = [Where(IsNaN(sm), 0, sm)] of sm = Softmax(X, last),
-  /// X = S [+ additive mask], S = [Mul/Div const](MatMul(Q [* c], K^T [* c])).
+  /// X = C [+ additive mask], C = S or c * Tanh(S) (softcap c),
+  /// S = [Mul/Div const](MatMul(Q [* c], K^T [* c])).
   void raiseDecomposedAttention(Operation *pv) {
     Value p = pv->getOperand(0), v = pv->getOperand(1);
     if (auto w = p.getDefiningOp<ox::WhereOp>()) {
@@ -1440,6 +1458,7 @@ private:
         Value s = add->getOperand(i);
         Value probe = s;
         double saved = scale;
+        peelSoftcap(probe);
         peelScale(probe);
         scale = saved;
         if (probe.getDefiningOp<ox::MatMulOp>()) {
@@ -1451,6 +1470,7 @@ private:
       if (!mask)
         return;
     }
+    std::optional<double> softcap = peelSoftcap(x);
     peelScale(x);
     auto qk = x.getDefiningOp<ox::MatMulOp>();
     if (!qk)
@@ -1461,8 +1481,12 @@ private:
     Value k = stripLastTwoTranspose(kt);
     if (!k || rankOf(q) != 4)
       return;
+    // Inside the tanh the product is s * scale' with scale' = scale / c;
+    // attn.attention computes c * tanh(s * scale / c), so scale = scale' * c.
+    if (softcap)
+      scale *= *softcap;
     if (Value r = emitAttention(pv, q, k, v, chooseMask(mask, q, k), scale,
-                                /*isCausal=*/false, std::nullopt))
+                                /*isCausal=*/false, softcap))
       replace(pv, r);
   }
 

@@ -101,7 +101,7 @@ struct SelectTilesPass : h20::impl::SelectTilesBase<SelectTilesPass> {
           if (ov.target == target.getValue() && ov.kind == "attention" &&
               (ov.headDim == 0 || ov.headDim == s.headDim)) {
             c = ov.tiles;
-            c.smemBytes = attentionSmemBytes(s, c);
+            c.smemBytes = attentionSmemBytes(s, c, *t);
             c.estUs = estimateAttentionUs(s, *t, c);
             if (c.smemBytes > t->smemPerBlock) {
               op->emitError("tuning override needs ")

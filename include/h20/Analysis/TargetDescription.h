@@ -24,6 +24,7 @@ struct TargetDescription {
   int computeCapability;       ///< e.g. 90 for sm_90 (0: CPU)
   double nvlinkBytesPerS;      ///< per GPU, 0 when PCIe only
   llvm::StringRef source;
+  double fp32Flops = 0;        ///< dense fp32 CUDA-core FLOP/s (an FMA is 2)
 };
 
 /// All known targets: h20, h100, h200, h800, a100, l20, cpu.

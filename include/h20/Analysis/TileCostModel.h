@@ -46,9 +46,13 @@ struct TileChoice {
   double estUs = 0;
 };
 
-/// Shared memory one attention CTA needs: Q tile, `stages` K and V tiles, O
-/// staging for the store, barriers.
-int64_t attentionSmemBytes(const AttentionShape &s, const TileChoice &c);
+/// Shared memory (bytes) one attention CTA of `c` needs on `t`. Tensor-core
+/// kernels (16-bit on a GPU; the CPU model): Q tile, `stages` K and V tiles,
+/// O staging for the store, barriers. f32 on a GPU (CUDA-core FMA kernel):
+/// Q, K (odd pitch), V and P tiles of 32-bit elements, as attention.cuh's
+/// FmaLayout.
+int64_t attentionSmemBytes(const AttentionShape &s, const TileChoice &c,
+                           const TargetDescription &t);
 
 /// Registers per consumer thread (O and S accumulators, P in bf16, fixed
 /// overhead); a candidate is feasible when this is at most 240.
