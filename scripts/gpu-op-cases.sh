@@ -20,6 +20,10 @@
 #       "<case> PASS", "<case> FAIL <stage>: <reason>" or "<case> SKIP no
 #       GPU" per case, then "gpu op cases: P of N cases pass on the GPU
 #       target". Exit 0 when all passed (or all were skipped), else 1.
+#   scripts/gpu-op-cases.sh prepare DIR --from CASES_DIR
+#       the same for backend-test cases already written to CASES_DIR (e.g.
+#       the com.microsoft contrib ops of test/Oracle/Inputs/ms_contrib_cases.py
+#       with ONNX Runtime's outputs as references).
 #   scripts/gpu-op-cases.sh [CASE ...]
 #       both, in a temporary directory, on a machine with the build and a GPU.
 #
@@ -74,7 +78,12 @@ prepare() { # DIR CASE...
   if [[ ${#names[@]} == 0 ]]; then
     names=(issue27)
   fi
-  "$py" "$gen" "$dir/cases" "${names[@]}" || exit 1
+  if [[ ${names[0]} == --from ]]; then
+    [[ -d ${names[1]:-} ]] || { echo "gpu-op-cases: --from needs a directory of cases" >&2; exit 2; }
+    cp -r "${names[1]}"/. "$dir/cases/"
+  else
+    "$py" "$gen" "$dir/cases" "${names[@]}" || exit 1
+  fi
   # The default list leaves out the dynamic-shape case (static inputs only).
   if [[ $# == 0 && -d $dir/cases/slice_reverse_dynamic ]]; then
     rm -rf "$dir/cases/slice_reverse_dynamic"

@@ -129,6 +129,38 @@ Value buildKeyPaddingMask(OpBuilder &b, Location loc, Value nonpad, Value k) {
   return ob.binary<ox::LessOp>(RankedTensorType::get({batch, 1, 1, skv}, b.getI1Type()), j, limit);
 }
 
+Value buildKeyPaddingMask2d(OpBuilder &b, Location loc, Value mask) {
+  auto mt = dyn_cast<RankedTensorType>(mask.getType());
+  if (!mt || mt.getRank() != 2 || !mt.getElementType().isInteger())
+    return {};
+  OnnxBuilder ob{b, loc};
+  int64_t batch = mt.getDimSize(0), skv = mt.getDimSize(1);
+  Value zero = ob.scalar(0);
+  if (!mt.getElementType().isInteger(64)) {
+    auto c = ox::CastOp::create(b, loc, TypeRange{ob.i64Tensor({batch, skv})}, ValueRange{mask});
+    c->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), 7)); // INT64
+    mask = c->getResult(0);
+  }
+  Value keep = ob.binary<ox::GreaterOp>(RankedTensorType::get({batch, skv}, b.getI1Type()), mask,
+                                        zero);
+  return ob.unsqueeze(keep, {1, 2}, RankedTensorType::get({batch, 1, 1, skv}, b.getI1Type()));
+}
+
+Value buildPromptPositions(OpBuilder &b, Location loc, Value x) {
+  OnnxBuilder ob{b, loc};
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t batch = xt.getDimSize(0), s = xt.getDimSize(1);
+  Value row = ob.unsqueeze(ob.iota(x, 1), {0}, ob.i64Tensor({1, s}));
+  if (batch == 1)
+    return row;
+  auto si64 = b.getIntegerType(64, /*isSigned=*/true);
+  Value shape = ox::ShapeOp::create(b, loc, TypeRange{ob.i64Tensor({2})}, ValueRange{x},
+                                    b.getIntegerAttr(si64, 0), b.getIntegerAttr(si64, 2))
+                    ->getResult(0);
+  return ox::ExpandOp::create(b, loc, TypeRange{ob.i64Tensor({batch, s})}, ValueRange{row, shape})
+      ->getResult(0);
+}
+
 Value restrictMask(OpBuilder &b, Location loc, Value mask, Value valid) {
   if (!mask)
     return valid;

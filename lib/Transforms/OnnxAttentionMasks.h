@@ -42,6 +42,17 @@ mlir::Value buildVisibilityMask(mlir::OpBuilder &b, mlir::Location loc, mlir::Va
 mlir::Value buildKeyPaddingMask(mlir::OpBuilder &b, mlir::Location loc, mlir::Value nonpad,
                                 mlir::Value k);
 
+/// com.microsoft MultiHeadAttention's 2-D key_padding_mask [B, S_kv] (any
+/// integer type; 1 keeps key j of batch b, 0 hides it; ORT
+/// contrib_ops/cpu/bert/attention_helper.h) as the boolean [B, 1, 1, S_kv].
+/// Null unless the mask is a rank-2 integer tensor.
+mlir::Value buildKeyPaddingMask2d(mlir::OpBuilder &b, mlir::Location loc, mlir::Value mask);
+
+/// Prompt-phase positions of `x` [B, S, ...]: the i64 [B, S] tensor
+/// position_ids[b][s] = s (what com.microsoft GroupQueryAttention's rotary
+/// uses in the prompt phase without a past). Dynamic B and S allowed.
+mlir::Value buildPromptPositions(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
 /// `mask` (bool, or additive float; rank <= 4) restricted to the keys where
 /// `valid` (bool, rank 4) holds: And for a bool mask, Where(valid, mask, -inf)
 /// for an additive one; `valid` itself without a mask. The result has the

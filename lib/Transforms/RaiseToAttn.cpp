@@ -953,60 +953,131 @@ private:
     replace(op, norm);
   }
 
-  /// com.microsoft.MultiHeadAttention with separate Q, K, V [B, S, N*D] and
-  /// nothing else (no bias, masks or past): causal iff unidirectional.
+  /// com.microsoft.MultiHeadAttention with separate Q, K, V [B, S, N*D],
+  /// optionally key_padding_mask (input 4): 2-D [B, S_kv] (1 keeps a key,
+  /// 0 hides it) or 1-D [B] key lengths; causal iff unidirectional. Bias,
+  /// attention_bias, past and packed forms stay unraised with a warning.
+  /// ORT hides masked keys with mask_filter_value (-10000) rather than -inf;
+  /// both give exp() == 0 unless every key of a row is hidden (ORT then
+  /// averages V, h20 gives 0).
   void raiseMsMultiHeadAttention(ox::MsMultiHeadAttentionOp op) {
-    if (op->getNumOperands() != 3)
-      return;
+    auto present = [&](unsigned i) {
+      return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
+    };
+    auto keep = [&](const Twine &why) {
+      op->emitWarning("MultiHeadAttention not raised: ") << why;
+    };
+    for (unsigned i = 5; i < op->getNumOperands(); ++i)
+      if (present(i))
+        return keep("attention_bias, past_key / past_value and the other optional inputs "
+                    "are not supported");
+    if (present(3))
+      return keep("the bias input (unfused Q/K/V bias) is not supported");
     for (unsigned i = 1; i < op->getNumResults(); ++i)
       if (!op->getResult(i).use_empty())
-        return;
+        return keep("present_key / present_value outputs are not supported");
     int64_t n = op.getNumHeads().value_or(0);
+    if (!present(1) || !present(2))
+      return keep("packed QKV (no key / value inputs) is not supported");
     Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
     if (!isPacked3d(q, n) || !isPacked3d(k, n) || !isPacked3d(v, n))
-      return;
+      return keep("Q, K, V must be 3-D [B, S, N*D] with num_heads dividing a static hidden size");
     int64_t d = cast<RankedTensorType>(q.getType()).getDimSize(2) / n;
-    double scale = op.getScale() ? op.getScale()->convertToFloat()
-                                 : 1.0 / std::sqrt(static_cast<double>(d));
+    double scale = op.getScale() && op.getScale()->convertToFloat() != 0
+                       ? op.getScale()->convertToFloat()
+                       : 1.0 / std::sqrt(static_cast<double>(d));
     Location loc = op->getLoc();
     Value qh = splitHeads(loc, q, n), kh = splitHeads(loc, k, n), vh = splitHeads(loc, v, n);
-    Value y = emitAttentionOfType(op, qh, kh, vh, {}, scale,
+    Value mask;
+    if (present(4)) {
+      Value kpm = op->getOperand(4);
+      auto mt = dyn_cast<RankedTensorType>(kpm.getType());
+      if (mt && mt.getRank() == 2)
+        mask = buildKeyPaddingMask2d(b, loc, kpm);
+      else if (mt && mt.getRank() == 1 && mt.getElementType().isInteger())
+        mask = buildKeyPaddingMask(b, loc, castToI64(loc, kpm), kh);
+      if (!mask)
+        return keep("key_padding_mask must be an integer [B, S_kv] (1 keep, 0 hide) or [B] "
+                    "key lengths");
+    }
+    Value y = emitAttentionOfType(op, qh, kh, vh, chooseMask(mask, qh, kh), scale,
                                   op.getUnidirectional().value_or(0) != 0, std::nullopt);
-    if (y)
-      replace(op, mergeHeads(loc, y));
+    if (!y)
+      return keep("its operands have no attn.attention form");
+    replace(op, mergeHeads(loc, y));
   }
 
-  /// com.microsoft.GroupQueryAttention in its prefill form (no past KV, no
-  /// rotary inside), raised only when seqlens_k = S - 1 and
-  /// total_sequence_length = S are provable; otherwise padding could hide
-  /// keys and the op is kept with a warning.
+  /// `x` as i64 (an onnx.Cast unless it already is).
+  Value castToI64(Location loc, Value x) {
+    auto t = cast<RankedTensorType>(x.getType());
+    if (t.getElementType().isInteger(64))
+      return x;
+    auto c = ox::CastOp::create(b, loc, TypeRange{t.clone(b.getI64Type())}, ValueRange{x});
+    c->setAttr("to", b.getIntegerAttr(b.getIntegerType(64, true), 7)); // INT64
+    return c->getResult(0);
+  }
+
+  /// x[..., start:end] of a rank-3 `x` with a static last dim.
+  Value sliceLastAxis(Location loc, Value x, int64_t start, int64_t end) {
+    auto t = cast<RankedTensorType>(x.getType());
+    auto rt = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), end - start},
+                                    t.getElementType());
+    return ox::SliceOp::create(b, loc, TypeRange{rt},
+                               ValueRange{x, i64Constant(loc, {start}), i64Constant(loc, {end}),
+                                          i64Constant(loc, {2})})
+        ->getResult(0);
+  }
+
+  /// com.microsoft.GroupQueryAttention in the prompt phase (no past KV):
+  /// separate or packed QKV ([B, S, (N + 2 Nkv) D], key and value omitted),
+  /// do_rotary with cos_cache / sin_cache [max_pos, D / 2] at positions
+  /// 0..S-1 (ONNX RotaryEmbedding-23, the same definition), causal, with
+  /// local_window_size, softcap and scale. seqlens_k [B] (i32, total key
+  /// length - 1 per batch) hides keys j > seqlens_k[b]: when that is provably
+  /// S - 1 no mask is needed, otherwise a boolean key mask is built from the
+  /// run-time values. total_sequence_length only sizes present_key/value in
+  /// ORT (onnxruntime/contrib_ops/cpu/bert/group_query_attention.cc) and is
+  /// not read. What is not supported stays unraised with a warning.
   void raiseMsGroupQueryAttention(ox::MsGroupQueryAttentionOp op) {
     auto present = [&](unsigned i) {
       return op->getNumOperands() > i && !isa<NoneType>(op->getOperand(i).getType());
     };
-    if (present(3) || present(4) || op.getDoRotary().value_or(0) != 0 ||
-        op->getNumOperands() > 9 || present(7) || present(8))
-      return;
+    auto keep = [&](const Twine &why) {
+      op->emitWarning("GroupQueryAttention not raised: ") << why;
+    };
+    if (present(3) || present(4))
+      return keep("past_key / past_value (the decode phase) are not supported: h20 runs the "
+                  "prompt phase");
+    for (unsigned i = 9; i < op->getNumOperands(); ++i)
+      if (present(i))
+        return keep("position_ids / attention_bias inputs are not supported");
+    bool rotary = op.getDoRotary().value_or(0) != 0;
+    if (rotary != (present(7) && present(8)) || present(7) != present(8))
+      return keep("do_rotary needs cos_cache and sin_cache, and the caches need do_rotary");
     for (unsigned i = 1; i < op->getNumResults(); ++i)
       if (!op->getResult(i).use_empty())
-        return;
+        return keep("present_key / present_value outputs are not supported");
     int64_t n = op.getNumHeads().value_or(0), nkv = op.getKvNumHeads().value_or(0);
-    Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
-    if (!isPacked3d(q, n) || !isPacked3d(k, nkv) || !isPacked3d(v, nkv))
-      return;
-    auto qs = eval.shapeOf(q);
-    auto seqlens = eval.get(op->getOperand(5));
-    auto total = eval.scalarOf(op->getOperand(6));
-    bool provenLengths = qs && seqlens && seqlens->elem && total &&
-                         provablyEqual(*total, (*qs)[1]) &&
-                         eval.isConstantOnDomain(symSub(seqlens->elem, (*qs)[1]),
-                                                 seqlens->dims, -1);
-    if (!provenLengths) {
-      op->emitWarning("GroupQueryAttention kept: seqlens_k / total_sequence_length "
-                      "are not provably the full prompt length (padding would "
-                      "change which keys are visible)");
-      return;
+    if (n <= 0 || nkv <= 0 || n % nkv)
+      return keep("num_heads must be a positive multiple of kv_num_heads");
+    Location loc = op->getLoc();
+    Value q = op->getOperand(0), k, v;
+    if (present(1) != present(2))
+      return keep("key and value must be given together (or both omitted: packed QKV)");
+    if (present(1)) {
+      k = op->getOperand(1);
+      v = op->getOperand(2);
+    } else {
+      if (!isPacked3d(q, n + 2 * nkv))
+        return keep("packed QKV must be [B, S, (num_heads + 2 kv_num_heads) * D]");
+      int64_t d = cast<RankedTensorType>(q.getType()).getDimSize(2) / (n + 2 * nkv);
+      Value packed = q;
+      q = sliceLastAxis(loc, packed, 0, n * d);
+      k = sliceLastAxis(loc, packed, n * d, (n + nkv) * d);
+      v = sliceLastAxis(loc, packed, (n + nkv) * d, (n + 2 * nkv) * d);
     }
+    if (!isPacked3d(q, n) || !isPacked3d(k, nkv) || !isPacked3d(v, nkv))
+      return keep("Q, K, V must be 3-D [B, S, heads * D] with static hidden sizes");
     int64_t d = cast<RankedTensorType>(q.getType()).getDimSize(2) / n;
     double scale = op.getScale() && op.getScale()->convertToFloat() != 0
                        ? op.getScale()->convertToFloat()
@@ -1014,17 +1085,55 @@ private:
     std::optional<double> softcap;
     if (auto c = op.getSoftcap(); c && c->convertToFloat() > 0)
       softcap = c->convertToFloat();
-    // ORT keeps keys [i - local_window_size, i]: local_window_size + 1 tokens
-    // (onnxruntime/contrib_ops/cpu/bert/gqa_attention_base.h).
+    // ORT 1.30 keeps keys [i - local_window_size + 1, i]: local_window_size
+    // tokens, the current one included (measured against its CPU kernel:
+    // Oracle/ort-ms-contrib-ops.test, gqa_window; lws + 1 tokens is off).
     std::optional<int64_t> window;
-    if (int64_t lws = op.getLocalWindowSize().value_or(-1); lws >= 0)
-      window = lws + 1;
-    Location loc = op->getLoc();
+    if (int64_t lws = op.getLocalWindowSize().value_or(-1); lws > 0)
+      window = lws;
     Value qh = splitHeads(loc, q, n), kh = splitHeads(loc, k, nkv), vh = splitHeads(loc, v, nkv);
-    Value y = emitAttentionOfType(op, qh, kh, vh, {}, scale, /*isCausal=*/true, softcap,
-                                  window);
-    if (y)
-      replace(op, mergeHeads(loc, y));
+    if (rotary) {
+      auto ct = dyn_cast<RankedTensorType>(op->getOperand(7).getType());
+      // ORT's GroupQueryAttention rotates the whole head (it rejects other
+      // cache widths); so does this.
+      if (!ct || ct.getRank() != 2 || ct.isDynamicDim(1) || 2 * ct.getDimSize(1) != d)
+        return keep("cos_cache / sin_cache must be [max_pos, head_size / 2]");
+      Value pos = buildPromptPositions(b, loc, q);
+      auto rope = [&](Value x) {
+        auto r = ox::RotaryEmbeddingOp::create(
+            b, loc, TypeRange{x.getType()},
+            ValueRange{x, op->getOperand(7), op->getOperand(8), pos});
+        if (int64_t il = op.getRotaryInterleaved().value_or(0))
+          r->setAttr("interleaved", b.getIntegerAttr(b.getIntegerType(64, true), il));
+        return r->getResult(0);
+      };
+      qh = rope(qh);
+      kh = rope(kh);
+    }
+    auto qs = eval.shapeOf(q);
+    auto seqlens = eval.get(op->getOperand(5));
+    bool provenLengths = qs && seqlens && seqlens->elem &&
+                         eval.isConstantOnDomain(symSub(seqlens->elem, (*qs)[1]),
+                                                 seqlens->dims, -1);
+    Value mask;
+    if (!provenLengths) {
+      auto st = dyn_cast<RankedTensorType>(op->getOperand(5).getType());
+      if (!st || st.getRank() != 1 || !st.getElementType().isInteger())
+        return keep("seqlens_k must be an integer [B] tensor");
+      // Keys j <= seqlens_k[b] are the batch's; later keys are padding.
+      Value lengths = ox::AddOp::create(b, loc, TypeRange{st.clone(b.getI64Type())},
+                                        ValueRange{castToI64(loc, op->getOperand(5)),
+                                                   i64Constant(loc, {1})})
+                          ->getResult(0);
+      mask = buildKeyPaddingMask(b, loc, lengths, kh);
+      if (!mask)
+        return keep("seqlens_k does not broadcast with the keys");
+    }
+    Value y = emitAttentionOfType(op, qh, kh, vh, chooseMask(mask, qh, kh), scale,
+                                  /*isCausal=*/true, softcap, window);
+    if (!y)
+      return keep("its operands have no attn.attention form");
+    replace(op, mergeHeads(loc, y));
   }
 
   //===--------------------------------------------------------------------===//

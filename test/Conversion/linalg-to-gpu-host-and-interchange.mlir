@@ -100,3 +100,39 @@ func.func @host_values_read_by_a_kernel(%mask: memref<5x5xi8>) {
   }
   return
 }
+
+// -----
+
+// An iota of positions that a kernel reads in its body (a RoPE table gather
+// loads positions[s], not as an input) stays a kernel: on the host its
+// buffer would never reach the device (GroupQueryAttention's do_rotary once
+// failed with "operand of 'gpu.launch_func' has no buffer").
+// CHECK-LABEL: func.func @iota_read_by_gather
+// CHECK: scf.parallel
+// CHECK: arith.index_cast %{{.*}} : index to i64
+// CHECK: memref.store %{{.*}} : memref<5xi64>
+// CHECK: scf.reduce
+// CHECK: scf.parallel
+// CHECK: memref.load %{{.*}} : memref<5xi64>
+// CHECK: memref.load %{{.*}} : memref<16x8xf32>
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @iota_read_by_gather(%table: memref<16x8xf32>, %out: memref<5x8xf32>) {
+  %pos = memref.alloc() : memref<5xi64>
+  linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]} outs(%pos : memref<5xi64>) {
+  ^bb0(%y: i64):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i64
+    linalg.yield %c : i64
+  }
+  linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%out : memref<5x8xf32>) {
+  ^bb0(%y: f32):
+    %s = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %p = memref.load %pos[%s] : memref<5xi64>
+    %pi = arith.index_cast %p : i64 to index
+    %v = memref.load %table[%pi, %j] : memref<16x8xf32>
+    linalg.yield %v : f32
+  }
+  return
+}

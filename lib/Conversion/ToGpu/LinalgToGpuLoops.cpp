@@ -567,6 +567,12 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         for (Value in : op.getDpsInputs())
           readers[rootOf(in)].push_back(op);
       });
+      // A gather reads a buffer in its body (memref.load of the positions a
+      // RoPE table lookup indexes by), not as an input: a reader too.
+      func.walk([&](memref::LoadOp load) {
+        if (auto owner = load->getParentOfType<linalg::LinalgOp>())
+          readers[rootOf(load.getMemRef())].push_back(owner);
+      });
       // Host memory is what the host program allocates (memref.alloc, or a
       // constant global to read); function arguments are device buffers.
       auto hostRoot = [](Value v, bool read) {

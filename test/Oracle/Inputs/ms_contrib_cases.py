@@ -29,7 +29,8 @@ def rope_caches(rng, max_pos, half):
     return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
 
 
-def gqa(rng, name, B=1, S=5, N=4, NKV=2, D=16, packed=False, rotary=False, interleaved=False):
+def gqa(rng, name, B=1, S=5, N=4, NKV=2, D=16, packed=False, rotary=False, interleaved=False,
+        seqlens=None, window=None):
     inputs = []
     if packed:
         inputs.append(("query", rng.standard_normal((B, S, (N + 2 * NKV) * D)).astype(np.float32)))
@@ -39,9 +40,12 @@ def gqa(rng, name, B=1, S=5, N=4, NKV=2, D=16, packed=False, rotary=False, inter
         inputs.append(("key", rng.standard_normal((B, S, NKV * D)).astype(np.float32)))
         inputs.append(("value", rng.standard_normal((B, S, NKV * D)).astype(np.float32)))
     inputs += [("", None), ("", None)]  # past_key, past_value
-    inputs.append(("seqlens_k", np.full((B,), S - 1, np.int32)))
+    lens = np.full((B,), S - 1, np.int32) if seqlens is None else np.array(seqlens, np.int32)
+    inputs.append(("seqlens_k", lens))
     inputs.append(("total_sequence_length", np.array(S, np.int32)))
     attrs = {"num_heads": N, "kv_num_heads": NKV}
+    if window is not None:
+        attrs["local_window_size"] = window
     if rotary:
         cos, sin = rope_caches(rng, 16, D // 2)
         inputs += [("cos_cache", cos), ("sin_cache", sin)]
@@ -54,16 +58,21 @@ def gqa(rng, name, B=1, S=5, N=4, NKV=2, D=16, packed=False, rotary=False, inter
     return name, node, inputs, outs[:1]
 
 
-def mha(rng, name, B=2, S=5, N=2, D=8, mask=True):
+def mha(rng, name, B=2, S=5, N=2, D=8, mask=True, lengths=False, causal=False, bias=False):
     inputs = [("query", rng.standard_normal((B, S, N * D)).astype(np.float32)),
               ("key", rng.standard_normal((B, S, N * D)).astype(np.float32)),
               ("value", rng.standard_normal((B, S, N * D)).astype(np.float32))]
+    if bias:
+        inputs.append(("bias", rng.standard_normal((3 * N * D,)).astype(np.float32)))
     if mask:
         m = np.ones((B, S), np.int32)
         m[0, S - 2:] = 0
-        inputs += [("", None), ("key_padding_mask", m)]
+        if lengths:  # 1-D: key lengths per batch (right padding)
+            m = np.array([S - 2] + [S] * (B - 1), np.int32)
+        inputs += [] if bias else [("", None)]
+        inputs += [("key_padding_mask", m)]
     node = helper.make_node("MultiHeadAttention", [n for n, _ in inputs], ["output"],
-                            domain=MS, num_heads=N)
+                            domain=MS, num_heads=N, unidirectional=int(causal))
     return name, node, inputs, [("output", F, (B, S, N * D))]
 
 
@@ -99,8 +108,16 @@ def cases(rng):
     yield gqa(rng, "gqa_rotary", rotary=True)
     yield gqa(rng, "gqa_rotary_interleaved", rotary=True, interleaved=True)
     yield gqa(rng, "gqa_packed_rotary", packed=True, rotary=True)
+    # Right padding: batch 1 holds S - 2 real tokens (its padded rows are
+    # compared too: they see the real keys up to their position).
+    yield gqa(rng, "gqa_padded", B=2, seqlens=[4, 2])
+    yield gqa(rng, "gqa_window", window=2)
+    yield gqa(rng, "gqa_window_rotary", rotary=True, window=3)
     yield mha(rng, "mha_plain", mask=False)
     yield mha(rng, "mha_key_padding_mask")
+    yield mha(rng, "mha_key_lengths", lengths=True)
+    yield mha(rng, "mha_causal_key_padding_mask", causal=True)
+    yield mha(rng, "mha_bias", bias=True)  # not supported yet: refused, node named
     yield rope(rng, "ms_rope_bsh")
     yield rope(rng, "ms_rope_interleaved", interleaved=1)
     yield rope(rng, "ms_rope_bnsd", layout="bnsd")
