@@ -37,7 +37,17 @@ if [[ $mode == bundle ]]; then
     cp "$3" "$dir/l8b/model.onnx"
     "$build/bin/h20-opt" "$3" --target=h200 --logits=last --max-positions=131072 \
       -o "$dir/l8b/l8b.h20"
+    # The same graph on the mma.sync attention kernel (FA2-style), for the
+    # bf16 accuracy attribution.
+    H20_ATTENTION_KERNEL=mma "$build/bin/h20-opt" "$3" --target=h200 --logits=last \
+      --max-positions=131072 -o "$dir/l8b/l8b-mma.h20"
   fi
+  # The com.microsoft contrib-op cases with ONNX Runtime's outputs.
+  if "$python3" "$root/test/Oracle/Inputs/ms_contrib_cases.py" "$root/scripts/ort-run.sh" \
+      "$dir/contrib-cases" >/dev/null; then
+    "$root/scripts/gpu-op-cases.sh" prepare "$dir/contrib" --from "$dir/contrib-cases" | tail -1
+  fi
+  rm -rf "$dir/contrib-cases"
   echo "gpu-exports-check: bundle in $dir ($(du -sh "$dir" | cut -f1))"
   exit 0
 fi
@@ -53,6 +63,11 @@ export PYTHONUNBUFFERED=1
 [[ ${H20_SKIP_MATRIX:-0} == 1 ]] || python3 "$root/models/exports/check.py" "$root/test/Models/exports" --h20 "$dir/bin" \
   --targets h200 --device gpu --no-compile --work "$dir/art" --json "$out/matrix-gpu.json" \
   2>&1 | tee "$out/matrix-gpu.log" | cut -c1-160 || true
+
+if [[ -x $dir/contrib/gpu-op-cases.sh && ${H20_SKIP_MATRIX:-0} != 1 ]]; then
+  H20_COMPARE_ARGS="--atol 1e-3 --rtol 1e-3" "$dir/contrib/gpu-op-cases.sh" run "$dir/contrib" \
+    2>&1 | tee "$out/contrib-gpu.log" || true
+fi
 
 [[ -d $dir/l8b ]] || exit 0
 work=${H20_L8B_WORK:-/tmp/l8b}
@@ -90,3 +105,49 @@ json.dump(r, open(f"{out}/l8b-{S}.json", "w"), indent=1)
 print(json.dumps(r))
 EOF
 done
+
+# bf16 accuracy attribution (issue 28): at the smallest S, for two prompts,
+# each bf16 implementation's distance from PyTorch float32 on the same
+# weights: h20 (wgmma and mma.sync attention kernels) and PyTorch with each
+# SDPA kernel alone (flash, cuDNN, memory-efficient): OUT/l8b-attribution.json.
+[[ -f $dir/l8b/l8b-mma.h20 && ${H20_L8B_ATTRIBUTE:-1} == 1 ]] || exit 0
+S=${seqs[0]}
+for p in 0 1; do
+  python3 -c "import numpy as np; np.save('$work/aids$p.npy', np.random.default_rng($S + 1000 * $p).integers(0, 128000, size=(1, $S), dtype=np.int64))"
+  for art in l8b l8b-mma; do
+    "$dir/bin/h20-run" "$dir/l8b/$art.h20" --ids "$work/aids$p.npy" --device gpu --weights-dir "$work" \
+      --dump-logits "$work/attr-$art-$p.npy" 2>&1 | tail -1
+  done
+  python3 "$root/models/exports/export_8b.py" "$work" reference "$work/aids$p.npy" \
+    "$work/attr-torch-$p.npy" --float32 "$work/attr-torch32-$p.npy" --repeat 1 \
+    --variants flash,cudnn,efficient 2>&1 | tail -1
+done
+python3 - "$work" "$out" "$S" <<'EOF2'
+import json, sys
+import numpy as np
+work, out, S = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def rel(a, b):
+    return float(np.linalg.norm((a - b).ravel()) / np.linalg.norm(b.ravel()))
+names = {"h20 (wgmma attention)": "attr-l8b-{p}", "h20 (mma.sync attention)": "attr-l8b-mma-{p}",
+         "PyTorch bf16 (SDPA default)": "attr-torch-{p}", "PyTorch bf16 (flash)": "attr-torch-{p}-flash",
+         "PyTorch bf16 (cuDNN)": "attr-torch-{p}-cudnn", "PyTorch bf16 (efficient)": "attr-torch-{p}-efficient"}
+rows = {}
+for name, pat in names.items():
+    per = []
+    for p in (0, 1):
+        try:
+            x = np.load(f"{work}/{pat.format(p=p)}.npy").reshape(-1)
+        except OSError:
+            per.append(None)
+            continue
+        f = np.load(f"{work}/attr-torch32-{p}.npy").reshape(-1)
+        per.append({"rel_l2_vs_f32": rel(x, f), "next": int(x.argmax()), "f32_next": int(f.argmax())})
+    rows[name] = per
+json.dump({"S": S, "prompts": 2, "rows": rows}, open(f"{out}/l8b-attribution.json", "w"), indent=1)
+print(f"| bf16 implementation (S = {S}) | rel. L2 vs float32, prompt 0 | prompt 1 | same next token |")
+print("| --- | --- | --- | --- |")
+for name, per in rows.items():
+    cells = [f"{r['rel_l2_vs_f32']:.2e}" if r else "-" for r in per]
+    same = all(r and r["next"] == r["f32_next"] for r in per)
+    print(f"| {name} | {cells[0]} | {cells[1]} | {'yes' if same else 'no'} |")
+EOF2

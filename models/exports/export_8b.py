@@ -18,6 +18,7 @@ defaults (its default opset) into OUT/model.onnx + OUT/model.onnx.data.
                                      (val_N), the weight of the nn.Linear named in
                                      its MatMul's `namespace` metadata, transposed
   export_8b.py OUT reference IDS.npy LOGITS.npy [--float32 LOGITS32.npy] [--repeat N]
+                   [--variants flash,cudnn,efficient]
                                      PyTorch eager (SDPA) prefill of the same
                                      weights: last-position logits, TTFT (median
                                      of N, CUDA-synchronised), peak memory
@@ -113,7 +114,10 @@ def do_weights(out):
     print(f"wrote {written / 2**30:.1f} GiB of weights in {time.time() - t:.1f} s", flush=True)
 
 
-def forward_last(model, ids, dtype):
+SDPA_BACKENDS = ("flash", "cudnn", "efficient")
+
+
+def forward_last(model, ids, dtype, backends=SDPA_BACKENDS):
     """Last-position logits [1, vocab] of `model` with its weights in `dtype`,
     one decoder layer at a time (a float32 copy of one layer at a time, so
     32 GB of float32 weights are never resident), attention_mask=None so
@@ -126,8 +130,9 @@ def forward_last(model, ids, dtype):
     # (repeat_kv) as transformers does otherwise.
     sdpa_mod.use_gqa_in_sdpa = lambda *args, **kwargs: False
     body, head = model.model, model.lm_head
-    with torch.no_grad(), sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION,
-                                       SDPBackend.EFFICIENT_ATTENTION]):
+    kernels = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+               "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    with torch.no_grad(), sdpa_kernel([kernels[b] for b in backends]):
         hs = body.embed_tokens(ids).to(dtype)
         pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
         cos, sin = body.rotary_emb(hs, pos)
@@ -144,7 +149,7 @@ def forward_last(model, ids, dtype):
     return out
 
 
-def do_reference(out, ids_path, logits_path, f32_path, repeat):
+def do_reference(out, ids_path, logits_path, f32_path, repeat, variants=()):
     model = build()
     ids = torch.from_numpy(np.load(ids_path).reshape(1, -1)).cuda()
     times = []
@@ -163,6 +168,11 @@ def do_reference(out, ids_path, logits_path, f32_path, repeat):
     if f32_path:
         l32 = forward_last(model, ids, torch.float32)
         np.save(f32_path, l32.cpu().numpy().reshape(1, 1, -1))
+    # bf16 with one SDPA kernel each: the spread of equally valid bf16
+    # implementations, to weigh h20's distance from float32 against.
+    for v in variants:
+        lv = forward_last(model, ids, torch.bfloat16, backends=(v,))
+        np.save(logits_path[:-len(".npy")] + f"-{v}.npy", lv.cpu().numpy().reshape(1, 1, -1))
     with open(os.path.join(out, f"torch-report-{rep['S']}.json"), "w") as f:
         json.dump(rep, f, indent=1)
     print(json.dumps({k: v for k, v in rep.items() if k != "runs_ms"}), flush=True)
@@ -176,13 +186,20 @@ def main():
     ap.add_argument("logits", nargs="?")
     ap.add_argument("--float32")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--variants", default="",
+                    help="comma-separated SDPA kernels (flash, cudnn, efficient) to run the bf16 "
+                         "reference with one at a time, into LOGITS-<kernel>.npy")
     a = ap.parse_args()
     if a.what == "export":
         do_export(a.out)
     elif a.what == "weights":
         do_weights(a.out)
     else:
-        do_reference(a.out, a.ids, a.logits, a.float32, a.repeat)
+        variants = [v for v in a.variants.split(",") if v]
+        for v in variants:
+            if v not in SDPA_BACKENDS:
+                sys.exit(f"export_8b.py: --variants: unknown SDPA kernel '{v}' (flash, cudnn, efficient)")
+        do_reference(a.out, a.ids, a.logits, a.float32, a.repeat, variants)
 
 
 if __name__ == "__main__":
