@@ -117,4 +117,25 @@ def FuseElementwise : Pass<"h20-fuse-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
+def WidenElementwise : Pass<"h20-widen-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Compute the bodies of 16-bit elementwise generics in f32, rounding once";
+  let description = [{
+    GPU target, after h20-fuse-elementwise: in every linalg.generic whose
+    loops are all parallel and that is not a library call, each arith /
+    math op on bf16 or f16 values computes in f32 instead (operands
+    extended once, results kept in f32 for the ops that read them), so
+    the body rounds to 16 bits only where a value leaves it (the yield)
+    or where the graph itself rounds (an explicit arith.truncf, kept).
+    arith.extf of a value held in f32 reads that value. Reductions keep
+    their 16-bit accumulators (the row-reduction kernels match their
+    bodies as they are).
+
+    Why: a fused SiLU(g) * u in bf16 rounded after each of its six ops;
+    PyTorch's kernels compute such chains in f32 and round per kernel
+    (XLA does the same). Measured on a Llama-3-8B-shaped bf16 export at
+    32K tokens on an H200 (BENCHMARKS.md, MODELS.md).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 #endif // H20_CONVERSION_PASSES

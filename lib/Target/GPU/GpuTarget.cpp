@@ -290,6 +290,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   // consumer: one kernel and one pass over memory instead of several.
   if (failed(runPasses(module, [](PassManager &pm) {
         pm.addNestedPass<func::FuncOp>(createFuseElementwise());
+        // 16-bit bodies compute in f32 and round once per kernel.
+        pm.addNestedPass<func::FuncOp>(createWidenElementwise());
       })))
     return failure();
   // cuBLASLt writes C with beta = 0: the zero fill of a GEMM's init is dead.
