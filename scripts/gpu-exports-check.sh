@@ -75,6 +75,7 @@ mkdir -p "$work"
 cp "$dir/l8b/model.onnx" "$work/model.onnx"
 python3 "$root/models/exports/export_8b.py" "$work" weights 2>&1 | tee "$out/l8b-weights.log"
 for S in "${seqs[@]}"; do
+  [[ ${H20_L8B_ONLY_ATTRIBUTE:-0} == 1 ]] && break
   python3 -c "import numpy as np; np.save('$work/ids$S.npy', np.random.default_rng($S).integers(0, 128000, size=(1, $S), dtype=np.int64))"
   "$dir/bin/h20-run" "$dir/l8b/l8b.h20" --ids "$work/ids$S.npy" --device gpu --weights-dir "$work" \
     --warmup 1 --repeat 2 --dump-logits "$work/h20-$S.npy" --report "$out/l8b-h20-$S.json" \
@@ -130,7 +131,8 @@ def rel(a, b):
     return float(np.linalg.norm((a - b).ravel()) / np.linalg.norm(b.ravel()))
 names = {"h20 (wgmma attention)": "attr-l8b-{p}", "h20 (mma.sync attention)": "attr-l8b-mma-{p}",
          "PyTorch bf16 (SDPA default)": "attr-torch-{p}", "PyTorch bf16 (flash)": "attr-torch-{p}-flash",
-         "PyTorch bf16 (cuDNN)": "attr-torch-{p}-cudnn", "PyTorch bf16 (efficient)": "attr-torch-{p}-efficient"}
+         "PyTorch bf16 (cuDNN)": "attr-torch-{p}-cudnn", "PyTorch bf16 (efficient)": "attr-torch-{p}-efficient",
+         "PyTorch float32 (float32 RoPE angles)": "attr-torch32-{p}"}
 rows = {}
 for name, pat in names.items():
     per = []
@@ -141,13 +143,22 @@ for name, pat in names.items():
             per.append(None)
             continue
         f = np.load(f"{work}/attr-torch32-{p}.npy").reshape(-1)
-        per.append({"rel_l2_vs_f32": rel(x, f), "next": int(x.argmax()), "f32_next": int(f.argmax())})
+        r = {"rel_l2_vs_f32": rel(x, f), "next": int(x.argmax()), "f32_next": int(f.argmax())}
+        try:  # float32 with float64 RoPE angles
+            e = np.load(f"{work}/attr-torch32-{p}-exact.npy").reshape(-1)
+            r["rel_l2_vs_f32_exact_angles"] = rel(x, e)
+        except OSError:
+            pass
+        per.append(r)
     rows[name] = per
 json.dump({"S": S, "prompts": 2, "rows": rows}, open(f"{out}/l8b-attribution.json", "w"), indent=1)
-print(f"| bf16 implementation (S = {S}) | rel. L2 vs float32, prompt 0 | prompt 1 | same next token |")
-print("| --- | --- | --- | --- |")
+print(f"| bf16 implementation (S = {S}) | vs float32, prompt 0 | prompt 1 | vs float32 with f64 RoPE angles, prompt 0 | prompt 1 | same next token |")
+print("| --- | --- | --- | --- | --- | --- |")
+def cell(r, k):
+    return f"{r[k]:.2e}" if r and k in r else "-"
 for name, per in rows.items():
-    cells = [f"{r['rel_l2_vs_f32']:.2e}" if r else "-" for r in per]
     same = all(r and r["next"] == r["f32_next"] for r in per)
-    print(f"| {name} | {cells[0]} | {cells[1]} | {'yes' if same else 'no'} |")
+    print(f"| {name} | {cell(per[0], 'rel_l2_vs_f32')} | {cell(per[1], 'rel_l2_vs_f32')} | "
+          f"{cell(per[0], 'rel_l2_vs_f32_exact_angles')} | {cell(per[1], 'rel_l2_vs_f32_exact_angles')} | "
+          f"{'yes' if same else 'no'} |")
 EOF2

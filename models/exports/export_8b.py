@@ -117,7 +117,7 @@ def do_weights(out):
 SDPA_BACKENDS = ("flash", "cudnn", "efficient")
 
 
-def forward_last(model, ids, dtype, backends=SDPA_BACKENDS):
+def forward_last(model, ids, dtype, backends=SDPA_BACKENDS, exact_angles=False):
     """Last-position logits [1, vocab] of `model` with its weights in `dtype`,
     one decoder layer at a time (a float32 copy of one layer at a time, so
     32 GB of float32 weights are never resident), attention_mask=None so
@@ -136,6 +136,14 @@ def forward_last(model, ids, dtype, backends=SDPA_BACKENDS):
         hs = body.embed_tokens(ids).to(dtype)
         pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
         cos, sin = body.rotary_emb(hs, pos)
+        if exact_angles:
+            # RoPE angles p * f in float64 (transformers forms them in
+            # float32: up to p * 2^-24 rad off, 2e-3 rad at 32K).
+            rot = body.rotary_emb
+            ang = pos.double()[..., None] * rot.inv_freq.double()[None, None, :]
+            emb = torch.cat((ang, ang), dim=-1)
+            cos = (emb.cos() * rot.attention_scaling).to(dtype)
+            sin = (emb.sin() * rot.attention_scaling).to(dtype)
         for layer in body.layers:
             l = layer.to(dtype) if dtype != torch.bfloat16 else layer
             hs = l(hs, position_embeddings=(cos, sin), attention_mask=None, position_ids=pos)
@@ -168,6 +176,9 @@ def do_reference(out, ids_path, logits_path, f32_path, repeat, variants=()):
     if f32_path:
         l32 = forward_last(model, ids, torch.float32)
         np.save(f32_path, l32.cpu().numpy().reshape(1, 1, -1))
+        if variants:  # the attribution also weighs the reference's own RoPE rounding
+            l64 = forward_last(model, ids, torch.float32, exact_angles=True)
+            np.save(f32_path[:-len(".npy")] + "-exact.npy", l64.cpu().numpy().reshape(1, 1, -1))
     # bf16 with one SDPA kernel each: the spread of equally valid bf16
     # implementations, to weigh h20's distance from float32 against.
     for v in variants:
