@@ -2,7 +2,9 @@
 //
 // Three modes:
 //  * `h20-opt model.onnx [--emit=onnx|attn] [-o out.mlir]` imports an ONNX
-//    model (or reads .mlir) and prints the IR at the requested level;
+//    model (or reads .mlir) and prints the IR at the requested level
+//    (`--emit=planned --target=T`; a GPU target's stages with
+//    `--emit=chunked|linalg|buffers|gpu|host --target=h200`);
 //  * `h20-opt model.onnx --target=cpu -o model.h20 [--logits=last]` compiles
 //    it into an artifact for h20-run;
 //  * anything else is plain MlirOptMain with h20's dialects and passes.
@@ -43,9 +45,11 @@ static constexpr int kExitBadInput = 2;
 static llvm::cl::opt<std::string> emitLevel(
     "emit",
     llvm::cl::desc("Compile to this level and print it: onnx (imported IR), "
-                   "attn (after canonicalisation, mask analysis and raising) "
-                   "or planned (attn + RoPE tables, fused KV cache, tiles for "
-                   "--target). Implied as 'onnx' for .onnx/.onnxtext inputs."),
+                   "attn (after canonicalisation, mask analysis and raising), "
+                   "planned (attn + RoPE tables, fused KV cache, tiles for "
+                   "--target); with a GPU --target also the GPU target's "
+                   "stages: chunked, linalg, buffers, gpu, host (ARCHITECTURE.md). "
+                   "Implied as 'onnx' for .onnx/.onnxtext inputs."),
     llvm::cl::init(""));
 static llvm::cl::opt<std::string> targetName(
     "target",
@@ -205,14 +209,20 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   bool planning = emitLevel == "planned";
   if (planning && targetName.empty())
     return fail("--emit=planned needs --target (h20, h100, h200, h800, a100, l20, cpu)");
-  bool buildArtifact = !targetName.empty() && !planning;
-  if (!emitLevel.empty() && !planning && !targetName.empty())
-    return fail("--target with --emit=" + emitLevel + ": use --emit=planned, or no --emit to "
-                "compile an artifact");
+  // A GPU target stage: compiled as an artifact would be, printed there.
+  bool gpuStage = llvm::is_contained(h20::gpuStages(), emitLevel.getValue());
+  bool gpuTarget = llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue());
+  if (gpuStage && !gpuTarget)
+    return fail("--emit=" + emitLevel + " is a GPU target stage: it needs --target=h20, h100, "
+                "h200 or h800");
+  bool buildArtifact = !targetName.empty() && !planning && !gpuStage;
+  if (!emitLevel.empty() && !planning && !gpuStage && !targetName.empty())
+    return fail("--target with --emit=" + emitLevel + ": use --emit=planned, a GPU stage "
+                "(chunked, linalg, buffers, gpu, host), or no --emit to compile an artifact");
   if (!targetName.empty() && !h20::findTarget(targetName))
     return fail("unknown --target '" + targetName +
                 "' (known: h20, h100, h200, h800, a100, l20, cpu)");
-  bool gpuArtifact = buildArtifact && targetName != "cpu";
+  bool gpuArtifact = (buildArtifact && targetName != "cpu") || gpuStage;
   if (gpuArtifact && !llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue()))
     return fail("target '" + targetName + "' has no code generator (GPU code is generated for "
                 "sm_90: h20, h100, h200, h800; or use --target=cpu)");
@@ -232,7 +242,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (gpuCount > 1 && !gpuArtifact)
     return fail("--gpus N > 1 plans a multi-GPU prefill: it needs a GPU --target (h20, h100, "
                 "h200, h800) and -o (an artifact)");
-  if (buildArtifact && output == "-")
+  if (buildArtifact && !gpuStage && output == "-")
     return fail("--target writes a binary artifact: give its path with -o");
   // RoPE tables and tile planning grow with it; 16M tokens is far beyond
   // any model's context.
@@ -382,6 +392,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     options.chunk = chunk;
     options.computeType = computeType;
     options.parallel = parallel;
+    if (gpuStage)
+      options.stopAfter = emitLevel;
     h20::runtime::Artifact artifact;
     std::string log;
     LogicalResult ok = h20::compileForGpu(*module, options, artifact, log);
@@ -389,11 +401,13 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
       llvm::errs() << log;
     if (failed(ok))
       return kExitBadInput;
-    if (!h20::runtime::writeArtifact(output.str(), artifact, error))
-      return fail(error);
-    return 0;
+    if (!gpuStage) {
+      if (!h20::runtime::writeArtifact(output.str(), artifact, error))
+        return fail(error);
+      return 0;
+    }
   }
-  if (buildArtifact) {
+  if (buildArtifact && !gpuArtifact) {
     h20::CpuTargetOptions options;
     options.logitsLast = logitsMode == "last";
     options.optLevel = cpuOptLevel;
@@ -408,7 +422,12 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   }
   std::string text;
   llvm::raw_string_ostream os(text);
-  module->print(os);
+  // GPU stages print affine maps in place (no #map aliases), so a test
+  // can check an indexing map where it is used.
+  OpPrintingFlags flags;
+  if (gpuStage)
+    flags.useLocalScope();
+  module->print(os, flags);
   os << "\n";
   if (output == "-") {
     llvm::outs() << text;

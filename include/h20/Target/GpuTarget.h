@@ -36,7 +36,17 @@ struct GpuTargetOptions {
     double contextMs = -1, tensorMs = -1; ///< predictions; < 0: none
     std::string note;             ///< why a plan was not possible, if so
   } parallel;
+  /// Stop after this stage and leave the module as that stage made it
+  /// (h20-opt --emit=...): "chunked" (one prefill chunk, compute type
+  /// applied), "linalg" (linalg on tensors, fused, 16-bit bodies widened),
+  /// "buffers" (bufferized), "gpu" (kernels outlined into one gpu.module),
+  /// "host" (kernels compiled: the host function the step program is
+  /// evaluated from; needs ptxas). Empty: the whole artifact.
+  std::string stopAfter;
 };
+
+/// The stages compileForGpu can stop after, in pipeline order.
+llvm::ArrayRef<llvm::StringRef> gpuStages();
 
 /// Compiles `module` (planned level: fused KV cache, RoPE tables, tiles;
 /// one function) for an sm_90 GPU. Decoders taking token ids [1, S] become

@@ -161,8 +161,16 @@ std::string arenaSummary(const gpu::HostProgram &p) {
 
 } // namespace
 
+llvm::ArrayRef<llvm::StringRef> gpuStages() {
+  static const llvm::StringRef kStages[] = {"chunked", "linalg", "buffers", "gpu", "host"};
+  return kStages;
+}
+
 LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
                             runtime::Artifact &artifact, std::string &log) {
+  if (!options.stopAfter.empty() && !llvm::is_contained(gpuStages(), options.stopAfter))
+    return module.emitError("GPU target: unknown stage '") << options.stopAfter << "'";
+  auto stopsAfter = [&](StringRef stage) { return options.stopAfter == stage; };
   MLIRContext *ctx = module.getContext();
   {
     DialectRegistry registry;
@@ -277,6 +285,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     func.setResultAttrs(i, DictionaryAttr::get(ctx));
   func.setName(kEntryFunc);
+  if (stopsAfter("chunked"))
+    return success();
 
   markAttentionToDecompose(func);
   if (failed(runPasses(module, [](PassManager &pm) {
@@ -306,6 +316,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     if (fill->use_empty())
       fill->erase();
   });
+  if (stopsAfter("linalg"))
+    return success();
   llvm::json::Array weights = describeWeights(module, kEntryFunc);
   roles.numWeights = weights.size();
   for (const llvm::json::Value &w : weights)
@@ -331,11 +343,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
       })))
     return failure();
   copiesToLinalg(module);
-
-  // Debugging aids: H20_DUMP_GPU_LINALG / H20_DUMP_GPU_HOST print the
-  // function before GPU mapping / before host evaluation to stderr.
-  if (llvm::sys::Process::GetEnv("H20_DUMP_GPU_LINALG"))
-    func.print(llvm::errs());
+  if (stopsAfter("buffers"))
+    return success();
   if (failed(runPasses(module, [](PassManager &pm) {
         pm.addNestedPass<func::FuncOp>(createLinalgToGpuLoops());
         pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
@@ -355,6 +364,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
       })))
     return failure();
   mergeKernelModules(module);
+  if (stopsAfter("gpu"))
+    return success();
 
   std::string toolkit = toolkitPath();
   if (failed(runPasses(module, [&](PassManager &pm) {
@@ -387,8 +398,8 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     kernelsPtx = std::move(*ptx);
   }
 
-  if (llvm::sys::Process::GetEnv("H20_DUMP_GPU_HOST"))
-    func.print(llvm::errs());
+  if (stopsAfter("host"))
+    return success();
   gpu::HostProgram program;
   if (failed(gpu::buildHostProgram(func, roles, program)))
     return failure();
