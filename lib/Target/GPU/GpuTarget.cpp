@@ -14,6 +14,8 @@
 #include "h20/Conversion/Passes.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Manifest.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/IndexerKernel.h"
 #include "h20/Target/PtxAssembler.h"
@@ -526,6 +528,17 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
                                        {"arena_bytes", program.arenaBytes},
                                        {"steps", std::move(program.steps)}};
   artifact.manifest = manifestText(std::move(manifest));
+  // The compiler reads back what it wrote, with the runtime's own parser
+  // and validator: a program h20-run would refuse is a compiler bug, caught
+  // here rather than on the GPU machine.
+  runtime::Manifest parsed;
+  runtime::GpuProgram reread;
+  std::string error;
+  if (!runtime::parseManifest(artifact.manifest, parsed, error) ||
+      !runtime::parseGpuProgram(artifact.manifest, parsed, artifact.payload.size(), reread, error))
+    return module.emitError("GPU target: internal: the artifact's step program does not parse "
+                            "back: ")
+           << error;
   return success();
 }
 
