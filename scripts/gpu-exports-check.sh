@@ -110,7 +110,8 @@ done
 # bf16 accuracy attribution (issue 28): at the smallest S, for two prompts,
 # each bf16 implementation's distance from PyTorch float32 on the same
 # weights: h20 (wgmma and mma.sync attention kernels) and PyTorch with each
-# SDPA kernel alone (flash, cuDNN, memory-efficient): OUT/l8b-attribution.json.
+# SDPA kernel alone (flash, cuDNN, memory-efficient) and with the softmax
+# scale as the export rounds it: OUT/l8b-attribution.json.
 [[ -f $dir/l8b/l8b-mma.h20 && ${H20_L8B_ATTRIBUTE:-1} == 1 ]] || exit 0
 S=${seqs[0]}
 for p in 0 1; do
@@ -121,7 +122,7 @@ for p in 0 1; do
   done
   python3 "$root/models/exports/export_8b.py" "$work" reference "$work/aids$p.npy" \
     "$work/attr-torch-$p.npy" --float32 "$work/attr-torch32-$p.npy" --repeat 1 \
-    --variants flash,cudnn,efficient 2>&1 | tail -1
+    --variants flash,cudnn,efficient,export-scale 2>&1 | tail -1
 done
 python3 - "$work" "$out" "$S" <<'EOF2'
 import json, sys
@@ -132,6 +133,7 @@ def rel(a, b):
 names = {"h20 (wgmma attention)": "attr-l8b-{p}", "h20 (mma.sync attention)": "attr-l8b-mma-{p}",
          "PyTorch bf16 (SDPA default)": "attr-torch-{p}", "PyTorch bf16 (flash)": "attr-torch-{p}-flash",
          "PyTorch bf16 (cuDNN)": "attr-torch-{p}-cudnn", "PyTorch bf16 (efficient)": "attr-torch-{p}-efficient",
+         "PyTorch bf16 (SDPA, the export's bf16-rounded scale)": "attr-torch-{p}-export-scale",
          "PyTorch float32 (float32 RoPE angles)": "attr-torch32-{p}"}
 rows = {}
 for name, pat in names.items():

@@ -107,12 +107,32 @@ double snapFloat(double f) {
 }
 
 /// 1/sqrt(head_dim) exactly when `scale` is that value rounded through fp32
-/// arithmetic (within 4 ulp), else `scale` itself.
-double snapScale(double scale, int64_t headDim) {
+/// arithmetic (within 4 ulp) or, when it is a product of constants stored
+/// in a narrower dtype, within `relRounding` (the sum of those constants'
+/// unit roundoffs, see unitRoundoff); else `scale` itself.
+///
+/// Why: torch.onnx writes SDPA's default scale as Mul(Q, c) and Mul(K^T, c)
+/// with c = sqrt(1/sqrt(head_dim)) cast to the model dtype; in bfloat16,
+/// c = 0.296875 for head_dim 128 and c*c is 0.29% below 1/sqrt(128), a
+/// systematic error in every softmax that PyTorch eager (which uses the
+/// exact scale in its kernels) does not make. Recovering the value the
+/// exporter rounded is the same fit as RoPE's theta from rounded inv_freq.
+double snapScale(double scale, int64_t headDim, double relRounding = 0.0) {
   double exact = 1.0 / std::sqrt(static_cast<double>(headDim));
-  if (headDim > 0 && std::fabs(scale - exact) <= 4 * 1.2e-7 * exact)
+  double tol = std::max(4 * 1.2e-7, relRounding * (1 + 1e-9));
+  if (headDim > 0 && std::fabs(scale - exact) <= tol * exact)
     return exact;
   return snapFloat(scale);
+}
+
+/// The unit roundoff 2^-p of a floating-point element type of precision p
+/// (bf16 2^-8, f16 2^-11, f32 2^-24): the largest relative error of
+/// rounding a real to it. 0 for integers, whose constants are exact.
+double unitRoundoff(Type t) {
+  auto ft = dyn_cast<FloatType>(getElementTypeOrSelf(t));
+  if (!ft)
+    return 0.0;
+  return std::ldexp(1.0, -static_cast<int>(llvm::APFloat::semanticsPrecision(ft.getFloatSemantics())));
 }
 
 int64_t rankOf(Value v) {
@@ -1540,21 +1560,27 @@ private:
     Value x = sm->getOperand(0);
     Value mask;
     double scale = 1.0;
+    // The summed unit roundoff of the constants folded into `scale`.
+    double scaleRounding = 0.0;
     auto peelScale = [&](Value &val) {
       while (true) {
         Operation *def = val.getDefiningOp();
         if (def && isa<ox::MulOp>(def)) {
           std::optional<double> c;
-          Value rest = otherOperand(def, [&](Value o) { return (c = constantScalar(o)).has_value(); });
+          Value cv;
+          Value rest = otherOperand(
+              def, [&](Value o) { return (c = constantScalar(o)).has_value(); }, &cv);
           if (!rest)
             return;
           scale *= *c;
+          scaleRounding += unitRoundoff(cv.getType());
           val = rest;
         } else if (def && isa<ox::DivOp>(def)) {
           auto c = constantScalar(def->getOperand(1));
           if (!c || *c == 0)
             return;
           scale /= *c;
+          scaleRounding += unitRoundoff(def->getOperand(1).getType());
           val = def->getOperand(0);
         } else {
           return;
@@ -1566,10 +1592,11 @@ private:
       for (unsigned i = 0; i < 2; ++i) {
         Value s = add->getOperand(i);
         Value probe = s;
-        double saved = scale;
+        double saved = scale, savedRounding = scaleRounding;
         peelSoftcap(probe);
         peelScale(probe);
         scale = saved;
+        scaleRounding = savedRounding;
         if (probe.getDefiningOp<ox::MatMulOp>()) {
           mask = add->getOperand(1 - i);
           x = s;
@@ -1594,6 +1621,8 @@ private:
     // attn.attention computes c * tanh(s * scale / c), so scale = scale' * c.
     if (softcap)
       scale *= *softcap;
+    if (auto qt = dyn_cast<RankedTensorType>(q.getType()); qt && !qt.isDynamicDim(3))
+      scale = snapScale(scale, qt.getDimSize(3), scaleRounding);
     if (Value r = emitAttention(pv, q, k, v, chooseMask(mask, q, k), scale,
                                 /*isCausal=*/false, softcap))
       replace(pv, r);

@@ -18,7 +18,7 @@ defaults (its default opset) into OUT/model.onnx + OUT/model.onnx.data.
                                      (val_N), the weight of the nn.Linear named in
                                      its MatMul's `namespace` metadata, transposed
   export_8b.py OUT reference IDS.npy LOGITS.npy [--float32 LOGITS32.npy] [--repeat N]
-                   [--variants flash,cudnn,efficient]
+                   [--variants flash,cudnn,efficient,export-scale]
                                      PyTorch eager (SDPA) prefill of the same
                                      weights: last-position logits, TTFT (median
                                      of N, CUDA-synchronised), peak memory
@@ -115,14 +115,19 @@ def do_weights(out):
 
 
 SDPA_BACKENDS = ("flash", "cudnn", "efficient")
+# "export-scale": SDPA (default kernels) with the softmax scale the ONNX
+# export spells, bf16(head_dim^-1/4)^2 applied to Q and K^T (0.29% below
+# 1/sqrt(128)), instead of PyTorch's exact 1/sqrt(head_dim).
+VARIANTS = SDPA_BACKENDS + ("export-scale",)
 
 
-def forward_last(model, ids, dtype, backends=SDPA_BACKENDS, exact_angles=False):
+def forward_last(model, ids, dtype, backends=SDPA_BACKENDS, exact_angles=False, scaling=None):
     """Last-position logits [1, vocab] of `model` with its weights in `dtype`,
     one decoder layer at a time (a float32 copy of one layer at a time, so
     32 GB of float32 weights are never resident), attention_mask=None so
     transformers' SDPA runs is_causal (flash/cuDNN/efficient kernels; a
-    materialised [S, S] mask sends SDPA to its math kernel: 128 GiB at 32K)."""
+    materialised [S, S] mask sends SDPA to its math kernel: 128 GiB at 32K).
+    `scaling` replaces every attention's softmax scale when given."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import transformers.integrations.sdpa_attention as sdpa_mod
     # transformers passes enable_gqa=True when it can; no fused kernel of
@@ -146,8 +151,12 @@ def forward_last(model, ids, dtype, backends=SDPA_BACKENDS, exact_angles=False):
             sin = (emb.sin() * rot.attention_scaling).to(dtype)
         for layer in body.layers:
             l = layer.to(dtype) if dtype != torch.bfloat16 else layer
+            saved = l.self_attn.scaling
+            if scaling is not None:
+                l.self_attn.scaling = scaling
             hs = l(hs, position_embeddings=(cos, sin), attention_mask=None, position_ids=pos)
             hs = hs[0] if isinstance(hs, tuple) else hs
+            l.self_attn.scaling = saved
             if dtype != torch.bfloat16:
                 layer.to(torch.bfloat16)
         last = body.norm.to(dtype)(hs[:, -1:, :])
@@ -182,7 +191,11 @@ def do_reference(out, ids_path, logits_path, f32_path, repeat, variants=()):
     # bf16 with one SDPA kernel each: the spread of equally valid bf16
     # implementations, to weigh h20's distance from float32 against.
     for v in variants:
-        lv = forward_last(model, ids, torch.bfloat16, backends=(v,))
+        if v == "export-scale":
+            c = float(torch.tensor(model.config.head_dim ** -0.25, dtype=torch.bfloat16))
+            lv = forward_last(model, ids, torch.bfloat16, scaling=c * c)
+        else:
+            lv = forward_last(model, ids, torch.bfloat16, backends=(v,))
         np.save(logits_path[:-len(".npy")] + f"-{v}.npy", lv.cpu().numpy().reshape(1, 1, -1))
     with open(os.path.join(out, f"torch-report-{rep['S']}.json"), "w") as f:
         json.dump(rep, f, indent=1)
@@ -199,7 +212,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--variants", default="",
                     help="comma-separated SDPA kernels (flash, cudnn, efficient) to run the bf16 "
-                         "reference with one at a time, into LOGITS-<kernel>.npy")
+                         "reference with one at a time, and export-scale (the export's bf16-rounded "
+                         "softmax scale), into LOGITS-<variant>.npy")
     a = ap.parse_args()
     if a.what == "export":
         do_export(a.out)
@@ -208,8 +222,8 @@ def main():
     else:
         variants = [v for v in a.variants.split(",") if v]
         for v in variants:
-            if v not in SDPA_BACKENDS:
-                sys.exit(f"export_8b.py: --variants: unknown SDPA kernel '{v}' (flash, cudnn, efficient)")
+            if v not in VARIANTS:
+                sys.exit(f"export_8b.py: --variants: unknown variant '{v}' ({', '.join(VARIANTS)})")
         do_reference(a.out, a.ids, a.logits, a.float32, a.repeat, variants)
 
 
