@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/GpuExecutor.h"
+#include "h20/Runtime/RunPlan.h"
 
 #ifndef H20_HAVE_CUDA_HEADERS
 #define H20_HAVE_CUDA_HEADERS 0
@@ -96,12 +97,6 @@ int64_t product(const std::vector<int64_t> &v, size_t from, size_t to) {
   return n;
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string r = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    r += (i ? ", " : "") + std::to_string(shape[i]);
-  return r + "]";
-}
 
 } // namespace
 
@@ -1529,92 +1524,32 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   if (!I.check(cu.cuCtxSetCurrent(I.ctx), "cuCtxSetCurrent"))
     return done(false);
 
-  // Inputs.
-  if (inputs.size() != m.inputs.size())
-    return done(I.fail(GpuStatus::BadInput, "the model takes " + std::to_string(m.inputs.size()) +
-                                                " inputs, got " + std::to_string(inputs.size())));
-  std::vector<int> inputBuffer(m.inputs.size(), -1), outputBuffer(m.outputs.size(), -1);
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    if (p.buffers[b].kind == BufferKind::Input)
-      inputBuffer[p.buffers[b].index] = static_cast<int>(b);
-    else if (p.buffers[b].kind == BufferKind::Output)
-      outputBuffer[p.buffers[b].index] = static_cast<int>(b);
-  }
-  std::vector<std::vector<int64_t>> inputShapes;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const HostTensor &t = inputs[i];
-    const TensorSpec &spec = m.inputs[i];
-    int64_t es = dtypeSize(t.dtype);
-    int64_t n = product(t.shape, 0, t.shape.size());
-    bool shapeOk = t.shape.size() == spec.shape.size();
-    for (size_t d = 0; shapeOk && d < t.shape.size(); ++d)
-      shapeOk = t.shape[d] >= 0 && (spec.shape[d] < 0 || spec.shape[d] == t.shape[d]);
-    if (t.dtype != spec.dtype || !shapeOk || es == 0 ||
-        static_cast<int64_t>(t.data.size()) != n * es)
-      return done(I.fail(GpuStatus::BadInput, "input '" + spec.name + "' is " + t.dtype +
-                                                  shapeText(t.shape) + " (" +
-                                                  std::to_string(t.data.size()) +
-                                                  " bytes); the model takes " + spec.dtype +
-                                                  " of rank " + std::to_string(spec.shape.size())));
-    inputShapes.push_back(t.shape);
-    bool chunked = p.chunking && p.chunking->input == static_cast<int>(i);
-    if (!chunked && inputBuffer[i] >= 0 &&
-        static_cast<int64_t>(t.data.size()) > p.buffers[inputBuffer[i]].bytes)
-      return done(I.fail(GpuStatus::BadInput,
-                         "input '" + spec.name + "' " + shapeText(t.shape) + " has " +
-                             std::to_string(t.data.size()) + " bytes; the artifact's buffer for "
-                             "it holds " + std::to_string(p.buffers[inputBuffer[i]].bytes) +
-                             " (compiled for smaller inputs)"));
-  }
-  int64_t S = options.n, inner = 1, idsEs = 0;
-  if (p.chunking) {
-    const GpuChunking &ch = *p.chunking;
-    const HostTensor &ids = inputs[ch.input];
-    if (product(ids.shape, 0, ch.dim) != 1)
-      return done(I.fail(GpuStatus::BadInput, "the chunked input '" + m.inputs[ch.input].name +
-                                                  "' " + shapeText(ids.shape) +
-                                                  " must have batch 1"));
-    S = ids.shape[ch.dim];
-    inner = product(ids.shape, ch.dim + 1, ids.shape.size());
-    idsEs = dtypeSize(ids.dtype);
-  }
-  stats.tokens = S;
-  std::vector<SymbolValues> chunks = chunkSchedule(p, S);
+  // The plan: inputs, length, mode, context-parallel schedule, outputs
+  // (RunPlan.h), checked before anything is uploaded.
+  RunRequest request;
+  request.n = options.n;
+  request.virtualRanks = options.virtualRanks;
+  request.contextParallel = options.contextParallel;
+  request.tpRanks = I.tpRanks;
+  request.tpRank = I.tpRank;
+  request.virtualTpRanks =
+      options.virtualTensorParallel ? options.virtualTensorParallel->ranks() : 0;
+  request.ncclRanks = I.nccl ? I.nccl->ranks() : 0;
+  request.ncclRank = I.nccl ? I.nccl->rank() : 0;
+  RunPlan plan;
   std::string err;
-  if (!checkGpuProgramForLength(p, S, err))
+  if (!planRun(m, p, inputs, request, plan, err))
     return done(I.fail(GpuStatus::BadInput, err));
-  // Virtual context parallelism: the plan (chunks, segments, ring) first,
-  // so a prompt it cannot split fails before anything is uploaded.
-  // An NCCL run is the same plan; this process runs rank `me`'s share.
-  const bool virtualCp = options.virtualRanks > 1;
-  const bool ncclCp = options.contextParallel;
-  const bool anyCp = virtualCp || ncclCp;
-  if (virtualCp && ncclCp)
-    return done(I.fail(GpuStatus::BadInput,
-                       "a run is either virtual (virtualRanks) or over NCCL (contextParallel)"));
-  if (ncclCp && (!I.nccl || I.nccl->ranks() < 2))
-    return done(I.fail(GpuStatus::BadInput,
-                       "a context-parallel NCCL run needs a communicator of 2 or more ranks "
-                       "(load with ncclRanks = N)"));
-  // Tensor parallelism: all_reduce steps over T ranks (virtual or NCCL).
-  const int T = I.tpRanks;
-  const bool virtualTp = T > 1 && options.virtualTensorParallel != nullptr;
-  const bool ncclTp = T > 1 && !virtualTp;
-  if (T > 1 && anyCp)
-    return done(I.fail(GpuStatus::BadInput,
-                       "context parallelism over an artifact compiled for tensor parallelism (" +
-                           std::to_string(T) + " ranks) is not supported"));
-  if (virtualTp && options.virtualTensorParallel->ranks() != T)
-    return done(I.fail(GpuStatus::BadInput,
-                       "a group of " + std::to_string(options.virtualTensorParallel->ranks()) +
-                           " virtual ranks for an artifact of " + std::to_string(T) +
-                           " tensor-parallel ranks"));
-  if (ncclTp && (!I.nccl || I.nccl->ranks() != T || I.nccl->rank() != I.tpRank))
-    return done(I.fail(GpuStatus::BadInput,
-                       "this artifact was compiled for tensor parallelism over " +
-                           std::to_string(T) + " GPUs; run it with " + std::to_string(T) +
-                           " NCCL ranks (--gpus " + std::to_string(T) + ") or " +
-                           std::to_string(T) + " virtual ranks (--virtual-ranks)"));
+  const std::vector<int> &inputBuffer = plan.inputBuffer, &outputBuffer = plan.outputBuffer;
+  const int64_t S = plan.tokens;
+  const std::vector<SymbolValues> &chunks = plan.chunks;
+  stats.tokens = S;
+  const bool virtualCp = plan.mode == RunMode::VirtualContextParallel;
+  const bool ncclCp = plan.mode == RunMode::NcclContextParallel;
+  const bool anyCp = plan.contextParallel();
+  const int T = plan.tpRanks;
+  const bool virtualTp = plan.mode == RunMode::VirtualTensorParallel;
+  const bool ncclTp = plan.mode == RunMode::NcclTensorParallel;
   I.tpGroup = virtualTp ? options.virtualTensorParallel : nullptr;
   I.tpStats = &stats;
   I.tpChunk = 0;
@@ -1637,63 +1572,22 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     stats.tpRank = I.tpRank;
     stats.tpMode = virtualTp ? "virtual" : "nccl";
   }
-  const int cpRanks = virtualCp ? options.virtualRanks : ncclCp ? I.nccl->ranks() : 0;
-  const int me = ncclCp ? I.nccl->rank() : -1;
-  CpPlan cp;
-  if (anyCp && !planContextParallel(p, cpRanks, S, cp, err))
-    return done(I.fail(GpuStatus::BadInput, err));
-  const bool lastOnly = std::all_of(p.outputs.begin(), p.outputs.end(), [](const GpuOutput &o) {
-    return o.mode == OutputMode::Last;
-  });
-  if (ncclCp && !lastOnly)
-    return done(I.fail(GpuStatus::BadInput,
-                       "context parallelism over NCCL needs every output to be the last "
-                       "position's (compile with --logits=last): per-row outputs would be "
-                       "spread over the ranks"));
+  const int cpRanks = plan.cpRanks;
+  const int me = plan.cpRank;
+  const CpPlan &cp = plan.cp;
+  const bool lastOnly = plan.lastOnly;
 
-  // Outputs.
   outputs.assign(m.outputs.size(), HostTensor());
-  struct RowsCopy {
-    int64_t outer, rowBytes;
-  };
-  std::vector<RowsCopy> rows(m.outputs.size(), RowsCopy{0, 0});
   for (size_t o = 0; o < m.outputs.size(); ++o) {
-    const TensorSpec &spec = m.outputs[o];
-    HostTensor &t = outputs[o];
-    t.name = spec.name;
-    t.dtype = spec.dtype;
-    if (!resolveOutputShape(spec, inputShapes, t.shape, err))
-      return done(I.fail(GpuStatus::BadInput, err));
-    int64_t es = dtypeSize(spec.dtype);
-    int64_t bytes = product(t.shape, 0, t.shape.size()) * es;
-    const GpuBuffer &buf = p.buffers[outputBuffer[o]];
-    if (p.outputs[o].mode == OutputMode::Rows) {
-      int d = p.outputs[o].dim;
-      if (t.shape[d] != S)
-        return done(I.fail(GpuStatus::BadInput, "output '" + spec.name + "' " +
-                                                    shapeText(t.shape) + ": its row dim " +
-                                                    std::to_string(d) + " is not the " +
-                                                    std::to_string(S) + " tokens"));
-      rows[o].outer = product(t.shape, 0, d);
-      rows[o].rowBytes = product(t.shape, d + 1, t.shape.size()) * es;
-      if (rows[o].outer * p.chunking->chunk * rows[o].rowBytes > buf.bytes)
-        return done(I.fail(GpuStatus::BadInput,
-                           "output '" + spec.name + "': a chunk of rows needs " +
-                               std::to_string(rows[o].outer * p.chunking->chunk * rows[o].rowBytes) +
-                               " bytes; its buffer has " + std::to_string(buf.bytes)));
-    } else if (bytes > buf.bytes) {
-      return done(I.fail(GpuStatus::BadInput, "output '" + spec.name + "' " + shapeText(t.shape) +
-                                                  " needs " + std::to_string(bytes) +
-                                                  " bytes; its buffer has " +
-                                                  std::to_string(buf.bytes)));
-    }
-    t.data.assign(static_cast<size_t>(bytes), 0);
+    outputs[o].name = m.outputs[o].name;
+    outputs[o].dtype = m.outputs[o].dtype;
+    outputs[o].shape = plan.outputs[o].shape;
+    outputs[o].data.assign(static_cast<size_t>(plan.outputs[o].bytes), 0);
   }
 
   // Padded token ids, uploaded once; each chunk copies its slice.
   CUdeviceptr ids = 0;
   uint64_t idsBytes = 0;
-  std::vector<uint8_t> padded;
   struct Scoped {
     Impl &I;
     CUdeviceptr &ids;
@@ -1707,23 +1601,11 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
       I.release(ids, bytes);
     }
   } scoped{I, ids, idsBytes, {}};
-  int64_t chunkBytes = 0;
+  const int64_t chunkBytes = plan.chunkBytes;
+  std::vector<uint8_t> padded;
   if (p.chunking) {
-    const GpuChunking &ch = *p.chunking;
-    chunkBytes = ch.chunk * inner * idsEs;
-    idsBytes = static_cast<uint64_t>(chunks.size()) * chunkBytes;
-    padded.resize(idsBytes);
-    const HostTensor &src = inputs[ch.input];
-    for (int64_t e = 0; e < static_cast<int64_t>(idsBytes / idsEs); ++e) {
-      if (idsEs == 8) {
-        int64_t v = ch.padValue;
-        std::memcpy(padded.data() + e * 8, &v, 8);
-      } else {
-        int32_t v = static_cast<int32_t>(ch.padValue);
-        std::memcpy(padded.data() + e * 4, &v, 4);
-      }
-    }
-    std::memcpy(padded.data(), src.data.data(), src.data.size());
+    padded = paddedChunkedInput(p, plan, inputs[p.chunking->input]);
+    idsBytes = padded.size();
     if (!I.alloc(ids, idsBytes, "the token ids"))
       return done(false);
   }
@@ -1893,8 +1775,8 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
     for (size_t o = 0; o < m.outputs.size(); ++o) {
       if (p.outputs[o].mode != OutputMode::Rows || sym.n == 0)
         continue;
-      const RowsCopy &rc = rows[o];
-      for (int64_t x = 0; x < rc.outer; ++x) {
+      const OutputPlan &rc = plan.outputs[o];
+      for (int64_t x = 0; x < rc.rowsOuter; ++x) {
         uint8_t *dst = outputs[o].data.data() + (x * S + sym.p0) * rc.rowBytes;
         CUdeviceptr src = I.address(outputBuffer[o]) + x * p.chunking->chunk * rc.rowBytes;
         if (!I.check(cu.cuMemcpyDtoHAsync(dst, src, static_cast<size_t>(sym.n * rc.rowBytes),

@@ -128,13 +128,6 @@ bool isGemmDtype(const std::string &t) {
   return t == "float32" || t == "float16" || t == "bfloat16";
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string r = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    r += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
-  return r + "]";
-}
-
 /// Parses one program; throws Invalid.
 class Parser {
 public:

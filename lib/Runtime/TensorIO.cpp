@@ -94,6 +94,13 @@ bool fromProto(const ::onnx::TensorProto &p, HostTensor &t, std::string &error) 
 
 } // namespace
 
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    r += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return r + "]";
+}
+
 int64_t dtypeSize(const std::string &dtype) {
   const DtypeInfo *d = byName(dtype);
   return d ? d->bytes : 0;

@@ -11,6 +11,8 @@
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
 
+#include "ProgramFixtures.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -20,115 +22,12 @@
 
 using namespace h20::runtime;
 using json = nlohmann::json;
+using namespace h20::test::decoder_fixture;
 
 namespace {
 
 bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;
-}
-
-// A 2-layer decoder in the shape h20-opt emits: chunks of C = 4 tokens, a
-// fused KV cache [layers 2][k/v 2][heads 2][S 64][D 4] in bfloat16 (state
-// buffer 3), per layer a QKV kernel, a K write and a V write into the
-// cache (memrefs at p0), the attention (K/V from the cache, skv = C + p0)
-// and an output kernel; the tail is the LM head (a gemm into the output).
-constexpr int64_t kC = 4, kH = 2, kS = 64, kD = 4, kLayers = 2;
-
-json manifest() {
-  return json{
-      {"format", "h20-artifact"},
-      {"target", "h200"},
-      {"max_positions", kS},
-      {"inputs", {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}}},
-      {"outputs", {{{"name", "logits"}, {"dtype", "float32"}, {"shape", {1, 1, 8}}}}},
-      {"weights",
-       {{{"name", "w"}, {"file", "m.bin"}, {"dtype", "float32"}, {"shape", {4, 8}},
-         {"offset", 0}, {"length", 128}}}},
-      {"blobs", {{{"name", "kernels.ptx"}, {"kind", "ptx"}, {"offset", 0}, {"size", 100}}}},
-  };
-}
-
-json memref(int buffer, json offset, json sizes, json strides) {
-  return {{"memref", {{"buffer", buffer}, {"offset", offset}, {"sizes", sizes}, {"strides", strides}}}};
-}
-
-json launch(const std::string &kernel, json args) {
-  return {{"op", "launch"}, {"module", 0}, {"kernel", kernel}, {"grid", {1, 1, 1}},
-          {"block", {128, 1, 1}}, {"smem", 0}, {"args", args}};
-}
-
-int64_t layerOffset(int64_t l) { return l * 2 * kH * kS * kD; }
-
-json program() {
-  json steps = json::array();
-  steps.push_back(launch("embed", {memref(0, 0, {1, kC}, {kC, 1}),
-                                   memref(4, 0, {kC, 4}, {4, 1})}));
-  json cacheStrides = {kLayers * 2 * kH * kS * kD, kS * kD, kD, 1};
-  for (int64_t l = 0; l < kLayers; ++l) {
-    steps.push_back(launch("qkv", {memref(4, 0, {kC, 4}, {4, 1}),
-                                   memref(6, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1}),
-                                   memref(5, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1})}));
-    for (int64_t kv = 0; kv < 2; ++kv)
-      steps.push_back(launch(kv ? "vwrite" : "kwrite",
-                             {memref(5, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1}),
-                              memref(3, {{"c", layerOffset(l) + kv * kH * kS * kD}, {"p0", kD}},
-                                     {1, kH, kC, kD}, cacheStrides)}));
-    json qv = {{"buffer", 6}, {"offset", 0}, {"strides", {kH * kC * kD, kC * kD, kD, 1}}};
-    json ov = {{"buffer", 7}, {"offset", 0}, {"strides", {kH * kC * kD, kC * kD, kD, 1}}};
-    steps.push_back({{"op", "attention"}, {"module", 0}, {"kernel", "attn"},
-                     {"dtype", "bfloat16"}, {"block_m", 64}, {"threads", 128}, {"smem", 0},
-                     {"batch", 1}, {"heads", kH}, {"kv_heads", kH}, {"sq", kC},
-                     {"skv", {{"c", kC}, {"p0", 1}}}, {"head_dim", kD}, {"head_dim_v", kD},
-                     {"scale", 0.5}, {"causal", true}, {"window_left", -1}, {"softcap", 0.0},
-                     {"q", qv},
-                     {"k", {{"buffer", 3}, {"offset", layerOffset(l)}, {"strides", cacheStrides}}},
-                     {"v", {{"buffer", 3}, {"offset", layerOffset(l) + kH * kS * kD},
-                            {"strides", cacheStrides}}},
-                     {"o", ov}});
-    steps.push_back(launch("post", {memref(7, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1}),
-                                    memref(4, 0, {kC, 4}, {4, 1})}));
-  }
-  steps.push_back({{"op", "gemm"}, {"dtype_a", "bfloat16"}, {"dtype_b", "bfloat16"},
-                   {"dtype_c", "float32"}, {"batch", 1}, {"m", 1}, {"n", 8}, {"k", 4},
-                   {"alpha", 1.0}, {"beta", 0.0},
-                   {"a", {{"buffer", 4}, {"offset", {{"c", -4}, {"n", 4}}}, {"batch_stride", 0},
-                          {"row_stride", 4}, {"col_stride", 1}}},
-                   {"b", {{"buffer", 2}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8},
-                          {"col_stride", 1}}},
-                   {"c", {{"buffer", 1}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8},
-                          {"col_stride", 1}}}});
-  return json{
-      {"arch", "sm_90"},
-      {"symbols", {"p0", "n"}},
-      {"chunking", {{"chunk", kC}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
-      {"outputs", {{{"mode", "last"}}}},
-      {"modules", {{{"name", "kernels"}, {"ptx_blob", "kernels.ptx"}, {"cubin_blob", nullptr}}}},
-      {"arena_bytes", 1024},
-      {"buffers",
-       {
-           {{"kind", "input"}, {"index", 0}, {"bytes", kC * 8}},                       // 0
-           {{"kind", "output"}, {"index", 0}, {"bytes", 32}},                          // 1
-           {{"kind", "weight"}, {"index", 0}, {"bytes", 64}, {"dtype", "bfloat16"}},   // 2
-           {{"kind", "state"}, {"bytes", kLayers * 2 * kH * kS * kD * 2}, {"dtype", "bfloat16"}}, // 3
-           {{"kind", "temp"}, {"bytes", kC * 4 * 2}, {"offset", 0}, {"dtype", "bfloat16"}},      // 4 x
-           {{"kind", "temp"}, {"bytes", kH * kC * kD * 2}, {"offset", 256}, {"dtype", "bfloat16"}}, // 5 kv
-           {{"kind", "temp"}, {"bytes", kH * kC * kD * 2}, {"offset", 512}, {"dtype", "bfloat16"}}, // 6 q
-           {{"kind", "temp"}, {"bytes", kH * kC * kD * 2}, {"offset", 768}, {"dtype", "bfloat16"}}, // 7 o
-       }},
-      {"steps", steps},
-  };
-}
-
-std::string parse(const json &gpu, GpuProgram &p) {
-  json m = manifest();
-  m["gpu"] = gpu;
-  std::string text = m.dump(), error;
-  Manifest man;
-  if (!parseManifest(text, man, error))
-    return "manifest: " + error;
-  if (!parseGpuProgram(text, man, 4096, p, error))
-    return error.empty() ? "(empty error)" : error;
-  return "";
 }
 
 /// Byte offset in the cache of (layer, k/v, head, position).

@@ -10,6 +10,8 @@
 #include "h20/Runtime/GpuProgram.h"
 #include "h20/Runtime/Manifest.h"
 
+#include "ProgramFixtures.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -21,143 +23,7 @@
 using namespace h20::runtime;
 using json = nlohmann::json;
 
-namespace {
-
-/// A manifest for a small model: ids [1, S] int64 -> logits [1, 1, 8] and
-/// hidden rows [1, S, 4]; weights w0 [4, 8] float32 and w1 [8] float16.
-json baseManifest() {
-  return json{
-      {"format", "h20-artifact"},
-      {"target", "h200"},
-      {"max_positions", 64},
-      {"inputs", {{{"name", "ids"}, {"dtype", "int64"}, {"shape", {1, -1}}}}},
-      {"outputs",
-       {{{"name", "logits"}, {"dtype", "float32"}, {"shape", {1, 1, 8}}},
-        {{"name", "hidden"},
-         {"dtype", "float32"},
-         {"shape", {1, -1, 4}},
-         {"dims_from", {nullptr, {{"input", 0}, {"dim", 1}}, nullptr}}}}},
-      {"weights",
-       {{{"name", "w0"}, {"file", "m.bin"}, {"dtype", "float32"}, {"shape", {4, 8}},
-         {"offset", 0}, {"length", 128}},
-        {{"name", "w1"}, {"file", "m.bin"}, {"dtype", "float16"}, {"shape", {8}},
-         {"offset", 128}, {"length", 16}}}},
-      {"blobs",
-       {{{"name", "kernels.ptx"}, {"kind", "ptx"}, {"offset", 0}, {"size", 100}},
-        {{"name", "consts.bin"}, {"kind", "data"}, {"offset", 128}, {"size", 64}}}},
-  };
-}
-
-/// A valid program for baseManifest: chunks of 16 tokens; one step of
-/// each op.
-json baseProgram() {
-  json mat = {{"buffer", 0}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 4},
-              {"col_stride", 1}};
-  return json{
-      {"arch", "sm_90"},
-      {"symbols", {"p0", "n"}},
-      {"chunking", {{"chunk", 16}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
-      {"outputs", {{{"mode", "last"}}, {{"mode", "rows"}, {"dim", 1}}}},
-      {"modules", {{{"name", "kernels"}, {"ptx_blob", "kernels.ptx"}, {"cubin_blob", nullptr}}}},
-      {"arena_bytes", 4096},
-      {"buffers",
-       {
-           {{"kind", "input"}, {"index", 0}, {"bytes", 128}},                      // 0
-           {{"kind", "output"}, {"index", 0}, {"bytes", 32}},                      // 1
-           {{"kind", "output"}, {"index", 1}, {"bytes", 256}},                     // 2
-           {{"kind", "weight"}, {"index", 0}, {"bytes", 64}, {"dtype", "bfloat16"}}, // 3
-           {{"kind", "weight"}, {"index", 1}, {"bytes", 32}, {"dtype", "float32"}},  // 4
-           {{"kind", "state"}, {"bytes", 64 * 4 * 2}, {"dtype", "bfloat16"}},      // 5: [64, 4]
-           {{"kind", "temp"}, {"bytes", 1024}, {"offset", 0}, {"dtype", "bfloat16"}}, // 6
-           {{"kind", "temp"}, {"bytes", 1024}, {"offset", 512}},                   // 7 (aliases 6)
-           {{"kind", "const"}, {"blob", "consts.bin"}, {"blob_offset", 0}, {"bytes", 64}}, // 8
-       }},
-      {"steps",
-       {
-           {{"op", "launch"},
-            {"module", 0},
-            {"kernel", "embed"},
-            {"grid", {{{"n", 1}}, 1, 1}},
-            {"block", {128, 1, 1}},
-            {"smem", 0},
-            {"args",
-             {{{"memref",
-                {{"buffer", 0}, {"offset", 0}, {"sizes", {1, {{"n", 1}}}}, {"strides", {16, 1}}}}},
-              {{"i64", {{"p0", 1}}}},
-              {{"i32", 7}},
-              {{"f32", 0.5}},
-              {{"memref",
-                {{"buffer", 5},
-                 {"offset", {{"p0", 4}}},
-                 {"sizes", {{{"n", 1}}, 4}},
-                 {"strides", {4, 1}},
-                 {"dtype", "bfloat16"}}}}}}},
-           {{"op", "gemm"},
-            {"dtype_a", "bfloat16"},
-            {"dtype_b", "bfloat16"},
-            {"dtype_c", "float32"},
-            {"batch", 1},
-            {"m", {{"n", 1}}},
-            {"n", 8},
-            {"k", 4},
-            {"alpha", 1.0},
-            {"beta", 0.0},
-            {"a", {{"buffer", 6}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 4}, {"col_stride", 1}}},
-            {"b", {{"buffer", 3}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8}, {"col_stride", 1}}},
-            {"c", {{"buffer", 7}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8}, {"col_stride", 1}}}},
-           {{"op", "attention"},
-            {"module", 0},
-            {"kernel", "attn"},
-            {"dtype", "bfloat16"},
-            {"block_m", 64},
-            {"threads", 128},
-            {"smem", 100000},
-            {"batch", 1},
-            {"heads", 2},
-            {"kv_heads", 1},
-            {"sq", {{"n", 1}}},
-            {"skv", {{"p0", 1}, {"n", 1}}},
-            {"head_dim", 2},
-            {"head_dim_v", 2},
-            {"scale", 0.7},
-            {"causal", true},
-            {"window_left", -1},
-            {"softcap", 0.0},
-            {"q", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}}},
-            {"k", {{"buffer", 5}, {"offset", 0}, {"strides", {0, 0, 4, 1}}}},
-            {"v", {{"buffer", 5}, {"offset", 2}, {"strides", {0, 0, 4, 1}}}},
-            {"o", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}}}},
-           {{"op", "memset"}, {"buffer", 1}, {"offset_bytes", 0}, {"bytes", 32}, {"value", 0}},
-           {{"op", "copy"},
-            {"src", 7},
-            {"src_offset_bytes", 0},
-            {"dst", 2},
-            {"dst_offset_bytes", 0},
-            {"bytes", {{"n", 16}}}},
-       }},
-  };
-}
-
-/// Parses `gpu` as the program of baseManifest (or `manifest`); returns the
-/// error ("" on success).
-std::string parse(const json &gpu, GpuProgram &p, json manifest = baseManifest()) {
-  manifest["gpu"] = gpu;
-  std::string text = manifest.dump(), error;
-  Manifest m;
-  if (!parseManifest(text, m, error))
-    return "manifest: " + error;
-  if (!parseGpuProgram(text, m, 4096, p, error))
-    return error.empty() ? "(empty error)" : error;
-  return "";
-}
-
-std::string parseError(const json &gpu, json manifest = baseManifest()) {
-  GpuProgram p;
-  std::string e = parse(gpu, p, std::move(manifest));
-  return e.empty() ? "(accepted)" : e;
-}
-
-} // namespace
+using namespace h20::test::base_fixture;
 
 TEST(LinearExpr, Evaluates) {
   int64_t v = 0;

@@ -17,6 +17,7 @@
 #include "h20/Runtime/Manifest.h"
 #include "h20/Runtime/Npy.h"
 #include "h20/Runtime/RankLauncher.h"
+#include "h20/Runtime/RunPlan.h"
 #include "h20/Runtime/TensorIO.h"
 #include "h20/Runtime/TensorParallel.h"
 
@@ -509,20 +510,26 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
                       : opt.virtualRanks  ? static_cast<int>(opt.gpus)
                       : mode != RankMode::Single ? lo.ncclRanks
                                                  : 0;
-  if (cpRanks > 1) {
-    if (opt.virtualRanks && (opt.gpus & (opt.gpus - 1)) != 0)
-      return fail(kExitBadInput,
-                  "--virtual-ranks needs a power of two for --gpus (the prompt is cut into 2N "
-                  "equal chunks), got " + std::to_string(opt.gpus));
-    // The whole plan (chunks, layer segments, ring) before the GPU is touched.
-    CpPlan cp;
-    if (!planContextParallel(program, cpRanks, S, cp, error))
+  if (cpRanks > 1 && opt.virtualRanks && (opt.gpus & (opt.gpus - 1)) != 0)
+    return fail(kExitBadInput,
+                "--virtual-ranks needs a power of two for --gpus (the prompt is cut into 2N "
+                "equal chunks), got " + std::to_string(opt.gpus));
+  // The run's whole plan (inputs, length, mode, the context-parallel
+  // chunks, segments and ring) before the GPU is touched; every executor
+  // plans the same again in run().
+  {
+    RunRequest rq;
+    rq.n = generic ? 0 : S;
+    rq.virtualRanks = cpRanks > 1 && opt.virtualRanks ? cpRanks : 0;
+    rq.contextParallel = cpRanks > 1 && !opt.virtualRanks;
+    rq.tpRanks = T;
+    rq.tpRank = lo.tensorParallelRank;
+    rq.virtualTpRanks = virtualTp ? T : 0;
+    rq.ncclRanks = virtualTp ? 0 : lo.ncclRanks;
+    rq.ncclRank = lo.ncclRank;
+    RunPlan plan;
+    if (!planRun(m, program, inputs, rq, plan, error))
       return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
-    bool lastOnly = std::all_of(program.outputs.begin(), program.outputs.end(),
-                                [](const GpuOutput &o) { return o.mode == OutputMode::Last; });
-    if (mode != RankMode::Single && !lastOnly)
-      return fail(kExitBadInput, "'" + opt.artifact + "' returns the logits of every position; "
-                                 "an N-GPU prefill needs an artifact compiled with --logits=last");
   }
   // A rank of an N-GPU job that fails after joining NCCL leaves with
   // _exit: the executor's destructor would call ncclCommDestroy, which

@@ -136,6 +136,9 @@ bool checkValueRanges(const std::vector<TensorSpec> &specs, const std::vector<Ho
 /// Bytes per element of a manifest dtype, 0 if unknown.
 int64_t dtypeSize(const std::string &dtype);
 
+/// "[1, ?, 8]": a shape for messages, dynamic dims (< 0) as "?".
+std::string shapeText(const std::vector<int64_t> &shape);
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_MANIFEST_H
