@@ -3,7 +3,7 @@
 
 #include "h20/Analysis/SymbolicEvaluator.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
-#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/Format/Artifact.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

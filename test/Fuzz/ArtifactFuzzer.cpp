@@ -14,11 +14,11 @@
 //     loaded or run: the shared object is never dlopen'ed.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/Artifact.h"
-#include "h20/Runtime/CpuExecutor.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/Artifact.h"
+#include "h20/Runtime/Cpu/CpuExecutor.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -35,7 +35,7 @@
 #include "h20/Import/Onnx/OnnxImporter.h"
 #include "h20/InitAll.h"
 #include "h20/Pipelines/Pipelines.h"
-#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/Format/Artifact.h"
 #include "h20/Target/CpuTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

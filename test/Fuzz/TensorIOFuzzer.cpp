@@ -7,9 +7,9 @@
 // runtime dtype must survive encodeNpy -> parseNpy unchanged.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/Npy.h"
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/Npy.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -7,7 +7,7 @@
 // attention-check, whose cases run the wgmma kernel with TMA loads.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/AttentionTma.h"
+#include "h20/Runtime/Cuda/AttentionTma.h"
 
 #include <gtest/gtest.h>
 

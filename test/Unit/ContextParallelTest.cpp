@@ -7,9 +7,9 @@
 // rank ends with every row), and the per-rank logs of collectives.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/ContextParallel.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
 
 #include "ProgramFixtures.h"
 

@@ -10,16 +10,16 @@
 // Labelled `gpu` in ctest.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/Artifact.h"
-#include "h20/Runtime/ContextParallel.h"
-#include "h20/Runtime/FileUtil.h"
-#include "h20/Runtime/GpuExecutor.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/NcclComm.h"
-#include "h20/Runtime/Npy.h"
+#include "h20/Runtime/Format/Artifact.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
+#include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Cuda/GpuExecutor.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Parallel/NcclComm.h"
+#include "h20/Runtime/Format/Npy.h"
 #if H20_HAVE_CUDA_HEADERS
-#include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
 #endif
 
 #include <gtest/gtest.h>

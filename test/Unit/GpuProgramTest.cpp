@@ -6,9 +6,9 @@
 // float conversions used when weights are uploaded.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/GemmPlan.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Cuda/GemmPlan.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
 
 #include "ProgramFixtures.h"
 

@@ -7,8 +7,8 @@
 #ifndef H20_TEST_UNIT_PROGRAMFIXTURES_H
 #define H20_TEST_UNIT_PROGRAMFIXTURES_H
 
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,7 +6,7 @@
 // collective logs are compared.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/RankLauncher.h"
+#include "h20/Runtime/Parallel/RankLauncher.h"
 
 #include <gtest/gtest.h>
 

@@ -5,11 +5,11 @@
 // indexing with them, and the CPU ABI check never reads past its table.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/Artifact.h"
-#include "h20/Runtime/CpuExecutor.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/Npy.h"
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/Artifact.h"
+#include "h20/Runtime/Cpu/CpuExecutor.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/Npy.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <gtest/gtest.h>
 

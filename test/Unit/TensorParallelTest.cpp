@@ -8,12 +8,12 @@
 // count check, and NCCL's dtype mapping.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/FileUtil.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/NcclComm.h"
-#include "h20/Runtime/RankLauncher.h"
-#include "h20/Runtime/TensorParallel.h"
+#include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Parallel/NcclComm.h"
+#include "h20/Runtime/Parallel/RankLauncher.h"
+#include "h20/Runtime/Parallel/TensorParallel.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 //===- GpuCheckTool.h - CUDA setup shared by the GPU check tools -*- C++ -*-===//
 //
 // attention-check, sparse-attention-check and moe-check run kernels through
-// the dlopen'ed CUDA driver (h20/Runtime/CudaDriver.h). This header holds
+// the dlopen'ed CUDA driver (h20/Runtime/Cuda/CudaDriver.h). This header holds
 // what they share: the driver table, the abort-on-error check, and opening
 // device 0 (or printing the tool's SKIP line where there is none).
 //
@@ -9,7 +9,7 @@
 #ifndef H20_TEST_TOOLS_GPUCHECKTOOL_H
 #define H20_TEST_TOOLS_GPUCHECKTOOL_H
 
-#include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -6,7 +6,7 @@
 // "step K: OP KERNEL" so tests can check the launch plan's shape.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/Format/Artifact.h"
 
 #include <nlohmann/json.hpp>
 

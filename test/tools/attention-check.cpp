@@ -46,12 +46,12 @@
 //                     then rename)
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/AttentionParams.h"
-#include "h20/Runtime/AttentionTma.h"
+#include "h20/Runtime/Cuda/AttentionParams.h"
+#include "h20/Runtime/Cuda/AttentionTma.h"
 #include "GpuCheckTool.h"
-#include "h20/Runtime/CudaDriver.h"
-#include "h20/Runtime/FileUtil.h"
-#include "h20/Runtime/Npy.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
+#include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/Npy.h"
 #include "h20/Target/AttentionKernel.h"
 
 #include <algorithm>

@@ -28,8 +28,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GpuCheckTool.h"
-#include "h20/Runtime/CudaDriver.h"
-#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
+#include "h20/Runtime/Format/GpuProgram.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/MoeKernel.h"
 

@@ -7,8 +7,8 @@
 // (one row) with the last row of REF (for --logits=last artifacts).
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/FileUtil.h"
-#include "h20/Runtime/Npy.h"
+#include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/Npy.h"
 
 #include <cmath>
 #include <cstdio>

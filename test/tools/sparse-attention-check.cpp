@@ -51,9 +51,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GpuCheckTool.h"
-#include "h20/Runtime/CudaDriver.h"
-#include "h20/Runtime/FileUtil.h"
-#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
+#include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/GpuProgram.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/IndexerKernel.h"
 #include "h20/Target/SparseAttentionKernel.h"

@@ -7,7 +7,7 @@
 // float16). NaN matches NaN and equal infinities match.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <cmath>
 #include <cstdio>

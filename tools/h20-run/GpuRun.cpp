@@ -8,18 +8,18 @@
 //===----------------------------------------------------------------------===//
 #include "RunCommon.h"
 
-#include "h20/Runtime/Artifact.h"
-#include "h20/Runtime/ContextParallel.h"
-#include "h20/Runtime/CpuExecutor.h"
-#include "h20/Runtime/FileUtil.h"
-#include "h20/Runtime/GpuExecutor.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/Npy.h"
-#include "h20/Runtime/RankLauncher.h"
+#include "h20/Runtime/Format/Artifact.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
+#include "h20/Runtime/Cpu/CpuExecutor.h"
+#include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Cuda/GpuExecutor.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/Npy.h"
+#include "h20/Runtime/Parallel/RankLauncher.h"
 #include "h20/Runtime/RunPlan.h"
-#include "h20/Runtime/TensorIO.h"
-#include "h20/Runtime/TensorParallel.h"
+#include "h20/Runtime/Format/TensorIO.h"
+#include "h20/Runtime/Parallel/TensorParallel.h"
 
 #include <nlohmann/json.hpp>
 

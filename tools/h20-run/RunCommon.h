@@ -9,9 +9,9 @@
 #ifndef H20_TOOLS_H20RUN_RUNCOMMON_H
 #define H20_TOOLS_H20RUN_RUNCOMMON_H
 
-#include "h20/Runtime/Artifact.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/Artifact.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <chrono>
 #include <cstdint>

@@ -16,10 +16,10 @@
 #ifndef H20_RUNTIME_RUNPLAN_H
 #define H20_RUNTIME_RUNPLAN_H
 
-#include "h20/Runtime/ContextParallel.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <cstdint>
 #include <string>

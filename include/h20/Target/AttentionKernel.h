@@ -30,7 +30,7 @@ constexpr int64_t kSm90MaxSmemPerBlock = 227 * 1024;
 /// (ceil(sq / blockM), heads, batch), block (threads), dynamic shared memory
 /// smemBytes() (above 48 KiB the caller raises the kernel's
 /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first). The kernel takes
-/// one H20AttnParams by value (include/h20/Runtime/AttentionParams.h).
+/// one H20AttnParams by value (include/h20/Runtime/Cuda/AttentionParams.h).
 ///
 /// Two kernel families (`kind`):
 ///   0  the FlashAttention-2-style kernel (mma.sync + cp.async for f16/bf16,

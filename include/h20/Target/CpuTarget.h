@@ -2,7 +2,7 @@
 #ifndef H20_TARGET_CPUTARGET_H
 #define H20_TARGET_CPUTARGET_H
 
-#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/Format/Artifact.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -2,7 +2,7 @@
 #ifndef H20_TARGET_GPUTARGET_H
 #define H20_TARGET_GPUTARGET_H
 
-#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/Format/Artifact.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -56,7 +56,7 @@ llvm::ArrayRef<llvm::StringRef> gpuStages();
 /// (h20-linalg-to-gpu-loops, gpu outlining, NVVM, PTX via the LLVM NVPTX
 /// backend), GEMMs as cuBLASLt calls, attention as the NVRTC-compiled kernel;
 /// the host side is evaluated into the runtime's step program
-/// (include/h20/Runtime/GpuProgram.h). PTX is assembled with ptxas for
+/// (include/h20/Runtime/Format/GpuProgram.h). PTX is assembled with ptxas for
 /// sm_90 when ptxas is present (cubin kept beside the PTX; its register and
 /// spill report goes to `log`). Errors are emitted on the module's context.
 mlir::LogicalResult compileForGpu(mlir::ModuleOp module, const GpuTargetOptions &options,

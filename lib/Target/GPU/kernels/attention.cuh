@@ -57,7 +57,7 @@
 // skv = p0 + chunk) and sees keys j <= i'; a sliding window (window_left >= 0)
 // further restricts it to j > i' - window_left. The window also applies
 // without causal (then only the lower bound j > i' - window_left holds, with
-// the same i' = skv - sq + i), as include/h20/Runtime/AttentionParams.h
+// the same i' = skv - sq + i), as include/h20/Runtime/Cuda/AttentionParams.h
 // states. A row with no visible key is written as zeros. Q/K/V/O are
 // arbitrary strided views (strides in elements; 16-byte cp.async copies
 // where the dim stride is 1 and rows are 16-byte aligned, element copies
@@ -69,7 +69,7 @@
 #define H20_ATTENTION_CUH_COMMON
 
 /// Kernel parameters, passed by value. Mirrors the runtime's
-/// include/h20/Runtime/AttentionParams.h field for field (same order, same
+/// include/h20/Runtime/Cuda/AttentionParams.h field for field (same order, same
 /// types); all strides are in elements and ordered (batch, head, seq, dim).
 struct __align__(64) H20TensorMap {
   unsigned long long opaque[16]; ///< a CUtensorMap made on the host
@@ -793,7 +793,7 @@ __device__ __forceinline__ void attention(const H20AttnParams &p) {
 //   * Warpgroup 0, the producer (setmaxnreg 40 registers), streams the K and
 //     V tiles of the CTA's visible key range into a ring of ST (2 or 3,
 //     H20_STAGES) shared-memory stages. With p.tma = 1 (the runtime made
-//     tensor maps of Q, K and V: include/h20/Runtime/AttentionTma.h) one
+//     tensor maps of Q, K and V: include/h20/Runtime/Cuda/AttentionTma.h) one
 //     thread issues every load as TMA copies (cp.async.bulk.tensor.4d) of
 //     64 x 64 boxes, each filling one 8 KiB block of the swizzled layout
 //     below (the tensor map's 128B swizzle is the same permutation) and

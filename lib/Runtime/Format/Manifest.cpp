@@ -6,9 +6,9 @@
 // of bounds whatever the file says.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Format/Manifest.h"
 
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <nlohmann/json.hpp>
 

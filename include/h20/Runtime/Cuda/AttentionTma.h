@@ -10,8 +10,8 @@
 #ifndef H20_RUNTIME_ATTENTIONTMA_H
 #define H20_RUNTIME_ATTENTIONTMA_H
 
-#include "h20/Runtime/AttentionParams.h"
-#include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/Cuda/AttentionParams.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
 
 #include <string>
 

@@ -10,8 +10,8 @@
 #ifndef H20_LIB_RUNTIME_CUBLASLTGEMM_H
 #define H20_LIB_RUNTIME_CUBLASLTGEMM_H
 
-#include "h20/Runtime/CudaDriver.h"
-#include "h20/Runtime/GemmPlan.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
+#include "h20/Runtime/Cuda/GemmPlan.h"
 
 #include <array>
 #include <map>

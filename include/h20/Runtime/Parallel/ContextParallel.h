@@ -28,7 +28,7 @@
 #ifndef H20_RUNTIME_CONTEXTPARALLEL_H
 #define H20_RUNTIME_CONTEXTPARALLEL_H
 
-#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Format/GpuProgram.h"
 
 #include <cstdint>
 #include <string>

@@ -19,7 +19,7 @@
 #ifndef H20_RUNTIME_TENSORPARALLEL_H
 #define H20_RUNTIME_TENSORPARALLEL_H
 
-#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Format/Manifest.h"
 
 #include <condition_variable>
 #include <cstdint>

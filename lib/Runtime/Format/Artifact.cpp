@@ -1,7 +1,7 @@
 //===- Artifact.cpp - the compiled-model file format ---------------------===//
-#include "h20/Runtime/Artifact.h"
+#include "h20/Runtime/Format/Artifact.h"
 
-#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Format/FileUtil.h"
 
 #include <zlib.h>
 

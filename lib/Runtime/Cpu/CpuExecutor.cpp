@@ -1,5 +1,5 @@
 //===- CpuExecutor.cpp - run a CPU artifact's shared object --------------===//
-#include "h20/Runtime/CpuExecutor.h"
+#include "h20/Runtime/Cpu/CpuExecutor.h"
 
 #include <cerrno>
 #include <cstring>

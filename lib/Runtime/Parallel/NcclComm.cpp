@@ -8,9 +8,9 @@
 // time the constants are checked against it.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/NcclComm.h"
+#include "h20/Runtime/Parallel/NcclComm.h"
 
-#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Format/FileUtil.h"
 
 #include <dlfcn.h>
 

@@ -1,7 +1,7 @@
 //===- Npy.cpp - NumPy .npy arrays and token-id files --------------------===//
-#include "h20/Runtime/Npy.h"
+#include "h20/Runtime/Format/Npy.h"
 
-#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Format/FileUtil.h"
 
 #include <cctype>
 #include <cerrno>

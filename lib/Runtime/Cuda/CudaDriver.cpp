@@ -6,7 +6,7 @@
 // the headers match the entry points actually called.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/CudaDriver.h"
+#include "h20/Runtime/Cuda/CudaDriver.h"
 
 #include <dlfcn.h>
 

@@ -1,5 +1,5 @@
 //===- GemmPlan.cpp - a row-major strided GEMM as a cuBLASLt call --------===//
-#include "h20/Runtime/GemmPlan.h"
+#include "h20/Runtime/Cuda/GemmPlan.h"
 
 #include <algorithm>
 

@@ -3,9 +3,9 @@
 // The pure parts of context parallelism (ContextParallel.h): no CUDA here.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/ContextParallel.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
 
-#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Format/Manifest.h"
 
 #include <algorithm>
 #include <set>

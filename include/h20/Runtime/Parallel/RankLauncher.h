@@ -22,8 +22,8 @@
 #ifndef H20_RUNTIME_RANKLAUNCHER_H
 #define H20_RUNTIME_RANKLAUNCHER_H
 
-#include "h20/Runtime/ContextParallel.h"
-#include "h20/Runtime/TensorParallel.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
+#include "h20/Runtime/Parallel/TensorParallel.h"
 
 #include <nlohmann/json.hpp>
 

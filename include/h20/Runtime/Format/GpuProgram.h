@@ -141,7 +141,7 @@
 #ifndef H20_RUNTIME_GPUPROGRAM_H
 #define H20_RUNTIME_GPUPROGRAM_H
 
-#include "h20/Runtime/Manifest.h"
+#include "h20/Runtime/Format/Manifest.h"
 
 #include <array>
 #include <cstdint>

@@ -1,5 +1,5 @@
 //===- FileUtil.cpp - whole-file reads and atomic writes -----------------===//
-#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Format/FileUtil.h"
 
 #include <algorithm>
 #include <atomic>

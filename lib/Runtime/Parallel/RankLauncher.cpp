@@ -1,8 +1,8 @@
 //===- RankLauncher.cpp - start one h20-run process per GPU --------------===//
-#include "h20/Runtime/RankLauncher.h"
+#include "h20/Runtime/Parallel/RankLauncher.h"
 
-#include "h20/Runtime/ContextParallel.h"
-#include "h20/Runtime/FileUtil.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
+#include "h20/Runtime/Format/FileUtil.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 //===- GpuProgram.cpp - parse, validate and resolve a GPU program --------===//
-#include "h20/Runtime/GpuProgram.h"
+#include "h20/Runtime/Format/GpuProgram.h"
 
-#include "h20/Runtime/GemmPlan.h"
+#include "h20/Runtime/Cuda/GemmPlan.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,10 +3,10 @@
 // The pure parts of tensor parallelism (TensorParallel.h): no CUDA here.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/TensorParallel.h"
+#include "h20/Runtime/Parallel/TensorParallel.h"
 
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
 #include <algorithm>
 #include <cstring>

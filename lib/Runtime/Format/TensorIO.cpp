@@ -1,9 +1,9 @@
 //===- TensorIO.cpp - host tensors from/to .npy and TensorProto .pb ------===//
-#include "h20/Runtime/TensorIO.h"
+#include "h20/Runtime/Format/TensorIO.h"
 
-#include "h20/Runtime/FileUtil.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/Npy.h"
+#include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/Npy.h"
 
 #include <onnx/onnx_pb.h>
 

@@ -6,7 +6,7 @@
 // 128B-swizzled block of its shared-memory layout (WgLayout).
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/AttentionTma.h"
+#include "h20/Runtime/Cuda/AttentionTma.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -62,6 +62,8 @@
 // all-reduce before it enqueues the next. T > 1 runs without CUDA graphs
 // and without context parallelism. GpuRunStats gets the all-reduces this
 // rank issued (tpLog), their count, bytes and time.
+// The implementation is split by role under lib/Runtime/Cuda
+// (GpuExecutorImpl.h lists the parts); RunPlan.h plans each run.
 // Built without the CUDA headers, every call fails with "built without CUDA
 // headers" (GpuStatus::NoDevice).
 //
@@ -69,13 +71,13 @@
 #ifndef H20_RUNTIME_GPUEXECUTOR_H
 #define H20_RUNTIME_GPUEXECUTOR_H
 
-#include "h20/Runtime/Artifact.h"
-#include "h20/Runtime/ContextParallel.h"
-#include "h20/Runtime/GemmPlan.h"
-#include "h20/Runtime/GpuProgram.h"
-#include "h20/Runtime/Manifest.h"
-#include "h20/Runtime/TensorIO.h"
-#include "h20/Runtime/TensorParallel.h"
+#include "h20/Runtime/Format/Artifact.h"
+#include "h20/Runtime/Parallel/ContextParallel.h"
+#include "h20/Runtime/Cuda/GemmPlan.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/TensorIO.h"
+#include "h20/Runtime/Parallel/TensorParallel.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,0 +1,315 @@
+//===- GpuLoad.cpp - modules, kernels, weights, consts -----------------===//
+//
+// Part of the GPU executor; GpuExecutorImpl.h says which part holds what.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuExecutorImpl.h"
+#include "h20/Runtime/Format/FileUtil.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+namespace h20::runtime {
+using namespace detail;
+
+bool GpuExecutor::Impl::loadModules(const Artifact &artifact) {
+  bool useCubin = info.ccMajor == p.archMajor;
+  int cubins = 0, ptxs = 0;
+  for (size_t i = 0; i < p.modules.size(); ++i) {
+    const GpuModule &mod = p.modules[i];
+    std::string what = "module " + std::to_string(i) + (mod.name.empty() ? "" : " ('" + mod.name + "')");
+    auto blobBytes = [&](const std::string &name) {
+      for (const BlobSpec &b : m.blobs)
+        if (b.name == name)
+          return std::string(reinterpret_cast<const char *>(artifact.payload.data()) + b.offset,
+                             b.size);
+      return std::string();
+    };
+    CUmodule handle = nullptr;
+    std::string cubinError;
+    if (useCubin && !mod.cubinBlob.empty()) {
+      std::string image = blobBytes(mod.cubinBlob);
+      CUresult r = cu->cuModuleLoadDataEx(&handle, image.data(), 0, nullptr, nullptr);
+      if (r == CUDA_SUCCESS) {
+        ++cubins;
+        modules.push_back(handle);
+        continue;
+      }
+      handle = nullptr;
+      cubinError = cudaErrorText(*cu, r);
+      if (mod.ptxBlob.empty())
+        return fail(GpuStatus::BadInput, what + ": the cubin does not load on " + info.name +
+                                             ": " + cubinError);
+    }
+    if (mod.ptxBlob.empty())
+      return fail(GpuStatus::BadInput,
+                  what + " has only a cubin for " + p.arch + ", and " + info.name +
+                      " has compute capability " + std::to_string(info.ccMajor) + "." +
+                      std::to_string(info.ccMinor) + "; recompile with PTX");
+    std::string ptx = blobBytes(mod.ptxBlob); // std::string keeps a NUL after the text
+    std::vector<char> log(16384, 0);
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log.data(), reinterpret_cast<void *>(static_cast<uintptr_t>(log.size()))};
+    CUresult r = cu->cuModuleLoadDataEx(&handle, ptx.c_str(), 2, opts, values);
+    if (r != CUDA_SUCCESS) {
+      if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return check(r, what);
+      std::string jitLog(log.data(), strnlen(log.data(), log.size()));
+      return fail(GpuStatus::BadInput,
+                  what + ": the PTX does not load on " + info.name + ": " +
+                      cudaErrorText(*cu, r) + (jitLog.empty() ? "" : "\n" + jitLog) +
+                      (cubinError.empty() ? "" : "\n(the cubin did not load either: " + cubinError + ")"));
+    }
+    ++ptxs;
+    modules.push_back(handle);
+  }
+  loadStats.code = cubins && ptxs ? "cubin+ptx" : cubins ? "cubin" : ptxs ? "ptx" : "none";
+  return true;
+}
+
+bool GpuExecutor::Impl::resolveKernels() {
+  std::map<std::pair<int, std::string>, CUfunction> functions;
+  std::map<CUfunction, std::pair<int64_t, size_t>> maxSmem; // bytes, first step asking for it
+  stepFunction.assign(p.steps.size(), nullptr);
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    int module;
+    std::string kernel;
+    int64_t smem;
+    if (auto *l = std::get_if<LaunchStep>(&p.steps[i])) {
+      module = l->module, kernel = l->kernel, smem = l->smem;
+    } else if (auto *a = std::get_if<AttentionStep>(&p.steps[i])) {
+      module = a->module, kernel = a->kernel, smem = a->smem;
+    } else {
+      continue;
+    }
+    std::string where = "step " + std::to_string(i) + " (" + stepOpName(p.steps[i]) + ")";
+    auto key = std::make_pair(module, kernel);
+    auto it = functions.find(key);
+    if (it == functions.end()) {
+      CUfunction f = nullptr;
+      CUresult r = cu->cuModuleGetFunction(&f, modules[module], kernel.c_str());
+      if (r != CUDA_SUCCESS)
+        return fail(GpuStatus::BadInput, where + ": module " + std::to_string(module) +
+                                             " has no kernel '" + kernel + "' (" +
+                                             cudaErrorText(*cu, r) + ")");
+      it = functions.emplace(key, f).first;
+    }
+    stepFunction[i] = it->second;
+    auto &mx = maxSmem[it->second];
+    if (smem > mx.first)
+      mx = {smem, i};
+  }
+  int optin = 0;
+  if (!check(cu->cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                      dev),
+             "cuDeviceGetAttribute"))
+    return false;
+  for (auto &[f, mx] : maxSmem) {
+    // The 48 KB default bounds static plus dynamic shared memory: a kernel
+    // with its own __shared__ arrays needs the opt-in sooner.
+    int staticSmem = 0;
+    if (!check(cu->cuFuncGetAttribute(&staticSmem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+               "cuFuncGetAttribute"))
+      return false;
+    if (mx.first + staticSmem <= kDefaultSharedMemory)
+      continue;
+    std::string where = "step " + std::to_string(mx.second) + " (" +
+                        stepOpName(p.steps[mx.second]) + ")";
+    if (mx.first + staticSmem > optin)
+      return fail(GpuStatus::BadInput, where + ": the kernel asks for " +
+                                           std::to_string(mx.first) +
+                                           " bytes of dynamic shared memory beside " +
+                                           std::to_string(staticSmem) + " static; " + info.name +
+                                           " allows " + std::to_string(optin) + " in all");
+    if (!check(cu->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      static_cast<int>(mx.first)),
+               where + ": setting the kernel's dynamic shared memory to " +
+                   std::to_string(mx.first) + " bytes",
+               GpuStatus::BadInput))
+      return false;
+  }
+  return true;
+}
+
+bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
+  uint64_t stageBytes = std::max<uint64_t>(o.stagingBytes, 1 << 16);
+  void *stage[2] = {nullptr, nullptr};
+  CUevent done[2] = {nullptr, nullptr};
+  bool used[2] = {false, false};
+  struct Cleanup {
+    Impl &self;
+    void **stage;
+    CUevent *done;
+    ~Cleanup() {
+      self.cu->cuStreamSynchronize(self.stream);
+      for (int s = 0; s < 2; ++s) {
+        if (stage[s])
+          self.cu->cuMemFreeHost(stage[s]);
+        if (done[s])
+          self.cu->cuEventDestroy(done[s]);
+      }
+    }
+  } cleanup{*this, stage, done};
+  bool any = std::any_of(p.buffers.begin(), p.buffers.end(),
+                         [](const GpuBuffer &b) { return b.kind == BufferKind::Weight; });
+  if (!any)
+    return true;
+  for (int s = 0; s < 2; ++s) {
+    if (!check(cu->cuMemAllocHost(&stage[s], stageBytes),
+               "allocating " + gib(stageBytes) + " of pinned host memory for weight staging",
+               GpuStatus::Resources) ||
+        !check(cu->cuEventCreate(&done[s], CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
+      return false;
+  }
+  std::vector<uint8_t> raw; // file bytes of a piece that needs converting
+  int slot = 0;
+  for (size_t bi = 0; bi < p.buffers.size(); ++bi) {
+    const GpuBuffer &b = p.buffers[bi];
+    if (b.kind != BufferKind::Weight)
+      continue;
+    const WeightSpec &w = m.weights[b.index];
+    std::string name = "weight '" + w.name + "'";
+    if (o.dummyWeights) {
+      if (!sameAs.empty() && sameAs[bi] >= 0)
+        continue; // filled as the buffer it shares
+      if (!uploadDummyWeight(static_cast<int>(bi), w, stage, done, used, slot, stageBytes))
+        return false;
+      continue;
+    }
+    if (!w.offset || w.file.empty())
+      return fail(GpuStatus::BadInput, name + " is stored in typed protobuf fields, not raw bytes; "
+                                              "re-export the model with raw_data or external data");
+    // The rank's slice of the stored tensor (all of it without a shard).
+    ShardSlice slice;
+    std::string err;
+    if (!shardSlice(w, tpRank, slice, err))
+      return fail(GpuStatus::BadInput, err);
+    int64_t srcEs = dtypeSize(w.dtype), dstEs = dtypeSize(b.dtype);
+    int64_t fileBytes = slice.fullElements * srcEs;
+    if (w.length && *w.length != fileBytes)
+      return fail(GpuStatus::BadInput, name + " is " + std::to_string(*w.length) +
+                                           " bytes in the model but its " +
+                                           (w.shard ? "full shape" : "shape") + " needs " +
+                                           std::to_string(fileBytes));
+    if (slice.deviceElements() * dstEs != b.bytes)
+      return fail(GpuStatus::BadInput, name + ": its buffer has " + std::to_string(b.bytes) +
+                                           " bytes, the slice needs " +
+                                           std::to_string(slice.deviceElements() * dstEs));
+    std::string file = (o.weightsDir.empty() ? m.modelDir : o.weightsDir) + "/" + w.file;
+    int64_t size = fileSize(file);
+    if (size < 0)
+      return fail(GpuStatus::BadInput,
+                  name + ": file '" + file + "' is missing (moved? give --weights-dir)");
+    if (w.fileSize && size != *w.fileSize)
+      return fail(GpuStatus::BadInput, "weight file '" + file + "' has " + std::to_string(size) +
+                                           " bytes, but had " + std::to_string(*w.fileSize) +
+                                           " when the artifact was compiled: recompile it");
+    if (*w.offset < 0 || *w.offset > size || fileBytes > size - *w.offset)
+      return fail(GpuStatus::BadInput, name + ": file '" + file + "' ends before byte " +
+                                           std::to_string(*w.offset + fileBytes));
+    bool convert = w.dtype != b.dtype;
+    int64_t perPiece = static_cast<int64_t>(stageBytes) / std::max(srcEs, dstEs);
+    CUdeviceptr dst = address(static_cast<int>(bi));
+    for (const ShardRead &rd : planShardReads(slice, perPiece)) {
+      if (used[slot] && !check(cu->cuEventSynchronize(done[slot]), "uploading " + name))
+        return false;
+      const int64_t n = rd.rows * rd.runElements;
+      const bool contiguous = rd.rows == 1 || rd.runElements == rd.strideElements;
+      uint64_t off = static_cast<uint64_t>(*w.offset + rd.fileElement * srcEs);
+      if (!convert && contiguous) {
+        if (!readFileRange(file, off, static_cast<uint64_t>(n * srcEs), stage[slot], err))
+          return fail(GpuStatus::BadInput, name + ": " + err);
+      } else {
+        // Read the span (gaps between a slice's runs included), keep the runs.
+        raw.resize(static_cast<size_t>(rd.spanElements() * srcEs));
+        if (!readFileRange(file, off, raw.size(), raw.data(), err))
+          return fail(GpuStatus::BadInput, name + ": " + err);
+        for (int64_t row = 0; row < rd.rows; ++row)
+          convertElements(w.dtype, raw.data() + row * rd.strideElements * srcEs, b.dtype,
+                          static_cast<uint8_t *>(stage[slot]) + row * rd.runElements * dstEs,
+                          static_cast<size_t>(rd.runElements));
+      }
+      if (!check(cu->cuMemcpyHtoDAsync(dst + rd.deviceElement * dstEs, stage[slot], n * dstEs,
+                                       stream),
+                 "uploading " + name) ||
+          !check(cu->cuEventRecord(done[slot], stream), "uploading " + name))
+        return false;
+      used[slot] = true;
+      slot ^= 1;
+    }
+  }
+  return check(cu->cuStreamSynchronize(stream), "uploading the weights");
+}
+
+bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **stage,
+                                          CUevent *done, bool *used, int &slot,
+                                          uint64_t stageBytes) {
+  // Uniform in [-a, a] with a = sqrt(3 / fan_in), i.e. variance 1 / fan_in
+  // (fan_in: the second-to-last dim, the reduced one of a [.., K, N] MatMul
+  // weight), so activations keep their scale through the layers and router
+  // logits differ between tokens (balanced expert loads); 1-D weights (norm
+  // scales, biases, sinks) are 1, integer ones 0. A splitmix64 stream seeded by the weight's
+  // index; one staging buffer of values is generated and repeated over the
+  // weight: reproducible, and cheap for tens of GB.
+  const GpuBuffer &b = p.buffers[bi];
+  if (b.dtype != "float32" && b.dtype != "float16" && b.dtype != "bfloat16")
+    // Integer tables (indices, hashes): zeros, which index validly.
+    return check(cu->cuMemsetD8Async(address(bi), 0, static_cast<size_t>(b.bytes), stream),
+                 "zeroing dummy weight '" + w.name + "'");
+  const int64_t es = dtypeSize(b.dtype);
+  const int64_t count = b.bytes / es;
+  const int64_t fanIn = w.shape.size() >= 2 ? std::max<int64_t>(1, w.shape[w.shape.size() - 2]) : 0;
+  const double a = fanIn ? std::sqrt(3.0 / static_cast<double>(fanIn)) : 0.0;
+  const int64_t perPiece = std::min<int64_t>(count, static_cast<int64_t>(stageBytes) / es);
+  std::vector<float> values(static_cast<size_t>(perPiece));
+  uint64_t state = 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(b.index) + 1);
+  for (float &v : values) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
+    v = fanIn ? static_cast<float>((2.0 * u - 1.0) * a) : 1.0f;
+  }
+  const std::string name = "dummy weight '" + w.name + "'";
+  for (int s = 0; s < 2; ++s) {
+    if (used[s] && !check(cu->cuEventSynchronize(done[s]), "uploading " + name))
+      return false;
+    used[s] = false;
+  }
+  // Both staging buffers hold the same values: uploads alternate without
+  // waiting on one buffer.
+  for (int s = 0; s < 2; ++s)
+    convertElements("float32", values.data(), b.dtype, stage[s], values.size());
+  const CUdeviceptr dst = address(bi);
+  for (int64_t doneElems = 0; doneElems < count;) {
+    const int64_t n = std::min(perPiece, count - doneElems);
+    if (!check(cu->cuMemcpyHtoDAsync(dst + doneElems * es, stage[slot], n * es, stream),
+               "uploading " + name))
+      return false;
+    doneElems += n;
+  }
+  return check(cu->cuStreamSynchronize(stream), "uploading " + name);
+}
+
+bool GpuExecutor::Impl::uploadConsts(const Artifact &artifact) {
+  for (size_t bi = 0; bi < p.buffers.size(); ++bi) {
+    const GpuBuffer &b = p.buffers[bi];
+    if (b.kind != BufferKind::Const || b.bytes == 0)
+      continue;
+    const BlobSpec *blob = nullptr;
+    for (const BlobSpec &s : m.blobs)
+      if (s.name == b.blob)
+        blob = &s;
+    if (!blob)
+      return fail(GpuStatus::BadInput, "buffer " + std::to_string(bi) + ": no blob '" + b.blob + "'");
+    const uint8_t *src = artifact.payload.data() + blob->offset + b.blobOffset;
+    if (!check(cu->cuMemcpyHtoD(address(static_cast<int>(bi)), src, static_cast<size_t>(b.bytes)),
+               "uploading const buffer " + std::to_string(bi)))
+      return false;
+  }
+  return true;
+}
+
+} // namespace h20::runtime
