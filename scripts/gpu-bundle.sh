@@ -138,7 +138,7 @@ if [[ $llama_tests == 1 ]]; then
 mkdir -p "$out/seed-dense-2l"
 "$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-2l" --layers 2 --graph
 "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
-  --logits=last --max-positions=32768 -o "$out/art/seed-dense-2l.bf16.last.h20"
+  --logits=last --max-positions=32768 --chunk=2048 -o "$out/art/seed-dense-2l.bf16.last.h20"
 # The same at S = 262144 (gpu-nccl-check.sh: scaling over N GPUs, faults).
 "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
   --logits=last --max-positions=262144 -o "$out/art/seed-dense-2l.S262144.h20"
@@ -148,10 +148,10 @@ if [[ $tp_tests == 1 ]]; then
     "$py" "$root/models/llama/generate.py" seed-dense "$out/seed-dense-2l" --layers 2 --graph
   [[ -f $out/art/seed-dense-2l.bf16.last.h20 ]] ||
     "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
-      --logits=last --max-positions=32768 -o "$out/art/seed-dense-2l.bf16.last.h20"
+      --logits=last --max-positions=32768 --chunk=2048 -o "$out/art/seed-dense-2l.bf16.last.h20"
   for t in 2 4 8; do
     "$build/bin/h20-opt" "$out/seed-dense-2l/model.onnx" --target=h200 --compute-type=bf16 \
-      --logits=last --max-positions=32768 --gpus $t --parallel tensor \
+      --logits=last --max-positions=32768 --chunk=2048 --gpus $t --parallel tensor \
       -o "$out/art/seed-dense-2l.bf16.last.tp$t.h20" 2>>"$out/art/tp-compile.log"
   done
   rm -f "$out/seed-dense-2l/weights.bin"   # sparse here; generated there

@@ -126,13 +126,10 @@ std::optional<AttentionVariant> chooseWgmmaAttentionVariant(int dtype, int64_t h
 /// them needs it (requiredArch), else "sm_90".
 std::string attentionArch(const std::vector<AttentionVariant> &variants);
 
-/// The kernel template as embedded at build time (attention.cuh).
-const std::string &attentionKernelSource();
-
 /// The NVRTC translation unit for `variants`: per variant (duplicates
 /// dropped), one block of H20_* macros (H20_KIND among them) and
 /// `#include "h20_attention.cuh"` (the embedded template, given to NVRTC as a
-/// header).
+/// header with the per-body headers it includes: kernels/attention_*.cuh).
 std::string attentionProgramSource(const std::vector<AttentionVariant> &variants);
 
 /// Compiles every variant into one PTX module with NVRTC (-arch=compute_XX
