@@ -138,4 +138,36 @@ def WidenElementwise : Pass<"h20-widen-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def DropGemmInitFill : Pass<"h20-drop-gemm-init-fill", "mlir::func::FuncOp"> {
+  let summary = "Drop the zero fill of an h20_gemm's init: cuBLASLt writes C with beta = 0";
+  let description = [{
+    GPU target, on linalg-on-tensors after h20-lower-to-linalg: a
+    `linalg.generic` with library call `h20_gemm` runs as one cuBLASLt call
+    with beta = 0, which overwrites its output; the `linalg.fill` that
+    initialises that output (the reference lowering's zero accumulator) is
+    dead work, one pass over the output's bytes per GEMM. Each init fed by
+    a fill reads the fill's own init instead, and fills left without uses
+    are erased. Other generics keep their fills (a reduction accumulates
+    into them).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def MergeKernelModules : Pass<"h20-merge-kernel-modules", "mlir::ModuleOp"> {
+  let summary = "Move every outlined GPU kernel into one gpu.module";
+  let description = [{
+    GPU target, after gpu-kernel-outlining (one gpu.module per kernel):
+    every gpu.func moves into one gpu.module named `module-name`, each
+    renamed after the module it came from (which outlining made unique),
+    and every gpu.launch_func is pointed at its kernel there. The artifact
+    then holds one PTX module for the generated kernels, loaded once by the
+    runtime.
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string", "\"h20_kernels\"",
+           "the merged gpu.module's name">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 #endif // H20_CONVERSION_PASSES

@@ -111,34 +111,6 @@ void markAttentionToDecompose(func::FuncOp func) {
   });
 }
 
-/// Moves every outlined kernel into one gpu.module (one PTX module to load)
-/// and points the launches at it; kernels are renamed after their modules,
-/// which outlining made unique.
-void mergeKernelModules(ModuleOp module) {
-  OpBuilder b(module.getContext());
-  SmallVector<mlir::gpu::GPUModuleOp> mods(module.getOps<mlir::gpu::GPUModuleOp>());
-  if (mods.empty())
-    return;
-  b.setInsertionPointToEnd(module.getBody());
-  auto merged = mlir::gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModule);
-  b.setInsertionPointToStart(merged.getBody());
-  for (mlir::gpu::GPUModuleOp m : mods) {
-    StringRef name = m.getName();
-    for (Operation &op : llvm::make_early_inc_range(m.getBody()->getOperations())) {
-      if (auto f = dyn_cast<mlir::gpu::GPUFuncOp>(op)) {
-        f.setName(name);
-        op.moveBefore(merged.getBody(), merged.getBody()->end());
-      }
-    }
-    module.walk([&](mlir::gpu::LaunchFuncOp l) {
-      if (l.getKernelModuleName() == name)
-        l.setKernelAttr(SymbolRefAttr::get(b.getStringAttr(kKernelModule),
-                                           {FlatSymbolRefAttr::get(b.getStringAttr(name))}));
-    });
-    m.erase();
-  }
-}
-
 /// The PTX of the (single) gpu.binary gpu-module-to-binary produced.
 FailureOr<std::string> extractPtx(ModuleOp module) {
   for (auto bin : module.getOps<mlir::gpu::BinaryOp>())
@@ -304,20 +276,10 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
         pm.addNestedPass<func::FuncOp>(createFuseElementwise());
         // 16-bit bodies compute in f32 and round once per kernel.
         pm.addNestedPass<func::FuncOp>(createWidenElementwise());
+        // cuBLASLt writes C with beta = 0: a GEMM's zero fill is dead.
+        pm.addNestedPass<func::FuncOp>(createDropGemmInitFill());
       })))
     return failure();
-  // cuBLASLt writes C with beta = 0: the zero fill of a GEMM's init is dead.
-  func.walk([&](linalg::GenericOp g) {
-    if (!g.getLibraryCallAttr() || g.getLibraryCallAttr().getValue() != "h20_gemm")
-      return;
-    for (OpOperand &init : g.getDpsInitsMutable())
-      if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
-        init.set(fill.getDpsInits()[0]);
-  });
-  func.walk([&](linalg::FillOp fill) {
-    if (fill->use_empty())
-      fill->erase();
-  });
   if (stopsAfter("linalg"))
     return success();
   llvm::json::Array weights = describeWeights(module, kEntryFunc);
@@ -363,9 +325,11 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
         pm.addPass(createGpuKernelOutliningPass());
         pm.addPass(createLowerAffinePass());
         pm.addPass(createCanonicalizerPass());
+        MergeKernelModulesOptions merge;
+        merge.moduleName = kKernelModule.str();
+        pm.addPass(createMergeKernelModules(merge));
       })))
     return failure();
-  mergeKernelModules(module);
   if (stopsAfter("gpu"))
     return success();
 
