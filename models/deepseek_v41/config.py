@@ -209,11 +209,18 @@ def rope_inv_freq(cfg, kind):
     yarn = cfg["rope_compress_yarn"] if kind == "compress" else None
     if not yarn:
         return extrap
-    orig = yarn.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
-    factor = yarn.get("factor", 1.0)
-    if yarn.get("original_max_position_embeddings"):
+    # transformers 5.17's rules (RotaryEmbeddingConfigMixin.standardize_rope_params
+    # and _compute_yarn_parameters): a top-level original_max_position_embeddings
+    # wins over rope_scaling's, which defaults to max_position_embeddings; an
+    # explicit factor is used as given (its mismatch with max / original is
+    # only warned about there), a missing or null one is that ratio; beta_fast
+    # and beta_slow fall back to 32 and 1 when missing, null or 0.
+    orig = (cfg.get("original_max_position_embeddings") or yarn.get("original_max_position_embeddings")
+            or cfg["max_position_embeddings"])
+    factor = yarn.get("factor")
+    if factor is None:
         factor = cfg["max_position_embeddings"] / orig
-    beta_fast, beta_slow = yarn.get("beta_fast", 32), yarn.get("beta_slow", 1)
+    beta_fast, beta_slow = yarn.get("beta_fast") or 32, yarn.get("beta_slow") or 1
 
     def correction_dim(rot):
         return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(base))

@@ -31,7 +31,8 @@ RoutedExperts(X[N,Dm], Router[Dm,E], Bias[E], W1[E,Dm,I], W3[E,Dm,I],
     scores = sqrt(softplus(X Router / temp)); experts = top_k of scores +
     Bias (selection only); weights = scores[experts] normalised to sum 1 (+1e-20)
     times scaling; Y = sum over selected e of W2[e]^T (weight * silu(min(g,
-    limit)) * clip(u, -limit, limit)), g = X W1[e], u = X W3[e].
+    limit)) * clip(u, -limit, limit)), g = X W1[e], u = X W3[e]; limit <= 0
+    clamps nothing (silu(g) * u), as transformers' swiglu_limit.
 """
 import numpy as np
 from onnx import helper
@@ -190,8 +191,11 @@ def routed_experts():
     dense = g.op("ScatterElements", [g.op("Mul", [scores, g.const(np.float32(0))]), idx, w], axis=1)  # [N,E]
     limit = g.scalar_from_attr("limit", "FLOAT")
     x = g.op("Unsqueeze", ["X", g.i64(0)])  # [1,N,Dm]
-    gate = g.op("Min", [g.op("MatMul", [x, "W1"]), limit])  # [E,N,I]
-    up = g.op("Clip", [g.op("MatMul", [x, "W3"]), g.op("Neg", [limit]), limit])
+    # limit <= 0: no clamp (transformers' swiglu_limit rule).
+    clamped = g.op("Greater", [limit, g.const(np.float32(0))])
+    gate_raw, up_raw = g.op("MatMul", [x, "W1"]), g.op("MatMul", [x, "W3"])  # [E,N,I]
+    gate = g.op("Where", [clamped, g.op("Min", [gate_raw, limit]), gate_raw])
+    up = g.op("Where", [clamped, g.op("Clip", [up_raw, g.op("Neg", [limit]), limit]), up_raw])
     act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
     weighted = g.op("Mul", [act, g.op("Unsqueeze", [g.op("Transpose", [dense], perm=[1, 0]), g.i64(2)])])
     y = g.op("ReduceSum", [g.op("MatMul", [weighted, "W2"]), g.i64(0)], keepdims=0)

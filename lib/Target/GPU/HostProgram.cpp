@@ -1128,7 +1128,11 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   };
   const double temperature = attrs.getAs<FloatAttr>("temp").getValueAsDouble();
   const double scaling = attrs.getAs<FloatAttr>("scaling").getValueAsDouble();
-  const double limit = attrs.getAs<FloatAttr>("limit").getValueAsDouble();
+  // limit <= 0 clamps nothing (transformers' swiglu_limit rule): the kernel
+  // clamps to the largest float, which no finite value exceeds.
+  double limit = attrs.getAs<FloatAttr>("limit").getValueAsDouble();
+  if (!(limit > 0))
+    limit = std::numeric_limits<float>::max();
   for (int64_t t0 = 0; t0 < n; t0 += tile) {
     const int64_t tt = std::min(tile, n - t0), r = tt * k;
     const View xt = rowSlice(x, t0, tt), yt = rowSlice(y, t0, tt);
