@@ -31,7 +31,12 @@ bool checkInputs(const Manifest &m, const GpuProgram &p, const std::vector<HostT
     const HostTensor &t = inputs[i];
     const TensorSpec &spec = m.inputs[i];
     int64_t es = dtypeSize(t.dtype);
-    int64_t n = product(t.shape, 0, t.shape.size());
+    int64_t n = 0;
+    if (!elementCount(t.shape, n)) {
+      error = "input '" + spec.name + "' " + shapeText(t.shape) +
+              " has a negative dim or too many elements";
+      return false;
+    }
     bool shapeOk = t.shape.size() == spec.shape.size();
     for (size_t d = 0; shapeOk && d < t.shape.size(); ++d)
       shapeOk = t.shape[d] >= 0 && (spec.shape[d] < 0 || spec.shape[d] == t.shape[d]);
@@ -67,6 +72,16 @@ bool chooseMode(const GpuProgram &p, const RunRequest &r, RunPlan &plan, std::st
   if (ncclCp && r.ncclRanks < 2) {
     error = "a context-parallel NCCL run needs a communicator of 2 or more ranks (load with "
             "ncclRanks = N)";
+    return false;
+  }
+  if (r.ncclRanks > 0 && (r.ncclRank < 0 || r.ncclRank >= r.ncclRanks)) {
+    error = "NCCL rank " + std::to_string(r.ncclRank) + " is not in [0, " +
+            std::to_string(r.ncclRanks) + ")";
+    return false;
+  }
+  if (T > 1 && (r.tpRank < 0 || r.tpRank >= T)) {
+    error = "tensor-parallel rank " + std::to_string(r.tpRank) + " is not in [0, " +
+            std::to_string(T) + ")";
     return false;
   }
   if (T > 1 && (virtualCp || ncclCp)) {
@@ -178,6 +193,10 @@ bool planRun(const Manifest &m, const GpuProgram &p, const std::vector<HostTenso
   if (!checkInputs(m, p, inputs, plan, error))
     return false;
   plan.tokens = request.n;
+  if (!p.chunking && request.n < 0) {
+    error = "the symbol n is " + std::to_string(request.n) + " (negative)";
+    return false;
+  }
   if (p.chunking) {
     const GpuChunking &ch = *p.chunking;
     const HostTensor &ids = inputs[ch.input];
@@ -187,6 +206,11 @@ bool planRun(const Manifest &m, const GpuProgram &p, const std::vector<HostTenso
       return false;
     }
     plan.tokens = ids.shape[ch.dim];
+    if (plan.tokens < 1) {
+      error = "the prompt is empty: the chunked input '" + m.inputs[ch.input].name + "' " +
+              shapeText(ids.shape) + " has no tokens";
+      return false;
+    }
     plan.idsInner = product(ids.shape, ch.dim + 1, ids.shape.size());
     plan.idsElemBytes = dtypeSize(ids.dtype);
     plan.chunkBytes = ch.chunk * plan.idsInner * plan.idsElemBytes;

@@ -106,10 +106,41 @@ double snapFloat(double f) {
   return f;
 }
 
+/// One constant folded into an attention's scale: its value, whether the
+/// scores are divided by it, and its float type's semantics (null for an
+/// integer constant).
+struct ScaleFactor {
+  double value = 1.0;
+  bool divides = false;
+  const llvm::fltSemantics *semantics = nullptr;
+};
+
+/// True when `factors` are exactly the constants an exporter writes for a
+/// softmax scale of 1/sqrt(headDim): n equal constants of one float type,
+/// all multiplying by round(headDim^(-1/(2n))) or all dividing by
+/// round(headDim^(1/(2n))), rounded to nearest-even in that type (one
+/// Mul(S, 1/sqrt(d)), torch.onnx's Mul(Q, d^-1/4) and Mul(K^T, d^-1/4),
+/// one Div(S, sqrt(d)), ...). Exact, so a genuinely different constant
+/// (even one ulp away) never matches.
+bool isRoundedInvSqrt(ArrayRef<ScaleFactor> factors, int64_t headDim) {
+  if (factors.empty() || headDim <= 0)
+    return false;
+  const ScaleFactor &f0 = factors.front();
+  for (const ScaleFactor &f : factors)
+    if (!f.semantics || f.semantics != f0.semantics || f.divides != f0.divides ||
+        f.value != f0.value)
+      return false;
+  double n = static_cast<double>(factors.size());
+  double target = std::pow(static_cast<double>(headDim), (f0.divides ? 0.5 : -0.5) / n);
+  llvm::APFloat r(target);
+  bool lost = false;
+  r.convert(*f0.semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
+  return r.convertToDouble() == f0.value;
+}
+
 /// 1/sqrt(head_dim) exactly when `scale` is that value rounded through fp32
-/// arithmetic (within 4 ulp) or, when it is a product of constants stored
-/// in a narrower dtype, within `relRounding` (the sum of those constants'
-/// unit roundoffs, see unitRoundoff); else `scale` itself.
+/// arithmetic (within 4 ulp) or when `factors` are the rounded constants
+/// an exporter writes for it (isRoundedInvSqrt); else `scale` itself.
 ///
 /// Why: torch.onnx writes SDPA's default scale as Mul(Q, c) and Mul(K^T, c)
 /// with c = sqrt(1/sqrt(head_dim)) cast to the model dtype; in bfloat16,
@@ -117,22 +148,18 @@ double snapFloat(double f) {
 /// systematic error in every softmax that PyTorch eager (which uses the
 /// exact scale in its kernels) does not make. Recovering the value the
 /// exporter rounded is the same fit as RoPE's theta from rounded inv_freq.
-double snapScale(double scale, int64_t headDim, double relRounding = 0.0) {
+double snapScale(double scale, int64_t headDim, ArrayRef<ScaleFactor> factors = {}) {
   double exact = 1.0 / std::sqrt(static_cast<double>(headDim));
-  double tol = std::max(4 * 1.2e-7, relRounding * (1 + 1e-9));
-  if (headDim > 0 && std::fabs(scale - exact) <= tol * exact)
+  if (headDim > 0 &&
+      (std::fabs(scale - exact) <= 4 * 1.2e-7 * exact || isRoundedInvSqrt(factors, headDim)))
     return exact;
   return snapFloat(scale);
 }
 
-/// The unit roundoff 2^-p of a floating-point element type of precision p
-/// (bf16 2^-8, f16 2^-11, f32 2^-24): the largest relative error of
-/// rounding a real to it. 0 for integers, whose constants are exact.
-double unitRoundoff(Type t) {
+/// The float semantics of a constant's element type; null for integers.
+const llvm::fltSemantics *floatSemantics(Type t) {
   auto ft = dyn_cast<FloatType>(getElementTypeOrSelf(t));
-  if (!ft)
-    return 0.0;
-  return std::ldexp(1.0, -static_cast<int>(llvm::APFloat::semanticsPrecision(ft.getFloatSemantics())));
+  return ft ? &ft.getFloatSemantics() : nullptr;
 }
 
 int64_t rankOf(Value v) {
@@ -1560,8 +1587,8 @@ private:
     Value x = sm->getOperand(0);
     Value mask;
     double scale = 1.0;
-    // The summed unit roundoff of the constants folded into `scale`.
-    double scaleRounding = 0.0;
+    // The constants folded into `scale`, for snapScale.
+    SmallVector<ScaleFactor> factors;
     auto peelScale = [&](Value &val) {
       while (true) {
         Operation *def = val.getDefiningOp();
@@ -1573,14 +1600,14 @@ private:
           if (!rest)
             return;
           scale *= *c;
-          scaleRounding += unitRoundoff(cv.getType());
+          factors.push_back({*c, false, floatSemantics(cv.getType())});
           val = rest;
         } else if (def && isa<ox::DivOp>(def)) {
           auto c = constantScalar(def->getOperand(1));
           if (!c || *c == 0)
             return;
           scale /= *c;
-          scaleRounding += unitRoundoff(def->getOperand(1).getType());
+          factors.push_back({*c, true, floatSemantics(def->getOperand(1).getType())});
           val = def->getOperand(0);
         } else {
           return;
@@ -1592,11 +1619,12 @@ private:
       for (unsigned i = 0; i < 2; ++i) {
         Value s = add->getOperand(i);
         Value probe = s;
-        double saved = scale, savedRounding = scaleRounding;
+        double saved = scale;
+        size_t savedFactors = factors.size();
         peelSoftcap(probe);
         peelScale(probe);
         scale = saved;
-        scaleRounding = savedRounding;
+        factors.resize(savedFactors);
         if (probe.getDefiningOp<ox::MatMulOp>()) {
           mask = add->getOperand(1 - i);
           x = s;
@@ -1619,10 +1647,18 @@ private:
       return;
     // Inside the tanh the product is s * scale' with scale' = scale / c;
     // attn.attention computes c * tanh(s * scale / c), so scale = scale' * c.
-    if (softcap)
+    if (softcap) {
       scale *= *softcap;
+      // The division by c inside the tanh cancels against the outer c: it
+      // is not part of the scale the exporter rounded.
+      auto cancels = llvm::find_if(factors, [&](const ScaleFactor &f) {
+        return f.divides ? f.value == *softcap : f.value * *softcap == 1.0;
+      });
+      if (cancels != factors.end())
+        factors.erase(cancels);
+    }
     if (auto qt = dyn_cast<RankedTensorType>(q.getType()); qt && !qt.isDynamicDim(3))
-      scale = snapScale(scale, qt.getDimSize(3), scaleRounding);
+      scale = snapScale(scale, qt.getDimSize(3), factors);
     if (Value r = emitAttention(pv, q, k, v, chooseMask(mask, q, k), scale,
                                 /*isCausal=*/false, softcap))
       replace(pv, r);

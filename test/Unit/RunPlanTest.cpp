@@ -117,6 +117,13 @@ TEST(RunPlan, RefusesBadInputs) {
   HostTensor cut = ids(8);
   cut.data.pop_back();
   EXPECT_EQ(b.refuse({cut}), "input 'ids' is int64[1, 8] (63 bytes); the model takes int64[1, ?]");
+  EXPECT_EQ(b.refuse({ids(0)}),
+            "the prompt is empty: the chunked input 'ids' [1, 0] has no tokens");
+  HostTensor huge = ids(1);
+  huge.shape = {1, int64_t(1) << 61};
+  huge.data.clear(); // n * 8 would wrap to 0 bytes
+  EXPECT_EQ(b.refuse({huge}),
+            "input 'ids' [1, 2305843009213693952] has a negative dim or too many elements");
   // Past the 64-row KV cache: the last chunk's write does not fit.
   EXPECT_TRUE(contains(b.refuse({ids(80)}), "for a prompt of 80 tokens")) << b.refuse({ids(80)});
 }
@@ -151,6 +158,16 @@ TEST(RunPlan, RefusesModesThatDoNotFit) {
   tpGroup.virtualTpRanks = 4;
   EXPECT_EQ(b.refuse({ids(32)}, tpGroup),
             "a group of 4 virtual ranks for an artifact of 2 tensor-parallel ranks");
+  RunRequest badRank;
+  badRank.contextParallel = true;
+  badRank.ncclRanks = 2;
+  badRank.ncclRank = 5;
+  EXPECT_EQ(b.refuse({ids(32)}, badRank), "NCCL rank 5 is not in [0, 2)");
+  RunRequest badTpRank;
+  badTpRank.tpRanks = 2;
+  badTpRank.tpRank = 2;
+  badTpRank.virtualTpRanks = 2;
+  EXPECT_EQ(b.refuse({ids(32)}, badTpRank), "tensor-parallel rank 2 is not in [0, 2)");
   RunRequest tpCp;
   tpCp.tpRanks = 2;
   tpCp.virtualRanks = 2;
