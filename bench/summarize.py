@@ -163,7 +163,7 @@ def tables(rec):
                "4·S²·D·H/2 FLOPs; CUDA events, warm-up, median of ≥ 5; same run, same GPU; speed "
                "ratios: > 1 means h20 is faster; h20_attention_wgmma_* is the kernel h20 compiles "
                "to (f16/bf16, D = Dv in 64/128/256), h20_attention_* the mma.sync kernel kept for "
-               "other shapes and H20_ATTENTION_KERNEL=mma)")
+               "other shapes and h20-opt --attention-kernel=mma)")
     out.append("")
     out.append("| S | h20 kernel | h20 ms | h20 TFLOP/s | cuDNN TFLOP/s | FA2 TFLOP/s | h20 / cuDNN (speed) | h20 / FA2 (speed) | h20 vs SDPA, same inputs (rel. L2) |")
     out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -39,7 +39,7 @@ if [[ $mode == bundle ]]; then
       -o "$dir/l8b/l8b.h20"
     # The same graph on the mma.sync attention kernel (FA2-style), for the
     # bf16 accuracy attribution.
-    H20_ATTENTION_KERNEL=mma "$build/bin/h20-opt" "$3" --target=h200 --logits=last \
+    "$build/bin/h20-opt" "$3" --target=h200 --logits=last --attention-kernel=mma \
       --max-positions=131072 -o "$dir/l8b/l8b-mma.h20"
   fi
   # The com.microsoft contrib-op cases with ONNX Runtime's outputs.

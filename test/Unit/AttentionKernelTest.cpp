@@ -143,24 +143,16 @@ TEST(AttentionKernel, WgmmaVariants) {
   EXPECT_NE(log.find("needs sm_90a"), std::string::npos) << log;
 }
 
-// H20_ATTENTION_KERNEL=wgmma opts chooseAttentionVariant into kind 1 where
-// the wgmma kernel has a variant; elsewhere (f32, D != Dv) it keeps kind 0.
-TEST(AttentionKernel, WgmmaByDefaultMmaByEnvironment) {
-  const char *old = std::getenv("H20_ATTENTION_KERNEL");
-  std::string saved = old ? old : "";
-  unsetenv("H20_ATTENTION_KERNEL");
-  EXPECT_EQ(chooseAttentionVariant(2, 128, 128)->kind, 1); // wgmma by default
-  setenv("H20_ATTENTION_KERNEL", "wgmma", 1);
+// chooseAttentionVariant picks kind 1 (wgmma) where the wgmma kernel has a
+// variant; elsewhere (f32, D != Dv) kind 0; family Mma keeps kind 0.
+TEST(AttentionKernel, WgmmaByDefaultMmaOnRequest) {
   EXPECT_EQ(chooseAttentionVariant(2, 128, 128)->kind, 1);
   EXPECT_EQ(chooseAttentionVariant(1, 64, 64, 64, 32)->kind, 1); // hints ignored
   EXPECT_EQ(chooseAttentionVariant(0, 128, 128)->kind, 0);
   EXPECT_EQ(chooseAttentionVariant(2, 192, 128)->kind, 0);
-  setenv("H20_ATTENTION_KERNEL", "mma", 1);
-  EXPECT_EQ(chooseAttentionVariant(2, 128, 128)->kind, 0);
-  if (old)
-    setenv("H20_ATTENTION_KERNEL", saved.c_str(), 1);
-  else
-    unsetenv("H20_ATTENTION_KERNEL");
+  EXPECT_EQ(chooseAttentionVariant(2, 128, 128, 0, 0, nullptr, AttentionKernelFamily::Mma)->kind, 0);
+  EXPECT_EQ(*chooseAttentionVariant(2, 128, 128, 0, 0, nullptr, AttentionKernelFamily::Mma),
+            *chooseMmaAttentionVariant(2, 128, 128));
 }
 
 TEST(AttentionKernel, ParsesPtxasReport) {
@@ -191,18 +183,11 @@ TEST(AttentionKernel, ParsesPtxasReport) {
 /// 128, 256, plus D != Dv (192 / 128).
 std::vector<AttentionVariant> mainVariants() {
   // The mma.sync family (kind 0); the wgmma variants have their own test.
-  const char *old = std::getenv("H20_ATTENTION_KERNEL");
-  std::string saved = old ? old : "";
-  setenv("H20_ATTENTION_KERNEL", "mma", 1);
   std::vector<AttentionVariant> out;
   for (int dtype : {0, 1, 2})
     for (int d : {16, 64, 128, 256})
-      out.push_back(*chooseAttentionVariant(dtype, d, d));
-  out.push_back(*chooseAttentionVariant(2, 192, 128));
-  if (old)
-    setenv("H20_ATTENTION_KERNEL", saved.c_str(), 1);
-  else
-    unsetenv("H20_ATTENTION_KERNEL");
+      out.push_back(*chooseMmaAttentionVariant(dtype, d, d));
+  out.push_back(*chooseMmaAttentionVariant(2, 192, 128));
   return out;
 }
 

@@ -26,8 +26,8 @@
 // on the wgmma kernel (AttentionVariant kind 1, compiled for sm_90a) when it
 // has a variant for the case's dtype and dims (f16/bf16, D = Dv in {64, 128,
 // 256}); `--kernels default` checks only the mma.sync kernel (kind 0,
-// chooseAttentionVariant with H20_ATTENTION_KERNEL=mma, which this tool
-// sets), `--kernels wgmma` only the wgmma kernel (h20's default where it
+// chooseMmaAttentionVariant, what h20-opt --attention-kernel=mma compiles),
+// `--kernels wgmma` only the wgmma kernel (h20's default where it
 // has a variant). Timing covers the default variant, plus the
 // wgmma variant with --sweep or `--kernels all` (only it with `--kernels
 // wgmma`).
@@ -455,7 +455,7 @@ std::vector<std::pair<int, int>> extraWgmma;
 std::vector<AttentionVariant> variantsFor(const Case &c, Families families, bool wgmma) {
   std::vector<AttentionVariant> out;
   if (families != Families::Wgmma)
-    out.push_back(*chooseAttentionVariant(c.dtype, c.d, c.dv));
+    out.push_back(*chooseMmaAttentionVariant(c.dtype, c.d, c.dv));
   if (wgmma && families != Families::Default)
     if (std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(c.dtype, c.d, c.dv)) {
       if (std::find(out.begin(), out.end(), *w) == out.end())
@@ -780,10 +780,9 @@ bool parseSizes(const char *text, std::vector<int64_t> &out) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // The two families are checked separately: chooseAttentionVariant picks
-  // the mma.sync kernel here ("default"), chooseWgmmaAttentionVariant the
+  // The two families are checked separately: chooseMmaAttentionVariant
+  // picks the mma.sync kernel ("default"), chooseWgmmaAttentionVariant the
   // wgmma kernel (what h20 compiles to where it has a variant).
-  setenv("H20_ATTENTION_KERNEL", "mma", 1);
   std::string filter, jsonPath;
   bool timing = true, sweep = false, checks = true;
   std::optional<Families> familiesOpt;
@@ -905,8 +904,8 @@ int main(int argc, char **argv) {
       // The defaults of the other dtypes, then tile variants per head dim
       // (bf16), then the wgmma variants of the other dims, timed on the
       // same problem.
-      sw = {*chooseAttentionVariant(2, 64, 64), *chooseAttentionVariant(2, 256, 256),
-            *chooseAttentionVariant(1, 128, 128), *chooseAttentionVariant(0, 128, 128)};
+      sw = {*chooseMmaAttentionVariant(2, 64, 64), *chooseMmaAttentionVariant(2, 256, 256),
+            *chooseMmaAttentionVariant(1, 128, 128), *chooseMmaAttentionVariant(0, 128, 128)};
       for (int d : {64, 128, 256})
         for (int bm : {64, 128})
           for (int bn : {32, 64, 128})

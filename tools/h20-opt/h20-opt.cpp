@@ -77,6 +77,12 @@ static llvm::cl::opt<std::string> computeType(
     llvm::cl::desc("GPU targets: storage type of weights, activations and KV cache: bf16 "
                    "(default), f16 or f32; accumulation is float32 either way"),
     llvm::cl::init("bf16"));
+static llvm::cl::opt<std::string> attentionKernel(
+    "attention-kernel",
+    llvm::cl::desc("GPU targets: auto (default: the wgmma kernel where it has a variant, else "
+                   "mma.sync / FMA) or mma (the mma.sync kernel everywhere, for comparisons); "
+                   "recorded per attention by h20-choose-attention-kernels"),
+    llvm::cl::init("auto"));
 static llvm::cl::opt<int> cpuOptLevel(
     "cpu-opt-level",
     llvm::cl::desc("--target=cpu: LLVM optimisation level 0..3 (default 3: fastest code; 0 "
@@ -230,6 +236,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     return fail("--cpu-opt-level must be 0, 1, 2 or 3, got " + std::to_string(cpuOptLevel));
   if (!llvm::is_contained({"bf16", "f16", "f32"}, computeType.getValue()))
     return fail("--compute-type must be bf16, f16 or f32, got '" + computeType + "'");
+  if (!llvm::is_contained({"auto", "mma"}, attentionKernel.getValue()))
+    return fail("--attention-kernel must be auto or mma, got '" + attentionKernel + "'");
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
     return fail("--chunk must be between 1 and 1048576 tokens (0: automatic)");
   if (gpuCount < 1 || gpuCount > 8)
@@ -391,6 +399,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     options.maxPositions = gpuMaxPositions;
     options.chunk = chunk;
     options.computeType = computeType;
+    options.attentionKernel = attentionKernel;
     options.parallel = parallel;
     if (gpuStage)
       options.stopAfter = emitLevel;

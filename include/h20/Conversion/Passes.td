@@ -138,6 +138,32 @@ def WidenElementwise : Pass<"h20-widen-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::FuncOp"> {
+  let summary = "Choose the GPU kernel of every attn.attention and record it in the IR";
+  let description = [{
+    GPU target, on attn-level IR before h20-lower-to-linalg: the one place
+    the attention kernel is chosen (chooseAttentionVariant,
+    lib/Target/GPU/AttentionKernel.cpp), choose-then-apply. An op the
+    kernels can run gets `h20.kernel = {kind, block_m, block_n, threads,
+    stages, schedule}` (kind "wgmma", "mma" or "fma"; the mma/fma tiles
+    follow the op's `h20.tiles` hint when h20-select-tiles left one); the
+    lowering carries it to the library call and the host program builds
+    that variant and no other. An op they cannot run gets `h20.decompose`
+    and is lowered as generic kernels: no mask or sink operand it could
+    take, head dims the kernels lack, other element types, a window
+    without causal masking, top-left causal alignment with S_q != S_kv
+    (the kernels are bottom-right), or more than 65535 heads or batches.
+
+    `kernel=mma` keeps the kind-0 kernels (mma.sync, FMA for f32) where
+    the wgmma kernel would run, for comparisons (h20-opt
+    --attention-kernel=mma).
+  }];
+  let options = [
+    Option<"kernel", "kernel", "std::string", "\"auto\"",
+           "auto (wgmma where it has a variant) or mma">,
+  ];
+}
+
 def DropGemmInitFill : Pass<"h20-drop-gemm-init-fill", "mlir::func::FuncOp"> {
   let summary = "Drop the zero fill of an h20_gemm's init: cuBLASLt writes C with beta = 0";
   let description = [{

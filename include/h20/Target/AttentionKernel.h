@@ -104,15 +104,24 @@ struct AttentionVariant {
 /// shared memory. Returns nullopt with `error` set when D or Dv is
 /// unsupported (not a multiple of 16 in [16, 256]) or dtype is unknown.
 ///
-/// The wgmma kernel comes first: when chooseWgmmaAttentionVariant has a
-/// variant for (dtype, D, Dv), that variant (kind 1) is returned and the
-/// tile hints are ignored; compile it with attentionArch() ("sm_90a"). The
-/// environment variable H20_ATTENTION_KERNEL=mma keeps the kind-0 choice
-/// above for every shape (for comparisons).
-std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDim,
-                                                       int64_t headDimV, int64_t blockMHint = 0,
-                                                       int64_t blockNHint = 0,
-                                                       std::string *error = nullptr);
+/// With `family` Auto the wgmma kernel comes first: when
+/// chooseWgmmaAttentionVariant has a variant for (dtype, D, Dv), that
+/// variant (kind 1) is returned and the tile hints are ignored; compile it
+/// with attentionArch() ("sm_90a"). `family` Mma keeps the kind-0 choice
+/// above (chooseMmaAttentionVariant) for every shape (h20-opt
+/// --attention-kernel=mma, for comparisons). The GPU target calls this once
+/// per attention, in h20-choose-attention-kernels, and records the choice.
+enum class AttentionKernelFamily { Auto, Mma };
+std::optional<AttentionVariant>
+chooseAttentionVariant(int dtype, int64_t headDim, int64_t headDimV, int64_t blockMHint = 0,
+                       int64_t blockNHint = 0, std::string *error = nullptr,
+                       AttentionKernelFamily family = AttentionKernelFamily::Auto);
+
+/// The kind-0 (mma.sync for f16/bf16, FMA for f32) choice described above.
+std::optional<AttentionVariant> chooseMmaAttentionVariant(int dtype, int64_t headDim,
+                                                          int64_t headDimV, int64_t blockMHint = 0,
+                                                          int64_t blockNHint = 0,
+                                                          std::string *error = nullptr);
 
 /// The wgmma (kind 1) variant for f16/bf16 (`dtype` 1 or 2) and D = Dv in
 /// {64, 128, 256}: blockM 128, threads 384, blockN 128 for D <= 128 and 64

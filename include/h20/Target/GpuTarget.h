@@ -24,6 +24,9 @@ struct GpuTargetOptions {
   /// Storage type of activations, weights and KV cache: f32, bf16 or f16
   /// (h20-compute-type); accumulation is float32 either way.
   std::string computeType = "bf16";
+  /// The attention kernel family: "auto" (wgmma where it has a variant) or
+  /// "mma" (h20-choose-attention-kernels' `kernel` option).
+  std::string attentionKernel = "auto";
   /// The multi-GPU plan, written to the manifest's "parallel" object when
   /// gpus > 1 (h20-opt --gpus N --parallel auto|context|tensor). With plan
   /// "tensor" the module must already be split (h20-tensor-parallel with

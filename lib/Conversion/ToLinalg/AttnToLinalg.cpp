@@ -722,6 +722,8 @@ FailureOr<Value> lowerAttentionToLibraryCall(OpBuilder &b, attn::AttentionOp op)
     attrs.push_back(b.getNamedAttr("softcap", c));
   if (Attribute t = op->getAttr("h20.tiles"))
     attrs.push_back(b.getNamedAttr("tiles", t));
+  if (Attribute k = op->getAttr("h20.kernel"))
+    attrs.push_back(b.getNamedAttr("kernel", k));
   g->setAttr(kAttentionAttrs, b.getDictionaryAttr(attrs));
   return g.getResult(0);
 }

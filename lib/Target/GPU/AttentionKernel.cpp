@@ -186,7 +186,19 @@ bool AttentionVariant::isSupported(std::string *why) const {
 
 std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDim,
                                                        int64_t headDimV, int64_t blockMHint,
-                                                       int64_t blockNHint, std::string *error) {
+                                                       int64_t blockNHint, std::string *error,
+                                                       AttentionKernelFamily family) {
+  // The wgmma kernel where it has a variant (measured 1.35x the mma.sync
+  // kernel on an H200, BENCHMARKS.md); AttentionKernelFamily::Mma opts out.
+  if (family == AttentionKernelFamily::Auto && dtype >= 0 && dtype <= 2)
+    if (std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(dtype, headDim, headDimV))
+      return w;
+  return chooseMmaAttentionVariant(dtype, headDim, headDimV, blockMHint, blockNHint, error);
+}
+
+std::optional<AttentionVariant> chooseMmaAttentionVariant(int dtype, int64_t headDim,
+                                                          int64_t headDimV, int64_t blockMHint,
+                                                          int64_t blockNHint, std::string *error) {
   if (dtype < 0 || dtype > 2) {
     fail(error, "attention: unknown dtype " + std::to_string(dtype));
     return std::nullopt;
@@ -197,12 +209,6 @@ std::optional<AttentionVariant> chooseAttentionVariant(int dtype, int64_t headDi
                       " is not supported by the GPU kernel (a multiple of 16 in [16, 256])");
       return std::nullopt;
     }
-  // The wgmma kernel where it has a variant (measured 1.35x the mma.sync
-  // kernel on an H200, BENCHMARKS.md); H20_ATTENTION_KERNEL=mma opts out.
-  const char *kind = std::getenv("H20_ATTENTION_KERNEL");
-  if (!kind || std::string(kind) != "mma")
-    if (std::optional<AttentionVariant> w = chooseWgmmaAttentionVariant(dtype, headDim, headDimV))
-      return w;
   AttentionVariant v;
   v.dtype = dtype;
   v.headDim = int(headDim);

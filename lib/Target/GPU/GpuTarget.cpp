@@ -84,33 +84,6 @@ unsigned cachesToArguments(func::FuncOp func) {
   return caches.size();
 }
 
-/// Marks (h20.decompose) the attention ops the attention kernel cannot run,
-/// so h20-lower-to-linalg decomposes them: head dims the kernel lacks,
-/// non-float32/16 types, windows without causal masking, top-left causal
-/// alignment with S_q != S_kv (the kernel is bottom-right), grids beyond
-/// 65535 heads or batches.
-void markAttentionToDecompose(func::FuncOp func) {
-  func.walk([&](attn::AttentionOp op) {
-    auto q = cast<RankedTensorType>(op.getQuery().getType());
-    auto k = cast<RankedTensorType>(op.getKey().getType());
-    auto v = cast<RankedTensorType>(op.getValue().getType());
-    Type e = q.getElementType();
-    int dtype = e.isF32() ? 0 : e.isF16() ? 1 : e.isBF16() ? 2 : -1;
-    bool ok = dtype >= 0 && !q.isDynamicDim(3) && !v.isDynamicDim(3) &&
-              chooseAttentionVariant(dtype, q.getDimSize(3), v.getDimSize(3)).has_value();
-    if (op.getWindow() && !op.getCausal())
-      ok = false;
-    if (op.getCausal() && op.getAlignment() == attn::CausalAlignment::top_left &&
-        (q.isDynamicDim(2) || k.isDynamicDim(2) || q.getDimSize(2) != k.getDimSize(2)))
-      ok = false;
-    for (int64_t d : {q.getDimSize(0), q.getDimSize(1)})
-      if (ShapedType::isDynamic(d) || d > 65535)
-        ok = false;
-    if (!ok)
-      op->setAttr("h20.decompose", UnitAttr::get(op.getContext()));
-  });
-}
-
 /// The PTX of the (single) gpu.binary gpu-module-to-binary produced.
 FailureOr<std::string> extractPtx(ModuleOp module) {
   for (auto bin : module.getOps<mlir::gpu::BinaryOp>())
@@ -262,8 +235,11 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   if (stopsAfter("chunked"))
     return success();
 
-  markAttentionToDecompose(func);
-  if (failed(runPasses(module, [](PassManager &pm) {
+  if (failed(runPasses(module, [&](PassManager &pm) {
+        // One kernel choice per attention, recorded (or h20.decompose).
+        ChooseAttentionKernelsOptions choose;
+        choose.kernel = options.attentionKernel;
+        pm.addNestedPass<func::FuncOp>(createChooseAttentionKernels(choose));
         LowerToLinalgOptions o;
         o.libraryCalls = true;
         pm.addPass(createLowerToLinalg(o));
@@ -408,7 +384,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
     return failure();
   std::string attnPtx, attnLog;
   if (!program.attentionVariants.empty()) {
-    // sm_90a only when a wgmma variant was opted into (H20_ATTENTION_KERNEL=wgmma).
+    // sm_90a only when a wgmma variant was chosen (attentionArch).
     const std::string attnArch = attentionArch(program.attentionVariants);
     if (!compileAttentionPtx(program.attentionVariants, attnArch, attnPtx, attnLog))
       return module.emitError("GPU target: the attention kernel did not compile: ") << attnLog;

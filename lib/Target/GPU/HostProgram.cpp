@@ -823,15 +823,32 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   int dtype = q->element.isF32() ? 0 : q->element.isF16() ? 1 : q->element.isBF16() ? 2 : -1;
   if (dtype < 0 || k->element != q->element || v->element != q->element)
     return op->emitError("GPU target: attention needs Q, K, V of one type f32/f16/bf16");
-  int64_t hintM = 0, hintN = 0;
-  if (auto t = attrs.getAs<h20::hw::TilesAttr>("tiles")) {
-    hintM = t.getBlockM();
-    hintN = t.getBlockN();
-  }
+  // The kernel h20-choose-attention-kernels chose and recorded; nothing is
+  // chosen here.
+  auto chosen = attrs.getAs<DictionaryAttr>("kernel");
+  if (!chosen)
+    return op->emitError("GPU target: internal: an attention library call without a chosen "
+                         "kernel (h20-choose-attention-kernels did not run)");
+  auto field = [&](StringRef name) -> int64_t {
+    auto a = chosen.getAs<IntegerAttr>(name);
+    return a ? a.getInt() : -1;
+  };
+  auto kindAttr = chosen.getAs<StringAttr>("kind");
+  AttentionVariant chosenVariant;
+  chosenVariant.kind = kindAttr && kindAttr.getValue() == "wgmma" ? 1 : 0;
+  chosenVariant.dtype = dtype;
+  chosenVariant.headDim = static_cast<int>(q->sizes[3].c);
+  chosenVariant.headDimV = static_cast<int>(v->sizes[3].c);
+  chosenVariant.blockM = static_cast<int>(field("block_m"));
+  chosenVariant.blockN = static_cast<int>(field("block_n"));
+  chosenVariant.threads = static_cast<int>(field("threads"));
+  chosenVariant.stages = static_cast<int>(field("stages"));
+  chosenVariant.schedule = static_cast<int>(field("schedule"));
   std::string why;
-  auto variant = chooseAttentionVariant(dtype, q->sizes[3].c, v->sizes[3].c, hintM, hintN, &why);
-  if (!variant)
-    return op->emitError("GPU target: no attention kernel for this op: ") << why;
+  if (!chosenVariant.isSupported(&why))
+    return op->emitError("GPU target: the recorded attention kernel ")
+           << chosen << " is not one the kernels have: " << why;
+  std::optional<AttentionVariant> variant = chosenVariant;
   if (llvm::find(program.attentionVariants, *variant) == program.attentionVariants.end())
     program.attentionVariants.push_back(*variant);
   auto v4 = [&](const View &x) {
