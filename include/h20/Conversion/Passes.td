@@ -164,6 +164,19 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
   ];
 }
 
+def CachesToArguments : Pass<"h20-caches-to-arguments", "mlir::func::FuncOp"> {
+  let summary = "Turn each KV cache into a function argument the runtime keeps across chunks";
+  let description = [{
+    GPU target, on linalg-on-tensors before bufferization: every
+    `tensor.empty` that h20-lower-to-linalg marked `h20.kv_cache` becomes a
+    new argument of the function, appended after the existing ones in walk
+    order and marked `bufferization.writable`, so one-shot bufferization
+    writes each chunk's K/V rows into it in place; the runtime allocates it
+    once (a state buffer) and zeroes it per run.
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
 def DropGemmInitFill : Pass<"h20-drop-gemm-init-fill", "mlir::func::FuncOp"> {
   let summary = "Drop the zero fill of an h20_gemm's init: cuBLASLt writes C with beta = 0";
   let description = [{

@@ -61,29 +61,6 @@ std::string toolkitPath() {
   return "";
 }
 
-/// Replaces each KV cache (the tensor.empty h20-lower-to-linalg marked) by a
-/// new function argument that the runtime keeps across chunks; returns how
-/// many there were.
-unsigned cachesToArguments(func::FuncOp func) {
-  SmallVector<tensor::EmptyOp> caches;
-  func.walk([&](tensor::EmptyOp e) {
-    if (e->hasAttr("h20.kv_cache"))
-      caches.push_back(e);
-  });
-  Block &entry = func.getBody().front();
-  for (tensor::EmptyOp e : caches) {
-    BlockArgument arg = entry.addArgument(e.getType(), e.getLoc());
-    e.getResult().replaceAllUsesWith(arg);
-    e.erase();
-  }
-  func.setType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
-                                 func.getResultTypes()));
-  for (unsigned i = func.getNumArguments() - caches.size(); i < func.getNumArguments(); ++i)
-    func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
-                    BoolAttr::get(func.getContext(), true));
-  return caches.size();
-}
-
 /// The PTX of the (single) gpu.binary gpu-module-to-binary produced.
 FailureOr<std::string> extractPtx(ModuleOp module) {
   for (auto bin : module.getOps<mlir::gpu::BinaryOp>())
@@ -262,7 +239,13 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   roles.numWeights = weights.size();
   for (const llvm::json::Value &w : weights)
     roles.weightDtypes.push_back(w.getAsObject()->getString("device_dtype")->str());
-  roles.numState = cachesToArguments(func);
+  // The KV caches become arguments after the inputs (h20-caches-to-arguments).
+  unsigned argsBefore = func.getNumArguments();
+  if (failed(runPasses(module, [](PassManager &pm) {
+        pm.addNestedPass<func::FuncOp>(createCachesToArguments());
+      })))
+    return failure();
+  roles.numState = func.getNumArguments() - argsBefore;
   outputsToDestinations(func);
 
   if (failed(runPasses(module, [](PassManager &pm) {
