@@ -23,24 +23,24 @@ using namespace mlir;
 
 namespace {
 
-/// Why the attention kernels cannot run `op` ("" when they can).
-std::string whyDecompose(h20::attn::AttentionOp op) {
+/// Whether the attention kernels can run `op` apart from its element type
+/// and head dims (chooseAttentionVariant checks those): no mask or sink
+/// operand, no window without causal masking, no top-left causal alignment
+/// with S_q != S_kv (the kernels are bottom-right), static batch and head
+/// counts of at most 65535, static head dims.
+bool kernelsCanRun(h20::attn::AttentionOp op) {
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   auto v = cast<RankedTensorType>(op.getValue().getType());
-  if (op.getMask() || op.getSink())
-    return "a mask or sink operand";
-  if (op.getWindow() && !op.getCausal())
-    return "a window without causal masking";
+  if (op.getMask() || op.getSink() || (op.getWindow() && !op.getCausal()))
+    return false;
   if (op.getCausal() && op.getAlignment() == h20::attn::CausalAlignment::top_left &&
       (q.isDynamicDim(2) || k.isDynamicDim(2) || q.getDimSize(2) != k.getDimSize(2)))
-    return "top-left causal alignment with S_q != S_kv";
+    return false;
   for (int64_t d : {q.getDimSize(0), q.getDimSize(1)})
     if (ShapedType::isDynamic(d) || d > 65535)
-      return "a dynamic or over-65535 batch or head count";
-  if (q.isDynamicDim(3) || v.isDynamicDim(3))
-    return "a dynamic head dim";
-  return "";
+      return false;
+  return !q.isDynamicDim(3) && !v.isDynamicDim(3);
 }
 
 int dtypeOf(Type e) { return e.isF32() ? 0 : e.isF16() ? 1 : e.isBF16() ? 2 : -1; }
@@ -63,7 +63,7 @@ struct ChooseAttentionKernelsPass
       auto v = cast<RankedTensorType>(op.getValue().getType());
       int dtype = dtypeOf(q.getElementType());
       std::optional<h20::AttentionVariant> variant;
-      if (dtype >= 0 && whyDecompose(op).empty()) {
+      if (dtype >= 0 && kernelsCanRun(op)) {
         int64_t hintM = 0, hintN = 0;
         if (auto t = op->getAttrOfType<h20::hw::TilesAttr>("h20.tiles")) {
           hintM = t.getBlockM();

@@ -834,23 +834,22 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
     return a ? a.getInt() : -1;
   };
   auto kindAttr = chosen.getAs<StringAttr>("kind");
-  AttentionVariant chosenVariant;
-  chosenVariant.kind = kindAttr && kindAttr.getValue() == "wgmma" ? 1 : 0;
-  chosenVariant.dtype = dtype;
-  chosenVariant.headDim = static_cast<int>(q->sizes[3].c);
-  chosenVariant.headDimV = static_cast<int>(v->sizes[3].c);
-  chosenVariant.blockM = static_cast<int>(field("block_m"));
-  chosenVariant.blockN = static_cast<int>(field("block_n"));
-  chosenVariant.threads = static_cast<int>(field("threads"));
-  chosenVariant.stages = static_cast<int>(field("stages"));
-  chosenVariant.schedule = static_cast<int>(field("schedule"));
+  AttentionVariant variant;
+  variant.kind = kindAttr && kindAttr.getValue() == "wgmma" ? 1 : 0;
+  variant.dtype = dtype;
+  variant.headDim = static_cast<int>(q->sizes[3].c);
+  variant.headDimV = static_cast<int>(v->sizes[3].c);
+  variant.blockM = static_cast<int>(field("block_m"));
+  variant.blockN = static_cast<int>(field("block_n"));
+  variant.threads = static_cast<int>(field("threads"));
+  variant.stages = static_cast<int>(field("stages"));
+  variant.schedule = static_cast<int>(field("schedule"));
   std::string why;
-  if (!chosenVariant.isSupported(&why))
+  if (!variant.isSupported(&why))
     return op->emitError("GPU target: the recorded attention kernel ")
            << chosen << " is not one the kernels have: " << why;
-  std::optional<AttentionVariant> variant = chosenVariant;
-  if (llvm::find(program.attentionVariants, *variant) == program.attentionVariants.end())
-    program.attentionVariants.push_back(*variant);
+  if (llvm::find(program.attentionVariants, variant) == program.attentionVariants.end())
+    program.attentionVariants.push_back(variant);
   auto v4 = [&](const View &x) {
     use(x.buffer);
     llvm::json::Array s;
@@ -868,10 +867,10 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   steps.push_back(llvm::json::Object{
       {"op", "attention"},
       {"module", 1},
-      {"kernel", variant->kernelName()},
-      {"block_m", variant->blockM},
-      {"threads", variant->threads},
-      {"smem", variant->smemBytes()},
+      {"kernel", variant.kernelName()},
+      {"block_m", variant.blockM},
+      {"threads", variant.threads},
+      {"smem", variant.smemBytes()},
       {"dtype", dtypeName(q->element)},
       {"q", v4(*q)},
       {"k", v4(*k)},
