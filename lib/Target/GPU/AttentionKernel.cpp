@@ -16,12 +16,14 @@ namespace {
 
 /// The embedded kernel sources (generated from kernels/attention*.cuh by
 /// EmbedFile.cmake): `static const char kAttentionCuh[] = R"...(...)...";`
-/// for the entry (attention.cuh) and one per body it includes.
+/// for the entry (attention.cuh), one per body it includes, and the
+/// tensor-core helpers the bodies share with the other kernels.
 #include "AttentionCommonSource.inc"
 #include "AttentionFmaSource.inc"
 #include "AttentionKernelSource.inc"
 #include "AttentionMmaSource.inc"
 #include "AttentionWgmmaSource.inc"
+#include "TensorCoreSource.inc"
 
 const char *dtypeName(int dtype) {
   switch (dtype) {
@@ -309,7 +311,8 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
                            {kAttentionCommonCuh, "h20_attention_common.cuh"},
                            {kAttentionMmaCuh, "h20_attention_mma.cuh"},
                            {kAttentionFmaCuh, "h20_attention_fma.cuh"},
-                           {kAttentionWgmmaCuh, "h20_attention_wgmma.cuh"}},
+                           {kAttentionWgmmaCuh, "h20_attention_wgmma.cuh"},
+                           {kTensorCoreCuh, "h20_tensor_core.cuh"}},
                           "h20_attention.cu", cc, ptx, log);
 }
 

@@ -32,10 +32,7 @@ struct __align__(64) H20AttnParams {
 
 namespace h20attn {
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef long long i64;
-typedef unsigned long long u64;
+#include "h20_tensor_core.cuh" // u16, u32, i64, u64 and the copy / ldmatrix helpers
 
 __device__ __forceinline__ i64 imin(i64 a, i64 b) { return a < b ? a : b; }
 __device__ __forceinline__ i64 imax(i64 a, i64 b) { return a > b ? a : b; }
@@ -102,35 +99,8 @@ template <> struct Elem<2> {
 
 extern __shared__ __align__(128) unsigned char h20SmemRaw[];
 
-__device__ __forceinline__ u32 smemAddr(const void *p) {
-  return static_cast<u32>(__cvta_generic_to_shared(p));
-}
-
-/// 16-byte asynchronous copy global -> shared; copies `srcBytes` (0 or 16)
-/// and zero-fills the rest.
-__device__ __forceinline__ void cpAsync16(u32 dst, const void *src, int srcBytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(srcBytes)
-               : "memory");
-}
-__device__ __forceinline__ void cpAsyncCommit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-/// Four 8x8 b16 matrices; lane l supplies the row address of matrix l / 8.
-__device__ __forceinline__ void ldmatrixX4(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrixX4Trans(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
+// cp.async, ldmatrix and shared addresses: tensor_core.cuh (h20CpAsync16,
+// h20LdmatrixX4, h20SmemAddr, ...), shared with the other tensor-core kernels.
 
 /// c += a * b for one m16n8k16 tile (PTX ISA "Matrix Fragments for
 /// mma.m16n8k16"): a = 4 regs of 16-bit pairs (row-major 16x16), b = 2 regs
@@ -244,13 +214,13 @@ template <typename T, int ROWS, int COLS, int SST, int NT>
 __device__ __forceinline__ void loadTileAsync(T *dst, const T *src, i64 ss, i64 row0, i64 valid) {
   constexpr int kPerPiece = 16 / sizeof(T);
   constexpr int kPieces = COLS / kPerPiece; // per row
-  const u32 base = smemAddr(dst);
+  const u32 base = h20SmemAddr(dst);
   for (int e = threadIdx.x; e < ROWS * kPieces; e += NT) {
     int r = e / kPieces, c = (e % kPieces) * kPerPiece;
     i64 row = row0 + r;
     bool ok = row < valid;
     const T *g = src + (ok ? row : 0) * ss + c;
-    cpAsync16(base + u32((r * SST + c) * sizeof(T)), g, ok ? 16 : 0);
+    h20CpAsync16(base + u32((r * SST + c) * sizeof(T)), g, ok ? 16 : 0);
   }
 }
 

@@ -75,7 +75,7 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
     loadTile<T, BN, D, L::KS, NT>(vecK, sK, gK, p.k_stride[2], p.k_stride[3], keys.begin, p.skv);
     loadTile<T, BN, DV, L::VS, NT>(vecV, sV, gV, p.v_stride[2], p.v_stride[3], keys.begin, p.skv);
   }
-  cpAsyncCommit();
+  h20CpAsyncCommit();
 
   const int g = lane / 4, t4 = lane % 4; // fragment row group and column pair
   const int wRow = warp * MT * 16;       // first CTA row of this warp
@@ -104,7 +104,7 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
   // Logit scaling (base 2): s * scaleLog2, or capOut * tanh(s * capIn).
   const float softcap = p.softcap, scaleLog2 = p.scale * kLog2e;
   const float capIn = softcap > 0.f ? p.scale / softcap : 0.f, capOut = softcap * kLog2e;
-  const u32 sQAddr = smemAddr(sQ);
+  const u32 sQAddr = h20SmemAddr(sQ);
 
   for (i64 j = 0; j < nTiles; ++j) {
     const int buf = int(j & 1);
@@ -115,10 +115,10 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
                                     n0 + BN, p.skv);
       loadTile<T, BN, DV, L::VS, NT>(vecV, sV + nb * BN * L::VS, gV, p.v_stride[2],
                                      p.v_stride[3], n0 + BN, p.skv);
-      cpAsyncCommit();
-      cpAsyncWait<1>();
+      h20CpAsyncCommit();
+      h20CpAsyncWait<1>();
     } else {
-      cpAsyncWait<0>();
+      h20CpAsyncWait<0>();
     }
     __syncthreads();
 
@@ -127,12 +127,12 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
       for (int mt = 0; mt < (kQInRegs ? MT : 1); ++mt)
 #pragma unroll
         for (int kk = 0; kk < (kQInRegs ? KT : 1); ++kk)
-          ldmatrixX4(qFrag[mt][kk],
+          h20LdmatrixX4(qFrag[mt][kk],
                      sQAddr + 2u * ((wRow + mt * 16 + aRow) * L::QS + kk * 16 + aCol));
     }
 
     // S = Q K^T (raw dot products, fp32).
-    const u32 sKAddr = smemAddr(sK + buf * BN * L::KS);
+    const u32 sKAddr = h20SmemAddr(sK + buf * BN * L::KS);
     float s[MT][NS][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -151,13 +151,13 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
           for (int e = 0; e < 4; ++e)
             a[mt][e] = qFrag[kQInRegs ? mt : 0][kQInRegs ? kk : 0][e];
         } else {
-          ldmatrixX4(a[mt], sQAddr + 2u * ((wRow + mt * 16 + aRow) * L::QS + kk * 16 + aCol));
+          h20LdmatrixX4(a[mt], sQAddr + 2u * ((wRow + mt * 16 + aRow) * L::QS + kk * 16 + aCol));
         }
       }
 #pragma unroll
       for (int np = 0; np < NS / 2; ++np) {
         u32 bk[4];
-        ldmatrixX4(bk, sKAddr + 2u * ((np * 16 + kRow) * L::KS + kk * 16 + kCol));
+        h20LdmatrixX4(bk, sKAddr + 2u * ((np * 16 + kRow) * L::KS + kk * 16 + kCol));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           Mma<DT>::run(s[mt][2 * np], a[mt], bk[0], bk[1]);
@@ -238,7 +238,7 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
 
     // O += P V: the S accumulators of n8 tiles 2k, 2k+1 are the A fragment of
     // k-step k (PTX fragment layouts of C and A coincide row/column-wise).
-    const u32 sVAddr = smemAddr(sV + buf * BN * L::VS);
+    const u32 sVAddr = h20SmemAddr(sV + buf * BN * L::VS);
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
       u32 pa[MT][4];
@@ -252,7 +252,7 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
 #pragma unroll
       for (int dp = 0; dp < NO / 2; ++dp) {
         u32 bv[4];
-        ldmatrixX4Trans(bv, sVAddr + 2u * ((ks * 16 + vRow) * L::VS + dp * 16 + vCol));
+        h20LdmatrixX4Trans(bv, sVAddr + 2u * ((ks * 16 + vRow) * L::VS + dp * 16 + vCol));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           Mma<DT>::run(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
@@ -262,7 +262,7 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
     }
     __syncthreads(); // this buffer is refilled by the next iteration's prefetch
   }
-  cpAsyncWait<0>();
+  h20CpAsyncWait<0>();
   __syncthreads();
 
   // Epilogue: O / l (0 for rows without a visible key), staged through this

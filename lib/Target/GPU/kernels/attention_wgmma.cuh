@@ -307,7 +307,7 @@ __device__ __forceinline__ void loadSwizzled(bool vec, u32 dst, const u16 *src, 
       const int r = e / kChunks, c = e % kChunks;
       const i64 row = row0 + r;
       const bool ok = row < valid;
-      cpAsync16(dst + swz128(r, c, ROWS), src + (ok ? row : 0) * ss + c * 8, ok ? 16 : 0);
+      h20CpAsync16(dst + swz128(r, c, ROWS), src + (ok ? row : 0) * ss + c * 8, ok ? 16 : 0);
     }
   } else {
 #pragma unroll 1
@@ -487,7 +487,7 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   static_assert(SCHED >= 0 && SCHED <= 2, "wgmma kernel: schedule 0, 1 or 2");
   constexpr int BM = 128;
 
-  const u32 base = (smemAddr(h20SmemRaw) + 1023u) & ~1023u;
+  const u32 base = (h20SmemAddr(h20SmemRaw) + 1023u) & ~1023u;
   const u32 sK = base + L::kK, sV = base + L::kV;
   const u32 fullQ = base + L::kBar, fullK = fullQ + 8, fullV = fullK + 8 * ST;
   const u32 emptyK = fullV + 8 * ST, emptyV = emptyK + 8 * ST; // + 8 * stage
@@ -556,15 +556,15 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
       waitFree(emptyK, j);
       loadSwizzled<BN, D, 128>(vecK, sK + s * L::kKStage, gK, p.k_stride[2], p.k_stride[3], n0,
                                p.skv, t);
-      cpAsyncCommit();
+      h20CpAsyncCommit();
       waitFree(emptyV, j);
       loadSwizzled<BN, DV, 128>(vecV, sV + s * L::kVStage, gV, p.v_stride[2], p.v_stride[3], n0,
                                 p.skv, t);
-      cpAsyncCommit();
-      cpAsyncWait<1>(); // this thread's K copies have landed
+      h20CpAsyncCommit();
+      h20CpAsyncWait<1>(); // this thread's K copies have landed
       fenceProxyAsync();
       mbarArrive(fullK + 8 * s);
-      cpAsyncWait<0>();
+      h20CpAsyncWait<0>();
       fenceProxyAsync();
       mbarArrive(fullV + 8 * s);
     }
@@ -586,8 +586,8 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
     const u16 *gQ = headBase<u16>(p.q, p.q_stride, b, h);
     loadSwizzled<64, D, 128>(vectorizable(gQ, p.q_stride[2], p.q_stride[3], 2), sQ, gQ,
                              p.q_stride[2], p.q_stride[3], mw, p.sq, tid);
-    cpAsyncCommit();
-    cpAsyncWait<0>();
+    h20CpAsyncCommit();
+    h20CpAsyncWait<0>();
     fenceProxyAsync();
     namedBarrier(1 + cw, 128); // the whole warpgroup's Q rows are in place
   }

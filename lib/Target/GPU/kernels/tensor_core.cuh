@@ -1,7 +1,7 @@
 //===- tensor_core.cuh - mma.sync / ldmatrix / cp.async helpers, for NVRTC -*- CUDA -*-===//
 //
-// What h20's tensor-core kernels share (kernels/sparse_attention.cuh,
-// kernels/indexer_mma.cuh): 16-bit tiles in shared memory with XOR-swizzled
+// What h20's tensor-core kernels share (kernels/attention_*.cuh,
+// kernels/sparse_attention.cuh, kernels/indexer_mma.cuh, kernels/moe.cuh): 16-bit tiles in shared memory with XOR-swizzled
 // 16-byte chunks, cp.async copies into them, ldmatrix loads of mma.sync
 // m16n8k16 fragments, and the element types (0 f32, 1 f16, 2 bf16) as
 // loads, rounding and the MMA. PTX ISA: "Warp-level matrix instructions"
@@ -32,13 +32,18 @@ __device__ __forceinline__ u32 h20SmemAddr(const void *p) {
 
 /// 16 bytes global -> shared, asynchronous; `bytes` 0 writes zeros (`src`
 /// must still be a 16-byte aligned address).
+/// The "memory" clobbers keep the compiler from moving shared-memory
+/// accesses across the copy, its commit or its wait.
 __device__ __forceinline__ void h20CpAsync16(u32 dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
 }
-__device__ __forceinline__ void h20CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void h20CpAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 /// Waits until at most N of this thread's cp.async groups are pending.
 template <int N> __device__ __forceinline__ void h20CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 /// Four 8x8 b16 matrices (lane l gives the row address of matrix l / 8).
@@ -53,18 +58,25 @@ __device__ __forceinline__ void h20LdmatrixX4Trans(u32 addr, u32 &r0, u32 &r1, u
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
 }
+/// Both, into a fragment array.
+__device__ __forceinline__ void h20LdmatrixX4(u32 (&r)[4], u32 addr) {
+  h20LdmatrixX4(addr, r[0], r[1], r[2], r[3]);
+}
+__device__ __forceinline__ void h20LdmatrixX4Trans(u32 (&r)[4], u32 addr) {
+  h20LdmatrixX4Trans(addr, r[0], r[1], r[2], r[3]);
+}
 
 /// Element type DT: load to float, its size, and (16-bit types) rounding
 /// from float and c += a * b on one m16n8k16 MMA with float32 accumulators.
 template <int DT> struct H20Elem;
 template <> struct H20Elem<0> {
-  static constexpr int bytes = 4;
+  enum { bytes = 4 }; // an enum: no global in the PTX of every module
   static __device__ __forceinline__ float load(const void *p) {
     return *static_cast<const float *>(p);
   }
 };
 template <> struct H20Elem<1> {
-  static constexpr int bytes = 2;
+  enum { bytes = 2 }; // an enum: no global in the PTX of every module
   static __device__ __forceinline__ float load(const void *p) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*static_cast<const u16 *>(p)));
@@ -83,7 +95,7 @@ template <> struct H20Elem<1> {
   }
 };
 template <> struct H20Elem<2> {
-  static constexpr int bytes = 2;
+  enum { bytes = 2 }; // an enum: no global in the PTX of every module
   static __device__ __forceinline__ float load(const void *p) {
     return __uint_as_float(static_cast<u32>(*static_cast<const u16 *>(p)) << 16);
   }
