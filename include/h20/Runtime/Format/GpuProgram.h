@@ -318,6 +318,15 @@ StepSymbols stepSymbols(const GpuStep &step);
 bool parseGpuProgram(const std::string &manifestJson, const Manifest &m, uint64_t payloadSize,
                      GpuProgram &program, std::string &error);
 
+/// Writes `program` as the manifest's "gpu" object (JSON text): the inverse
+/// of parseGpuProgram, which reads every field back to the same value (the
+/// compiler writes its program with this and parses it back before the
+/// artifact is written; GpuProgramTest round-trips every step kind).
+/// `archMajor`/`archMinor` are not written (they follow from `arch`); a
+/// 16-bit launch scalar is written as its `f32` value. Does not validate:
+/// parse the result for that.
+std::string writeGpuProgram(const GpuProgram &program);
+
 /// The chunks of a run over `length` tokens: (p0, n) for each. Without
 /// chunking one chunk {0, length}. length 0 gives one chunk {0, 0}.
 std::vector<SymbolValues> chunkSchedule(const GpuProgram &program, int64_t length);

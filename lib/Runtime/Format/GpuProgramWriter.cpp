@@ -1,0 +1,236 @@
+//===- GpuProgramWriter.cpp - a typed GpuProgram as the "gpu" JSON object ===//
+//
+// The inverse of parseGpuProgram: the compiler builds the program as the
+// runtime's own structs (GpuProgram.h) and writes it with this, so the
+// format has one definition, read and written by the same code. Fields
+// with their default value are still written where the parser requires
+// them; optional ones (tf32, a memref's dtype, a GEMM's groups) only when
+// set.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/Format/GpuProgram.h"
+
+#include <nlohmann/json.hpp>
+
+namespace h20::runtime {
+namespace {
+
+using json = nlohmann::json;
+
+/// An integer when constant, else {"c": c, "p0": a, "n": b} without zero
+/// symbol coefficients.
+json linearJson(const LinearExpr &e) {
+  if (e.isConstant())
+    return e.c;
+  json o = {{"c", e.c}};
+  if (e.p0)
+    o["p0"] = e.p0;
+  if (e.n)
+    o["n"] = e.n;
+  return o;
+}
+
+json linearArray(const LinearExpr *first, size_t count) {
+  json a = json::array();
+  for (size_t i = 0; i < count; ++i)
+    a.push_back(linearJson(first[i]));
+  return a;
+}
+
+const char *bufferKindName(BufferKind k) {
+  switch (k) {
+  case BufferKind::Input: return "input";
+  case BufferKind::Output: return "output";
+  case BufferKind::Weight: return "weight";
+  case BufferKind::State: return "state";
+  case BufferKind::Temp: return "temp";
+  case BufferKind::Const: return "const";
+  }
+  return "temp";
+}
+
+json bufferJson(const GpuBuffer &b) {
+  json o = {{"kind", bufferKindName(b.kind)}, {"bytes", b.bytes}};
+  if (!b.dtype.empty())
+    o["dtype"] = b.dtype;
+  if (b.kind == BufferKind::Input || b.kind == BufferKind::Output || b.kind == BufferKind::Weight)
+    o["index"] = b.index;
+  if (b.kind == BufferKind::Temp)
+    o["offset"] = b.offset;
+  if (b.kind == BufferKind::Const) {
+    o["blob"] = b.blob;
+    o["blob_offset"] = b.blobOffset;
+  }
+  return o;
+}
+
+json argJson(const LaunchArg &a) {
+  switch (a.kind) {
+  case LaunchArg::I64: return {{"i64", linearJson(a.value)}};
+  case LaunchArg::I32: return {{"i32", linearJson(a.value)}};
+  // 16-bit scalars keep the float they were written as (the parser rounds
+  // it to `half` again, to the same bits).
+  case LaunchArg::F32: return {{"f32", double(a.f32)}};
+  case LaunchArg::F16: return {{"f16", double(a.f32)}};
+  case LaunchArg::BF16: return {{"bf16", double(a.f32)}};
+  case LaunchArg::F64: return {{"f64", a.f64}};
+  case LaunchArg::MemRef: {
+    json m = {{"buffer", a.buffer},
+              {"offset", linearJson(a.offset)},
+              {"sizes", linearArray(a.sizes.data(), a.sizes.size())},
+              {"strides", linearArray(a.strides.data(), a.strides.size())}};
+    if (!a.dtype.empty())
+      m["dtype"] = a.dtype;
+    return {{"memref", std::move(m)}};
+  }
+  }
+  return nullptr;
+}
+
+json operandJson(const GemmOperand &g) {
+  return {{"buffer", g.buffer},
+          {"offset", linearJson(g.offset)},
+          {"batch_stride", linearJson(g.batchStride)},
+          {"row_stride", linearJson(g.rowStride)},
+          {"col_stride", linearJson(g.colStride)}};
+}
+
+json viewJson(const AttentionView &v) {
+  return {{"buffer", v.buffer},
+          {"offset", linearJson(v.offset)},
+          {"strides", linearArray(v.strides.data(), v.strides.size())}};
+}
+
+json stepJson(const LaunchStep &s) {
+  json args = json::array();
+  for (const LaunchArg &a : s.args)
+    args.push_back(argJson(a));
+  return {{"op", "launch"},
+          {"module", s.module},
+          {"kernel", s.kernel},
+          {"grid", linearArray(s.grid.data(), 3)},
+          {"block", linearArray(s.block.data(), 3)},
+          {"smem", s.smem},
+          {"args", std::move(args)}};
+}
+
+json stepJson(const GemmStep &s) {
+  json o = {{"op", "gemm"},
+            {"dtype_a", s.dtypeA},
+            {"dtype_b", s.dtypeB},
+            {"dtype_c", s.dtypeC},
+            {"batch", linearJson(s.batch)},
+            {"m", linearJson(s.m)},
+            {"n", linearJson(s.n)},
+            {"k", linearJson(s.k)},
+            {"alpha", s.alpha},
+            {"beta", s.beta},
+            {"a", operandJson(s.a)},
+            {"b", operandJson(s.b)},
+            {"c", operandJson(s.c)}};
+  if (s.groups > 0)
+    o["groups"] = {{"count", s.groups},
+                   {"offsets", {{"buffer", s.groupBuffer}, {"offset", linearJson(s.groupOffset)}}}};
+  return o;
+}
+
+json stepJson(const AttentionStep &s) {
+  return {{"op", "attention"},
+          {"module", s.module},
+          {"kernel", s.kernel},
+          {"dtype", s.dtype},
+          {"block_m", s.blockM},
+          {"threads", s.threads},
+          {"smem", s.smem},
+          {"q", viewJson(s.q)},
+          {"k", viewJson(s.k)},
+          {"v", viewJson(s.v)},
+          {"o", viewJson(s.o)},
+          {"batch", linearJson(s.batch)},
+          {"heads", s.heads},
+          {"kv_heads", s.kvHeads},
+          {"sq", linearJson(s.sq)},
+          {"skv", linearJson(s.skv)},
+          {"head_dim", s.headDim},
+          {"head_dim_v", s.headDimV},
+          {"scale", s.scale},
+          {"causal", s.causal},
+          {"window_left", s.windowLeft},
+          {"softcap", s.softcap}};
+}
+
+json stepJson(const MemsetStep &s) {
+  return {{"op", "memset"},
+          {"buffer", s.buffer},
+          {"offset_bytes", linearJson(s.offsetBytes)},
+          {"bytes", linearJson(s.bytes)},
+          {"value", s.value}};
+}
+
+json stepJson(const CopyStep &s) {
+  return {{"op", "copy"},
+          {"src", s.src},
+          {"src_offset_bytes", linearJson(s.srcOffsetBytes)},
+          {"dst", s.dst},
+          {"dst_offset_bytes", linearJson(s.dstOffsetBytes)},
+          {"bytes", linearJson(s.bytes)}};
+}
+
+/// The short spelling the format documents for an all-reduce ("f32", ...).
+const char *allReduceDtype(const std::string &t) {
+  return t == "float32" ? "f32" : t == "float16" ? "f16" : t == "bfloat16" ? "bf16" : t.c_str();
+}
+
+json stepJson(const AllReduceStep &s) {
+  return {{"op", "all_reduce"},
+          {"dtype", allReduceDtype(s.dtype)},
+          {"src", s.src},
+          {"src_offset_bytes", linearJson(s.srcOffsetBytes)},
+          {"dst", s.dst},
+          {"dst_offset_bytes", linearJson(s.dstOffsetBytes)},
+          {"bytes", linearJson(s.bytes)}};
+}
+
+const char *outputModeName(OutputMode m) {
+  return m == OutputMode::Rows ? "rows" : m == OutputMode::Last ? "last" : "whole";
+}
+
+} // namespace
+
+std::string writeGpuProgram(const GpuProgram &p) {
+  json g = {{"arch", p.arch}, {"symbols", p.symbols}, {"arena_bytes", p.arenaBytes}};
+  if (p.tf32)
+    g["tf32"] = true;
+  if (p.chunking)
+    g["chunking"] = {{"chunk", p.chunking->chunk},
+                     {"input", p.chunking->input},
+                     {"dim", p.chunking->dim},
+                     {"pad_value", p.chunking->padValue}};
+  else
+    g["chunking"] = nullptr;
+  json outputs = json::array();
+  for (const GpuOutput &o : p.outputs) {
+    json j = {{"mode", outputModeName(o.mode)}};
+    if (o.mode == OutputMode::Rows)
+      j["dim"] = o.dim;
+    outputs.push_back(std::move(j));
+  }
+  g["outputs"] = std::move(outputs);
+  json modules = json::array();
+  for (const GpuModule &m : p.modules)
+    modules.push_back({{"name", m.name},
+                       {"ptx_blob", m.ptxBlob.empty() ? json(nullptr) : json(m.ptxBlob)},
+                       {"cubin_blob", m.cubinBlob.empty() ? json(nullptr) : json(m.cubinBlob)}});
+  g["modules"] = std::move(modules);
+  json buffers = json::array();
+  for (const GpuBuffer &b : p.buffers)
+    buffers.push_back(bufferJson(b));
+  g["buffers"] = std::move(buffers);
+  json steps = json::array();
+  for (const GpuStep &s : p.steps)
+    steps.push_back(std::visit([](const auto &x) { return stepJson(x); }, s));
+  g["steps"] = std::move(steps);
+  return g.dump();
+}
+
+} // namespace h20::runtime
