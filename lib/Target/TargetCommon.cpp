@@ -188,37 +188,6 @@ FailureOr<std::pair<llvm::json::Array, llvm::json::Array>> describeInterface(fun
 /// memref argument the caller allocates, written with
 /// bufferization.materialize_in_destination; the function returns nothing.
 /// (Results of dynamic shape could not otherwise be caller-allocated.)
-void outputsToDestinations(func::FuncOp func) {
-  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  OpBuilder b(ret);
-  SmallVector<Type> inputs(func.getArgumentTypes());
-  for (Value v : ret.getOperands()) {
-    auto t = cast<RankedTensorType>(v.getType());
-    auto mt = MemRefType::get(t.getShape(), t.getElementType());
-    BlockArgument dest = func.getBody().front().addArgument(mt, v.getLoc());
-    inputs.push_back(mt);
-    auto m = bufferization::MaterializeInDestinationOp::create(b, v.getLoc(), TypeRange{}, v, dest);
-    m.setRestrict(true);
-    m.setWritable(true);
-  }
-  func::ReturnOp::create(b, ret.getLoc());
-  ret.erase();
-  func.setType(FunctionType::get(func.getContext(), inputs, {}));
-}
-
-/// memref.copy between strided views would lower to a call into MLIR's
-/// runner-utils library; linalg.copy lowers to plain loops, keeping the
-/// artifact's code free of MLIR runtime dependencies.
-void copiesToLinalg(ModuleOp module) {
-  SmallVector<memref::CopyOp> copies;
-  module.walk([&](memref::CopyOp c) { copies.push_back(c); });
-  for (memref::CopyOp c : copies) {
-    OpBuilder b(c);
-    linalg::CopyOp::create(b, c.getLoc(), c.getSource(), c.getTarget());
-    c.erase();
-  }
-}
-
 FailureOr<llvm::json::Object> beginManifest(ModuleOp module, func::FuncOp func, StringRef target,
                                            bool logitsLast, int64_t maxPositions) {
   llvm::json::Object manifest{{"format", "h20-artifact"},

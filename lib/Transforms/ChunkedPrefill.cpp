@@ -165,6 +165,20 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
                                      b.getNamedAttr("output", b.getStringAttr(outputMode))};
     if (whole)
       info.push_back(b.getNamedAttr("whole", b.getStringAttr(*whole)));
+    // The chunk size is the target's choice, recorded here so that every
+    // later stage reads it from the IR: a whole-prompt graph's one chunk
+    // holds the longest prompt the artifact accepts.
+    if (chunk > 0) {
+      int64_t c = chunk;
+      if (whole) {
+        if (maxPositions <= 0)
+          return func.emitError("chunked prefill: a whole-prompt chunk needs max-positions");
+        c = maxPositions;
+        func.emitWarning("GPU target: this graph runs the whole prompt as one chunk of ")
+            << c << " tokens (--max-positions), as it cannot run a chunk at a time: " << *whole;
+      }
+      info.push_back(b.getNamedAttr("chunk", b.getI64IntegerAttr(c)));
+    }
     func->setAttr("h20.chunked", b.getDictionaryAttr(info));
     return success();
   }

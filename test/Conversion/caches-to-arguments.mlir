@@ -1,8 +1,9 @@
 // RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-caches-to-arguments))' | FileCheck %s
 
 // Two KV caches (the tensor.empty ops h20-lower-to-linalg marks) become
-// writable arguments after the input, in walk order; other empties stay.
-// CHECK-LABEL: func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<64x8xbf16> {bufferization.writable = true}, %arg2: tensor<64x8xbf16> {bufferization.writable = true}) -> (tensor<64x8xbf16>, tensor<64x8xbf16>, tensor<4x8xf32>)
+// writable arguments marked h20.kv_cache after the input, in walk order;
+// other empties stay.
+// CHECK-LABEL: func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<64x8xbf16> {bufferization.writable = true, h20.kv_cache}, %arg2: tensor<64x8xbf16> {bufferization.writable = true, h20.kv_cache}) -> (tensor<64x8xbf16>, tensor<64x8xbf16>, tensor<4x8xf32>)
 // CHECK-NOT: h20.kv_cache
 // CHECK: %[[T:.*]] = tensor.empty() : tensor<4x8xf32>
 // CHECK: return %arg1, %arg2, %[[T]]

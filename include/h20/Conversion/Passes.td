@@ -170,7 +170,8 @@ def CachesToArguments : Pass<"h20-caches-to-arguments", "mlir::func::FuncOp"> {
     GPU target, on linalg-on-tensors before bufferization: every
     `tensor.empty` that h20-lower-to-linalg marked `h20.kv_cache` becomes a
     new argument of the function, appended after the existing ones in walk
-    order and marked `bufferization.writable`, so one-shot bufferization
+    order and marked `bufferization.writable` and `h20.kv_cache` (what the
+    host program binds as a state buffer), so one-shot bufferization
     writes each chunk's K/V rows into it in place; the runtime allocates it
     once (a state buffer) and zeroes it per run.
   }];
@@ -207,6 +208,59 @@ def MergeKernelModules : Pass<"h20-merge-kernel-modules", "mlir::ModuleOp"> {
            "the merged gpu.module's name">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def OutputsToDestinations : Pass<"h20-outputs-to-destinations", "mlir::func::FuncOp"> {
+  let summary = "Results become caller-allocated memref arguments (destination-passing ABI)";
+  let description = [{
+    Both targets, on linalg-on-tensors right before one-shot bufferization:
+    each result of the function, a ranked tensor, becomes a trailing memref
+    argument of the same shape and element type (identity layout), written
+    with `bufferization.materialize_in_destination` (restrict, writable);
+    the function then returns nothing. The runtime allocates these buffers
+    (the artifact's outputs); bufferization computes each result in place
+    in its destination where it can, else copies it there once.
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def CopiesToLinalg : Pass<"h20-copies-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Rewrite memref.copy into linalg.copy";
+  let description = [{
+    Both targets, after bufferization: a `memref.copy` between strided
+    views would lower to a call into MLIR's runner-utils library; as a
+    `linalg.copy` it lowers like every other structured op (host loops on
+    the CPU target, a generated kernel on the GPU target), so artifacts
+    never depend on MLIR's runtime libraries.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def SinkLaunchConstants : Pass<"h20-sink-launch-constants", "mlir::func::FuncOp"> {
+  let summary = "Clone the constants a gpu.launch body uses into the body";
+  let description = [{
+    GPU target, after convert-parallel-loops-to-gpu and before kernel
+    outlining: every `arith.constant` a `gpu.launch` body uses from above
+    is cloned into the body (MLIR's sinkOperationsIntoLaunchOp), so the
+    outlined kernel has it as an immediate instead of a launch argument. A
+    float argument would cost a parameter slot per launch, and values such
+    as -inf have no JSON form in the step program.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def RenameEntry : Pass<"h20-rename-entry", "mlir::ModuleOp"> {
+  let summary = "Name the graph function for the target and drop its ONNX names";
+  let description = [{
+    Both targets, once the artifact's manifest has taken the interface's
+    names: the module's one function is renamed `name` and its argument and
+    result attributes (`onnx.name`, ...) are dropped, so later passes see a
+    plain entry point. Fails unless the module has exactly one function.
+  }];
+  let options = [
+    Option<"entryName", "name", "std::string", "\"h20_main\"", "the entry function's name">,
+  ];
 }
 
 #endif // H20_CONVERSION_PASSES

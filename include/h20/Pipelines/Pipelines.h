@@ -3,7 +3,10 @@
 #define H20_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <string>
 
 namespace h20 {
 
@@ -29,6 +32,47 @@ llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef lev
 /// "planned" adds after "attn"), for a module already at the attn level.
 void buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t maxSeq,
                        int64_t kvElementBytes, int64_t tensorParallel);
+
+/// What the GPU pipeline is built for (GpuTarget fills it from its options).
+struct GpuPipelineOptions {
+  /// Tokens per prefill chunk: > 0 runs h20-chunked-prefill (a decoder
+  /// taking token ids [1, S]) and records the chunk; 0 for a graph that
+  /// runs whole.
+  int64_t chunk = 0;
+  /// Longest accepted prompt: the chunk of a whole-prompt graph.
+  int64_t maxPositions = 0;
+  /// h20-compute-type's storage type: f32 (the pass does not run), bf16, f16.
+  std::string computeType = "bf16";
+  /// h20-choose-attention-kernels' family: "auto" or "mma".
+  std::string attentionKernel = "auto";
+  /// The last stage to run (one of gpuStages()); empty: every stage.
+  std::string stopAfter;
+  /// CUDA toolkit directory for libdevice ("" : none found).
+  std::string toolkitPath;
+  std::string chip = "sm_90";
+  std::string entryName = "h20_main";     ///< h20-rename-entry
+  std::string kernelModule = "h20_kernels"; ///< h20-merge-kernel-modules
+};
+
+/// The GPU pipeline's stages in order, as `h20-opt --emit` names them:
+///   chunked — h20-chunked-prefill (chunk recorded), h20-compute-type,
+///             h20-rename-entry;
+///   linalg  — h20-choose-attention-kernels, h20-lower-to-linalg with
+///             library calls, h20-fuse-elementwise, h20-widen-elementwise,
+///             h20-drop-gemm-init-fill;
+///   buffers — h20-caches-to-arguments, h20-outputs-to-destinations,
+///             empty-tensor elimination, one-shot bufferization,
+///             h20-copies-to-linalg;
+///   gpu     — h20-linalg-to-gpu-loops, parallel loops to gpu.launch,
+///             h20-sink-launch-constants, outlining, h20-merge-kernel-modules;
+///   host    — NVVM lowering and PTX (gpu.binary; needs the CUDA toolkit's
+///             libdevice for math functions).
+llvm::ArrayRef<llvm::StringRef> gpuStages();
+
+/// Fills `pm` with the GPU pipeline up to `o.stopAfter`, for a module at
+/// the planned level whose one function is the graph. Fails for an unknown
+/// stage.
+llvm::LogicalResult buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &o);
 
 } // namespace h20
 

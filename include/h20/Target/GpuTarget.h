@@ -39,29 +39,25 @@ struct GpuTargetOptions {
     double contextMs = -1, tensorMs = -1; ///< predictions; < 0: none
     std::string note;             ///< why a plan was not possible, if so
   } parallel;
-  /// Stop after this stage and leave the module as that stage made it
-  /// (h20-opt --emit=...): "chunked" (one prefill chunk, compute type
-  /// applied), "linalg" (linalg on tensors, fused, 16-bit bodies widened),
-  /// "buffers" (bufferized), "gpu" (kernels outlined into one gpu.module),
-  /// "host" (kernels compiled: the host function the step program is
-  /// evaluated from; needs ptxas). Empty: the whole artifact.
+  /// Stop after this stage of the GPU pipeline and leave the module as it
+  /// made it (h20-opt --emit=...; the stages are gpuStages() in
+  /// h20/Pipelines/Pipelines.h). Empty: the whole artifact.
   std::string stopAfter;
 };
 
-/// The stages compileForGpu can stop after, in pipeline order.
-llvm::ArrayRef<llvm::StringRef> gpuStages();
-
 /// Compiles `module` (planned level: fused KV cache, RoPE tables, tiles;
-/// one function) for an sm_90 GPU. Decoders taking token ids [1, S] become
-/// one chunk of a chunked prefill (h20-chunked-prefill); graphs with static
-/// inputs run whole. Then: h20-lower-to-linalg with library calls, one-shot
-/// bufferization, memory-bound ops as MLIR-generated kernels
-/// (h20-linalg-to-gpu-loops, gpu outlining, NVVM, PTX via the LLVM NVPTX
-/// backend), GEMMs as cuBLASLt calls, attention as the NVRTC-compiled kernel;
-/// the host side is evaluated into the runtime's step program
-/// (include/h20/Runtime/Format/GpuProgram.h). PTX is assembled with ptxas for
-/// sm_90 when ptxas is present (cubin kept beside the PTX; its register and
-/// spill report goes to `log`). Errors are emitted on the module's context.
+/// one function) for an sm_90 GPU: the interface passes (h20-logits-last,
+/// h20-input-value-ranges) and the manifest's interface, then the GPU
+/// pipeline (buildGpuPipeline: a decoder taking token ids [1, S] becomes one
+/// chunk of `chunk` tokens, graphs with static inputs run whole; linalg with
+/// library calls, bufferization, memory-bound ops as MLIR-generated kernels
+/// through NVVM to PTX), then the host function is evaluated into the
+/// runtime's step program (GEMMs as cuBLASLt calls, attention and the V4.1
+/// ops as NVRTC-compiled kernels; include/h20/Runtime/Format/GpuProgram.h),
+/// written with writeGpuProgram and parsed back. PTX is assembled with
+/// ptxas for sm_90 when ptxas is present (cubin kept beside the PTX; its
+/// register and spill report goes to `log`). Errors are emitted on the
+/// module's context; `artifact` is only meaningful on success.
 mlir::LogicalResult compileForGpu(mlir::ModuleOp module, const GpuTargetOptions &options,
                                   runtime::Artifact &artifact, std::string &log);
 

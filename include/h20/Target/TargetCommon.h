@@ -44,16 +44,6 @@ mlir::FailureOr<llvm::json::Object> beginManifest(mlir::ModuleOp module, mlir::f
 /// The manifest as the artifact stores it (JSON, two-space indent).
 std::string manifestText(llvm::json::Object manifest);
 
-/// Destination-passing style at the ABI: every result becomes a trailing
-/// memref argument the caller allocates, written with
-/// bufferization.materialize_in_destination; the function returns nothing.
-void outputsToDestinations(mlir::func::FuncOp func);
-
-/// Rewrites every memref.copy into linalg.copy, which lowers like any other
-/// structured op (host loops, or a GPU kernel) instead of calling into
-/// MLIR's runner-utils library.
-void copiesToLinalg(mlir::ModuleOp module);
-
 /// The manifest's "weights" from the `h20.weights` attribute that
 /// h20-lower-to-linalg put on the function named `entry`: name, dtype (as
 /// stored in the file), device_dtype (as the code uses it; differs after

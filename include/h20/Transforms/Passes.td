@@ -108,10 +108,19 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
     prove op by op, hence the restriction); the reason is recorded as
     `h20.chunked.whole` (op, node, why). Positions and KV writes are then
     left as they are; the last-position slice still takes row n - 1.
+
+    With `chunk` C > 0 (the GPU target's choice) the attribute also records
+    `chunk = C`, the tokens per chunk every later stage uses; a whole-prompt
+    graph records `max-positions` instead (its one chunk holds the longest
+    accepted prompt) with a warning saying why, and fails without it.
   }];
   let options = [
     Option<"wholePromptFallback", "whole-prompt-fallback", "bool", /*default=*/"false",
-           "Run a graph that cannot be chunked as one whole-prompt chunk instead of failing">
+           "Run a graph that cannot be chunked as one whole-prompt chunk instead of failing">,
+    Option<"chunk", "chunk", "int64_t", /*default=*/"0",
+           "Tokens per chunk to record in h20.chunked (0: none recorded)">,
+    Option<"maxPositions", "max-positions", "int64_t", /*default=*/"0",
+           "Longest accepted prompt: the chunk of a whole-prompt graph">
   ];
 }
 

@@ -39,8 +39,12 @@ struct CachesToArgumentsPass : h20::impl::CachesToArgumentsBase<CachesToArgument
     func.setType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
                                    func.getResultTypes()));
     for (unsigned i = func.getNumArguments() - caches.size(); i < func.getNumArguments(); ++i)
+    {
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                       BoolAttr::get(func.getContext(), true));
+      // What the host program binds as a state buffer.
+      func.setArgAttr(i, "h20.kv_cache", UnitAttr::get(func.getContext()));
+    }
   }
 };
 

@@ -258,29 +258,27 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   llvm::json::Object manifest = std::move(*begun);
   unsigned numInputs = func.getNumArguments(), numOutputs = func.getNumResults();
 
-  // ONNX names live on in the manifest; LLVM has no use for them.
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    func.setArgAttrs(i, DictionaryAttr::get(ctx));
-  for (unsigned i = 0; i < func.getNumResults(); ++i)
-    func.setResultAttrs(i, DictionaryAttr::get(ctx));
-  func.setName(kEntryFunc);
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   PassManager toLinalg(ctx);
   (void)applyDeveloperOptions(toLinalg); // checked by h20-opt first
+  // ONNX names live on in the manifest; LLVM has no use for them.
+  RenameEntryOptions entry;
+  entry.entryName = kEntryFunc.str();
+  toLinalg.addPass(createRenameEntry(entry));
   toLinalg.addPass(createLowerToLinalg());
   toLinalg.addPass(createCanonicalizerPass());
+  toLinalg.addNestedPass<func::FuncOp>(createOutputsToDestinations());
   if (failed(toLinalg.run(module)))
     return failure();
-  outputsToDestinations(func);
   SmallVector<SmallVector<int64_t>> argShapes;
   for (Type t : func.getArgumentTypes())
     argShapes.push_back(SmallVector<int64_t>(cast<ShapedType>(t).getShape()));
   PassManager bufferize(ctx);
   (void)applyDeveloperOptions(bufferize); // checked by h20-opt first
   buildBufferizationPipeline(bufferize);
+  bufferize.addPass(createCopiesToLinalg());
   if (failed(bufferize.run(module)))
     return failure();
-  copiesToLinalg(module);
   PassManager pm(ctx);
   (void)applyDeveloperOptions(pm); // checked by h20-opt first
   buildLLVMPipeline(pm);

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
@@ -71,17 +72,52 @@ struct Lin {
     return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n)};
   }
   Lin scaled(int64_t k) const { return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k)}; }
-  llvm::json::Value json() const {
-    if (isConst())
-      return c;
-    llvm::json::Object o{{"c", c}};
-    if (p0)
-      o["p0"] = p0;
-    if (n)
-      o["n"] = n;
-    return o;
-  }
+  /// The program's form of the value.
+  runtime::LinearExpr expr() const { return {c, p0, n}; }
 };
+
+/// An integer kernel argument (i64 or i32).
+runtime::LaunchArg intArg(runtime::LaunchArg::Kind kind, Lin v) {
+  runtime::LaunchArg a;
+  a.kind = kind;
+  a.value = v.expr();
+  return a;
+}
+
+/// A float kernel argument of `t` (f32, f16 or bf16), rounded as the
+/// runtime rounds it when it reads the program back.
+runtime::LaunchArg floatArg(Type t, double v) {
+  runtime::LaunchArg a;
+  a.kind = t.isF16() ? runtime::LaunchArg::F16 : t.isBF16() ? runtime::LaunchArg::BF16
+                                                          : runtime::LaunchArg::F32;
+  a.f32 = static_cast<float>(v);
+  if (t.isF16())
+    a.half = runtime::floatToHalf(a.f32);
+  else if (t.isBF16())
+    a.half = runtime::floatToBfloat16(a.f32);
+  return a;
+}
+
+runtime::LaunchArg f32Arg(double v) {
+  runtime::LaunchArg a;
+  a.kind = runtime::LaunchArg::F32;
+  a.f32 = static_cast<float>(v);
+  return a;
+}
+
+/// A launch step of `kernel` in `module` with a 1-D block.
+runtime::LaunchStep launchStep(int module, std::string kernel, Lin gridX, int64_t threads,
+                               int64_t smem, std::vector<runtime::LaunchArg> args) {
+  runtime::LaunchStep l;
+  l.module = module;
+  l.kernel = std::move(kernel);
+  l.grid = {gridX.expr(), runtime::LinearExpr::constant(1), runtime::LinearExpr::constant(1)};
+  l.block = {runtime::LinearExpr::constant(threads), runtime::LinearExpr::constant(1),
+             runtime::LinearExpr::constant(1)};
+  l.smem = smem;
+  l.args = std::move(args);
+  return l;
+}
 
 struct View {
   int buffer = -1;
@@ -110,8 +146,9 @@ int64_t elementBytes(Type t) {
 
 class Evaluator {
 public:
-  Evaluator(func::FuncOp func, const ArgumentRoles &roles, HostProgram &program)
-      : func(func), roles(roles), program(program) {}
+  Evaluator(func::FuncOp func, const ArgumentRoles &roles, const KernelModules &modules,
+            HostProgram &program)
+      : func(func), roles(roles), modules(modules), program(program) {}
 
   LogicalResult run();
 
@@ -180,17 +217,23 @@ private:
     }
     return v;
   }
-  llvm::json::Object viewJson(const View &v) {
+  /// `v` as a memref kernel argument (a use of its buffer).
+  runtime::LaunchArg memrefArg(const View &v) {
     use(v.buffer);
-    llvm::json::Array sizes, strides;
+    runtime::LaunchArg a;
+    a.kind = runtime::LaunchArg::MemRef;
+    a.buffer = v.buffer;
+    a.offset = v.offset.expr();
     for (const Lin &s : v.sizes)
-      sizes.push_back(s.json());
+      a.sizes.push_back(s.expr());
     for (const Lin &s : v.strides)
-      strides.push_back(s.json());
-    return llvm::json::Object{{"buffer", v.buffer},
-                              {"offset", v.offset.json()},
-                              {"sizes", std::move(sizes)},
-                              {"strides", std::move(strides)}};
+      a.strides.push_back(s.expr());
+    return a;
+  }
+  /// A GEMM operand over `v` (a use of its buffer).
+  runtime::GemmOperand gemmOperand(const View &v, Lin batchStride, Lin rowStride, Lin colStride) {
+    use(v.buffer);
+    return {v.buffer, v.offset.expr(), batchStride.expr(), rowStride.expr(), colStride.expr()};
   }
 
   LogicalResult bindArguments();
@@ -220,13 +263,14 @@ private:
 
   func::FuncOp func;
   const ArgumentRoles &roles;
+  const KernelModules &modules;
   HostProgram &program;
   DenseMap<Value, Lin> ints;
   DenseMap<Value, double> floats;
   DenseMap<Value, View> views;
   std::vector<Buffer> buffers;
   std::map<std::string, int> globals;
-  std::vector<llvm::json::Object> steps;
+  std::vector<runtime::GpuStep> steps;
   /// Small integer memrefs that only the host touches (shapes for
   /// memref.reshape, scalars read back): their elements, as known.
   DenseMap<Value, std::shared_ptr<std::vector<std::optional<Lin>>>> hostArrays;
@@ -610,13 +654,14 @@ LogicalResult Evaluator::evalGlobal(memref::GetGlobalOp op) {
 }
 
 LogicalResult Evaluator::evalLaunch(mlir::gpu::LaunchFuncOp op) {
-  auto dims = [&](mlir::gpu::KernelDim3 d) -> FailureOr<llvm::json::Array> {
-    llvm::json::Array a;
-    for (Value v : {d.x, d.y, d.z}) {
-      auto l = integer(v, op);
+  auto dims = [&](mlir::gpu::KernelDim3 d) -> FailureOr<std::array<runtime::LinearExpr, 3>> {
+    std::array<runtime::LinearExpr, 3> a;
+    Value xyz[3] = {d.x, d.y, d.z};
+    for (int k = 0; k < 3; ++k) {
+      auto l = integer(xyz[k], op);
       if (failed(l))
         return failure();
-      a.push_back(l->json());
+      a[k] = l->expr();
     }
     return a;
   };
@@ -624,31 +669,23 @@ LogicalResult Evaluator::evalLaunch(mlir::gpu::LaunchFuncOp op) {
   auto block = dims(op.getBlockSizeOperandValues());
   if (failed(grid) || failed(block))
     return failure();
-  llvm::json::Array args;
+  std::vector<runtime::LaunchArg> args;
   for (Value v : op.getKernelOperands()) {
     Type t = v.getType();
     if (isa<MemRefType>(t)) {
       auto vw = view(v, op);
       if (failed(vw))
         return failure();
-      args.push_back(llvm::json::Object{{"memref", viewJson(*vw)}});
-    } else if (t.isIndex() || t.isInteger(64)) {
+      args.push_back(memrefArg(*vw));
+    } else if (t.isIndex() || t.isInteger(64) || t.isInteger(32)) {
       auto l = integer(v, op);
       if (failed(l))
         return failure();
-      args.push_back(llvm::json::Object{{"i64", l->json()}});
-    } else if (t.isInteger(32)) {
-      auto l = integer(v, op);
-      if (failed(l))
-        return failure();
-      args.push_back(llvm::json::Object{{"i32", l->json()}});
+      args.push_back(intArg(t.isInteger(32) ? runtime::LaunchArg::I32 : runtime::LaunchArg::I64, *l));
     } else if ((t.isF32() || t.isBF16() || t.isF16()) && floats.count(v)) {
       // A float constant the outlining passed instead of sinking; 16-bit
-      // ones are rounded to nearest even by the runtime.
-      args.push_back(llvm::json::Object{{dtypeName(t) == "float32"    ? "f32"
-                                         : dtypeName(t) == "bfloat16" ? "bf16"
-                                                                    : "f16",
-                                         floats[v]}});
+      // ones rounded to nearest even.
+      args.push_back(floatArg(t, floats[v]));
     } else {
       return op->emitError("GPU target: kernel argument of type ") << t << " is not supported";
     }
@@ -660,13 +697,14 @@ LogicalResult Evaluator::evalLaunch(mlir::gpu::LaunchFuncOp op) {
       return op->emitError("GPU target: dynamic shared memory must be a constant");
     smem = l->c;
   }
-  steps.push_back(llvm::json::Object{{"op", "launch"},
-                                     {"module", 0},
-                                     {"kernel", op.getKernelName().getValue().str()},
-                                     {"grid", std::move(*grid)},
-                                     {"block", std::move(*block)},
-                                     {"smem", smem},
-                                     {"args", std::move(args)}});
+  runtime::LaunchStep launch;
+  launch.module = modules.generated;
+  launch.kernel = op.getKernelName().getValue().str();
+  launch.grid = *grid;
+  launch.block = *block;
+  launch.smem = smem;
+  launch.args = std::move(args);
+  steps.push_back(std::move(launch));
   return success();
 }
 
@@ -712,30 +750,22 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
     haveBatch = true;
   }
   auto mat = [&](const View &v, AffineMap m, int64_t rowDim, int64_t colDim) {
-    use(v.buffer);
     int k = &v == &*a ? 0 : &v == &*b ? 1 : 2;
-    return llvm::json::Object{{"buffer", v.buffer},
-                              {"offset", v.offset.json()},
-                              {"batch_stride", batchStride[k].json()},
-                              {"row_stride", strideAlong(v, m, rowDim).json()},
-                              {"col_stride", strideAlong(v, m, colDim).json()}};
+    return gemmOperand(v, batchStride[k], strideAlong(v, m, rowDim), strideAlong(v, m, colDim));
   };
   // Loop dims: batch..., m (r-2), n (r-1), k (r).
-  Lin M = c->sizes[r - 2], N = c->sizes[r - 1];
-  Lin K = a->sizes.back();
-  steps.push_back(llvm::json::Object{{"op", "gemm"},
-                                     {"dtype_a", dtypeName(a->element)},
-                                     {"dtype_b", dtypeName(b->element)},
-                                     {"dtype_c", dtypeName(c->element)},
-                                     {"batch", batch.json()},
-                                     {"m", M.json()},
-                                     {"n", N.json()},
-                                     {"k", K.json()},
-                                     {"alpha", 1.0},
-                                     {"beta", 0.0},
-                                     {"a", mat(*a, maps[0], r - 2, r)},
-                                     {"b", mat(*b, maps[1], r, r - 1)},
-                                     {"c", mat(*c, maps[2], r - 2, r - 1)}});
+  runtime::GemmStep g;
+  g.dtypeA = dtypeName(a->element);
+  g.dtypeB = dtypeName(b->element);
+  g.dtypeC = dtypeName(c->element);
+  g.batch = batch.expr();
+  g.m = c->sizes[r - 2].expr();
+  g.n = c->sizes[r - 1].expr();
+  g.k = a->sizes.back().expr();
+  g.a = mat(*a, maps[0], r - 2, r);
+  g.b = mat(*b, maps[1], r, r - 1);
+  g.c = mat(*c, maps[2], r - 2, r - 1);
+  steps.push_back(std::move(g));
   return success();
 }
 
@@ -773,13 +803,14 @@ LogicalResult Evaluator::evalAllReduce(linalg::GenericOp op) {
   Type e = src.element;
   if (!e.isF32() && !e.isF16() && !e.isBF16())
     return op->emitError("GPU target: an all-reduce of ") << e << " (f32, f16 or bf16 only)";
-  steps.push_back(llvm::json::Object{{"op", "all_reduce"},
-                                     {"dtype", e.isF32() ? "f32" : e.isF16() ? "f16" : "bf16"},
-                                     {"src", src.buffer},
-                                     {"src_offset_bytes", src.offset.scaled(eb).json()},
-                                     {"dst", dst.buffer},
-                                     {"dst_offset_bytes", dst.offset.scaled(eb).json()},
-                                     {"bytes", srcBytes->json()}});
+  runtime::AllReduceStep step;
+  step.dtype = dtypeName(e);
+  step.src = src.buffer;
+  step.srcOffsetBytes = src.offset.scaled(eb).expr();
+  step.dst = dst.buffer;
+  step.dstOffsetBytes = dst.offset.scaled(eb).expr();
+  step.bytes = srcBytes->expr();
+  steps.push_back(std::move(step));
   return success();
 }
 
@@ -852,11 +883,12 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
     program.attentionVariants.push_back(variant);
   auto v4 = [&](const View &x) {
     use(x.buffer);
-    llvm::json::Array s;
-    for (const Lin &l : x.strides)
-      s.push_back(l.json());
-    return llvm::json::Object{{"buffer", x.buffer}, {"offset", x.offset.json()},
-                              {"strides", std::move(s)}};
+    runtime::AttentionView a;
+    a.buffer = x.buffer;
+    a.offset = x.offset.expr();
+    for (int d = 0; d < 4; ++d)
+      a.strides[d] = x.strides[d].expr();
+    return a;
   };
   int64_t window = -1;
   if (auto w = attrs.getAs<IntegerAttr>("window"))
@@ -864,29 +896,29 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   double softcap = 0;
   if (auto s = attrs.getAs<FloatAttr>("softcap"))
     softcap = s.getValueAsDouble();
-  steps.push_back(llvm::json::Object{
-      {"op", "attention"},
-      {"module", 1},
-      {"kernel", variant.kernelName()},
-      {"block_m", variant.blockM},
-      {"threads", variant.threads},
-      {"smem", variant.smemBytes()},
-      {"dtype", dtypeName(q->element)},
-      {"q", v4(*q)},
-      {"k", v4(*k)},
-      {"v", v4(*v)},
-      {"o", v4(*o)},
-      {"batch", q->sizes[0].json()},
-      {"heads", q->sizes[1].c},
-      {"kv_heads", k->sizes[1].c},
-      {"sq", sq.json()},
-      {"skv", skv.json()},
-      {"head_dim", q->sizes[3].c},
-      {"head_dim_v", v->sizes[3].c},
-      {"scale", attrs.getAs<FloatAttr>("scale").getValueAsDouble()},
-      {"causal", causal},
-      {"window_left", window},
-      {"softcap", softcap}});
+  runtime::AttentionStep step;
+  step.module = modules.attention;
+  step.kernel = variant.kernelName();
+  step.dtype = dtypeName(q->element);
+  step.blockM = variant.blockM;
+  step.threads = variant.threads;
+  step.smem = variant.smemBytes();
+  step.q = v4(*q);
+  step.k = v4(*k);
+  step.v = v4(*v);
+  step.o = v4(*o);
+  step.batch = q->sizes[0].expr();
+  step.sq = sq.expr();
+  step.skv = skv.expr();
+  step.heads = q->sizes[1].c;
+  step.kvHeads = k->sizes[1].c;
+  step.headDim = q->sizes[3].c;
+  step.headDimV = v->sizes[3].c;
+  step.scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
+  step.softcap = softcap;
+  step.causal = causal;
+  step.windowLeft = window;
+  steps.push_back(std::move(step));
   return success();
 }
 
@@ -941,26 +973,19 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     program.indexerKernels.push_back(kernel);
   // The mma kernel: a CTA per rowsPerCta() query rows (S CTAs when S is
   // not known here; the extra ones return at once).
-  llvm::json::Value gridX = scratch.sizes[0].c;
+  Lin gridX{scratch.sizes[0].c};
   if (useMma)
     gridX = q.sizes[0].isConst()
-                ? llvm::json::Value(std::max<int64_t>(
-                      1, (q.sizes[0].c + mma.rowsPerCta() - 1) / mma.rowsPerCta()))
-                : q.sizes[0].json();
-  llvm::json::Array args;
+                ? Lin{std::max<int64_t>(1, (q.sizes[0].c + mma.rowsPerCta() - 1) / mma.rowsPerCta())}
+                : q.sizes[0];
+  std::vector<runtime::LaunchArg> args;
   for (const View *x : {&q, &k, &w, &cand, &out, &scratch})
-    args.push_back(llvm::json::Object{{"memref", viewJson(*x)}});
-  args.push_back(llvm::json::Object{{"i64", attrs.getAs<IntegerAttr>("ratio").getInt()}});
-  args.push_back(llvm::json::Object{{"i64", attrs.getAs<IntegerAttr>("block").getInt()}});
-  args.push_back(llvm::json::Object{{"f32", attrs.getAs<FloatAttr>("scale").getValueAsDouble()}});
-  steps.push_back(llvm::json::Object{
-      {"op", "launch"},
-      {"module", kIndexerModulePlaceholder},
-      {"kernel", kernel.name()},
-      {"grid", llvm::json::Array{std::move(gridX), 1, 1}},
-      {"block", llvm::json::Array{useMma ? kIndexerMmaThreads : kIndexerThreads, 1, 1}},
-      {"smem", smem},
-      {"args", std::move(args)}});
+    args.push_back(memrefArg(*x));
+  args.push_back(intArg(runtime::LaunchArg::I64, Lin{attrs.getAs<IntegerAttr>("ratio").getInt()}));
+  args.push_back(intArg(runtime::LaunchArg::I64, Lin{attrs.getAs<IntegerAttr>("block").getInt()}));
+  args.push_back(f32Arg(attrs.getAs<FloatAttr>("scale").getValueAsDouble()));
+  steps.push_back(launchStep(modules.indexer, kernel.name(), gridX,
+                             useMma ? kIndexerMmaThreads : kIndexerThreads, smem, std::move(args)));
   return success();
 }
 
@@ -1002,24 +1027,18 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
            << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
   if (llvm::find(program.sparseAttentionKernels, kernel) == program.sparseAttentionKernels.end())
     program.sparseAttentionKernels.push_back(kernel);
-  llvm::json::Array args;
+  std::vector<runtime::LaunchArg> args;
   for (const View *x : {&q, &lat, &sink, &cmp, &idx, &out})
-    args.push_back(llvm::json::Object{{"memref", viewJson(*x)}});
+    args.push_back(memrefArg(*x));
   // The kernel's softmax runs in base 2: the scale times log2(e).
   const double scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
-  args.push_back(llvm::json::Object{{"f32", scale * 1.4426950408889634}});
-  args.push_back(llvm::json::Object{{"i64", window}});
-  steps.push_back(llvm::json::Object{
-      {"op", "launch"},
-      {"module", kSparseAttentionModulePlaceholder},
-      {"kernel", kernel.name()},
-      {"grid", llvm::json::Array{q.sizes[0].json(),
-                                 (heads + kSparseAttentionHeadsPerCta - 1) /
-                                     kSparseAttentionHeadsPerCta,
-                                 1}},
-      {"block", llvm::json::Array{kSparseAttentionThreads, 1, 1}},
-      {"smem", smem},
-      {"args", std::move(args)}});
+  args.push_back(f32Arg(scale * 1.4426950408889634));
+  args.push_back(intArg(runtime::LaunchArg::I64, Lin{window}));
+  runtime::LaunchStep launch = launchStep(modules.sparseAttention, kernel.name(), q.sizes[0],
+                                          kSparseAttentionThreads, smem, std::move(args));
+  launch.grid[1] = runtime::LinearExpr::constant((heads + kSparseAttentionHeadsPerCta - 1) /
+                                                 kSparseAttentionHeadsPerCta);
+  steps.push_back(std::move(launch));
   return success();
 }
 
@@ -1098,49 +1117,34 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     return r;
   };
   auto mat = [&](const View &w, unsigned rowDim, unsigned colDim, Lin batchStride) {
-    use(w.buffer);
-    return llvm::json::Object{{"buffer", w.buffer},
-                              {"offset", w.offset.json()},
-                              {"batch_stride", batchStride.json()},
-                              {"row_stride", w.strides[rowDim].json()},
-                              {"col_stride", w.strides[colDim].json()}};
+    return gemmOperand(w, batchStride, w.strides[rowDim], w.strides[colDim]);
   };
   auto gemm = [&](const View &a, const View &b, const View &c, int64_t m, int64_t nn,
                   int64_t kk, bool grouped) {
-    llvm::json::Object g{{"op", "gemm"},
-                         {"dtype_a", dtype},
-                         {"dtype_b", dtype},
-                         {"dtype_c", "float32"},
-                         {"batch", 1},
-                         {"m", m},
-                         {"n", nn},
-                         {"k", kk},
-                         {"alpha", 1.0},
-                         {"beta", 0.0},
-                         {"a", mat(a, 0, 1, Lin{0})},
-                         {"b", grouped ? mat(b, 1, 2, b.strides[0]) : mat(b, 0, 1, Lin{0})},
-                         {"c", mat(c, 0, 1, Lin{0})}};
+    runtime::GemmStep g;
+    g.dtypeA = g.dtypeB = dtype;
+    g.dtypeC = "float32";
+    g.batch = runtime::LinearExpr::constant(1);
+    g.m = runtime::LinearExpr::constant(m);
+    g.n = runtime::LinearExpr::constant(nn);
+    g.k = runtime::LinearExpr::constant(kk);
+    g.a = mat(a, 0, 1, Lin{0});
+    g.b = grouped ? mat(b, 1, 2, b.strides[0]) : mat(b, 0, 1, Lin{0});
+    g.c = mat(c, 0, 1, Lin{0});
     if (grouped) {
       use(bOff);
-      g["groups"] = llvm::json::Object{
-          {"count", e}, {"offsets", llvm::json::Object{{"buffer", bOff}, {"offset", 0}}}};
+      g.groups = e;
+      g.groupBuffer = bOff;
     }
     steps.push_back(std::move(g));
   };
   auto launch = [&](const std::string &kernel, int64_t grid, ArrayRef<const View *> views,
-                    llvm::json::Array scalars) {
-    llvm::json::Array args;
+                    std::vector<runtime::LaunchArg> scalars) {
+    std::vector<runtime::LaunchArg> args;
     for (const View *w : views)
-      args.push_back(llvm::json::Object{{"memref", viewJson(*w)}});
-    for (llvm::json::Value &s : scalars)
-      args.push_back(std::move(s));
-    steps.push_back(llvm::json::Object{{"op", "launch"},
-                                       {"module", kMoeModulePlaceholder},
-                                       {"kernel", kernel},
-                                       {"grid", llvm::json::Array{grid, 1, 1}},
-                                       {"block", llvm::json::Array{kMoeThreads, 1, 1}},
-                                       {"smem", 0},
-                                       {"args", std::move(args)}});
+      args.push_back(memrefArg(*w));
+    args.insert(args.end(), scalars.begin(), scalars.end());
+    steps.push_back(launchStep(modules.moe, kernel, Lin{grid}, kMoeThreads, 0, std::move(args)));
   };
   const double temperature = attrs.getAs<FloatAttr>("temp").getValueAsDouble();
   const double scaling = attrs.getAs<FloatAttr>("scaling").getValueAsDouble();
@@ -1160,20 +1164,18 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
                a = rows(bA, {r, inter}, x.element), yp = rows(bYp, {r, dm}, f32);
     gemm(xt, router, logits, tt, e, dm, false);
     use(bCounts);
-    steps.push_back(llvm::json::Object{
-        {"op", "memset"}, {"buffer", bCounts}, {"offset_bytes", 0}, {"bytes", e * 4},
-        {"value", 0}});
+    runtime::MemsetStep clear;
+    clear.buffer = bCounts;
+    clear.bytes = runtime::LinearExpr::constant(e * 4);
+    steps.push_back(clear);
     launch(moeRouteKernel(bt), moeRouteGrid(tt),
-           {&logits, &bias, &ids, &weights, &counts},
-           llvm::json::Array{llvm::json::Object{{"f32", temperature}},
-                             llvm::json::Object{{"f32", scaling}}});
+           {&logits, &bias, &ids, &weights, &counts}, {f32Arg(temperature), f32Arg(scaling)});
     launch(moePositionsKernel(), moePositionsGrid(e), {&ids, &counts, &offsets, &pos, &rowTok}, {});
     launch(moeGatherKernel(dt), moeGatherGrid(r),
            {&xt, &rowTok, &xp}, {});
     gemm(xp, w1, g, r, inter, dm, true);
     gemm(xp, w3, u, r, inter, dm, true);
-    launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a},
-           llvm::json::Array{llvm::json::Object{{"f32", limit}}});
+    launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a}, {f32Arg(limit)});
     gemm(a, w2, yp, r, dm, inter, true);
     launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
   }
@@ -1398,27 +1400,56 @@ LogicalResult Evaluator::run() {
   }
   packArena();
   for (const Buffer &b : buffers) {
-    llvm::json::Object o{{"kind", b.kind}, {"bytes", b.bytes}, {"dtype", b.dtype}};
-    if (b.index >= 0)
-      o["index"] = b.index;
+    runtime::GpuBuffer o;
+    o.kind = llvm::StringSwitch<runtime::BufferKind>(b.kind)
+                 .Case("input", runtime::BufferKind::Input)
+                 .Case("output", runtime::BufferKind::Output)
+                 .Case("weight", runtime::BufferKind::Weight)
+                 .Case("state", runtime::BufferKind::State)
+                 .Case("const", runtime::BufferKind::Const)
+                 .Default(runtime::BufferKind::Temp);
+    o.index = b.index;
+    o.bytes = b.bytes;
+    o.dtype = b.dtype;
     if (b.kind == "temp")
-      o["offset"] = b.arenaOffset < 0 ? int64_t(0) : b.arenaOffset;
+      o.offset = b.arenaOffset < 0 ? int64_t(0) : b.arenaOffset;
     if (b.kind == "const") {
-      o["blob"] = "consts.bin";
-      o["blob_offset"] = b.blobOffset;
+      o.blob = "consts.bin";
+      o.blobOffset = b.blobOffset;
     }
     program.buffers.push_back(std::move(o));
   }
-  for (llvm::json::Object &s : steps)
-    program.steps.push_back(std::move(s));
+  program.steps = std::move(steps);
   return success();
 }
 
 } // namespace
 
+KernelModules planKernelModules(func::FuncOp func) {
+  bool attention = false, indexer = false, sparse = false, moe = false;
+  func.walk([&](linalg::GenericOp g) {
+    auto call = g.getLibraryCallAttr();
+    if (!call)
+      return;
+    attention |= call.getValue() == kAttention;
+    indexer |= call.getValue() == kIndexer;
+    sparse |= call.getValue() == kSparseAttention;
+    moe |= call.getValue() == kRoutedExperts;
+  });
+  KernelModules m;
+  int next = 1;
+  for (auto [used, index] : {std::pair<bool, int *>{attention, &m.attention},
+                             {indexer, &m.indexer},
+                             {sparse, &m.sparseAttention},
+                             {moe, &m.moe}})
+    if (used)
+      *index = next++;
+  return m;
+}
+
 LogicalResult buildHostProgram(func::FuncOp func, const ArgumentRoles &roles,
-                               HostProgram &program) {
-  return Evaluator(func, roles, program).run();
+                               const KernelModules &modules, HostProgram &program) {
+  return Evaluator(func, roles, modules, program).run();
 }
 
 } // namespace h20::gpu

@@ -13,6 +13,7 @@
 #ifndef H20_TARGET_GPU_HOSTPROGRAM_H
 #define H20_TARGET_GPU_HOSTPROGRAM_H
 
+#include "h20/Runtime/Format/GpuProgram.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/IndexerKernel.h"
 #include "h20/Target/MoeKernel.h"
@@ -20,20 +21,24 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/Support/JSON.h"
 
 #include <string>
 #include <vector>
 
 namespace h20::gpu {
 
-/// The "module" of an indexer launch step until compileForGpu numbers the
-/// indexer module.
-inline constexpr int64_t kIndexerModulePlaceholder = -1;
-/// The same for the sparse-attention module.
-inline constexpr int64_t kSparseAttentionModulePlaceholder = -2;
-/// The same for the routed-experts (MoE) kernels' module.
-inline constexpr int64_t kMoeModulePlaceholder = -3;
+/// The module each kind of kernel is in: the generated kernels are module
+/// 0, then the attention, indexer, sparse-attention and routed-experts
+/// (MoE) modules in that order, each only when the function calls it; -1
+/// when absent. Known from the IR before the host program is built
+/// (planKernelModules), so every step names its module when it is made.
+struct KernelModules {
+  int generated = 0;
+  int attention = -1, indexer = -1, sparseAttention = -1, moe = -1;
+};
+
+/// The modules `func`'s library calls need (by their library-call names).
+KernelModules planKernelModules(mlir::func::FuncOp func);
 
 /// What each argument of the entry function is, in order.
 struct ArgumentRoles {
@@ -50,30 +55,31 @@ struct ArgumentRoles {
   std::vector<std::string> weightDtypes;
 };
 
-/// The step program and the bytes it references.
+/// The step program and the bytes it references: the buffers and steps of
+/// the runtime's GpuProgram (GpuTarget adds modules, chunking and outputs).
 struct HostProgram {
-  llvm::json::Array buffers;
-  llvm::json::Array steps;
+  std::vector<runtime::GpuBuffer> buffers;
+  std::vector<runtime::GpuStep> steps;
   int64_t arenaBytes = 0;
   std::string constBlob;  ///< "consts.bin": memref.global initial values
-  /// Attention variants the steps launch (compile them into module 1).
+  /// Attention variants the steps launch (KernelModules::attention).
   std::vector<AttentionVariant> attentionVariants;
-  /// Indexer kernels the steps launch; their "launch" steps name module
-  /// kIndexerModulePlaceholder until the target knows the module's index.
+  /// Indexer kernels the steps launch (KernelModules::indexer).
   std::vector<IndexerKernel> indexerKernels;
-  /// Sparse-attention kernels (module kSparseAttentionModulePlaceholder).
+  /// Sparse-attention kernels (KernelModules::sparseAttention).
   std::vector<SparseAttentionKernel> sparseAttentionKernels;
-  /// Whether a step launches a routed-experts kernel (module
-  /// kMoeModulePlaceholder: every kernel of kernels/moe.cuh).
+  /// Whether a step launches a routed-experts kernel (KernelModules::moe:
+  /// every kernel of kernels/moe.cuh).
   bool usesMoe = false;
 };
 
 /// Evaluates `func` (host code after kernel outlining: memref.alloc /
 /// views / gpu.launch_func of module 0 / library-call generics / arith) into
 /// `program`. Temporaries are packed into one arena by lifetime (first to
-/// last step using them). Fails with an error on the offending op.
+/// last step using them). Steps name the modules of `modules`. Fails with
+/// an error on the offending op.
 mlir::LogicalResult buildHostProgram(mlir::func::FuncOp func, const ArgumentRoles &roles,
-                                     HostProgram &program);
+                                     const KernelModules &modules, HostProgram &program);
 
 } // namespace h20::gpu
 

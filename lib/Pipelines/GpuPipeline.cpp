@@ -1,0 +1,147 @@
+//===- GpuPipeline.cpp - planned IR to kernels and host code, one pipeline ===//
+//
+// Every IR edit the GPU target makes is a registered pass, in this one
+// pipeline, in stage order; `h20-opt --emit=<stage>` stops after a stage,
+// so lit tests check each one without a GPU toolkit (up to "gpu"). The
+// target (GpuTarget.cpp) only reads the result and serialises it.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Pipelines/Pipelines.h"
+
+#include "h20/Conversion/Passes.h"
+#include "h20/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace h20 {
+namespace {
+
+/// One prefill chunk (decoders), the compute type, the entry point.
+void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
+  if (o.chunk > 0) {
+    ChunkedPrefillOptions c;
+    c.wholePromptFallback = true;
+    c.chunk = o.chunk;
+    c.maxPositions = o.maxPositions;
+    pm.addPass(createChunkedPrefill(c));
+  }
+  if (o.computeType != "f32") {
+    ComputeTypeOptions t;
+    t.type = o.computeType;
+    pm.addNestedPass<func::FuncOp>(createComputeType(t));
+  }
+  RenameEntryOptions entry;
+  entry.entryName = o.entryName;
+  pm.addPass(createRenameEntry(entry));
+}
+
+/// Linalg on tensors with library calls, the attention kernel chosen first.
+void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
+  ChooseAttentionKernelsOptions choose;
+  choose.kernel = o.attentionKernel;
+  pm.addNestedPass<func::FuncOp>(createChooseAttentionKernels(choose));
+  LowerToLinalgOptions lower;
+  lower.libraryCalls = true;
+  pm.addPass(createLowerToLinalg(lower));
+  pm.addPass(createCanonicalizerPass());
+  // Elementwise producers (head transposes included) fuse into their single
+  // consumer: one kernel and one pass over memory instead of several.
+  pm.addNestedPass<func::FuncOp>(createFuseElementwise());
+  // 16-bit bodies compute in f32 and round once per kernel.
+  pm.addNestedPass<func::FuncOp>(createWidenElementwise());
+  // cuBLASLt writes C with beta = 0: a GEMM's zero fill is dead.
+  pm.addNestedPass<func::FuncOp>(createDropGemmInitFill());
+}
+
+/// Buffers: KV caches and outputs become arguments, then one-shot
+/// bufferization.
+void addBuffersStage(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createCachesToArguments());
+  pm.addNestedPass<func::FuncOp>(createOutputsToDestinations());
+  // A result computed into a fresh tensor and then inserted into a KV
+  // cache (K after RoPE, V) is computed in the cache slot instead: no
+  // temporary, no copy.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A value computed in its cache slot leaves a copy of that slot onto an
+  // identical subview: CSE merges the two views, and the canonicalizer
+  // drops the self-copy.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCopiesToLinalg());
+}
+
+/// Memory-bound ops as GPU loops, outlined into one gpu.module.
+void addGpuStage(OpPassManager &pm, const GpuPipelineOptions &o) {
+  pm.addNestedPass<func::FuncOp>(createLinalgToGpuLoops());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addNestedPass<func::FuncOp>(createSinkLaunchConstants());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createCanonicalizerPass());
+  MergeKernelModulesOptions merge;
+  merge.moduleName = o.kernelModule;
+  pm.addPass(createMergeKernelModules(merge));
+}
+
+/// The kernels through NVVM to PTX (gpu.binary); the host function stays.
+void addHostStage(OpPassManager &pm, const GpuPipelineOptions &o) {
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  // bf16/f16 math (exp, tanh, ...) has no libdevice function: compute it
+  // in f32.
+  kernels.addPass(math::createMathExtendToSupportedTypes());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = o.chip;
+  attach.features = "+ptx80";
+  attach.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  binary.toolkitPath = o.toolkitPath;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+} // namespace
+
+llvm::ArrayRef<llvm::StringRef> gpuStages() {
+  static const llvm::StringRef kStages[] = {"chunked", "linalg", "buffers", "gpu", "host"};
+  return kStages;
+}
+
+llvm::LogicalResult buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &o) {
+  llvm::StringRef last = o.stopAfter.empty() ? gpuStages().back() : llvm::StringRef(o.stopAfter);
+  if (!llvm::is_contained(gpuStages(), last))
+    return llvm::failure();
+  addChunkedStage(pm, o);
+  if (last == "chunked")
+    return llvm::success();
+  addLinalgStage(pm, o);
+  if (last == "linalg")
+    return llvm::success();
+  addBuffersStage(pm);
+  if (last == "buffers")
+    return llvm::success();
+  addGpuStage(pm, o);
+  if (last == "gpu")
+    return llvm::success();
+  addHostStage(pm, o);
+  return llvm::success();
+}
+
+} // namespace h20
