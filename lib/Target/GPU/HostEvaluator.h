@@ -1,0 +1,301 @@
+//===- HostEvaluator.h - the evaluator behind buildHostProgram -*- C++ -*-===//
+//
+// Private to lib/Target/GPU. The evaluator walks the host function once
+// and turns it into the step program: its core (arguments, integers,
+// allocations, views, host arrays, kernel launches; HostProgram.cpp), one
+// step emitter per library call (GEMM, attention, all-reduce, indexer,
+// sparse attention, routed experts; LibraryCallSteps.cpp), and the arena
+// plan of the temporaries (ArenaPlanner.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_TARGET_GPU_HOSTEVALUATOR_H
+#define H20_TARGET_GPU_HOSTEVALUATOR_H
+
+#include "HostProgram.h"
+
+#include "h20/Dialect/H20/IR/H20Dialect.h"
+#include "h20/Target/TargetCommon.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace h20::gpu::detail {
+
+using namespace mlir;
+
+/// What a diagnostic says of `v`: its type and producer (an op's name and
+/// location, or the argument number). Printing the value itself walks the
+/// whole function for SSA names, which costs minutes on a 32-layer graph.
+inline std::string describe(Value v) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << v.getType();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    os << " (argument " << arg.getArgNumber() << ")";
+  else if (Operation *def = v.getDefiningOp())
+    os << " (result of " << def->getName() << " at " << def->getLoc() << ")";
+  return out;
+}
+
+inline constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_attention",
+                              kAllReduce = "h20_all_reduce",
+                              kIndexer = "h20_indexer",
+                              kSparseAttention = "h20_sparse_attention",
+                              kRoutedExperts = "h20_routed_experts";
+inline constexpr int64_t kAlign = 256;
+
+/// Set when Lin arithmetic overflowed int64; the evaluator turns it into
+/// an error on the op being evaluated.
+extern thread_local bool linOverflow;
+
+inline int64_t checkedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  linOverflow |= __builtin_add_overflow(a, b, &r);
+  return r;
+}
+inline int64_t checkedSub(int64_t a, int64_t b) {
+  int64_t r;
+  linOverflow |= __builtin_sub_overflow(a, b, &r);
+  return r;
+}
+inline int64_t checkedMul(int64_t a, int64_t b) {
+  int64_t r;
+  linOverflow |= __builtin_mul_overflow(a, b, &r);
+  return r;
+}
+
+/// c + p0 * P0 + n * N, every operation checked for int64 overflow.
+struct Lin {
+  int64_t c = 0, p0 = 0, n = 0;
+  bool isConst() const { return p0 == 0 && n == 0; }
+  Lin operator+(const Lin &o) const {
+    return {checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n)};
+  }
+  Lin operator-(const Lin &o) const {
+    return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n)};
+  }
+  Lin scaled(int64_t k) const { return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k)}; }
+  /// The program's form of the value.
+  runtime::LinearExpr expr() const { return {c, p0, n}; }
+};
+
+/// An integer kernel argument (i64 or i32).
+inline runtime::LaunchArg intArg(runtime::LaunchArg::Kind kind, Lin v) {
+  runtime::LaunchArg a;
+  a.kind = kind;
+  a.value = v.expr();
+  return a;
+}
+
+/// A float kernel argument of `t` (f32, f16 or bf16), rounded as the
+/// runtime rounds it when it reads the program back.
+inline runtime::LaunchArg floatArg(Type t, double v) {
+  runtime::LaunchArg a;
+  a.kind = t.isF16() ? runtime::LaunchArg::F16 : t.isBF16() ? runtime::LaunchArg::BF16
+                                                          : runtime::LaunchArg::F32;
+  a.f32 = static_cast<float>(v);
+  if (t.isF16())
+    a.half = runtime::floatToHalf(a.f32);
+  else if (t.isBF16())
+    a.half = runtime::floatToBfloat16(a.f32);
+  return a;
+}
+
+inline runtime::LaunchArg f32Arg(double v) {
+  runtime::LaunchArg a;
+  a.kind = runtime::LaunchArg::F32;
+  a.f32 = static_cast<float>(v);
+  return a;
+}
+
+/// A launch step of `kernel` in `module` with a 1-D block.
+inline runtime::LaunchStep launchStep(int module, std::string kernel, Lin gridX, int64_t threads,
+                               int64_t smem, std::vector<runtime::LaunchArg> args) {
+  runtime::LaunchStep l;
+  l.module = module;
+  l.kernel = std::move(kernel);
+  l.grid = {gridX.expr(), runtime::LinearExpr::constant(1), runtime::LinearExpr::constant(1)};
+  l.block = {runtime::LinearExpr::constant(threads), runtime::LinearExpr::constant(1),
+             runtime::LinearExpr::constant(1)};
+  l.smem = smem;
+  l.args = std::move(args);
+  return l;
+}
+
+struct View {
+  int buffer = -1;
+  Lin offset;
+  SmallVector<Lin> sizes, strides;
+  Type element;
+};
+
+struct Buffer {
+  std::string kind;  ///< input, output, weight, state, temp, const
+  int64_t index = -1;
+  int64_t bytes = 0;
+  std::string dtype;
+  int first = -1, last = -1;
+  int64_t blobOffset = -1;
+  int64_t arenaOffset = -1;
+};
+
+inline int64_t elementBytes(Type t) {
+  if (t.isIndex())
+    return 8;
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return bits < 8 ? 1 : bits / 8;
+}
+
+
+class Evaluator {
+public:
+  Evaluator(func::FuncOp func, const ArgumentRoles &roles, const KernelModules &modules,
+            HostProgram &program)
+      : func(func), roles(roles), modules(modules), program(program) {}
+
+  LogicalResult run();
+
+private:
+  FailureOr<Lin> integer(Value v, Operation *user) {
+    auto it = ints.find(v);
+    if (it != ints.end())
+      return it->second;
+    return user->emitError("GPU target: this host value is not a known integer (computed on "
+                           "the device?): ")
+           << describe(v);
+  }
+  FailureOr<Lin> fold(OpFoldResult r, Operation *user) {
+    if (auto a = dyn_cast<Attribute>(r))
+      return Lin{cast<IntegerAttr>(a).getInt()};
+    return integer(cast<Value>(r), user);
+  }
+  FailureOr<Lin> mul(Lin a, Lin b, Operation *user) {
+    if (a.isConst())
+      return b.scaled(a.c);
+    if (b.isConst())
+      return a.scaled(b.c);
+    return user->emitError("GPU target: a product of two chunk-dependent values");
+  }
+  FailureOr<View> view(Value v, Operation *user) {
+    auto it = views.find(v);
+    if (auto host = hostArrays.find(v);
+        it != views.end() && host != hostArrays.end() && hostWritten.count(host->second.get()))
+      return user->emitError("GPU target: an integer array the host computed is used on the "
+                             "device: ")
+             << describe(v);
+    if (it != views.end())
+      return it->second;
+    // Name the operand, not the value: a value without a buffer here may
+    // be one whose producer is gone.
+    for (OpOperand &o : user->getOpOperands())
+      if (o.get() == v)
+        return user->emitError("GPU target: internal: operand ")
+               << o.getOperandNumber() << " of '" << user->getName() << "' has no buffer";
+    return user->emitError("GPU target: internal: a value has no buffer");
+  }
+  int addBuffer(Buffer b) {
+    // At least one alignment unit: a zero-element tensor still has an
+    // address. Weights keep their exact size (the runtime checks it against
+    // the weight's shape and allocates each one on its own, aligned).
+    if (b.kind != "weight")
+      b.bytes = std::max<int64_t>(kAlign, (b.bytes + kAlign - 1) / kAlign * kAlign);
+    buffers.push_back(std::move(b));
+    return static_cast<int>(buffers.size()) - 1;
+  }
+  void use(int buffer) {
+    Buffer &b = buffers[buffer];
+    if (b.first < 0)
+      b.first = currentStep();
+    b.last = currentStep();
+  }
+  int currentStep() const { return static_cast<int>(steps.size()); }
+  /// A row-major view of all of `buffer`.
+  View identityView(int buffer, Type element, ArrayRef<Lin> sizes) {
+    View v{buffer, Lin{}, SmallVector<Lin>(sizes), {}, element};
+    v.strides.resize(sizes.size());
+    Lin stride{1};
+    for (size_t k = sizes.size(); k-- > 0;) {
+      v.strides[k] = stride;
+      stride = stride.scaled(sizes[k].c);
+    }
+    return v;
+  }
+  /// `v` as a memref kernel argument (a use of its buffer).
+  runtime::LaunchArg memrefArg(const View &v) {
+    use(v.buffer);
+    runtime::LaunchArg a;
+    a.kind = runtime::LaunchArg::MemRef;
+    a.buffer = v.buffer;
+    a.offset = v.offset.expr();
+    for (const Lin &s : v.sizes)
+      a.sizes.push_back(s.expr());
+    for (const Lin &s : v.strides)
+      a.strides.push_back(s.expr());
+    return a;
+  }
+  /// A GEMM operand over `v` (a use of its buffer).
+  runtime::GemmOperand gemmOperand(const View &v, Lin batchStride, Lin rowStride, Lin colStride) {
+    use(v.buffer);
+    return {v.buffer, v.offset.expr(), batchStride.expr(), rowStride.expr(), colStride.expr()};
+  }
+
+  LogicalResult bindArguments();
+  LogicalResult evaluate(Operation *op);
+  LogicalResult evalArith(Operation *op);
+  LogicalResult evalAlloc(Operation *op, MemRefType t, ValueRange dynamic);
+  LogicalResult evalGlobal(memref::GetGlobalOp op);
+  LogicalResult evalLaunch(mlir::gpu::LaunchFuncOp op);
+  LogicalResult evalGemm(linalg::GenericOp op);
+  LogicalResult evalAllReduce(linalg::GenericOp op);
+  LogicalResult evalAttention(linalg::GenericOp op);
+  LogicalResult evalIndexer(linalg::GenericOp op);
+  LogicalResult evalSparseAttention(linalg::GenericOp op);
+  LogicalResult evalRoutedExperts(linalg::GenericOp op);
+  /// The views of a library call's operands, inputs then inits.
+  FailureOr<SmallVector<View>> operandViews(linalg::GenericOp op) {
+    SmallVector<View> v;
+    for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
+      auto vw = view(x, op);
+      if (failed(vw))
+        return failure();
+      v.push_back(*vw);
+    }
+    return v;
+  }
+  void packArena();
+
+  func::FuncOp func;
+  const ArgumentRoles &roles;
+  const KernelModules &modules;
+  HostProgram &program;
+  DenseMap<Value, Lin> ints;
+  DenseMap<Value, double> floats;
+  DenseMap<Value, View> views;
+  std::vector<Buffer> buffers;
+  std::map<std::string, int> globals;
+  std::vector<runtime::GpuStep> steps;
+  /// Small integer memrefs that only the host touches (shapes for
+  /// memref.reshape, scalars read back): their elements, as known.
+  DenseMap<Value, std::shared_ptr<std::vector<std::optional<Lin>>>> hostArrays;
+  /// Subviews of host arrays: element offset and strides into the array
+  /// (flat row-major of the allocation); memrefs not listed are the array.
+  DenseMap<Value, std::pair<int64_t, SmallVector<int64_t>>> hostLayouts;
+  /// The host arrays a host store wrote (their device copies are stale).
+  llvm::SmallPtrSet<const void *, 8> hostWritten;
+
+  LogicalResult evalHostAccess(Operation *op);
+  FailureOr<int64_t> flatIndex(Value memref, ValueRange indices, Operation *op);
+  /// The elements of a static rank-1 host array (or subview of one), in order.
+  FailureOr<std::vector<std::optional<Lin>>> hostElements(Value memref, Operation *op);
+};
+
+} // namespace h20::gpu::detail
+
+#endif // H20_TARGET_GPU_HOSTEVALUATOR_H

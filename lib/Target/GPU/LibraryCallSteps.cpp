@@ -1,0 +1,494 @@
+//===- LibraryCallSteps.cpp - steps for the host function's library calls ===//
+//
+// One emitter per linalg.generic library call the host function holds:
+// h20_gemm (a cuBLASLt GEMM step), h20_all_reduce, h20_attention (the
+// dense attention kernel the IR's h20.kernel names), h20_indexer,
+// h20_sparse_attention and h20_routed_experts (launches of the
+// NVRTC-compiled DeepSeek-V4.1 kernels, GEMMs and memsets). Each checks its
+// operands' views and emits the steps; the evaluator's core
+// (HostProgram.cpp) dispatches to them.
+//
+//===----------------------------------------------------------------------===//
+#include "HostEvaluator.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace h20::gpu::detail {
+
+LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
+  auto maps = op.getIndexingMapsArray();
+  auto a = view(op.getDpsInputs()[0], op), b = view(op.getDpsInputs()[1], op),
+       c = view(op.getDpsInits()[0], op);
+  if (failed(a) || failed(b) || failed(c))
+    return failure();
+  int64_t r = static_cast<int64_t>(c->sizes.size());
+  if (r < 2 || maps[2].getNumResults() != r)
+    return op->emitError("GPU target: GEMM output of rank < 2");
+  // Stride of each operand along loop dim `d` (0 when broadcast).
+  auto strideAlong = [&](const View &v, AffineMap m, int64_t d) {
+    for (unsigned k = 0; k < m.getNumResults(); ++k)
+      if (auto e = dyn_cast<AffineDimExpr>(m.getResult(k)); e && e.getPosition() == d)
+        return v.strides[k];
+    return Lin{0};
+  };
+  const View *ops[3] = {&*a, &*b, &*c};
+  Lin batch{1};
+  Lin batchStride[3] = {Lin{0}, Lin{0}, Lin{0}};
+  bool haveBatch = false;
+  for (int64_t d = r - 3; d >= 0; --d) {
+    Lin extent = c->sizes[d];
+    if (!extent.isConst())
+      return op->emitError("GPU target: a GEMM batch that depends on the chunk position");
+    if (extent.c == 1)
+      continue;
+    for (int k = 0; k < 3; ++k) {
+      Lin s = strideAlong(*ops[k], maps[k], d);
+      if (haveBatch) {
+        // Collapsible only if this dim continues the inner batch dims.
+        Lin expect = batchStride[k].scaled(batch.c);
+        if (s.c != expect.c || s.p0 != expect.p0 || s.n != expect.n)
+          return op->emitError("GPU target: GEMM batch dims that do not collapse into one "
+                               "strided batch");
+      } else {
+        batchStride[k] = s;
+      }
+    }
+    batch = batch.scaled(extent.c);
+    haveBatch = true;
+  }
+  auto mat = [&](const View &v, AffineMap m, int64_t rowDim, int64_t colDim) {
+    int k = &v == &*a ? 0 : &v == &*b ? 1 : 2;
+    return gemmOperand(v, batchStride[k], strideAlong(v, m, rowDim), strideAlong(v, m, colDim));
+  };
+  // Loop dims: batch..., m (r-2), n (r-1), k (r).
+  runtime::GemmStep g;
+  g.dtypeA = dtypeName(a->element);
+  g.dtypeB = dtypeName(b->element);
+  g.dtypeC = dtypeName(c->element);
+  g.batch = batch.expr();
+  g.m = c->sizes[r - 2].expr();
+  g.n = c->sizes[r - 1].expr();
+  g.k = a->sizes.back().expr();
+  g.a = mat(*a, maps[0], r - 2, r);
+  g.b = mat(*b, maps[1], r, r - 1);
+  g.c = mat(*c, maps[2], r - 2, r - 1);
+  steps.push_back(std::move(g));
+  return success();
+}
+
+/// An `h20_all_reduce` generic (attn.all_reduce) as one "all_reduce" step:
+/// dst = the sum over the tensor-parallel ranks of src. Both views must be
+/// contiguous (one NCCL buffer each).
+LogicalResult Evaluator::evalAllReduce(linalg::GenericOp op) {
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const View &src = (*operands)[0], &dst = (*operands)[1];
+  auto contiguousBytes = [&](const View &v) -> FailureOr<Lin> {
+    Lin expect{1};
+    for (size_t k = v.sizes.size(); k-- > 0;) {
+      const Lin &st = v.strides[k];
+      bool one = v.sizes[k].isConst() && v.sizes[k].c == 1;
+      if (!one && (st.c != expect.c || st.p0 != expect.p0 || st.n != expect.n))
+        return op->emitError("GPU target: an all-reduce of a strided (non-contiguous) view");
+      auto next = mul(expect, v.sizes[k], op);
+      if (failed(next))
+        return failure();
+      expect = *next;
+    }
+    return expect.scaled(elementBytes(v.element));
+  };
+  auto srcBytes = contiguousBytes(src), dstBytes = contiguousBytes(dst);
+  if (failed(srcBytes) || failed(dstBytes))
+    return failure();
+  if (srcBytes->c != dstBytes->c || srcBytes->p0 != dstBytes->p0 || srcBytes->n != dstBytes->n ||
+      src.element != dst.element)
+    return op->emitError("GPU target: all-reduce source and destination differ in size or type");
+  use(src.buffer);
+  use(dst.buffer);
+  int64_t eb = elementBytes(src.element);
+  Type e = src.element;
+  if (!e.isF32() && !e.isF16() && !e.isBF16())
+    return op->emitError("GPU target: an all-reduce of ") << e << " (f32, f16 or bf16 only)";
+  runtime::AllReduceStep step;
+  step.dtype = dtypeName(e);
+  step.src = src.buffer;
+  step.srcOffsetBytes = src.offset.scaled(eb).expr();
+  step.dst = dst.buffer;
+  step.dstOffsetBytes = dst.offset.scaled(eb).expr();
+  step.bytes = srcBytes->expr();
+  steps.push_back(std::move(step));
+  return success();
+}
+
+LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
+  auto q = view(op.getDpsInputs()[0], op), k = view(op.getDpsInputs()[1], op),
+       v = view(op.getDpsInputs()[2], op), o = view(op.getDpsInits()[0], op);
+  if (failed(q) || failed(k) || failed(v) || failed(o))
+    return failure();
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.attention");
+  if (!attrs)
+    return op->emitError("GPU target: attention call without its attributes");
+  bool causal = attrs.getAs<BoolAttr>("causal").getValue();
+  bool bottomRight = attrs.getAs<BoolAttr>("bottom_right").getValue();
+  Lin sq = q->sizes[2], skv = k->sizes[2];
+  if (causal && !bottomRight &&
+      (sq.c != skv.c || sq.p0 != skv.p0 || sq.n != skv.n))
+    return op->emitError("GPU target: top-left causal attention with S_q != S_kv is not "
+                         "supported by the kernel");
+  // Chunked prefill: in the last chunk the rows past the prompt's end are
+  // padding, and a padded query row would attend to every key before it.
+  // Causal attention whose query rows are the chunk's (bottom-right
+  // aligned, S_q = C) runs on the n real rows against the keys up to the
+  // last real one (S_kv - C + n). The padding's rows of O are left as they
+  // are: no real row reads them (row-wise ops, causal attention, the last
+  // real row's logits). Not in a whole-prompt chunk (h20.chunked "whole"):
+  // such a graph has ops that mix rows, causal but possibly masking the
+  // padding arithmetically, and an unwritten row could hold NaN.
+  auto chunkedInfo = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+  bool wholePrompt = chunkedInfo && chunkedInfo.get("whole");
+  if (causal && bottomRight && !wholePrompt && roles.chunkTokensArg >= 0 &&
+      !roles.inputDims.empty() && roles.inputDims[0].size() > 1) {
+    int64_t chunk = roles.inputDims[0][1];
+    if (sq.isConst() && sq.c == chunk && skv.n == 0 && skv.c >= chunk) {
+      sq = Lin{0, 0, 1};
+      skv = skv - Lin{chunk, 0, 0} + Lin{0, 0, 1};
+    }
+  }
+  if (!q->sizes[1].isConst() || !k->sizes[1].isConst() || !q->sizes[3].isConst() ||
+      !v->sizes[3].isConst())
+    return op->emitError("GPU target: attention heads and head dims must be static");
+  int dtype = q->element.isF32() ? 0 : q->element.isF16() ? 1 : q->element.isBF16() ? 2 : -1;
+  if (dtype < 0 || k->element != q->element || v->element != q->element)
+    return op->emitError("GPU target: attention needs Q, K, V of one type f32/f16/bf16");
+  // The kernel h20-choose-attention-kernels chose and recorded; nothing is
+  // chosen here.
+  auto chosen = attrs.getAs<DictionaryAttr>("kernel");
+  if (!chosen)
+    return op->emitError("GPU target: internal: an attention library call without a chosen "
+                         "kernel (h20-choose-attention-kernels did not run)");
+  auto field = [&](StringRef name) -> int64_t {
+    auto a = chosen.getAs<IntegerAttr>(name);
+    return a ? a.getInt() : -1;
+  };
+  auto kindAttr = chosen.getAs<StringAttr>("kind");
+  AttentionVariant variant;
+  variant.kind = kindAttr && kindAttr.getValue() == "wgmma" ? 1 : 0;
+  variant.dtype = dtype;
+  variant.headDim = static_cast<int>(q->sizes[3].c);
+  variant.headDimV = static_cast<int>(v->sizes[3].c);
+  variant.blockM = static_cast<int>(field("block_m"));
+  variant.blockN = static_cast<int>(field("block_n"));
+  variant.threads = static_cast<int>(field("threads"));
+  variant.stages = static_cast<int>(field("stages"));
+  variant.schedule = static_cast<int>(field("schedule"));
+  std::string why;
+  if (!variant.isSupported(&why))
+    return op->emitError("GPU target: the recorded attention kernel ")
+           << chosen << " is not one the kernels have: " << why;
+  if (llvm::find(program.attentionVariants, variant) == program.attentionVariants.end())
+    program.attentionVariants.push_back(variant);
+  auto v4 = [&](const View &x) {
+    use(x.buffer);
+    runtime::AttentionView a;
+    a.buffer = x.buffer;
+    a.offset = x.offset.expr();
+    for (int d = 0; d < 4; ++d)
+      a.strides[d] = x.strides[d].expr();
+    return a;
+  };
+  int64_t window = -1;
+  if (auto w = attrs.getAs<IntegerAttr>("window"))
+    window = w.getInt();
+  double softcap = 0;
+  if (auto s = attrs.getAs<FloatAttr>("softcap"))
+    softcap = s.getValueAsDouble();
+  runtime::AttentionStep step;
+  step.module = modules.attention;
+  step.kernel = variant.kernelName();
+  step.dtype = dtypeName(q->element);
+  step.blockM = variant.blockM;
+  step.threads = variant.threads;
+  step.smem = variant.smemBytes();
+  step.q = v4(*q);
+  step.k = v4(*k);
+  step.v = v4(*v);
+  step.o = v4(*o);
+  step.batch = q->sizes[0].expr();
+  step.sq = sq.expr();
+  step.skv = skv.expr();
+  step.heads = q->sizes[1].c;
+  step.kvHeads = k->sizes[1].c;
+  step.headDim = q->sizes[3].c;
+  step.headDimV = v->sizes[3].c;
+  step.scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
+  step.softcap = softcap;
+  step.causal = causal;
+  step.windowLeft = window;
+  steps.push_back(std::move(step));
+  return success();
+}
+
+LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.indexer");
+  if (!attrs)
+    return op->emitError("GPU target: indexer call without its attributes");
+  int mode = static_cast<int>(attrs.getAs<IntegerAttr>("mode").getInt());
+  unsigned numIns = mode == 1 ? 4 : 3;
+  if (op.getNumDpsInputs() != numIns || op.getNumDpsInits() != 2)
+    return op->emitError("GPU target: internal: malformed indexer call");
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const SmallVector<View> &v = *operands;
+  const View &q = v[0], &k = v[1], &w = v[2];
+  const View &out = v[numIns], &scratch = v[numIns + 1];
+  const View &cand = mode == 1 ? v[3] : out; // any rank-2 int64 view when unused
+  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  IndexerKernel kernel{code(q.element), code(k.element), code(w.element), mode};
+  if (kernel.queryType < 0 || kernel.keyType < 0 || kernel.weightType < 0)
+    return op->emitError("GPU target: the indexer kernel takes f32/f16/bf16 query, keys and "
+                         "weights");
+  if (q.sizes.size() != 3 || k.sizes.size() != 2 || w.sizes.size() != 2 ||
+      cand.sizes.size() != 2 || out.sizes.size() != 2 || scratch.sizes.size() != 2)
+    return op->emitError("GPU target: internal: indexer operands of unexpected ranks");
+  if (!q.sizes[1].isConst() || !q.sizes[2].isConst() || !out.sizes[1].isConst() ||
+      !cand.sizes[1].isConst() || !scratch.sizes[0].isConst())
+    return op->emitError("GPU target: indexer heads, head dim, top-k and candidates must be "
+                         "static");
+  if (out.sizes[1].c > kIndexerMaxK)
+    return op->emitError("GPU target: the indexer kernel selects at most ")
+           << kIndexerMaxK << " entries per query, this op " << out.sizes[1].c;
+  int64_t smem = indexerSmemBytes(mode, q.sizes[1].c, q.sizes[2].c, cand.sizes[1].c);
+  // 16-bit top-k (mode 0), top-k within candidate blocks (mode 1) and
+  // candidate blocks (mode 2): the tensor-core kernel with the streaming
+  // top-k.
+  IndexerKernel mma;
+  const int64_t block = attrs.getAs<IntegerAttr>("block").getInt();
+  const int64_t entries = k.sizes[0].isConst() ? k.sizes[0].c : -1; // sizes mode 1's bits
+  const bool useMma = chooseIndexerMma(mode, kernel.queryType, kernel.keyType, kernel.weightType,
+                                       q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma, block,
+                                       mode == 1 ? entries : -1);
+  if (useMma) {
+    kernel = mma;
+    smem = indexerMmaSmemBytes(mma, std::max<int64_t>(entries, 0), block);
+  }
+  if (!useMma && smem > 160 * 1024)
+    return op->emitError("GPU target: the indexer's query row (")
+           << q.sizes[1].c << " heads x " << q.sizes[2].c << ") does not fit in shared memory";
+  if (llvm::find(program.indexerKernels, kernel) == program.indexerKernels.end())
+    program.indexerKernels.push_back(kernel);
+  // The mma kernel: a CTA per rowsPerCta() query rows (S CTAs when S is
+  // not known here; the extra ones return at once).
+  Lin gridX{scratch.sizes[0].c};
+  if (useMma)
+    gridX = q.sizes[0].isConst()
+                ? Lin{std::max<int64_t>(1, (q.sizes[0].c + mma.rowsPerCta() - 1) / mma.rowsPerCta())}
+                : q.sizes[0];
+  std::vector<runtime::LaunchArg> args;
+  for (const View *x : {&q, &k, &w, &cand, &out, &scratch})
+    args.push_back(memrefArg(*x));
+  args.push_back(intArg(runtime::LaunchArg::I64, Lin{attrs.getAs<IntegerAttr>("ratio").getInt()}));
+  args.push_back(intArg(runtime::LaunchArg::I64, Lin{attrs.getAs<IntegerAttr>("block").getInt()}));
+  args.push_back(f32Arg(attrs.getAs<FloatAttr>("scale").getValueAsDouble()));
+  steps.push_back(launchStep(modules.indexer, kernel.name(), gridX,
+                             useMma ? kIndexerMmaThreads : kIndexerThreads, smem, std::move(args)));
+  return success();
+}
+
+LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.sparse_attention");
+  if (!attrs)
+    return op->emitError("GPU target: sparse attention call without its attributes");
+  const unsigned numIns = op.getNumDpsInputs();
+  if ((numIns != 3 && numIns != 5) || op.getNumDpsInits() != 1)
+    return op->emitError("GPU target: internal: malformed sparse attention call");
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const SmallVector<View> &v = *operands;
+  const bool compressed = numIns == 5;
+  const View &q = v[0], &lat = v[1], &sink = v[2], &out = v.back();
+  // Window-only: the kernel never reads compressed rows or indices; any
+  // rank-2 views fill their parameters.
+  const View &cmp = compressed ? v[3] : lat, &idx = compressed ? v[4] : lat;
+  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  if (q.sizes.size() != 3 || lat.sizes.size() != 2 || sink.sizes.size() != 1 ||
+      cmp.sizes.size() != 2 || idx.sizes.size() != 2 || out.sizes.size() != 3)
+    return op->emitError("GPU target: internal: sparse attention operands of unexpected ranks");
+  const int dt = code(q.element);
+  if ((dt != 1 && dt != 2) || code(lat.element) != dt || code(out.element) != dt ||
+      (compressed && code(cmp.element) != dt) || code(sink.element) < 0)
+    return op->emitError("GPU target: the sparse attention kernel takes f16/bf16 query, latent, "
+                         "compressed rows and output of one type");
+  if (!q.sizes[1].isConst() || !q.sizes[2].isConst() || !idx.sizes[1].isConst())
+    return op->emitError("GPU target: sparse attention heads, head dim and picks must be static");
+  const int64_t window = attrs.getAs<IntegerAttr>("window").getInt();
+  const int64_t heads = q.sizes[1].c, dim = q.sizes[2].c;
+  const int64_t slots = window + (compressed ? idx.sizes[1].c : 0);
+  SparseAttentionKernel kernel{dt, code(sink.element),
+                               static_cast<int>(sparseAttentionPaddedDim(dim)), compressed};
+  const int64_t smem = sparseAttentionSmemBytes(kernel.paddedDim, slots);
+  if (dim > kSparseAttentionMaxHeadDim || smem > kSparseAttentionSmemLimit)
+    return op->emitError("GPU target: sparse attention with head dim ")
+           << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
+  if (llvm::find(program.sparseAttentionKernels, kernel) == program.sparseAttentionKernels.end())
+    program.sparseAttentionKernels.push_back(kernel);
+  std::vector<runtime::LaunchArg> args;
+  for (const View *x : {&q, &lat, &sink, &cmp, &idx, &out})
+    args.push_back(memrefArg(*x));
+  // The kernel's softmax runs in base 2: the scale times log2(e).
+  const double scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
+  args.push_back(f32Arg(scale * 1.4426950408889634));
+  args.push_back(intArg(runtime::LaunchArg::I64, Lin{window}));
+  runtime::LaunchStep launch = launchStep(modules.sparseAttention, kernel.name(), q.sizes[0],
+                                          kSparseAttentionThreads, smem, std::move(args));
+  launch.grid[1] = runtime::LinearExpr::constant((heads + kSparseAttentionHeadsPerCta - 1) /
+                                                 kSparseAttentionHeadsPerCta);
+  steps.push_back(std::move(launch));
+  return success();
+}
+
+/// Token rows of one routed-experts tile: its scratch (router logits, the
+/// permuted rows Xp, G, U, A, Yp) is at most about this many bytes. Larger
+/// tiles give each expert's GEMM more rows (better tensor-core use); the
+/// scratch lives in the arena beside the layer's other temporaries.
+constexpr int64_t kMoeTileScratchBytes = int64_t(8) << 30;
+
+LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
+  auto attrs = op->getAttrOfType<DictionaryAttr>("h20.routed_experts");
+  if (!attrs)
+    return op->emitError("GPU target: routed experts call without its attributes");
+  if (op.getNumDpsInputs() != 6 || op.getNumDpsInits() != 1)
+    return op->emitError("GPU target: internal: malformed routed experts call");
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const SmallVector<View> &v = *operands;
+  const View &x = v[0], &router = v[1], &bias = v[2], &w1 = v[3], &w3 = v[4], &w2 = v[5],
+             &y = v[6];
+  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  const int dt = code(x.element), bt = code(bias.element);
+  if (dt < 0 || bt < 0 || code(y.element) != dt)
+    return op->emitError("GPU target: routed experts take f32/f16/bf16 tokens and bias");
+  if (x.sizes.size() != 2 || router.sizes.size() != 2 || bias.sizes.size() != 1 ||
+      w1.sizes.size() != 3 || w3.sizes.size() != 3 || w2.sizes.size() != 3 || y.sizes.size() != 2)
+    return op->emitError("GPU target: internal: routed experts operands of unexpected ranks");
+  for (const View *w : {&x, &router, &bias, &w1, &w3, &w2, &y})
+    for (const Lin &d : w->sizes)
+      if (!d.isConst())
+        return op->emitError("GPU target: routed experts need static shapes (the token count "
+                             "of a whole-prompt program)");
+  const int64_t n = x.sizes[0].c, dm = x.sizes[1].c, e = router.sizes[1].c,
+                inter = w1.sizes[2].c;
+  const int64_t k = attrs.getAs<IntegerAttr>("top_k").getInt();
+  if (std::string why; !moeShapeSupported(e, k, &why))
+    return op->emitError("GPU target: routed experts: ") << why;
+  program.usesMoe = true;
+  if (n == 0)
+    return success();
+  const std::string dtype = dtypeName(x.element);
+  const int64_t es = elementBytes(x.element);
+  Builder types(op.getContext());
+  Type f32 = types.getF32Type(), i32 = types.getI32Type();
+
+  // Tile of tokens and its scratch, allocated once and reused by every tile.
+  const int64_t perToken = e * 4 + k * (4 + 4 + 4 + 4) + k * dm * es + 2 * k * inter * 4 +
+                           k * inter * es + k * dm * 4;
+  int64_t tile = std::max<int64_t>(1, kMoeTileScratchBytes / perToken);
+  if (tile >= 256)
+    tile = tile / 256 * 256;
+  tile = std::min(tile, n);
+  if (tile * k > kMoeMaxRows)
+    tile = kMoeMaxRows / k;
+  auto temp = [&](int64_t elems, Type t) {
+    return addBuffer(Buffer{"temp", -1, checkedMul(elems, elementBytes(t)), dtypeName(t)});
+  };
+  const int bLogits = temp(tile * e, f32), bIds = temp(tile * k, i32), bW = temp(tile * k, f32),
+            bCounts = temp(e, i32), bOff = temp(e + 1, i32), bPos = temp(tile * k, i32),
+            bRowTok = temp(tile * k, i32), bXp = temp(tile * k * dm, x.element),
+            bG = temp(tile * k * inter, f32), bU = temp(tile * k * inter, f32),
+            bA = temp(tile * k * inter, x.element), bYp = temp(tile * k * dm, f32);
+
+  // Row-major views of the scratch, and of the operands at a row offset.
+  auto rows = [&](int buffer, ArrayRef<int64_t> shape, Type t) {
+    SmallVector<Lin> sizes;
+    for (int64_t d : shape)
+      sizes.push_back(Lin{d});
+    return identityView(buffer, t, sizes);
+  };
+  auto rowSlice = [&](const View &base, int64_t first, int64_t count) {
+    View r = base;
+    r.offset = base.offset + base.strides[0].scaled(first);
+    r.sizes[0] = Lin{count};
+    return r;
+  };
+  auto mat = [&](const View &w, unsigned rowDim, unsigned colDim, Lin batchStride) {
+    return gemmOperand(w, batchStride, w.strides[rowDim], w.strides[colDim]);
+  };
+  auto gemm = [&](const View &a, const View &b, const View &c, int64_t m, int64_t nn,
+                  int64_t kk, bool grouped) {
+    runtime::GemmStep g;
+    g.dtypeA = g.dtypeB = dtype;
+    g.dtypeC = "float32";
+    g.batch = runtime::LinearExpr::constant(1);
+    g.m = runtime::LinearExpr::constant(m);
+    g.n = runtime::LinearExpr::constant(nn);
+    g.k = runtime::LinearExpr::constant(kk);
+    g.a = mat(a, 0, 1, Lin{0});
+    g.b = grouped ? mat(b, 1, 2, b.strides[0]) : mat(b, 0, 1, Lin{0});
+    g.c = mat(c, 0, 1, Lin{0});
+    if (grouped) {
+      use(bOff);
+      g.groups = e;
+      g.groupBuffer = bOff;
+    }
+    steps.push_back(std::move(g));
+  };
+  auto launch = [&](const std::string &kernel, int64_t grid, ArrayRef<const View *> views,
+                    std::vector<runtime::LaunchArg> scalars) {
+    std::vector<runtime::LaunchArg> args;
+    for (const View *w : views)
+      args.push_back(memrefArg(*w));
+    args.insert(args.end(), scalars.begin(), scalars.end());
+    steps.push_back(launchStep(modules.moe, kernel, Lin{grid}, kMoeThreads, 0, std::move(args)));
+  };
+  const double temperature = attrs.getAs<FloatAttr>("temp").getValueAsDouble();
+  const double scaling = attrs.getAs<FloatAttr>("scaling").getValueAsDouble();
+  // limit <= 0 clamps nothing (transformers' swiglu_limit rule): the kernel
+  // clamps to the largest float, which no finite value exceeds.
+  double limit = attrs.getAs<FloatAttr>("limit").getValueAsDouble();
+  if (!(limit > 0))
+    limit = std::numeric_limits<float>::max();
+  for (int64_t t0 = 0; t0 < n; t0 += tile) {
+    const int64_t tt = std::min(tile, n - t0), r = tt * k;
+    const View xt = rowSlice(x, t0, tt), yt = rowSlice(y, t0, tt);
+    const View logits = rows(bLogits, {tt, e}, f32), ids = rows(bIds, {tt, k}, i32),
+               weights = rows(bW, {tt, k}, f32), counts = rows(bCounts, {e}, i32),
+               offsets = rows(bOff, {e + 1}, i32), pos = rows(bPos, {tt, k}, i32),
+               rowTok = rows(bRowTok, {r}, i32), xp = rows(bXp, {r, dm}, x.element),
+               g = rows(bG, {r, inter}, f32), u = rows(bU, {r, inter}, f32),
+               a = rows(bA, {r, inter}, x.element), yp = rows(bYp, {r, dm}, f32);
+    gemm(xt, router, logits, tt, e, dm, false);
+    use(bCounts);
+    runtime::MemsetStep clear;
+    clear.buffer = bCounts;
+    clear.bytes = runtime::LinearExpr::constant(e * 4);
+    steps.push_back(clear);
+    launch(moeRouteKernel(bt), moeRouteGrid(tt),
+           {&logits, &bias, &ids, &weights, &counts}, {f32Arg(temperature), f32Arg(scaling)});
+    launch(moePositionsKernel(), moePositionsGrid(e), {&ids, &counts, &offsets, &pos, &rowTok}, {});
+    launch(moeGatherKernel(dt), moeGatherGrid(r),
+           {&xt, &rowTok, &xp}, {});
+    gemm(xp, w1, g, r, inter, dm, true);
+    gemm(xp, w3, u, r, inter, dm, true);
+    launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a}, {f32Arg(limit)});
+    gemm(a, w2, yp, r, dm, inter, true);
+    launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
+  }
+  return success();
+}
+
+} // namespace h20::gpu::detail
