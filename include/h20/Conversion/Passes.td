@@ -263,4 +263,26 @@ def RenameEntry : Pass<"h20-rename-entry", "mlir::ModuleOp"> {
   ];
 }
 
+def OutlineLoopNests : Pass<"h20-outline-loop-nests", "mlir::ModuleOp"> {
+  let summary = "Move each top-level loop nest of the entry function into its own function";
+  let description = [{
+    CPU target, after convert-linalg-to-loops: every `scf.for` /
+    `scf.parallel` directly in the body of a public function becomes a call
+    of a new private function (`<name>_loop<N>`, internal linkage,
+    `noinline`) that holds the loop nest; the values the nest uses from
+    above become its arguments, except constants, which are cloned into it.
+    A whole model lowered to loops is otherwise one LLVM function of
+    hundreds of thousands of instructions, on which LLVM's superlinear
+    passes (SLP vectorizer, loop rotation, instruction selection) take
+    minutes; per-nest functions keep compile time linear in the model's
+    size. The loops themselves are unchanged, so the results are the same
+    bits. Nests with fewer than `min-ops` operations stay where they are.
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "int64_t", /*default=*/"1",
+           "Outline only nests with at least this many operations">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"];
+}
+
 #endif // H20_CONVERSION_PASSES

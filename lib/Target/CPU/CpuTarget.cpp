@@ -60,6 +60,9 @@ void buildBufferizationPipeline(PassManager &pm) {
 
 void buildLLVMPipeline(PassManager &pm) {
   pm.addPass(createConvertLinalgToLoopsPass());
+  // One function per loop nest: LLVM's time is superlinear in a function's
+  // size, and a whole model is otherwise one function.
+  pm.addPass(h20::createOutlineLoopNests());
   // Subview metadata expands into affine.apply: lower affine after it.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

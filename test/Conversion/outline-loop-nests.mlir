@@ -1,0 +1,74 @@
+// RUN: h20-opt %s --split-input-file --h20-outline-loop-nests | FileCheck %s
+// RUN: h20-opt %s --split-input-file --h20-outline-loop-nests=min-ops=10 | FileCheck %s --check-prefix=MIN
+
+// Each top-level loop nest becomes a call of a private, internal, noinline
+// function; what the nest uses from above is passed (memrefs, a dynamic
+// bound), constants are cloned into it; the loop itself is unchanged.
+// CHECK-LABEL: func.func @main(%arg0: memref<8xf32>, %arg1: memref<8xf32>, %arg2: index)
+// CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-NEXT: arith.constant 2.000000e+00 : f32
+// CHECK-NEXT: call @main_loop0(%arg0, %arg1) : (memref<8xf32>, memref<8xf32>) -> ()
+// CHECK-NEXT: call @main_loop1(%arg1, %arg2) : (memref<8xf32>, index) -> ()
+// CHECK-NEXT: return
+// CHECK: func.func private @main_loop1(%arg0: memref<8xf32>, %arg1: index) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
+// CHECK: scf.for %{{.*}} = %{{.*}} to %arg1 step
+// CHECK: func.func private @main_loop0(%arg0: memref<8xf32>, %arg1: memref<8xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
+// CHECK-DAG: arith.constant 0 : index
+// CHECK-DAG: arith.constant 8 : index
+// CHECK-DAG: arith.constant 2.000000e+00 : f32
+// CHECK: scf.for
+// CHECK: memref.load %arg0
+// CHECK: arith.mulf
+// CHECK: memref.store %{{.*}}, %arg1
+// MIN-LABEL: func.func @main
+// MIN: call @main_loop0
+// MIN-NOT: call @main_loop1
+// MIN: scf.for
+func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %two = arith.constant 2.0 : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %two : f32
+    %z = arith.addf %y, %two : f32
+    %w = arith.mulf %z, %z : f32
+    %v = arith.subf %w, %x : f32
+    %u = arith.mulf %v, %v : f32
+    %t = arith.addf %u, %y : f32
+    %s = arith.mulf %t, %two : f32
+    %r = arith.addf %s, %x : f32
+    %q = arith.mulf %r, %two : f32
+    %p = arith.addf %q, %w : f32
+    %o = arith.mulf %p, %two : f32
+    %m = arith.addf %o, %v : f32
+    %l = arith.mulf %m, %two : f32
+    %k = arith.addf %l, %u : f32
+    memref.store %k, %b[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %two, %b[%c0] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Private functions and nests with results stay as they are.
+// CHECK-LABEL: func.func private @helper
+// CHECK-NEXT: arith.constant
+// CHECK: scf.for
+// CHECK-NOT: call
+func.func private @helper(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %one, %a[%i] : memref<8xf32>
+  }
+  return
+}
