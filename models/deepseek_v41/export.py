@@ -6,7 +6,8 @@ Input: a directory with a transformers-style config.json (flat or with a
 transformers' DeepseekV41ForCausalLM parameter names; float32, float16, bf16
 or float8 e4m3 tensors (all widened exactly to float32). With Engram layers
 the directory also needs engram_token_map.npy (int64 [vocab]: the tokenizer-
-normalised token id, transformers build_compressed_token_map).
+normalised token id, transformers build_compressed_token_map; token_map.py
+derives it from the model's tokenizer).
 
 Output: DIR/model.onnx + DIR/model.onnx.data. Graph input `input_ids`
 int64 [1, S] (S symbolic: one prompt, positions 0..S-1), output `logits`
@@ -467,7 +468,8 @@ def export(src, out_dir, logits="all", intermediates=False, graph_only=False, la
         path = os.path.join(src, "engram_token_map.npy")
         if not os.path.exists(path):
             raise ExportError(f"{path}: missing (Engram layers {cfg['engram_layer_ids']} need the tokenizer's "
-                              "compressed token map)")
+                              "compressed token map: models/deepseek_v41/token_map.py TOKENIZER "
+                              f"{path} --config CONFIG makes it)")
         token_map = np.load(path)
         if token_map.shape != (cfg["vocab_size"],) or token_map.min() < 0 or \
                 token_map.max() >= cfg["engram_compressed_vocab_size"]:

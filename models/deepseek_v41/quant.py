@@ -13,6 +13,13 @@ routed experts):
   plus one ue8m0 scale per 32 consecutive inputs, `P.scale` (F8_E8M0 or U8)
   of shape [out, in / 32]: w[i, j] = e2m1(q[i, j]) * 2^(s[i, j // 32] - 127)
   (OCP Microscaling Formats v1.0, MXFP4: e2m1 elements, E8M0 scale, block 32).
+- Engram tables (the released V4.1 checkpoint's n-gram hash tables): `P.weight`
+  float8 e4m3fn [rows, d] plus one scale per row and 32 consecutive channels,
+  `P.scale` / `P.weight_scale_inv` [rows, d / 32], ue8m0 (F8_E8M0 or U8) or a
+  float dtype: w[r, j] = q[r, j] * s[r, j // 32] (transformers'
+  DeepseekV41EngramEmbedding, which dequantises on lookup). A table stored in
+  a float dtype is used as it is: its scales, which transformers' save_pretrained
+  writes beside it, are unused.
 Decoding is exact in float32. Encoding rounds to nearest, ties to the even
 code (FP8 scale: block amax / 448; FP4 scale: the power of two 2^ceil(log2
 (amax / 6)), so no value saturates).
@@ -76,6 +83,23 @@ def dequant_fp4(packed, scale_u8, name="weight"):
     return (vals * e8m0_to_f32(s)[:, :, None]).reshape(p.shape[0], n).astype(np.float32)
 
 
+def dequant_fp8_rows(q_f32, scale, name="weight", block=FP4_BLOCK):
+    """float32 values of e4m3 codes [rows, d] times their row's scale for each
+    `block` channels [rows, d / block] (float32 values: decode ue8m0 bytes
+    with e8m0_to_f32 first) -> float32 [rows, d]. d must be a multiple of
+    `block`."""
+    q = np.asarray(q_f32, dtype=np.float32)
+    s = np.asarray(scale, dtype=np.float32)
+    if q.ndim != 2 or q.shape[1] % block:
+        raise QuantError(f"{name}: an FP8 table with a scale per {block} channels needs 2-D rows "
+                         f"whose width is a multiple of {block}, got shape {list(q.shape)}")
+    want = [q.shape[0], q.shape[1] // block]
+    if list(s.shape) != want:
+        raise QuantError(f"{name}: FP8 table {list(q.shape)} needs scales {want} (one per row and "
+                         f"{block} channels), got {list(s.shape)}")
+    return (q.reshape(want[0], want[1], block) * s[:, :, None]).reshape(q.shape).astype(np.float32)
+
+
 # ---------------------------------------------------------------- encoding
 
 def _nearest_code(x, grid):
@@ -108,6 +132,21 @@ def quantize_fp8(w):
     scale = np.where(amax > 0, amax / np.float32(448.0), np.float32(1.0)).astype(np.float32)
     full = np.repeat(np.repeat(scale, FP8_BLOCK, axis=0), FP8_BLOCK, axis=1)[: w.shape[0], : w.shape[1]]
     return encode_e4m3(w / full), scale
+
+
+def quantize_fp8_rows(w, block=FP4_BLOCK):
+    """float32 [rows, d] (d a multiple of `block`) -> (e4m3 bytes [rows, d],
+    ue8m0 scale bytes [rows, d / block]): the power of two 2^ceil(log2(amax /
+    448)) per row and block, so no value saturates (the Engram table format)."""
+    w = np.asarray(w, dtype=np.float32)
+    if w.ndim != 2 or w.shape[1] % block:
+        raise QuantError(f"FP8 rows need 2-D [rows, d] with d a multiple of {block}, got {list(w.shape)}")
+    blocks = w.reshape(w.shape[0], -1, block)
+    amax = np.abs(blocks).max(axis=2)
+    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-30) / 448.0)), 0).astype(np.int32)
+    e = np.clip(e, -127, 127)
+    q = blocks / np.ldexp(np.float32(1.0), e)[:, :, None]
+    return encode_e4m3(q.reshape(w.shape)), (e + 127).astype(np.uint8)
 
 
 def quantize_fp4(w):

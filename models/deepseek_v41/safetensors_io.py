@@ -141,6 +141,8 @@ class Checkpoint:
         with float32 128 x 128 block scales, or packed FP4 e2m1 with ue8m0
         scales per 32 inputs: quant.py) comes back dequantised, [out, in]."""
         dtype, _ = self.info(name)
+        if name.endswith("engram.embed.weight"):
+            return self._read_engram_table(name, dtype)
         if name.endswith(".weight"):
             prefix = name[: -len(".weight")]
             scale = next((s for s in (prefix + ".scale", prefix + ".weight_scale_inv")
@@ -159,6 +161,31 @@ class Checkpoint:
                     f"{name}: a {dtype} weight with scales {scale!r} ({sdtype}) is neither FP8 e4m3 "
                     f"with float32 128 x 128 block scales nor packed FP4 e2m1 with ue8m0 scales per 32")
         return self._file(name).read(name)
+
+    def _read_engram_table(self, name, dtype):
+        """An Engram n-gram table (quant.py): float rows as they are (the F32
+        `engram.embed.scale` transformers saves beside them is unused), or
+        FP8 e4m3 rows with a scale per row and 32 channels, dequantised."""
+        if dtype in ("F32", "BF16", "F16"):
+            return self._file(name).read(name)
+        prefix = name[: -len(".weight")]
+        scale = next((s for s in (prefix + ".scale", prefix + ".weight_scale_inv") if s in self.where), None)
+        if dtype != "F8_E4M3" or scale is None:
+            raise CheckpointError(
+                f"{name}: an Engram table is float rows, or FP8 e4m3 rows with scales "
+                f"{prefix}.scale per 32 channels; got {dtype}" + ("" if scale else " without scales"))
+        import quant  # noqa: PLC0415 (quant imports this module)
+        sdtype, _ = self.info(scale)
+        if sdtype in ("F8_E8M0", "U8"):
+            s = quant.e8m0_to_f32(self._file(scale).raw(scale))
+        elif sdtype in ("F32", "BF16", "F16"):
+            s = self._file(scale).read(scale)
+        else:
+            raise CheckpointError(f"{scale}: Engram table scales are ue8m0 or float, got {sdtype}")
+        try:
+            return quant.dequant_fp8_rows(self._file(name).read(name), s, name)
+        except quant.QuantError as e:
+            raise CheckpointError(str(e)) from None
 
     def _file(self, name):
         if name not in self.where:

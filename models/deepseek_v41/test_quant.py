@@ -94,5 +94,44 @@ with tempfile.TemporaryDirectory() as d:
     except safetensors_io.CheckpointError as e:
         check("bad.weight" in str(e) and "[2, 3]" in str(e), f"reader: error names the tensor ({e})")
 
+# Engram tables: FP8 rows with a ue8m0 scale per row and 32 channels (the
+# released format), against an element loop; a float table with the F32
+# `engram.embed.scale` transformers' save_pretrained writes beside it is read
+# as it is (the scales are unused there).
+we = (rng.standard_normal((10, 64)) * 3.0).astype(np.float32)
+eq, es = quant.quantize_fp8_rows(we)
+check(eq.shape == (10, 64) and es.shape == (10, 2), "FP8 rows: codes [10, 64], scales [10, 2]")
+dqe = quant.dequant_fp8_rows(safetensors_io.e4m3_to_f32(eq), quant.e8m0_to_f32(es))
+loope = np.empty_like(we)
+for i in range(10):
+    for j in range(64):
+        loope[i, j] = safetensors_io.e4m3_to_f32(eq[i:i + 1, j])[0] * 2.0 ** (int(es[i, j // 32]) - 127)
+check(np.array_equal(dqe, loope), "FP8 rows dequant = element loop")
+check(np.all(np.abs(we).reshape(10, 2, 32).max(2) <= 448 * 2.0 ** (es.astype(np.float64) - 127)),
+      "FP8 rows scale: no block saturates")
+check(np.all(np.abs(dqe - we) <= np.abs(we) * 2.0 ** -4 + 2.0 ** -9 * np.repeat(
+    2.0 ** (es.astype(np.float64) - 127), 32, axis=1)), "FP8 rows round trip within half a step")
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "model.safetensors")
+    p = "model.layers.1.engram.embed"
+    safetensors_io.write(path, {
+        p + ".weight": we, p + ".scale": np.ones((10, 2), np.float32),  # save_pretrained
+        "l2.engram.embed.weight": (eq, "F8_E4M3"), "l2.engram.embed.scale": (es, "F8_E8M0"),
+        "l3.engram.embed.weight": (eq, "F8_E4M3"),
+        "l3.engram.embed.weight_scale_inv": quant.e8m0_to_f32(es),
+        "l4.engram.embed.weight": (eq, "F8_E4M3"), "l4.engram.embed.scale": (es[:, :1], "F8_E8M0"),
+        "l5.engram.embed.weight": (eq, "F8_E4M3")})
+    ck = safetensors_io.Checkpoint(d)
+    check(np.array_equal(ck.read(p + ".weight"), we), "reader: float Engram table, its scale unused")
+    check(np.array_equal(ck.read("l2.engram.embed.weight"), dqe), "reader: FP8 Engram rows + ue8m0")
+    check(np.array_equal(ck.read("l3.engram.embed.weight"), dqe), "reader: FP8 Engram rows + float scales")
+    for bad, want in (("l4", "[10, 2]"), ("l5", "without scales")):
+        try:
+            ck.read(bad + ".engram.embed.weight")
+            check(False, f"reader: {bad} is an error")
+        except safetensors_io.CheckpointError as e:
+            check(bad + ".engram.embed.weight" in str(e) and want in str(e),
+                  f"reader: {bad} error names the tensor and the cause ({e})")
+
 print("test_quant:", "FAIL" if failures else "PASS", f"({len(failures)} failure(s))")
 sys.exit(1 if failures else 0)
