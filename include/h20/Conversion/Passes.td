@@ -199,9 +199,12 @@ def MergeKernelModules : Pass<"h20-merge-kernel-modules", "mlir::ModuleOp"> {
     GPU target, after gpu-kernel-outlining (one gpu.module per kernel):
     every gpu.func moves into one gpu.module named `module-name`, each
     renamed after the module it came from (which outlining made unique),
-    and every gpu.launch_func is pointed at its kernel there. The artifact
-    then holds one PTX module for the generated kernels, loaded once by the
-    runtime.
+    and every gpu.launch_func is pointed at its kernel there. Kernels that
+    print the same apart from their name are kept once (the first), and
+    their launches all point at it: the layers of one kind generate the
+    same kernels, so the module grows with the number of distinct layer
+    kinds, not with depth. The artifact then holds one PTX module for the
+    generated kernels, loaded once by the runtime.
   }];
   let options = [
     Option<"moduleName", "module-name", "std::string", "\"h20_kernels\"",

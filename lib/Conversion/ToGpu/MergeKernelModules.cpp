@@ -6,6 +6,10 @@
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
 
+#include "llvm/ADT/StringMap.h"
+
+#include <limits>
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
@@ -35,22 +39,47 @@ struct MergeKernelModulesPass : h20::impl::MergeKernelModulesBase<MergeKernelMod
       }
     b.setInsertionPointToEnd(module.getBody());
     auto merged = gpu::GPUModuleOp::create(b, module.getLoc(), moduleName);
-    b.setInsertionPointToStart(merged.getBody());
+    // Kernel name (= its old module's) -> the kernel launches now use: the
+    // first of the structurally identical ones. Layers of one kind produce
+    // the same kernels, so the PTX (and ptxas' time) grows with the number
+    // of distinct layer kinds, not with depth.
+    llvm::StringMap<std::string> target;
+    llvm::StringMap<std::string> firstWithBody;
     for (gpu::GPUModuleOp m : mods) {
       StringRef name = m.getName();
       for (Operation &op : llvm::make_early_inc_range(m.getBody()->getOperations())) {
-        if (auto f = dyn_cast<gpu::GPUFuncOp>(op)) {
-          f.setName(name);
-          op.moveBefore(merged.getBody(), merged.getBody()->end());
+        auto f = dyn_cast<gpu::GPUFuncOp>(op);
+        if (!f)
+          continue;
+        f.setName("h20_kernel");
+        std::string body;
+        llvm::raw_string_ostream os(body);
+        // Every attribute in full (a command-line elision limit would make
+        // different constants print alike), no locations; local scope: the
+        // printer would otherwise walk the whole module for names each time.
+        OpPrintingFlags flags;
+        flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max()).enableDebugInfo(false).useLocalScope();
+        f->print(os, flags);
+        auto [it, inserted] = firstWithBody.try_emplace(body, name.str());
+        target[name] = it->second;
+        if (!inserted) {
+          f.erase();
+          continue;
         }
+        f.setName(name);
+        op.moveBefore(merged.getBody(), merged.getBody()->end());
       }
-      module.walk([&](gpu::LaunchFuncOp l) {
-        if (l.getKernelModuleName() == name)
-          l.setKernelAttr(SymbolRefAttr::get(b.getStringAttr(moduleName),
-                                             {FlatSymbolRefAttr::get(b.getStringAttr(name))}));
-      });
-      m.erase();
     }
+    // One walk for every launch (one per module would be quadratic in the
+    // number of kernels: minutes for a 40-layer model).
+    module.walk([&](gpu::LaunchFuncOp l) {
+      auto it = target.find(l.getKernelModuleName().getValue());
+      if (it != target.end())
+        l.setKernelAttr(SymbolRefAttr::get(b.getStringAttr(moduleName),
+                                           {FlatSymbolRefAttr::get(b.getStringAttr(it->second))}));
+    });
+    for (gpu::GPUModuleOp m : mods)
+      m.erase();
   }
 };
 
