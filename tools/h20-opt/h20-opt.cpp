@@ -20,6 +20,8 @@
 #include "h20/Pipelines/Pipelines.h"
 #include "h20/Runtime/Format/Artifact.h"
 #include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Manifest.h"
 #include "h20/Target/CpuTarget.h"
 #include "h20/Target/GpuTarget.h"
 #include "h20/Target/TargetCommon.h"
@@ -93,6 +95,11 @@ static llvm::cl::opt<bool> printKVPlan(
     llvm::cl::desc("--emit=planned: print the KV-cache plan (slots, byte offsets, bytes per "
                    "token) for --max-seq tokens to stdout"),
     llvm::cl::init(false));
+static llvm::cl::opt<bool> printMemory(
+    "print-memory",
+    llvm::cl::desc("GPU target: print the device memory one GPU needs to run the artifact "
+                   "(weights, KV cache, inputs/outputs, constants, temp arena) to stdout"),
+    llvm::cl::init(false));
 static llvm::cl::opt<int64_t> maxPositions(
     "max-positions",
     llvm::cl::desc("Longest prompt the artifact accepts (h20-run refuses longer ones); "
@@ -116,6 +123,35 @@ namespace {
 
 /// Prints every KV-cache plan of `module`: the dense cache (kv.alloc) and
 /// the sparse-attention plan (kv.sparse_plan).
+/// --print-memory: what h20-run allocates on one GPU for `artifact` (the
+/// runtime's own plan, planBuffers: each buffer 256-byte aligned), in GiB.
+/// Fails with `error` if the artifact's program does not parse.
+bool printDeviceMemory(const h20::runtime::Artifact &artifact, std::string &error) {
+  h20::runtime::Manifest m;
+  h20::runtime::GpuProgram program;
+  h20::runtime::BufferPlan plan;
+  if (!h20::runtime::parseManifest(artifact.manifest, m, error) ||
+      !h20::runtime::parseGpuProgram(artifact.manifest, m, artifact.payload.size(), program,
+                                     error) ||
+      !h20::runtime::planBuffers(program, plan, error))
+    return false;
+  auto gib = [](uint64_t b) { return static_cast<double>(b) / (1ull << 30); };
+  const uint64_t arena = plan.totalBytes - plan.arenaOffset;
+  // Context parallelism replicates the weights on every GPU; a tensor-
+  // parallel program's buffers are already one rank's share.
+  std::string gpus = "1 GPU";
+  if (m.parallel)
+    gpus = std::to_string(m.parallel->gpus) + " GPUs, " + m.parallel->plan + " parallel";
+  llvm::outs() << llvm::format("h20: device memory per GPU (%s, %lld-token prompts): weights %.2f "
+                               "GiB, KV cache %.2f GiB, inputs/outputs %.2f GiB, constants %.2f "
+                               "GiB, temp arena %.2f GiB; total %.2f GiB (%llu bytes)\n",
+                               gpus.c_str(), static_cast<long long>(m.maxPositions.value_or(0)),
+                               gib(plan.weightBytes), gib(plan.stateBytes), gib(plan.ioBytes),
+                               gib(plan.constBytes), gib(arena), gib(plan.totalBytes),
+                               static_cast<unsigned long long>(plan.totalBytes));
+  return true;
+}
+
 void printKVPlans(ModuleOp module) {
   module.walk([](func::FuncOp f) {
     f.walk([](h20::kv::AllocOp alloc) {
@@ -413,6 +449,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     if (!gpuStage) {
       if (!h20::runtime::writeArtifact(output.str(), artifact, error))
         return fail(error);
+      if (printMemory && !printDeviceMemory(artifact, error))
+        return fail("internal: " + error);
       return 0;
     }
   }
