@@ -16,6 +16,7 @@
 #include "h20/Runtime/Format/GpuProgram.h"
 #include "h20/Runtime/Format/Manifest.h"
 #include "h20/Runtime/Format/Npy.h"
+#include "h20/Runtime/Parallel/RankEnvironment.h"
 #include "h20/Runtime/Parallel/RankLauncher.h"
 #include "h20/Runtime/RunPlan.h"
 #include "h20/Runtime/Format/TensorIO.h"
@@ -111,112 +112,30 @@ int fail(GpuStatus s, const std::string &message) {
   return h20run::fail(exitCode(s), message, s != GpuStatus::PeerFailed);
 }
 
-/// Reads the integer environment variable `name` into `out`; false with
-/// `error` when it is set but not a non-negative integer. `set` says
-/// whether it is set (and not empty).
-bool envCount(const char *name, int64_t &out, bool &set, std::string &error) {
-  const char *v = std::getenv(name);
-  set = v && *v;
-  if (!set)
-    return true;
-  char *end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > (1 << 20)) {
-    error = std::string(name) + "='" + v + "' is not a non-negative integer";
-    return false;
-  }
-  out = n;
-  return true;
-}
-
-/// How this process takes part in the prefill.
-enum class RankMode {
-  Single, ///< one GPU (--gpus 1, or --virtual-ranks)
-  Launch, ///< --gpus N > 1 without WORLD_SIZE: start N rank processes
-  Worker, ///< rank RANK of WORLD_SIZE > 1 processes
-};
-
-/// The GPUs of the prefill and this process's place among them: --gpus N
-/// (else WORLD_SIZE, else 1), RANK, LOCAL_RANK (the CUDA device),
-/// H20_NCCL_ID_FILE and H20_NCCL_TIMEOUT_S for the ranks of an N-GPU job.
+/// The GPUs of the prefill and this process's place among them
+/// (RankEnvironment.h: --gpus, WORLD_SIZE, RANK, LOCAL_RANK,
+/// H20_NCCL_ID_FILE, H20_NCCL_TIMEOUT_S), into the load options.
 bool gpuRanks(const Options &opt, int tensorParallel, GpuLoadOptions &lo, RankMode &mode,
               std::string &error) {
-  int64_t world = 1, rank = 0, local = 0, timeout = 30;
-  bool worldSet = false, rankSet = false, localSet = false, timeoutSet = false;
-  if (!envCount("WORLD_SIZE", world, worldSet, error) ||
-      !envCount("RANK", rank, rankSet, error) ||
-      !envCount("LOCAL_RANK", local, localSet, error) ||
-      !envCount("H20_NCCL_TIMEOUT_S", timeout, timeoutSet, error))
+  RankEnvironment env;
+  if (!readRankEnvironment([](const char *name) { return std::getenv(name); }, env, error))
     return false;
-  mode = RankMode::Single;
-  if (opt.gpus && worldSet && world != opt.gpus) {
-    error = "--gpus " + std::to_string(opt.gpus) + " disagrees with WORLD_SIZE=" +
-            std::to_string(world);
+  RankRequest rq;
+  rq.gpus = opt.gpus;
+  rq.virtualRanks = opt.virtualRanks;
+  rq.tensorParallel = tensorParallel;
+  rq.tensorInputs = !opt.inputs.empty() || !opt.inputsFrom.empty();
+  RankAssignment ra;
+  if (!assignRanks(rq, env, ra, error))
     return false;
-  }
-  if (opt.virtualRanks) {
-    // One process simulates every rank: no NCCL, GPU LOCAL_RANK (default 0).
-    if (worldSet && world > 1) {
-      error = "--virtual-ranks simulates the " + std::to_string(opt.gpus) +
-              " ranks in one process; do not launch it as WORLD_SIZE=" + std::to_string(world) +
-              " processes";
-      return false;
-    }
-    lo.ncclRanks = 0;
-    lo.ncclRank = 0;
-    lo.device = static_cast<int>(local);
-    return true;
-  }
-  if (worldSet && world > 1 && !rankSet) {
-    error = "WORLD_SIZE=" + std::to_string(world) + " without RANK: each process of a " +
-            "multi-GPU job needs its RANK (and LOCAL_RANK, its GPU; default RANK)";
-    return false;
-  }
-  if (!localSet)
-    local = rank; // one host: rank r on GPU r
-  int64_t n = opt.gpus ? opt.gpus : worldSet ? world : 1;
-  if (n < 1) {
-    error = "WORLD_SIZE=0: no GPU to run on";
-    return false;
-  }
-  if (rank >= n) {
-    error = "RANK=" + std::to_string(rank) + " is not below the " + std::to_string(n) +
-            " GPU(s) of the prefill";
-    return false;
-  }
-  if (timeoutSet && timeout < 1) {
-    error = "H20_NCCL_TIMEOUT_S=0: give the seconds a rank may wait for its peers (>= 1)";
-    return false;
-  }
-  lo.ncclRanks = static_cast<int>(n);
-  lo.ncclRank = static_cast<int>(rank);
-  lo.device = static_cast<int>(local);
-  lo.ncclTimeoutS = static_cast<double>(timeout);
-  if (n > 1 && (!opt.inputs.empty() || !opt.inputsFrom.empty())) {
-    error = "an N-GPU prefill (N = " + std::to_string(n) + ") runs token ids: give --ids, not "
-            "--input / --inputs-from";
-    return false;
-  }
-  if (n > 1 && tensorParallel == 1 && (n & (n - 1)) != 0) {
-    error = "--gpus " + std::to_string(n) + ": context parallelism needs a power of two (the "
-            "prompt is cut into 2N equal chunks)";
-    return false;
-  }
-  lo.tensorParallelRank = tensorParallel > 1 ? static_cast<int>(rank) : 0;
-  if (n > 1 && !worldSet) {
-    mode = RankMode::Launch;
-    return true;
-  }
-  if (n > 1) {
-    const char *idFile = std::getenv("H20_NCCL_ID_FILE");
-    if (!idFile || !*idFile) {
-      error = "WORLD_SIZE=" + std::to_string(n) + ": set H20_NCCL_ID_FILE to a fresh file every "
-              "rank can see (rank 0 writes the NCCL unique id there), or let h20-run start the "
-              "ranks itself (--gpus N without WORLD_SIZE)";
-      return false;
-    }
-    lo.ncclIdFile = idFile;
-    mode = RankMode::Worker;
+  mode = ra.mode;
+  lo.ncclRanks = ra.ncclRanks;
+  lo.ncclRank = ra.ncclRank;
+  lo.device = ra.device;
+  if (!opt.virtualRanks) {
+    lo.ncclTimeoutS = ra.ncclTimeoutS;
+    lo.tensorParallelRank = ra.tensorParallelRank;
+    lo.ncclIdFile = ra.ncclIdFile;
   }
   return true;
 }
