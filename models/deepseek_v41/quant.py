@@ -134,6 +134,15 @@ def quantize_fp8(w):
     return encode_e4m3(w / full), scale
 
 
+def _pow2_exponents(blocks, largest):
+    """ue8m0 exponents (int32, in [-127, 127]) of the last axis' blocks: the
+    power of two 2^ceil(log2(amax / largest)), so no value exceeds the
+    format's `largest` magnitude; 0 for an all-zero block."""
+    amax = np.abs(blocks).max(axis=-1)
+    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-30) / largest)), 0).astype(np.int32)
+    return np.clip(e, -127, 127)
+
+
 def quantize_fp8_rows(w, block=FP4_BLOCK):
     """float32 [rows, d] (d a multiple of `block`) -> (e4m3 bytes [rows, d],
     ue8m0 scale bytes [rows, d / block]): the power of two 2^ceil(log2(amax /
@@ -142,9 +151,7 @@ def quantize_fp8_rows(w, block=FP4_BLOCK):
     if w.ndim != 2 or w.shape[1] % block:
         raise QuantError(f"FP8 rows need 2-D [rows, d] with d a multiple of {block}, got {list(w.shape)}")
     blocks = w.reshape(w.shape[0], -1, block)
-    amax = np.abs(blocks).max(axis=2)
-    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-30) / 448.0)), 0).astype(np.int32)
-    e = np.clip(e, -127, 127)
+    e = _pow2_exponents(blocks, 448.0)
     q = blocks / np.ldexp(np.float32(1.0), e)[:, :, None]
     return encode_e4m3(q.reshape(w.shape)), (e + 127).astype(np.uint8)
 
@@ -156,9 +163,7 @@ def quantize_fp4(w):
     if w.shape[1] % FP4_BLOCK:
         raise QuantError(f"FP4 needs inputs a multiple of {FP4_BLOCK}, got {w.shape[1]}")
     blocks = w.reshape(w.shape[0], -1, FP4_BLOCK)
-    amax = np.abs(blocks).max(axis=2)
-    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-30) / 6.0)), 0).astype(np.int32)
-    e = np.clip(e, -127, 127)
+    e = _pow2_exponents(blocks, 6.0)
     q = blocks / np.ldexp(np.float32(1.0), e)[:, :, None]
     code = _nearest_code(q, E2M1).astype(np.uint8)
     code = np.where(np.signbit(q) & (code != 0), code | 0x8, code).reshape(w.shape)

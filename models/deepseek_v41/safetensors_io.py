@@ -144,9 +144,7 @@ class Checkpoint:
         if name.endswith("engram.embed.weight"):
             return self._read_engram_table(name, dtype)
         if name.endswith(".weight"):
-            prefix = name[: -len(".weight")]
-            scale = next((s for s in (prefix + ".scale", prefix + ".weight_scale_inv")
-                          if s in self.where), None)
+            scale = self._scale_of(name)
             if scale is not None:
                 import quant  # noqa: PLC0415 (quant imports this module)
                 sdtype, _ = self.info(scale)
@@ -162,6 +160,12 @@ class Checkpoint:
                     f"with float32 128 x 128 block scales nor packed FP4 e2m1 with ue8m0 scales per 32")
         return self._file(name).read(name)
 
+    def _scale_of(self, name):
+        """The scales stored beside weight `P.weight`: `P.scale` (DeepSeek's
+        naming) or `P.weight_scale_inv` (transformers'), or None."""
+        prefix = name[: -len(".weight")]
+        return next((s for s in (prefix + ".scale", prefix + ".weight_scale_inv") if s in self.where), None)
+
     def _read_engram_table(self, name, dtype):
         """An Engram n-gram table (quant.py): float rows as they are (the F32
         `engram.embed.scale` transformers saves beside them is unused), or
@@ -169,7 +173,7 @@ class Checkpoint:
         if dtype in ("F32", "BF16", "F16"):
             return self._file(name).read(name)
         prefix = name[: -len(".weight")]
-        scale = next((s for s in (prefix + ".scale", prefix + ".weight_scale_inv") if s in self.where), None)
+        scale = self._scale_of(name)
         if dtype != "F8_E4M3" or scale is None:
             raise CheckpointError(
                 f"{name}: an Engram table is float rows, or FP8 e4m3 rows with scales "

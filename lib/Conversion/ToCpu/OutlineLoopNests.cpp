@@ -44,9 +44,11 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
   /// Replaces `nest` with a call of a new function that holds it.
   void outline(Operation *nest, func::FuncOp parent, SymbolTable &symbols, int &next) {
     MLIRContext *ctx = nest->getContext();
+    // What the nest uses from above: in its regions and as its own
+    // operands (bounds, steps). Constants are cloned, the rest passed.
     llvm::SetVector<Value> above;
     getUsedValuesDefinedAbove(nest->getRegions(), above);
-    // Constants are cloned, everything else is passed.
+    above.insert(nest->operand_begin(), nest->operand_end());
     SmallVector<Value> args;
     SmallVector<Operation *> constants;
     for (Value v : above) {
@@ -56,17 +58,6 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
       else
         args.push_back(v);
     }
-    // The loop's own operands (bounds, steps) come from above too.
-    for (Value v : nest->getOperands())
-      if (!llvm::is_contained(args, v)) {
-        Operation *def = v.getDefiningOp();
-        if (def && def->hasTrait<OpTrait::ConstantLike>()) {
-          if (!llvm::is_contained(constants, def))
-            constants.push_back(def);
-        } else {
-          args.push_back(v);
-        }
-      }
     SmallVector<Type> types;
     for (Value v : args)
       types.push_back(v.getType());

@@ -94,24 +94,25 @@ inline runtime::LaunchArg intArg(runtime::LaunchArg::Kind kind, Lin v) {
   return a;
 }
 
-/// A float kernel argument of `t` (f32, f16 or bf16), rounded as the
-/// runtime rounds it when it reads the program back.
-inline runtime::LaunchArg floatArg(Type t, double v) {
-  runtime::LaunchArg a;
-  a.kind = t.isF16() ? runtime::LaunchArg::F16 : t.isBF16() ? runtime::LaunchArg::BF16
-                                                          : runtime::LaunchArg::F32;
-  a.f32 = static_cast<float>(v);
-  if (t.isF16())
-    a.half = runtime::floatToHalf(a.f32);
-  else if (t.isBF16())
-    a.half = runtime::floatToBfloat16(a.f32);
-  return a;
-}
-
+/// An f32 kernel argument.
 inline runtime::LaunchArg f32Arg(double v) {
   runtime::LaunchArg a;
   a.kind = runtime::LaunchArg::F32;
   a.f32 = static_cast<float>(v);
+  return a;
+}
+
+/// A float kernel argument of `t` (f32, f16 or bf16), rounded as the
+/// runtime rounds it when it reads the program back.
+inline runtime::LaunchArg floatArg(Type t, double v) {
+  runtime::LaunchArg a = f32Arg(v);
+  if (t.isF16()) {
+    a.kind = runtime::LaunchArg::F16;
+    a.half = runtime::floatToHalf(a.f32);
+  } else if (t.isBF16()) {
+    a.kind = runtime::LaunchArg::BF16;
+    a.half = runtime::floatToBfloat16(a.f32);
+  }
   return a;
 }
 
