@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/RunPlan.h"
 
+#include "h20/Runtime/Parallel/TensorParallel.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -245,6 +247,46 @@ std::vector<uint8_t> paddedChunkedInput(const GpuProgram &p, const RunPlan &plan
   }
   std::memcpy(padded.data(), input.data.data(), std::min(input.data.size(), bytes));
   return padded;
+}
+
+bool chooseDevice(const Manifest &m, const std::string &name, const DeviceRequest &rq,
+                  bool &gpu, std::string &error) {
+  const std::string art = "'" + name + "'";
+  std::string device = rq.device.empty() ? (m.target == "cpu" ? "cpu" : "gpu") : rq.device;
+  auto refuse = [&](const std::string &message) {
+    error = message;
+    return false;
+  };
+  if (device != "cpu" && device != "gpu")
+    return refuse("--device must be cpu or gpu, got '" + device + "'");
+  gpu = device == "gpu";
+  if (!gpu) {
+    if (m.target != "cpu")
+      return refuse(art + " was compiled for target '" + m.target +
+                    "'; compile with --target=cpu to run on the CPU");
+    if (rq.gpus && !rq.multiProcess)
+      return refuse("--gpus applies to GPU artifacts; " + art + " runs on the CPU");
+    if (rq.dummyWeights)
+      return refuse("--dummy-weights applies to GPU runs; " + art + " runs on the CPU");
+    if (rq.tuneGemms)
+      return refuse("--tune-gemms applies to GPU runs; " + art + " runs on the CPU");
+    if (rq.multiProcess)
+      return refuse("WORLD_SIZE=" + std::to_string(rq.gpus) + ": " + art +
+                    " runs on the CPU, in one process; do not start it as a multi-GPU job");
+    const bool sharded = std::any_of(m.weights.begin(), m.weights.end(),
+                                     [](const WeightSpec &w) { return w.shard.has_value(); });
+    if (m.tensorParallel() > 1 || sharded)
+      return refuse(art + " was compiled for tensor parallelism over " +
+                    std::to_string(m.tensorParallel()) + " GPUs; it does not run on the CPU");
+  }
+  if (!checkTensorParallelGpus(m, rq.gpus, error))
+    return false;
+  if (gpu && m.target == "cpu")
+    return refuse(art + " was compiled for target '" + m.target +
+                  "', which runs on the CPU: use --device cpu");
+  if (m.outputs.empty())
+    return refuse(art + " declares no outputs");
+  return true;
 }
 
 } // namespace h20::runtime

@@ -243,3 +243,65 @@ TEST(RunPlan, PadsTheChunkedInput) {
   EXPECT_EQ(at(20), 7);
   EXPECT_EQ(at(31), 7);
 }
+
+namespace {
+
+Manifest deviceModel(const std::string &target) {
+  Manifest m;
+  m.target = target;
+  TensorSpec out;
+  out.name = "logits";
+  out.dtype = "float32";
+  out.shape = {1, -1, 8};
+  m.outputs.push_back(out);
+  return m;
+}
+
+TEST(ChooseDevice, FollowsTheArtifactAndRefusesMismatches) {
+  bool gpu = false;
+  std::string error;
+  DeviceRequest rq;
+  ASSERT_TRUE(chooseDevice(deviceModel("cpu"), "m.h20", rq, gpu, error)) << error;
+  EXPECT_FALSE(gpu);
+  ASSERT_TRUE(chooseDevice(deviceModel("h200"), "m.h20", rq, gpu, error)) << error;
+  EXPECT_TRUE(gpu);
+  rq.device = "tpu";
+  EXPECT_FALSE(chooseDevice(deviceModel("h200"), "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "--device must be cpu or gpu, got 'tpu'")) << error;
+  rq.device = "cpu";
+  EXPECT_FALSE(chooseDevice(deviceModel("h200"), "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "'m.h20' was compiled for target 'h200'; compile with --target=cpu"))
+      << error;
+  rq.device = "gpu";
+  EXPECT_FALSE(chooseDevice(deviceModel("cpu"), "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "which runs on the CPU: use --device cpu")) << error;
+  Manifest none = deviceModel("h200");
+  none.outputs.clear();
+  EXPECT_FALSE(chooseDevice(none, "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "'m.h20' declares no outputs")) << error;
+}
+
+TEST(ChooseDevice, RefusesGpuFlagsOnTheCpu) {
+  bool gpu = false;
+  std::string error;
+  const Manifest cpu = deviceModel("cpu");
+  DeviceRequest rq;
+  rq.gpus = 2;
+  EXPECT_FALSE(chooseDevice(cpu, "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "--gpus applies to GPU artifacts")) << error;
+  rq = {};
+  rq.dummyWeights = true;
+  EXPECT_FALSE(chooseDevice(cpu, "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "--dummy-weights applies to GPU runs")) << error;
+  rq = {};
+  rq.tuneGemms = true;
+  EXPECT_FALSE(chooseDevice(cpu, "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "--tune-gemms applies to GPU runs")) << error;
+  rq = {};
+  rq.multiProcess = true;
+  rq.gpus = 4;
+  EXPECT_FALSE(chooseDevice(cpu, "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "WORLD_SIZE=4: 'm.h20' runs on the CPU, in one process")) << error;
+}
+
+} // namespace

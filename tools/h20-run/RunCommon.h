@@ -52,11 +52,6 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error);
 /// `code`; `bug` marks internal errors as h20's to report.
 int fail(int code, const std::string &message, bool bug = true);
 
-/// Logits of `count` elements as float32 (float16 and bfloat16, what a
-/// 16-bit export's LM head returns, widened exactly); empty for a dtype
-/// that is not a float convertElements widens to float32.
-std::vector<float> logitsAsFloat32(const std::string &dtype, const void *data, size_t count);
-
 /// Milliseconds since `t0`.
 double msSince(std::chrono::steady_clock::time_point t0);
 

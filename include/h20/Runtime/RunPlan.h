@@ -118,6 +118,27 @@ bool planRun(const Manifest &manifest, const GpuProgram &program,
 std::vector<uint8_t> paddedChunkedInput(const GpuProgram &program, const RunPlan &plan,
                                         const HostTensor &input);
 
+/// Where a run is asked to go, before the artifact's own plan: h20-run's
+/// flags and the environment.
+struct DeviceRequest {
+  std::string device;       ///< --device: "cpu", "gpu" or "" (the artifact's target decides)
+  int64_t gpus = 0;         ///< --gpus, else WORLD_SIZE of a launched job, else 0
+  bool multiProcess = false; ///< WORLD_SIZE > 1: one rank of a multi-process job
+  bool dummyWeights = false; ///< --dummy-weights
+  bool tuneGemms = false;    ///< --tune-gemms
+};
+
+/// Chooses CPU or GPU execution of artifact `m` (named `name` in messages)
+/// for `request` into `gpu`. Refuses, naming the flag and the artifact: a
+/// device other than cpu or gpu; a GPU artifact on the CPU or a CPU
+/// artifact on the GPU (saying which --target or --device fits); the GPU
+/// flags (--gpus, --dummy-weights, --tune-gemms) or a multi-process job
+/// with a CPU run; a tensor-parallel artifact on the CPU, or with a GPU
+/// count other than its T (checkTensorParallelGpus); an artifact without
+/// outputs. Pure.
+bool chooseDevice(const Manifest &m, const std::string &name, const DeviceRequest &request,
+                  bool &gpu, std::string &error);
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_RUNPLAN_H

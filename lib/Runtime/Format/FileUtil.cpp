@@ -265,4 +265,25 @@ int64_t fileSize(const std::string &path) {
   return static_cast<int64_t>(st.st_size);
 }
 
+bool checkOutputFiles(const std::vector<std::string> &outputs,
+                      const std::vector<std::string> &inputs, std::string &error) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!checkWritable(outputs[i], error))
+      return false;
+    for (const std::string &in : inputs)
+      if (outputs[i] == in || sameFile(outputs[i], in)) {
+        error = "output '" + outputs[i] + "' is an input file; refusing to overwrite it";
+        return false;
+      }
+    struct stat st;
+    bool special = stat(outputs[i].c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+    for (size_t j = 0; j < i && !special; ++j)
+      if (outputs[i] == outputs[j] || sameFile(outputs[i], outputs[j])) {
+        error = "output '" + outputs[i] + "' is named twice";
+        return false;
+      }
+  }
+  return true;
+}
+
 } // namespace h20::runtime

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace h20::runtime {
 
@@ -36,6 +37,14 @@ bool checkWritable(const std::string &path, std::string &error);
 
 /// Size of `path` in bytes, or -1 if it cannot be stat'ed.
 int64_t fileSize(const std::string &path);
+
+/// Checks a run's output files before any work, so that a bad path cannot
+/// leave some outputs written and others not: each of `outputs` must be
+/// writable (checkWritable), none may be one of `inputs` (by name or
+/// sameFile) and none may be named twice (special files such as
+/// /dev/null excepted). False with `error` naming the path.
+bool checkOutputFiles(const std::vector<std::string> &outputs,
+                      const std::vector<std::string> &inputs, std::string &error);
 
 } // namespace h20::runtime
 
