@@ -62,8 +62,8 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
 }
 
 /// Buffers: KV caches and outputs become arguments, then one-shot
-/// bufferization.
-void addBuffersStage(OpPassManager &pm) {
+/// bufferization; each generated kernel's launch shape is chosen.
+void addBuffersStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(createCachesToArguments());
   pm.addNestedPass<func::FuncOp>(createOutputsToDestinations());
   // A result computed into a fresh tensor and then inserted into a KV
@@ -80,6 +80,9 @@ void addBuffersStage(OpPassManager &pm) {
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCopiesToLinalg());
+  ChooseLaunchShapesOptions launch;
+  launch.target = o.target;
+  pm.addNestedPass<func::FuncOp>(createChooseLaunchShapes(launch));
 }
 
 /// Memory-bound ops as GPU loops, outlined into one gpu.module.
@@ -134,7 +137,7 @@ llvm::LogicalResult buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions
   addLinalgStage(pm, o);
   if (last == "linalg")
     return llvm::success();
-  addBuffersStage(pm);
+  addBuffersStage(pm, o);
   if (last == "buffers")
     return llvm::success();
   addGpuStage(pm, o);

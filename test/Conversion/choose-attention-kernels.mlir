@@ -40,9 +40,9 @@ func.func @f32_d64(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tenso
 // A window without causal masking, and a head dim the kernels lack (100):
 // no kernel, decomposed into generic kernels.
 // CHECK-LABEL: func.func @unsupported
-// CHECK: attn.attention {{.*}}h20.decompose
+// CHECK: attn.attention {{.*}}h20.decompose = "a window without causal masking"
 // CHECK-NOT: h20.kernel
-// CHECK: attn.attention {{.*}}h20.decompose
+// CHECK: attn.attention {{.*}}h20.decompose = "attention: head dim 100 is not supported by the GPU kernel
 func.func @unsupported(%q: tensor<1x2x8x64xbf16>, %q2: tensor<1x2x8x100xbf16>, %k2: tensor<1x2x8x100xbf16>) -> (tensor<1x2x8x64xbf16>, tensor<1x2x8x100xbf16>) {
   %0 = attn.attention %q, %q, %q {causal = false, kv_group = 1 : i64, scale = 1.250000e-01 : f64, window = 4 : i64} : (tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>) -> tensor<1x2x8x64xbf16>
   %1 = attn.attention %q2, %k2, %k2 {causal = true, kv_group = 1 : i64, scale = 1.000000e-01 : f64} : (tensor<1x2x8x100xbf16>, tensor<1x2x8x100xbf16>, tensor<1x2x8x100xbf16>) -> tensor<1x2x8x100xbf16>

@@ -83,6 +83,11 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     loads. Element types narrower than a byte (i1) are not
     vectorized: LLVM would pack a vector of i1 into bits, while h20 stores
     one byte per i1 element.
+
+    Choose-then-apply: an op carrying `h20.launch = {block, vector,
+    row_reduction}` (h20-choose-launch-shapes, the GPU pipeline's choice)
+    is lowered with those values; the options below apply to ops without
+    it (lit tests of this pass alone).
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::gpu::GPUDialect",
                            "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
@@ -93,6 +98,37 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
            "One block per row for reductions over the innermost loop dim">,
     Option<"vectorWidth", "vector-width", "int64_t", "8",
            "Elements per thread of vectorizable elementwise ops (1: one per thread)">
+  ];
+}
+
+def ChooseLaunchShapes : Pass<"h20-choose-launch-shapes", "mlir::func::FuncOp"> {
+  let summary = "Choose each generated kernel's block size and vector width, in the IR";
+  let description = [{
+    GPU target, on memrefs after bufferization: the choice half of
+    h20-linalg-to-gpu-loops. Every linalg op that pass will turn into a
+    generated kernel (buffer semantics, not a library call, not inside a
+    loop) gets `h20.launch = {block = B : i64, vector = W : i64,
+    row_reduction = R}`: B threads per block (and at most B threads per
+    row of a row reduction), W elements per thread of a vectorizable
+    elementwise op (1: one per thread), R whether a reduction over the
+    innermost dim may run as one block per row. h20-linalg-to-gpu-loops
+    applies what the op carries (its options are the fallback for IR
+    without the attribute) and still checks that the op has the form each
+    strategy needs; a shape computation it unrolls on the host ignores it.
+
+    The values per target: B = 256 (8 warps: enough to hide HBM latency
+    on every sm_90 part, and a row of 4096-8192 bf16 elements is 16-32
+    elements per thread), W = 8 (one 16-byte load per thread of a bf16
+    row: the widest global load; f32 rows take two). Measured on an H200
+    by the issue-7 runs; `block-size` / `vector-width` override them for
+    experiments, and the choice is visible at `h20-opt --emit=buffers`.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"h200\"",
+           "GPU the kernels are chosen for (h20, h100, h200, h800)">,
+    Option<"blockSize", "block-size", "int64_t", "0", "Threads per block (0: the target's)">,
+    Option<"vectorWidth", "vector-width", "int64_t", "0",
+           "Elements per thread of vectorizable elementwise ops (0: the target's)">
   ];
 }
 
@@ -148,8 +184,9 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
     stages, schedule}` (kind "wgmma", "mma" or "fma"; the mma/fma tiles
     follow the op's `h20.tiles` hint when h20-select-tiles left one); the
     lowering carries it to the library call and the host program builds
-    that variant and no other. An op they cannot run gets `h20.decompose`
-    and is lowered as generic kernels: no mask or sink operand it could
+    that variant and no other. An op they cannot run gets `h20.decompose
+    = "REASON"` (the first rule below it breaks, in words) and is lowered
+    as generic kernels: no mask or sink operand it could
     take, head dims the kernels lack, other element types, a window
     without causal masking, top-left causal alignment with S_q != S_kv
     (the kernels are bottom-right), or more than 65535 heads or batches.

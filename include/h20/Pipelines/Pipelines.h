@@ -50,6 +50,9 @@ struct GpuPipelineOptions {
   /// CUDA toolkit directory for libdevice ("" : none found).
   std::string toolkitPath;
   std::string chip = "sm_90";
+  /// The GPU the generated kernels' launch shapes are chosen for
+  /// (h20-choose-launch-shapes): h20, h100, h200, h800.
+  std::string target = "h200";
   std::string entryName = "h20_main";     ///< h20-rename-entry
   std::string kernelModule = "h20_kernels"; ///< h20-merge-kernel-modules
 };
@@ -62,7 +65,7 @@ struct GpuPipelineOptions {
 ///             h20-drop-gemm-init-fill;
 ///   buffers — h20-caches-to-arguments, h20-outputs-to-destinations,
 ///             empty-tensor elimination, one-shot bufferization,
-///             h20-copies-to-linalg;
+///             h20-copies-to-linalg, h20-choose-launch-shapes;
 ///   gpu     — h20-linalg-to-gpu-loops, parallel loops to gpu.launch,
 ///             h20-sink-launch-constants, outlining, h20-merge-kernel-modules;
 ///   host    — NVVM lowering and PTX (gpu.binary; needs the CUDA toolkit's

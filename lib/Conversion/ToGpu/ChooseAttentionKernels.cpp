@@ -23,27 +23,41 @@ using namespace mlir;
 
 namespace {
 
-/// Whether the attention kernels can run `op` apart from its element type
-/// and head dims (chooseAttentionVariant checks those): no mask or sink
-/// operand, no window without causal masking, no top-left causal alignment
-/// with S_q != S_kv (the kernels are bottom-right), static batch and head
-/// counts of at most 65535, static head dims.
-bool kernelsCanRun(h20::attn::AttentionOp op) {
+/// Why the attention kernels cannot run `op` apart from its element type
+/// and head dims (chooseAttentionVariant checks those), or "" when they
+/// can: they take no mask or sink operand, no window without causal
+/// masking, no top-left causal alignment with S_q != S_kv (the kernels are
+/// bottom-right), only static batch and head counts of at most 65535 and
+/// static head dims.
+std::string whyNoKernel(h20::attn::AttentionOp op) {
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   auto v = cast<RankedTensorType>(op.getValue().getType());
-  if (op.getMask() || op.getSink() || (op.getWindow() && !op.getCausal()))
-    return false;
+  if (op.getMask())
+    return "a mask operand (the kernels take causal / window attributes only)";
+  if (op.getSink())
+    return "a sink operand";
+  if (op.getWindow() && !op.getCausal())
+    return "a window without causal masking";
   if (op.getCausal() && op.getAlignment() == h20::attn::CausalAlignment::top_left &&
       (q.isDynamicDim(2) || k.isDynamicDim(2) || q.getDimSize(2) != k.getDimSize(2)))
-    return false;
+    return "top-left causal alignment with S_q != S_kv (the kernels are bottom-right)";
   for (int64_t d : {q.getDimSize(0), q.getDimSize(1)})
     if (ShapedType::isDynamic(d) || d > 65535)
-      return false;
-  return !q.isDynamicDim(3) && !v.isDynamicDim(3);
+      return "a dynamic or > 65535 batch or head count";
+  if (q.isDynamicDim(3) || v.isDynamicDim(3))
+    return "a dynamic head dim";
+  return "";
 }
 
 int dtypeOf(Type e) { return e.isF32() ? 0 : e.isF16() ? 1 : e.isBF16() ? 2 : -1; }
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
 
 struct ChooseAttentionKernelsPass
     : h20::impl::ChooseAttentionKernelsBase<ChooseAttentionKernelsPass> {
@@ -62,18 +76,26 @@ struct ChooseAttentionKernelsPass
       auto q = cast<RankedTensorType>(op.getQuery().getType());
       auto v = cast<RankedTensorType>(op.getValue().getType());
       int dtype = dtypeOf(q.getElementType());
+      std::string why = dtype < 0 ? "element type " + typeName(q.getElementType()) +
+                                        " (the kernels take f32, f16, bf16)"
+                                  : whyNoKernel(op);
       std::optional<h20::AttentionVariant> variant;
-      if (dtype >= 0 && kernelsCanRun(op)) {
+      if (why.empty()) {
         int64_t hintM = 0, hintN = 0;
         if (auto t = op->getAttrOfType<h20::hw::TilesAttr>("h20.tiles")) {
           hintM = t.getBlockM();
           hintN = t.getBlockN();
         }
+        std::string error;
         variant = h20::chooseAttentionVariant(dtype, q.getDimSize(3), v.getDimSize(3), hintM,
-                                              hintN, nullptr, family);
+                                              hintN, &error, family);
+        if (!variant)
+          why = error.empty() ? "no kernel variant for these head dims" : error;
       }
       if (!variant) {
-        op->setAttr("h20.decompose", b.getUnitAttr());
+        // The reason stays in the IR: `--emit=linalg` and the compile log
+        // say which attention left the fast path and why.
+        op->setAttr("h20.decompose", b.getStringAttr(why));
         return;
       }
       const char *kind = variant->kind == 1 ? "wgmma" : variant->dtype == 0 ? "fma" : "mma";

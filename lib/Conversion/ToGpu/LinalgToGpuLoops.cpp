@@ -539,6 +539,25 @@ bool isHostShapeArithmetic(linalg::LinalgOp op) {
 struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPass> {
   using LinalgToGpuLoopsBase::LinalgToGpuLoopsBase;
 
+  /// What h20-choose-launch-shapes recorded on `op` (`h20.launch`), else
+  /// this pass's options.
+  struct Launch {
+    int64_t block, vector;
+    bool rowReduction;
+  };
+  Launch launchOf(Operation *op) {
+    Launch l{blockSize, vectorWidth, rowReductions};
+    if (auto d = op->getAttrOfType<DictionaryAttr>("h20.launch")) {
+      if (auto v = d.getAs<IntegerAttr>("block"))
+        l.block = v.getInt();
+      if (auto v = d.getAs<IntegerAttr>("vector"))
+        l.vector = v.getInt();
+      if (auto v = d.getAs<BoolAttr>("row_reduction"))
+        l.rowReduction = v.getValue();
+    }
+    return l;
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
@@ -654,19 +673,25 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
       if (llvm::equal(perm, llvm::seq<unsigned>(0, its.size())))
         continue;
       rewriter.setInsertionPoint(g);
+      Attribute launch = g->getAttr("h20.launch");
       FailureOr<linalg::GenericOp> moved = linalg::interchangeGenericOp(rewriter, g, perm);
       if (failed(moved)) {
         g->emitError("cannot put this op's reduction loops innermost");
         return signalPassFailure();
       }
       op = cast<linalg::LinalgOp>(moved->getOperation());
+      if (launch)
+        op->setAttr("h20.launch", launch);
     }
     // Row reductions first. A linalg.fill right before one, into the same
     // buffer, is folded into it: the reduction writes every output element,
     // and the fill value is its initial value.
     llvm::SmallPtrSet<Operation *, 8> done;
-    if (rowReductions) {
+    {
       for (linalg::LinalgOp op : ops) {
+        const Launch launch = launchOf(op);
+        if (!launch.rowReduction)
+          continue;
         std::optional<RowReduction> r = matchRowReduction(op);
         if (!r)
           continue;
@@ -681,22 +706,24 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
           rewriter.eraseOp(fill);
         }
         done.insert(op);
-        lowerRowReduction(rewriter, *r, blockSize);
+        lowerRowReduction(rewriter, *r, launch.block);
       }
     }
     for (linalg::LinalgOp op : ops) {
       if (done.contains(op.getOperation()))
         continue;
       rewriter.setInsertionPoint(op);
+      const Launch launch = launchOf(op);
       // Named ops (linalg.copy, ...) as generics, so they can vectorize.
-      if (vectorWidth > 1 && !isa<linalg::GenericOp>(op.getOperation())) {
+      if (launch.vector > 1 && !isa<linalg::GenericOp>(op.getOperation())) {
         FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
         if (succeeded(g))
           op = cast<linalg::LinalgOp>(g->getOperation());
       }
       if (auto g = dyn_cast<linalg::GenericOp>(op.getOperation());
-          g && vectorizableElementwise(g, vectorWidth)) {
-        if (failed(mapToGrid(rewriter, func, lowerVectorized(rewriter, g, vectorWidth))))
+          g && vectorizableElementwise(g, launch.vector)) {
+        if (failed(mapToGrid(rewriter, func, lowerVectorized(rewriter, g, launch.vector),
+                             launch.block)))
           return signalPassFailure();
         continue;
       }
@@ -726,15 +753,16 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         mlir::emitError(loc, "internal: a linalg op with parallel dims gave no parallel loop");
         return signalPassFailure();
       }
-      if (failed(mapToGrid(rewriter, func, outer)))
+      if (failed(mapToGrid(rewriter, func, outer, launch.block)))
         return signalPassFailure();
     }
   }
 
-  /// Collapses the top-level loop `outer` into one dim, tiles it by the
-  /// block size and maps tiles to blocks (x), in-tile iterations to threads
+  /// Collapses the top-level loop `outer` into one dim, tiles it by
+  /// `block` and maps tiles to blocks (x), in-tile iterations to threads
   /// (x); nested parallel loops run sequentially.
-  LogicalResult mapToGrid(RewriterBase &rewriter, func::FuncOp func, scf::ParallelOp outer) {
+  LogicalResult mapToGrid(RewriterBase &rewriter, func::FuncOp func, scf::ParallelOp outer,
+                          int64_t block) {
     MLIRContext *ctx = func.getContext();
     if (outer.getNumLoops() > 1) {
       std::vector<unsigned> all(outer.getNumLoops());
@@ -754,7 +782,7 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
     }
     if (!outer)
       return func.emitError("internal: collapsed loop not found");
-    auto [tiles, threads] = scf::tileParallelLoop(outer, {blockSize}, /*noMinMaxBounds=*/true);
+    auto [tiles, threads] = scf::tileParallelLoop(outer, {block}, /*noMinMaxBounds=*/true);
     (void)gpu::setMappingAttr(tiles, {mapping(ctx, gpu::Processor::BlockX)});
     (void)gpu::setMappingAttr(threads, {mapping(ctx, gpu::Processor::ThreadX)});
     markNestedSequential(threads);

@@ -373,6 +373,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   pipeline.stopAfter = options.stopAfter;
   pipeline.toolkitPath = toolkitPath();
   pipeline.entryName = kEntryFunc.str();
+  pipeline.target = options.target;
   if (failed(runPasses(module, [&](PassManager &pm) { return buildGpuPipeline(pm, pipeline); })))
     return failure();
   if (!options.stopAfter.empty())
