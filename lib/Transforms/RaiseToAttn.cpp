@@ -507,9 +507,40 @@ private:
     return true;
   }
 
-  /// T[b, s, j] = inv_freq[j] * P[b, s] written as
-  /// Transpose(MatMul(inv_freq[1, n, 1], Cast(P[B, 1, S])), [0, 2, 1]).
+  /// Angles of the frequencies `invFreq`: theta (and a linear, llama3 or
+  /// YaRN scaling) fitted to all of them, or, when no closed form
+  /// reproduces them, the values themselves. nullopt for values that are
+  /// no frequencies (empty, <= 0, not finite).
+  static std::optional<Angles> anglesOfFrequencies(ArrayRef<double> invFreq) {
+    Angles a;
+    if (fitInvFreq(invFreq, a))
+      return a;
+    // No theta (with any scaling) gives these values: keep them. A 16-bit
+    // torch export rounds its inv_freq buffer to bfloat16 (3 significant
+    // digits) and PyTorch rotates by the rounded values.
+    if (invFreq.empty() ||
+        llvm::any_of(invFreq, [](double v) { return !(v > 0.0) || !std::isfinite(v); }))
+      return std::nullopt;
+    a.invFreq.assign(invFreq.begin(), invFreq.end());
+    a.halfDim = static_cast<int64_t>(invFreq.size());
+    a.theta = invFreq.size() > 1 ? fitTheta(invFreq, a.halfDim, 2.0 * a.halfDim) : 10000.0;
+    if (!(a.theta > 1.0) || !std::isfinite(a.theta))
+      a.theta = 10000.0;
+    return a;
+  }
+
+  /// The angle table T[b, s, j] = inv_freq[j] * P[b, s] of a RotaryEmbedding
+  /// computed in the graph, in either of the forms exporters write:
+  ///  - transformers' Llama: Transpose(MatMul(inv_freq[1, n, 1],
+  ///    Cast(P[B, 1, S])), [0, 2, 1]);
+  ///  - an outer product: [Unsqueeze(., [0])] of Mul(Unsqueeze(Cast(p[S]),
+  ///    [1]), inv_freq[n] or [1, n]) (operands in either order), as
+  ///    DeepSeek-V4.1's exporter writes it (models/deepseek_v41/export.py,
+  ///    rope_tables); p may be any int64 positions, e.g. Range(0, S) or the
+  ///    compressed entries' Range(0, S / r) * r.
   std::optional<Angles> matchAngleTable(Value t) {
+    if (auto a = matchOuterProductTable(t))
+      return a;
     auto tr = t.getDefiningOp<ox::TransposeOp>();
     if (!tr || !tr.getPerm() || ArrayRef<int64_t>(*tr.getPerm()) != ArrayRef<int64_t>{0, 2, 1})
       return std::nullopt;
@@ -528,41 +559,77 @@ private:
     if (!pt || pt.getRank() != 3 || pt.getDimSize(1) != 1 ||
         !pt.getElementType().isInteger(64))
       return std::nullopt;
-    Angles a;
-    if (!fitInvFreq(*invFreq, a)) {
-      // No theta (with any scaling) gives these values: keep them. A
-      // 16-bit torch export rounds its inv_freq buffer to bfloat16 (3
-      // significant digits) and PyTorch rotates by the rounded values.
-      if (invFreq->empty() || llvm::any_of(*invFreq, [](double v) {
-            return !(v > 0.0) || !std::isfinite(v);
-          }))
-        return std::nullopt;
-      a.invFreq.assign(invFreq->begin(), invFreq->end());
-      a.halfDim = static_cast<int64_t>(invFreq->size());
-      a.theta = invFreq->size() > 1 ? fitTheta(*invFreq, a.halfDim, 2.0 * a.halfDim) : 10000.0;
-      if (!(a.theta > 1.0) || !std::isfinite(a.theta))
-        a.theta = 10000.0;
-    }
+    std::optional<Angles> a = anglesOfFrequencies(*invFreq);
+    if (!a)
+      return std::nullopt;
     // P = Unsqueeze(pos[B, S], [1]) gives pos directly; else collapse P.
     if (auto u = p.getDefiningOp<ox::UnsqueezeOp>()) {
       auto axes = eval.vectorOf(u->getOperand(1));
       if (axes && axes->size() == 1 && constantOf((*axes)[0]) == std::optional<int64_t>(1))
-        a.positions = u->getOperand(0);
+        a->positions = u->getOperand(0);
     }
-    if (!a.positions) {
+    if (!a->positions) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointAfterValue(p);
       auto collapsed = RankedTensorType::get({pt.getDimSize(0), pt.getDimSize(2)},
                                              pt.getElementType());
-      a.positions = tensor::CollapseShapeOp::create(
+      a->positions = tensor::CollapseShapeOp::create(
           b, p.getLoc(), collapsed, p, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
     }
     return a;
   }
 
+  /// Whether `v` is Unsqueeze(x, [axis]); then x.
+  Value unsqueezedFrom(Value v, int64_t axis) {
+    auto u = v.getDefiningOp<ox::UnsqueezeOp>();
+    if (!u)
+      return {};
+    auto axes = eval.vectorOf(u->getOperand(1));
+    if (!axes || axes->size() != 1 || constantOf((*axes)[0]) != std::optional<int64_t>(axis))
+      return {};
+    return u->getOperand(0);
+  }
+
+  /// The outer-product form of matchAngleTable: positions p[S] (int64, cast
+  /// to float) times inv_freq[n], as [1, S, n] (or [S, n]: the caller's
+  /// RotaryEmbedding broadcasts it). The positions become p as [1, S].
+  std::optional<Angles> matchOuterProductTable(Value t) {
+    if (Value inner = unsqueezedFrom(t, 0))
+      t = inner;
+    auto mul = t.getDefiningOp<ox::MulOp>();
+    if (!mul)
+      return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      Value col = unsqueezedFrom(mul->getOperand(side), 1);
+      Value freqs = mul->getOperand(1 - side);
+      auto castOp = col ? col.getDefiningOp<ox::CastOp>() : ox::CastOp();
+      auto ft = dyn_cast<RankedTensorType>(freqs.getType());
+      if (!castOp || !ft || ft.getRank() < 1 || ft.getRank() > 2 ||
+          (ft.getRank() == 2 && ft.getDimSize(0) != 1))
+        continue;
+      Value p = castOp->getOperand(0);
+      auto pt = dyn_cast<RankedTensorType>(p.getType());
+      auto invFreq = constantValues(freqs);
+      if (!pt || pt.getRank() != 1 || !pt.getElementType().isInteger(64) || !invFreq)
+        continue;
+      std::optional<Angles> a = anglesOfFrequencies(*invFreq);
+      if (!a)
+        return std::nullopt;
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointAfterValue(p);
+      auto row = RankedTensorType::get({1, pt.getDimSize(0)}, pt.getElementType());
+      a->positions = tensor::ExpandShapeOp::create(b, p.getLoc(), row, p,
+                                                   ArrayRef<ReassociationIndices>{{0, 1}});
+      return a;
+    }
+    return std::nullopt;
+  }
+
   /// cos/sin operands of a fused RotaryEmbedding: Cos(T) and Sin(T) of the
-  /// same angle table T [B, S, n].
-  std::optional<Angles> matchCosSinPair(Value cosV, Value sinV) {
+  /// same angle table T [B, S, n], or Cos(T) and Neg(Sin(T)): the inverse
+  /// rotation R(-T), which `inverse` reports (DeepSeek-V4's rotation of the
+  /// attention output back, models/deepseek_v41/export.py).
+  std::optional<Angles> matchCosSinPair(Value cosV, Value sinV, bool &inverse) {
     // YaRN scales both tables by its attention factor: Mul(Cos(T), m).
     double magnitude = 1.0;
     auto peel = [&](Value v) -> Value {
@@ -578,7 +645,16 @@ private:
     };
     cosV = peel(cosV);
     double cosMagnitude = magnitude;
-    sinV = peel(sinV);
+    // -m sin(T) may be written Neg(Mul(Sin(T), m)) or Mul(Neg(Sin(T)), m).
+    inverse = false;
+    auto peelNeg = [&](Value v) {
+      if (auto neg = v.getDefiningOp<ox::NegOp>()) {
+        inverse = !inverse;
+        return neg->getOperand(0);
+      }
+      return v;
+    };
+    sinV = peelNeg(peel(peelNeg(sinV)));
     if (magnitude != cosMagnitude)
       return std::nullopt;
     auto c = cosV.getDefiningOp<ox::CosOp>();
@@ -593,6 +669,22 @@ private:
       return std::nullopt;
     a->magnitude = snapFloat(magnitude);
     return a;
+  }
+
+  /// The [D] constant of x's element type that is -1 at the second element
+  /// of each of the `halfDim` rotated pairs (interleaved: 2j + 1; else the
+  /// upper half's j + halfDim) and 1 elsewhere, channels past the rotary
+  /// dims included.
+  Value pairSigns(Location loc, RankedTensorType xt, int64_t halfDim, bool interleaved) {
+    int64_t d = xt.getDimSize(xt.getRank() - 1);
+    Type e = xt.getElementType();
+    SmallVector<Attribute> values(d, b.getFloatAttr(e, 1.0));
+    for (int64_t j = 0; j < halfDim; ++j)
+      values[interleaved ? 2 * j + 1 : j + halfDim] = b.getFloatAttr(e, -1.0);
+    auto t = RankedTensorType::get({d}, e);
+    return ox::ConstantOp::create(b, loc, TypeRange{t}, ValueRange{},
+                                  DenseElementsAttr::get(t, values))
+        ->getResult(0);
   }
 
   Value emitRope(Operation *op, Value x, const Angles &a, bool interleaved) {
@@ -620,13 +712,28 @@ private:
       return;
     bool interleaved = op.getInterleaved().value_or(0) != 0;
     // Tables computed in the graph from an inv_freq constant: recover theta.
+    bool inverse = false;
     if (op->getNumOperands() == 3 && rank == 4)
-      if (auto a = matchCosSinPair(op->getOperand(1), op->getOperand(2))) {
+      if (auto a = matchCosSinPair(op->getOperand(1), op->getOperand(2), inverse)) {
         int64_t rd = op.getRotaryEmbeddingDim().value_or(0);
         auto xt = cast<RankedTensorType>(x.getType());
         if ((rd == 0 || rd == 2 * a->halfDim) && xt == op->getResult(0).getType() &&
-            2 * a->halfDim <= xt.getDimSize(3)) {
-          replace(op, emitRope(op, x, *a, interleaved));
+            !xt.isDynamicDim(3) && 2 * a->halfDim <= xt.getDimSize(3)) {
+          if (!inverse) {
+            replace(op, emitRope(op, x, *a, interleaved));
+            return;
+          }
+          // R(-T) = C R(T) C with C = diag(1, -1) on every rotated pair:
+          // flipping the pairs' second element before and after the
+          // rotation inverts it, elementwise, so the rotation itself stays
+          // an attn.rope that h20-lower-rope turns into table gathers.
+          Value sign = pairSigns(op->getLoc(), xt, a->halfDim, interleaved);
+          Value flipped = ox::MulOp::create(b, op->getLoc(), TypeRange{xt}, ValueRange{x, sign})
+                              ->getResult(0);
+          Value rotated = emitRope(op, flipped, *a, interleaved);
+          replace(op, ox::MulOp::create(b, op->getLoc(), TypeRange{xt},
+                                        ValueRange{rotated, sign})
+                          ->getResult(0));
           return;
         }
       }
