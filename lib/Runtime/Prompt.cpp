@@ -8,13 +8,26 @@
 
 namespace h20::runtime {
 
-bool promptFromIds(const Manifest &m, const std::vector<int64_t> &ids, HostTensor &out,
-                   std::string &error) {
+bool takesTokenIds(const Manifest &m, std::string &error) {
   if (m.inputs.size() != 1) {
     error = "--ids feeds one input (token ids); this model has " +
             std::to_string(m.inputs.size()) + ": use --input";
     return false;
   }
+  const TensorSpec &in = m.inputs[0];
+  if (in.shape.size() != 2 || (in.shape[0] != 1 && in.shape[0] != -1) ||
+      (in.dtype != "int64" && in.dtype != "int32")) {
+    error = "the model's input '" + in.name +
+            "' is not token ids [1, S] of int64/int32: use --input";
+    return false;
+  }
+  return true;
+}
+
+bool promptFromIds(const Manifest &m, const std::vector<int64_t> &ids, HostTensor &out,
+                   std::string &error) {
+  if (!takesTokenIds(m, error))
+    return false;
   const int64_t S = static_cast<int64_t>(ids.size());
   for (int64_t i = 0; i < S; ++i)
     if (ids[i] < 0 || (m.vocabSize && ids[i] >= *m.vocabSize)) {
@@ -29,12 +42,6 @@ bool promptFromIds(const Manifest &m, const std::vector<int64_t> &ids, HostTenso
     return false;
   }
   const TensorSpec &in = m.inputs[0];
-  if (in.shape.size() != 2 || (in.shape[0] != 1 && in.shape[0] != -1) ||
-      (in.dtype != "int64" && in.dtype != "int32")) {
-    error = "the model's input '" + in.name +
-            "' is not token ids [1, S] of int64/int32: use --input";
-    return false;
-  }
   if (in.shape[1] != -1 && in.shape[1] != S) {
     error = "the model takes exactly " + std::to_string(in.shape[1]) + " tokens; got " +
             std::to_string(S);
@@ -116,8 +123,12 @@ std::vector<float> logitsAsFloat32(const std::string &dtype, const void *data, s
 
 bool nextToken(const HostTensor &logits, int64_t &next, std::vector<float> &wide,
                std::string &error) {
-  if (logits.shape.empty() || logits.shape.back() <= 0) {
+  if (logits.shape.empty()) {
     error = "output 0 is not logits [..., vocab]";
+    return false;
+  }
+  if (logits.shape.back() <= 0) {
+    error = "output 0 (logits) has no vocabulary dim";
     return false;
   }
   int64_t vocab = logits.shape.back(), count = 1;

@@ -8,6 +8,7 @@
 #include "h20/Runtime/Parallel/TensorParallel.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace h20::runtime {
@@ -260,18 +261,19 @@ bool chooseDevice(const Manifest &m, const std::string &name, const DeviceReques
   if (device != "cpu" && device != "gpu")
     return refuse("--device must be cpu or gpu, got '" + device + "'");
   gpu = device == "gpu";
+  const bool multiProcess = !rq.worldSize.empty() && std::atoll(rq.worldSize.c_str()) > 1;
   if (!gpu) {
     if (m.target != "cpu")
       return refuse(art + " was compiled for target '" + m.target +
                     "'; compile with --target=cpu to run on the CPU");
-    if (rq.gpus && !rq.multiProcess)
+    if (rq.gpus)
       return refuse("--gpus applies to GPU artifacts; " + art + " runs on the CPU");
     if (rq.dummyWeights)
       return refuse("--dummy-weights applies to GPU runs; " + art + " runs on the CPU");
     if (rq.tuneGemms)
       return refuse("--tune-gemms applies to GPU runs; " + art + " runs on the CPU");
-    if (rq.multiProcess)
-      return refuse("WORLD_SIZE=" + std::to_string(rq.gpus) + ": " + art +
+    if (multiProcess)
+      return refuse("WORLD_SIZE=" + rq.worldSize + ": " + art +
                     " runs on the CPU, in one process; do not start it as a multi-GPU job");
     const bool sharded = std::any_of(m.weights.begin(), m.weights.end(),
                                      [](const WeightSpec &w) { return w.shard.has_value(); });
@@ -279,7 +281,9 @@ bool chooseDevice(const Manifest &m, const std::string &name, const DeviceReques
       return refuse(art + " was compiled for tensor parallelism over " +
                     std::to_string(m.tensorParallel()) + " GPUs; it does not run on the CPU");
   }
-  if (!checkTensorParallelGpus(m, rq.gpus, error))
+  // --gpus, else WORLD_SIZE (a rank of a launched job), else not given.
+  const int64_t gpusGiven = rq.gpus ? rq.gpus : multiProcess ? std::atoll(rq.worldSize.c_str()) : 0;
+  if (!checkTensorParallelGpus(m, gpusGiven, error))
     return false;
   if (gpu && m.target == "cpu")
     return refuse(art + " was compiled for target '" + m.target +

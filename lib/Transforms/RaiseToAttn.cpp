@@ -607,6 +607,12 @@ private:
       if (!castOp || !ft || ft.getRank() < 1 || ft.getRank() > 2 ||
           (ft.getRank() == 2 && ft.getDimSize(0) != 1))
         continue;
+      // Positions cast to f16 / bf16 are rounded (above 2048 / 256) before
+      // they multiply: attn.rope's exact positions would differ. f32 and
+      // f64 keep every position a prompt can have (< 2^24).
+      auto castTo = cast<ShapedType>(castOp->getResult(0).getType()).getElementType();
+      if (!castTo.isF32() && !castTo.isF64())
+        continue;
       Value p = castOp->getOperand(0);
       auto pt = dyn_cast<RankedTensorType>(p.getType());
       auto invFreq = constantValues(freqs);
@@ -615,11 +621,16 @@ private:
       std::optional<Angles> a = anglesOfFrequencies(*invFreq);
       if (!a)
         return std::nullopt;
+      // An onnx.Unsqueeze, not a tensor reshape: the passes that follow a
+      // position back to a graph input (h20-input-value-ranges records its
+      // range, h20-chunked-prefill's input guard) look through ONNX's
+      // value-preserving ops.
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointAfterValue(p);
       auto row = RankedTensorType::get({1, pt.getDimSize(0)}, pt.getElementType());
-      a->positions = tensor::ExpandShapeOp::create(b, p.getLoc(), row, p,
-                                                   ArrayRef<ReassociationIndices>{{0, 1}});
+      a->positions = ox::UnsqueezeOp::create(b, p.getLoc(), TypeRange{row},
+                                             ValueRange{p, i64Constant(p.getLoc(), {0})})
+                         ->getResult(0);
       return a;
     }
     return std::nullopt;
@@ -633,6 +644,7 @@ private:
     // YaRN scales both tables by its attention factor: Mul(Cos(T), m).
     double magnitude = 1.0;
     auto peel = [&](Value v) -> Value {
+      magnitude = 1.0;
       auto mul = v.getDefiningOp<ox::MulOp>();
       if (!mul)
         return v;

@@ -298,10 +298,17 @@ TEST(ChooseDevice, RefusesGpuFlagsOnTheCpu) {
   EXPECT_FALSE(chooseDevice(cpu, "m.h20", rq, gpu, error));
   EXPECT_TRUE(contains(error, "--tune-gemms applies to GPU runs")) << error;
   rq = {};
-  rq.multiProcess = true;
-  rq.gpus = 4;
+  rq.worldSize = "4";
   EXPECT_FALSE(chooseDevice(cpu, "m.h20", rq, gpu, error));
   EXPECT_TRUE(contains(error, "WORLD_SIZE=4: 'm.h20' runs on the CPU, in one process")) << error;
+  // --gpus is named when given, whatever WORLD_SIZE says.
+  rq.gpus = 2;
+  EXPECT_FALSE(chooseDevice(cpu, "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "--gpus applies to GPU artifacts")) << error;
+  // WORLD_SIZE=1 is one process: a CPU run.
+  rq = {};
+  rq.worldSize = "1";
+  EXPECT_TRUE(chooseDevice(cpu, "m.h20", rq, gpu, error)) << error;
 }
 
 } // namespace

@@ -171,71 +171,43 @@ void printKVPlans(ModuleOp module) {
   });
 }
 
-/// Chooses the multi-GPU plan for `gpus` GPUs of target `t` (`requested`:
-/// auto, context or tensor) on the attn-level `module`, pricing both plans
-/// with the cost model at `tokens` tokens (PrefillCostModel.h; the LM head
-/// for the last position only when `logitsLast`). Context parallelism is
-/// always possible (priced only with NVLink); tensor parallelism needs a
-/// model h20-tensor-parallel can split. False with `error` when the
-/// requested plan is impossible.
-bool choosePlan(ModuleOp module, const h20::TargetDescription &t, int64_t gpus, int64_t tokens,
-                int64_t chunk, int64_t elementBytes, bool logitsLast, llvm::StringRef requested,
-                h20::GpuTargetOptions::Parallel &out, std::string &error) {
-  out.gpus = gpus;
-  out.tokens = tokens;
-  OwningOpRef<ModuleOp> priced(cast<ModuleOp>(module->clone()));
-  if (logitsLast) {
-    PassManager pm(module.getContext());
-    pm.addPass(h20::createLogitsLast());
-    if (failed(pm.run(*priced))) {
-      error = "the cost model could not apply --logits=last to the model";
-      return false;
-    }
-  }
-  h20::PrefillWork work = h20::collectPrefillWork(*priced, tokens, elementBytes);
-  if (t.nvlinkBytesPerS > 0)
-    out.contextMs = h20::predictContextParallel(work, t, gpus).totalMs;
-  h20::PrefillPrediction tp;
-  std::string why;
-  if (h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why, chunk))
-    out.tensorMs = tp.totalMs;
-  // h20-run's context parallelism cuts the prompt into 2N equal chunks.
-  const bool contextRuns = (gpus & (gpus - 1)) == 0;
-  if (requested == "context" && !contextRuns) {
-    error = "--parallel context needs a power of two for --gpus (h20-run cuts the prompt into "
-            "2N equal chunks), got " + std::to_string(gpus);
-    return false;
-  }
-  if (requested == "tensor") {
-    if (out.tensorMs < 0) {
-      error = "--parallel tensor: " + why;
-      return false;
-    }
-    out.plan = "tensor";
-    out.chosenBy = "user";
-    return true;
-  }
-  if (requested == "context") {
-    out.plan = "context";
-    out.chosenBy = "user";
-    return true;
-  }
-  out.chosenBy = "cost model";
-  if (!contextRuns) {
-    if (out.tensorMs < 0) {
-      error = "--gpus " + std::to_string(gpus) + ": context parallelism needs a power of two, "
-              "and tensor parallelism is not possible: " + why;
-      return false;
-    }
-    out.plan = "tensor";
-    out.note = "context parallelism needs a power of two";
-    return true;
-  }
-  if (out.tensorMs < 0)
-    out.note = "tensor parallelism is not possible: " + why;
-  out.plan = out.tensorMs >= 0 && (out.contextMs < 0 || out.tensorMs < out.contextMs) ? "tensor"
-                                                                                      : "context";
-  return true;
+/// Chooses the multi-GPU plan for `gpus` > 1 GPUs (h20-choose-parallel-plan
+/// records it as `h20.parallel`), prints it, and returns the tensor-parallel
+/// ranks it asks for (1: context parallelism); 0 when the plan is
+/// impossible (the pass said why).
+int64_t chooseParallelPlan(ModuleOp module, int64_t gpus, int64_t tokens, int64_t chunk,
+                           int64_t elementBytes, bool logitsLast) {
+  PassManager pm(module.getContext());
+  h20::ChooseParallelPlanOptions o;
+  o.target = targetName;
+  o.gpus = gpus;
+  o.tokens = tokens;
+  o.chunk = chunk;
+  o.elementBytes = elementBytes;
+  o.logitsLast = logitsLast;
+  o.plan = parallelPlan;
+  pm.addPass(h20::createChooseParallelPlan(o));
+  if (failed(pm.run(module)))
+    return 0;
+  auto plan = module->getAttrOfType<DictionaryAttr>("h20.parallel");
+  auto str = [&](StringRef k) {
+    auto v = plan.getAs<StringAttr>(k);
+    return v ? v.getValue().str() : std::string();
+  };
+  auto ms = [&](StringRef k) {
+    double v = plan.getAs<FloatAttr>(k).getValueAsDouble();
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4g ms", v);
+    return v < 0 ? std::string("n/a") : std::string(text);
+  };
+  llvm::errs() << "h20-opt: " << gpus << " GPUs: plan " << str("plan") << " ("
+               << str("chosen_by") << "); predicted at " << tokens << " tokens on " << gpus
+               << "x " << targetName << ": context " << ms("context_ms") << ", tensor "
+               << ms("tensor_ms");
+  if (!str("note").empty())
+    llvm::errs() << "; " << str("note");
+  llvm::errs() << "\n";
+  return str("plan") == "tensor" ? gpus : 1;
 }
 
 bool isOnnxFile(llvm::StringRef name) {
@@ -377,37 +349,22 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   // The sparse KV plan is sized in the GPU targets' storage type.
   int64_t kvElementBytes =
       targetName.empty() || targetName == "cpu" ? 0 : computeType == "f32" ? 4 : 2;
-  h20::GpuTargetOptions::Parallel parallel;
+  int64_t tensorRanks = 1;
   if (gpuArtifact) {
     // Attn level first: the multi-GPU plan is chosen there, and a tensor-
     // parallel split must precede the KV-cache plan.
     if (failed(h20::buildEmitPipeline(pm, "attn")) || failed(pm.run(*module)))
       return kExitBadInput;
     if (gpuCount > 1) {
-      std::string error;
-      if (!choosePlan(*module, *desc, gpuCount, gpuMaxPositions, chunk,
-                      computeType == "f32" ? 4 : 2, logitsMode == "last", parallelPlan, parallel,
-                      error))
-        return fail(error);
-      llvm::errs() << "h20-opt: " << gpuCount << " GPUs: plan " << parallel.plan << " ("
-                   << parallel.chosenBy << ")";
-      auto ms = [](double v) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.4g ms", v);
-        return v < 0 ? std::string("n/a") : std::string(text);
-      };
-      llvm::errs() << "; predicted at " << parallel.tokens << " tokens on " << gpuCount << "x "
-                   << targetName << ": context " << ms(parallel.contextMs) << ", tensor "
-                   << ms(parallel.tensorMs);
-      if (!parallel.note.empty())
-        llvm::errs() << "; " << parallel.note;
-      llvm::errs() << "\n";
+      tensorRanks = chooseParallelPlan(*module, gpuCount, gpuMaxPositions, chunk,
+                                       computeType == "f32" ? 4 : 2, logitsMode == "last");
+      if (tensorRanks == 0)
+        return kExitBadInput;
     }
     PassManager plan(&ctx);
     if (failed(h20::applyDeveloperOptions(plan)))
       return kExitBadInput;
-    h20::buildPlanPipeline(plan, targetName, capacity, kvElementBytes,
-                           parallel.plan == "tensor" ? parallel.gpus : 1);
+    h20::buildPlanPipeline(plan, targetName, capacity, kvElementBytes, tensorRanks);
     if (failed(plan.run(*module)))
       return kExitBadInput;
     // What the split covered: a block that did not fit stays whole on
@@ -436,7 +393,6 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     options.chunk = chunk;
     options.computeType = computeType;
     options.attentionKernel = attentionKernel;
-    options.parallel = parallel;
     if (gpuStage)
       options.stopAfter = emitLevel;
     h20::runtime::Artifact artifact;

@@ -183,6 +183,8 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   if (!writeOutputs(opt, outputs, error))
     return fail(kExitBadInput, error);
   if (generic) {
+    if (!writeGraphReport(opt, "gpu", dev.name, st.ttftMs, inputs.size(), outputs, error))
+      return fail(kExitBadInput, error);
     std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s (GPU %d)\n", inputs.size(),
                 outputs.size(), st.ttftMs, dev.name.c_str(), dev.ordinal);
     workerExit.ok = true;

@@ -70,6 +70,21 @@ bool writeOutputs(const Options &opt, const std::vector<HostTensor> &outputs, st
   return true;
 }
 
+bool writeGraphReport(const Options &opt, const std::string &device, const std::string &gpu,
+                      double runMs, size_t inputs, const std::vector<HostTensor> &outputs,
+                      std::string &error) {
+  if (opt.report.empty())
+    return true;
+  nlohmann::json outs = nlohmann::json::array();
+  for (const HostTensor &t : outputs)
+    outs.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+  nlohmann::json report{{"device", device}, {"run_ms", runMs}, {"inputs", inputs},
+                        {"outputs", outs}};
+  if (!gpu.empty())
+    report["gpu"] = gpu;
+  return writeFileAtomically(opt.report, report.dump(2) + "\n", error);
+}
+
 } // namespace h20run
 
 using namespace h20run;
@@ -92,6 +107,8 @@ static int runOnCpu(const Options &opt, const Artifact &artifact, const Manifest
   if (!writeOutputs(opt, r.outputs, error))
     return fail(kExitBadInput, error);
   if (generic) {
+    if (!writeGraphReport(opt, "cpu", "", r.prefillMs, inputs.size(), r.outputs, error))
+      return fail(kExitBadInput, error);
     std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on the CPU\n", inputs.size(),
                 m.outputs.size(), r.prefillMs);
     return 0;
@@ -159,15 +176,20 @@ int main(int argc, char **argv) {
         outs.push_back(*p);
     for (auto &o : opt.outputs)
       outs.push_back(o.second);
+    for (size_t j = 0; !opt.outputsTo.empty() && j < m.outputs.size(); ++j)
+      outs.push_back(opt.outputsTo + "/output_" + std::to_string(j) + ".pb");
     std::vector<std::string> ins{opt.artifact};
     if (!opt.ids.empty())
       ins.push_back(opt.ids);
     for (auto &i : opt.inputs)
       ins.push_back(i.second);
+    for (size_t j = 0; !opt.inputsFrom.empty() && j < m.inputs.size(); ++j)
+      ins.push_back(opt.inputsFrom + "/input_" + std::to_string(j) + ".pb");
     if (!checkOutputFiles(outs, ins, error))
       return fail(kExitBadInput, error);
-    if (!opt.outputsTo.empty() && !checkWritable(opt.outputsTo + "/output_0.pb", error))
-      return fail(kExitBadInput, error);
+    if (opt.ids.empty() && !opt.dumpLogits.empty())
+      return fail(kExitBadInput, "--dump-logits needs a token-id prefill (--ids); write a "
+                                 "graph's outputs with --output NAME=PATH or --outputs-to DIR");
   }
 #if defined(__x86_64__)
   if (m.cpu == "x86-64-v3" &&
@@ -177,9 +199,8 @@ int main(int argc, char **argv) {
 #endif
   DeviceRequest dr;
   dr.device = opt.device;
-  // --gpus, else WORLD_SIZE (a rank of a launched job), else not given.
-  dr.gpus = opt.gpus ? opt.gpus : multiProcess ? std::atoll(worldEnv) : 0;
-  dr.multiProcess = multiProcess;
+  dr.gpus = opt.gpus;
+  dr.worldSize = worldEnv ? worldEnv : "";
   dr.dummyWeights = opt.dummyWeights;
   dr.tuneGemms = opt.tuneGemms;
   bool onGpu = false;
@@ -193,7 +214,8 @@ int main(int argc, char **argv) {
   if (!generic) {
     std::vector<int64_t> ids;
     HostTensor prompt;
-    if (!readTokenIds(opt.ids, ids, error) || !promptFromIds(m, ids, prompt, error))
+    if (!takesTokenIds(m, error) || !readTokenIds(opt.ids, ids, error) ||
+        !promptFromIds(m, ids, prompt, error))
       return fail(kExitBadInput, error);
     inputs = {prompt};
     S = static_cast<int64_t>(ids.size());

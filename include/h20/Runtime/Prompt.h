@@ -20,6 +20,11 @@
 
 namespace h20::runtime {
 
+/// Whether the model takes token ids: exactly one input, [1, S] (or
+/// [?, S]) of int64 or int32. False with `error` saying to use --input
+/// otherwise. Checked before the ids file is read.
+bool takesTokenIds(const Manifest &m, std::string &error);
+
 /// The token-id input of a model with one input, the ids [1, S] as int64 or
 /// int32 (-1 dims are the symbolic prompt length). False with `error` when
 /// the model has another input signature, an id is outside [0, vocab), or

@@ -122,8 +122,10 @@ std::vector<uint8_t> paddedChunkedInput(const GpuProgram &program, const RunPlan
 /// flags and the environment.
 struct DeviceRequest {
   std::string device;       ///< --device: "cpu", "gpu" or "" (the artifact's target decides)
-  int64_t gpus = 0;         ///< --gpus, else WORLD_SIZE of a launched job, else 0
-  bool multiProcess = false; ///< WORLD_SIZE > 1: one rank of a multi-process job
+  int64_t gpus = 0;         ///< --gpus; 0: not given
+  /// WORLD_SIZE as set (empty: not set); over 1 this process is one rank
+  /// of a multi-process job, and it stands for --gpus when that is absent.
+  std::string worldSize;
   bool dummyWeights = false; ///< --dummy-weights
   bool tuneGemms = false;    ///< --tune-gemms
 };

@@ -27,18 +27,10 @@ struct GpuTargetOptions {
   /// The attention kernel family: "auto" (wgmma where it has a variant) or
   /// "mma" (h20-choose-attention-kernels' `kernel` option).
   std::string attentionKernel = "auto";
-  /// The multi-GPU plan, written to the manifest's "parallel" object when
-  /// gpus > 1 (h20-opt --gpus N --parallel auto|context|tensor). With plan
-  /// "tensor" the module must already be split (h20-tensor-parallel with
-  /// ranks = gpus).
-  struct Parallel {
-    int64_t gpus = 1;
-    std::string plan = "context"; ///< "context" or "tensor"
-    std::string chosenBy;         ///< "cost model" or "user"
-    int64_t tokens = 0;           ///< prompt length the cost model priced
-    double contextMs = -1, tensorMs = -1; ///< predictions; < 0: none
-    std::string note;             ///< why a plan was not possible, if so
-  } parallel;
+  // The multi-GPU plan is the module's `h20.parallel` attribute
+  // (h20-choose-parallel-plan), written to the manifest's "parallel"
+  // object; with plan "tensor" the module must already be split
+  // (h20-tensor-parallel with ranks = gpus).
   /// Stop after this stage of the GPU pipeline and leave the module as it
   /// made it (h20-opt --emit=...; the stages are gpuStages() in
   /// h20/Pipelines/Pipelines.h). Empty: the whole artifact.

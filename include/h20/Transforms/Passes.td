@@ -148,6 +148,39 @@ def ComputeType : Pass<"h20-compute-type", "mlir::func::FuncOp"> {
   ];
 }
 
+def ChooseParallelPlan : Pass<"h20-choose-parallel-plan", "mlir::ModuleOp"> {
+  let summary = "Choose the multi-GPU plan (context or tensor parallel) and record it";
+  let description = [{
+    On attn-level IR, before h20-tensor-parallel (choose-then-apply): for
+    `gpus` N > 1 GPUs of `target`, prices context parallelism (the prompt
+    cut into 2N chunks, K/V passed in a ring; priced only where the target
+    has NVLink) and tensor parallelism (h20-tensor-parallel's split, one
+    all-reduce per block) with the cost model (PrefillCostModel.h) at
+    `tokens` tokens in `chunk`-token chunks, the LM head for the last
+    position only with `logits-last`, and records the plan on the module:
+    `h20.parallel = {gpus, plan = "context" | "tensor", chosen_by =
+    "cost model" | "user", tokens, context_ms, tensor_ms, note?}` (a
+    prediction < 0: the plan is not possible or not priced). `plan`
+    (auto, context or tensor) is the user's request: auto takes the faster
+    plan that runs. Context parallelism needs N a power of two (h20-run
+    cuts the prompt into 2N equal chunks); tensor parallelism a model
+    h20-tensor-parallel can split. An impossible request is an error
+    naming why. N <= 1 records nothing. h20-opt runs it for --gpus N and
+    applies the plan; the GPU target writes it into the manifest.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"h200\"", "GPU the plan is priced on">,
+    Option<"gpus", "gpus", "int64_t", "1", "GPUs of the prefill">,
+    Option<"tokens", "tokens", "int64_t", "32768", "Prompt length the plans are priced at">,
+    Option<"chunk", "chunk", "int64_t", "0", "Prefill chunk in tokens (0: whole prompt)">,
+    Option<"elementBytes", "element-bytes", "int64_t", "2",
+           "Bytes per activation / weight element (2: bf16, 4: f32)">,
+    Option<"logitsLast", "logits-last", "bool", "false",
+           "Price the LM head for the last position only">,
+    Option<"plan", "plan", "std::string", "\"auto\"", "auto, context or tensor">
+  ];
+}
+
 def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
   let dependentDialects = ["h20::onnx::OnnxDialect", "h20::attn::AttnDialect"];
   let summary = "Split attention heads and MLP columns over tensor-parallel ranks";

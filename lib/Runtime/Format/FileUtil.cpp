@@ -265,20 +265,40 @@ int64_t fileSize(const std::string &path) {
   return static_cast<int64_t>(st.st_size);
 }
 
+namespace {
+/// `path` with its directory resolved (realpath), so that "o.npy",
+/// "./o.npy" and "/cwd/o.npy" compare equal before the file exists; the
+/// path itself when its directory does not resolve.
+std::string resolvedPath(const std::string &path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  char *real = realpath(dir.c_str(), nullptr);
+  if (!real)
+    return path;
+  std::string out = std::string(real) + (std::string(real) == "/" ? "" : "/") + base;
+  std::free(real);
+  return out;
+}
+bool samePath(const std::string &a, const std::string &b) {
+  return a == b || sameFile(a, b) || resolvedPath(a) == resolvedPath(b);
+}
+} // namespace
+
 bool checkOutputFiles(const std::vector<std::string> &outputs,
                       const std::vector<std::string> &inputs, std::string &error) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!checkWritable(outputs[i], error))
       return false;
     for (const std::string &in : inputs)
-      if (outputs[i] == in || sameFile(outputs[i], in)) {
+      if (samePath(outputs[i], in)) {
         error = "output '" + outputs[i] + "' is an input file; refusing to overwrite it";
         return false;
       }
     struct stat st;
     bool special = stat(outputs[i].c_str(), &st) == 0 && !S_ISREG(st.st_mode);
     for (size_t j = 0; j < i && !special; ++j)
-      if (outputs[i] == outputs[j] || sameFile(outputs[i], outputs[j])) {
+      if (samePath(outputs[i], outputs[j])) {
         error = "output '" + outputs[i] + "' is named twice";
         return false;
       }

@@ -223,23 +223,46 @@ LogicalResult addKernelModules(ModuleOp module, const gpu::HostProgram &host,
   return success();
 }
 
-/// The manifest's "parallel" object: the plan h20-opt chose and what
+/// The multi-GPU plan h20-choose-parallel-plan recorded (`h20.parallel`),
+/// or null for a one-GPU module.
+DictionaryAttr parallelPlanOf(ModuleOp module) {
+  return module->getAttrOfType<DictionaryAttr>("h20.parallel");
+}
+
+/// Tensor-parallel ranks the recorded plan asks for (1: none).
+int64_t planTensorRanks(ModuleOp module) {
+  DictionaryAttr plan = parallelPlanOf(module);
+  if (!plan)
+    return 1;
+  auto kind = plan.getAs<StringAttr>("plan");
+  auto gpus = plan.getAs<IntegerAttr>("gpus");
+  return kind && gpus && kind.getValue() == "tensor" ? gpus.getInt() : 1;
+}
+
+/// The manifest's "parallel" object: the recorded plan and what
 /// h20-tensor-parallel split.
-llvm::json::Object parallelJson(ModuleOp module, const GpuTargetOptions::Parallel &par) {
-  auto ms = [](double v) -> llvm::json::Value {
-    if (v < 0)
-      return nullptr;
-    return v;
+llvm::json::Object parallelJson(ModuleOp module, DictionaryAttr plan) {
+  auto num = [&](StringRef k) -> llvm::json::Value {
+    if (auto v = plan.getAs<IntegerAttr>(k))
+      return v.getInt();
+    if (auto v = plan.getAs<FloatAttr>(k))
+      return v.getValueAsDouble() < 0 ? llvm::json::Value(nullptr)
+                                       : llvm::json::Value(v.getValueAsDouble());
+    return nullptr;
   };
-  llvm::json::Object o{{"gpus", par.gpus},
-                       {"plan", par.plan},
-                       {"tensor_parallel", par.plan == "tensor" ? par.gpus : int64_t(1)},
-                       {"chosen_by", par.chosenBy},
-                       {"tokens", par.tokens},
-                       {"predicted_ms", llvm::json::Object{{"context", ms(par.contextMs)},
-                                                           {"tensor", ms(par.tensorMs)}}}};
-  if (!par.note.empty())
-    o["note"] = par.note;
+  auto str = [&](StringRef k) {
+    auto v = plan.getAs<StringAttr>(k);
+    return v ? v.getValue().str() : std::string();
+  };
+  llvm::json::Object o{{"gpus", num("gpus")},
+                       {"plan", str("plan")},
+                       {"tensor_parallel", planTensorRanks(module)},
+                       {"chosen_by", str("chosen_by")},
+                       {"tokens", num("tokens")},
+                       {"predicted_ms", llvm::json::Object{{"context", num("context_ms")},
+                                                           {"tensor", num("tensor_ms")}}}};
+  if (!str("note").empty())
+    o["note"] = str("note");
   // What h20-tensor-parallel split (blocks that did not fit run whole).
   if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel")) {
     llvm::json::Object split;
@@ -259,7 +282,7 @@ LogicalResult checkModule(ModuleOp module, func::FuncOp func, const GpuTargetOpt
   if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel"))
     if (auto r = tp.getAs<IntegerAttr>("ranks"))
       splitRanks = r.getInt();
-  int64_t planRanks = options.parallel.plan == "tensor" ? options.parallel.gpus : 1;
+  int64_t planRanks = planTensorRanks(module);
   if (splitRanks != planRanks)
     return module.emitError("GPU target: the module is split for ")
            << splitRanks << " tensor-parallel rank(s) but the plan asks for " << planRanks;
@@ -313,8 +336,8 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
   program.steps = std::move(host.steps);
   program.arenaBytes = host.arenaBytes;
 
-  if (options.parallel.gpus > 1)
-    manifest["parallel"] = parallelJson(module, options.parallel);
+  if (DictionaryAttr plan = parallelPlanOf(module))
+    manifest["parallel"] = parallelJson(module, plan);
   manifest["compute_type"] = options.computeType;
   manifest["weights"] = std::move(weights);
   manifest["blobs"] = writer.takeBlobs();

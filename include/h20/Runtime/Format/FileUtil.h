@@ -40,8 +40,9 @@ int64_t fileSize(const std::string &path);
 
 /// Checks a run's output files before any work, so that a bad path cannot
 /// leave some outputs written and others not: each of `outputs` must be
-/// writable (checkWritable), none may be one of `inputs` (by name or
-/// sameFile) and none may be named twice (special files such as
+/// writable (checkWritable), none may be one of `inputs` and none may be
+/// named twice (the same file, or the same name in the same directory
+/// before it exists: "o.npy" and "./o.npy"; special files such as
 /// /dev/null excepted). False with `error` naming the path.
 bool checkOutputFiles(const std::vector<std::string> &outputs,
                       const std::vector<std::string> &inputs, std::string &error);

@@ -1,0 +1,112 @@
+//===- ChooseParallelPlan.cpp - the multi-GPU plan, chosen once, in IR ----===//
+//
+// Before, h20-opt's driver priced and chose the plan itself and handed it
+// to the GPU target beside the IR. This pass chooses and records it
+// (`h20.parallel`); h20-opt applies it (h20-tensor-parallel for "tensor")
+// and the GPU target writes it into the manifest. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Analysis/TargetDescription.h"
+#include "h20/Transforms/Passes.h"
+#include "h20/Transforms/PrefillCostModel.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace h20 {
+#define GEN_PASS_DEF_CHOOSEPARALLELPLAN
+#include "h20/Transforms/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+
+namespace {
+
+struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallelPlanPass> {
+  using ChooseParallelPlanBase::ChooseParallelPlanBase;
+
+  /// The cost model's predictions of both plans (< 0: not possible or not
+  /// priced), and why tensor parallelism is not possible when it is not.
+  LogicalResult price(ModuleOp module, const h20::TargetDescription &t, double &contextMs,
+                      double &tensorMs, std::string &why) {
+    OwningOpRef<ModuleOp> priced(cast<ModuleOp>(module->clone()));
+    if (logitsLast) {
+      PassManager pm(module.getContext());
+      pm.addPass(h20::createLogitsLast());
+      if (failed(pm.run(*priced)))
+        return module.emitError("h20-choose-parallel-plan: the cost model could not apply "
+                                "--logits=last to the model");
+    }
+    h20::PrefillWork work = h20::collectPrefillWork(*priced, tokens, elementBytes);
+    contextMs = t.nvlinkBytesPerS > 0 ? h20::predictContextParallel(work, t, gpus).totalMs : -1;
+    h20::PrefillPrediction tp;
+    tensorMs = h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why, chunk)
+                   ? tp.totalMs
+                   : -1;
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (gpus <= 1)
+      return;
+    const h20::TargetDescription *t = h20::findTarget(target);
+    if (!t || t->computeCapability == 0) {
+      module.emitError("h20-choose-parallel-plan: unknown GPU target '") << target << "'";
+      return signalPassFailure();
+    }
+    if (plan != "auto" && plan != "context" && plan != "tensor") {
+      module.emitError("--parallel must be auto, context or tensor, got '") << plan << "'";
+      return signalPassFailure();
+    }
+    double contextMs = -1, tensorMs = -1;
+    std::string why;
+    if (failed(price(module, *t, contextMs, tensorMs, why)))
+      return signalPassFailure();
+    // h20-run's context parallelism cuts the prompt into 2N equal chunks.
+    const bool contextRuns = (gpus & (gpus - 1)) == 0;
+    const std::string n = std::to_string(gpus);
+    std::string chosen, chosenBy = plan == "auto" ? "cost model" : "user", note;
+    if (plan == "context") {
+      if (!contextRuns) {
+        module.emitError("--parallel context needs a power of two for --gpus (h20-run cuts "
+                         "the prompt into 2N equal chunks), got ")
+            << n;
+        return signalPassFailure();
+      }
+      chosen = "context";
+    } else if (plan == "tensor") {
+      if (tensorMs < 0) {
+        module.emitError("--parallel tensor: ") << why;
+        return signalPassFailure();
+      }
+      chosen = "tensor";
+    } else if (!contextRuns) {
+      if (tensorMs < 0) {
+        module.emitError("--gpus ")
+            << n << ": context parallelism needs a power of two, and tensor parallelism is "
+            << "not possible: " << why;
+        return signalPassFailure();
+      }
+      chosen = "tensor";
+      note = "context parallelism needs a power of two";
+    } else {
+      if (tensorMs < 0)
+        note = "tensor parallelism is not possible: " + why;
+      chosen = tensorMs >= 0 && (contextMs < 0 || tensorMs < contextMs) ? "tensor" : "context";
+    }
+    Builder b(module.getContext());
+    SmallVector<NamedAttribute> fields{
+        b.getNamedAttr("chosen_by", b.getStringAttr(chosenBy)),
+        b.getNamedAttr("context_ms", b.getF64FloatAttr(contextMs)),
+        b.getNamedAttr("gpus", b.getI64IntegerAttr(gpus)),
+        b.getNamedAttr("plan", b.getStringAttr(chosen)),
+        b.getNamedAttr("tensor_ms", b.getF64FloatAttr(tensorMs)),
+        b.getNamedAttr("tokens", b.getI64IntegerAttr(tokens))};
+    if (!note.empty())
+      fields.push_back(b.getNamedAttr("note", b.getStringAttr(note)));
+    module->setAttr("h20.parallel", b.getDictionaryAttr(fields));
+  }
+};
+
+} // namespace
