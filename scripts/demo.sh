@@ -31,7 +31,7 @@ while (($#)); do
     --device) device=${2:?--device needs cpu or gpu}; shift ;;
     --device=*) device=${1#*=} ;;
     --) shift; run_args=("$@"); break ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
     *) echo "demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
