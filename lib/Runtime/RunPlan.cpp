@@ -261,7 +261,8 @@ bool chooseDevice(const Manifest &m, const std::string &name, const DeviceReques
   if (device != "cpu" && device != "gpu")
     return refuse("--device must be cpu or gpu, got '" + device + "'");
   gpu = device == "gpu";
-  const bool multiProcess = !rq.worldSize.empty() && std::atoll(rq.worldSize.c_str()) > 1;
+  const int64_t worldSize = rq.worldSize.empty() ? 0 : std::atoll(rq.worldSize.c_str());
+  const bool multiProcess = worldSize > 1;
   if (!gpu) {
     if (m.target != "cpu")
       return refuse(art + " was compiled for target '" + m.target +
@@ -282,7 +283,7 @@ bool chooseDevice(const Manifest &m, const std::string &name, const DeviceReques
                     std::to_string(m.tensorParallel()) + " GPUs; it does not run on the CPU");
   }
   // --gpus, else WORLD_SIZE (a rank of a launched job), else not given.
-  const int64_t gpusGiven = rq.gpus ? rq.gpus : multiProcess ? std::atoll(rq.worldSize.c_str()) : 0;
+  const int64_t gpusGiven = rq.gpus ? rq.gpus : multiProcess ? worldSize : 0;
   if (!checkTensorParallelGpus(m, gpusGiven, error))
     return false;
   if (gpu && m.target == "cpu")

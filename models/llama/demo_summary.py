@@ -7,26 +7,27 @@ usage: demo_summary.py CONFIG.json TOKENS REPORT.json [--layers N]
 CONFIG is a models/llama/configs/*.json model (the layer count overridden
 by --layers as generate.py does), REPORT h20-run's --report JSON. FLOPs:
 the linear layers for every token plus the LM head for the last position,
-and causal attention at 4 S^2 d H / 2 per layer (the convention of
-bench/run-bench.sh). The floor is FLOPs / the GPU's datasheet dense bf16
-rate (DESIGN.md section 1): a bound no implementation beats, and a
-datasheet figure; bench/run-bench.sh measures the GEMM peak instead.
+and causal attention at 4 S^2 d H / 2 per layer (bench/summarize.py's
+flops_of, the convention of bench/run-bench.sh). The floor is FLOPs / the
+GPU's datasheet dense bf16 rate (DESIGN.md section 1): a bound no
+implementation beats, and a datasheet figure; bench/run-bench.sh measures
+the GEMM peak instead.
 Standard library only.
 """
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from summarize import flops_of  # noqa: E402
 
 # Dense bf16 tensor-core FLOP/s by GPU name (datasheets, DESIGN.md 1).
 PEAK_BF16 = {"H20": 148e12, "H100": 989e12, "H200": 989e12, "H800": 989e12}
 
 
 def prefill_flops(cfg, S):
-    h, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    d = cfg.get("head_dim", h // nh)
-    f, L, V = cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
-    linear = L * S * 2 * (h * nh * d + 2 * h * nkv * d + nh * d * h + 3 * h * f) + 2 * h * V
-    attention = L * 4.0 * S * S * d * nh / 2
-    return linear + attention
+    """bench/summarize.py's count (the one the benchmark records use)."""
+    return flops_of(cfg, S)["total"]
 
 
 def peak_of(gpu_name):

@@ -10,8 +10,8 @@
 #include "h20/Analysis/TargetDescription.h"
 #include "h20/Conversion/Passes.h"
 
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "GeneratedKernels.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace h20 {
@@ -52,14 +52,9 @@ struct ChooseLaunchShapesPass : h20::impl::ChooseLaunchShapesBase<ChooseLaunchSh
         b.getNamedAttr("row_reduction", b.getBoolAttr(true)),
         b.getNamedAttr("vector", b.getI64IntegerAttr(vector)),
     });
-    // The ops h20-linalg-to-gpu-loops turns into kernels (its own filter).
     func.walk([&](linalg::LinalgOp op) {
-      if (op->getParentOfType<scf::ParallelOp>() || !op.hasPureBufferSemantics())
-        return;
-      auto g = dyn_cast<linalg::GenericOp>(op.getOperation());
-      if (g && g.getLibraryCallAttr())
-        return;
-      op->setAttr("h20.launch", launch);
+      if (h20::becomesGeneratedKernel(op))
+        op->setAttr("h20.launch", launch);
     });
   }
 };

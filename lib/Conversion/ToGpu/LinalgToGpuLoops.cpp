@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
 
+#include "GeneratedKernels.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
@@ -564,12 +566,8 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
     IRRewriter rewriter(ctx);
     SmallVector<linalg::LinalgOp> ops;
     func.walk([&](linalg::LinalgOp op) {
-      if (op->getParentOfType<scf::ParallelOp>() || !op.hasPureBufferSemantics())
-        return;
-      auto g = dyn_cast<linalg::GenericOp>(op.getOperation());
-      if (g && g.getLibraryCallAttr())
-        return;
-      ops.push_back(op);
+      if (h20::becomesGeneratedKernel(op))
+        ops.push_back(op);
     });
     // Shape arithmetic on values the host knows (e.g. a slice bound from
     // S / r) runs on the host, unrolled, so the host program can evaluate
