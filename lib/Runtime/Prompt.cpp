@@ -38,7 +38,8 @@ bool promptFromIds(const Manifest &m, const std::vector<int64_t> &ids, HostTenso
     }
   if (m.maxPositions && S > *m.maxPositions) {
     error = "prompt of " + std::to_string(S) + " tokens exceeds the model's maximum of " +
-            std::to_string(*m.maxPositions) + " positions";
+            std::to_string(*m.maxPositions) + " positions: compile the model with h20-opt " +
+            "--max-positions=" + std::to_string(S) + " (or more)";
     return false;
   }
   const TensorSpec &in = m.inputs[0];

@@ -62,12 +62,15 @@ bool gpuRanks(const Options &opt, int tensorParallel, GpuLoadOptions &lo, RankMo
   return true;
 }
 
-/// "\rprefill: chunk i/n ..." on stderr after each chunk.
+/// "prefill: chunk i/n ..." on stderr after each chunk: rewritten in place
+/// on a terminal, one line per chunk otherwise (--verbose into a log).
 void printProgress(int64_t chunk, int64_t chunks, int64_t done, int64_t tokens, double ms) {
-  std::fprintf(stderr, "\rprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)\x1b[K",
-               static_cast<long long>(chunk + 1), static_cast<long long>(chunks),
-               static_cast<long long>(done), static_cast<long long>(tokens), ms);
-  if (chunk + 1 == chunks)
+  static const bool terminal = isatty(STDERR_FILENO);
+  std::fprintf(stderr, "%sprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)%s",
+               terminal ? "\r" : "", static_cast<long long>(chunk + 1),
+               static_cast<long long>(chunks), static_cast<long long>(done),
+               static_cast<long long>(tokens), ms, terminal ? "\x1b[K" : "\n");
+  if (terminal && chunk + 1 == chunks)
     std::fputc('\n', stderr);
   std::fflush(stderr);
 }
@@ -144,16 +147,25 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
       s != GpuStatus::Ok)
     return fail(s, error);
   const GpuDeviceInfo &dev = prefill.executor().device();
-  if (prefill.executor().loadStats().nccl.rfind("unavailable", 0) == 0)
+  const GpuLoadStats &loaded = prefill.executor().loadStats();
+  if (loaded.nccl.rfind("unavailable", 0) == 0 && opt.verbosity > 0)
     std::fprintf(stderr, "h20-run: note: NCCL %s; the 1-GPU prefill runs without it\n",
-                 prefill.executor().loadStats().nccl.c_str());
+                 loaded.nccl.c_str());
+  if (showProgress(opt)) {
+    double gib = static_cast<double>(loaded.weightBytes) / (1ull << 30);
+    std::fprintf(stderr, "h20-run: %s (GPU %d): weights %.2f GiB loaded in %.1f s (%.2f GiB/s), "
+                 "%.2f GiB allocated, %s kernels\n",
+                 dev.name.c_str(), dev.ordinal, gib, loaded.loadWeightsMs / 1000.0,
+                 loaded.loadWeightsMs > 0 ? gib / (loaded.loadWeightsMs / 1000.0) : 0.0,
+                 static_cast<double>(loaded.planBytes) / (1ull << 30), loaded.code.c_str());
+  }
   GpuRunOptions ro;
   ro.n = generic ? 0 : S;
   ro.cudaGraph = !opt.noCudaGraph && cpRanks < 2;
   ro.profileSteps = opt.profileSteps;
   ro.virtualRanks = cpRanks > 1 && opt.virtualRanks ? cpRanks : 0;
   ro.contextParallel = mode == RankMode::Worker && T == 1;
-  if (program.chunking && isatty(STDERR_FILENO) && cpRanks < 2)
+  if (program.chunking && showProgress(opt) && cpRanks < 2)
     ro.progress = printProgress;
   if (GpuStatus s = prefill.run(inputs, ro, opt.warmup, opt.repeat, error); s != GpuStatus::Ok)
     return fail(s, error);
@@ -185,8 +197,9 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   if (generic) {
     if (!writeGraphReport(opt, "gpu", dev.name, st.ttftMs, inputs.size(), outputs, error))
       return fail(kExitBadInput, error);
-    std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s (GPU %d)\n", inputs.size(),
-                outputs.size(), st.ttftMs, dev.name.c_str(), dev.ordinal);
+    if (opt.verbosity > 0)
+      std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s (GPU %d)\n",
+                  inputs.size(), outputs.size(), st.ttftMs, dev.name.c_str(), dev.ordinal);
     workerExit.ok = true;
     return 0;
   }
@@ -204,10 +217,12 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   rc.ncclRank = lo.ncclRank;
   rc.virtualRanks = opt.virtualRanks;
   rc.gemmTuning = opt.tuneGemms;
-  nlohmann::json report = gpuRunReport(m, program, prefill, rc, stderr);
+  nlohmann::json report =
+      gpuRunReport(m, program, prefill, rc, opt.verbosity > 0 ? stderr : nullptr);
   if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
     return fail(kExitBadInput, error);
-  printGpuSummary(prefill, rc, T, stdout);
+  if (opt.verbosity > 0)
+    printGpuSummary(prefill, rc, T, stdout);
   workerExit.ok = true;
   const TpCheck &tc = prefill.tpCheck();
   if (!tc.outputsMatch || !tc.logsMatch)

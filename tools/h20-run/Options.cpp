@@ -1,6 +1,7 @@
 //===- Options.cpp - h20-run's command line ------------------------------===//
 #include "RunCommon.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -9,76 +10,76 @@ using namespace h20::runtime;
 namespace h20run {
 
 const char *kUsage =
-    "usage: h20-run MODEL.h20 --ids IDS [--device cpu|gpu] [--dump-logits OUT.npy]\n"
-    "               [--report REPORT.json] [--warmup N] [--repeat N] [--gpus N]\n"
-    "               [--no-cuda-graph] [--virtual-ranks] [--weights-dir DIR]\n"
-    "               [--profile-steps] [--dummy-weights] [--tune-gemms]\n"
-    "       h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR)\n"
-    "               [--output NAME=PATH ...] [--outputs-to DIR] [--report REPORT.json]\n"
-    "               [--weights-dir DIR]\n"
-    "  IDS: int64/int32 .npy of shape [S] or [1, S], or whitespace-separated text\n"
-    "  PATH: .npy or serialized ONNX TensorProto (.pb); DIR: input_J.pb / output_J.pb\n"
-    "        in graph order (the ONNX backend-test layout)\n"
-    "  --warmup N: on the GPU, run the prefill N times first (default 1; over one\n"
-    "        chunk when chunked) so ttft_ms excludes first-launch costs (kernel\n"
-    "        loading, cuBLASLt setup); 0 measures a cold start\n"
-    "  --repeat N: on the GPU, run the measured prefill N times (default 1);\n"
-    "        ttft_ms is their median, ttft_runs_ms lists them all\n"
-    "  --gpus N: GPUs of the prefill (default 1, or WORLD_SIZE). N > 1 runs the\n"
-    "        context-parallel prefill described under --virtual-ranks on N GPUs,\n"
-    "        one process per GPU, K/V passed by NCCL: h20-run starts the N\n"
-    "        processes itself (GPUs 0..N-1), or, under a launcher that sets\n"
-    "        WORLD_SIZE, RANK and LOCAL_RANK (torchrun), it is one of them and\n"
-    "        H20_NCCL_ID_FILE must name a fresh file all ranks see (rank 0 writes\n"
-    "        the NCCL id there). Needs --logits=last artifacts; the rank holding\n"
-    "        the last position writes the logits and the report. A rank that\n"
-    "        fails or dies stops the job: the others abort after\n"
-    "        H20_NCCL_TIMEOUT_S seconds (default 30) waiting on one layer's\n"
-    "        K/V ring, and h20-run's own launcher stops them at once\n"
-    "  --virtual-ranks: with --gpus N (N = 2, 4, 8, ...: a power of two), simulate\n"
-    "        N-GPU context parallelism on one GPU. The S prompt tokens are cut into\n"
-    "        2N equal chunks of L = S/2N tokens; rank r holds chunks r and 2N-1-r\n"
-    "        (zigzag: balanced causal work). L must be a multiple of the artifact's\n"
-    "        compiled chunk C (so S a multiple of 2N*C); each CP chunk runs as L/C\n"
-    "        compiled chunks. The program runs layer by layer: every rank runs its\n"
-    "        chunks up to the layer's attention, the ranks pass the K/V rows they\n"
-    "        wrote around a ring (N-1 steps, device copies between the ranks' own\n"
-    "        full-size KV caches standing in for NCCL), then every rank runs its\n"
-    "        attention; the LM head runs on the rank holding the last position.\n"
-    "        Memory: N KV caches and one activation arena per compiled chunk. No\n"
-    "        CUDA graphs. The logits equal the --gpus 1 run's. The report gains\n"
-    "        \"context_parallel\": the assignment, the ring's sends and bytes per\n"
-    "        layer, and whether the ranks' collective sequences match\n"
-    "  Tensor-parallel artifacts (h20-opt --gpus T --parallel tensor) run only\n"
-    "        with --gpus T: T processes, one per GPU, each loading its slices of\n"
-    "        the weights and summing partial results with ncclAllReduce (rank 0\n"
-    "        writes the logits and the report); with --virtual-ranks, T ranks on\n"
-    "        one GPU (one thread each; the all-reduces summed on the host),\n"
-    "        whose outputs are checked bitwise equal. The report gains\n"
-    "        \"tensor_parallel\": mode, ranks, all-reduce count, bytes and time,\n"
-    "        whether the ranks' all-reduce logs match\n"
-    "  --no-cuda-graph: launch every step of every chunk on its own instead of\n"
-    "        replaying each chunk as a CUDA graph (same results, more launch gaps)\n"
-    "  --profile-steps: time every step of every chunk (CUDA events; no CUDA\n"
-    "        graphs, the host waits for each chunk, so the TTFT is no benchmark):\n"
-    "        the 20 costliest kernels/GEMMs on stderr, every step in the report's\n"
-    "        \"step_profile\"\n"
-    "  --tune-gemms: GPU only: time cuBLASLt's candidate algorithms for every\n"
-    "        GEMM shape of the program (up to 8 each, on scratch operands) before\n"
-    "        the first chunk of the first run (the warm-up's, by default) and keep\n"
-    "        the fastest, instead of the heuristic's first choice; the report's\n"
-    "        \"gemm_tuning\" lists each shape's times. Single-GPU chunk loops only\n"
-    "  --dummy-weights: GPU only: read no weight file; fill every weight with\n"
-    "        reproducible pseudo-random values (uniform, variance 1/fan_in; 1-D\n"
-    "        weights 1, integer ones 0) to time a model whose checkpoint is not at\n"
-    "        hand (e.g. a --graph-only export); weights of one shape and type\n"
-    "        share one buffer (layers with the same shapes need the memory of\n"
-    "        one). The outputs mean nothing\n"
-    "  --weights-dir DIR: where the model's ONNX file and external data are now\n"
-    "        (default: where they were at compile time)\n"
-    "  exit codes: 0 ok, 1 internal error (or another rank of an N-GPU job failed),\n"
-    "        2 bad input, 3 out of memory; the N-GPU launcher: a failed rank's code,\n"
-    "        128 + signal when it was stopped by a signal\n";
+    "h20-run: runs the prefill of an artifact compiled by h20-opt, on a GPU or the CPU\n"
+    "(the artifact's target), and prints the next token and the time to first token.\n"
+    "\n"
+    "USAGE\n"
+    "  h20-run MODEL.h20 --ids IDS [OPTIONS]            an LLM's prefill from token ids\n"
+    "  h20-run MODEL.h20 (--input NAME=PATH ... | --inputs-from DIR) [OPTIONS]   any graph\n"
+    "\n"
+    "INPUTS\n"
+    "  --ids IDS           int64/int32 .npy of shape [S] or [1, S], or whitespace-separated\n"
+    "                      text; longer prompts than the artifact's --max-positions are refused\n"
+    "  --input NAME=PATH   a named graph input: .npy or a serialized ONNX TensorProto (.pb)\n"
+    "  --inputs-from DIR   input_J.pb in graph order (the ONNX backend-test layout)\n"
+    "  --weights-dir DIR   where the model's ONNX file and external data are now (default:\n"
+    "                      where they were at compile time)\n"
+    "  --dummy-weights     GPU: read no weight file; fill every weight with reproducible\n"
+    "                      pseudo-random values (uniform, variance 1/fan_in; 1-D weights 1,\n"
+    "                      integer ones 0) to time a model whose checkpoint is not at hand;\n"
+    "                      weights of one shape and type share one buffer. The outputs mean\n"
+    "                      nothing\n"
+    "\n"
+    "OUTPUTS (all written atomically; none may overwrite an input or another output)\n"
+    "  --dump-logits OUT.npy   the logits (float32) of a token-id prefill\n"
+    "  --output NAME=PATH      a named graph output (.npy or .pb)\n"
+    "  --outputs-to DIR        every output as output_J.pb\n"
+    "  --report REPORT.json    the run's record: next token, ttft_ms, tokens/s, memory,\n"
+    "                          stage times, device (the keys: Runtime/Cuda/GpuReport.h)\n"
+    "\n"
+    "DEVICE AND TIMING\n"
+    "  --device cpu|gpu    must match the artifact's target (default: that target)\n"
+    "  --warmup N          GPU: run the prefill N times first (default 1; over one chunk when\n"
+    "                      chunked) so ttft_ms excludes first-launch costs; 0: a cold start\n"
+    "  --repeat N          GPU: measured prefills (default 1); ttft_ms is their median,\n"
+    "                      ttft_runs_ms lists them all\n"
+    "  --no-cuda-graph     launch every step of every chunk on its own instead of replaying\n"
+    "                      each chunk as a CUDA graph (same results, more launch gaps)\n"
+    "  --profile-steps     time every step of every chunk (CUDA events, no CUDA graphs: the\n"
+    "                      TTFT is no benchmark); the 20 costliest kernels/GEMMs on stderr,\n"
+    "                      every step in the report's \"step_profile\"\n"
+    "  --tune-gemms        GPU, one GPU: time up to 8 cuBLASLt algorithms per GEMM shape\n"
+    "                      before the first chunk and keep the fastest (report: \"gemm_tuning\")\n"
+    "\n"
+    "MULTI-GPU\n"
+    "  --gpus N            GPUs of the prefill (default 1, or WORLD_SIZE). For a context-\n"
+    "                      parallel artifact (--logits=last) h20-run starts one process per\n"
+    "                      GPU (GPUs 0..N-1), K/V passed around a ring by NCCL; under a\n"
+    "                      launcher that sets WORLD_SIZE, RANK and LOCAL_RANK (torchrun) it is\n"
+    "                      one of them and H20_NCCL_ID_FILE must name a fresh file all ranks\n"
+    "                      see. The rank holding the last position writes the logits and the\n"
+    "                      report. A tensor-parallel artifact (h20-opt --gpus T --parallel\n"
+    "                      tensor) runs only with --gpus T: each rank loads its weight slices\n"
+    "                      and sums partial results with ncclAllReduce. A failing rank stops\n"
+    "                      the job (the others after H20_NCCL_TIMEOUT_S s, default 30)\n"
+    "  --virtual-ranks     with --gpus N: simulate the N ranks on one GPU. Context parallel\n"
+    "                      (N a power of two): the prompt in 2N zigzag chunks of L = S/2N\n"
+    "                      tokens (L a multiple of the compiled chunk), layer by layer, the K/V\n"
+    "                      ring as device copies between the ranks' own KV caches; the logits\n"
+    "                      equal the --gpus 1 run's. Tensor parallel: T threads, all-reduces\n"
+    "                      summed on the host, the ranks' outputs checked bitwise equal. The\n"
+    "                      report gains \"context_parallel\" / \"tensor_parallel\"\n"
+    "\n"
+    "MESSAGES\n"
+    "  --quiet             errors only: no progress, notes or summary (the files hold the\n"
+    "                      results)\n"
+    "  --verbose           progress (weights loaded, chunks) also when stderr is not a\n"
+    "                      terminal; the default shows it on a terminal only\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "EXIT CODES\n"
+    "  0 ok, 1 internal error (or another rank of an N-GPU job failed), 2 bad input, 3 out\n"
+    "  of memory; the N-GPU launcher: a failed rank's code, 128 + signal for a signal\n";
 
 bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
   o.argv = argv;
@@ -148,6 +149,10 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       o.tuneGemms = true;
     } else if (a == "--virtual-ranks") {
       o.virtualRanks = true;
+    } else if (a == "--quiet") {
+      o.verbosity = 0;
+    } else if (a == "--verbose") {
+      o.verbosity = 2;
     } else if (is("--inputs-from")) {
       if (!value(o.inputsFrom)) return false;
     } else if (is("--outputs-to")) {
@@ -171,6 +176,11 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
       error = "unexpected argument '" + a + "'";
       return false;
     }
+  }
+  if (std::count(argv + 1, argv + argc, std::string("--quiet")) &&
+      std::count(argv + 1, argv + argc, std::string("--verbose"))) {
+    error = "--quiet and --verbose exclude each other";
+    return false;
   }
   bool generic = !o.inputs.empty() || !o.inputsFrom.empty();
   if (o.artifact.empty() || (o.ids.empty() && !generic)) {

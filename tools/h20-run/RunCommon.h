@@ -39,8 +39,15 @@ struct Options {
   bool dummyWeights = false; ///< --dummy-weights
   bool tuneGemms = false;    ///< --tune-gemms
   bool virtualRanks = false; ///< --virtual-ranks
+  /// 0: --quiet (errors only), 1: default (progress on a terminal, the
+  /// summary), 2: --verbose (progress always).
+  int verbosity = 1;
   std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
 };
+
+/// Whether progress lines go to stderr: --verbose, or by default when
+/// stderr is a terminal.
+bool showProgress(const Options &opt);
 
 /// The usage text (--help).
 extern const char *kUsage;

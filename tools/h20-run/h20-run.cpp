@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace h20::runtime;
 
@@ -46,6 +47,10 @@ int fail(int code, const std::string &message, bool bug) {
                message.c_str(),
                code == kExitInternal && bug ? " (internal error; please report)" : "");
   return code;
+}
+
+bool showProgress(const Options &opt) {
+  return opt.verbosity == 2 || (opt.verbosity == 1 && isatty(STDERR_FILENO));
 }
 
 double msSince(std::chrono::steady_clock::time_point t0) {
@@ -109,8 +114,9 @@ static int runOnCpu(const Options &opt, const Artifact &artifact, const Manifest
   if (generic) {
     if (!writeGraphReport(opt, "cpu", "", r.prefillMs, inputs.size(), r.outputs, error))
       return fail(kExitBadInput, error);
-    std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on the CPU\n", inputs.size(),
-                m.outputs.size(), r.prefillMs);
+    if (opt.verbosity > 0)
+      std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on the CPU\n", inputs.size(),
+                  m.outputs.size(), r.prefillMs);
     return 0;
   }
   int64_t next = 0;
@@ -134,9 +140,14 @@ static int runOnCpu(const Options &opt, const Artifact &artifact, const Manifest
                         {"logits", m.logits}};
   if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
     return fail(kExitBadInput, error);
+  if (opt.verbosity == 0)
+    return 0;
   std::printf("next token id: %lld\n", static_cast<long long>(next));
-  std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on the CPU; total %.1f ms\n",
-              static_cast<long long>(S), r.prefillMs, S / (r.prefillMs / 1000.0), totalMs);
+  std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on the CPU; weights %.2f GiB "
+              "loaded in %.1f ms; peak host memory %.2f GiB; total %.1f ms\n",
+              static_cast<long long>(S), r.prefillMs, S / (r.prefillMs / 1000.0),
+              static_cast<double>(r.weightBytes) / (1ull << 30), r.loadMs,
+              static_cast<double>(usage.ru_maxrss) / (1 << 20), totalMs);
   return 0;
 }
 
@@ -151,7 +162,8 @@ int main(int argc, char **argv) {
   Options opt;
   std::string error;
   if (!parseArgs(argc, argv, opt, error))
-    return fail(kExitBadInput, error + "\n" + kUsage);
+    return fail(kExitBadInput, error + "\nusage: h20-run MODEL.h20 --ids IDS [OPTIONS] (h20-run "
+                                       "--help lists them)");
   if (multiProcess && (!opt.inputs.empty() || !opt.inputsFrom.empty()))
     return fail(kExitBadInput, "an N-GPU prefill (WORLD_SIZE=" + std::string(worldEnv) +
                                    ") runs token ids: give --ids, not --input / --inputs-from");

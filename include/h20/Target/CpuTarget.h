@@ -3,6 +3,7 @@
 #define H20_TARGET_CPUTARGET_H
 
 #include "h20/Runtime/Format/Artifact.h"
+#include "h20/Target/TargetCommon.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -24,6 +25,9 @@ struct CpuTargetOptions {
   /// `artifact` left unfilled. For the pipeline fuzz target (test/Fuzz),
   /// which checks everything h20 itself lowers, thousands of times a minute.
   bool stopAtLLVMIR = false;
+  /// Told after each stage: "CPU pipeline" (MLIR down to the LLVM dialect),
+  /// "LLVM -O<level>", "machine code", "link".
+  StageReport onStage;
 };
 
 /// Compiles `module` (attn level: the output of --emit=attn) for the host

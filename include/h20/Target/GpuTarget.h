@@ -3,6 +3,7 @@
 #define H20_TARGET_GPUTARGET_H
 
 #include "h20/Runtime/Format/Artifact.h"
+#include "h20/Target/TargetCommon.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -35,6 +36,10 @@ struct GpuTargetOptions {
   /// made it (h20-opt --emit=...; the stages are gpuStages() in
   /// h20/Pipelines/Pipelines.h). Empty: the whole artifact.
   std::string stopAfter;
+  /// Told after each stage: "GPU pipeline" (chunking, linalg, bufferization,
+  /// generated kernels to PTX), "host program" (the step program, arena
+  /// plan), "kernels" (NVRTC and ptxas for every module).
+  StageReport onStage;
 };
 
 /// Compiles `module` (planned level: fused KV cache, RoPE tables, tiles;

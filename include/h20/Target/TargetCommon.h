@@ -13,10 +13,18 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/JSON.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 
 namespace h20 {
+
+/// Told by a target after each of its stages, so a driver can show progress
+/// (h20-opt --verbose, or a terminal): the stage's name ("GPU pipeline",
+/// "LLVM -O3 + codegen", ...), its wall-clock time in seconds, and a detail
+/// for the user, possibly empty ("412 steps, arena 1.2 GiB"). May be empty.
+using StageReport =
+    std::function<void(llvm::StringRef stage, double seconds, llvm::StringRef detail)>;
 
 /// The manifest's dtype name of an element type ("float32", "bfloat16",
 /// "int64", ...; "unsupported" for others).

@@ -55,6 +55,8 @@ nlohmann::json stepProfile(const GpuProgram &program, const GpuRunStats &st, FIL
                                                                        byLabel.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto &a, const auto &b) { return a.second.first > b.second.first; });
+  if (!out)
+    return {{"total_ms", total}, {"steps", steps}};
   std::fprintf(out, "step profile: %.1f ms of GPU time in %zu steps (%lld chunks)\n", total,
                st.stepMs.size(), static_cast<long long>(st.chunks));
   std::fprintf(out, "  %10s %6s %8s  %s\n", "ms", "%", "calls", "kernel / GEMM");
@@ -303,10 +305,11 @@ void printGpuSummary(GpuPrefill &prefill, const GpuReportContext &c, int tensorP
                        ringBytes, ringMs, out);
   std::fprintf(out,
                "prefill: %lld tokens in %.1f ms (%.0f tokens/s) on %s (GPU %d, %s); weights "
-               "%.2f GiB loaded in %.1f ms; total %.1f ms\n",
+               "%.2f GiB loaded in %.1f ms; peak GPU memory %.2f GiB; total %.1f ms\n",
                static_cast<long long>(c.tokens), st.ttftMs, tokensPerS, dev.name.c_str(),
                dev.ordinal, ls.code.c_str(), static_cast<double>(ls.weightBytes) / (1ull << 30),
-               ls.loadWeightsMs, c.totalMs);
+               ls.loadWeightsMs, static_cast<double>(st.peakGpuMemoryBytes) / (1ull << 30),
+               c.totalMs);
 }
 
 } // namespace h20::runtime

@@ -97,7 +97,16 @@ void buildLLVMPipeline(PassManager &pm) {
 }
 
 /// LLVM IR -> optimised native object for the host CPU.
-FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuName, Location loc) {
+/// Seconds since `t`, and `t` moved to now.
+double lap(std::chrono::steady_clock::time_point &t) {
+  auto now = std::chrono::steady_clock::now();
+  double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+
+FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuName, Location loc,
+                                  const StageReport &onStage) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -146,13 +155,10 @@ FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuNa
     pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(m, mam);
   else
     pb.buildPerModuleDefaultPipeline(optLevels[level]).run(m, mam);
-  if (getenv("H20_VERBOSE"))
-    llvm::errs() << llvm::formatv(
-        ("cpu target: LLVM -O" + std::to_string(level) +
-         " pipeline {0:f1} s ({2} instructions before it, {1} after)\n")
-            .c_str(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - tOpt).count(),
-        m.getInstructionCount(), before);
+  if (onStage)
+    onStage("LLVM -O" + std::to_string(level), lap(tOpt),
+            llvm::formatv("{0} instructions before, {1} after", before, m.getInstructionCount())
+                .str());
 
   llvm::SmallString<0> obj;
   llvm::raw_svector_ostream os(obj);
@@ -160,6 +166,8 @@ FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuNa
   if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     return emitError(loc) << "LLVM cannot emit an object file for " << triple.str();
   codegen.run(m);
+  if (onStage)
+    onStage("machine code", lap(tOpt), cpuName);
   return std::string(obj.str());
 }
 
@@ -239,6 +247,7 @@ FailureOr<std::string> linkSharedObject(const std::string &obj,
 
 LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
                             runtime::Artifact &artifact) {
+  auto tStart = std::chrono::steady_clock::now();
   MLIRContext *ctx = module.getContext();
   auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
@@ -289,6 +298,8 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   // arguments; it survives on the (LLVM) function as an attribute.
   if (failed(pm.run(module)))
     return failure();
+  if (options.onStage)
+    options.onStage("CPU pipeline", lap(tStart), "linalg, bufferization, LLVM dialect");
   llvm::json::Array weights = describeWeights(module, kEntryFunc);
   unsigned numWeights = weights.size();
   registerBuiltinDialectTranslation(*ctx);
@@ -300,14 +311,9 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   if (options.stopAtLLVMIR)
     return success();
   std::string cpu;
-  // H20_VERBOSE: how long LLVM's optimisation + code generation and the
-  // link take (the MLIR passes report through --mlir-timing).
-  auto tCodegen = std::chrono::steady_clock::now();
-  auto obj = emitObject(*llvmModule, options.optLevel, cpu, module.getLoc());
+  auto obj = emitObject(*llvmModule, options.optLevel, cpu, module.getLoc(), options.onStage);
   if (failed(obj))
     return failure();
-  double codegenS =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - tCodegen).count();
   if (argShapes.size() != numInputs + numWeights + numOutputs)
     return module.emitError("internal: ") << argShapes.size() << " arguments for "
                                           << numInputs + numWeights + numOutputs
@@ -316,12 +322,8 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   auto so = linkSharedObject(*obj, argShapes, module.getLoc());
   if (failed(so))
     return failure();
-  if (getenv("H20_VERBOSE"))
-    llvm::errs() << llvm::formatv(
-        "cpu target: LLVM optimisation + codegen {0:f1} s ({1} functions), link {2:f1} s\n",
-        codegenS,
-        llvmModule->size(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - tLink).count());
+  if (options.onStage)
+    options.onStage("link", lap(tLink), llvm::formatv("{0} KiB", so->size() / 1024).str());
 
   uint64_t offset = runtime::appendBlob(artifact.payload, so->data(), so->size());
   manifest["weights"] = std::move(weights);

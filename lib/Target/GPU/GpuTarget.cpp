@@ -33,6 +33,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 
+#include <chrono>
+
 using namespace mlir;
 
 namespace h20 {
@@ -303,6 +305,26 @@ LogicalResult checkModule(ModuleOp module, func::FuncOp func, const GpuTargetOpt
   return success();
 }
 
+/// Wall-clock time since construction or the last lap().
+struct Stopwatch {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double lap() {
+    auto t = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(t - t0).count();
+    t0 = t;
+    return s;
+  }
+};
+
+/// Tells options.onStage, when set, that `stage` took the time since the
+/// last lap of `watch`.
+void report(const GpuTargetOptions &options, StringRef stage, Stopwatch &watch,
+            StringRef detail) {
+  double s = watch.lap();
+  if (options.onStage)
+    options.onStage(stage, s, detail);
+}
+
 /// Serialises the compiled module: the step program evaluated from the
 /// host function, the kernel modules, constants and the manifest; then
 /// parses the manifest back with the runtime's own parser and validator, so
@@ -316,12 +338,14 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
     return failure();
   const gpu::KernelModules plan = gpu::planKernelModules(func);
   gpu::HostProgram host;
+  Stopwatch watch;
   if (failed(gpu::buildHostProgram(func, *roles, plan, host)))
     return failure();
-  log += llvm::formatv("h20: GPU program: {0} steps, {1} buffers, arena {2} MiB\n",
-                       host.steps.size(), host.buffers.size(),
-                       host.arenaBytes / (1024.0 * 1024.0))
-             .str();
+  std::string summary = llvm::formatv("{0} steps, {1} buffers, arena {2:f1} MiB",
+                                      host.steps.size(), host.buffers.size(),
+                                      host.arenaBytes / (1024.0 * 1024.0));
+  log += "h20: GPU program: " + summary + "\n";
+  report(options, "host program", watch, summary);
 
   runtime::GpuProgram program;
   program.arch = "sm_90";
@@ -330,6 +354,13 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
   ArtifactWriter writer(module, artifact, log);
   if (failed(addKernelModules(module, host, plan, writer, program.modules)))
     return failure();
+  report(options, "kernels", watch,
+         llvm::formatv("{0} module(s), PTX{1}", program.modules.size(),
+                       llvm::any_of(program.modules,
+                                    [](const runtime::GpuModule &m) { return !m.cubinBlob.empty(); })
+                           ? " + cubin (ptxas)"
+                           : " only (no ptxas)")
+             .str());
   if (!host.constBlob.empty())
     writer.addBlob("consts.bin", "data", host.constBlob);
   program.buffers = std::move(host.buffers);
@@ -397,8 +428,11 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   pipeline.toolkitPath = toolkitPath();
   pipeline.entryName = kEntryFunc.str();
   pipeline.target = options.target;
+  Stopwatch watch;
   if (failed(runPasses(module, [&](PassManager &pm) { return buildGpuPipeline(pm, pipeline); })))
     return failure();
+  report(options, "GPU pipeline", watch,
+         pipeline.chunk > 0 ? "chunks of " + std::to_string(pipeline.chunk) + " tokens" : "");
   if (!options.stopAfter.empty())
     return success();
   return writeArtifact(module, func, options, std::move(*begun), numInputs, numOutputs, artifact,

@@ -52,12 +52,13 @@ struct GpuReportContext {
 /// times, memory, NCCL and CUDA graphs; "gemm_tuning", "context_parallel",
 /// "parallel" (the plan h20-opt recorded), "tensor_parallel" and
 /// "step_profile" when they apply. The step profile's 20 costliest rows
-/// are printed to `profileOut`.
+/// are printed to `profileOut` (nullptr: not printed).
 nlohmann::json gpuRunReport(const Manifest &m, const GpuProgram &program, GpuPrefill &prefill,
                             const GpuReportContext &c, FILE *profileOut);
 
 /// The console lines of a GPU run (stdout): the next token, the parallel
-/// modes' one-line summaries, the prefill time, tokens/s and weights.
+/// modes' one-line summaries, the prefill time, tokens/s, weights and peak
+/// GPU memory.
 void printGpuSummary(GpuPrefill &prefill, const GpuReportContext &c, int tensorParallel,
                      FILE *out);
 
