@@ -1,6 +1,11 @@
 //===- TargetDescription.cpp - GPUs (and the CPU) as data ----------------===//
 #include "h20/Analysis/TargetDescription.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <string>
+
 namespace h20 {
 namespace {
 
@@ -41,6 +46,16 @@ const TargetDescription *findTarget(llvm::StringRef name) {
   for (const TargetDescription &t : kTargets)
     if (t.name == name)
       return &t;
+  return nullptr;
+}
+
+const TargetDescription *targetForGpuName(llvm::StringRef deviceName) {
+  llvm::SmallVector<llvm::StringRef> words;
+  std::string lower = deviceName.lower();
+  llvm::SplitString(lower, words, " -_");
+  for (llvm::StringRef w : words)
+    if (const TargetDescription *t = findTarget(w); t && t->computeCapability > 0)
+      return t;
   return nullptr;
 }
 

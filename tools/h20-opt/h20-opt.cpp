@@ -8,6 +8,9 @@
 //  * `h20-opt model.onnx --target=cpu -o model.h20 [--logits=last]` compiles
 //    it into an artifact for h20-run;
 //  * anything else is plain MlirOptMain with h20's dialects and passes.
+// Invoked as `h20c` (a link to h20-opt), it compiles with the common path's
+// defaults: the GPU present (--target=auto), last-position logits, the
+// artifact beside the working directory as MODEL.h20, and its memory plan.
 // Exit codes: 0 success, 1 internal error, 2 bad input.
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +21,7 @@
 #include "h20/Import/Onnx/OnnxImporter.h"
 #include "h20/InitAll.h"
 #include "h20/Pipelines/Pipelines.h"
+#include "h20/Runtime/Cuda/GpuExecutor.h"
 #include "h20/Runtime/Format/Artifact.h"
 #include "h20/Runtime/Format/FileUtil.h"
 #include "h20/Runtime/Format/GpuProgram.h"
@@ -37,6 +41,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -70,7 +75,8 @@ static llvm::cl::opt<std::string> targetName(
     "target",
     llvm::cl::desc("The GPU to compile for, h20, h100, h200 or h800 (all sm_90; the choice "
                    "sets tiles, chunk and plans), or cpu; with -o it writes an artifact. With "
-                   "--emit=planned: the target to plan for (also a100, l20)"),
+                   "--emit=planned: the target to plan for (also a100, l20). auto: the GPU present "
+                   "if it is one of the four, else cpu"),
     llvm::cl::cat(compileCategory), llvm::cl::value_desc("name"), llvm::cl::init(""));
 static llvm::cl::opt<int64_t> maxSeq(
     "max-seq",
@@ -348,12 +354,35 @@ bool isOnnxFile(llvm::StringRef name) {
   return name.ends_with_insensitive(".onnx") || name.ends_with_insensitive(".onnxtext");
 }
 
+/// --target=auto: the first GPU the CUDA driver sees when h20 generates
+/// code for it (h20, h100, h200, h800: sm_90), else the CPU. Says which and
+/// why unless --quiet.
+std::string autoTarget() {
+  auto chose = [](const std::string &target, const std::string &why) {
+    if (!quiet)
+      llvm::errs() << "h20-opt: --target=auto chose " << target << ": " << why << "\n";
+    return target;
+  };
+  std::string reason;
+  if (h20::runtime::GpuExecutor::deviceCount(reason) <= 0)
+    return chose("cpu", "no GPU (" + (reason.empty() ? std::string("the driver sees none") : reason) +
+                            ")");
+  std::string name = h20::runtime::GpuExecutor::deviceName(0, reason);
+  const h20::TargetDescription *t = h20::targetForGpuName(name);
+  if (!t || t->computeCapability != 90)
+    return chose("cpu", name + " (GPU 0) is not a Hopper GPU; h20 generates GPU code for sm_90 "
+                               "(H20, H100, H200, H800)");
+  return chose(t->name.str(), name + " (GPU 0)");
+}
+
 int fail(const std::string &message) {
   llvm::errs() << "h20-opt: error: " << message << "\n";
   return kExitBadInput;
 }
 
 int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &registry) {
+  if (targetName == "auto")
+    targetName.setValue(autoTarget());
   bool planning = emitLevel == "planned";
   if (planning && targetName.empty())
     return fail("--emit=planned needs --target (h20, h100, h200, h800, a100, l20, cpu)");
@@ -588,19 +617,74 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
 }
 } // namespace
 
+const char *kH20cHelp =
+    "h20c MODEL.onnx [h20-opt options]: h20-opt with the common path's defaults, each\n"
+    "used only where the command line gives none: --target=auto (the GPU present, else\n"
+    "the CPU), --logits=last, -o MODEL.h20 (in the working directory), --print-memory.\n"
+    "Longer prompts than 8192 tokens on a GPU: add --max-positions=N.\n\n";
+
+/// h20c's command line: argv with the defaults of kH20cHelp added where
+/// the user gave none.
+std::vector<std::string> h20cArguments(int argc, char **argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  auto given = [&](llvm::StringRef flag) {
+    for (size_t i = 1; i < args.size(); ++i) {
+      llvm::StringRef a(args[i]);
+      if (!a.consume_front("-"))
+        continue;
+      a.consume_front("-");
+      if (a == flag || a.starts_with(flag.str() + "="))
+        return true;
+    }
+    return false;
+  };
+  std::string input;
+  for (size_t i = 1; i < args.size() && input.empty(); ++i)
+    if (isOnnxFile(args[i]))
+      input = args[i];
+  if (!given("target"))
+    args.push_back("--target=auto");
+  if (!given("logits"))
+    args.push_back("--logits=last");
+  if (!given("o") && !input.empty())
+    args.insert(args.end(), {"-o", llvm::sys::path::stem(input).str() + ".h20"});
+  if (!given("print-memory"))
+    args.push_back("--print-memory");
+  return args;
+}
+
 int main(int argc, char **argv) {
+  const bool h20c = llvm::sys::path::filename(argv[0]) == "h20c";
   for (int i = 1; i < argc; ++i)
     if (llvm::is_contained({"-h", "-help", "--help"}, llvm::StringRef(argv[i]))) {
+      if (h20c)
+        llvm::outs() << kH20cHelp;
       printHelp();
       return 0;
     }
+  std::vector<std::string> h20cArgs;
+  std::vector<char *> h20cArgv;
+  if (h20c) {
+    h20cArgs = h20cArguments(argc, argv);
+    for (std::string &a : h20cArgs)
+      h20cArgv.push_back(a.data());
+    argc = static_cast<int>(h20cArgv.size());
+    argv = h20cArgv.data();
+  }
   DialectRegistry registry;
   h20::registerAllDialects(registry);
   h20::registerAllPasses();
   auto [input, output] = registerAndParseCLIOptions(
       argc, argv, "h20 compiler driver and pass runner\n", registry);
-  if (isOnnxFile(input) || !emitLevel.empty() || !targetName.empty())
-    return compile(input, output, registry);
+  if (h20c && !isOnnxFile(input))
+    return fail("h20c compiles an ONNX model (MODEL.onnx or .onnxtext); got '" + input + "'");
+  if (isOnnxFile(input) || !emitLevel.empty() || !targetName.empty()) {
+    int rc = compile(input, output, registry);
+    if (h20c && rc == 0 && !quiet && emitLevel.empty())
+      llvm::errs() << "h20c: wrote " << output << " for --target=" << targetName
+                   << "; run its prefill: h20-run " << output << " --ids PROMPT.npy\n";
+    return rc;
+  }
   // Bad IR (syntax, verifier) is bad input: exit code 2, like the rest.
   return failed(MlirOptMain(argc, argv, input, output, registry)) ? kExitBadInput : 0;
 }

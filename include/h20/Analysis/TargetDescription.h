@@ -33,6 +33,12 @@ llvm::ArrayRef<TargetDescription> knownTargets();
 /// The description named `name`, or null.
 const TargetDescription *findTarget(llvm::StringRef name);
 
+/// The target of a GPU the driver names `deviceName` ("NVIDIA H200",
+/// "NVIDIA H100 80GB HBM3", "NVIDIA H20", "NVIDIA A100-SXM4-80GB", ...): the
+/// known target whose name is one of its words (after splitting at spaces
+/// and dashes, case-insensitive), or null.
+const TargetDescription *targetForGpuName(llvm::StringRef deviceName);
+
 } // namespace h20
 
 #endif // H20_ANALYSIS_TARGETDESCRIPTION_H

@@ -46,6 +46,11 @@ int GpuExecutor::deviceCount(std::string &reason) {
   return -1;
 }
 
+std::string GpuExecutor::deviceName(int, std::string &reason) {
+  reason = "built without CUDA headers";
+  return "";
+}
+
 GpuStatus GpuExecutor::load(const Artifact &, const Manifest &, const GpuProgram &,
                             const GpuLoadOptions &, std::string &error) {
   error = kNoCuda;
@@ -115,6 +120,22 @@ int GpuExecutor::deviceCount(std::string &reason) {
     return -1;
   }
   return count;
+}
+
+std::string GpuExecutor::deviceName(int ordinal, std::string &reason) {
+  const CudaApi *cu = cudaApi(reason);
+  if (!cu)
+    return "";
+  CUdevice dev;
+  char name[256] = {};
+  CUresult r = cu->cuDeviceGet(&dev, ordinal);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuDeviceGetName(name, sizeof name, dev);
+  if (r != CUDA_SUCCESS) {
+    reason = "GPU " + std::to_string(ordinal) + ": " + cudaErrorText(*cu, r);
+    return "";
+  }
+  return name;
 }
 
 GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
