@@ -162,9 +162,17 @@ TEST(ContextParallel, SplitRejectsProgramsItCannotRun) {
       if (s["op"] != "attention")
         steps.push_back(s);
     g["steps"] = steps;
+    g.erase("layers");
     ASSERT_EQ(parse(g, p), "");
     EXPECT_FALSE(splitLayerSegments(p, segs, error));
-    EXPECT_TRUE(contains(error, "has none")) << error;
+    EXPECT_TRUE(contains(error, "declares no layers")) << error;
+  }
+  {
+    json g = program(); // attention steps, but no declared layers
+    g.erase("layers");
+    ASSERT_EQ(parse(g, p), "");
+    EXPECT_FALSE(splitLayerSegments(p, segs, error));
+    EXPECT_TRUE(contains(error, "declares no layers")) << error;
   }
   {
     json g = program(); // K from a temp, not the cache
@@ -403,6 +411,9 @@ TEST(ContextParallel, AllReduceWritesItsDestination) {
                {"dst", 3}, {"dst_offset_bytes", {{"c", cacheByte(0, 1, 0, 0)}, {"p0", 2 * kD}}},
                {"bytes", kC * kD * 2}};
   g["steps"].insert(g["steps"].begin() + 3, step);
+  // The compiler would declare the layers of the new step list.
+  g["layers"][0]["attention_step"] = 5;
+  g["layers"][1] = {{"layer", 1}, {"first_step", 6}, {"attention_step", 10}};
   GpuProgram p;
   ASSERT_EQ(parse(g, p), "");
   std::vector<CpSegment> segs;

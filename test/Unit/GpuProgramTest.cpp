@@ -793,3 +793,44 @@ TEST(GpuProgram, ResolvesAllReduceRanges) {
   g["steps"][5]["dst_offset_bytes"] = 0; // arena byte 512 both: in place through the alias
   EXPECT_EQ(parseError(g), "(accepted)");
 }
+
+// --- Declared layers --------------------------------------------------------------
+
+TEST(GpuProgram, ChecksDeclaredLayers) {
+  namespace dec = h20::test::decoder_fixture;
+  GpuProgram p;
+  ASSERT_EQ(dec::parse(dec::program(), p), "");
+  ASSERT_EQ(p.layers.size(), 2u);
+  EXPECT_EQ(p.layers[0].firstStep, 0);
+  EXPECT_EQ(p.layers[0].attentionStep, 4);
+  auto error = [&](const std::function<void(json &)> &edit) {
+    json g = dec::program();
+    edit(g);
+    GpuProgram q;
+    return dec::parse(g, q);
+  };
+  auto has = [](const std::string &text, const std::string &part) {
+    return text.find(part) != std::string::npos;
+  };
+  // A gap between layers.
+  std::string e = error([](json &g) { g["layers"][1]["first_step"] = 6; });
+  EXPECT_TRUE(has(e, "gpu.layers[1].first_step: must be 5")) << e;
+  // A layer that does not end at an attention step.
+  e = error([](json &g) { g["layers"][0]["attention_step"] = 3; });
+  EXPECT_TRUE(has(e, "gpu.layers[0]: step 3 is not an attention step")) << e;
+  // Two attentions in one layer.
+  e = error([](json &g) {
+    g["layers"] = {{{"layer", 0}, {"first_step", 0}, {"attention_step", 9}}};
+  });
+  EXPECT_TRUE(has(e, "gpu.layers[0]: step 4 is an attention step inside the layer")) << e;
+  // An attention no layer declares.
+  e = error([](json &g) { g["layers"].erase(1); });
+  EXPECT_TRUE(has(e, "attention step 9 belongs to no declared layer")) << e;
+  // Out of range, negative layer, wrong type.
+  e = error([](json &g) { g["layers"][1]["attention_step"] = 99; });
+  EXPECT_TRUE(has(e, "gpu.layers[1].attention_step: must be in [5, 12)")) << e;
+  e = error([](json &g) { g["layers"][0]["layer"] = -1; });
+  EXPECT_TRUE(has(e, "gpu.layers[0].layer: must be >= 0")) << e;
+  e = error([](json &g) { g["layers"] = 3; });
+  EXPECT_TRUE(has(e, "gpu.layers: expected an array")) << e;
+}

@@ -143,3 +143,23 @@ TEST(GpuProgramWriter, WritesAProgramBuiltFromStructs) {
   EXPECT_EQ(std::get<CopyStep>(back.steps[1]).bytes.c, 32);
   EXPECT_EQ(writeGpuProgram(back), writeGpuProgram(p));
 }
+
+TEST(GpuProgramWriter, RoundTripsDeclaredLayers) {
+  json g = h20::test::decoder_fixture::program();
+  GpuProgram first;
+  ASSERT_EQ(h20::test::decoder_fixture::parse(g, first), "");
+  ASSERT_EQ(first.layers.size(), 2u);
+  json written = json::parse(writeGpuProgram(first));
+  EXPECT_EQ(written["layers"], g["layers"]);
+  GpuProgram second;
+  ASSERT_EQ(h20::test::decoder_fixture::parse(written, second), "");
+  ASSERT_EQ(second.layers.size(), 2u);
+  EXPECT_EQ(second.layers[1].layer, 1);
+  EXPECT_EQ(second.layers[1].firstStep, 5);
+  EXPECT_EQ(second.layers[1].attentionStep, 9);
+  // No layers declared: none written.
+  g.erase("layers");
+  GpuProgram none;
+  ASSERT_EQ(h20::test::decoder_fixture::parse(g, none), "");
+  EXPECT_FALSE(json::parse(writeGpuProgram(none)).contains("layers"));
+}

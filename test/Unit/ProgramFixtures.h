@@ -252,6 +252,11 @@ inline json program() {
            {{"kind", "temp"}, {"bytes", kH * kC * kD * 2}, {"offset", 768}, {"dtype", "bfloat16"}}, // 7 o
        }},
       {"steps", steps},
+      // Layer l: its qkv, K/V writes, attention (step 4 + 5l), after the
+      // previous layer's attention and post step.
+      {"layers",
+       {{{"layer", 0}, {"first_step", 0}, {"attention_step", 4}},
+        {{"layer", 1}, {"first_step", 5}, {"attention_step", 9}}}},
   };
 }
 

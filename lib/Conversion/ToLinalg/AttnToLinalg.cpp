@@ -724,6 +724,9 @@ FailureOr<Value> lowerAttentionToLibraryCall(OpBuilder &b, attn::AttentionOp op)
     attrs.push_back(b.getNamedAttr("tiles", t));
   if (Attribute k = op->getAttr("h20.kernel"))
     attrs.push_back(b.getNamedAttr("kernel", k));
+  if (Operation *view = k.getDefiningOp())
+    if (Attribute layer = view->getAttr(kKvLayerAttr))
+      attrs.push_back(b.getNamedAttr("kv_layer", layer));
   g->setAttr(kAttentionAttrs, b.getDictionaryAttr(attrs));
   return g.getResult(0);
 }

@@ -32,8 +32,11 @@ inline constexpr llvm::StringLiteral kAttentionLibraryCall = "h20_attention";
 /// Sum over the tensor-parallel ranks (attn.all_reduce): one NCCL all-reduce.
 inline constexpr llvm::StringLiteral kAllReduceLibraryCall = "h20_all_reduce";
 /// The attribute (a dictionary: causal, alignment, window, softcap, scale,
-/// kv_group, tiles) an `h20_attention` generic carries.
+/// kv_group, tiles, kernel, and kv_layer when K is a layer's view of the
+/// KV cache) an `h20_attention` generic carries.
 inline constexpr llvm::StringLiteral kAttentionAttrs = "h20.attention";
+/// The layer (i64) on the tensor.extract_slice a kv.view lowers to.
+inline constexpr llvm::StringLiteral kKvLayerAttr = "h20.kv_layer";
 
 /// Unit attribute a target puts on an attn.attention its kernel cannot run
 /// (unsupported head dim, alignment, ...): lowered by decomposition instead.

@@ -100,8 +100,11 @@ FailureOr<SmallVector<Value>> lowerKV(OpBuilder &b, Operation *op) {
   SmallVector<OpFoldResult> sizes{idx(1), idx(1), idx(rt.getDimSize(1)), length,
                                   idx(rt.getDimSize(3))};
   SmallVector<OpFoldResult> strides(5, idx(1));
-  return SmallVector<Value>{
-      tensor::ExtractSliceOp::create(b, loc, rt, cache, offsets, sizes, strides)};
+  auto slice = tensor::ExtractSliceOp::create(b, loc, rt, cache, offsets, sizes, strides);
+  // Which layer's K/V this is, for the attention that reads it (its
+  // library call records the layer; the GPU program's layer list).
+  slice->setAttr(h20::lowering::kKvLayerAttr, b.getI64IntegerAttr(view.getLayer()));
+  return SmallVector<Value>{slice.getResult()};
 }
 
 /// attn.all_reduce as an `h20_all_reduce` library-call generic: ins the

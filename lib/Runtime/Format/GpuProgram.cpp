@@ -168,12 +168,51 @@ public:
     const json &steps = arrayField(g, "steps", "gpu");
     for (size_t i = 0; i < steps.size(); ++i)
       parseStep(steps[i], i);
+    if (const json *l = find(g, "layers"); l && !l->is_null())
+      parseLayers(*l);
   }
 
 private:
   const Manifest &m;
   uint64_t payloadSize;
   GpuProgram &p;
+
+  /// "layers": in step order, contiguous from step 0, each ending at an
+  /// "attention" step, and every attention step some layer's end.
+  void parseLayers(const json &layers) {
+    if (!layers.is_array())
+      invalid("gpu.layers", "expected an array, got " + describe(layers));
+    const int64_t count = static_cast<int64_t>(p.steps.size());
+    int64_t next = 0;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      std::string where = "gpu.layers[" + std::to_string(i) + "]";
+      GpuLayer l;
+      l.layer = intField(layers[i], "layer", where);
+      l.firstStep = intField(layers[i], "first_step", where);
+      l.attentionStep = intField(layers[i], "attention_step", where);
+      if (l.layer < 0)
+        invalid(where + ".layer", "must be >= 0, got " + std::to_string(l.layer));
+      if (l.firstStep != next)
+        invalid(where + ".first_step", "must be " + std::to_string(next) +
+                                           " (the step after the previous layer's attention), "
+                                           "got " + std::to_string(l.firstStep));
+      if (l.attentionStep < l.firstStep || l.attentionStep >= count)
+        invalid(where + ".attention_step",
+                "must be in [" + std::to_string(l.firstStep) + ", " + std::to_string(count) +
+                    "), got " + std::to_string(l.attentionStep));
+      for (int64_t s = l.firstStep; s <= l.attentionStep; ++s)
+        if (std::holds_alternative<AttentionStep>(p.steps[s]) != (s == l.attentionStep))
+          invalid(where, "step " + std::to_string(s) +
+                             (s == l.attentionStep ? " is not an attention step"
+                                                   : " is an attention step inside the layer"));
+      next = l.attentionStep + 1;
+      p.layers.push_back(l);
+    }
+    for (int64_t s = next; s < count; ++s)
+      if (std::holds_alternative<AttentionStep>(p.steps[s]))
+        invalid("gpu.layers", "attention step " + std::to_string(s) +
+                                  " belongs to no declared layer");
+  }
 
   void parseArch(const std::string &arch) {
     p.arch = arch;

@@ -4,7 +4,7 @@
 // runtime's own structs (GpuProgram.h) and writes it with this, so the
 // format has one definition, read and written by the same code. Fields
 // with their default value are still written where the parser requires
-// them; optional ones (tf32, a memref's dtype, a GEMM's groups) only when
+// them; optional ones (tf32, a memref's dtype, a GEMM's groups, layers) only when
 // set.
 //
 //===----------------------------------------------------------------------===//
@@ -230,6 +230,13 @@ std::string writeGpuProgram(const GpuProgram &p) {
   for (const GpuStep &s : p.steps)
     steps.push_back(std::visit([](const auto &x) { return stepJson(x); }, s));
   g["steps"] = std::move(steps);
+  if (!p.layers.empty()) {
+    json layers = json::array();
+    for (const GpuLayer &l : p.layers)
+      layers.push_back(
+          {{"layer", l.layer}, {"first_step", l.firstStep}, {"attention_step", l.attentionStep}});
+    g["layers"] = std::move(layers);
+  }
   return g.dump();
 }
 

@@ -163,40 +163,49 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
   auto where = [&](size_t i) {
     return "step " + num(static_cast<int64_t>(i)) + " (" + stepOpName(p.steps[i]) + ")";
   };
-  CpSegment cur;
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    std::vector<int> bufs = stepBuffers(p.steps[i]);
-    auto *att = std::get_if<AttentionStep>(&p.steps[i]);
-    if (att) {
-      if (!isKind(p, att->k.buffer, BufferKind::State) ||
-          !isKind(p, att->v.buffer, BufferKind::State)) {
-        error = where(i) + ": its K/V are not in a state buffer (the KV cache); context "
-                           "parallelism passes K/V between ranks through the KV cache";
-        return false;
-      }
-      cur.end = i + 1;
-      cur.attention = static_cast<int64_t>(i);
-      segments.push_back(cur);
-      cur = CpSegment();
-      cur.begin = i + 1;
-      continue;
+  if (p.layers.empty()) {
+    error = "context parallelism runs a program layer by layer, and this one declares no "
+            "layers (the compiler declares them when every attention step reads the KV "
+            "cache); it has none";
+    return false;
+  }
+  // The declared layers (parseGpuProgram checked that they tile the steps
+  // up to the last attention); each one's attention must read the cache.
+  auto stateWriters = [&](size_t begin, size_t end) {
+    std::vector<size_t> writers;
+    for (size_t i = begin; i < end; ++i) {
+      std::vector<int> bufs = stepBuffers(p.steps[i]);
+      if (std::any_of(bufs.begin(), bufs.end(),
+                      [&](int b) { return isKind(p, b, BufferKind::State); }))
+        writers.push_back(i);
     }
-    if (std::any_of(bufs.begin(), bufs.end(),
-                    [&](int b) { return isKind(p, b, BufferKind::State); }))
-      cur.stateWriters.push_back(i);
+    return writers;
+  };
+  for (const GpuLayer &l : p.layers) {
+    const size_t a = static_cast<size_t>(l.attentionStep);
+    const AttentionStep &att = std::get<AttentionStep>(p.steps[a]);
+    if (!isKind(p, att.k.buffer, BufferKind::State) ||
+        !isKind(p, att.v.buffer, BufferKind::State)) {
+      error = where(a) + ": its K/V are not in a state buffer (the KV cache); context "
+                         "parallelism passes K/V between ranks through the KV cache";
+      return false;
+    }
+    CpSegment seg;
+    seg.begin = static_cast<size_t>(l.firstStep);
+    seg.end = a + 1;
+    seg.attention = static_cast<int64_t>(a);
+    seg.stateWriters = stateWriters(seg.begin, a);
+    segments.push_back(seg);
   }
-  cur.end = p.steps.size();
-  if (segments.empty()) {
-    error = "context parallelism needs a program with attention steps; this one has none";
+  CpSegment tail;
+  tail.begin = segments.back().end;
+  tail.end = p.steps.size();
+  if (std::vector<size_t> w = stateWriters(tail.begin, tail.end); !w.empty()) {
+    error = where(w.front()) + ": references the KV cache after the last attention step; "
+                               "context parallelism cannot run this program";
     return false;
   }
-  if (!cur.stateWriters.empty()) {
-    error = where(cur.stateWriters.front()) +
-            ": references the KV cache after the last attention step; context parallelism cannot "
-            "run this program";
-    return false;
-  }
-  segments.push_back(cur);
+  segments.push_back(tail);
   for (size_t s = 0; s + 1 < segments.size(); ++s)
     for (size_t i = segments[s].begin; i < segments[s].end; ++i)
       for (int b : stepBuffers(p.steps[i]))

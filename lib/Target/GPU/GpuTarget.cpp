@@ -365,6 +365,8 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
     writer.addBlob("consts.bin", "data", host.constBlob);
   program.buffers = std::move(host.buffers);
   program.steps = std::move(host.steps);
+  if (program.chunking)
+    program.layers = std::move(host.layers);
   program.arenaBytes = host.arenaBytes;
 
   if (DictionaryAttr plan = parallelPlanOf(module))

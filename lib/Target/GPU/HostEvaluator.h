@@ -282,6 +282,9 @@ private:
   std::vector<Buffer> buffers;
   std::map<std::string, int> globals;
   std::vector<runtime::GpuStep> steps;
+  /// Each attention step's index and the KV-cache layer it reads (-1: K is
+  /// not a view of the cache), for the program's layer list.
+  std::vector<std::pair<int64_t, int64_t>> attentionLayers;
   /// Small integer memrefs that only the host touches (shapes for
   /// memref.reshape, scalars read back): their elements, as known.
   DenseMap<Value, std::shared_ptr<std::vector<std::optional<Lin>>>> hostArrays;

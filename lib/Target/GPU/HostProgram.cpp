@@ -659,6 +659,17 @@ LogicalResult Evaluator::run() {
     program.buffers.push_back(std::move(o));
   }
   program.steps = std::move(steps);
+  // The layers, when every attention reads a layer of the KV cache (an LLM
+  // program; GpuProgram.h "layers"): layer i is the steps after the
+  // previous attention up to its own.
+  bool allFromCache = llvm::all_of(attentionLayers, [](auto &a) { return a.second >= 0; });
+  int64_t first = 0;
+  for (auto [step, layer] : attentionLayers) {
+    if (!allFromCache)
+      break;
+    program.layers.push_back({layer, first, step});
+    first = step + 1;
+  }
   return success();
 }
 

@@ -71,6 +71,9 @@ struct HostProgram {
   /// Whether a step launches a routed-experts kernel (KernelModules::moe:
   /// every kernel of kernels/moe.cuh).
   bool usesMoe = false;
+  /// The program's layers (GpuProgram.h "layers"): declared when every
+  /// attention step reads K/V as a view of one layer of the KV cache.
+  std::vector<runtime::GpuLayer> layers;
 };
 
 /// Evaluates `func` (host code after kernel outlining: memref.alloc /

@@ -227,6 +227,8 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   step.softcap = softcap;
   step.causal = causal;
   step.windowLeft = window;
+  auto layer = attrs.getAs<IntegerAttr>("kv_layer");
+  attentionLayers.push_back({static_cast<int64_t>(steps.size()), layer ? layer.getInt() : -1});
   steps.push_back(std::move(step));
   return success();
 }

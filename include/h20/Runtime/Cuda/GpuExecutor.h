@@ -31,7 +31,7 @@
 // L = S / 2N tokens (L a multiple of the compiled chunk C; each CP chunk
 // runs as L / C compiled chunks, "pieces", with the (p0, n) of the 1-GPU
 // run), rank r holding CP chunks r and 2N-1-r. The program is split into
-// layer segments at its attention steps (splitLayerSegments) and run
+// the layer segments its compiler declared (splitLayerSegments) and run
 // layer-major: for segment l, every rank runs its pieces' steps up to the
 // attention, then the ring of layer l copies (cuMemcpyDtoDAsync on the
 // stream) the K/V rows each rank wrote in that segment (the state-buffer

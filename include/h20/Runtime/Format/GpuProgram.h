@@ -115,6 +115,14 @@
 //       spelled float32 / float16 / bfloat16; a buffer with a dtype must
 //       have this one.
 //
+// Layers (optional): "layers": [{"layer": l, "first_step": b,
+// "attention_step": a}, ...], in step order. The compiler declares them for
+// a chunked program whose every "attention" step reads K and V from the KV
+// cache (l: that cache layer): layer i's steps are [b_i, a_i], b_0 = 0 and
+// b_{i+1} = a_i + 1; the steps after the last attention are the tail. Every
+// "attention" step is some layer's a_i. Context parallelism
+// (splitLayerSegments) runs the program by these layers.
+//
 // Every view a step declares (memref arguments, GEMM and attention operands,
 // memset/copy ranges) is checked against its buffer's bytes before it runs
 // (for the actual p0 and n of each chunk); a memref whose buffer has no
@@ -126,8 +134,8 @@
 //
 // Virtual context parallelism (ContextParallel.h; h20-run --gpus N
 // --virtual-ranks) runs the steps layer-major over several chunks at once.
-// It relies on the shape h20-opt gives an LLM program, and checks it
-// (splitLayerSegments): chunked; every attention step reads K and V from a
+// It relies on the shape h20-opt gives an LLM program: its declared
+// layers, checked (splitLayerSegments): chunked; every attention step reads K and V from a
 // state buffer (the fused KV cache); the steps before a layer's attention
 // write that layer's K/V rows for the chunk as views on the state buffer
 // (launch memrefs at an offset linear in p0, e.g. [1, heads, C, D] with
@@ -195,6 +203,15 @@ enum class OutputMode { Rows, Last, Whole };
 struct GpuOutput {
   OutputMode mode = OutputMode::Whole;
   int dim = 0; ///< Rows: the dim holding the chunk's rows
+};
+
+/// One layer of an LLM program, as the compiler declares it ("layers"):
+/// steps [firstStep, attentionStep] compute the layer up to and including
+/// its attention, which reads K and V of KV-cache layer `layer`.
+struct GpuLayer {
+  int64_t layer = 0;         ///< the KV-cache layer the attention reads
+  int64_t firstStep = 0;     ///< the step after the previous layer's attention (0 first)
+  int64_t attentionStep = 0; ///< an "attention" step
 };
 
 struct GpuModule {
@@ -293,6 +310,9 @@ struct GpuProgram {
   int64_t arenaBytes = 0;
   bool tf32 = false;
   std::vector<GpuStep> steps;
+  /// The layers the compiler declared ("layers"); empty when it declared
+  /// none (a graph that is not a chunked LLM).
+  std::vector<GpuLayer> layers;
 };
 
 /// Name of a step's op ("launch", "gemm", ..., "all_reduce").

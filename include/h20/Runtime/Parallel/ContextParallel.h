@@ -74,10 +74,11 @@ struct CpSegment {
   std::vector<size_t> stateWriters; ///< steps in [begin, attention) that reference a state buffer
 };
 
-/// Splits `program` at its attention steps: segment l ends with the l-th
-/// attention step, the last segment is the tail (possibly empty). False
-/// with `error` when virtual context parallelism cannot run the program:
-/// not chunked, no attention step, an attention whose K or V is not a state
+/// The segments of `program` by the layers its compiler declared
+/// (GpuProgram::layers): segment l is layer l's steps, ending with its
+/// attention step; the last segment is the tail (possibly empty). False
+/// with `error` when context parallelism cannot run the program: not
+/// chunked, no declared layers, an attention whose K or V is not a state
 /// buffer (the KV cache), a step before the tail that references an output
 /// buffer, or a step of the tail that references a state buffer.
 bool splitLayerSegments(const GpuProgram &program, std::vector<CpSegment> &segments,
