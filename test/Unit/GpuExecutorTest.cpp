@@ -1375,7 +1375,8 @@ TEST_F(GpuExecutorTest, H20RunGpusNcclAndGraphs) {
     // for context parallelism to split (h20-run checks the artifact before
     // counting GPUs).
     EXPECT_EQ(h20("", "--gpus 2", out), 2) << out;
-    EXPECT_NE(out.find("context parallelism needs a program with attention steps"),
+    EXPECT_NE(out.find("context parallelism runs a program layer by layer, and this one "
+                       "declares no layers"),
               std::string::npos)
         << out;
   }
@@ -1513,7 +1514,11 @@ void cpProgram(TestArtifact &t, const std::string &dir, bool rows) {
               {"chunking", {{"chunk", 4}, {"input", 0}, {"dim", 1}, {"pad_value", 0}}},
               {"outputs", outputs},
               {"modules", {{{"name", "k"}, {"ptx_blob", "k.ptx"}}}},
-              {"arena_bytes", 512}, {"buffers", buffers}, {"steps", steps}};
+              {"arena_bytes", 512}, {"buffers", buffers}, {"steps", steps},
+              // As the compiler declares them: layer l is its write and attention.
+              {"layers",
+               {{{"layer", 0}, {"first_step", 0}, {"attention_step", 1}},
+                {{"layer", 1}, {"first_step", 2}, {"attention_step", 3}}}}};
   t.finish(gpu);
 }
 
