@@ -15,6 +15,7 @@
 #include "h20/Runtime/Parallel/RankEnvironment.h"
 #include "h20/Runtime/Parallel/RankLauncher.h"
 #include "h20/Runtime/Prompt.h"
+#include "h20/Runtime/RunOutputs.h"
 #include "h20/Runtime/RunPlan.h"
 
 #include <algorithm>
@@ -192,10 +193,14 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
       return 0;
     }
   }
-  if (!writeOutputs(opt, outputs, error))
+  if (!writeRunOutputs(outputs, opt.outputsTo, opt.outputs, error))
     return fail(kExitBadInput, error);
   if (generic) {
-    if (!writeGraphReport(opt, "gpu", dev.name, st.ttftMs, inputs.size(), outputs, error))
+    if (!opt.report.empty() &&
+        !writeFileAtomically(
+            opt.report,
+            graphRunReport("gpu", dev.name, st.ttftMs, inputs.size(), outputs).dump(2) + "\n",
+            error))
       return fail(kExitBadInput, error);
     if (opt.verbosity > 0)
       std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s (GPU %d)\n",

@@ -62,16 +62,6 @@ int fail(int code, const std::string &message, bool bug = true);
 /// Milliseconds since `t0`.
 double msSince(std::chrono::steady_clock::time_point t0);
 
-/// Writes the outputs of a generic run (--output NAME=PATH, --outputs-to).
-bool writeOutputs(const Options &opt, const std::vector<h20::runtime::HostTensor> &outputs,
-                  std::string &error);
-
-/// A graph run's (--input) report, when --report asks: {"device", "gpu"
-/// (GPU runs), "run_ms", "inputs", "outputs": [{name, dtype, shape}]}.
-bool writeGraphReport(const Options &opt, const std::string &device, const std::string &gpu,
-                      double runMs, size_t inputs,
-                      const std::vector<h20::runtime::HostTensor> &outputs, std::string &error);
-
 /// Runs a GPU artifact: parses its "gpu" program, loads it (weights streamed
 /// to the GPU), runs the prefill, writes what was asked and the report.
 /// Returns the process exit code.

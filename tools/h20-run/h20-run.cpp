@@ -17,6 +17,7 @@
 #include "h20/Runtime/Format/FileUtil.h"
 #include "h20/Runtime/Format/Npy.h"
 #include "h20/Runtime/Prompt.h"
+#include "h20/Runtime/RunOutputs.h"
 #include "h20/Runtime/RunPlan.h"
 
 #include <nlohmann/json.hpp>
@@ -26,7 +27,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace h20::runtime;
@@ -57,39 +57,6 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-bool writeOutputs(const Options &opt, const std::vector<HostTensor> &outputs, std::string &error) {
-  for (size_t j = 0; j < outputs.size(); ++j) {
-    const HostTensor &t = outputs[j];
-    std::vector<std::string> paths;
-    if (!opt.outputsTo.empty())
-      paths.push_back(opt.outputsTo + "/output_" + std::to_string(j) + ".pb");
-    for (auto &[name, path] : opt.outputs)
-      if (name == t.name)
-        paths.push_back(path);
-    for (const std::string &path : paths)
-      if (!writeTensorFile(path, t, error)) {
-        error = "output '" + t.name + "': " + error;
-        return false;
-      }
-  }
-  return true;
-}
-
-bool writeGraphReport(const Options &opt, const std::string &device, const std::string &gpu,
-                      double runMs, size_t inputs, const std::vector<HostTensor> &outputs,
-                      std::string &error) {
-  if (opt.report.empty())
-    return true;
-  nlohmann::json outs = nlohmann::json::array();
-  for (const HostTensor &t : outputs)
-    outs.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
-  nlohmann::json report{{"device", device}, {"run_ms", runMs}, {"inputs", inputs},
-                        {"outputs", outs}};
-  if (!gpu.empty())
-    report["gpu"] = gpu;
-  return writeFileAtomically(opt.report, report.dump(2) + "\n", error);
-}
-
 } // namespace h20run
 
 using namespace h20run;
@@ -109,10 +76,14 @@ static int runOnCpu(const Options &opt, const Artifact &artifact, const Manifest
   }
   // Requested outputs (--output / --outputs-to) are written in both modes:
   // a token-id prefill may return more than its logits (e.g. debug outputs).
-  if (!writeOutputs(opt, r.outputs, error))
+  if (!writeRunOutputs(r.outputs, opt.outputsTo, opt.outputs, error))
     return fail(kExitBadInput, error);
   if (generic) {
-    if (!writeGraphReport(opt, "cpu", "", r.prefillMs, inputs.size(), r.outputs, error))
+    if (!opt.report.empty() &&
+        !writeFileAtomically(
+            opt.report,
+            graphRunReport("cpu", "", r.prefillMs, inputs.size(), r.outputs).dump(2) + "\n",
+            error))
       return fail(kExitBadInput, error);
     if (opt.verbosity > 0)
       std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on the CPU\n", inputs.size(),
@@ -126,28 +97,11 @@ static int runOnCpu(const Options &opt, const Artifact &artifact, const Manifest
   if (!opt.dumpLogits.empty() &&
       !writeFileAtomically(opt.dumpLogits, encodeNpyF32(r.outputs[0].shape, logits.data()), error))
     return fail(kExitBadInput, error);
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  double totalMs = msSince(tStart);
-  nlohmann::json report{{"device", "cpu"},
-                        {"tokens", S},
-                        {"next_token_id", next},
-                        {"ttft_ms", r.prefillMs},
-                        {"tokens_per_s", S / (r.prefillMs / 1000.0)},
-                        {"peak_host_memory_bytes", int64_t(usage.ru_maxrss) * 1024},
-                        {"weight_bytes", r.weightBytes},
-                        {"stages_ms", {{"load", r.loadMs}, {"prefill", r.prefillMs}, {"total", totalMs}}},
-                        {"logits", m.logits}};
+  nlohmann::json report = cpuRunReport(m, r, S, next, msSince(tStart));
   if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
     return fail(kExitBadInput, error);
-  if (opt.verbosity == 0)
-    return 0;
-  std::printf("next token id: %lld\n", static_cast<long long>(next));
-  std::printf("prefill: %lld tokens in %.1f ms (%.0f tokens/s) on the CPU; weights %.2f GiB "
-              "loaded in %.1f ms; peak host memory %.2f GiB; total %.1f ms\n",
-              static_cast<long long>(S), r.prefillMs, S / (r.prefillMs / 1000.0),
-              static_cast<double>(r.weightBytes) / (1ull << 30), r.loadMs,
-              static_cast<double>(usage.ru_maxrss) / (1 << 20), totalMs);
+  if (opt.verbosity > 0)
+    printCpuSummary(report, stdout);
   return 0;
 }
 

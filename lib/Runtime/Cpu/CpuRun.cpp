@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sys/resource.h>
 
 namespace h20::runtime {
 namespace {
@@ -153,6 +154,33 @@ CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const
     t.data.assign(p, p + count * dtypeSize(t.dtype));
   }
   return CpuStatus::Ok;
+}
+
+nlohmann::json cpuRunReport(const Manifest &m, const CpuRunResult &r, int64_t tokens,
+                            int64_t nextToken, double totalMs) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return {{"device", "cpu"},
+          {"tokens", tokens},
+          {"next_token_id", nextToken},
+          {"ttft_ms", r.prefillMs},
+          {"tokens_per_s", tokens / (r.prefillMs / 1000.0)},
+          {"peak_host_memory_bytes", int64_t(usage.ru_maxrss) * 1024},
+          {"weight_bytes", r.weightBytes},
+          {"stages_ms", {{"load", r.loadMs}, {"prefill", r.prefillMs}, {"total", totalMs}}},
+          {"logits", m.logits}};
+}
+
+void printCpuSummary(const nlohmann::json &report, FILE *out) {
+  auto num = [&](const char *key) { return report.at(key).get<double>(); };
+  std::fprintf(out, "next token id: %lld\n", report.at("next_token_id").get<long long>());
+  std::fprintf(out,
+               "prefill: %lld tokens in %.1f ms (%.0f tokens/s) on the CPU; weights %.2f GiB "
+               "loaded in %.1f ms; peak host memory %.2f GiB; total %.1f ms\n",
+               report.at("tokens").get<long long>(), num("ttft_ms"), num("tokens_per_s"),
+               num("weight_bytes") / (1ull << 30), report.at("stages_ms").at("load").get<double>(),
+               num("peak_host_memory_bytes") / (1ull << 30),
+               report.at("stages_ms").at("total").get<double>());
 }
 
 } // namespace h20::runtime

@@ -13,7 +13,10 @@
 #include "h20/Runtime/Format/Manifest.h"
 #include "h20/Runtime/Format/TensorIO.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -40,6 +43,18 @@ struct CpuRunResult {
 CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const Manifest &m,
                         const std::vector<HostTensor> &inputs, const std::string &weightsDir,
                         CpuRunResult &result, std::string &error);
+
+/// The --report of a token-id CPU prefill of `tokens` tokens (keys:
+/// device "cpu", tokens, next_token_id, ttft_ms, tokens_per_s,
+/// peak_host_memory_bytes (this process's maximum resident set),
+/// weight_bytes, stages_ms {load, prefill, total}, logits (the manifest's
+/// all / last)). `totalMs`: the whole run, from process start.
+nlohmann::json cpuRunReport(const Manifest &m, const CpuRunResult &r, int64_t tokens,
+                            int64_t nextToken, double totalMs);
+
+/// The console lines of that run on `out`: the next token; tokens, TTFT,
+/// tokens/s, weights and their load time, peak host memory, total time.
+void printCpuSummary(const nlohmann::json &report, FILE *out);
 
 } // namespace h20::runtime
 
