@@ -58,7 +58,7 @@ for t in "$out"/bin/*; do
 done | sort -u | while read -r so; do cp -L "$so" "$out/lib/"; done
 # The V4.1 kernel benchmark needs only bin/ (issue 9; any bundle).
 mkdir -p "$out/bench" && cp "$root/bench/v41-kernels.sh" "$root/bench/v41-layers.sh" "$out/bench/"
-cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" "$root/scripts/gpu-v41-check.sh" \
+cp "$root/scripts/gpu-test.sh" "$root/scripts/gpu-sanitize.sh" "$root/scripts/gpu-cp-check.sh" "$root/scripts/gpu-demo-check.sh" "$root/scripts/gpu-v41-check.sh" \
   "$root/scripts/gpu-nccl-check.sh" "$root/scripts/gpu-tp-check.sh" "$root/scripts/gpu-robust-check.sh" "$out/"
 
 # Issue 27 (gpu-robust-check.sh): the op edge cases, index inputs out of
