@@ -47,6 +47,7 @@ void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
 void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   ChooseAttentionKernelsOptions choose;
   choose.kernel = o.attentionKernel;
+  choose.target = o.target;
   pm.addNestedPass<func::FuncOp>(createChooseAttentionKernels(choose));
   LowerToLinalgOptions lower;
   lower.libraryCalls = true;

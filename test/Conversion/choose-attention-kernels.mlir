@@ -48,3 +48,23 @@ func.func @unsupported(%q: tensor<1x2x8x64xbf16>, %q2: tensor<1x2x8x100xbf16>, %
   %1 = attn.attention %q2, %k2, %k2 {causal = true, kv_group = 1 : i64, scale = 1.000000e-01 : f64} : (tensor<1x2x8x100xbf16>, tensor<1x2x8x100xbf16>, tensor<1x2x8x100xbf16>) -> tensor<1x2x8x100xbf16>
   return %0, %1 : tensor<1x2x8x64xbf16>, tensor<1x2x8x100xbf16>
 }
+
+// -----
+
+// DeepSeek-V4.1's lightning indexer: its persistent grid, two CTAs per SM
+// of the target (the scratch rows the lowering allocates): 264 on an
+// H200's 132 SMs, 156 on an H20's 78.
+// RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-choose-attention-kernels{target=h20}))' | FileCheck %s --check-prefix=H20
+// RUN: not h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-choose-attention-kernels{target=v100}))' 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// CHECK-LABEL: func.func @indexer
+// CHECK: attn.indexer_topk {{.*}}h20.kernel = {ctas = 264 : i64}
+// CHECK: attn.indexer_candidates {{.*}}h20.kernel = {ctas = 264 : i64}
+// H20-LABEL: func.func @indexer
+// H20: attn.indexer_topk {{.*}}h20.kernel = {ctas = 156 : i64}
+// H20: attn.indexer_candidates {{.*}}h20.kernel = {ctas = 156 : i64}
+// BADTARGET: h20-choose-attention-kernels: unknown GPU target 'v100'
+func.func @indexer(%q: tensor<?x4x24xbf16>, %k: tensor<?x24xbf16>, %w: tensor<?x4xbf16>) -> (tensor<?x?xi64>, tensor<?x?xi64>) {
+  %t = attn.indexer_topk %q, %k, %w {ratio = 1 : i64, scale = 2.500000e-01 : f64, topk = 8 : i64} : (tensor<?x4x24xbf16>, tensor<?x24xbf16>, tensor<?x4xbf16>) -> tensor<?x?xi64>
+  %b = attn.indexer_candidates %q, %k, %w {block_size = 4 : i64, blocks = 6 : i64, ratio = 1 : i64, scale = 2.500000e-01 : f64} : (tensor<?x4x24xbf16>, tensor<?x24xbf16>, tensor<?x4xbf16>) -> tensor<?x?xi64>
+  return %t, %b : tensor<?x?xi64>, tensor<?x?xi64>
+}

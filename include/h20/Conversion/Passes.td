@@ -194,10 +194,19 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
     `kernel=mma` keeps the kind-0 kernels (mma.sync, FMA for f32) where
     the wgmma kernel would run, for comparisons (h20-opt
     --attention-kernel=mma).
+
+    DeepSeek-V4.1's lightning indexer (attn.indexer_topk,
+    attn.indexer_candidates) gets `h20.kernel = {ctas = C}`: the CTAs of
+    its persistent grid (each loops over query rows; one scratch row per
+    CTA), two per SM of `target` (the occupancy its 264-CTA grid has on an
+    H200's 132 SMs): 156 on an H20 (78 SMs), where 264 would leave a
+    partial third wave.
   }];
   let options = [
     Option<"kernel", "kernel", "std::string", "\"auto\"",
            "auto (wgmma where it has a variant) or mma">,
+    Option<"target", "target", "std::string", "\"h200\"",
+           "the GPU the grids are sized for (TargetDescription: h20, h100, h200, h800)">,
   ];
 }
 

@@ -7,6 +7,7 @@
 // later code only reads it. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
+#include "h20/Analysis/TargetDescription.h"
 #include "h20/Conversion/Passes.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/H20/IR/H20Dialect.h"
@@ -69,6 +70,20 @@ struct ChooseAttentionKernelsPass
           << kernel << "'";
       return signalPassFailure();
     }
+    const h20::TargetDescription *desc = h20::findTarget(target);
+    if (!desc || desc->computeCapability <= 0) {
+      getOperation().emitError("h20-choose-attention-kernels: unknown GPU target '")
+          << target << "'";
+      return signalPassFailure();
+    }
+    // The indexer's persistent grid: two CTAs per SM.
+    getOperation().walk([&](Operation *op) {
+      if (!isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op))
+        return;
+      Builder b(op->getContext());
+      op->setAttr("h20.kernel", b.getDictionaryAttr({b.getNamedAttr(
+                                    "ctas", b.getI64IntegerAttr(2 * desc->sms))}));
+    });
     auto family =
         kernel == "mma" ? h20::AttentionKernelFamily::Mma : h20::AttentionKernelFamily::Auto;
     getOperation().walk([&](h20::attn::AttentionOp op) {

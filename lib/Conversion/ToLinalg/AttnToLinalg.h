@@ -58,7 +58,9 @@ mlir::FailureOr<mlir::Value> lowerAttentionToLibraryCall(mlir::OpBuilder &b,
 /// ratio, block (candidate block size; 1 for mode 0), scale.
 inline constexpr llvm::StringLiteral kIndexerLibraryCall = "h20_indexer";
 inline constexpr llvm::StringLiteral kIndexerAttrs = "h20.indexer";
-/// CTAs of the indexer kernel's persistent grid: the rows of its scratch.
+/// CTAs of the indexer kernel's persistent grid, the rows of its scratch,
+/// when h20-choose-attention-kernels recorded none (`h20.kernel = {ctas}`):
+/// two per SM of an H200.
 inline constexpr int64_t kIndexerCtas = 264;
 
 /// attn.indexer_topk / attn.indexer_candidates as one `h20_indexer`

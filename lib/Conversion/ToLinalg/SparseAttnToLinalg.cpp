@@ -489,7 +489,13 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
     width = arith::MaxSIOp::create(
         b, loc, T,
         arith::MulIOp::create(b, loc, dimOf(b, loc, candidates, 1), cIdx(b, loc, block)));
-  auto scratchType = RankedTensorType::get({kIndexerCtas, ShapedType::kDynamic}, b.getF32Type());
+  // One scratch row per CTA of the persistent grid h20-choose-attention-
+  // kernels sized for the target (the H200's when it did not run).
+  int64_t ctas = kIndexerCtas;
+  if (auto kernel = op->getAttrOfType<DictionaryAttr>("h20.kernel"))
+    if (auto c = kernel.getAs<IntegerAttr>("ctas"); c && c.getInt() > 0)
+      ctas = c.getInt();
+  auto scratchType = RankedTensorType::get({ctas, ShapedType::kDynamic}, b.getF32Type());
   Value scratch = tensor::EmptyOp::create(b, loc, scratchType, ValueRange{width});
 
   SmallVector<Value> ins{q, k, w};
