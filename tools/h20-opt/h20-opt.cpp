@@ -139,7 +139,8 @@ static llvm::cl::opt<std::string> parallelPlan(
     llvm::cl::cat(multiGpuCategory), llvm::cl::value_desc("auto|context|tensor"), llvm::cl::init("auto"));
 static llvm::cl::opt<bool> quiet(
     "quiet",
-    llvm::cl::desc("Print errors only: no stage progress, plan notes or compile log"),
+    llvm::cl::desc("Print errors and warnings only: no stage progress, plan notes, memory "
+                   "plan or compile log"),
     llvm::cl::cat(messageCategory), llvm::cl::init(false));
 static llvm::cl::opt<bool> verbose(
     "verbose",
@@ -260,7 +261,8 @@ void printHelp() {
          "  h20-opt MODEL.onnx --emit=attn                    the raised IR\n"
          "  h20-opt IN.mlir --PASS ...                        run passes (mlir-opt)\n"
          "  -o FILE: the artifact, or the IR (default: stdout); written atomically.\n"
-         "  Exit codes: 0 ok, 1 internal error, 2 bad input (named: ONNX node, file).\n";
+         "  Exit codes: 0 ok, 1 internal error or an unparsable command line, 2 bad\n"
+         "  input (the message names the ONNX node, file or value).\n";
   llvm::cl::OptionCategory *groups[] = {&ioCategory,       &compileCategory, &gpuCategory,
                                          &multiGpuCategory, &planCategory,    &messageCategory};
   auto &all = llvm::cl::getRegisteredOptions();
@@ -354,25 +356,38 @@ bool isOnnxFile(llvm::StringRef name) {
   return name.ends_with_insensitive(".onnx") || name.ends_with_insensitive(".onnxtext");
 }
 
-/// --target=auto: the first GPU the CUDA driver sees when h20 generates
-/// code for it (h20, h100, h200, h800: sm_90), else the CPU. Says which and
-/// why unless --quiet.
-std::string autoTarget() {
+/// --target=auto: the first GPU the CUDA driver sees. A Hopper GPU
+/// (compute capability 9.x) is the target its name says (H20, H100, H200,
+/// H800; another sm_90 part, e.g. a GH200, is planned as an H100); no GPU
+/// (or no driver) is the CPU. Says which unless --quiet. Empty, with
+/// `error`, for a GPU h20 has no code generator for.
+std::string autoTarget(std::string &error) {
   auto chose = [](const std::string &target, const std::string &why) {
     if (!quiet)
       llvm::errs() << "h20-opt: --target=auto chose " << target << ": " << why << "\n";
     return target;
   };
-  std::string reason;
+  std::string reason, name;
+  int major = 0, minor = 0;
   if (h20::runtime::GpuExecutor::deviceCount(reason) <= 0)
     return chose("cpu", "no GPU (" + (reason.empty() ? std::string("the driver sees none") : reason) +
                             ")");
-  std::string name = h20::runtime::GpuExecutor::deviceName(0, reason);
+  if (!h20::runtime::GpuExecutor::deviceIdentity(0, name, major, minor, reason)) {
+    error = "--target=auto: " + reason + "; give --target (h20, h100, h200, h800 or cpu)";
+    return "";
+  }
+  std::string cc = std::to_string(major) + "." + std::to_string(minor);
+  if (major != 9) {
+    error = "--target=auto: GPU 0 is an " + name + " (compute capability " + cc +
+            "); h20 generates GPU code for Hopper (sm_90) only: compile for the CPU with "
+            "--target=cpu";
+    return "";
+  }
   const h20::TargetDescription *t = h20::targetForGpuName(name);
   if (!t || t->computeCapability != 90)
-    return chose("cpu", name + " (GPU 0) is not a Hopper GPU; h20 generates GPU code for sm_90 "
-                               "(H20, H100, H200, H800)");
-  return chose(t->name.str(), name + " (GPU 0)");
+    return chose("h100", name + " (GPU 0, compute capability " + cc +
+                             ") has no description of its own; planned as an H100");
+  return chose(t->name.str(), name + " (GPU 0, compute capability " + cc + ")");
 }
 
 int fail(const std::string &message) {
@@ -381,8 +396,13 @@ int fail(const std::string &message) {
 }
 
 int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &registry) {
-  if (targetName == "auto")
-    targetName.setValue(autoTarget());
+  if (targetName == "auto") {
+    std::string error;
+    std::string chosen = autoTarget(error);
+    if (chosen.empty())
+      return fail(error);
+    targetName.setValue(chosen);
+  }
   bool planning = emitLevel == "planned";
   if (planning && targetName.empty())
     return fail("--emit=planned needs --target (h20, h100, h200, h800, a100, l20, cpu)");
@@ -398,7 +418,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
                 "(chunked, linalg, buffers, gpu, host), or no --emit to compile an artifact");
   if (!targetName.empty() && !h20::findTarget(targetName))
     return fail("unknown --target '" + targetName +
-                "' (known: h20, h100, h200, h800, a100, l20, cpu)");
+                "' (known: auto, h20, h100, h200, h800, a100, l20, cpu)");
   bool gpuArtifact = (buildArtifact && targetName != "cpu") || gpuStage;
   if (gpuArtifact && !llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue()))
     return fail("target '" + targetName + "' has no code generator (GPU code is generated for "
@@ -642,14 +662,18 @@ std::vector<std::string> h20cArguments(int argc, char **argv) {
   for (size_t i = 1; i < args.size() && input.empty(); ++i)
     if (isOnnxFile(args[i]))
       input = args[i];
+  // Right after the program name: a later occurrence (the user's, also
+  // from a response file) wins.
+  std::vector<std::string> defaults;
   if (!given("target"))
-    args.push_back("--target=auto");
+    defaults.push_back("--target=auto");
   if (!given("logits"))
-    args.push_back("--logits=last");
+    defaults.push_back("--logits=last");
   if (!given("o") && !input.empty())
-    args.insert(args.end(), {"-o", llvm::sys::path::stem(input).str() + ".h20"});
-  if (!given("print-memory"))
-    args.push_back("--print-memory");
+    defaults.insert(defaults.end(), {"-o", llvm::sys::path::stem(input).str() + ".h20"});
+  if (!given("print-memory") && !given("quiet"))
+    defaults.push_back("--print-memory");
+  args.insert(args.begin() + 1, defaults.begin(), defaults.end());
   return args;
 }
 
@@ -664,6 +688,10 @@ int main(int argc, char **argv) {
     }
   std::vector<std::string> h20cArgs;
   std::vector<char *> h20cArgv;
+  const bool userLogits = llvm::any_of(llvm::ArrayRef(argv + 1, argv + argc), [](const char *a) {
+    llvm::StringRef f(a);
+    return f.starts_with("-") && f.ltrim('-').starts_with("logits");
+  });
   if (h20c) {
     h20cArgs = h20cArguments(argc, argv);
     for (std::string &a : h20cArgs)
@@ -677,12 +705,21 @@ int main(int argc, char **argv) {
   auto [input, output] = registerAndParseCLIOptions(
       argc, argv, "h20 compiler driver and pass runner\n", registry);
   if (h20c && !isOnnxFile(input))
-    return fail("h20c compiles an ONNX model (MODEL.onnx or .onnxtext); got '" + input + "'");
+    return fail("h20c compiles an ONNX model: h20c MODEL.onnx [h20-opt options] (h20c --help); "
+                "got '" + input + "'");
+  if (h20c && !emitLevel.empty())
+    return fail("h20c writes artifacts; print the IR at a stage with h20-opt --emit=" +
+                emitLevel.getValue());
+  if (quiet && verbose)
+    return fail("--quiet and --verbose exclude each other");
   if (isOnnxFile(input) || !emitLevel.empty() || !targetName.empty()) {
     int rc = compile(input, output, registry);
-    if (h20c && rc == 0 && !quiet && emitLevel.empty())
+    if (h20c && rc == 0 && !quiet)
       llvm::errs() << "h20c: wrote " << output << " for --target=" << targetName
                    << "; run its prefill: h20-run " << output << " --ids PROMPT.npy\n";
+    if (h20c && rc != 0 && !userLogits)
+      llvm::errs() << "h20c: note: h20c compiles with --logits=last by default; if the error is "
+                      "about the LM head, add --logits=all\n";
     return rc;
   }
   // Bad IR (syntax, verifier) is bad input: exit code 2, like the rest.

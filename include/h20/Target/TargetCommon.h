@@ -21,8 +21,9 @@ namespace h20 {
 
 /// Told by a target after each of its stages, so a driver can show progress
 /// (h20-opt --verbose, or a terminal): the stage's name ("GPU pipeline",
-/// "LLVM -O3 + codegen", ...), its wall-clock time in seconds, and a detail
-/// for the user, possibly empty ("412 steps, arena 1.2 GiB"). May be empty.
+/// "LLVM -O3", "machine code", ...), its wall-clock time in seconds, and a
+/// detail for the user, possibly empty ("412 steps, 83 buffers, arena 1.8
+/// MiB"). May be empty.
 using StageReport =
     std::function<void(llvm::StringRef stage, double seconds, llvm::StringRef detail)>;
 

@@ -46,9 +46,9 @@ int GpuExecutor::deviceCount(std::string &reason) {
   return -1;
 }
 
-std::string GpuExecutor::deviceName(int, std::string &reason) {
+bool GpuExecutor::deviceIdentity(int, std::string &, int &, int &, std::string &reason) {
   reason = "built without CUDA headers";
-  return "";
+  return false;
 }
 
 GpuStatus GpuExecutor::load(const Artifact &, const Manifest &, const GpuProgram &,
@@ -122,20 +122,26 @@ int GpuExecutor::deviceCount(std::string &reason) {
   return count;
 }
 
-std::string GpuExecutor::deviceName(int ordinal, std::string &reason) {
+bool GpuExecutor::deviceIdentity(int ordinal, std::string &name, int &ccMajor, int &ccMinor,
+                                 std::string &reason) {
   const CudaApi *cu = cudaApi(reason);
   if (!cu)
-    return "";
+    return false;
   CUdevice dev;
-  char name[256] = {};
+  char text[256] = {};
   CUresult r = cu->cuDeviceGet(&dev, ordinal);
   if (r == CUDA_SUCCESS)
-    r = cu->cuDeviceGetName(name, sizeof name, dev);
+    r = cu->cuDeviceGetName(text, sizeof text, dev);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuDeviceGetAttribute(&ccMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuDeviceGetAttribute(&ccMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   if (r != CUDA_SUCCESS) {
     reason = "GPU " + std::to_string(ordinal) + ": " + cudaErrorText(*cu, r);
-    return "";
+    return false;
   }
-  return name;
+  name = text;
+  return true;
 }
 
 GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,

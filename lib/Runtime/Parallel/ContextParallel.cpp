@@ -165,8 +165,8 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
   };
   if (p.layers.empty()) {
     error = "context parallelism runs a program layer by layer, and this one declares no "
-            "layers (the compiler declares them when every attention step reads the KV "
-            "cache); it has none";
+            "layers: recompile it with this h20-opt (it declares them for chunked programs "
+            "whose every attention reads the KV cache)";
     return false;
   }
   // The declared layers (parseGpuProgram checked that they tile the steps
@@ -183,9 +183,15 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
   };
   for (const GpuLayer &l : p.layers) {
     const size_t a = static_cast<size_t>(l.attentionStep);
-    const AttentionStep &att = std::get<AttentionStep>(p.steps[a]);
-    if (!isKind(p, att.k.buffer, BufferKind::State) ||
-        !isKind(p, att.v.buffer, BufferKind::State)) {
+    const AttentionStep *att =
+        a < p.steps.size() ? std::get_if<AttentionStep>(&p.steps[a]) : nullptr;
+    if (!att) { // parseGpuProgram rules this out; a hand-built program may not
+      error = "layer " + num(l.layer) + ": step " + num(l.attentionStep) +
+              " is not an attention step";
+      return false;
+    }
+    if (!isKind(p, att->k.buffer, BufferKind::State) ||
+        !isKind(p, att->v.buffer, BufferKind::State)) {
       error = where(a) + ": its K/V are not in a state buffer (the KV cache); context "
                          "parallelism passes K/V between ranks through the KV cache";
       return false;

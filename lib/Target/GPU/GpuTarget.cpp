@@ -367,6 +367,17 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
   program.steps = std::move(host.steps);
   if (program.chunking)
     program.layers = std::move(host.layers);
+  // Context parallelism runs the program by its layers: refuse the plan
+  // now rather than at run time.
+  if (DictionaryAttr plan = parallelPlanOf(module))
+    if (auto kind = plan.getAs<StringAttr>("plan");
+        kind && kind.getValue() == "context" && program.layers.empty())
+      return module.emitError("GPU target: the multi-GPU plan is context parallelism, which "
+                              "runs a chunked program whose every attention reads the KV cache "
+                              "layer by layer; this graph ")
+             << (program.chunking ? "has an attention that does not read the KV cache"
+                                  : "runs whole, not in chunks")
+             << " (compile for one GPU, or --parallel tensor)";
   program.arenaBytes = host.arenaBytes;
 
   if (DictionaryAttr plan = parallelPlanOf(module))

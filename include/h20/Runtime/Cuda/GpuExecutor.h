@@ -285,9 +285,11 @@ public:
   /// `reason` when the driver does not load or answer.
   static int deviceCount(std::string &reason);
 
-  /// The driver's name of GPU `ordinal` ("NVIDIA H200"); empty with
-  /// `reason` when the driver does not load or has no such GPU.
-  static std::string deviceName(int ordinal, std::string &reason);
+  /// The driver's name of GPU `ordinal` ("NVIDIA H200") and its compute
+  /// capability (9, 0); false with `reason` when the driver does not load
+  /// or has no such GPU.
+  static bool deviceIdentity(int ordinal, std::string &name, int &ccMajor, int &ccMinor,
+                             std::string &reason);
 
   /// Prepares `program` of `artifact` (whose parsed manifest is `manifest`)
   /// on GPU options.device: checks the compute capability against
