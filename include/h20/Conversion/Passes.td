@@ -197,10 +197,11 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
 
     DeepSeek-V4.1's lightning indexer (attn.indexer_topk,
     attn.indexer_candidates) gets `h20.kernel = {ctas = C}`: the CTAs of
-    its persistent grid (each loops over query rows; one scratch row per
-    CTA), two per SM of `target` (the occupancy its 264-CTA grid has on an
-    H200's 132 SMs): 156 on an H20 (78 SMs), where 264 would leave a
-    partial third wave.
+    its FMA kernel's persistent grid (each loops over query rows; one
+    scratch row per CTA), two per SM of `target` (the occupancy its
+    264-CTA grid has on an H200's 132 SMs): 156 on an H20 (78 SMs), where
+    264 would leave a partial third wave. The 16-bit mma kernel's grid (a
+    CTA per tile of query rows) does not depend on it.
   }];
   let options = [
     Option<"kernel", "kernel", "std::string", "\"auto\"",
