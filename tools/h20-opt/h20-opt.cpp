@@ -643,21 +643,25 @@ const char *kH20cHelp =
     "the CPU), --logits=last, -o MODEL.h20 (in the working directory), --print-memory.\n"
     "Longer prompts than 8192 tokens on a GPU: add --max-positions=N.\n\n";
 
+/// Whether `args` (after the program name) spell option `flag`: -flag,
+/// --flag, -flag=V or --flag=V.
+bool flagGiven(llvm::ArrayRef<std::string> args, llvm::StringRef flag) {
+  for (const std::string &arg : args.drop_front()) {
+    llvm::StringRef a(arg);
+    if (!a.consume_front("-"))
+      continue;
+    a.consume_front("-");
+    if (a == flag || a.starts_with(flag.str() + "="))
+      return true;
+  }
+  return false;
+}
+
 /// h20c's command line: argv with the defaults of kH20cHelp added where
 /// the user gave none.
 std::vector<std::string> h20cArguments(int argc, char **argv) {
   std::vector<std::string> args(argv, argv + argc);
-  auto given = [&](llvm::StringRef flag) {
-    for (size_t i = 1; i < args.size(); ++i) {
-      llvm::StringRef a(args[i]);
-      if (!a.consume_front("-"))
-        continue;
-      a.consume_front("-");
-      if (a == flag || a.starts_with(flag.str() + "="))
-        return true;
-    }
-    return false;
-  };
+  auto given = [&](llvm::StringRef flag) { return flagGiven(args, flag); };
   std::string input;
   for (size_t i = 1; i < args.size() && input.empty(); ++i)
     if (isOnnxFile(args[i]))
@@ -688,10 +692,7 @@ int main(int argc, char **argv) {
     }
   std::vector<std::string> h20cArgs;
   std::vector<char *> h20cArgv;
-  const bool userLogits = llvm::any_of(llvm::ArrayRef(argv + 1, argv + argc), [](const char *a) {
-    llvm::StringRef f(a);
-    return f.starts_with("-") && f.ltrim('-').starts_with("logits");
-  });
+  const bool userLogits = flagGiven(std::vector<std::string>(argv, argv + argc), "logits");
   if (h20c) {
     h20cArgs = h20cArguments(argc, argv);
     for (std::string &a : h20cArgs)

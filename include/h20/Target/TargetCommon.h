@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/JSON.h"
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -26,6 +27,18 @@ namespace h20 {
 /// MiB"). May be empty.
 using StageReport =
     std::function<void(llvm::StringRef stage, double seconds, llvm::StringRef detail)>;
+
+/// Wall-clock seconds per stage, for StageReport: lap() returns the time
+/// since construction or the previous lap().
+struct StageClock {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double lap() {
+    auto t = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(t - t0).count();
+    t0 = t;
+    return s;
+  }
+};
 
 /// The manifest's dtype name of an element type ("float32", "bfloat16",
 /// "int64", ...; "unsupported" for others).

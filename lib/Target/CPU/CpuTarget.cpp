@@ -97,14 +97,6 @@ void buildLLVMPipeline(PassManager &pm) {
 }
 
 /// LLVM IR -> optimised native object for the host CPU.
-/// Seconds since `t`, and `t` moved to now.
-double lap(std::chrono::steady_clock::time_point &t) {
-  auto now = std::chrono::steady_clock::now();
-  double s = std::chrono::duration<double>(now - t).count();
-  t = now;
-  return s;
-}
-
 FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuName, Location loc,
                                   const StageReport &onStage) {
   llvm::InitializeNativeTarget();
@@ -149,14 +141,14 @@ FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuNa
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  auto tOpt = std::chrono::steady_clock::now();
+  StageClock clock;
   unsigned before = m.getInstructionCount();
   if (level == 0)
     pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(m, mam);
   else
     pb.buildPerModuleDefaultPipeline(optLevels[level]).run(m, mam);
   if (onStage)
-    onStage("LLVM -O" + std::to_string(level), lap(tOpt),
+    onStage("LLVM -O" + std::to_string(level), clock.lap(),
             llvm::formatv("{0} instructions before, {1} after", before, m.getInstructionCount())
                 .str());
 
@@ -167,7 +159,7 @@ FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuNa
     return emitError(loc) << "LLVM cannot emit an object file for " << triple.str();
   codegen.run(m);
   if (onStage)
-    onStage("machine code", lap(tOpt), cpuName);
+    onStage("machine code", clock.lap(), cpuName);
   return std::string(obj.str());
 }
 
@@ -247,7 +239,7 @@ FailureOr<std::string> linkSharedObject(const std::string &obj,
 
 LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
                             runtime::Artifact &artifact) {
-  auto tStart = std::chrono::steady_clock::now();
+  StageClock clock;
   MLIRContext *ctx = module.getContext();
   auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
@@ -299,7 +291,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   if (failed(pm.run(module)))
     return failure();
   if (options.onStage)
-    options.onStage("CPU pipeline", lap(tStart), "linalg, bufferization, LLVM dialect");
+    options.onStage("CPU pipeline", clock.lap(), "linalg, bufferization, LLVM dialect");
   llvm::json::Array weights = describeWeights(module, kEntryFunc);
   unsigned numWeights = weights.size();
   registerBuiltinDialectTranslation(*ctx);
@@ -318,12 +310,12 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
     return module.emitError("internal: ") << argShapes.size() << " arguments for "
                                           << numInputs + numWeights + numOutputs
                                           << " inputs, weights and outputs";
-  auto tLink = std::chrono::steady_clock::now();
+  clock.lap(); // restart: emitObject reported its own stages
   auto so = linkSharedObject(*obj, argShapes, module.getLoc());
   if (failed(so))
     return failure();
   if (options.onStage)
-    options.onStage("link", lap(tLink), llvm::formatv("{0} KiB", so->size() / 1024).str());
+    options.onStage("link", clock.lap(), llvm::formatv("{0} KiB", so->size() / 1024).str());
 
   uint64_t offset = runtime::appendBlob(artifact.payload, so->data(), so->size());
   manifest["weights"] = std::move(weights);

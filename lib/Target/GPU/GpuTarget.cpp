@@ -33,8 +33,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 
-#include <chrono>
-
 using namespace mlir;
 
 namespace h20 {
@@ -305,20 +303,9 @@ LogicalResult checkModule(ModuleOp module, func::FuncOp func, const GpuTargetOpt
   return success();
 }
 
-/// Wall-clock time since construction or the last lap().
-struct Stopwatch {
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  double lap() {
-    auto t = std::chrono::steady_clock::now();
-    double s = std::chrono::duration<double>(t - t0).count();
-    t0 = t;
-    return s;
-  }
-};
-
 /// Tells options.onStage, when set, that `stage` took the time since the
 /// last lap of `watch`.
-void report(const GpuTargetOptions &options, StringRef stage, Stopwatch &watch,
+void report(const GpuTargetOptions &options, StringRef stage, StageClock &watch,
             StringRef detail) {
   double s = watch.lap();
   if (options.onStage)
@@ -338,7 +325,7 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
     return failure();
   const gpu::KernelModules plan = gpu::planKernelModules(func);
   gpu::HostProgram host;
-  Stopwatch watch;
+  StageClock watch;
   if (failed(gpu::buildHostProgram(func, *roles, plan, host)))
     return failure();
   std::string summary = llvm::formatv("{0} steps, {1} buffers, arena {2:f1} MiB",
@@ -441,7 +428,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   pipeline.toolkitPath = toolkitPath();
   pipeline.entryName = kEntryFunc.str();
   pipeline.target = options.target;
-  Stopwatch watch;
+  StageClock watch;
   if (failed(runPasses(module, [&](PassManager &pm) { return buildGpuPipeline(pm, pipeline); })))
     return failure();
   report(options, "GPU pipeline", watch,
