@@ -2,6 +2,7 @@
 #include "h20/Runtime/Prompt.h"
 
 #include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/Npy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -112,6 +113,28 @@ bool readNamedInputs(const Manifest &m,
     }
   }
   return true;
+}
+
+bool readRunInputs(const Manifest &m, const std::string &ids,
+                   const std::vector<std::pair<std::string, std::string>> &bindings,
+                   const std::string &inputsFrom, std::vector<HostTensor> &inputs,
+                   int64_t &tokens, std::string &error) {
+  tokens = 0;
+  if (!ids.empty()) {
+    std::vector<int64_t> tokenIds;
+    HostTensor prompt;
+    if (!takesTokenIds(m, error) || !readTokenIds(ids, tokenIds, error) ||
+        !promptFromIds(m, tokenIds, prompt, error))
+      return false;
+    inputs = {prompt};
+    tokens = static_cast<int64_t>(tokenIds.size());
+  } else if (!readNamedInputs(m, bindings, inputsFrom, inputs, error)) {
+    return false;
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const HostTensor &t : inputs)
+    shapes.push_back(t.shape);
+  return checkDimParams(m.inputs, shapes, error) && checkValueRanges(m.inputs, inputs, error);
 }
 
 std::vector<float> logitsAsFloat32(const std::string &dtype, const void *data, size_t count) {

@@ -1,7 +1,42 @@
-//===- RunOutputs.cpp - what a graph run writes --------------------------===//
+//===- RunOutputs.cpp - the files a run names, what a run writes ---------===//
 #include "h20/Runtime/RunOutputs.h"
 
+#include "h20/Runtime/Format/FileUtil.h"
+
+#include <algorithm>
+
 namespace h20::runtime {
+
+bool checkRunFiles(const Manifest &m, const RunFiles &f, std::string &error) {
+  for (const auto &o : f.outputs)
+    if (std::none_of(m.outputs.begin(), m.outputs.end(),
+                     [&](const TensorSpec &t) { return t.name == o.first; })) {
+      error = "--output '" + o.first + "': the model has no output of that name";
+      return false;
+    }
+  std::vector<std::string> outs, ins{f.artifact};
+  for (const std::string *p : {&f.dumpLogits, &f.report})
+    if (!p->empty())
+      outs.push_back(*p);
+  for (const auto &o : f.outputs)
+    outs.push_back(o.second);
+  for (size_t j = 0; !f.outputsTo.empty() && j < m.outputs.size(); ++j)
+    outs.push_back(f.outputsTo + "/output_" + std::to_string(j) + ".pb");
+  if (!f.ids.empty())
+    ins.push_back(f.ids);
+  for (const auto &i : f.inputs)
+    ins.push_back(i.second);
+  for (size_t j = 0; !f.inputsFrom.empty() && j < m.inputs.size(); ++j)
+    ins.push_back(f.inputsFrom + "/input_" + std::to_string(j) + ".pb");
+  if (!checkOutputFiles(outs, ins, error))
+    return false;
+  if (f.ids.empty() && !f.dumpLogits.empty()) {
+    error = "--dump-logits needs a token-id prefill (--ids); write a graph's outputs with "
+            "--output NAME=PATH or --outputs-to DIR";
+    return false;
+  }
+  return true;
+}
 
 bool writeRunOutputs(const std::vector<HostTensor> &outputs, const std::string &outputsTo,
                      const std::vector<std::pair<std::string, std::string>> &named,

@@ -6,12 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/RunPlan.h"
+#include "h20/Runtime/Cuda/GpuPrefill.h"
+#include "h20/Runtime/RunOutputs.h"
 
 #include "ProgramFixtures.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 using namespace h20::runtime;
 using json = nlohmann::json;
@@ -222,6 +225,89 @@ TEST(RunPlan, PlansContextParallelRuns) {
   // 12 tokens: CP chunks of 3, not whole compiled chunks of 4.
   EXPECT_FALSE(planRun(d.m, d.p, {ids(12)}, virt, plan, error));
   EXPECT_TRUE(contains(error, "context parallelism")) << error;
+}
+
+/// planGpuJob with the rank variables of `env` (NAME=VALUE) only.
+bool planJob(const Manifest &m, const GpuProgram &p, int64_t S, const GpuJobRequest &rq,
+             const std::map<std::string, std::string> &env, GpuJob &job, std::string &error) {
+  GpuJobRequest r = rq;
+  r.tokens = S;
+  r.artifact = "m.h20";
+  auto getenv = [&](const char *name) -> const char * {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  return planGpuJob(m, p, {ids(S)}, r, getenv, job, error);
+}
+
+TEST(GpuJob, ChoosesTheModeFromFlagsAndEnvironment) {
+  Decoder d;
+  GpuJob job;
+  std::string error;
+  ASSERT_TRUE(planJob(d.m, d.p, 16, {}, {}, job, error)) << error;
+  EXPECT_EQ(job.mode, RankMode::Single);
+  EXPECT_EQ(job.contextRanks, 0);
+  EXPECT_TRUE(job.run.cudaGraph);
+  EXPECT_EQ(job.plan.mode, RunMode::Single);
+  GpuJobRequest virt;
+  virt.gpus = 2;
+  virt.virtualRanks = true;
+  ASSERT_TRUE(planJob(d.m, d.p, 16, virt, {}, job, error)) << error;
+  EXPECT_EQ(job.contextRanks, 2);
+  EXPECT_EQ(job.run.virtualRanks, 2);
+  EXPECT_FALSE(job.run.cudaGraph); // no CUDA graphs with context parallelism
+  EXPECT_EQ(job.plan.mode, RunMode::VirtualContextParallel);
+  GpuJobRequest two;
+  two.gpus = 2;
+  ASSERT_TRUE(planJob(d.m, d.p, 16, two, {}, job, error)) << error;
+  EXPECT_EQ(job.mode, RankMode::Launch); // h20-run starts the ranks
+  ASSERT_TRUE(planJob(d.m, d.p, 16, two,
+                      {{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"H20_NCCL_ID_FILE", "/tmp/id"}}, job,
+                      error))
+      << error;
+  EXPECT_EQ(job.mode, RankMode::Worker);
+  EXPECT_TRUE(job.run.contextParallel);
+  EXPECT_EQ(job.load.ncclRank, 1);
+  EXPECT_EQ(job.plan.mode, RunMode::NcclContextParallel);
+}
+
+TEST(GpuJob, RefusesWhatCannotRun) {
+  Decoder d;
+  GpuJob job;
+  std::string error;
+  GpuJobRequest three;
+  three.gpus = 3;
+  three.virtualRanks = true;
+  EXPECT_FALSE(planJob(d.m, d.p, 24, three, {}, job, error));
+  EXPECT_TRUE(contains(error, "power of two")) << error;
+  GpuJobRequest virt;
+  virt.gpus = 2;
+  virt.virtualRanks = true;
+  // 12 tokens: CP chunks of 3; planRun's refusal names the artifact.
+  EXPECT_FALSE(planJob(d.m, d.p, 12, virt, {}, job, error));
+  EXPECT_TRUE(contains(error, "'m.h20': ") && contains(error, "context parallelism")) << error;
+  EXPECT_FALSE(planJob(d.m, d.p, 16, virt, {{"WORLD_SIZE", "2"}, {"RANK", "0"}}, job, error));
+}
+
+TEST(RunFiles, RefusesOutputsThatCannotBeWritten) {
+  Base b;
+  std::string error;
+  RunFiles f;
+  f.artifact = "m.h20";
+  f.ids = "ids.npy";
+  EXPECT_TRUE(checkRunFiles(b.m, f, error)) << error;
+  f.outputs = {{"nope", "out.npy"}};
+  EXPECT_FALSE(checkRunFiles(b.m, f, error));
+  EXPECT_TRUE(contains(error, "--output 'nope'")) << error;
+  f.outputs.clear();
+  f.report = "ids.npy"; // would overwrite the prompt
+  EXPECT_FALSE(checkRunFiles(b.m, f, error));
+  f.report.clear();
+  f.ids.clear();
+  f.inputs = {{"ids", "ids.npy"}};
+  f.dumpLogits = "l.npy";
+  EXPECT_FALSE(checkRunFiles(b.m, f, error));
+  EXPECT_TRUE(contains(error, "--dump-logits needs a token-id prefill")) << error;
 }
 
 TEST(RunPlan, PadsTheChunkedInput) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 using namespace h20::runtime;
 
@@ -24,11 +26,9 @@ const char *kUsage =
     "  --inputs-from DIR   input_J.pb in graph order (the ONNX backend-test layout)\n"
     "  --weights-dir DIR   where the model's ONNX file and external data are now (default:\n"
     "                      where they were at compile time)\n"
-    "  --dummy-weights     GPU: read no weight file; fill every weight with reproducible\n"
-    "                      pseudo-random values (uniform, variance 1/fan_in; 1-D weights 1,\n"
-    "                      integer ones 0) to time a model whose checkpoint is not at hand;\n"
-    "                      weights of one shape and type share one buffer. The outputs mean\n"
-    "                      nothing\n"
+    "  --dummy-weights     GPU: no weight files; reproducible pseudo-random weights\n"
+    "                      (variance 1/fan_in), to time a model without its checkpoint;\n"
+    "                      the outputs mean nothing\n"
     "\n"
     "OUTPUTS (all written atomically; none may overwrite an input or another output)\n"
     "  --dump-logits OUT.npy   the logits (float32) of a token-id prefill\n"
@@ -45,30 +45,21 @@ const char *kUsage =
     "                      ttft_runs_ms lists them all\n"
     "  --no-cuda-graph     launch every step of every chunk on its own instead of replaying\n"
     "                      each chunk as a CUDA graph (same results, more launch gaps)\n"
-    "  --profile-steps     time every step of every chunk (CUDA events, no CUDA graphs: the\n"
-    "                      TTFT is no benchmark); the 20 costliest kernels/GEMMs on stderr,\n"
-    "                      every step in the report's \"step_profile\"\n"
+    "  --profile-steps     time every step (CUDA events, no graphs: not a benchmark); the 20\n"
+    "                      costliest on stderr, every step in the report's \"step_profile\"\n"
     "  --tune-gemms        GPU, one GPU: time up to 8 cuBLASLt algorithms per GEMM shape\n"
     "                      before the first chunk and keep the fastest (report: \"gemm_tuning\")\n"
     "\n"
     "MULTI-GPU\n"
-    "  --gpus N            GPUs of the prefill (default 1, or WORLD_SIZE). For a context-\n"
-    "                      parallel artifact (--logits=last) h20-run starts one process per\n"
-    "                      GPU (GPUs 0..N-1), K/V passed around a ring by NCCL; under a\n"
-    "                      launcher that sets WORLD_SIZE, RANK and LOCAL_RANK (torchrun) it is\n"
-    "                      one of them and H20_NCCL_ID_FILE must name a fresh file all ranks\n"
-    "                      see. The rank holding the last position writes the logits and the\n"
-    "                      report. A tensor-parallel artifact (h20-opt --gpus T --parallel\n"
-    "                      tensor) runs only with --gpus T: each rank loads its weight slices\n"
-    "                      and sums partial results with ncclAllReduce. A failing rank stops\n"
-    "                      the job (the others after H20_NCCL_TIMEOUT_S s, default 30)\n"
-    "  --virtual-ranks     with --gpus N: simulate the N ranks on one GPU. Context parallel\n"
-    "                      (N a power of two): the prompt in 2N zigzag chunks of L = S/2N\n"
-    "                      tokens (L a multiple of the compiled chunk), layer by layer, the K/V\n"
-    "                      ring as device copies between the ranks' own KV caches; the logits\n"
-    "                      equal the --gpus 1 run's. Tensor parallel: T threads, all-reduces\n"
-    "                      summed on the host, the ranks' outputs checked bitwise equal. The\n"
-    "                      report gains \"context_parallel\" / \"tensor_parallel\"\n"
+    "  --gpus N            GPUs of the prefill (default 1, or WORLD_SIZE): one process per GPU,\n"
+    "                      started by h20-run, or by torchrun (WORLD_SIZE, RANK, LOCAL_RANK and\n"
+    "                      H20_NCCL_ID_FILE, a fresh file all ranks see). Context parallel\n"
+    "                      (--logits=last artifacts): K/V around an NCCL ring; tensor parallel\n"
+    "                      (h20-opt --gpus T --parallel tensor): --gpus T, weight slices and\n"
+    "                      all-reduces. A failing rank stops the job (H20_NCCL_TIMEOUT_S, 30 s)\n"
+    "  --virtual-ranks     with --gpus N: simulate the N ranks on one GPU (context\n"
+    "                      parallel: N a power of two, 2N zigzag chunks, the logits equal\n"
+    "                      --gpus 1's; tensor parallel: T threads, outputs checked equal)\n"
     "\n"
     "MESSAGES\n"
     "  --quiet             errors only: no progress, notes or summary (the files hold the\n"
@@ -81,129 +72,114 @@ const char *kUsage =
     "  0 ok, 1 internal error (or another rank of an N-GPU job failed), 2 bad input, 3 out\n"
     "  of memory; the N-GPU launcher: a failed rank's code, 128 + signal for a signal\n";
 
+namespace {
+
+/// The flags that take a text value, a count, or nothing.
+const std::pair<const char *, std::string Options::*> kTextFlags[] = {
+    {"--ids", &Options::ids},           {"--device", &Options::device},
+    {"--dump-logits", &Options::dumpLogits}, {"--report", &Options::report},
+    {"--weights-dir", &Options::weightsDir}, {"--inputs-from", &Options::inputsFrom},
+    {"--outputs-to", &Options::outputsTo}};
+struct CountFlag {
+  const char *name;
+  int64_t Options::*dst;
+  long long lo, hi;
+  const char *what; ///< the error message's start
+};
+const CountFlag kCountFlags[] = {
+    {"--warmup", &Options::warmup, 0, 100, "--warmup takes a count from 0 to 100"},
+    {"--repeat", &Options::repeat, 1, 100, "--repeat takes a count from 1 to 100"},
+    {"--gpus", &Options::gpus, 1, 1024, "--gpus takes a GPU count from 1"}};
+const std::pair<const char *, bool Options::*> kSwitches[] = {
+    {"--no-cuda-graph", &Options::noCudaGraph}, {"--profile-steps", &Options::profileSteps},
+    {"--dummy-weights", &Options::dummyWeights}, {"--tune-gemms", &Options::tuneGemms},
+    {"--virtual-ranks", &Options::virtualRanks}};
+
+/// The rules between flags, once all are read.
+bool checkCombinations(const Options &o, std::string &error) {
+  const bool generic = !o.inputs.empty() || !o.inputsFrom.empty();
+  if (o.artifact.empty() || (o.ids.empty() && !generic))
+    error = "need an artifact and --ids (or --input / --inputs-from)";
+  else if (!o.ids.empty() && generic)
+    error = "--ids and --input / --inputs-from exclude each other";
+  else if (o.virtualRanks && o.gpus < 2)
+    error = "--virtual-ranks simulates N > 1 context-parallel ranks on one GPU: give --gpus N "
+            "with N = 2, 4, 8, ...";
+  else if (o.virtualRanks && generic)
+    error = "--virtual-ranks runs a token-id prefill: give --ids, not --input / --inputs-from";
+  else if (o.gpus > 1 && !o.virtualRanks && generic)
+    error = "--gpus N > 1 runs a token-id prefill: give --ids, not --input / --inputs-from";
+  return error.empty();
+}
+
+} // namespace
+
 bool parseArgs(int argc, char **argv, Options &o, std::string &error) {
   o.argv = argv;
+  bool quiet = false, verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    // "--flag=VALUE" or "--flag VALUE"; an empty value is an error.
-    auto value = [&](std::string &dst) {
-      size_t eq = a.find('=');
-      std::string flag = a.substr(0, eq);
-      if (eq != std::string::npos) {
-        dst = a.substr(eq + 1);
-      } else if (i + 1 < argc) {
-        dst = argv[++i];
-      } else {
-        error = "option " + a + " needs a value";
-        return false;
-      }
-      if (dst.empty()) {
-        error = "option " + flag + " needs a non-empty value";
-        return false;
-      }
-      return true;
-    };
-    // An integer option value in [lo, hi]; `what` starts the error message.
-    auto count = [&](auto &dst, long long lo, long long hi, const char *what) {
-      std::string v;
-      if (!value(v))
-        return false;
-      char *end = nullptr;
-      long long n = std::strtoll(v.c_str(), &end, 10);
-      if (*end != '\0' || n < lo || n > hi) {
-        error = std::string(what) + ", got '" + v + "'";
-        return false;
-      }
-      dst = static_cast<std::remove_reference_t<decltype(dst)>>(n);
-      return true;
-    };
     auto is = [&](const char *flag) {
       return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
     };
+    // "--flag=VALUE" or "--flag VALUE"; an empty value is an error.
+    std::string v;
+    auto value = [&]() {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos)
+        v = a.substr(eq + 1);
+      else if (i + 1 < argc)
+        v = argv[++i];
+      else
+        return error = "option " + a + " needs a value", false;
+      if (v.empty())
+        return error = "option " + a.substr(0, eq) + " needs a non-empty value", false;
+      return true;
+    };
+    auto text = std::find_if(std::begin(kTextFlags), std::end(kTextFlags),
+                             [&](const auto &f) { return is(f.first); });
+    auto count = std::find_if(std::begin(kCountFlags), std::end(kCountFlags),
+                              [&](const CountFlag &f) { return is(f.name); });
+    auto sw = std::find_if(std::begin(kSwitches), std::end(kSwitches),
+                           [&](const auto &f) { return a == f.first; });
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (is("--ids")) {
-      if (!value(o.ids)) return false;
-    } else if (is("--device")) {
-      if (!value(o.device)) return false;
-    } else if (is("--dump-logits")) {
-      if (!value(o.dumpLogits)) return false;
-    } else if (is("--report")) {
-      if (!value(o.report)) return false;
-    } else if (is("--weights-dir")) {
-      if (!value(o.weightsDir)) return false;
-    } else if (is("--warmup")) {
-      if (!count(o.warmup, 0, 100, "--warmup takes a count from 0 to 100")) return false;
-    } else if (is("--repeat")) {
-      if (!count(o.repeat, 1, 100, "--repeat takes a count from 1 to 100")) return false;
-    } else if (is("--gpus")) {
-      if (!count(o.gpus, 1, 1024, "--gpus takes a GPU count from 1")) return false;
-    } else if (a == "--no-cuda-graph") {
-      o.noCudaGraph = true;
-    } else if (a == "--profile-steps") {
-      o.profileSteps = true;
-    } else if (a == "--dummy-weights") {
-      o.dummyWeights = true;
-    } else if (a == "--tune-gemms") {
-      o.tuneGemms = true;
-    } else if (a == "--virtual-ranks") {
-      o.virtualRanks = true;
-    } else if (a == "--quiet") {
-      o.verbosity = 0;
-    } else if (a == "--verbose") {
-      o.verbosity = 2;
-    } else if (is("--inputs-from")) {
-      if (!value(o.inputsFrom)) return false;
-    } else if (is("--outputs-to")) {
-      if (!value(o.outputsTo)) return false;
-    } else if (is("--input") || is("--output")) {
-      bool in = is("--input");
-      std::string v;
-      if (!value(v)) return false;
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        error = std::string(in ? "--input" : "--output") + " takes NAME=PATH, got '" + v + "'";
+    } else if (text != std::end(kTextFlags)) {
+      if (!value())
         return false;
-      }
-      (in ? o.inputs : o.outputs).emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      o.*(text->second) = v;
+    } else if (count != std::end(kCountFlags)) {
+      if (!value())
+        return false;
+      char *end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (*end != '\0' || n < count->lo || n > count->hi)
+        return error = std::string(count->what) + ", got '" + v + "'", false;
+      o.*(count->dst) = n;
+    } else if (sw != std::end(kSwitches)) {
+      o.*(sw->second) = true;
+    } else if (a == "--quiet" || a == "--verbose") {
+      (a == "--quiet" ? quiet : verbose) = true;
+      o.verbosity = a == "--quiet" ? 0 : 2;
+    } else if (is("--input") || is("--output")) {
+      const char *flag = is("--input") ? "--input" : "--output";
+      if (!value())
+        return false;
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return error = std::string(flag) + " takes NAME=PATH, got '" + v + "'", false;
+      (is("--input") ? o.inputs : o.outputs).emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (!a.empty() && a[0] == '-') {
-      error = "unknown option '" + a + "'";
-      return false;
+      return error = "unknown option '" + a + "'", false;
     } else if (o.artifact.empty()) {
       o.artifact = a;
     } else {
-      error = "unexpected argument '" + a + "'";
-      return false;
+      return error = "unexpected argument '" + a + "'", false;
     }
   }
-  if (std::count(argv + 1, argv + argc, std::string("--quiet")) &&
-      std::count(argv + 1, argv + argc, std::string("--verbose"))) {
-    error = "--quiet and --verbose exclude each other";
-    return false;
-  }
-  bool generic = !o.inputs.empty() || !o.inputsFrom.empty();
-  if (o.artifact.empty() || (o.ids.empty() && !generic)) {
-    error = "need an artifact and --ids (or --input / --inputs-from)";
-    return false;
-  }
-  if (!o.ids.empty() && generic) {
-    error = "--ids and --input / --inputs-from exclude each other";
-    return false;
-  }
-  if (o.virtualRanks && o.gpus < 2) {
-    error = "--virtual-ranks simulates N > 1 context-parallel ranks on one GPU: give --gpus N "
-            "with N = 2, 4, 8, ...";
-    return false;
-  }
-  if (o.virtualRanks && generic) {
-    error = "--virtual-ranks runs a token-id prefill: give --ids, not --input / --inputs-from";
-    return false;
-  }
-  if (o.gpus > 1 && !o.virtualRanks && generic) {
-    error = "--gpus N > 1 runs a token-id prefill: give --ids, not --input / --inputs-from";
-    return false;
-  }
-  return true;
+  if (quiet && verbose)
+    return error = "--quiet and --verbose exclude each other", false;
+  return checkCombinations(o, error);
 }
 } // namespace h20run

@@ -2,8 +2,8 @@
 //
 // h20-run model.h20 --ids ids.npy [--device cpu] [--dump-logits out.npy]
 //                   [--report report.json]
-// Loads the artifact, checks the flags, output paths and prompt against it
-// (RunPlan.h's chooseDevice, FileUtil.h, Prompt.h), and hands the run to
+// Loads the artifact, checks the flags, files and prompt against it
+// (RunPlan.h's chooseDevice, RunOutputs.h, Prompt.h), and hands the run to
 // the CPU runner (CpuRun.h, below) or the GPU one (GpuRun.cpp), which load
 // the weights it references by byte range, run the prefill, and print the
 // next token id and the time it took.
@@ -57,6 +57,37 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+bool writeOutputs(const Options &opt, const std::vector<HostTensor> &outputs, int64_t &next,
+                  std::string &error) {
+  // Requested outputs are written in both modes: a token-id prefill may
+  // return more than its logits (e.g. debug outputs).
+  if (!writeRunOutputs(outputs, opt.outputsTo, opt.outputs, error))
+    return false;
+  if (opt.ids.empty())
+    return true;
+  std::vector<float> logits;
+  return nextToken(outputs[0], next, logits, error) &&
+         (opt.dumpLogits.empty() ||
+          writeFileAtomically(opt.dumpLogits, encodeNpyF32(outputs[0].shape, logits.data()),
+                              error));
+}
+
+bool writeReport(const Options &opt, const nlohmann::json &report, std::string &error) {
+  return opt.report.empty() || writeFileAtomically(opt.report, report.dump(2) + "\n", error);
+}
+
+int finishGraphRun(const Options &opt, size_t inputs, const std::vector<HostTensor> &outputs,
+                   const std::string &device, const std::string &gpu, double ms,
+                   const std::string &where) {
+  std::string error;
+  if (!writeReport(opt, graphRunReport(device, gpu, ms, inputs, outputs), error))
+    return fail(kExitBadInput, error);
+  if (opt.verbosity > 0)
+    std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on %s\n", inputs, outputs.size(),
+                ms, where.c_str());
+  return 0;
+}
+
 } // namespace h20run
 
 using namespace h20run;
@@ -64,7 +95,7 @@ using namespace h20run;
 /// Runs a CPU artifact (CpuRun.h), writes what was asked and the report.
 /// Returns the process exit code.
 static int runOnCpu(const Options &opt, const Artifact &artifact, const Manifest &m,
-                    const std::vector<HostTensor> &inputs, int64_t S, bool generic,
+                    const std::vector<HostTensor> &inputs, int64_t S,
                     std::chrono::steady_clock::time_point tStart) {
   std::string error;
   CpuRunResult r;
@@ -74,31 +105,13 @@ static int runOnCpu(const Options &opt, const Artifact &artifact, const Manifest
   case CpuStatus::Resources: return fail(kExitResources, error);
   case CpuStatus::Internal: return fail(kExitInternal, error);
   }
-  // Requested outputs (--output / --outputs-to) are written in both modes:
-  // a token-id prefill may return more than its logits (e.g. debug outputs).
-  if (!writeRunOutputs(r.outputs, opt.outputsTo, opt.outputs, error))
-    return fail(kExitBadInput, error);
-  if (generic) {
-    if (!opt.report.empty() &&
-        !writeFileAtomically(
-            opt.report,
-            graphRunReport("cpu", "", r.prefillMs, inputs.size(), r.outputs).dump(2) + "\n",
-            error))
-      return fail(kExitBadInput, error);
-    if (opt.verbosity > 0)
-      std::printf("ran %zu input(s) -> %zu output(s) in %.1f ms on the CPU\n", inputs.size(),
-                  m.outputs.size(), r.prefillMs);
-    return 0;
-  }
   int64_t next = 0;
-  std::vector<float> logits;
-  if (!nextToken(r.outputs[0], next, logits, error))
+  if (!writeOutputs(opt, r.outputs, next, error))
     return fail(kExitBadInput, error);
-  if (!opt.dumpLogits.empty() &&
-      !writeFileAtomically(opt.dumpLogits, encodeNpyF32(r.outputs[0].shape, logits.data()), error))
-    return fail(kExitBadInput, error);
+  if (opt.ids.empty())
+    return finishGraphRun(opt, inputs.size(), r.outputs, "cpu", "", r.prefillMs, "the CPU");
   nlohmann::json report = cpuRunReport(m, r, S, next, msSince(tStart));
-  if (!opt.report.empty() && !writeFileAtomically(opt.report, report.dump(2) + "\n", error))
+  if (!writeReport(opt, report, error))
     return fail(kExitBadInput, error);
   if (opt.verbosity > 0)
     printCpuSummary(report, stdout);
@@ -128,41 +141,8 @@ int main(int argc, char **argv) {
   Manifest m;
   if (!parseManifest(artifact.manifest, m, error))
     return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
-  // Outputs: checked before any work, so a bad path cannot leave some
-  // outputs written and others not; none may overwrite an input or another.
-  {
-    for (auto &o : opt.outputs)
-      if (std::none_of(m.outputs.begin(), m.outputs.end(),
-                       [&](const TensorSpec &t) { return t.name == o.first; }))
-        return fail(kExitBadInput,
-                    "--output '" + o.first + "': the model has no output of that name");
-    std::vector<std::string> outs;
-    for (const std::string *p : {&opt.dumpLogits, &opt.report})
-      if (!p->empty())
-        outs.push_back(*p);
-    for (auto &o : opt.outputs)
-      outs.push_back(o.second);
-    for (size_t j = 0; !opt.outputsTo.empty() && j < m.outputs.size(); ++j)
-      outs.push_back(opt.outputsTo + "/output_" + std::to_string(j) + ".pb");
-    std::vector<std::string> ins{opt.artifact};
-    if (!opt.ids.empty())
-      ins.push_back(opt.ids);
-    for (auto &i : opt.inputs)
-      ins.push_back(i.second);
-    for (size_t j = 0; !opt.inputsFrom.empty() && j < m.inputs.size(); ++j)
-      ins.push_back(opt.inputsFrom + "/input_" + std::to_string(j) + ".pb");
-    if (!checkOutputFiles(outs, ins, error))
-      return fail(kExitBadInput, error);
-    if (opt.ids.empty() && !opt.dumpLogits.empty())
-      return fail(kExitBadInput, "--dump-logits needs a token-id prefill (--ids); write a "
-                                 "graph's outputs with --output NAME=PATH or --outputs-to DIR");
-  }
-#if defined(__x86_64__)
-  if (m.cpu == "x86-64-v3" &&
-      !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
-    return fail(kExitBadInput, "'" + opt.artifact +
-                                   "' was compiled for x86-64-v3 (AVX2, FMA), which this CPU lacks");
-#endif
+  if (!checkRunFiles(m, opt, error))
+    return fail(kExitBadInput, error);
   DeviceRequest dr;
   dr.device = opt.device;
   dr.gpus = opt.gpus;
@@ -173,37 +153,11 @@ int main(int argc, char **argv) {
   if (!chooseDevice(m, opt.artifact, dr, onGpu, error))
     return fail(kExitBadInput, error);
 
-  // Inputs: token ids (the LLM path) or named tensors (any graph).
-  bool generic = opt.ids.empty();
-  std::vector<HostTensor> inputs(m.inputs.size());
+  // Inputs: token ids (the LLM path, S tokens) or named tensors (any graph).
+  std::vector<HostTensor> inputs;
   int64_t S = 0;
-  if (!generic) {
-    std::vector<int64_t> ids;
-    HostTensor prompt;
-    if (!takesTokenIds(m, error) || !readTokenIds(opt.ids, ids, error) ||
-        !promptFromIds(m, ids, prompt, error))
-      return fail(kExitBadInput, error);
-    inputs = {prompt};
-    S = static_cast<int64_t>(ids.size());
-  } else if (!readNamedInputs(m, opt.inputs, opt.inputsFrom, inputs, error)) {
+  if (!readRunInputs(m, opt.ids, opt.inputs, opt.inputsFrom, inputs, S, error))
     return fail(kExitBadInput, error);
-  }
-
-  {
-    // Dims the model names alike are one value in the compiled code.
-    std::vector<std::vector<int64_t>> shapes;
-    for (const HostTensor &t : inputs)
-      shapes.push_back(t.shape);
-    if (!checkDimParams(m.inputs, shapes, error))
-      return fail(kExitBadInput, error);
-    // Index inputs within the ranges the compiler recorded (ONNX: an
-    // out-of-range index is an error; the kernels would only clamp).
-    if (!checkValueRanges(m.inputs, inputs, error))
-      return fail(kExitBadInput, error);
-  }
-
-  if (onGpu)
-    return runOnGpu(opt, artifact, m, inputs, S, generic, tStart);
-
-  return runOnCpu(opt, artifact, m, inputs, S, generic, tStart);
+  return onGpu ? runOnGpu(opt, artifact, m, inputs, S, tStart)
+               : runOnCpu(opt, artifact, m, inputs, S, tStart);
 }

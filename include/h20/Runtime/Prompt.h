@@ -43,6 +43,18 @@ bool readNamedInputs(const Manifest &m,
                      const std::string &inputsFrom, std::vector<HostTensor> &out,
                      std::string &error);
 
+/// A run's inputs: with `ids` (a token-id file, readTokenIds) the [1, S]
+/// prompt (takesTokenIds, promptFromIds) and `tokens` = S; else the named
+/// inputs (readNamedInputs) and `tokens` = 0. Then checks what the compiled
+/// code assumes of them: dims that share an ONNX dim_param agree
+/// (checkDimParams) and index inputs lie in their recorded ranges
+/// (checkValueRanges; ONNX: an out-of-range index is an error). False with
+/// `error` from the first check that fails.
+bool readRunInputs(const Manifest &m, const std::string &ids,
+                   const std::vector<std::pair<std::string, std::string>> &bindings,
+                   const std::string &inputsFrom, std::vector<HostTensor> &inputs,
+                   int64_t &tokens, std::string &error);
+
 /// Logits of `count` elements as float32 (float16 and bfloat16, what a
 /// 16-bit export's LM head returns, widened exactly); empty for a dtype
 /// that is not float32, float16 or bfloat16.

@@ -1,13 +1,16 @@
-//===- RunOutputs.h - what a graph run writes -------------------*- C++ -*-===//
+//===- RunOutputs.h - the files a run names, what a run writes ---*- C++ -*-===//
 //
-// A run of any graph (named inputs, h20-run --input / --inputs-from) writes
-// its outputs by name or in graph order, and a small report. The token-id
-// prefill's report is the runners' (CpuRun.h, Cuda/GpuReport.h).
+// The files a run reads and writes (h20-run's flags), checked against the
+// model before any work. A run of any graph (named inputs, h20-run --input /
+// --inputs-from) writes its outputs by name or in graph order, and a small
+// report. The token-id prefill's report is the runners' (CpuRun.h,
+// Cuda/GpuReport.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_RUNTIME_RUNOUTPUTS_H
 #define H20_RUNTIME_RUNOUTPUTS_H
 
+#include "h20/Runtime/Format/Manifest.h"
 #include "h20/Runtime/Format/TensorIO.h"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +20,24 @@
 #include <vector>
 
 namespace h20::runtime {
+
+/// The files of one run, as h20-run's flags name them; empty: not given.
+struct RunFiles {
+  std::string artifact;   ///< the compiled model (read)
+  std::string ids;        ///< --ids: token ids (read)
+  std::string inputsFrom; ///< --inputs-from DIR: DIR/input_J.pb (read)
+  std::string dumpLogits; ///< --dump-logits: float32 .npy (written)
+  std::string report;     ///< --report: JSON (written)
+  std::string outputsTo;  ///< --outputs-to DIR: DIR/output_J.pb (written)
+  std::vector<std::pair<std::string, std::string>> inputs, outputs; ///< NAME=PATH
+};
+
+/// Checks `files` against the model before any work, so that a bad path
+/// cannot leave some outputs written and others not: every --output names
+/// one of the model's outputs; every file written is writable and neither an
+/// input nor another output (checkOutputFiles, FileUtil.h); --dump-logits
+/// comes with --ids. False with `error` naming the flag or the path.
+bool checkRunFiles(const Manifest &m, const RunFiles &files, std::string &error);
 
 /// Writes `outputs` (manifest order, named): output J as DIR/output_J.pb
 /// when `outputsTo` is not empty (the ONNX backend-test layout), and each

@@ -86,6 +86,12 @@ CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const
     error = "'" + name + "' holds no code";
     return CpuStatus::BadInput;
   }
+#if defined(__x86_64__)
+  if (m.cpu == "x86-64-v3" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+    error = "'" + name + "' was compiled for x86-64-v3 (AVX2, FMA), which this CPU lacks";
+    return CpuStatus::BadInput;
+  }
+#endif
   CpuModule module;
   if (!module.load(artifact.payload, m.blobs[0].offset, m.blobs[0].size, m.entrySymbol, error))
     return CpuStatus::Internal;

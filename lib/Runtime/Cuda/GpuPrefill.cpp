@@ -81,6 +81,70 @@ double median(std::vector<double> v) {
 
 } // namespace
 
+bool planGpuJob(const Manifest &m, const GpuProgram &program,
+                const std::vector<HostTensor> &inputs, const GpuJobRequest &rq,
+                const std::function<const char *(const char *)> &getenv, GpuJob &job,
+                std::string &error) {
+  job = GpuJob{};
+  RankEnvironment env;
+  if (!readRankEnvironment(getenv, env, error))
+    return false;
+  const int T = m.tensorParallel();
+  RankRequest ranks;
+  ranks.gpus = rq.gpus;
+  ranks.virtualRanks = rq.virtualRanks;
+  ranks.tensorParallel = T;
+  ranks.tensorInputs = rq.tokens == 0;
+  RankAssignment ra;
+  if (!assignRanks(ranks, env, ra, error))
+    return false;
+  GpuLoadOptions &lo = job.load;
+  lo.weightsDir = rq.weightsDir;
+  lo.dummyWeights = rq.dummyWeights;
+  lo.tuneGemms = rq.tuneGemms;
+  lo.ncclRanks = ra.ncclRanks;
+  lo.ncclRank = ra.ncclRank;
+  lo.device = ra.device;
+  if (!rq.virtualRanks) {
+    lo.ncclTimeoutS = ra.ncclTimeoutS;
+    lo.tensorParallelRank = ra.tensorParallelRank;
+    lo.ncclIdFile = ra.ncclIdFile;
+  }
+  job.mode = ra.mode;
+  job.tensorParallel = T;
+  job.virtualTpRanks = T > 1 && rq.virtualRanks ? T : 0;
+  job.contextRanks = T > 1                          ? 0
+                     : rq.virtualRanks              ? static_cast<int>(rq.gpus)
+                     : ra.mode != RankMode::Single ? lo.ncclRanks
+                                                    : 0;
+  const int cp = job.contextRanks > 1 ? job.contextRanks : 0;
+  if (cp && rq.virtualRanks && (cp & (cp - 1)) != 0) {
+    error = "--virtual-ranks needs a power of two for --gpus (the prompt is cut into 2N equal "
+            "chunks), got " + std::to_string(cp);
+    return false;
+  }
+  RunRequest run;
+  run.n = rq.tokens;
+  run.virtualRanks = cp && rq.virtualRanks ? cp : 0;
+  run.contextParallel = cp && !rq.virtualRanks;
+  run.tpRanks = T;
+  run.tpRank = lo.tensorParallelRank;
+  run.virtualTpRanks = job.virtualTpRanks;
+  run.ncclRanks = job.virtualTpRanks ? 0 : lo.ncclRanks;
+  run.ncclRank = lo.ncclRank;
+  if (!planRun(m, program, inputs, run, job.plan, error)) {
+    error = "'" + rq.artifact + "': " + error;
+    return false;
+  }
+  GpuRunOptions &ro = job.run;
+  ro.n = rq.tokens;
+  ro.cudaGraph = !rq.noCudaGraph && !cp;
+  ro.profileSteps = rq.profileSteps;
+  ro.virtualRanks = cp && rq.virtualRanks ? cp : 0;
+  ro.contextParallel = ra.mode == RankMode::Worker && T == 1;
+  return true;
+}
+
 GpuStatus GpuPrefill::load(const Artifact &artifact, const Manifest &m, const GpuProgram &program,
                            const GpuLoadOptions &lo, int virtualTpRanks, std::string &error) {
   program_ = &program;

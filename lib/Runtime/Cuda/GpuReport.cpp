@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unistd.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -310,6 +311,44 @@ void printGpuSummary(GpuPrefill &prefill, const GpuReportContext &c, int tensorP
                dev.ordinal, ls.code.c_str(), static_cast<double>(ls.weightBytes) / (1ull << 30),
                ls.loadWeightsMs, static_cast<double>(st.peakGpuMemoryBytes) / (1ull << 30),
                c.totalMs);
+}
+
+void printLoadSummary(GpuPrefill &prefill, FILE *out) {
+  const GpuDeviceInfo &dev = prefill.executor().device();
+  const GpuLoadStats &loaded = prefill.executor().loadStats();
+  const double gib = static_cast<double>(loaded.weightBytes) / (1ull << 30);
+  const double s = loaded.loadWeightsMs / 1000.0;
+  std::fprintf(out, "h20-run: %s (GPU %d): weights %.2f GiB loaded in %.1f s (%.2f GiB/s), "
+               "%.2f GiB allocated, %s kernels\n",
+               dev.name.c_str(), dev.ordinal, gib, s, s > 0 ? gib / s : 0.0,
+               static_cast<double>(loaded.planBytes) / (1ull << 30), loaded.code.c_str());
+  if (loaded.nccl.rfind("unavailable", 0) == 0)
+    std::fprintf(out, "h20-run: note: NCCL %s; the 1-GPU prefill runs without it\n",
+                 loaded.nccl.c_str());
+}
+
+void printChunkProgress(int64_t chunk, int64_t chunks, int64_t tokensDone, int64_t tokens,
+                        double ms) {
+  static const bool terminal = isatty(STDERR_FILENO);
+  std::fprintf(stderr, "%sprefill: chunk %lld/%lld, %lld/%lld tokens (%.1f ms)%s",
+               terminal ? "\r" : "", static_cast<long long>(chunk + 1),
+               static_cast<long long>(chunks), static_cast<long long>(tokensDone),
+               static_cast<long long>(tokens), ms, terminal ? "\x1b[K" : "\n");
+  if (terminal && chunk + 1 == chunks)
+    std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+nlohmann::json rankLog(GpuPrefill &prefill, int rank) {
+  const GpuRunStats &st = prefill.ranks()[0].st;
+  return {{"rank", rank},
+          {"gpu", prefill.executor().device().ordinal},
+          {"ttft_ms", st.ttftMs},
+          {"ttft_runs_ms", prefill.ranks()[0].runMs},
+          {"collectives", collectivesToJson(rank < static_cast<int>(st.cpRankLog.size())
+                                                ? st.cpRankLog[rank]
+                                                : std::vector<CpCollective>{})},
+          {"tp_collectives", tpCollectivesToJson(st.tpLog)}};
 }
 
 } // namespace h20::runtime

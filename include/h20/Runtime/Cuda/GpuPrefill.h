@@ -12,13 +12,52 @@
 #define H20_RUNTIME_CUDA_GPUPREFILL_H
 
 #include "h20/Runtime/Cuda/GpuExecutor.h"
+#include "h20/Runtime/Parallel/RankEnvironment.h"
 #include "h20/Runtime/Parallel/TensorParallel.h"
+#include "h20/Runtime/RunPlan.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace h20::runtime {
+
+/// What h20-run's flags ask of a GPU job.
+struct GpuJobRequest {
+  std::string artifact;      ///< its path, to name it in messages
+  int64_t gpus = 0;          ///< --gpus N; 0: not given
+  bool virtualRanks = false; ///< --virtual-ranks
+  int64_t tokens = 0;        ///< S of a token-id prefill; 0: a graph run (--input)
+  std::string weightsDir;    ///< --weights-dir
+  bool dummyWeights = false, tuneGemms = false, noCudaGraph = false, profileSteps = false;
+};
+
+/// A GPU job, planned before the GPU is touched: how this process takes
+/// part (RankMode), what it loads and how it runs, and the checked plan of
+/// the run (RunPlan.h; the executors plan the same again in run()).
+struct GpuJob {
+  RankMode mode = RankMode::Single;
+  GpuLoadOptions load;
+  GpuRunOptions run; ///< without a progress callback
+  int tensorParallel = 1;  ///< T of the artifact (manifest)
+  int virtualTpRanks = 0;  ///< T when the T ranks are simulated on this GPU
+  int contextRanks = 0;    ///< N > 1 of a context-parallel job (virtual or NCCL)
+  RunPlan plan;
+};
+
+/// Plans a GPU job: this process's place among the GPUs (assignRanks with
+/// the rank variables read through `getenv`: WORLD_SIZE, RANK, LOCAL_RANK,
+/// H20_NCCL_ID_FILE, H20_NCCL_TIMEOUT_S), the parallel mode (tensor
+/// parallel when the artifact says T > 1, else context parallel for N > 1
+/// GPUs, virtual with --virtual-ranks: N a power of two), the load and run
+/// options, and planRun over `inputs`. False with `error`, a sentence for
+/// the user (planRun's prefixed with the artifact's name), on the first rule
+/// broken.
+bool planGpuJob(const Manifest &m, const GpuProgram &program,
+                const std::vector<HostTensor> &inputs, const GpuJobRequest &request,
+                const std::function<const char *(const char *)> &getenv, GpuJob &job,
+                std::string &error);
 
 /// One rank's prefills: the outputs and per-stage figures of the last
 /// measured run, every run's TTFT (ms, host wall time), the GEMM tuning

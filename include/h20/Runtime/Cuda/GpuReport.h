@@ -62,6 +62,22 @@ nlohmann::json gpuRunReport(const Manifest &m, const GpuProgram &program, GpuPre
 void printGpuSummary(GpuPrefill &prefill, const GpuReportContext &c, int tensorParallel,
                      FILE *out);
 
+/// "h20-run: GPU (GPU d): weights X GiB loaded in T s (R GiB/s), A GiB
+/// allocated, CODE kernels", and a note when NCCL is unavailable (the
+/// 1-GPU prefill runs without it), on `out`.
+void printLoadSummary(GpuPrefill &prefill, FILE *out);
+
+/// A GpuProgressFn that prints "prefill: chunk i/n, t/S tokens (ms)" on
+/// stderr after each chunk: rewritten in place on a terminal, one line per
+/// chunk otherwise.
+void printChunkProgress(int64_t chunk, int64_t chunks, int64_t tokensDone, int64_t tokens,
+                        double ms);
+
+/// The log a rank of an N-process job leaves for the launcher
+/// (RankLauncher.h checkRankLogs compares the ranks' collectives):
+/// {rank, gpu, ttft_ms, ttft_runs_ms, collectives, tp_collectives}.
+nlohmann::json rankLog(GpuPrefill &prefill, int rank);
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_CUDA_GPUREPORT_H
