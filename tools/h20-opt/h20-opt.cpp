@@ -68,7 +68,8 @@ static llvm::cl::opt<std::string> emitLevel(
                    "attn (after canonicalisation, mask analysis and raising), "
                    "planned (attn + RoPE tables, fused KV cache, tiles for "
                    "--target); with a GPU --target also the GPU target's "
-                   "stages: chunked, linalg, buffers, gpu, host (ARCHITECTURE.md). "
+                   "stages: chunked, linalg, buffers, gpu, host (ARCHITECTURE.md); with "
+                   "--target=cpu: llvm (the LLVM IR handed to LLVM's optimiser). "
                    "Implied as 'onnx' for .onnx/.onnxtext inputs."),
     llvm::cl::cat(ioCategory), llvm::cl::value_desc("stage"), llvm::cl::init(""));
 static llvm::cl::opt<std::string> targetName(
@@ -412,10 +413,15 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (gpuStage && !gpuTarget)
     return fail("--emit=" + emitLevel + " is a GPU target stage: it needs --target=h20, h100, "
                 "h200 or h800");
+  // --emit=llvm: the CPU target's LLVM IR, before LLVM optimises it.
+  bool llvmStage = emitLevel == "llvm";
+  if (llvmStage && targetName != "cpu")
+    return fail("--emit=llvm is a CPU target stage: it needs --target=cpu");
   bool buildArtifact = !targetName.empty() && !planning && !gpuStage;
-  if (!emitLevel.empty() && !planning && !gpuStage && !targetName.empty())
+  if (!emitLevel.empty() && !planning && !gpuStage && !llvmStage && !targetName.empty())
     return fail("--target with --emit=" + emitLevel + ": use --emit=planned, a GPU stage "
-                "(chunked, linalg, buffers, gpu, host), or no --emit to compile an artifact");
+                "(chunked, linalg, buffers, gpu, host), --emit=llvm with --target=cpu, or no "
+                "--emit to compile an artifact");
   if (!targetName.empty() && !h20::findTarget(targetName))
     return fail("unknown --target '" + targetName +
                 "' (known: auto, h20, h100, h200, h800, a100, l20, cpu)");
@@ -441,7 +447,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (gpuCount > 1 && !gpuArtifact)
     return fail("--gpus N > 1 plans a multi-GPU prefill: it needs a GPU --target (h20, h100, "
                 "h200, h800) and -o (an artifact)");
-  if (buildArtifact && !gpuStage && output == "-")
+  if (buildArtifact && !gpuStage && !llvmStage && output == "-")
     return fail("--target writes a binary artifact: give its path with -o");
   // RoPE tables and tile planning grow with it; 16M tokens is far beyond
   // any model's context.
@@ -567,7 +573,9 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     }
   } else {
     if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes)))
-      return fail("unknown --emit level '" + level + "' (expected onnx, attn or planned)");
+      return fail("unknown --emit level '" + level +
+                  "' (expected onnx, attn or planned; with a GPU --target also chunked, linalg, "
+                  "buffers, gpu, host; with --target=cpu llvm)");
     if (failed(pm.run(*module)))
       return kExitBadInput;
     progress.stage(level);
@@ -610,9 +618,19 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     if (maxPositions > 0)
       options.maxPositions = maxPositions;
     options.onStage = progress.reporter();
+    std::string llvmIR;
+    if (llvmStage)
+      options.llvmIR = &llvmIR;
     h20::runtime::Artifact artifact;
     if (failed(h20::compileForCpu(*module, options, artifact)))
       return kExitBadInput;
+    if (llvmStage) {
+      if (output == "-") {
+        llvm::outs() << llvmIR;
+        return 0;
+      }
+      return h20::runtime::writeFileAtomically(output.str(), llvmIR, error) ? 0 : fail(error);
+    }
     if (!h20::runtime::writeArtifact(output.str(), artifact, error))
       return fail(error);
     progress.stage("write " + output.str(), artifactSize(artifact));

@@ -25,6 +25,12 @@ struct CpuTargetOptions {
   /// `artifact` left unfilled. For the pipeline fuzz target (test/Fuzz),
   /// which checks everything h20 itself lowers, thousands of times a minute.
   bool stopAtLLVMIR = false;
+  /// When set: the LLVM IR module h20 hands to LLVM (after translation from
+  /// the LLVM dialect, before LLVM's -O<optLevel> pipeline) is printed into
+  /// it and compilation stops there, `artifact` left unfilled (h20-opt
+  /// --emit=llvm; `opt-22 -O3 -time-passes` on it shows where LLVM's time
+  /// goes).
+  std::string *llvmIR = nullptr;
   /// Told after each stage: "CPU pipeline" (MLIR down to the LLVM dialect),
   /// "LLVM -O<level>", "machine code", "link".
   StageReport onStage;

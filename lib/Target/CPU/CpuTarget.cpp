@@ -96,9 +96,11 @@ void buildLLVMPipeline(PassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-/// LLVM IR -> optimised native object for the host CPU.
+/// LLVM IR -> optimised native object for the host CPU. With `llvmIR`, the
+/// module with the host's triple and data layout is printed there instead,
+/// and the result is empty.
 FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuName, Location loc,
-                                  const StageReport &onStage) {
+                                  const StageReport &onStage, std::string *llvmIR) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -130,6 +132,11 @@ FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuNa
       std::nullopt, cgLevels[level]));
   m.setTargetTriple(triple);
   m.setDataLayout(tm->createDataLayout());
+  if (llvmIR) { // h20-opt --emit=llvm: the module as LLVM gets it
+    llvm::raw_string_ostream os(*llvmIR);
+    m.print(os, nullptr);
+    return std::string();
+  }
 
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -303,9 +310,12 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   if (options.stopAtLLVMIR)
     return success();
   std::string cpu;
-  auto obj = emitObject(*llvmModule, options.optLevel, cpu, module.getLoc(), options.onStage);
+  auto obj = emitObject(*llvmModule, options.optLevel, cpu, module.getLoc(), options.onStage,
+                        options.llvmIR);
   if (failed(obj))
     return failure();
+  if (options.llvmIR)
+    return success();
   if (argShapes.size() != numInputs + numWeights + numOutputs)
     return module.emitError("internal: ") << argShapes.size() << " arguments for "
                                           << numInputs + numWeights + numOutputs
