@@ -1,5 +1,6 @@
 // RUN: h20-opt %s --split-input-file --h20-outline-loop-nests | FileCheck %s
 // RUN: h20-opt %s --split-input-file --h20-outline-loop-nests=min-ops=10 | FileCheck %s --check-prefix=MIN
+// RUN: h20-opt %s --split-input-file --h20-outline-loop-nests | FileCheck %s --check-prefix=DEDUP
 
 // Each top-level loop nest becomes a call of a private, internal, noinline
 // function; what the nest uses from above is passed (memrefs, a dynamic
@@ -69,6 +70,42 @@ func.func private @helper(%a: memref<8xf32>) {
   %one = arith.constant 1.0 : f32
   scf.for %i = %c0 to %c8 step %c1 {
     memref.store %one, %a[%i] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Equal nests (the same operations on arguments of the same types) share
+// one function; a nest that differs (another constant) gets its own.
+// CHECK-LABEL: func.func @layers(
+// DEDUP-LABEL: func.func @layers(%arg0: memref<8xf32>, %arg1: memref<8xf32>)
+// DEDUP: call @layers_loop0(%arg0, %arg1)
+// DEDUP-NEXT: call @layers_loop0(%arg1, %arg0)
+// DEDUP-NEXT: call @layers_loop1(%arg0, %arg1)
+// DEDUP-NEXT: return
+// DEDUP-COUNT-2: func.func private @layers_loop
+// DEDUP-NOT: func.func private
+func.func @layers(%a: memref<8xf32>, %b: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %b[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %b[%i] : memref<8xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %a[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %three : f32
+    memref.store %y, %b[%i] : memref<8xf32>
   }
   return
 }

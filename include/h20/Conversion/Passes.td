@@ -325,8 +325,12 @@ def OutlineLoopNests : Pass<"h20-outline-loop-nests", "mlir::ModuleOp"> {
     hundreds of thousands of instructions, on which LLVM's superlinear
     passes (SLP vectorizer, loop rotation, instruction selection) take
     minutes; per-nest functions keep compile time linear in the model's
-    size. The loops themselves are unchanged, so the results are the same
-    bits. Nests with fewer than `min-ops` operations stay where they are.
+    size. A nest equal to one outlined before (the same operations on
+    arguments of the same types, as a model's layers and experts repeat
+    them) calls that function instead of a copy: DeepSeek-V4.1 tiny has
+    145 distinct nests among 2575. The loops themselves are unchanged, so
+    the results are the same bits. Nests with fewer than `min-ops`
+    operations stay where they are.
   }];
   let options = [
     Option<"minOps", "min-ops", "int64_t", /*default=*/"1",

@@ -17,9 +17,9 @@ struct CpuTargetOptions {
   /// Longest accepted prompt; recorded in the manifest, enforced by h20-run.
   std::optional<int64_t> maxPositions;
   /// LLVM optimisation level, 0..3 (h20-opt --cpu-opt-level). 3 makes the
-  /// fastest code; 0 compiles large graphs far faster (DeepSeek-V4.1 tiny:
-  /// 12 s instead of ~5 min on 2 cores, the code ~4x slower, the logits
-  /// bitwise the same: no fast-math at any level).
+  /// fastest code; 0 compiles faster (DeepSeek-V4.1 tiny: 25 s instead of
+  /// 41 s on 2 cores, the code ~3x slower, the logits bitwise the same: no
+  /// fast-math at any level).
   int optLevel = 3;
   /// Stop once the module is LLVM IR (in memory): no machine code, no link,
   /// `artifact` left unfilled. For the pipeline fuzz target (test/Fuzz),

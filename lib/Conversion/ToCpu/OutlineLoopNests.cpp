@@ -25,6 +25,7 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
+    outlined.clear();
     for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (func.isExternal() || func.isPrivate())
         continue;
@@ -34,6 +35,18 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
           outline(&op, func, symbols, next);
     }
   }
+
+  /// The whole new function (still unnamed, without attributes) in generic
+  /// form: equal strings mean the same computation on the arguments.
+  static std::string structuralKey(func::FuncOp fn) {
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    fn->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+    return key;
+  }
+
+  /// Outlined functions by structuralKey, module-wide.
+  llvm::StringMap<func::FuncOp> outlined;
 
   bool large(Operation *nest) {
     int64_t n = 0;
@@ -63,17 +76,7 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
       types.push_back(v.getType());
     OpBuilder b(parent);
     b.setInsertionPointAfter(parent);
-    std::string name;
-    do
-      name = (parent.getName() + "_loop" + llvm::Twine(next++)).str();
-    while (symbols.lookup(name));
-    auto fn = func::FuncOp::create(b, nest->getLoc(), name, b.getFunctionType(types, {}));
-    fn.setPrivate();
-    // Internal: not exported from the shared object; noinline: LLVM would
-    // fold it back into one huge function.
-    fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-    fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
-    symbols.insert(fn);
+    auto fn = func::FuncOp::create(b, nest->getLoc(), "", b.getFunctionType(types, {}));
     Block *body = fn.addEntryBlock();
     OpBuilder inner = OpBuilder::atBlockBegin(body);
     IRMapping map;
@@ -83,6 +86,27 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
       inner.clone(*c, map);
     inner.clone(*nest, map);
     func::ReturnOp::create(inner, nest->getLoc());
+    // A nest equal to one outlined before (same argument types, same
+    // operations: the layers and experts of a model repeat theirs) calls
+    // that function: LLVM optimises and compiles each distinct nest once.
+    std::string key = structuralKey(fn);
+    auto [it, fresh] = outlined.try_emplace(key, fn);
+    if (!fresh) {
+      fn.erase();
+      fn = it->second;
+    } else {
+      std::string name;
+      do
+        name = (parent.getName() + "_loop" + llvm::Twine(next++)).str();
+      while (symbols.lookup(name));
+      fn.setName(name);
+      fn.setPrivate();
+      // Internal: not exported from the shared object; noinline: LLVM
+      // would fold it back into one huge function.
+      fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+      fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+      symbols.insert(fn);
+    }
     OpBuilder call(nest);
     func::CallOp::create(call, nest->getLoc(), fn, args);
     nest->erase();
