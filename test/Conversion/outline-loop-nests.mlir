@@ -1,6 +1,8 @@
 // RUN: h20-opt %s --split-input-file --h20-outline-loop-nests | FileCheck %s
 // RUN: h20-opt %s --split-input-file --h20-outline-loop-nests=min-ops=10 | FileCheck %s --check-prefix=MIN
 // RUN: h20-opt %s --split-input-file --h20-outline-loop-nests | FileCheck %s --check-prefix=DEDUP
+// (An elision limit for printing must not make different constants equal.)
+// RUN: h20-opt %s --split-input-file --h20-outline-loop-nests --mlir-elide-elementsattrs-if-larger=1 | FileCheck %s --check-prefix=ELIDE
 
 // Each top-level loop nest becomes a call of a private, internal, noinline
 // function; what the nest uses from above is passed (memrefs, a dynamic
@@ -106,6 +108,30 @@ func.func @layers(%a: memref<8xf32>, %b: memref<8xf32>) {
     %x = memref.load %a[%i] : memref<8xf32>
     %y = arith.mulf %x, %three : f32
     memref.store %y, %b[%i] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @tables
+// DEDUP-LABEL: func.func @tables
+// ELIDE-LABEL: func.func @tables
+// ELIDE: call @tables_loop0
+// ELIDE: call @tables_loop1
+func.func @tables(%a: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t1 = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : vector<4xf32>
+  %t2 = arith.constant dense<[5.0, 6.0, 7.0, 8.0]> : vector<4xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = vector.extract %t1[%i] : f32 from vector<4xf32>
+    memref.store %x, %a[%i] : memref<4xf32>
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = vector.extract %t2[%i] : f32 from vector<4xf32>
+    memref.store %x, %a[%i] : memref<4xf32>
   }
   return
 }

@@ -10,6 +10,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include <limits>
+
 namespace h20 {
 #define GEN_PASS_DEF_OUTLINELOOPNESTS
 #include "h20/Conversion/Passes.h.inc"
@@ -37,11 +39,19 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
   }
 
   /// The whole new function (still unnamed, without attributes) in generic
-  /// form: equal strings mean the same computation on the arguments.
+  /// form: equal strings mean the same computation on the arguments. Every
+  /// attribute in full (a command-line elision limit would print different
+  /// constants alike), no locations; local scope, so that the printer does
+  /// not walk the whole module for names.
   static std::string structuralKey(func::FuncOp fn) {
     std::string key;
     llvm::raw_string_ostream os(key);
-    fn->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+    OpPrintingFlags flags;
+    flags.printGenericOpForm()
+        .elideLargeElementsAttrs(std::numeric_limits<int64_t>::max())
+        .enableDebugInfo(false)
+        .useLocalScope();
+    fn->print(os, flags);
     return key;
   }
 
