@@ -75,6 +75,8 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   if (GpuStatus s = prefill.load(artifact, m, program, lo, job.virtualTpRanks, error);
       s != GpuStatus::Ok)
     return fail(s, error);
+  if (opt.verbosity > 0)
+    printLoadNotes(prefill, stderr);
   if (showProgress(opt))
     printLoadSummary(prefill, stderr);
   if (program.chunking && showProgress(opt) && job.contextRanks < 2)

@@ -322,6 +322,10 @@ void printLoadSummary(GpuPrefill &prefill, FILE *out) {
                "%.2f GiB allocated, %s kernels\n",
                dev.name.c_str(), dev.ordinal, gib, s, s > 0 ? gib / s : 0.0,
                static_cast<double>(loaded.planBytes) / (1ull << 30), loaded.code.c_str());
+}
+
+void printLoadNotes(GpuPrefill &prefill, FILE *out) {
+  const GpuLoadStats &loaded = prefill.executor().loadStats();
   if (loaded.nccl.rfind("unavailable", 0) == 0)
     std::fprintf(out, "h20-run: note: NCCL %s; the 1-GPU prefill runs without it\n",
                  loaded.nccl.c_str());

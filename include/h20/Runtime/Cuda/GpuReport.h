@@ -63,9 +63,12 @@ void printGpuSummary(GpuPrefill &prefill, const GpuReportContext &c, int tensorP
                      FILE *out);
 
 /// "h20-run: GPU (GPU d): weights X GiB loaded in T s (R GiB/s), A GiB
-/// allocated, CODE kernels", and a note when NCCL is unavailable (the
-/// 1-GPU prefill runs without it), on `out`.
+/// allocated, CODE kernels" on `out` (progress).
 void printLoadSummary(GpuPrefill &prefill, FILE *out);
+
+/// What the load leaves for the user to know, on `out`: a note when NCCL is
+/// unavailable (the 1-GPU prefill runs without it).
+void printLoadNotes(GpuPrefill &prefill, FILE *out);
 
 /// A GpuProgressFn that prints "prefill: chunk i/n, t/S tokens (ms)" on
 /// stderr after each chunk: rewritten in place on a terminal, one line per
