@@ -39,10 +39,12 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
   }
 
   /// The whole new function (still unnamed, without attributes) in generic
-  /// form: equal strings mean the same computation on the arguments. Every
-  /// attribute in full (a command-line elision limit would print different
-  /// constants alike), no locations; local scope, so that the printer does
-  /// not walk the whole module for names.
+  /// form: equal strings mean the same computation on the arguments. The
+  /// command line's printing options must not reach it: every attribute in
+  /// full (an elision limit would print different constants alike), the
+  /// regions always (--mlir-print-skip-regions would leave only the
+  /// signature), no locations or location-derived names; local scope, so
+  /// that the printer does not walk the whole module for names.
   static std::string structuralKey(func::FuncOp fn) {
     std::string key;
     llvm::raw_string_ostream os(key);
@@ -50,6 +52,8 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
     flags.printGenericOpForm()
         .elideLargeElementsAttrs(std::numeric_limits<int64_t>::max())
         .enableDebugInfo(false)
+        .skipRegions(false)
+        .printNameLocAsPrefix(false)
         .useLocalScope();
     fn->print(os, flags);
     return key;

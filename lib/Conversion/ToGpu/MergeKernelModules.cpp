@@ -58,7 +58,11 @@ struct MergeKernelModulesPass : h20::impl::MergeKernelModulesBase<MergeKernelMod
         // different constants print alike), no locations; local scope: the
         // printer would otherwise walk the whole module for names each time.
         OpPrintingFlags flags;
-        flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max()).enableDebugInfo(false).useLocalScope();
+        flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max())
+            .enableDebugInfo(false)
+            .skipRegions(false)
+            .printNameLocAsPrefix(false)
+            .useLocalScope();
         f->print(os, flags);
         auto [it, inserted] = firstWithBody.try_emplace(body, name.str());
         target[name] = it->second;
