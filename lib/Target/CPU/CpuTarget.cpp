@@ -133,6 +133,15 @@ FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuNa
   m.setTargetTriple(triple);
   m.setDataLayout(tm->createDataLayout());
   if (llvmIR) { // h20-opt --emit=llvm: the module as LLVM gets it
+    // The CPU and its features ride on the target machine; in the printed
+    // copy they go on every function, so opt-22 / llc-22 optimise for the
+    // same CPU without -mcpu.
+    for (llvm::Function &f : m)
+      if (!f.isDeclaration()) {
+        f.addFnAttr("target-cpu", cpuName);
+        if (!features.getString().empty())
+          f.addFnAttr("target-features", features.getString());
+      }
     llvm::raw_string_ostream os(*llvmIR);
     m.print(os, nullptr);
     return std::string();
