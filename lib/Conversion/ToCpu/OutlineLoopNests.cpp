@@ -5,12 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
+#include "h20/Conversion/StructuralKey.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMAttrs.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 
-#include <limits>
 
 namespace h20 {
 #define GEN_PASS_DEF_OUTLINELOOPNESTS
@@ -36,27 +36,6 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
         if (isa<scf::ForOp, scf::ParallelOp>(op) && op.getNumResults() == 0 && large(&op))
           outline(&op, func, symbols, next);
     }
-  }
-
-  /// The whole new function (still unnamed, without attributes) in generic
-  /// form: equal strings mean the same computation on the arguments. The
-  /// command line's printing options must not reach it: every attribute in
-  /// full (an elision limit would print different constants alike), the
-  /// regions always (--mlir-print-skip-regions would leave only the
-  /// signature), no locations or location-derived names; local scope, so
-  /// that the printer does not walk the whole module for names.
-  static std::string structuralKey(func::FuncOp fn) {
-    std::string key;
-    llvm::raw_string_ostream os(key);
-    OpPrintingFlags flags;
-    flags.printGenericOpForm()
-        .elideLargeElementsAttrs(std::numeric_limits<int64_t>::max())
-        .enableDebugInfo(false)
-        .skipRegions(false)
-        .printNameLocAsPrefix(false)
-        .useLocalScope();
-    fn->print(os, flags);
-    return key;
   }
 
   /// Outlined functions by structuralKey, module-wide.
@@ -103,7 +82,8 @@ struct OutlineLoopNestsPass : h20::impl::OutlineLoopNestsBase<OutlineLoopNestsPa
     // A nest equal to one outlined before (same argument types, same
     // operations: the layers and experts of a model repeat theirs) calls
     // that function: LLVM optimises and compiles each distinct nest once.
-    std::string key = structuralKey(fn);
+    // Keyed while still unnamed and without attributes.
+    std::string key = h20::structuralKey(fn);
     auto [it, fresh] = outlined.try_emplace(key, fn);
     if (!fresh) {
       fn.erase();

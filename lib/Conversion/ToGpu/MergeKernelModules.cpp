@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Conversion/Passes.h"
+#include "h20/Conversion/StructuralKey.h"
 
 #include "llvm/ADT/StringMap.h"
 
-#include <limits>
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
@@ -52,18 +52,7 @@ struct MergeKernelModulesPass : h20::impl::MergeKernelModulesBase<MergeKernelMod
         if (!f)
           continue;
         f.setName("h20_kernel");
-        std::string body;
-        llvm::raw_string_ostream os(body);
-        // Every attribute in full (a command-line elision limit would make
-        // different constants print alike), no locations; local scope: the
-        // printer would otherwise walk the whole module for names each time.
-        OpPrintingFlags flags;
-        flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max())
-            .enableDebugInfo(false)
-            .skipRegions(false)
-            .printNameLocAsPrefix(false)
-            .useLocalScope();
-        f->print(os, flags);
+        std::string body = h20::structuralKey(f);
         auto [it, inserted] = firstWithBody.try_emplace(body, name.str());
         target[name] = it->second;
         if (!inserted) {
