@@ -584,6 +584,14 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   if (printKVPlan)
     printKVPlans(*module);
   std::string error;
+  // Printed IR to -o (stdout for "-"), the file written atomically.
+  auto writeText = [&](const std::string &text) {
+    if (output == "-") {
+      llvm::outs() << text;
+      return 0;
+    }
+    return h20::runtime::writeFileAtomically(output.str(), text, error) ? 0 : fail(error);
+  };
   if (gpuArtifact) {
     h20::GpuTargetOptions options;
     options.target = targetName;
@@ -624,13 +632,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     h20::runtime::Artifact artifact;
     if (failed(h20::compileForCpu(*module, options, artifact)))
       return kExitBadInput;
-    if (llvmStage) {
-      if (output == "-") {
-        llvm::outs() << llvmIR;
-        return 0;
-      }
-      return h20::runtime::writeFileAtomically(output.str(), llvmIR, error) ? 0 : fail(error);
-    }
+    if (llvmStage)
+      return writeText(llvmIR);
     if (!h20::runtime::writeArtifact(output.str(), artifact, error))
       return fail(error);
     progress.stage("write " + output.str(), artifactSize(artifact));
@@ -645,13 +648,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     flags.useLocalScope();
   module->print(os, flags);
   os << "\n";
-  if (output == "-") {
-    llvm::outs() << text;
-    return 0;
-  }
-  if (!h20::runtime::writeFileAtomically(output.str(), text, error))
-    return fail(error);
-  return 0;
+  return writeText(text);
 }
 } // namespace
 
