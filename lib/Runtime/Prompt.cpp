@@ -91,7 +91,7 @@ bool readNamedInputs(const Manifest &m,
       if (name == spec.name)
         path = p;
     if (path.empty() && !inputsFrom.empty())
-      path = inputsFrom + "/input_" + std::to_string(j) + ".pb";
+      path = backendTestFile(inputsFrom, "input", j);
     if (path.empty()) {
       error = "no value for input '" + spec.name + "' (give --input " + spec.name +
               "=PATH or --inputs-from DIR)";

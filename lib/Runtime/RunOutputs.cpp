@@ -21,13 +21,13 @@ bool checkRunFiles(const Manifest &m, const RunFiles &f, std::string &error) {
   for (const auto &o : f.outputs)
     outs.push_back(o.second);
   for (size_t j = 0; !f.outputsTo.empty() && j < m.outputs.size(); ++j)
-    outs.push_back(f.outputsTo + "/output_" + std::to_string(j) + ".pb");
+    outs.push_back(backendTestFile(f.outputsTo, "output", j));
   if (!f.ids.empty())
     ins.push_back(f.ids);
   for (const auto &i : f.inputs)
     ins.push_back(i.second);
   for (size_t j = 0; !f.inputsFrom.empty() && j < m.inputs.size(); ++j)
-    ins.push_back(f.inputsFrom + "/input_" + std::to_string(j) + ".pb");
+    ins.push_back(backendTestFile(f.inputsFrom, "input", j));
   if (!checkOutputFiles(outs, ins, error))
     return false;
   if (f.ids.empty() && !f.dumpLogits.empty()) {
@@ -45,7 +45,7 @@ bool writeRunOutputs(const std::vector<HostTensor> &outputs, const std::string &
     const HostTensor &t = outputs[j];
     std::vector<std::string> paths;
     if (!outputsTo.empty())
-      paths.push_back(outputsTo + "/output_" + std::to_string(j) + ".pb");
+      paths.push_back(backendTestFile(outputsTo, "output", j));
     for (const auto &[name, path] : named)
       if (name == t.name)
         paths.push_back(path);

@@ -118,15 +118,16 @@ bool planGpuJob(const Manifest &m, const GpuProgram &program,
                      : ra.mode != RankMode::Single ? lo.ncclRanks
                                                     : 0;
   const int cp = job.contextRanks > 1 ? job.contextRanks : 0;
-  if (cp && rq.virtualRanks && (cp & (cp - 1)) != 0) {
+  const int virtualCp = rq.virtualRanks ? cp : 0; // simulated on this GPU
+  if (virtualCp && (virtualCp & (virtualCp - 1)) != 0) {
     error = "--virtual-ranks needs a power of two for --gpus (the prompt is cut into 2N equal "
-            "chunks), got " + std::to_string(cp);
+            "chunks), got " + std::to_string(virtualCp);
     return false;
   }
   RunRequest run;
   run.n = rq.tokens;
-  run.virtualRanks = cp && rq.virtualRanks ? cp : 0;
-  run.contextParallel = cp && !rq.virtualRanks;
+  run.virtualRanks = virtualCp;
+  run.contextParallel = cp && !virtualCp;
   run.tpRanks = T;
   run.tpRank = lo.tensorParallelRank;
   run.virtualTpRanks = job.virtualTpRanks;
@@ -140,7 +141,7 @@ bool planGpuJob(const Manifest &m, const GpuProgram &program,
   ro.n = rq.tokens;
   ro.cudaGraph = !rq.noCudaGraph && !cp;
   ro.profileSteps = rq.profileSteps;
-  ro.virtualRanks = cp && rq.virtualRanks ? cp : 0;
+  ro.virtualRanks = virtualCp;
   ro.contextParallel = ra.mode == RankMode::Worker && T == 1;
   return true;
 }

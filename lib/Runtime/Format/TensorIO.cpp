@@ -158,6 +158,10 @@ bool parseTensorBytes(const std::string &bytes, const std::string &path, HostTen
   return true;
 }
 
+std::string backendTestFile(const std::string &dir, const char *kind, size_t j) {
+  return dir + "/" + kind + "_" + std::to_string(j) + ".pb";
+}
+
 bool writeTensorFile(const std::string &path, const HostTensor &t, std::string &error) {
   const DtypeInfo *d = byName(t.dtype);
   if (!d) {

@@ -34,6 +34,10 @@ bool elementCount(const std::vector<int64_t> &shape, int64_t &count);
 /// Writes `t` as a TensorProto (.pb) or .npy (by extension), atomically.
 bool writeTensorFile(const std::string &path, const HostTensor &t, std::string &error);
 
+/// The ONNX backend-test layout's file of a graph's input or output `j` in
+/// `dir`: "DIR/input_J.pb" or "DIR/output_J.pb" (`kind` "input"/"output").
+std::string backendTestFile(const std::string &dir, const char *kind, size_t j);
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_TENSORIO_H
