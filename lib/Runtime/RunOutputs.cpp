@@ -2,6 +2,8 @@
 #include "h20/Runtime/RunOutputs.h"
 
 #include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/Npy.h"
+#include "h20/Runtime/Prompt.h"
 
 #include <algorithm>
 
@@ -38,15 +40,16 @@ bool checkRunFiles(const Manifest &m, const RunFiles &f, std::string &error) {
   return true;
 }
 
-bool writeRunOutputs(const std::vector<HostTensor> &outputs, const std::string &outputsTo,
-                     const std::vector<std::pair<std::string, std::string>> &named,
-                     std::string &error) {
+bool writeRunOutputs(const RunFiles &files, const std::vector<HostTensor> &outputs,
+                     int64_t &next, std::string &error) {
+  // Requested outputs are written in both modes: a token-id prefill may
+  // return more than its logits (e.g. debug outputs).
   for (size_t j = 0; j < outputs.size(); ++j) {
     const HostTensor &t = outputs[j];
     std::vector<std::string> paths;
-    if (!outputsTo.empty())
-      paths.push_back(backendTestFile(outputsTo, "output", j));
-    for (const auto &[name, path] : named)
+    if (!files.outputsTo.empty())
+      paths.push_back(backendTestFile(files.outputsTo, "output", j));
+    for (const auto &[name, path] : files.outputs)
       if (name == t.name)
         paths.push_back(path);
     for (const std::string &path : paths)
@@ -55,7 +58,17 @@ bool writeRunOutputs(const std::vector<HostTensor> &outputs, const std::string &
         return false;
       }
   }
-  return true;
+  if (files.ids.empty())
+    return true;
+  std::vector<float> logits;
+  return nextToken(outputs[0], next, logits, error) &&
+         (files.dumpLogits.empty() ||
+          writeFileAtomically(files.dumpLogits, encodeNpyF32(outputs[0].shape, logits.data()),
+                              error));
+}
+
+bool writeRunReport(const RunFiles &files, const nlohmann::json &report, std::string &error) {
+  return files.report.empty() || writeFileAtomically(files.report, report.dump(2) + "\n", error);
 }
 
 nlohmann::json graphRunReport(const std::string &device, const std::string &gpu, double runMs,

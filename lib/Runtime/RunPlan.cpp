@@ -263,6 +263,9 @@ bool chooseDevice(const Manifest &m, const std::string &name, const DeviceReques
   gpu = device == "gpu";
   const int64_t worldSize = rq.worldSize.empty() ? 0 : std::atoll(rq.worldSize.c_str());
   const bool multiProcess = worldSize > 1;
+  if (multiProcess && rq.graphRun)
+    return refuse("an N-GPU prefill (WORLD_SIZE=" + rq.worldSize +
+                  ") runs token ids: give --ids, not --input / --inputs-from");
   if (!gpu) {
     if (m.target != "cpu")
       return refuse(art + " was compiled for target '" + m.target +

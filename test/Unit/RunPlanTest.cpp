@@ -395,6 +395,12 @@ TEST(ChooseDevice, RefusesGpuFlagsOnTheCpu) {
   rq = {};
   rq.worldSize = "1";
   EXPECT_TRUE(chooseDevice(cpu, "m.h20", rq, gpu, error)) << error;
+  // A graph run (--input) is one process; as a rank of a job it is refused.
+  rq.graphRun = true;
+  EXPECT_TRUE(chooseDevice(cpu, "m.h20", rq, gpu, error)) << error;
+  rq.worldSize = "2";
+  EXPECT_FALSE(chooseDevice(deviceModel("h200"), "m.h20", rq, gpu, error));
+  EXPECT_TRUE(contains(error, "WORLD_SIZE=2) runs token ids: give --ids")) << error;
 }
 
 } // namespace

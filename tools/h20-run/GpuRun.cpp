@@ -52,9 +52,7 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   GpuProgram program;
   if (!parseGpuProgram(artifact.manifest, m, artifact.payload.size(), program, error))
     return fail(kExitBadInput, "'" + opt.artifact + "': " + error);
-  GpuJobRequest rq{opt.artifact,   opt.gpus,         opt.virtualRanks, S,
-                   opt.weightsDir, opt.dummyWeights, opt.tuneGemms,    opt.noCudaGraph,
-                   opt.profileSteps};
+  GpuJobRequest rq{opt, opt.artifact, S};
   GpuJob job;
   if (!planGpuJob(m, program, inputs, rq, [](const char *name) { return std::getenv(name); },
                   job, error))
@@ -62,12 +60,8 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
   const GpuLoadOptions &lo = job.load;
   if (job.mode == RankMode::Launch) {
     // One clear message here rather than one per rank.
-    int visible = GpuExecutor::deviceCount(error);
-    if (visible < 0)
-      return fail(kExitBadInput, "no CUDA-capable GPU/driver: " + error);
-    if (visible < lo.ncclRanks)
-      return fail(kExitBadInput, "--gpus " + std::to_string(lo.ncclRanks) + ": this machine has " +
-                                     std::to_string(visible) + " GPU(s) visible");
+    if (!checkGpusVisible(lo.ncclRanks, error))
+      return fail(kExitBadInput, error);
     return launchRanks(lo.ncclRanks, "/proc/self/exe", opt.argv);
   }
   WorkerExit workerExit{job.mode == RankMode::Worker, false};
@@ -77,9 +71,9 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     return fail(s, error);
   if (opt.verbosity > 0)
     printLoadNotes(prefill, stderr);
-  if (showProgress(opt))
+  if (opt.showProgress())
     printLoadSummary(prefill, stderr);
-  if (program.chunking && showProgress(opt) && job.contextRanks < 2)
+  if (program.chunking && opt.showProgress() && job.contextRanks < 2)
     job.run.progress = printChunkProgress;
   if (GpuStatus s = prefill.run(inputs, job.run, opt.warmup, opt.repeat, error);
       s != GpuStatus::Ok)
@@ -98,8 +92,8 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
       return 0;
     }
   }
-  GpuReportContext rc;
-  if (!writeOutputs(opt, outputs, rc.nextToken, error))
+  GpuReportContext rc = gpuReportContext(rq, job);
+  if (!writeRunOutputs(opt, outputs, rc.nextToken, error))
     return fail(kExitBadInput, error);
   if (opt.ids.empty()) {
     int code = finishGraphRun(opt, inputs.size(), outputs, "gpu", dev.name, st.ttftMs,
@@ -107,16 +101,10 @@ int runOnGpu(const Options &opt, const Artifact &artifact, const Manifest &m,
     workerExit.ok = code == 0;
     return code;
   }
-  rc.tokens = S;
   rc.totalMs = msSince(tStart);
-  rc.warmup = opt.warmup;
-  rc.physicalGpus = opt.virtualRanks ? 1 : std::max(lo.ncclRanks, 1);
-  rc.ncclRank = lo.ncclRank;
-  rc.virtualRanks = opt.virtualRanks;
-  rc.gemmTuning = opt.tuneGemms;
   nlohmann::json report =
       gpuRunReport(m, program, prefill, rc, opt.verbosity > 0 ? stderr : nullptr);
-  if (!writeReport(opt, report, error))
+  if (!writeRunReport(opt, report, error))
     return fail(kExitBadInput, error);
   if (opt.verbosity > 0)
     printGpuSummary(prefill, rc, job.tensorParallel, stdout);

@@ -11,6 +11,9 @@ using namespace h20::runtime;
 
 namespace h20run {
 
+namespace {
+
+/// The usage text (--help).
 const char *kUsage =
     "h20-run: runs the prefill of an artifact compiled by h20-opt, on a GPU or the CPU\n"
     "(the artifact's target), and prints the next token and the time to first token.\n"
@@ -71,8 +74,6 @@ const char *kUsage =
     "EXIT CODES\n"
     "  0 ok, 1 internal error (or another rank of an N-GPU job failed), 2 bad input, 3 out\n"
     "  of memory; the N-GPU launcher: a failed rank's code, 128 + signal for a signal\n";
-
-namespace {
 
 /// The flags that take a text value, a count, or nothing.
 const std::pair<const char *, std::string Options::*> kTextFlags[] = {

@@ -1,9 +1,8 @@
 //===- RunCommon.h - what h20-run's files share ---------------*- C++ -*-===//
 //
-// The command line (Options), exit codes, error reporting and the writing
-// of results shared by h20-run's parts: Options.cpp (the command line),
-// GpuRun.cpp (GPU artifacts: one GPU, context and tensor parallel),
-// h20-run.cpp (main, CPU artifacts, the shared writers).
+// What h20-run's parts share: Options.cpp (the command line), GpuRun.cpp
+// (GPU artifacts: one GPU, context and tensor parallel), h20-run.cpp (main,
+// CPU artifacts, errors and exit codes).
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_TOOLS_H20RUN_RUNCOMMON_H
@@ -11,13 +10,13 @@
 
 #include "h20/Runtime/Format/Artifact.h"
 #include "h20/Runtime/RunOutputs.h"
-
-#include <nlohmann/json.hpp>
+#include "h20/Runtime/RunPlan.h"
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 namespace h20run {
 
@@ -28,26 +27,16 @@ constexpr int kExitInternal = 1, kExitBadInput = 2, kExitResources = 3;
 extern std::string gRankPrefix;
 extern int gLastFailure; ///< the exit code fail() last returned
 
-/// The command line: the files (RunFiles) and how to run.
-struct Options : h20::runtime::RunFiles {
-  std::string device, weightsDir;
+/// The command line: the files (RunFiles) and how to run (RunFlags).
+struct Options : h20::runtime::RunFiles, h20::runtime::RunFlags {
   char **argv = nullptr; ///< the command line, for the ranks h20-run starts
-  int64_t warmup = 1; ///< GPU: warm-up prefills before the measured one
-  int64_t repeat = 1; ///< GPU: measured prefills (the report gives their median)
-  int64_t gpus = 0;   ///< --gpus; 0: not given
-  bool noCudaGraph = false, profileSteps = false, dummyWeights = false, tuneGemms = false;
-  bool virtualRanks = false;
   /// 0: --quiet (errors only), 1: default (progress on a terminal, the
   /// summary), 2: --verbose (progress always).
   int verbosity = 1;
+  /// Whether progress lines go to stderr: --verbose, or by default when
+  /// stderr is a terminal.
+  bool showProgress() const { return verbosity == 2 || (verbosity == 1 && isatty(STDERR_FILENO)); }
 };
-
-/// Whether progress lines go to stderr: --verbose, or by default when
-/// stderr is a terminal.
-bool showProgress(const Options &opt);
-
-/// The usage text (--help).
-extern const char *kUsage;
 
 /// Parses the command line into `o`; false with `error` on a bad one.
 bool parseArgs(int argc, char **argv, Options &o, std::string &error);
@@ -58,15 +47,6 @@ int fail(int code, const std::string &message, bool bug = true);
 
 /// Milliseconds since `t0`.
 double msSince(std::chrono::steady_clock::time_point t0);
-
-/// Writes the outputs asked for (--output, --outputs-to) and, for a
-/// token-id run (--ids), reads the next token off output 0 into `next` and
-/// writes --dump-logits. False with `error`.
-bool writeOutputs(const Options &opt, const std::vector<h20::runtime::HostTensor> &outputs,
-                  int64_t &next, std::string &error);
-
-/// Writes `report` to --report when given (atomically). False with `error`.
-bool writeReport(const Options &opt, const nlohmann::json &report, std::string &error);
 
 /// The end of a graph run (--input / --inputs-from): its report
 /// (graphRunReport) and "ran I input(s) -> O output(s) in T ms on WHERE".

@@ -39,14 +39,20 @@ struct RunFiles {
 /// comes with --ids. False with `error` naming the flag or the path.
 bool checkRunFiles(const Manifest &m, const RunFiles &files, std::string &error);
 
-/// Writes `outputs` (manifest order, named): output J as DIR/output_J.pb
-/// when `outputsTo` is not empty (the ONNX backend-test layout), and each
-/// (NAME, PATH) of `named` whose NAME is an output's (.npy or .pb by the
-/// path's extension, TensorIO.h), each file atomically. False with `error`
-/// naming the output and the file at the first failure.
-bool writeRunOutputs(const std::vector<HostTensor> &outputs, const std::string &outputsTo,
-                     const std::vector<std::pair<std::string, std::string>> &named,
-                     std::string &error);
+/// Writes what `files` asks of a run's `outputs` (manifest order, named),
+/// each file atomically: output J as DIR/output_J.pb with --outputs-to (the
+/// ONNX backend-test layout), each --output NAME=PATH whose NAME is an
+/// output's (.npy or .pb by the path's extension, TensorIO.h); and, for a
+/// token-id run (`files.ids` given), sets `next` to the next token read off
+/// output 0 (the logits, Prompt.h nextToken) and writes them as float32 to
+/// --dump-logits. False with `error` naming the output and the file at the
+/// first failure.
+bool writeRunOutputs(const RunFiles &files, const std::vector<HostTensor> &outputs,
+                     int64_t &next, std::string &error);
+
+/// Writes `report` to `files.report` (2-space JSON, atomically) when it is
+/// given. False with `error`.
+bool writeRunReport(const RunFiles &files, const nlohmann::json &report, std::string &error);
 
 /// A graph run's report: {"device": cpu|gpu, "gpu": NAME (GPU runs only),
 /// "run_ms", "inputs": count, "outputs": [{name, dtype, shape}]}.

@@ -118,22 +118,35 @@ bool planRun(const Manifest &manifest, const GpuProgram &program,
 std::vector<uint8_t> paddedChunkedInput(const GpuProgram &program, const RunPlan &plan,
                                         const HostTensor &input);
 
+/// How a run is asked to go: h20-run's flags other than its files
+/// (RunOutputs.h RunFiles).
+struct RunFlags {
+  std::string device;        ///< --device: "cpu", "gpu" or "" (the artifact's target decides)
+  std::string weightsDir;    ///< --weights-dir
+  int64_t gpus = 0;          ///< --gpus; 0: not given
+  bool virtualRanks = false; ///< --virtual-ranks
+  bool dummyWeights = false; ///< --dummy-weights
+  bool tuneGemms = false;    ///< --tune-gemms
+  bool noCudaGraph = false;  ///< --no-cuda-graph
+  bool profileSteps = false; ///< --profile-steps
+  int64_t warmup = 1;        ///< --warmup: GPU prefills before the measured ones
+  int64_t repeat = 1;        ///< --repeat: measured GPU prefills (the report gives their median)
+};
+
 /// Where a run is asked to go, before the artifact's own plan: h20-run's
 /// flags and the environment.
-struct DeviceRequest {
-  std::string device;       ///< --device: "cpu", "gpu" or "" (the artifact's target decides)
-  int64_t gpus = 0;         ///< --gpus; 0: not given
+struct DeviceRequest : RunFlags {
   /// WORLD_SIZE as set (empty: not set); over 1 this process is one rank
   /// of a multi-process job, and it stands for --gpus when that is absent.
   std::string worldSize;
-  bool dummyWeights = false; ///< --dummy-weights
-  bool tuneGemms = false;    ///< --tune-gemms
+  bool graphRun = false; ///< named inputs (--input / --inputs-from), not --ids
 };
 
 /// Chooses CPU or GPU execution of artifact `m` (named `name` in messages)
 /// for `request` into `gpu`. Refuses, naming the flag and the artifact: a
 /// device other than cpu or gpu; a GPU artifact on the CPU or a CPU
-/// artifact on the GPU (saying which --target or --device fits); the GPU
+/// artifact on the GPU (saying which --target or --device fits); a graph
+/// run as one rank of a multi-process job; the GPU
 /// flags (--gpus, --dummy-weights, --tune-gemms) or a multi-process job
 /// with a CPU run; a tensor-parallel artifact on the CPU, or with a GPU
 /// count other than its T (checkTensorParallelGpus); an artifact without

@@ -81,6 +81,16 @@ double median(std::vector<double> v) {
 
 } // namespace
 
+bool checkGpusVisible(int gpus, std::string &error) {
+  int visible = GpuExecutor::deviceCount(error);
+  if (visible < 0)
+    error = "no CUDA-capable GPU/driver: " + error;
+  else if (visible < gpus)
+    error = "--gpus " + std::to_string(gpus) + ": this machine has " + std::to_string(visible) +
+            " GPU(s) visible";
+  return visible >= gpus;
+}
+
 bool planGpuJob(const Manifest &m, const GpuProgram &program,
                 const std::vector<HostTensor> &inputs, const GpuJobRequest &rq,
                 const std::function<const char *(const char *)> &getenv, GpuJob &job,

@@ -254,6 +254,17 @@ void printParallelSummary(const GpuRunStats &st, const GpuLoadStats &ls, int T, 
 
 } // namespace
 
+GpuReportContext gpuReportContext(const GpuJobRequest &request, const GpuJob &job) {
+  GpuReportContext c;
+  c.tokens = request.tokens;
+  c.warmup = request.warmup;
+  c.physicalGpus = request.virtualRanks ? 1 : std::max(job.load.ncclRanks, 1);
+  c.ncclRank = job.load.ncclRank;
+  c.virtualRanks = request.virtualRanks;
+  c.gemmTuning = request.tuneGemms;
+  return c;
+}
+
 nlohmann::json gpuRunReport(const Manifest &m, const GpuProgram &program, GpuPrefill &prefill,
                             const GpuReportContext &c, FILE *profileOut) {
   const RankRun &run = prefill.ranks()[0];

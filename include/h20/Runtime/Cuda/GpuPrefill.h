@@ -24,13 +24,9 @@
 namespace h20::runtime {
 
 /// What h20-run's flags ask of a GPU job.
-struct GpuJobRequest {
-  std::string artifact;      ///< its path, to name it in messages
-  int64_t gpus = 0;          ///< --gpus N; 0: not given
-  bool virtualRanks = false; ///< --virtual-ranks
-  int64_t tokens = 0;        ///< S of a token-id prefill; 0: a graph run (--input)
-  std::string weightsDir;    ///< --weights-dir
-  bool dummyWeights = false, tuneGemms = false, noCudaGraph = false, profileSteps = false;
+struct GpuJobRequest : RunFlags {
+  std::string artifact; ///< its path, to name it in messages
+  int64_t tokens = 0;   ///< S of a token-id prefill; 0: a graph run (--input)
 };
 
 /// A GPU job, planned before the GPU is touched: how this process takes
@@ -45,6 +41,10 @@ struct GpuJob {
   int contextRanks = 0;    ///< N > 1 of a context-parallel job (virtual or NCCL)
   RunPlan plan;
 };
+
+/// Whether this machine shows the `gpus` GPUs a launched N-GPU job needs
+/// (GpuExecutor::deviceCount); false with `error`, a sentence for the user.
+bool checkGpusVisible(int gpus, std::string &error);
 
 /// Plans a GPU job: this process's place among the GPUs (assignRanks with
 /// the rank variables read through `getenv`: WORLD_SIZE, RANK, LOCAL_RANK,

@@ -48,6 +48,10 @@ struct GpuReportContext {
   bool gemmTuning = false;   ///< --tune-gemms: add "gemm_tuning"
 };
 
+/// The context of job `job` planned from `request` (planGpuJob); the
+/// caller adds the next token and the wall time.
+GpuReportContext gpuReportContext(const GpuJobRequest &request, const GpuJob &job);
+
 /// The whole report of a GPU run: device, next token, TTFT, per-stage
 /// times, memory, NCCL and CUDA graphs; "gemm_tuning", "context_parallel",
 /// "parallel" (the plan h20-opt recorded), "tensor_parallel" and
