@@ -396,84 +396,123 @@ int fail(const std::string &message) {
   return kExitBadInput;
 }
 
-int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &registry) {
-  if (targetName == "auto") {
-    std::string error;
-    std::string chosen = autoTarget(error);
-    if (chosen.empty())
-      return fail(error);
-    targetName.setValue(chosen);
-  }
-  bool planning = emitLevel == "planned";
-  if (planning && targetName.empty())
-    return fail("--emit=planned needs --target (h20, h100, h200, h800, a100, l20, cpu)");
+/// What the flags ask h20-opt to produce.
+struct Mode {
+  bool planning = false;      ///< --emit=planned
+  bool gpuStage = false;      ///< --emit=chunked|linalg|buffers|gpu|host
+  bool llvmStage = false;     ///< --emit=llvm (CPU)
+  bool buildArtifact = false; ///< --target without --emit: an artifact (or --emit=llvm)
+  bool gpuArtifact = false;   ///< the GPU target runs: an artifact or a GPU stage
+};
+
+/// Checks the flags against each other and `input` / `output` before any
+/// work; "" when they hold, else the message. Fills `mode`.
+std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode) {
+  const bool sm90 = llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue());
+  mode.planning = emitLevel == "planned";
+  if (mode.planning && targetName.empty())
+    return "--emit=planned needs --target (h20, h100, h200, h800, a100, l20, cpu)";
   // A GPU target stage: compiled as an artifact would be, printed there.
-  bool gpuStage = llvm::is_contained(h20::gpuStages(), emitLevel.getValue());
-  bool gpuTarget = llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue());
-  if (gpuStage && !gpuTarget)
-    return fail("--emit=" + emitLevel + " is a GPU target stage: it needs --target=h20, h100, "
-                "h200 or h800");
+  mode.gpuStage = llvm::is_contained(h20::gpuStages(), emitLevel.getValue());
+  if (mode.gpuStage && !sm90)
+    return "--emit=" + emitLevel + " is a GPU target stage: it needs --target=h20, h100, h200 or "
+           "h800";
   // --emit=llvm: the CPU target's LLVM IR, before LLVM optimises it.
-  bool llvmStage = emitLevel == "llvm";
-  if (llvmStage && targetName != "cpu")
-    return fail("--emit=llvm is a CPU target stage: it needs --target=cpu");
-  bool buildArtifact = !targetName.empty() && !planning && !gpuStage;
-  if (!emitLevel.empty() && !planning && !gpuStage && !llvmStage && !targetName.empty())
-    return fail("--target with --emit=" + emitLevel + ": use --emit=planned, a GPU stage "
-                "(chunked, linalg, buffers, gpu, host), --emit=llvm with --target=cpu, or no "
-                "--emit to compile an artifact");
+  mode.llvmStage = emitLevel == "llvm";
+  if (mode.llvmStage && targetName != "cpu")
+    return "--emit=llvm is a CPU target stage: it needs --target=cpu";
+  mode.buildArtifact = !targetName.empty() && !mode.planning && !mode.gpuStage;
+  if (!emitLevel.empty() && !mode.planning && !mode.gpuStage && !mode.llvmStage &&
+      !targetName.empty())
+    return "--target with --emit=" + emitLevel + ": use --emit=planned, a GPU stage (chunked, "
+           "linalg, buffers, gpu, host), --emit=llvm with --target=cpu, or no --emit to compile "
+           "an artifact";
   if (!targetName.empty() && !h20::findTarget(targetName))
-    return fail("unknown --target '" + targetName +
-                "' (known: auto, h20, h100, h200, h800, a100, l20, cpu)");
-  bool gpuArtifact = (buildArtifact && targetName != "cpu") || gpuStage;
-  if (gpuArtifact && !llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue()))
-    return fail("target '" + targetName + "' has no code generator (GPU code is generated for "
-                "sm_90: h20, h100, h200, h800; or use --target=cpu)");
+    return "unknown --target '" + targetName +
+           "' (known: auto, h20, h100, h200, h800, a100, l20, cpu)";
+  mode.gpuArtifact = (mode.buildArtifact && targetName != "cpu") || mode.gpuStage;
+  if (mode.gpuArtifact && !sm90)
+    return "target '" + targetName + "' has no code generator (GPU code is generated for "
+           "sm_90: h20, h100, h200, h800; or use --target=cpu)";
   if (cpuOptLevel < 0 || cpuOptLevel > 3)
-    return fail("--cpu-opt-level must be 0, 1, 2 or 3, got " + std::to_string(cpuOptLevel));
+    return "--cpu-opt-level must be 0, 1, 2 or 3, got " + std::to_string(cpuOptLevel);
   if (!llvm::is_contained({"bf16", "f16", "f32"}, computeType.getValue()))
-    return fail("--compute-type must be bf16, f16 or f32, got '" + computeType + "'");
+    return "--compute-type must be bf16, f16 or f32, got '" + computeType + "'";
   if (!llvm::is_contained({"auto", "mma"}, attentionKernel.getValue()))
-    return fail("--attention-kernel must be auto or mma, got '" + attentionKernel + "'");
+    return "--attention-kernel must be auto or mma, got '" + attentionKernel + "'";
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
-    return fail("--chunk must be between 1 and 1048576 tokens (0: automatic)");
+    return "--chunk must be between 1 and 1048576 tokens (0: automatic)";
   if (gpuCount < 1 || gpuCount > 8)
-    return fail("--gpus must be between 1 and 8 (the GPUs of one node: h20-run's ranks run on "
-                "one host), got " + std::to_string(gpuCount));
+    return "--gpus must be between 1 and 8 (the GPUs of one node: h20-run's ranks run on one "
+           "host), got " + std::to_string(gpuCount);
   if (gpuCount == 1 && parallelPlan.getNumOccurrences())
-    return fail("--parallel plans a multi-GPU prefill: give --gpus N with N > 1");
+    return "--parallel plans a multi-GPU prefill: give --gpus N with N > 1";
   if (!llvm::is_contained({"auto", "context", "tensor"}, parallelPlan.getValue()))
-    return fail("--parallel must be auto, context or tensor, got '" + parallelPlan + "'");
-  if (gpuCount > 1 && !gpuArtifact)
-    return fail("--gpus N > 1 plans a multi-GPU prefill: it needs a GPU --target (h20, h100, "
-                "h200, h800) and -o (an artifact)");
-  if (buildArtifact && !gpuStage && !llvmStage && output == "-")
-    return fail("--target writes a binary artifact: give its path with -o");
+    return "--parallel must be auto, context or tensor, got '" + parallelPlan + "'";
+  if (gpuCount > 1 && !mode.gpuArtifact)
+    return "--gpus N > 1 plans a multi-GPU prefill: it needs a GPU --target (h20, h100, h200, "
+           "h800) and -o (an artifact)";
+  if (mode.buildArtifact && !mode.llvmStage && output == "-")
+    return "--target writes a binary artifact: give its path with -o";
   // RoPE tables and tile planning grow with it; 16M tokens is far beyond
   // any model's context.
   constexpr int64_t kMaxTokens = int64_t(1) << 24;
   if (maxSeq < 0 || maxSeq > kMaxTokens)
-    return fail("--max-seq must be between 0 and " + std::to_string(kMaxTokens) + ", got " +
-                std::to_string(maxSeq));
+    return "--max-seq must be between 0 and " + std::to_string(kMaxTokens) + ", got " +
+           std::to_string(maxSeq);
   if (maxPositions > kMaxTokens)
-    return fail("--max-positions must be at most " + std::to_string(kMaxTokens));
+    return "--max-positions must be at most " + std::to_string(kMaxTokens);
   if (output != "-" && h20::runtime::sameFile(input.str(), output.str()))
-    return fail("output '" + output.str() + "' is the input file; refusing to overwrite it");
+    return "output '" + output.str() + "' is the input file; refusing to overwrite it";
   if (logitsMode != "all" && logitsMode != "last")
-    return fail("--logits must be 'all' or 'last', got '" + logitsMode + "'");
+    return "--logits must be 'all' or 'last', got '" + logitsMode + "'";
   if (maxPositions < 0)
-    return fail("--max-positions must be >= 0 (0: no limit)");
+    return "--max-positions must be >= 0 (0: no limit)";
+  return "";
+}
 
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  // Messages name the ONNX node; a dump of the op would only repeat it.
-  ctx.printOpOnDiagnostic(false);
+/// The GPU prefill's sizes: the longest prompt, the chunk, and the KV
+/// cache's capacity (max-positions rounded up to whole chunks, since the
+/// cache and RoPE tables hold every position a chunk can touch).
+struct ChunkPlan {
+  int64_t maxPositions = 0, chunk = 0, capacity = 0;
+};
+
+ChunkPlan chooseChunk() {
+  ChunkPlan c;
+  c.maxPositions = maxPositions > 0 ? maxPositions.getValue() : 8192;
+  // A chunk longer than the longest prompt only costs memory: clamp it.
+  int64_t promptCap = (c.maxPositions + 63) / 64 * 64;
+  // Default: about 8192 tokens (on an H200, seed-dense at 128K tokens took
+  // 2741 ms in 8192-token chunks against 2799 ms in 2048-token ones: bigger
+  // GEMMs, fewer launches; bench/results/chunk-size-h200.json), rounded to
+  // a whole number of attention waves on the target (defaultPrefillChunk).
+  const h20::TargetDescription *desc = h20::findTarget(targetName);
+  int64_t defaultChunk = desc && desc->computeCapability > 0 ? h20::defaultPrefillChunk(*desc)
+                                                             : 8192;
+  c.chunk = std::min<int64_t>(chunkTokens > 0 ? chunkTokens.getValue() : defaultChunk,
+                              promptCap);
+  c.capacity = (c.maxPositions + c.chunk - 1) / c.chunk * c.chunk;
+  return c;
+}
+
+/// Every error about an op imported from an ONNX node names that node and
+/// its op type, also the verifier's and upstream passes' messages ("'linalg
+/// .generic' op inferred ..."), which know nothing of ONNX. Installed on
+/// `ctx` for the handler's lifetime.
+struct NodeNamingDiagnostics {
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, llvm::errs());
-  // Every error about an op imported from an ONNX node names that node and
-  // its op type, also the verifier's and upstream passes' messages ("'linalg
-  // .generic' op inferred ..."), which know nothing of ONNX.
-  ScopedDiagnosticHandler nodeNames(&ctx, [&](Diagnostic &diag) -> LogicalResult {
+  SourceMgrDiagnosticHandler handler;
+  ScopedDiagnosticHandler nodeNames;
+
+  explicit NodeNamingDiagnostics(MLIRContext &ctx)
+      : handler(sourceMgr, &ctx, llvm::errs()),
+        nodeNames(&ctx, [this](Diagnostic &diag) { return rename(diag); }) {
+    // Messages name the ONNX node; a dump of the op would only repeat it.
+    ctx.printOpOnDiagnostic(false);
+  }
+
+  LogicalResult rename(Diagnostic &diag) {
     std::string node = h20::onnx::describeNode(diag.getLocation());
     std::string message = diag.str();
     if (diag.getSeverity() != DiagnosticSeverity::Error || node.empty() ||
@@ -484,28 +523,163 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     for (Diagnostic &note : diag.getNotes())
       handler.emitDiagnostic(note.getLocation(), note.str(), note.getSeverity());
     return success();
-  });
+  }
+};
 
-  Progress progress;
-  OwningOpRef<ModuleOp> module;
+/// Imports `input` (ONNX) or parses it (MLIR); null after an error.
+OwningOpRef<ModuleOp> loadInput(llvm::StringRef input, MLIRContext &ctx,
+                                llvm::SourceMgr &sourceMgr) {
   if (isOnnxFile(input)) {
     // Only the GPU code generator runs onnx.h20.RoutedExperts as an op
     // (picked experts only, grouped GEMMs); elsewhere (the CPU target,
     // planning for another target, --emit without a target) the call's
     // function body is imported: every expert for every token, exact.
     h20::OnnxImportOptions importOptions;
-    bool gpuCodegen = llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue());
-    if (!gpuCodegen)
+    if (!llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue()))
       importOptions.expandFunctions.push_back("RoutedExperts");
-    module = h20::importOnnxModel(input, ctx, importOptions);
-  } else {
-    std::string message;
-    auto file = openInputFile(input, &message);
-    if (!file)
-      return fail(message);
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    return h20::importOnnxModel(input, ctx, importOptions);
   }
+  std::string message;
+  auto file = openInputFile(input, &message);
+  if (!file) {
+    fail(message);
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+}
+
+/// A GPU artifact's front half: the attn level, the multi-GPU plan (--gpus
+/// N > 1), then the plan pipeline (RoPE tables, the KV caches for
+/// `chunks.capacity` positions, tiles). Returns an exit code.
+int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
+               Progress &progress) {
+  MLIRContext *ctx = module.getContext();
+  PassManager pm(ctx);
+  // Attn level first: the multi-GPU plan is chosen there, and a tensor-
+  // parallel split must precede the KV-cache plan.
+  if (failed(h20::applyDeveloperOptions(pm)) || failed(h20::buildEmitPipeline(pm, "attn")) ||
+      failed(pm.run(module)))
+    return kExitBadInput;
+  progress.stage("attn", "masks, attention and RoPE raised");
+  int64_t tensorRanks = 1;
+  if (gpuCount > 1) {
+    tensorRanks = chooseParallelPlan(module, gpuCount, chunks.maxPositions, chunks.chunk,
+                                     computeType == "f32" ? 4 : 2, logitsMode == "last");
+    if (tensorRanks == 0)
+      return kExitBadInput;
+  }
+  PassManager plan(ctx);
+  if (failed(h20::applyDeveloperOptions(plan)))
+    return kExitBadInput;
+  h20::buildPlanPipeline(plan, targetName, chunks.capacity, kvElementBytes, tensorRanks);
+  if (failed(plan.run(module)))
+    return kExitBadInput;
+  progress.stage("plan", "KV cache and RoPE tables for " + std::to_string(chunks.capacity) +
+                             " positions, chunks of " + std::to_string(chunks.chunk) + " tokens");
+  // What the split covered: a block that did not fit stays whole on every
+  // rank (correct, only not split).
+  if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel"); tp && !quiet) {
+    auto count = [&](StringRef k) { return tp.getAs<IntegerAttr>(k).getInt(); };
+    llvm::errs() << "h20-opt: tensor parallel split: " << count("attention_blocks")
+                 << " attention block(s), " << count("mlp_blocks") << " MLP block(s); "
+                 << count("replicated_attention") << " attention op(s) left whole\n";
+  }
+  return 0;
+}
+
+/// Printed IR or LLVM IR to `output` (stdout for "-"), the file written
+/// atomically. Returns an exit code.
+int writeText(llvm::StringRef output, const std::string &text) {
+  if (output == "-") {
+    llvm::outs() << text;
+    return 0;
+  }
+  std::string error;
+  return h20::runtime::writeFileAtomically(output.str(), text, error) ? 0 : fail(error);
+}
+
+/// Writes `artifact` to `output` and reports it. Returns an exit code.
+int writeArtifactFile(llvm::StringRef output, const h20::runtime::Artifact &artifact,
+                      Progress &progress) {
+  std::string error;
+  if (!h20::runtime::writeArtifact(output.str(), artifact, error))
+    return fail(error);
+  progress.stage("write " + output.str(), artifactSize(artifact));
+  return 0;
+}
+
+/// The GPU target (planned module): an artifact to `output`, or with
+/// --emit=STAGE the IR at that stage left in `module` for the caller to
+/// print. Returns an exit code.
+int compileGpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
+               llvm::StringRef output, Progress &progress) {
+  h20::GpuTargetOptions options;
+  options.target = targetName;
+  options.logitsLast = logitsMode == "last";
+  options.maxPositions = chunks.maxPositions;
+  options.chunk = chunks.chunk;
+  options.computeType = computeType;
+  options.attentionKernel = attentionKernel;
+  if (mode.gpuStage)
+    options.stopAfter = emitLevel;
+  options.onStage = progress.reporter();
+  h20::runtime::Artifact artifact;
+  std::string log;
+  LogicalResult ok = h20::compileForGpu(module, options, artifact, log);
+  if (!quiet && (verbose || getenv("H20_VERBOSE")))
+    llvm::errs() << log;
+  if (failed(ok))
+    return kExitBadInput;
+  if (mode.gpuStage)
+    return 0;
+  if (int rc = writeArtifactFile(output, artifact, progress))
+    return rc;
+  std::string error;
+  if (printMemory && !printDeviceMemory(artifact, error))
+    return fail("internal: " + error);
+  return 0;
+}
+
+/// The CPU target (attn-level module): an artifact to `output`, or with
+/// --emit=llvm its LLVM IR. Returns an exit code.
+int compileCpu(ModuleOp module, const Mode &mode, llvm::StringRef output, Progress &progress) {
+  h20::CpuTargetOptions options;
+  options.logitsLast = logitsMode == "last";
+  options.optLevel = cpuOptLevel;
+  if (maxPositions > 0)
+    options.maxPositions = maxPositions;
+  options.onStage = progress.reporter();
+  std::string llvmIR;
+  if (mode.llvmStage)
+    options.llvmIR = &llvmIR;
+  h20::runtime::Artifact artifact;
+  if (failed(h20::compileForCpu(module, options, artifact)))
+    return kExitBadInput;
+  return mode.llvmStage ? writeText(output, llvmIR)
+                        : writeArtifactFile(output, artifact, progress);
+}
+
+/// h20-opt's own modes (see the file comment): import or parse `input`,
+/// run the pipelines the flags ask for, and write the IR or the artifact.
+/// Returns the exit code.
+int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &registry) {
+  if (targetName == "auto") {
+    std::string error;
+    std::string chosen = autoTarget(error);
+    if (chosen.empty())
+      return fail(error);
+    targetName.setValue(chosen);
+  }
+  Mode mode;
+  if (std::string error = checkFlags(input, output, mode); !error.empty())
+    return fail(error);
+
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  NodeNamingDiagnostics diagnostics(ctx);
+  Progress progress;
+  OwningOpRef<ModuleOp> module = loadInput(input, ctx, diagnostics.sourceMgr);
   if (!module)
     return kExitBadInput;
   progress.stage(isOnnxFile(input) ? "import" : "parse",
@@ -514,64 +688,23 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   // An artifact is compiled from the attn level; the attn pipeline leaves
   // IR that is already there (--emit=attn output, or a pass under test)
   // as it is, and raises onnx-level .mlir like an ONNX file.
-  std::string level = gpuArtifact         ? "planned"
-                      : buildArtifact     ? "attn"
-                      : emitLevel.empty() ? "onnx"
-                                          : emitLevel.getValue();
-  // GPU: the KV cache and RoPE tables hold every position a chunk can
-  // touch, i.e. max-positions rounded up to whole chunks.
-  int64_t gpuMaxPositions = maxPositions > 0 ? maxPositions.getValue() : 8192;
-  // A chunk longer than the longest prompt only costs memory: clamp it.
-  int64_t promptCap = (gpuMaxPositions + 63) / 64 * 64;
-  // Default: about 8192 tokens (on an H200, seed-dense at 128K tokens took
-  // 2741 ms in 8192-token chunks against 2799 ms in 2048-token ones: bigger
-  // GEMMs, fewer launches; bench/results/chunk-size-h200.json), rounded to
-  // a whole number of attention waves on the target (defaultPrefillChunk).
-  const h20::TargetDescription *desc = h20::findTarget(targetName);
-  int64_t defaultChunk = desc && desc->computeCapability > 0 ? h20::defaultPrefillChunk(*desc)
-                                                             : 8192;
-  int64_t chunk = chunkTokens > 0 ? std::min<int64_t>(chunkTokens.getValue(), promptCap)
-                                  : std::min<int64_t>(defaultChunk, promptCap);
-  int64_t capacity = (gpuMaxPositions + chunk - 1) / chunk * chunk;
+  std::string level = mode.gpuArtifact     ? "planned"
+                      : mode.buildArtifact ? "attn"
+                      : emitLevel.empty()  ? "onnx"
+                                           : emitLevel.getValue();
+  const ChunkPlan chunks = chooseChunk();
   if (printKVPlan && level != "planned")
     return fail("--print-kv-plan needs --emit=planned (or a GPU --target)");
-  PassManager pm(&ctx);
-  if (failed(h20::applyDeveloperOptions(pm)))
-    return kExitBadInput;
   // The sparse KV plan is sized in the GPU targets' storage type.
   int64_t kvElementBytes =
       targetName.empty() || targetName == "cpu" ? 0 : computeType == "f32" ? 4 : 2;
-  int64_t tensorRanks = 1;
-  if (gpuArtifact) {
-    // Attn level first: the multi-GPU plan is chosen there, and a tensor-
-    // parallel split must precede the KV-cache plan.
-    if (failed(h20::buildEmitPipeline(pm, "attn")) || failed(pm.run(*module)))
-      return kExitBadInput;
-    progress.stage("attn", "masks, attention and RoPE raised");
-    if (gpuCount > 1) {
-      tensorRanks = chooseParallelPlan(*module, gpuCount, gpuMaxPositions, chunk,
-                                       computeType == "f32" ? 4 : 2, logitsMode == "last");
-      if (tensorRanks == 0)
-        return kExitBadInput;
-    }
-    PassManager plan(&ctx);
-    if (failed(h20::applyDeveloperOptions(plan)))
-      return kExitBadInput;
-    h20::buildPlanPipeline(plan, targetName, capacity, kvElementBytes, tensorRanks);
-    if (failed(plan.run(*module)))
-      return kExitBadInput;
-    progress.stage("plan", "KV cache and RoPE tables for " + std::to_string(capacity) +
-                               " positions, chunks of " + std::to_string(chunk) + " tokens");
-    // What the split covered: a block that did not fit stays whole on
-    // every rank (correct, only not split).
-    if (auto tp = (*module)->getAttrOfType<DictionaryAttr>("h20.tensor_parallel");
-        tp && !quiet) {
-      auto count = [&](StringRef k) { return tp.getAs<IntegerAttr>(k).getInt(); };
-      llvm::errs() << "h20-opt: tensor parallel split: " << count("attention_blocks")
-                   << " attention block(s), " << count("mlp_blocks") << " MLP block(s); "
-                   << count("replicated_attention") << " attention op(s) left whole\n";
-    }
+  if (mode.gpuArtifact) {
+    if (int rc = planForGpu(*module, chunks, kvElementBytes, progress))
+      return rc;
   } else {
+    PassManager pm(&ctx);
+    if (failed(h20::applyDeveloperOptions(pm)))
+      return kExitBadInput;
     if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes)))
       return fail("unknown --emit level '" + level +
                   "' (expected onnx, attn or planned; with a GPU --target also chunked, linalg, "
@@ -580,75 +713,24 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
       return kExitBadInput;
     progress.stage(level);
   }
-
   if (printKVPlan)
     printKVPlans(*module);
-  std::string error;
-  // Printed IR to -o (stdout for "-"), the file written atomically.
-  auto writeText = [&](const std::string &text) {
-    if (output == "-") {
-      llvm::outs() << text;
-      return 0;
-    }
-    return h20::runtime::writeFileAtomically(output.str(), text, error) ? 0 : fail(error);
-  };
-  if (gpuArtifact) {
-    h20::GpuTargetOptions options;
-    options.target = targetName;
-    options.logitsLast = logitsMode == "last";
-    options.maxPositions = gpuMaxPositions;
-    options.chunk = chunk;
-    options.computeType = computeType;
-    options.attentionKernel = attentionKernel;
-    if (gpuStage)
-      options.stopAfter = emitLevel;
-    options.onStage = progress.reporter();
-    h20::runtime::Artifact artifact;
-    std::string log;
-    LogicalResult ok = h20::compileForGpu(*module, options, artifact, log);
-    if (!quiet && (verbose || getenv("H20_VERBOSE")))
-      llvm::errs() << log;
-    if (failed(ok))
-      return kExitBadInput;
-    if (!gpuStage) {
-      if (!h20::runtime::writeArtifact(output.str(), artifact, error))
-        return fail(error);
-      progress.stage("write " + output.str(), artifactSize(artifact));
-      if (printMemory && !printDeviceMemory(artifact, error))
-        return fail("internal: " + error);
-      return 0;
-    }
-  }
-  if (buildArtifact && !gpuArtifact) {
-    h20::CpuTargetOptions options;
-    options.logitsLast = logitsMode == "last";
-    options.optLevel = cpuOptLevel;
-    if (maxPositions > 0)
-      options.maxPositions = maxPositions;
-    options.onStage = progress.reporter();
-    std::string llvmIR;
-    if (llvmStage)
-      options.llvmIR = &llvmIR;
-    h20::runtime::Artifact artifact;
-    if (failed(h20::compileForCpu(*module, options, artifact)))
-      return kExitBadInput;
-    if (llvmStage)
-      return writeText(llvmIR);
-    if (!h20::runtime::writeArtifact(output.str(), artifact, error))
-      return fail(error);
-    progress.stage("write " + output.str(), artifactSize(artifact));
-    return 0;
+  if (mode.gpuArtifact) {
+    if (int rc = compileGpu(*module, mode, chunks, output, progress); rc || !mode.gpuStage)
+      return rc;
+  } else if (mode.buildArtifact) {
+    return compileCpu(*module, mode, output, progress);
   }
   std::string text;
   llvm::raw_string_ostream os(text);
   // GPU stages print affine maps in place (no #map aliases), so a test
   // can check an indexing map where it is used.
   OpPrintingFlags flags;
-  if (gpuStage)
+  if (mode.gpuStage)
     flags.useLocalScope();
   module->print(os, flags);
   os << "\n";
-  return writeText(text);
+  return writeText(output, text);
 }
 } // namespace
 
