@@ -29,6 +29,77 @@ template <int D, int DV, int BM, int BN> struct TcLayout {
 
 // ---- f16 / bf16: tensor cores -------------------------------------------------
 
+/// Turns the raw scores s[MT][NS][4] (the mma C fragments of rows
+/// m0 + wRow + 16 mt + g (+ 8), columns n0 + 8 n + 2 t4 (+ 1)) into base-2
+/// logits, s * scaleLog2 or capOut * tanh(s * capIn) with a softcap, and
+/// sets the keys a row does not see (KeyRange) to -inf. Branches are
+/// uniform: the softcap is rare, masks touch only boundary tiles.
+template <int MT, int NS>
+__device__ __forceinline__ void tcLogits(float (&s)[MT][NS][4], const KeyRange &keys,
+                                         float softcap, float scaleLog2, float capIn, float capOut,
+                                         i64 n0, int bn, i64 m0, i64 lastRow, i64 skv, int wRow,
+                                         int g, int t4) {
+  if (softcap > 0.f) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[mt][n][e] = softcapLogit2(s[mt][n][e], capIn, capOut);
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[mt][n][e] *= scaleLog2;
+  }
+  if (!keys.tileNeedsMask(n0, bn, m0, lastRow, skv))
+    return;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      int lo, hi;
+      keys.visibleColumns(m0 + wRow + mt * 16 + g + 8 * r, n0, bn, skv, &lo, &hi);
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int col = n * 8 + 2 * t4 + c;
+          if (col < lo || col >= hi)
+            s[mt][n][2 * r + c] = negInf();
+        }
+    }
+}
+
+/// Stores ROWS rows [wRow, wRow + ROWS) of the staged O tile `sO` (row
+/// stride QS elements) as rows m0 + wRow.. of the head's O at `gO`
+/// (strides os, od in elements), rows < sq only; one warp, 16-byte stores
+/// where the view allows.
+template <typename T, int DV, int QS, int ROWS>
+__device__ __forceinline__ void storeWarpRows(const T *gOc, i64 os, i64 od, const T *sO, int wRow,
+                                              i64 m0, i64 sq, int lane) {
+  T *gO = const_cast<T *>(gOc);
+  if (vectorizable(gO, os, od, 2)) {
+    constexpr int kPieces = DV / 8; // 16-byte pieces per row
+    for (int e = lane; e < ROWS * kPieces; e += 32) {
+      const int r = wRow + e / kPieces, c = (e % kPieces) * 8;
+      if (m0 + r < sq)
+        *reinterpret_cast<uint4 *>(gO + (m0 + r) * os + c) =
+            *reinterpret_cast<const uint4 *>(sO + r * QS + c);
+    }
+  } else {
+    for (int e = lane; e < ROWS * DV; e += 32) {
+      const int r = wRow + e / DV, c = e % DV;
+      if (m0 + r < sq)
+        gO[(m0 + r) * os + i64(c) * od] = sO[r * QS + c];
+    }
+  }
+}
+
 /// Tensor-core body for DT = 1 (f16) or 2 (bf16). See the file comment.
 template <int DT, int D, int DV, int BM, int BN, int NT>
 __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
@@ -166,42 +237,9 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
       }
     }
 
-    // Scores -> base-2 logits; keys a row does not see -> -inf (uniform
-    // branches: the softcap is rare, masks touch only boundary tiles).
-    if (softcap > 0.f) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int n = 0; n < NS; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            s[mt][n][e] = softcapLogit2(s[mt][n][e], capIn, capOut);
-    } else {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int n = 0; n < NS; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            s[mt][n][e] *= scaleLog2;
-    }
-    if (keys.tileNeedsMask(n0, BN, m0, lastRow, p.skv)) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          int lo, hi;
-          keys.visibleColumns(m0 + wRow + mt * 16 + g + 8 * r, n0, BN, p.skv, &lo, &hi);
-#pragma unroll
-          for (int n = 0; n < NS; ++n)
-#pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const int col = n * 8 + 2 * t4 + c;
-              if (col < lo || col >= hi)
-                s[mt][n][2 * r + c] = negInf();
-            }
-        }
-    }
+    // Scores -> base-2 logits; keys a row does not see -> -inf.
+    tcLogits<MT, NS>(s, keys, softcap, scaleLog2, capIn, capOut, n0, BN, m0, lastRow, p.skv,
+                     wRow, g, t4);
 
     // Online softmax (FlashAttention-2 Alg. 1, lines 8-10), base 2.
 #pragma unroll
@@ -284,23 +322,8 @@ __device__ __forceinline__ void attentionTc(const H20AttnParams &p) {
     }
   __syncwarp();
 
-  T *gO = const_cast<T *>(headBase<T>(p.o, p.o_stride, b, h));
-  const i64 os = p.o_stride[2], od = p.o_stride[3];
-  if (vectorizable(gO, os, od, 2)) {
-    constexpr int kPieces = DV / 8; // 16-byte pieces per row
-    for (int e = lane; e < MT * 16 * kPieces; e += 32) {
-      const int r = wRow + e / kPieces, c = (e % kPieces) * 8;
-      if (m0 + r < p.sq)
-        *reinterpret_cast<uint4 *>(gO + (m0 + r) * os + c) =
-            *reinterpret_cast<const uint4 *>(sQ + r * L::QS + c);
-    }
-  } else {
-    for (int e = lane; e < MT * 16 * DV; e += 32) {
-      const int r = wRow + e / DV, c = e % DV;
-      if (m0 + r < p.sq)
-        gO[(m0 + r) * os + i64(c) * od] = sQ[r * L::QS + c];
-    }
-  }
+  storeWarpRows<T, DV, L::QS, MT * 16>(headBase<T>(p.o, p.o_stride, b, h), p.o_stride[2],
+                                       p.o_stride[3], sQ, wRow, m0, p.sq, lane);
 }
 
 } // namespace h20attn

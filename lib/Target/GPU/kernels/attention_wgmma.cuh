@@ -326,6 +326,38 @@ __device__ __forceinline__ void loadSwizzled(bool vec, u32 dst, const u16 *src, 
   }
 }
 
+/// The inverse of loadSwizzled: stores the swizzled tile at shared address
+/// `src` (ROWS rows per 64-column block) as rows [row0, row0 + ROWS) x
+/// columns [0, COLS) of a strided (seq, dim) matrix `dst` of 16-bit
+/// elements, rows < `valid` only. NT threads take 16-byte chunks in turn;
+/// 16-byte stores where the view allows (vectorizable), else element stores.
+template <int ROWS, int COLS, int NT>
+__device__ __forceinline__ void storeSwizzled(u16 *dst, i64 ss, i64 ds, u32 src, i64 row0,
+                                              i64 valid, int t) {
+  constexpr int kChunks = COLS / 8; // 16-byte pieces per row
+  if (vectorizable(dst, ss, ds, 2)) {
+#pragma unroll 4
+    for (int e = t; e < ROWS * kChunks; e += NT) {
+      const int r = e / kChunks, cc = e % kChunks;
+      if (row0 + r < valid)
+        *reinterpret_cast<uint4 *>(dst + (row0 + r) * ss + cc * 8) =
+            ldShared128(src + swz128(r, cc, ROWS));
+    }
+  } else {
+    for (int e = t; e < ROWS * kChunks; e += NT) {
+      const int r = e / kChunks, cc = e % kChunks;
+      if (row0 + r < valid) {
+        const uint4 v = ldShared128(src + swz128(r, cc, ROWS));
+        const u32 w[4] = {v.x, v.y, v.z, v.w};
+        u16 *row = dst + (row0 + r) * ss + i64(cc) * 8 * ds;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          row[i64(k) * ds] = u16(w[k / 2] >> (16 * (k % 2)));
+      }
+    }
+  }
+}
+
 /// Byte offsets from the 1024-aligned base (see the section comment).
 template <int D, int DV, int BN, int ST> struct WgLayout {
   static constexpr int kQWarpgroup = 64 * D * 2; ///< one consumer's Q (and O staging) tile
@@ -711,30 +743,8 @@ __device__ __forceinline__ void attentionWgmma(const H20AttnParams &p) {
   }
   namedBarrier(1 + cw, 128);
 
-  u16 *gO = const_cast<u16 *>(headBase<u16>(p.o, p.o_stride, b, h));
-  const i64 os = p.o_stride[2], od = p.o_stride[3];
-  constexpr int kChunks = DV / 8; // 16-byte pieces per row
-  if (vectorizable(gO, os, od, 2)) {
-#pragma unroll 4
-    for (int e = tid; e < 64 * kChunks; e += 128) {
-      const int r = e / kChunks, cc = e % kChunks;
-      if (mw + r < p.sq)
-        *reinterpret_cast<uint4 *>(gO + (mw + r) * os + cc * 8) =
-            ldShared128(sQ + swz128(r, cc, 64));
-    }
-  } else {
-    for (int e = tid; e < 64 * kChunks; e += 128) {
-      const int r = e / kChunks, cc = e % kChunks;
-      if (mw + r < p.sq) {
-        const uint4 v = ldShared128(sQ + swz128(r, cc, 64));
-        const u32 w[4] = {v.x, v.y, v.z, v.w};
-        u16 *dst = gO + (mw + r) * os + i64(cc) * 8 * od;
-#pragma unroll
-        for (int k = 0; k < 8; ++k)
-          dst[i64(k) * od] = u16(w[k / 2] >> (16 * (k % 2)));
-      }
-    }
-  }
+  storeSwizzled<64, DV, 128>(const_cast<u16 *>(headBase<u16>(p.o, p.o_stride, b, h)),
+                             p.o_stride[2], p.o_stride[3], sQ, mw, p.sq, tid);
 }
 
 #endif // __CUDA_ARCH_FEAT_SM90_ALL

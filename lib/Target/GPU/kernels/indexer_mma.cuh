@@ -88,6 +88,54 @@ template <int CAP> __device__ void idxmSortDescending(u64 *buf) {
     }
 }
 
+/// Cuts every row buffer that could overflow on the next tile (more than
+/// CAP - 64 held) to its K best, sorted, raising the row's tau to its K-th
+/// key (K = 0: nothing enters any more). All threads of the CTA; `flag`:
+/// one word of shared memory.
+template <int CAP, int R>
+__device__ __forceinline__ void idxmCutFullBuffers(u64 *buf, u64 *tau, int *cnt, int *flag, i64 K,
+                                                   int tid) {
+  if (tid == 0)
+    *flag = 0;
+  __syncthreads();
+  if (tid < R && cnt[tid] > CAP - H20_IDXM_TILE)
+    atomicOr(flag, 1);
+  __syncthreads();
+  if (!*flag)
+    return;
+  for (int r = 0; r < R; ++r) {
+    if (cnt[r] <= CAP - H20_IDXM_TILE)
+      continue;
+    idxmSortDescending<CAP>(buf + r * CAP);
+    for (int e = static_cast<int>(K) + tid; e < CAP; e += H20_IDXM_THREADS)
+      buf[r * CAP + e] = 0;
+    __syncthreads();
+    if (tid == 0) {
+      cnt[r] = static_cast<int>(K);
+      tau[r] = K > 0 ? buf[r * CAP + K - 1] : ~0ull; // K = 0: nothing enters
+    }
+    __syncthreads();
+  }
+}
+
+/// Writes the K best of each row buffer (rows i0 + r < S), largest first,
+/// to out[i, 0..K) (strides s0, s1); slots past a row's count hold `none`.
+/// All threads of the CTA.
+template <int CAP, int R>
+__device__ __forceinline__ void idxmWriteBest(i64 *out, i64 s0, i64 s1, u64 *buf, const int *cnt,
+                                              i64 i0, i64 S, i64 K, i64 none, int tid) {
+  for (int r = 0; r < R; ++r) {
+    const i64 i = i0 + r;
+    if (i >= S)
+      break;
+    idxmSortDescending<CAP>(buf + r * CAP);
+    const int n = cnt[r] < K ? cnt[r] : static_cast<int>(K);
+    for (i64 j = tid; j < K; j += H20_IDXM_THREADS)
+      out[i * s0 + j * s1] = j < n ? static_cast<i64>(idxmIndex(buf[r * CAP + j])) : none;
+    __syncthreads();
+  }
+}
+
 #endif // H20_IDXM_CUH_COMMON
 
 #if defined(H20_IDXM_NAME)
@@ -332,28 +380,8 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
       }
 #endif
     }
-    if (tid == 0)
-      *flag = 0;
-    __syncthreads();
     // A buffer that could overflow on the next tile is cut to its K best.
-    if (tid < R && cnt[tid] > CAP - H20_IDXM_TILE)
-      atomicOr(flag, 1);
-    __syncthreads();
-    if (*flag) {
-      for (int r = 0; r < R; ++r) {
-        if (cnt[r] <= CAP - H20_IDXM_TILE)
-          continue;
-        idxmSortDescending<CAP>(buf + r * CAP);
-        for (int e = static_cast<int>(K) + tid; e < CAP; e += H20_IDXM_THREADS)
-          buf[r * CAP + e] = 0;
-        __syncthreads();
-        if (tid == 0) {
-          cnt[r] = static_cast<int>(K);
-          tau[r] = K > 0 ? buf[r * CAP + K - 1] : ~0ull; // K = 0: nothing enters
-        }
-        __syncthreads();
-      }
-    }
+    idxmCutFullBuffers<CAP, R>(buf, tau, cnt, flag, K, tid);
     cur = nxt;
 #if H20_IDXM_MODE == 1
     nxt = cur != kNoTile ? nextTile(cur + 1) : kNoTile;
@@ -363,21 +391,12 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   }
 
   // ---- the K best of every row, largest first -----------------------------
-  for (int r = 0; r < R; ++r) {
-    const i64 i = i0 + r;
-    if (i >= S)
-      break;
-    idxmSortDescending<CAP>(buf + r * CAP);
-    const int n = cnt[r] < K ? cnt[r] : static_cast<int>(K);
 #if H20_IDXM_MODE == 2
-    const i64 none = (T + block - 1) / block;
+  const i64 none = (T + block - 1) / block;
 #else
-    const i64 none = T;
+  const i64 none = T;
 #endif
-    for (i64 j = tid; j < K; j += H20_IDXM_THREADS)
-      out[out_off + i * out_s0 + j * out_s1] = j < n ? static_cast<i64>(idxmIndex(buf[r * CAP + j])) : none;
-    __syncthreads();
-  }
+  idxmWriteBest<CAP, R>(out + out_off, out_s0, out_s1, buf, cnt, i0, S, K, none, tid);
 }
 
 #undef H20_MR2

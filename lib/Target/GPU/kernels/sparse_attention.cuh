@@ -74,6 +74,132 @@ __device__ __forceinline__ int saExclusiveCount(bool flag, int *warpCounts, int 
   return before + __popc(ballot & ((1u << lane) - 1u));
 }
 
+/// Loads query row i's heads [h0, h0 + 64) of q ([S, H, D] from element
+/// `off` at strides s0, s1, s2, 16-bit) into the swizzled [64][DP] tile at `qs` (shared address
+/// `qsAddr`); heads >= H and dims >= D become zeros. `vec`: 16-byte
+/// cp.async (the caller commits and waits), else element copies.
+template <int DP>
+__device__ __forceinline__ void saLoadQuery(unsigned char *qs, u32 qsAddr, const u16 *q, i64 off,
+                                            i64 s0, i64 s1, i64 s2, i64 i, i64 h0, i64 H,
+                                            i64 D, bool vec, int tid) {
+  constexpr int CHUNKS = DP / 8;
+  if (vec) {
+    for (int e = tid; e < H20_SA_ROWS * CHUNKS; e += H20_SA_THREADS) {
+      const int r = e / CHUNKS, c = e % CHUNKS;
+      const i64 h = h0 + r;
+      const bool ok = h < H && c * 8 < D;
+      const u16 *src = ok ? q + off + i * s0 + h * s1 + c * 8 : q + off;
+      h20CpAsync16(qsAddr + h20Swizzle(r, c * 8, DP), src, ok ? 16 : 0);
+    }
+  } else {
+    for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
+      const int r = e / DP, d = e % DP;
+      const i64 h = h0 + r;
+      u16 v = 0;
+      if (h < H && d < D)
+        v = q[off + i * s0 + h * s1 + d * s2];
+      *reinterpret_cast<u16 *>(qs + h20Swizzle(r, d, DP)) = v;
+    }
+  }
+}
+
+/// The key slots query i attends, compacted in slot order into `list`:
+/// window slot j < window is latent row i - j (kept as i - j when >= 0),
+/// slot window + k is compressed row c = idx[i, k] (element off + i * s0 +
+/// k * s1; kept as -2 - c when
+/// 0 <= c < T; CMP only). Returns their count. `warpCounts`: 8 words.
+template <bool CMP>
+__device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64 window, i64 K,
+                                          i64 T, const i64 *idx, i64 off, i64 s0, i64 s1,
+                                          int tid) {
+  const i64 slots = window + K;
+  int n = 0;
+  for (i64 base = 0; base < slots; base += H20_SA_THREADS) {
+    const i64 j = base + tid;
+    int code = 0;
+    bool valid = false;
+    if (j < window) {
+      valid = i - j >= 0;
+      code = static_cast<int>(i - j);
+    } else if (CMP && j < slots) {
+      const i64 c = idx[off + i * s0 + (j - window) * s1];
+      valid = c >= 0 && c < T;
+      code = static_cast<int>(-2 - c);
+    }
+    int total = 0;
+    const int pos = saExclusiveCount(valid, warpCounts, total);
+    if (valid)
+      list[n + pos] = code;
+    n += total;
+  }
+  return n;
+}
+
+/// Divides this thread's O accumulators (rows rq + g, rq + g + 8; its
+/// half's DP / 2 dims) by the row's softmax denominator, the sum of both
+/// halves' lRow (exchanged through `redSum`, [2][64]), and stores them as
+/// element type E into the swizzled [64][DP] tile at `qs`. Ends before the
+/// caller's barrier; a zero denominator (no key, no sink) gives zeros.
+template <int DP, typename E>
+__device__ __forceinline__ void saNormaliseO(float (&o)[DP / 16][4], float (&lRow)[2],
+                                             float *redSum, unsigned char *qs, int rq, int half,
+                                             int g, int quad) {
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    lRow[x] += __shfl_xor_sync(0xffffffffu, lRow[x], 1);
+    lRow[x] += __shfl_xor_sync(0xffffffffu, lRow[x], 2);
+  }
+  if (quad == 0) {
+    redSum[half * H20_SA_ROWS + rq + g] = lRow[0];
+    redSum[half * H20_SA_ROWS + rq + g + 8] = lRow[1];
+  }
+  __syncthreads();
+  float inv[2];
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    const float l = lRow[x] + redSum[(half ^ 1) * H20_SA_ROWS + rq + g + 8 * x];
+    inv[x] = l > 0.0f ? 1.0f / l : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < DP / 16; ++j) {
+    const int col = half * (DP / 2) + j * 8 + quad * 2;
+    const u32 lo = static_cast<u32>(E::round(o[j][0] * inv[0])) |
+                   (static_cast<u32>(E::round(o[j][1] * inv[0])) << 16);
+    const u32 hi = static_cast<u32>(E::round(o[j][2] * inv[1])) |
+                   (static_cast<u32>(E::round(o[j][3] * inv[1])) << 16);
+    *reinterpret_cast<u32 *>(qs + h20Swizzle(rq + g, col, DP)) = lo;
+    *reinterpret_cast<u32 *>(qs + h20Swizzle(rq + g + 8, col, DP)) = hi;
+  }
+}
+
+/// Stores the [64][DP] tile at `qs` as query row i's heads [h0, h0 + 64)
+/// of out ([S, H, D] from element `off` at strides s0, s1, s2), heads < H
+/// and dims < D only.
+/// `vec`: 16-byte stores.
+template <int DP>
+__device__ __forceinline__ void saStoreOut(u16 *out, i64 off, i64 s0, i64 s1, i64 s2,
+                                           const unsigned char *qs, i64 i, i64 h0, i64 H, i64 D,
+                                           bool vec, int tid) {
+  constexpr int CHUNKS = DP / 8;
+  if (vec) {
+    for (int e = tid; e < H20_SA_ROWS * CHUNKS; e += H20_SA_THREADS) {
+      const int r = e / CHUNKS, c = e % CHUNKS;
+      const i64 h = h0 + r;
+      if (h < H && c * 8 < D)
+        *reinterpret_cast<uint4 *>(out + off + i * s0 + h * s1 + c * 8) =
+            *reinterpret_cast<const uint4 *>(qs + h20Swizzle(r, c * 8, DP));
+    }
+  } else {
+    for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
+      const int r = e / DP, d = e % DP;
+      const i64 h = h0 + r;
+      if (h < H && d < D)
+        out[off + i * s0 + h * s1 + d * s2] =
+            *reinterpret_cast<const u16 *>(qs + h20Swizzle(r, d, DP));
+    }
+  }
+}
+
 #endif // H20_SA_CUH_COMMON
 
 #if defined(H20_SA_NAME)
@@ -131,50 +257,16 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
 #endif
 
   // ---- the query rows (asynchronous; waited for with the first tile) -----
-  if (qVec) {
-    for (int e = tid; e < H20_SA_ROWS * CHUNKS; e += H20_SA_THREADS) {
-      const int r = e / CHUNKS, c = e % CHUNKS;
-      const i64 h = h0 + r;
-      const bool ok = h < H && c * 8 < D;
-      const u16 *src = ok ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off;
-      h20CpAsync16(qsAddr + h20Swizzle(r, c * 8, DP), src, ok ? 16 : 0);
-    }
-  } else {
-    for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
-      const int r = e / DP, d = e % DP;
-      const i64 h = h0 + r;
-      u16 v = 0;
-      if (h < H && d < D)
-        v = q[q_off + i * q_s0 + h * q_s1 + d * q_s2];
-      *reinterpret_cast<u16 *>(qs + h20Swizzle(r, d, DP)) = v;
-    }
-  }
+  saLoadQuery<DP>(qs, qsAddr, q, q_off, q_s0, q_s1, q_s2, i, h0, H, D, qVec, tid);
 
   // ---- the compacted key-slot list: latent row r as r, compressed row c
   // as -2 - c -----------------------------------------------------------------
-  const i64 slots = window + K;
-  int n = 0;
-  for (i64 base = 0; base < slots; base += H20_SA_THREADS) {
-    const i64 j = base + tid;
-    int code = 0;
-    bool valid = false;
-    if (j < window) {
-      valid = i - j >= 0;
-      code = static_cast<int>(i - j);
-    }
 #if H20_SA_COMPRESSED
-    else if (j < slots) {
-      const i64 c = idx[idx_off + i * idx_s0 + (j - window) * idx_s1];
-      valid = c >= 0 && c < T;
-      code = static_cast<int>(-2 - c);
-    }
+  const int n =
+      saSlotList<true>(list, warpCounts, i, window, K, T, idx, idx_off, idx_s0, idx_s1, tid);
+#else
+  const int n = saSlotList<false>(list, warpCounts, i, window, 0, 0, idx, 0, 0, 0, tid);
 #endif
-    int total = 0;
-    const int pos = saExclusiveCount(valid, warpCounts, total);
-    if (valid)
-      list[n + pos] = code;
-    n += total;
-  }
   __syncthreads();
 
   // ---- gather of tile t's key rows into stage buffer `stage` -------------
@@ -359,51 +451,9 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
   __syncthreads();
 
   // ---- normalise: the row's denominator is the sum over both halves ------
-#pragma unroll
-  for (int x = 0; x < 2; ++x) {
-    lRow[x] += __shfl_xor_sync(0xffffffffu, lRow[x], 1);
-    lRow[x] += __shfl_xor_sync(0xffffffffu, lRow[x], 2);
-  }
-  if (quad == 0) {
-    redSum[half * H20_SA_ROWS + rq + g] = lRow[0];
-    redSum[half * H20_SA_ROWS + rq + g + 8] = lRow[1];
-  }
+  saNormaliseO<DP, E>(o, lRow, redSum, qs, rq, half, g, quad);
   __syncthreads();
-  float inv[2];
-#pragma unroll
-  for (int x = 0; x < 2; ++x) {
-    const float l = lRow[x] + redSum[(half ^ 1) * H20_SA_ROWS + rq + g + 8 * x];
-    inv[x] = l > 0.0f ? 1.0f / l : 0.0f;
-  }
-  // O (the element type) into the query's shared memory, then out.
-#pragma unroll
-  for (int j = 0; j < HALF_TILES; ++j) {
-    const int col = half * (DP / 2) + j * 8 + quad * 2;
-    const u32 lo = static_cast<u32>(E::round(o[j][0] * inv[0])) |
-                   (static_cast<u32>(E::round(o[j][1] * inv[0])) << 16);
-    const u32 hi = static_cast<u32>(E::round(o[j][2] * inv[1])) |
-                   (static_cast<u32>(E::round(o[j][3] * inv[1])) << 16);
-    *reinterpret_cast<u32 *>(qs + h20Swizzle(rq + g, col, DP)) = lo;
-    *reinterpret_cast<u32 *>(qs + h20Swizzle(rq + g + 8, col, DP)) = hi;
-  }
-  __syncthreads();
-  if (outVec) {
-    for (int e = tid; e < H20_SA_ROWS * CHUNKS; e += H20_SA_THREADS) {
-      const int r = e / CHUNKS, c = e % CHUNKS;
-      const i64 h = h0 + r;
-      if (h < H && c * 8 < D)
-        *reinterpret_cast<uint4 *>(out + out_off + i * out_s0 + h * out_s1 + c * 8) =
-            *reinterpret_cast<const uint4 *>(qs + h20Swizzle(r, c * 8, DP));
-    }
-  } else {
-    for (int e = tid; e < H20_SA_ROWS * DP; e += H20_SA_THREADS) {
-      const int r = e / DP, d = e % DP;
-      const i64 h = h0 + r;
-      if (h < H && d < D)
-        out[out_off + i * out_s0 + h * out_s1 + d * out_s2] =
-            *reinterpret_cast<const u16 *>(qs + h20Swizzle(r, d, DP));
-    }
-  }
+  saStoreOut<DP>(out, out_off, out_s0, out_s1, out_s2, qs, i, h0, H, D, outVec, tid);
 }
 
 #undef H20_MR1
