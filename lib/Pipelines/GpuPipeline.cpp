@@ -91,14 +91,13 @@ void addGpuStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(createLinalgToGpuLoops());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addNestedPass<func::FuncOp>(createSinkLaunchConstants());
-  pm.addPass(createGpuKernelOutliningPass());
-  // Kernels merge into one gpu.module right after outlining: after every
-  // module pass the verifier looks each launch's kernel up by a linear scan
-  // of the module, quadratic while each kernel has its own gpu.module (a
-  // 40-layer model: ~10^4 of each, a minute per pass).
-  MergeKernelModulesOptions merge;
-  merge.moduleName = o.kernelModule;
-  pm.addPass(createMergeKernelModules(merge));
+  // One gpu.module for every kernel, equal kernels once (not upstream
+  // gpu-kernel-outlining's module per kernel: the verifier looks each
+  // launch's kernel up by a linear scan of the module, quadratic for a
+  // 40-layer model's ~10^4 launches).
+  OutlineKernelsOptions outline;
+  outline.moduleName = o.kernelModule;
+  pm.addPass(createOutlineKernels(outline));
   pm.addPass(createLowerAffinePass());
   pm.addPass(createCanonicalizerPass());
 }

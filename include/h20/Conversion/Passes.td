@@ -240,24 +240,28 @@ def DropGemmInitFill : Pass<"h20-drop-gemm-init-fill", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
-def MergeKernelModules : Pass<"h20-merge-kernel-modules", "mlir::ModuleOp"> {
-  let summary = "Move every outlined GPU kernel into one gpu.module";
+def OutlineKernels : Pass<"h20-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Outline every gpu.launch into one gpu.module, equal kernels once";
   let description = [{
-    GPU target, after gpu-kernel-outlining (one gpu.module per kernel):
-    every gpu.func moves into one gpu.module named `module-name`, each
-    renamed after the module it came from (which outlining made unique),
-    and every gpu.launch_func is pointed at its kernel there. Kernels that
+    GPU target, in place of upstream gpu-kernel-outlining (which makes one
+    gpu.module per kernel): the body of every gpu.launch in a func.func
+    becomes a gpu.func (upstream's outlineKernelFunc: the values it uses
+    from above become arguments) in one gpu.module named `module-name`,
+    and the launch a gpu.launch_func of it. Kernels are named as upstream
+    names its modules (FUNC_kernel, FUNC_kernel_0, ...). Kernels that
     print the same apart from their name are kept once (the first), and
     their launches all point at it: the layers of one kind generate the
     same kernels, so the module grows with the number of distinct layer
-    kinds, not with depth. The artifact then holds one PTX module for the
-    generated kernels, loaded once by the runtime.
+    kinds, not with depth. Module-level symbols a kernel uses are copied
+    in. The artifact then holds one PTX module for the generated kernels,
+    loaded once by the runtime. Refuses a module that already has a
+    symbol named `module-name`.
   }];
   let options = [
     Option<"moduleName", "module-name", "std::string", "\"h20_kernels\"",
-           "the merged gpu.module's name">,
+           "the gpu.module's name">,
   ];
-  let dependentDialects = ["mlir::gpu::GPUDialect"];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::cf::ControlFlowDialect"];
 }
 
 def OutputsToDestinations : Pass<"h20-outputs-to-destinations", "mlir::func::FuncOp"> {

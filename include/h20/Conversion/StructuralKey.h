@@ -1,6 +1,6 @@
 //===- StructuralKey.h - a print of an op that only equal ops share -*- C++ -*-===//
 //
-// h20-outline-loop-nests (CPU) and h20-merge-kernel-modules (GPU) keep one
+// h20-outline-loop-nests (CPU) and h20-outline-kernels (GPU) keep one
 // copy of code the layers of a model repeat, comparing candidates by this
 // print.
 //

@@ -54,7 +54,7 @@ struct GpuPipelineOptions {
   /// (h20-choose-launch-shapes): h20, h100, h200, h800.
   std::string target = "h200";
   std::string entryName = "h20_main";     ///< h20-rename-entry
-  std::string kernelModule = "h20_kernels"; ///< h20-merge-kernel-modules
+  std::string kernelModule = "h20_kernels"; ///< h20-outline-kernels
 };
 
 /// The GPU pipeline's stages in order, as `h20-opt --emit` names them:
@@ -67,7 +67,7 @@ struct GpuPipelineOptions {
 ///             empty-tensor elimination, one-shot bufferization,
 ///             h20-copies-to-linalg, h20-choose-launch-shapes;
 ///   gpu     — h20-linalg-to-gpu-loops, parallel loops to gpu.launch,
-///             h20-sink-launch-constants, outlining, h20-merge-kernel-modules;
+///             h20-sink-launch-constants, h20-outline-kernels;
 ///   host    — NVVM lowering and PTX (gpu.binary; needs the CUDA toolkit's
 ///             libdevice for math functions).
 llvm::ArrayRef<llvm::StringRef> gpuStages();
