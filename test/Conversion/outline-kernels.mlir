@@ -114,3 +114,20 @@ module {
     return
   }
 }
+
+// -----
+
+// A launch that names its own module and function is refused: every
+// kernel goes into the one module.
+module {
+  func.func @main(%a: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    // expected-error @+1 {{h20-outline-kernels: this launch names its own kernel module or function; every kernel goes into 'h20_kernels'}}
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1)
+               module(@mine) function(@k) {
+      gpu.terminator
+    }
+    return
+  }
+}

@@ -254,8 +254,10 @@ def OutlineKernels : Pass<"h20-outline-kernels", "mlir::ModuleOp"> {
     same kernels, so the module grows with the number of distinct layer
     kinds, not with depth. Module-level symbols a kernel uses are copied
     in. The artifact then holds one PTX module for the generated kernels,
-    loaded once by the runtime. Refuses a module that already has a
-    symbol named `module-name`.
+    loaded once by the runtime. Unlike upstream, only launches inside
+    func.func ops are outlined, and a launch that names its own module or
+    function (`module(@m) function(@f)`) is refused, as is a module that
+    already has a symbol named `module-name`.
   }];
   let options = [
     Option<"moduleName", "module-name", "std::string", "\"h20_kernels\"",

@@ -42,10 +42,22 @@ struct OutlineKernelsPass : h20::impl::OutlineKernelsBase<OutlineKernelsPass> {
       taken->emitError("h20-outline-kernels: a symbol is already named '") << moduleName << "'";
       return signalPassFailure();
     }
+    // Launches that name their own module or kernel (gpu.launch's
+    // `module` / `function`) are not what this pass makes: refuse them
+    // rather than rename them.
+    for (gpu::LaunchOp l : launches)
+      if (l.getModule() || l.getFunction()) {
+        l.emitError("h20-outline-kernels: this launch names its own kernel module or "
+                    "function; every kernel goes into '")
+            << moduleName << "'";
+        return signalPassFailure();
+      }
     OpBuilder b(module.getContext());
     b.setInsertionPointToEnd(module.getBody());
     auto merged = gpu::GPUModuleOp::create(b, module.getLoc(), moduleName);
-    Block &body = merged.getBodyRegion().front();
+    // One symbol table for the kernel module (one per kernel would make the
+    // pass quadratic in the number of distinct kernels).
+    SymbolTable inMerged(merged);
 
     // Names as upstream outlining gives its modules: FUNC_kernel, then
     // FUNC_kernel_0, _1, ... (one counter), unique among the module's
@@ -74,8 +86,8 @@ struct OutlineKernelsPass : h20::impl::OutlineKernelsBase<OutlineKernelsPass> {
       auto [it, inserted] = firstWithBody.try_emplace(h20::structuralKey(kernel), kernel);
       if (inserted) {
         kernel.setName(name);
-        body.push_back(kernel);
-        if (failed(cloneReferencedSymbols(kernel, symbols, merged)))
+        inMerged.insert(kernel);
+        if (failed(cloneReferencedSymbols(kernel, symbols, inMerged)))
           return signalPassFailure();
       } else {
         kernel.erase();
@@ -97,8 +109,7 @@ struct OutlineKernelsPass : h20::impl::OutlineKernelsBase<OutlineKernelsPass> {
   /// Copies the module-level symbols `kernel` uses (and theirs) into
   /// `merged`, as upstream outlining does into each kernel's module.
   LogicalResult cloneReferencedSymbols(gpu::GPUFuncOp kernel, SymbolTable &symbols,
-                                       gpu::GPUModuleOp merged) {
-    SymbolTable inMerged(merged);
+                                       SymbolTable &inMerged) {
     SmallVector<Operation *> worklist = {kernel};
     while (!worklist.empty()) {
       std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(worklist.pop_back_val());
@@ -106,7 +117,8 @@ struct OutlineKernelsPass : h20::impl::OutlineKernelsBase<OutlineKernelsPass> {
         continue;
       for (SymbolTable::SymbolUse use : *uses) {
         StringRef name = use.getSymbolRef().getRootReference().getValue();
-        if (inMerged.lookup(name))
+        // A launch inside a kernel already names the kernel module.
+        if (name == moduleName || inMerged.lookup(name))
           continue;
         Operation *def = symbols.lookup(name);
         if (!def)
