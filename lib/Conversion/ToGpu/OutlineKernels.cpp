@@ -106,13 +106,15 @@ struct OutlineKernelsPass : h20::impl::OutlineKernelsBase<OutlineKernelsPass> {
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
   }
 
-  /// Copies the module-level symbols `kernel` uses (and theirs) into
-  /// `merged`, as upstream outlining does into each kernel's module.
+  /// Copies the module-level symbols (`symbols`) that `kernel` uses, and
+  /// those they use, into the kernel module (`inMerged`), as upstream
+  /// outlining does into each kernel's own module.
   LogicalResult cloneReferencedSymbols(gpu::GPUFuncOp kernel, SymbolTable &symbols,
                                        SymbolTable &inMerged) {
     SmallVector<Operation *> worklist = {kernel};
     while (!worklist.empty()) {
-      std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(worklist.pop_back_val());
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(worklist.pop_back_val());
       if (!uses)
         continue;
       for (SymbolTable::SymbolUse use : *uses) {
