@@ -9,7 +9,8 @@
 # Writes bench/results/v41-compile-time-<commit>.json.
 # BASELINE_POSITIONS limits the baseline's h200 runs (default: POSITIONS).
 # Usage: [BASELINE=old-h20-opt [BASELINE_POSITIONS="131072"]]
-#        [POSITIONS="131072 524288 1048576"] bench/v41-compile-time.sh
+#        [POSITIONS="131072 524288 1048576"] [PYTHON=python3 with numpy and onnx]
+#        bench/v41-compile-time.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${H20_BUILD_DIR:-$root/build}/bin
