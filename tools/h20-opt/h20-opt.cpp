@@ -396,6 +396,13 @@ int fail(const std::string &message) {
   return kExitBadInput;
 }
 
+/// Whether --target is one h20 generates GPU code for (sm_90: h20, h100,
+/// h200, h800; a100 and l20 are for planning only).
+bool generatesGpuCode() {
+  const h20::TargetDescription *d = h20::findTarget(targetName);
+  return d && d->computeCapability == 90;
+}
+
 /// What the flags ask h20-opt to produce.
 struct Mode {
   bool planning = false;      ///< --emit=planned
@@ -408,7 +415,7 @@ struct Mode {
 /// Checks the flags against each other and `input` / `output` before any
 /// work; "" when they hold, else the message. Fills `mode`.
 std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode) {
-  const bool sm90 = llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue());
+  const bool sm90 = generatesGpuCode();
   mode.planning = emitLevel == "planned";
   if (mode.planning && targetName.empty())
     return "--emit=planned needs --target (h20, h100, h200, h800, a100, l20, cpu)";
@@ -535,7 +542,7 @@ OwningOpRef<ModuleOp> loadInput(llvm::StringRef input, MLIRContext &ctx,
     // planning for another target, --emit without a target) the call's
     // function body is imported: every expert for every token, exact.
     h20::OnnxImportOptions importOptions;
-    if (!llvm::is_contained({"h20", "h100", "h200", "h800"}, targetName.getValue()))
+    if (!generatesGpuCode())
       importOptions.expandFunctions.push_back("RoutedExperts");
     return h20::importOnnxModel(input, ctx, importOptions);
   }

@@ -11,7 +11,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 
-
 namespace h20 {
 #define GEN_PASS_DEF_OUTLINELOOPNESTS
 #include "h20/Conversion/Passes.h.inc"
