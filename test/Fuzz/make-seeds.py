@@ -129,6 +129,9 @@ with tempfile.TemporaryDirectory() as tmp:
     write("artifact", "gpu-demo-manifest-only", header(text, p) + text)
 
 mat = lambda b, rs: {"buffer": b, "offset": 0, "batch_stride": 0, "row_stride": rs, "col_stride": 1}
+# A [1, heads, n, 2] bfloat16 view (the attention's Q, K or O).
+view = lambda b, off, strides, heads=2: {"buffer": b, "offset": off, "sizes": [1, heads, {"n": 1}, 2],
+                                         "strides": strides, "dtype": "bfloat16"}
 small = {
     "format": "h20-artifact", "target": "h200", "max_positions": 64,
     "inputs": [{"name": "ids", "dtype": "int64", "shape": [1, -1]}],
@@ -164,14 +167,17 @@ small = {
             {"op": "gemm", "dtype_a": "bfloat16", "dtype_b": "bfloat16", "dtype_c": "float32",
              "batch": 1, "m": {"n": 1}, "n": 8, "k": 4, "alpha": 1.0, "beta": 0.0,
              "a": mat(6, 4), "b": mat(3, 8), "c": mat(7, 8)},
-            {"op": "attention", "module": 0, "kernel": "attn", "dtype": "bfloat16", "block_m": 64,
-             "threads": 128, "smem": 100000, "batch": 1, "heads": 2, "kv_heads": 1,
-             "sq": {"n": 1}, "skv": {"p0": 1, "n": 1}, "head_dim": 2, "head_dim_v": 2,
-             "scale": 0.7, "causal": True, "window_left": -1, "softcap": 0.0,
-             "q": {"buffer": 6, "offset": 0, "strides": [0, 2, 4, 1]},
-             "k": {"buffer": 5, "offset": 0, "strides": [0, 0, 4, 1]},
-             "v": {"buffer": 5, "offset": 2, "strides": [0, 0, 4, 1]},
-             "o": {"buffer": 6, "offset": 0, "strides": [0, 2, 4, 1]}},
+            {"op": "launch", "module": 0, "kernel": "attn", "grid": [{"n": 1}, 2, 1],
+             "grid_div": [64, 1, 1], "block": [128, 1, 1], "smem": 100000, "role": "attention",
+             "args": [{"struct": {"bytes": 640, "align": 64, "fields": [
+                 {"at": 0, "pointer": view(6, 0, [0, 2, 4, 1]), "written": False},
+                 {"at": 8, "pointer": view(5, 0, [0, 0, 4, 1], 1), "written": False},
+                 {"at": 24, "pointer": view(6, 0, [0, 2, 4, 1])},
+                 {"at": 184, "i64": {"n": 1}}, {"at": 192, "i64": {"p0": 1, "n": 1}},
+                 {"at": 208, "f32": 0.7}, {"at": 216, "i32": 1},
+                 {"at": 220, "tensor_maps_valid": True},
+                 {"at": 256, "tensor_map": dict(view(6, 0, [0, 2, 4, 1]), box=[1, 1, 64, 64],
+                                                swizzle=128), "written": False}]}}]},
             {"op": "memset", "buffer": 1, "offset_bytes": 0, "bytes": 32, "value": 0},
             {"op": "copy", "src": 7, "src_offset_bytes": 0, "dst": 2, "dst_offset_bytes": 0,
              "bytes": {"n": 16}}]}}

@@ -159,7 +159,7 @@ TEST(ContextParallel, SplitRejectsProgramsItCannotRun) {
     json g = program();
     json steps = json::array();
     for (const json &s : g["steps"])
-      if (s["op"] != "attention")
+      if (s.value("role", "") != "attention")
         steps.push_back(s);
     g["steps"] = steps;
     g.erase("layers");
@@ -175,12 +175,15 @@ TEST(ContextParallel, SplitRejectsProgramsItCannotRun) {
     EXPECT_TRUE(contains(error, "declares no layers")) << error;
   }
   {
-    json g = program(); // K from a temp, not the cache
-    g["steps"][4]["k"] = {{"buffer", 5}, {"offset", 0}, {"strides", {0, kC * kD, kD, 1}}};
-    g["steps"][4]["skv"] = kC;
+    json g = program(); // K and V from a temp, not the cache
+    json &fields = g["steps"][4]["args"][0]["struct"]["fields"];
+    for (int f : {5, 10}) // the K and V pointers (H20AttnParams k, v)
+      fields[f]["pointer"] = {{"buffer", 5}, {"offset", 0}, {"sizes", {1, kH, kC, kD}},
+                              {"strides", {0, kC * kD, kD, 1}}};
+    fields[24]["i64"] = kC; // skv
     ASSERT_EQ(parse(g, p), "");
     EXPECT_FALSE(splitLayerSegments(p, segs, error));
-    EXPECT_TRUE(contains(error, "step 4 (attention): its K/V are not in a state buffer")) << error;
+    EXPECT_TRUE(contains(error, "step 4 (launch): its K/V are not in a state buffer")) << error;
   }
   {
     json g = program(); // an output written in layer 0
@@ -240,6 +243,21 @@ TEST(ContextParallel, StateWriteRunsOfKvWrites) {
   ASSERT_TRUE(stateWriteRuns(p, 12, {5, kC}, runs, error)) << error;
   ASSERT_TRUE(stateWriteRuns(p, 13, {5, kC}, runs, error)) << error;
   EXPECT_EQ(runs, (std::vector<StateRun>{{3, 10, 6}, {3, 100, 8}}));
+  // The attention reads K and V from the cache ("written": false views of
+  // its struct): no rows. A struct view of the cache that the kernel may
+  // write counts, row by row.
+  ASSERT_EQ(parse(program(), p), "");
+  runs.clear();
+  ASSERT_TRUE(stateWriteRuns(p, 4, {8, kC}, runs, error)) << error;
+  EXPECT_TRUE(runs.empty());
+  g = program();
+  g["steps"][4]["args"][0]["struct"]["fields"][5]["written"] = true; // K
+  ASSERT_EQ(parse(g, p), "");
+  ASSERT_TRUE(stateWriteRuns(p, 4, {8, kC}, runs, error)) << error;
+  // K [1, kH, skv = C + p0, kD] of layer 0: one contiguous run per head.
+  ASSERT_EQ(runs.size(), static_cast<size_t>(kH));
+  EXPECT_EQ(runs[0], (StateRun{3, 0, (kC + 8) * kD * 2}));
+  EXPECT_EQ(runs[1], (StateRun{3, kS * kD * 2, (kC + 8) * kD * 2}));
 }
 
 TEST(ContextParallel, MergesRuns) {

@@ -20,6 +20,8 @@
 #include "h20/Runtime/Format/Npy.h"
 #if H20_HAVE_CUDA_HEADERS
 #include "h20/Runtime/Cuda/CudaDriver.h"
+
+#include "ProgramFixtures.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -619,15 +621,28 @@ TEST_F(GpuExecutorTest, LaunchesPtxKernels) {
            {{"memref", {{"buffer", 1}, {"offset", 1}, {"sizes", {3}}, {"strides", {2}}}}},
            {{"f32", -1.0}}}}},
         {{"op", "memset"}, {"buffer", 2}, {"offset_bytes", 0}, {"bytes", 640 * 4}, {"value", 0}},
-        {{"op", "attention"}, {"module", 0}, {"kernel", "h20_test_attn_echo"},
-         {"dtype", "float32"}, {"block_m", 4}, {"threads", 32}, {"smem", 0},
-         {"batch", 2}, {"heads", 4}, {"kv_heads", 2}, {"sq", {{"n", 1}}},
-         {"skv", {{"n", 1}, {"c", 5}}}, {"head_dim", 8}, {"head_dim_v", 8},
-         {"scale", 0.125}, {"causal", true}, {"window_left", 3}, {"softcap", 30.0},
-         {"q", {{"buffer", 3}, {"offset", 8}, {"strides", {320, 80, 8, 1}}}},
-         {"k", {{"buffer", 4}, {"offset", 16}, {"strides", {240, 120, 8, 1}}}},
-         {"v", {{"buffer", 4}, {"offset", {{"c", 8}, {"n", 1}}}, {"strides", {240, 120, 8, 1}}}},
-         {"o", {{"buffer", 2}, {"offset", 0}, {"strides", {320, 80, 8, 1}}}}}}}};
+        [] {
+          h20::test::AttentionSpec a;
+          a.kernel = "h20_test_attn_echo";
+          a.dtype = "float32";
+          a.blockM = 4;
+          a.threads = 32;
+          a.batch = 2;
+          a.heads = 4;
+          a.kvHeads = 2;
+          a.sq = {{"n", 1}};
+          a.skv = {{"n", 1}, {"c", 5}};
+          a.dim = 8;
+          a.scale = 0.125;
+          a.causal = true;
+          a.windowLeft = 3;
+          a.softcap = 30.0;
+          a.q = {{"buffer", 3}, {"offset", 8}, {"strides", {320, 80, 8, 1}}};
+          a.k = {{"buffer", 4}, {"offset", 16}, {"strides", {240, 120, 8, 1}}};
+          a.v = {{"buffer", 4}, {"offset", {{"c", 8}, {"n", 1}}}, {"strides", {240, 120, 8, 1}}};
+          a.o = {{"buffer", 2}, {"offset", 0}, {"strides", {320, 80, 8, 1}}};
+          return h20::test::attentionLaunch(a);
+        }()}}};
   t.finish(gpu);
   GpuExecutor ex;
   std::string error;
@@ -965,15 +980,25 @@ void graphProgram(TestArtifact &t, const std::string &dir) {
         {{"op", "copy"}, {"src", 7}, {"src_offset_bytes", 0}, {"dst", 6},              // 4
          {"dst_offset_bytes", {{"c", 128}, {"p0", 4}}}, {"bytes", {{"n", 4}}}},
         {{"op", "memset"}, {"buffer", 3}, {"offset_bytes", 0}, {"bytes", 256}},        // 5
-        {{"op", "attention"}, {"module", 0}, {"kernel", "h20_test_attn_echo"},         // 6
-         {"dtype", "float32"}, {"block_m", 4}, {"threads", 32}, {"smem", 0},
-         {"batch", 1}, {"heads", 2}, {"kv_heads", 1}, {"sq", n},
-         {"skv", {{"p0", 1}, {"n", 1}}}, {"head_dim", 2}, {"head_dim_v", 2},
-         {"scale", 0.5}, {"causal", true}, {"window_left", -1}, {"softcap", 0.0},
-         {"q", {{"buffer", 7}, {"offset", 0}, {"strides", {16, 8, 2, 1}}}},
-         {"k", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 0, 1, 1}}}},
-         {"v", {{"buffer", 6}, {"offset", p0}, {"strides", {0, 0, 1, 1}}}},
-         {"o", {{"buffer", 3}, {"offset", 0}, {"strides", {16, 8, 2, 1}}}}},
+        [&] {                                                                          // 6
+          h20::test::AttentionSpec a;
+          a.kernel = "h20_test_attn_echo";
+          a.dtype = "float32";
+          a.blockM = 4;
+          a.threads = 32;
+          a.heads = 2;
+          a.kvHeads = 1;
+          a.sq = n;
+          a.skv = {{"p0", 1}, {"n", 1}};
+          a.dim = 2;
+          a.scale = 0.5;
+          a.causal = true;
+          a.q = {{"buffer", 7}, {"offset", 0}, {"strides", {16, 8, 2, 1}}};
+          a.k = {{"buffer", 6}, {"offset", 0}, {"strides", {0, 0, 1, 1}}};
+          a.v = {{"buffer", 6}, {"offset", p0}, {"strides", {0, 0, 1, 1}}};
+          a.o = {{"buffer", 3}, {"offset", 0}, {"strides", {16, 8, 2, 1}}};
+          return h20::test::attentionLaunch(a);
+        }(),
         {{"op", "copy"}, {"src", 7}, {"src_offset_bytes", 0}, {"dst", 1},              // 7
          {"dst_offset_bytes", 0}, {"bytes", 32}},
         {{"op", "copy"}, {"src", 6}, {"src_offset_bytes", 0}, {"dst", 2},              // 8
@@ -1468,12 +1493,15 @@ void cpProgram(TestArtifact &t, const std::string &dir, bool rows) {
            {{"f32", double(l + 1)}}}}});
     json slot = {{"buffer", 4}, {"offset", 32 * l}, {"strides", {0, 0, 1, 1}}};
     json o = {{"buffer", 5 + l}, {"offset", 0}, {"strides", {0, 0, 0, 1}}};
-    steps.push_back({{"op", "attention"}, {"module", 0}, {"kernel", "h20_test_attn_ksum"},
-                     {"dtype", "float32"}, {"block_m", 64}, {"threads", 32}, {"smem", 0},
-                     {"batch", 1}, {"heads", 1}, {"kv_heads", 1}, {"sq", 4},
-                     {"skv", {{"c", 4}, {"p0", 1}}}, {"head_dim", 1}, {"head_dim_v", 1},
-                     {"scale", 1.0}, {"causal", true}, {"window_left", -1}, {"softcap", 0.0},
-                     {"q", o}, {"k", slot}, {"v", slot}, {"o", o}});
+    h20::test::AttentionSpec a;
+    a.kernel = "h20_test_attn_ksum";
+    a.dtype = "float32";
+    a.threads = 32;
+    a.sq = 4;
+    a.skv = {{"c", 4}, {"p0", 1}};
+    a.causal = true;
+    a.q = o, a.k = slot, a.v = slot, a.o = o;
+    steps.push_back(h20::test::attentionLaunch(a));
   }
   for (int l = 0; l < 2; ++l)
     steps.push_back({{"op", "copy"}, {"src", 5 + l}, {"src_offset_bytes", 0}, {"dst", 1},
@@ -1500,12 +1528,14 @@ void cpProgram(TestArtifact &t, const std::string &dir, bool rows) {
           b = b.get<int>() - 1;
       };
       if (st["op"] == "launch")
-        for (json &a : st["args"])
+        for (json &a : st["args"]) {
           if (a.contains("memref"))
             fix(a["memref"]["buffer"]);
-      if (st["op"] == "attention")
-        for (const char *v : {"q", "k", "v", "o"})
-          fix(st[v]["buffer"]);
+          if (a.contains("struct"))
+            for (json &f : a["struct"]["fields"])
+              if (f.contains("pointer"))
+                fix(f["pointer"]["buffer"]);
+        }
       if (st["op"] == "copy")
         fix(st["src"]), fix(st["dst"]);
     }

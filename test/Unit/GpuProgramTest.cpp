@@ -64,10 +64,25 @@ TEST(GpuProgram, ParsesAValidProgram) {
   EXPECT_EQ(l.args[1].value.p0, 1);
   EXPECT_EQ(l.args[2].kind, LaunchArg::I32);
   EXPECT_FLOAT_EQ(l.args[3].f32, 0.5f);
-  const auto &a = std::get<AttentionStep>(p.steps[2]);
-  EXPECT_TRUE(a.causal);
-  EXPECT_EQ(a.skv.p0, 1);
-  EXPECT_DOUBLE_EQ(a.scale, 0.7);
+  // The attention: a launch with one struct argument (H20AttnParams).
+  const auto &a = std::get<LaunchStep>(p.steps[2]);
+  EXPECT_TRUE(isAttentionStep(p.steps[2]));
+  EXPECT_FALSE(isAttentionStep(p.steps[0]));
+  EXPECT_EQ(a.gridDiv[0], 64);
+  EXPECT_EQ(a.grid[0].n, 1);
+  ASSERT_EQ(a.args.size(), 1u);
+  const LaunchArg &params = a.args[0];
+  EXPECT_EQ(params.kind, LaunchArg::Struct);
+  EXPECT_EQ(params.structBytes, 640);
+  EXPECT_EQ(params.structAlign, 64);
+  const StructField &q = params.fields[0], &skv = params.fields[24];
+  EXPECT_EQ(q.kind, StructField::Pointer);
+  EXPECT_FALSE(q.written);
+  EXPECT_EQ(q.buffer, 6);
+  EXPECT_EQ(q.sizes[2].n, 1);
+  EXPECT_EQ(skv.at, 192);
+  EXPECT_EQ(skv.value.p0, 1);
+  EXPECT_EQ(params.fields.back().kind, StructField::I32); // causal
   EXPECT_EQ(std::get<CopyStep>(p.steps[4]).bytes.n, 16);
 }
 
@@ -97,18 +112,25 @@ TEST(GpuProgram, ScalarArgumentKinds) {
 
 TEST(GpuProgram, DefaultsAndOptionalFields) {
   json g = baseProgram();
-  g["steps"][2].erase("scale");
-  g["steps"][2].erase("head_dim_v");
-  g["steps"][2].erase("window_left");
+  g["steps"][2]["args"][0]["struct"].erase("align");
+  for (json &f : g["steps"][2]["args"][0]["struct"]["fields"])
+    f.erase("written");
+  g["steps"][2]["args"][0]["struct"]["fields"] = json::array(); // all zero
   g["steps"][3].erase("value");
   g["tf32"] = true;
   GpuProgram p;
   ASSERT_EQ(parse(g, p), "");
-  const auto &a = std::get<AttentionStep>(p.steps[2]);
-  EXPECT_DOUBLE_EQ(a.scale, 1.0 / std::sqrt(2.0));
-  EXPECT_EQ(a.headDimV, 2);
-  EXPECT_EQ(a.windowLeft, -1);
+  const auto &l = std::get<LaunchStep>(p.steps[0]);
+  EXPECT_EQ(l.gridDiv, (std::array<int64_t, 3>{1, 1, 1}));
+  EXPECT_EQ(l.role, "");
+  EXPECT_EQ(std::get<LaunchStep>(p.steps[2]).args[0].structAlign, 8);
+  EXPECT_EQ(std::get<MemsetStep>(p.steps[3]).value, 0);
   EXPECT_TRUE(p.tf32);
+  // A view's "written" defaults to true.
+  g = baseProgram();
+  g["steps"][2]["args"][0]["struct"]["fields"][0].erase("written");
+  ASSERT_EQ(parse(g, p), "");
+  EXPECT_TRUE(std::get<LaunchStep>(p.steps[2]).args[0].fields[0].written);
 }
 
 TEST(GpuProgram, RejectsBadPrograms) {
@@ -210,10 +232,52 @@ TEST(GpuProgram, RejectsBadPrograms) {
       {"module out of range", [](json &g) { g["steps"][0]["module"] = 1; },
        "step 0 (launch): module: 1 is not a module index"},
       {"empty kernel name", [](json &g) { g["steps"][0]["kernel"] = ""; }, "kernel: is empty"},
-      {"heads not a multiple of kv_heads", [](json &g) { g["steps"][2]["kv_heads"] = 3; },
-       "heads a multiple of kv_heads"},
-      {"attention dtype", [](json &g) { g["steps"][2]["dtype"] = "int64"; },
-       "step 2 (attention): dtype: unsupported dtype 'int64'"},
+      {"format 1's attention step", [](json &g) { g["steps"][2] = {{"op", "attention"}}; },
+       "step 2 (attention): the \"attention\" step of artifact format 1 is gone"},
+      {"unknown role", [](json &g) { g["steps"][2]["role"] = "mlp"; },
+       "step 2 (launch): role: unknown role 'mlp'"},
+      {"grid_div of 0", [](json &g) { g["steps"][2]["grid_div"] = {0, 1, 1}; },
+       "step 2 (launch): grid_div[0]: must be in [1, 2^31-1], got 0"},
+      {"struct view read as another dtype",
+       [](json &g) {
+         g["steps"][2]["args"][0]["struct"]["fields"][0]["pointer"]["dtype"] = "float32";
+       },
+       "args[0].struct.fields[0].pointer: reads buffer 6 (bfloat16) as float32"},
+      {"overlapping struct fields",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][1]["at"] = 4; },
+       "args[0].struct: the fields at bytes 0 and 4 overlap"},
+      {"misaligned struct field",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][1]["at"] = 36; },
+       "a field at byte 36 (8 bytes) is not aligned to 8"},
+      {"struct fields at the same byte",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][1]["at"] = 0; },
+       "the fields at bytes 0 and 0 overlap"},
+      {"struct field past the end",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["bytes"] = 200; },
+       "ends past the struct's 200 bytes"},
+      {"struct field of two kinds",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][1]["i32"] = 1; },
+       "needs exactly one of i64, i32, f32, pointer, tensor_map, tensor_maps_valid"},
+      {"written on a scalar field",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][1]["written"] = false; },
+       "written: is for pointer and tensor_map fields only"},
+      {"struct over 4 KiB", [](json &g) { g["steps"][2]["args"][0]["struct"]["bytes"] = 8192; },
+       "bytes: must be in [1, 4096], got 8192"},
+      {"tensor map with a strided inner dim",
+       [](json &g) {
+         json &f = g["steps"][2]["args"][0]["struct"]["fields"][0];
+         f["tensor_map"] = f["pointer"];
+         f.erase("pointer");
+         f["at"] = 256;
+         f["tensor_map"]["box"] = {1, 1, 64, 64};
+         f["tensor_map"]["strides"][3] = 2;
+       },
+       "tensor_map.strides: the innermost stride must be 1"},
+      {"struct pointer past its buffer",
+       [](json &g) {
+         g["steps"][2]["args"][0]["struct"]["fields"][0]["pointer"]["offset"] = 500;
+       },
+       "step 2 (launch): args[0].fields[0]: accesses bytes up to"},
       {"missing field", [](json &g) { g["steps"][4].erase("dst"); },
        "step 4 (copy): missing field 'dst'"},
       {"memset value", [](json &g) { g["steps"][3]["value"] = 256; },
@@ -228,8 +292,6 @@ TEST(GpuProgram, RejectsBadPrograms) {
        "step 1 (gemm): m: is -1 (negative)"},
       {"gemm without a unit stride", [](json &g) { g["steps"][1]["a"]["col_stride"] = 2; },
        "gemm operand a has row_stride 4 and col_stride 2: one of them must be 1"},
-      {"attention causal with skv < sq", [](json &g) { g["steps"][2]["skv"] = 1; },
-       "skv: 1 < sq"},
       {"overlapping copy through aliasing temps",
        [](json &g) {
          g["steps"][4]["dst"] = 6;
@@ -306,10 +368,18 @@ TEST(GpuProgram, ResolvesSymbols) {
   EXPECT_EQ(l.args[4].memref.offset, 128);
   EXPECT_EQ(l.args[4].memref.sizes[0], 5);
   ASSERT_TRUE(resolveStep(p, 2, {32, 5}, r, error)) << error;
-  const auto &a = std::get<ResolvedAttention>(r);
-  EXPECT_EQ(a.sq, 5);
-  EXPECT_EQ(a.skv, 37);
-  EXPECT_EQ(a.gridX, 1);
+  const auto &a = std::get<ResolvedLaunch>(r);
+  EXPECT_EQ(a.grid, (std::array<int64_t, 3>{1, 2, 1})); // ceil(5 / 64) query blocks
+  EXPECT_EQ(a.args[0].fields[0].view.sizes[2], 5);      // Q's rows: sq = n
+  EXPECT_EQ(a.args[0].fields[24].value, 37);            // skv = p0 + n
+  ASSERT_TRUE(resolveStep(p, 2, {0, 60}, r, error)) << error;
+  EXPECT_EQ(std::get<ResolvedLaunch>(r).grid[0], 1);
+  json g = baseProgram();
+  g["steps"][2]["grid_div"] = {16, 1, 1};
+  ASSERT_EQ(parse(g, p), "");
+  ASSERT_TRUE(resolveStep(p, 2, {0, 33}, r, error)) << error;
+  EXPECT_EQ(std::get<ResolvedLaunch>(r).grid[0], 3); // ceil(33 / 16)
+  ASSERT_EQ(parse(baseProgram(), p), "");
   ASSERT_TRUE(resolveStep(p, 0, {0, 0}, r, error)) << error;
   EXPECT_TRUE(std::get<ResolvedLaunch>(r).empty); // grid x = n = 0
   ASSERT_TRUE(resolveStep(p, 1, {0, 0}, r, error)) << error;

@@ -20,7 +20,8 @@ using namespace h20::test::base_fixture;
 namespace {
 
 /// baseProgram plus what it lacks: a grouped GEMM, an all-reduce, f64 /
-/// f16 / bf16 scalars, alpha/beta, tf32 and an attention window/softcap.
+/// f16 / bf16 scalars, alpha/beta, tf32 and tensor maps in the attention's
+/// struct.
 json fullProgram() {
   json g = baseProgram();
   g["tf32"] = true;
@@ -33,8 +34,13 @@ json fullProgram() {
   grouped["beta"] = 1.0;
   grouped["groups"] = {{"count", 2}, {"offsets", {{"buffer", 7}, {"offset", {{"c", 4}, {"p0", 2}}}}}};
   g["steps"].push_back(grouped);
-  g["steps"][2]["window_left"] = 128;
-  g["steps"][2]["softcap"] = 30.0;
+  json &fields = g["steps"][2]["args"][0]["struct"]["fields"];
+  json map = fields[0]["pointer"];
+  map["box"] = {1, 1, 64, 64};
+  map["swizzle"] = 128;
+  fields.push_back({{"at", 256}, {"tensor_map", map}, {"written", false}});
+  fields.push_back({{"at", 220}, {"tensor_maps_valid", true}});
+  fields.push_back({{"at", 212}, {"f32", 30.0}});
   g["steps"].push_back({{"op", "all_reduce"},
                         {"dtype", "f32"},
                         {"src", 7},
@@ -94,12 +100,22 @@ TEST(GpuProgramWriter, RoundTripsEveryStepAndArgumentKind) {
   EXPECT_EQ(gg.groupOffset.p0, 2);
   EXPECT_EQ(gg.alpha, 0.5);
   EXPECT_EQ(gg.beta, 1.0);
-  const auto &a = std::get<AttentionStep>(p.steps[2]);
-  EXPECT_EQ(a.windowLeft, 128);
-  EXPECT_EQ(a.softcap, 30.0);
-  EXPECT_EQ(a.scale, 0.7);
-  EXPECT_EQ(a.skv.p0, 1);
-  EXPECT_EQ(a.skv.n, 1);
+  const auto &a = std::get<LaunchStep>(p.steps[2]);
+  EXPECT_EQ(a.role, "attention");
+  EXPECT_EQ(a.gridDiv[0], 64);
+  const std::vector<StructField> &f = a.args[0].fields;
+  ASSERT_EQ(f.size(), 31u);
+  EXPECT_EQ(f[24].value.p0, 1); // skv
+  EXPECT_EQ(f[24].value.n, 1);
+  EXPECT_FLOAT_EQ(f[26].f32, 0.7f); // scale
+  EXPECT_EQ(f[28].kind, StructField::TensorMap);
+  EXPECT_EQ(f[28].box, (std::vector<int64_t>{1, 1, 64, 64}));
+  EXPECT_EQ(f[28].swizzle, 128);
+  EXPECT_FALSE(f[28].written);
+  EXPECT_EQ(f[28].sizes[2].n, 1);
+  EXPECT_EQ(f[29].kind, StructField::TensorMapsValid);
+  EXPECT_EQ(f[29].at, 220);
+  EXPECT_FLOAT_EQ(f[30].f32, 30.0f);
   const auto &r = std::get<AllReduceStep>(p.steps[6]);
   EXPECT_EQ(r.dtype, "float32");
   EXPECT_EQ(r.bytes.n, 16);

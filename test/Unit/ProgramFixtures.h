@@ -7,14 +7,90 @@
 #ifndef H20_TEST_UNIT_PROGRAMFIXTURES_H
 #define H20_TEST_UNIT_PROGRAMFIXTURES_H
 
+#include "h20/Runtime/Cuda/AttentionParams.h"
 #include "h20/Runtime/Format/GpuProgram.h"
 #include "h20/Runtime/Format/Manifest.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <string>
 
 namespace h20::test {
+
+/// What a dense attention step reads and writes: Q, K, V, O as
+/// {"buffer", "offset", "strides"} (4 strides: batch, head, seq, dim) of
+/// [batch, heads | kv_heads, sq | skv, dim] views of `dtype`.
+struct AttentionSpec {
+  std::string kernel = "attn";
+  nlohmann::json q, k, v, o;
+  int64_t heads = 1, kvHeads = 1, dim = 1;
+  nlohmann::json sq = 1, skv = 1;
+  double scale = 1.0;
+  bool causal = false;
+  int64_t blockM = 64, threads = 128, smem = 0;
+  bool tensorMaps = false; ///< TMA tensor maps of Q, K, V (the wgmma kernel's)
+  std::string dtype = "bfloat16";
+  nlohmann::json batch = 1;
+  int64_t windowLeft = -1;
+  double softcap = 0.0;
+};
+
+/// The dense attention step as h20-opt writes it (LibraryCallSteps.cpp): a
+/// launch with one struct argument laid out as H20AttnParams, grid (sq,
+/// heads, 1) divided by (block_m, 1, 1), role "attention".
+inline nlohmann::json attentionLaunch(const AttentionSpec &a) {
+  using json = nlohmann::json;
+  using P = H20AttnParams;
+  json fields = json::array();
+  auto view = [&](const json &x, int64_t heads, const json &seq) {
+    json v = x;
+    v["sizes"] = {a.batch, heads, seq, a.dim};
+    v["dtype"] = a.dtype;
+    return v;
+  };
+  const struct {
+    size_t pointer, stride, map;
+    const json *x;
+    int64_t heads;
+    const json *seq;
+  } ops[4] = {{offsetof(P, q), offsetof(P, q_stride), offsetof(P, tm_q), &a.q, a.heads, &a.sq},
+              {offsetof(P, k), offsetof(P, k_stride), offsetof(P, tm_k), &a.k, a.kvHeads, &a.skv},
+              {offsetof(P, v), offsetof(P, v_stride), offsetof(P, tm_v), &a.v, a.kvHeads, &a.skv},
+              {offsetof(P, o), offsetof(P, o_stride), 0, &a.o, a.heads, &a.sq}};
+  for (int i = 0; i < 4; ++i) {
+    json v = view(*ops[i].x, ops[i].heads, *ops[i].seq);
+    fields.push_back({{"at", ops[i].pointer}, {"pointer", v}, {"written", i == 3}});
+    for (int d = 0; d < 4; ++d)
+      fields.push_back({{"at", ops[i].stride + 8 * d}, {"i64", (*ops[i].x)["strides"][d]}});
+    if (a.tensorMaps && i < 3) {
+      v["box"] = {1, 1, 64, 64};
+      v["swizzle"] = 128;
+      fields.push_back({{"at", ops[i].map}, {"tensor_map", v}, {"written", false}});
+    }
+  }
+  fields.push_back({{"at", offsetof(P, batch)}, {"i64", a.batch}});
+  fields.push_back({{"at", offsetof(P, heads)}, {"i64", a.heads}});
+  fields.push_back({{"at", offsetof(P, kv_heads)}, {"i64", a.kvHeads}});
+  fields.push_back({{"at", offsetof(P, sq)}, {"i64", a.sq}});
+  fields.push_back({{"at", offsetof(P, skv)}, {"i64", a.skv}});
+  fields.push_back({{"at", offsetof(P, window_left)}, {"i64", a.windowLeft}});
+  fields.push_back({{"at", offsetof(P, scale)}, {"f32", a.scale}});
+  if (a.softcap != 0)
+    fields.push_back({{"at", offsetof(P, softcap)}, {"f32", a.softcap}});
+  fields.push_back({{"at", offsetof(P, causal)}, {"i32", a.causal ? 1 : 0}});
+  if (a.tensorMaps)
+    fields.push_back({{"at", offsetof(P, tma)}, {"tensor_maps_valid", true}});
+  return {{"op", "launch"},
+          {"module", 0},
+          {"kernel", a.kernel},
+          {"grid", {a.sq, a.heads, a.batch}},
+          {"grid_div", {a.blockM, 1, 1}},
+          {"block", {a.threads, 1, 1}},
+          {"smem", a.smem},
+          {"role", "attention"},
+          {"args", {{{"struct", {{"bytes", sizeof(P)}, {"align", alignof(P)}, {"fields", fields}}}}}}};
+}
 
 /// One step of each op over a small model (GpuProgramTest, RunPlanTest).
 namespace base_fixture {
@@ -103,28 +179,14 @@ inline json baseProgram() {
             {"a", {{"buffer", 6}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 4}, {"col_stride", 1}}},
             {"b", {{"buffer", 3}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8}, {"col_stride", 1}}},
             {"c", {{"buffer", 7}, {"offset", 0}, {"batch_stride", 0}, {"row_stride", 8}, {"col_stride", 1}}}},
-           {{"op", "attention"},
-            {"module", 0},
-            {"kernel", "attn"},
-            {"dtype", "bfloat16"},
-            {"block_m", 64},
-            {"threads", 128},
-            {"smem", 100000},
-            {"batch", 1},
-            {"heads", 2},
-            {"kv_heads", 1},
-            {"sq", {{"n", 1}}},
-            {"skv", {{"p0", 1}, {"n", 1}}},
-            {"head_dim", 2},
-            {"head_dim_v", 2},
-            {"scale", 0.7},
-            {"causal", true},
-            {"window_left", -1},
-            {"softcap", 0.0},
-            {"q", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}}},
-            {"k", {{"buffer", 5}, {"offset", 0}, {"strides", {0, 0, 4, 1}}}},
-            {"v", {{"buffer", 5}, {"offset", 2}, {"strides", {0, 0, 4, 1}}}},
-            {"o", {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}}}},
+           attentionLaunch({"attn",
+                            {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}},
+                            {{"buffer", 5}, {"offset", 0}, {"strides", {0, 0, 4, 1}}},
+                            {{"buffer", 5}, {"offset", 2}, {"strides", {0, 0, 4, 1}}},
+                            {{"buffer", 6}, {"offset", 0}, {"strides", {0, 2, 4, 1}}},
+                            /*heads=*/2, /*kvHeads=*/1, /*dim=*/2, {{"n", 1}},
+                            {{"p0", 1}, {"n", 1}}, /*scale=*/0.7, /*causal=*/true,
+                            /*blockM=*/64, /*threads=*/128, /*smem=*/100000}),
            {{"op", "memset"}, {"buffer", 1}, {"offset_bytes", 0}, {"bytes", 32}, {"value", 0}},
            {{"op", "copy"},
             {"src", 7},
@@ -211,16 +273,18 @@ inline json program() {
                                      {1, kH, kC, kD}, cacheStrides)}));
     json qv = {{"buffer", 6}, {"offset", 0}, {"strides", {kH * kC * kD, kC * kD, kD, 1}}};
     json ov = {{"buffer", 7}, {"offset", 0}, {"strides", {kH * kC * kD, kC * kD, kD, 1}}};
-    steps.push_back({{"op", "attention"}, {"module", 0}, {"kernel", "attn"},
-                     {"dtype", "bfloat16"}, {"block_m", 64}, {"threads", 128}, {"smem", 0},
-                     {"batch", 1}, {"heads", kH}, {"kv_heads", kH}, {"sq", kC},
-                     {"skv", {{"c", kC}, {"p0", 1}}}, {"head_dim", kD}, {"head_dim_v", kD},
-                     {"scale", 0.5}, {"causal", true}, {"window_left", -1}, {"softcap", 0.0},
-                     {"q", qv},
-                     {"k", {{"buffer", 3}, {"offset", layerOffset(l)}, {"strides", cacheStrides}}},
-                     {"v", {{"buffer", 3}, {"offset", layerOffset(l) + kH * kS * kD},
-                            {"strides", cacheStrides}}},
-                     {"o", ov}});
+    AttentionSpec at;
+    at.q = qv;
+    at.k = {{"buffer", 3}, {"offset", layerOffset(l)}, {"strides", cacheStrides}};
+    at.v = {{"buffer", 3}, {"offset", layerOffset(l) + kH * kS * kD}, {"strides", cacheStrides}};
+    at.o = ov;
+    at.heads = at.kvHeads = kH;
+    at.dim = kD;
+    at.sq = kC;
+    at.skv = {{"c", kC}, {"p0", 1}};
+    at.scale = 0.5;
+    at.causal = true;
+    steps.push_back(attentionLaunch(at));
     steps.push_back(launch("post", {memref(7, 0, {1, kH, kC, kD}, {kH * kC * kD, kC * kD, kD, 1}),
                                     memref(4, 0, {kC, 4}, {4, 1})}));
   }

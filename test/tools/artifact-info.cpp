@@ -3,7 +3,7 @@
 // artifact-info model.h20 [--steps]
 // Prints the manifest's JSON (keys sorted, two-space indent) after checking
 // the artifact's header and CRC, then, with --steps, one line per GPU step:
-// "step K: OP KERNEL" so tests can check the launch plan's shape.
+// "step K: OP KERNEL [ROLE]" so tests can check the launch plan's shape.
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/Format/Artifact.h"
@@ -43,7 +43,9 @@ int main(int argc, char **argv) {
   for (const auto &s : m["gpu"]["steps"]) {
     std::string op = s.value("op", "?");
     std::string kernel = s.value("kernel", "");
-    std::printf("step %d: %s %s\n", k++, op.c_str(), kernel.c_str());
+    std::string role = s.value("role", "");
+    std::printf("step %d: %s %s%s\n", k++, op.c_str(), kernel.c_str(),
+                role.empty() ? "" : (" " + role).c_str());
   }
   return 0;
 }

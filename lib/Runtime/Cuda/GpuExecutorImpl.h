@@ -19,9 +19,9 @@
 #define H20_LIB_RUNTIME_CUDA_GPUEXECUTORIMPL_H
 
 #include "CublasLtGemm.h"
-#include "h20/Runtime/Cuda/AttentionParams.h"
 #include "h20/Runtime/Cuda/CudaDriver.h"
 #include "h20/Runtime/Cuda/GpuExecutor.h"
+#include "h20/Runtime/Cuda/LaunchParams.h"
 #include "h20/Runtime/Parallel/NcclComm.h"
 #include "h20/Runtime/RunPlan.h"
 
@@ -54,8 +54,6 @@ inline bool isEmpty(const ResolvedStep &r) {
     return l->empty;
   if (auto *g = std::get_if<ResolvedGemm>(&r))
     return g->empty;
-  if (auto *a = std::get_if<ResolvedAttention>(&r))
-    return a->empty;
   if (auto *m = std::get_if<ResolvedMemset>(&r))
     return m->bytes == 0;
   if (auto *a = std::get_if<ResolvedAllReduce>(&r))
@@ -118,31 +116,15 @@ struct GpuExecutor::Impl {
   bool waitAllReduce();
   bool allReduce(size_t index, const ResolvedAllReduce &r);
 
-  /// One kernel launch of a launch or attention step, parameters included.
+  /// One kernel launch of a launch step, parameters included.
   struct KernelLaunch {
     CUfunction f = nullptr;
     unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, smem = 0;
-    bool attention = false;
-    std::vector<uint64_t> slots; ///< launch: one 8-byte slot per kernel parameter
-    H20AttnParams attn{};        ///< attention: the one parameter (zeroed padding)
-    std::vector<void *> ptrs;    ///< filled by params()
+    KernelParams params;
 
-    /// The kernelParams array for cuLaunchKernel / a kernel node.
-    void **params() {
-      if (attention) {
-        ptrs.assign(1, &attn);
-      } else {
-        ptrs.resize(slots.size());
-        for (size_t i = 0; i < slots.size(); ++i)
-          ptrs[i] = &slots[i];
-      }
-      return ptrs.empty() ? nullptr : ptrs.data();
-    }
     bool sameAs(const KernelLaunch &o) const {
       return f == o.f && std::equal(grid, grid + 3, o.grid) &&
-             std::equal(block, block + 3, o.block) && smem == o.smem &&
-             attention == o.attention &&
-             (attention ? std::memcmp(&attn, &o.attn, sizeof attn) == 0 : slots == o.slots);
+             std::equal(block, block + 3, o.block) && smem == o.smem && params == o.params;
     }
   };
   KernelLaunch launchScratch; ///< reused by every plain launch
@@ -174,10 +156,7 @@ struct GpuExecutor::Impl {
   std::string graphsOff; ///< non-empty: why no graphs are used any more (capture failed, no API)
   int64_t runCount = 0;
 
-  bool isKernel(size_t i) const {
-    return std::holds_alternative<LaunchStep>(p.steps[i]) ||
-           std::holds_alternative<AttentionStep>(p.steps[i]);
-  }
+  bool isKernel(size_t i) const { return std::holds_alternative<LaunchStep>(p.steps[i]); }
   void planSegments();
   void destroyGraphs();
   std::vector<int64_t> graphKey(const Segment &seg, const std::vector<ResolvedStep> &rs) const;
@@ -255,8 +234,7 @@ struct GpuExecutor::Impl {
   bool uploadConsts(const Artifact &artifact);
   bool initNccl(const GpuLoadOptions &o);
   std::string where(size_t index) const;
-  /// Fills `k` for launch/attention step `index` resolved as `step` (not
-  /// empty).
+  /// Fills `k` for launch step `index` resolved as `step` (not empty).
   void buildKernel(size_t index, const ResolvedStep &step, KernelLaunch &k) const;
   bool launchKernel(size_t index, KernelLaunch &k);
   bool execute(size_t index, const ResolvedStep &step);

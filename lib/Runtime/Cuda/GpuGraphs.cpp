@@ -229,17 +229,11 @@ bool GpuExecutor::Impl::runSegment(Segment &seg, const std::vector<ResolvedStep>
     kp.blockDimY = launchScratch.block[1];
     kp.blockDimZ = launchScratch.block[2];
     kp.sharedMemBytes = launchScratch.smem;
-    kp.kernelParams = launchScratch.params();
+    kp.kernelParams = launchScratch.params.pointers();
     if (!check(c.cuGraphExecKernelNodeSetParams(g->exec, gn.node, &kp),
                where(gn.step) + ": updating its CUDA graph node"))
       return false;
-    gn.last.f = launchScratch.f;
-    std::copy(launchScratch.grid, launchScratch.grid + 3, gn.last.grid);
-    std::copy(launchScratch.block, launchScratch.block + 3, gn.last.block);
-    gn.last.smem = launchScratch.smem;
-    gn.last.attention = launchScratch.attention;
-    gn.last.slots = launchScratch.slots;
-    gn.last.attn = launchScratch.attn;
+    gn.last = launchScratch;
     ++stats.graphNodeUpdates;
   }
   if (!check(c.cuGraphLaunch(g->exec, stream), "launching the CUDA graph of " + range))

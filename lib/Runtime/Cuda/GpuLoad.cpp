@@ -78,8 +78,6 @@ bool GpuExecutor::Impl::resolveKernels() {
     int64_t smem;
     if (auto *l = std::get_if<LaunchStep>(&p.steps[i])) {
       module = l->module, kernel = l->kernel, smem = l->smem;
-    } else if (auto *a = std::get_if<AttentionStep>(&p.steps[i])) {
-      module = a->module, kernel = a->kernel, smem = a->smem;
     } else {
       continue;
     }

@@ -19,8 +19,6 @@ namespace {
 std::string stepLabel(const GpuStep &step) {
   if (auto *l = std::get_if<LaunchStep>(&step))
     return l->kernel;
-  if (auto *a = std::get_if<AttentionStep>(&step))
-    return a->kernel;
   if (auto *g = std::get_if<GemmStep>(&step)) {
     auto dim = [](const LinearExpr &e) {
       std::string t = std::to_string(e.c);

@@ -4,7 +4,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GpuExecutorImpl.h"
-#include "h20/Runtime/Cuda/AttentionTma.h"
 
 namespace h20::runtime {
 using namespace detail;
@@ -13,107 +12,28 @@ std::string GpuExecutor::Impl::where(size_t index) const {
   std::string w = "step " + std::to_string(index) + " (" + stepOpName(p.steps[index]) + ")";
   if (auto *l = std::get_if<LaunchStep>(&p.steps[index]))
     w += ", kernel '" + l->kernel + "'";
-  else if (auto *a = std::get_if<AttentionStep>(&p.steps[index]))
-    w += ", kernel '" + a->kernel + "'";
   return w;
 }
 
 void GpuExecutor::Impl::buildKernel(size_t index, const ResolvedStep &step,
                                     KernelLaunch &k) const {
+  const ResolvedLaunch &r = std::get<ResolvedLaunch>(step);
+  const LaunchStep &ls = std::get<LaunchStep>(p.steps[index]);
   k.f = stepFunction[index];
-  if (auto *r = std::get_if<ResolvedLaunch>(&step)) {
-    const LaunchStep &ls = std::get<LaunchStep>(p.steps[index]);
-    k.attention = false;
-    std::memset(&k.attn, 0, sizeof k.attn);
-    for (int d = 0; d < 3; ++d) {
-      k.grid[d] = static_cast<unsigned>(r->grid[d]);
-      k.block[d] = static_cast<unsigned>(r->block[d]);
-    }
-    k.smem = static_cast<unsigned>(ls.smem);
-    size_t count = 0;
-    for (const ResolvedLaunchArg &a : r->args)
-      count += a.kind == LaunchArg::MemRef ? 3 + 2 * a.memref.sizes.size() : 1;
-    k.slots.assign(count, 0);
-    size_t n = 0;
-    for (const ResolvedLaunchArg &a : r->args) {
-      switch (a.kind) {
-      case LaunchArg::I64:
-        k.slots[n++] = static_cast<uint64_t>(a.value);
-        break;
-      case LaunchArg::I32: {
-        int32_t v = static_cast<int32_t>(a.value);
-        std::memcpy(&k.slots[n++], &v, sizeof v);
-        break;
-      }
-      case LaunchArg::F32:
-        std::memcpy(&k.slots[n++], &a.f32, sizeof a.f32);
-        break;
-      case LaunchArg::F64:
-        std::memcpy(&k.slots[n++], &a.f64, sizeof a.f64);
-        break;
-      case LaunchArg::F16:
-      case LaunchArg::BF16:
-        std::memcpy(&k.slots[n++], &a.half, sizeof a.half);
-        break;
-      case LaunchArg::MemRef: {
-        CUdeviceptr ptr = address(a.memref.buffer);
-        k.slots[n++] = ptr; // allocated
-        k.slots[n++] = ptr; // aligned
-        k.slots[n++] = static_cast<uint64_t>(a.memref.offset);
-        for (int64_t s : a.memref.sizes)
-          k.slots[n++] = static_cast<uint64_t>(s);
-        for (int64_t s : a.memref.strides)
-          k.slots[n++] = static_cast<uint64_t>(s);
-        break;
-      }
-      }
-    }
-    return;
+  for (int d = 0; d < 3; ++d) {
+    k.grid[d] = static_cast<unsigned>(r.grid[d]);
+    k.block[d] = static_cast<unsigned>(r.block[d]);
   }
-  const ResolvedAttention &r = std::get<ResolvedAttention>(step);
-  const AttentionStep &as = std::get<AttentionStep>(p.steps[index]);
-  int64_t es = dtypeSize(as.dtype);
-  k.attention = true;
-  k.slots.clear();
-  H20AttnParams &params = k.attn;
-  std::memset(&params, 0, sizeof params);
-  auto ptr = [&](const ResolvedAttentionView &v) {
-    return reinterpret_cast<void *>(address(v.buffer) + static_cast<uint64_t>(v.offset * es));
-  };
-  params.q = ptr(r.q);
-  params.k = ptr(r.k);
-  params.v = ptr(r.v);
-  params.o = ptr(r.o);
-  for (int d = 0; d < 4; ++d) {
-    params.q_stride[d] = r.q.strides[d];
-    params.k_stride[d] = r.k.strides[d];
-    params.v_stride[d] = r.v.strides[d];
-    params.o_stride[d] = r.o.strides[d];
-  }
-  params.batch = r.batch;
-  params.heads = as.heads;
-  params.kv_heads = as.kvHeads;
-  params.sq = r.sq;
-  params.skv = r.skv;
-  params.window_left = as.windowLeft;
-  params.scale = static_cast<float>(as.scale);
-  params.softcap = static_cast<float>(as.softcap);
-  params.causal = as.causal ? 1 : 0;
-  // The wgmma kernel loads its tiles by TMA when the views allow it (else
-  // cp.async, tma = 0); the maps follow this launch's pointers and lengths.
-  if (as.kernel.rfind("h20_attention_wgmma_", 0) == 0)
-    encodeAttentionTensorMaps(*cu, params, static_cast<int>(es), as.headDim, as.headDimV);
-  k.grid[0] = static_cast<unsigned>(r.gridX);
-  k.grid[1] = static_cast<unsigned>(as.heads);
-  k.grid[2] = static_cast<unsigned>(r.batch);
-  k.block[0] = static_cast<unsigned>(as.threads);
-  k.block[1] = k.block[2] = 1;
-  k.smem = static_cast<unsigned>(as.smem);
+  k.smem = static_cast<unsigned>(ls.smem);
+  // A struct's tensor maps that cannot be made (alignment, an old driver)
+  // leave the kernel on its loads without them (tensor_maps_valid = 0).
+  packLaunchParams(p, ls, r, [this](int b) { return static_cast<uint64_t>(address(b)); }, *cu,
+                   k.params);
 }
 
 bool GpuExecutor::Impl::launchKernel(size_t index, KernelLaunch &k) {
   CUresult res = cu->cuLaunchKernel(k.f, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-                                    k.block[2], k.smem, stream, k.params(), nullptr);
+                                    k.block[2], k.smem, stream, k.params.pointers(), nullptr);
   return res == CUDA_SUCCESS || check(res, where(index) + ": cuLaunchKernel");
 }
 

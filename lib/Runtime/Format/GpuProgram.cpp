@@ -178,7 +178,8 @@ private:
   GpuProgram &p;
 
   /// "layers": in step order, contiguous from step 0, each ending at an
-  /// "attention" step, and every attention step some layer's end.
+  /// attention step (role "attention"), and every attention step some
+  /// layer's end.
   void parseLayers(const json &layers) {
     if (!layers.is_array())
       invalid("gpu.layers", "expected an array, got " + describe(layers));
@@ -201,7 +202,7 @@ private:
                 "must be in [" + std::to_string(l.firstStep) + ", " + std::to_string(count) +
                     "), got " + std::to_string(l.attentionStep));
       for (int64_t s = l.firstStep; s <= l.attentionStep; ++s)
-        if (std::holds_alternative<AttentionStep>(p.steps[s]) != (s == l.attentionStep))
+        if (isAttentionStep(p.steps[s]) != (s == l.attentionStep))
           invalid(where, "step " + std::to_string(s) +
                              (s == l.attentionStep ? " is not an attention step"
                                                    : " is an attention step inside the layer"));
@@ -209,7 +210,7 @@ private:
       p.layers.push_back(l);
     }
     for (int64_t s = next; s < count; ++s)
-      if (std::holds_alternative<AttentionStep>(p.steps[s]))
+      if (isAttentionStep(p.steps[s]))
         invalid("gpu.layers", "attention step " + std::to_string(s) +
                                   " belongs to no declared layer");
   }
@@ -527,7 +528,8 @@ private:
     else if (op == "gemm")
       p.steps.push_back(parseGemm(j, where));
     else if (op == "attention")
-      p.steps.push_back(parseAttention(j, where));
+      invalid(where, "the \"attention\" step of artifact format 1 is gone (dense attention is a "
+                     "launch step now): recompile the model with this h20-opt");
     else if (op == "memset") {
       MemsetStep s;
       s.buffer = bufferRef(j, "buffer", where);
@@ -550,7 +552,7 @@ private:
       p.steps.push_back(parseAllReduce(j, where));
     } else {
       invalid("step " + std::to_string(i) + ": op",
-              "unknown op '" + op + "' (launch, gemm, attention, memset, copy, all_reduce)");
+              "unknown op '" + op + "' (launch, gemm, memset, copy, all_reduce)");
     }
   }
 
@@ -595,62 +597,190 @@ private:
     s.grid = dims3(j, "grid", where);
     s.block = dims3(j, "block", where);
     s.smem = smemField(j, where);
-    const json &args = arrayField(j, "args", where);
-    for (size_t a = 0; a < args.size(); ++a) {
-      std::string aw = where + "args[" + std::to_string(a) + "]";
-      const json &arg = args[a];
-      if (!arg.is_object() || arg.size() != 1)
-        invalid(aw, "expected one of {\"i64\": L}, {\"i32\": L}, {\"f32\": x}, {\"memref\": {...}} (or f64, f16, bf16), "
-                    "got " + describe(arg));
-      LaunchArg la;
-      const std::string &kind = arg.begin().key();
-      const json &v = arg.begin().value();
-      if (kind == "i64" || kind == "i32") {
-        la.kind = kind == "i64" ? LaunchArg::I64 : LaunchArg::I32;
-        la.value = linear(v, sub(aw, kind.c_str()));
-      } else if (kind == "f32" || kind == "f16" || kind == "bf16" || kind == "f64") {
-        double d = asNumber(v, sub(aw, kind.c_str()));
-        if (kind == "f64") {
-          la.kind = LaunchArg::F64;
-          la.f64 = d;
-        } else {
-          if (std::fabs(d) > 3.4028234663852886e38)
-            invalid(sub(aw, kind.c_str()), "does not fit a float");
-          float f = static_cast<float>(d);
-          la.kind = kind == "f32" ? LaunchArg::F32 : kind == "f16" ? LaunchArg::F16 : LaunchArg::BF16;
-          la.f32 = f;
-          if (kind == "f16")
-            la.half = floatToHalf(f);
-          else if (kind == "bf16")
-            la.half = floatToBfloat16(f);
-        }
-      } else if (kind == "memref") {
-        la.kind = LaunchArg::MemRef;
-        std::string mw = sub(aw, "memref");
-        la.buffer = bufferRef(v, "buffer", mw);
-        la.offset = linearField(v, "offset", mw);
-        const json &sizes = arrayField(v, "sizes", mw), &strides = arrayField(v, "strides", mw);
-        if (sizes.size() != strides.size())
-          invalid(mw, "has " + std::to_string(sizes.size()) + " sizes but " +
-                          std::to_string(strides.size()) + " strides");
-        if (sizes.size() > 16)
-          invalid(mw, "rank " + std::to_string(sizes.size()) + " is over 16");
-        for (size_t d = 0; d < sizes.size(); ++d) {
-          la.sizes.push_back(linear(sizes[d], mw + ".sizes[" + std::to_string(d) + "]"));
-          la.strides.push_back(linear(strides[d], mw + ".strides[" + std::to_string(d) + "]"));
-        }
-        if (const json *d = find(v, "dtype"); d && !d->is_null()) {
-          la.dtype = asString(*d, sub(mw, "dtype"));
-          if (dtypeSize(la.dtype) == 0)
-            invalid(sub(mw, "dtype"), "unknown dtype '" + la.dtype + "'");
-          checkDtype(la.buffer, la.dtype, mw);
-        }
-      } else {
-        invalid(aw, "unknown argument kind '" + kind + "' (i64, i32, f32, f64, f16, bf16, memref)");
+    if (const json *d = find(j, "grid_div"); d && !d->is_null()) {
+      if (!d->is_array() || d->size() != 3)
+        invalid(sub(where, "grid_div"), "expected 3 integers, got " + describe(*d));
+      for (size_t i = 0; i < 3; ++i) {
+        s.gridDiv[i] = asInt((*d)[i], sub(where, "grid_div") + "[" + std::to_string(i) + "]");
+        if (s.gridDiv[i] < 1 || s.gridDiv[i] > INT32_MAX)
+          invalid(sub(where, "grid_div") + "[" + std::to_string(i) + "]",
+                  "must be in [1, 2^31-1], got " + std::to_string(s.gridDiv[i]));
       }
-      s.args.push_back(std::move(la));
     }
+    if (const json *r = find(j, "role"); r && !r->is_null()) {
+      s.role = asString(*r, sub(where, "role"));
+      if (s.role != "attention")
+        invalid(sub(where, "role"), "unknown role '" + s.role + "' (attention)");
+    }
+    const json &args = arrayField(j, "args", where);
+    for (size_t a = 0; a < args.size(); ++a)
+      s.args.push_back(parseArg(args[a], where + "args[" + std::to_string(a) + "]"));
     return s;
+  }
+
+  /// A float that fits f32, for an "f32" / "f16" / "bf16" value.
+  float floatValue(const json &v, const std::string &where) {
+    double d = asNumber(v, where);
+    if (std::fabs(d) > 3.4028234663852886e38)
+      invalid(where, "does not fit a float");
+    return static_cast<float>(d);
+  }
+
+  LaunchArg parseArg(const json &arg, const std::string &aw) {
+    if (!arg.is_object() || arg.size() != 1)
+      invalid(aw, "expected one of {\"i64\": L}, {\"i32\": L}, {\"f32\": x}, {\"memref\": {...}}, "
+                  "{\"struct\": {...}} (or f64, f16, bf16), got " + describe(arg));
+    LaunchArg la;
+    const std::string &kind = arg.begin().key();
+    const json &v = arg.begin().value();
+    std::string kw = sub(aw, kind.c_str());
+    if (kind == "i64" || kind == "i32") {
+      la.kind = kind == "i64" ? LaunchArg::I64 : LaunchArg::I32;
+      la.value = linear(v, kw);
+    } else if (kind == "f64") {
+      la.kind = LaunchArg::F64;
+      la.f64 = asNumber(v, kw);
+    } else if (kind == "f32" || kind == "f16" || kind == "bf16") {
+      la.f32 = floatValue(v, kw);
+      la.kind = kind == "f32" ? LaunchArg::F32 : kind == "f16" ? LaunchArg::F16 : LaunchArg::BF16;
+      if (kind == "f16")
+        la.half = floatToHalf(la.f32);
+      else if (kind == "bf16")
+        la.half = floatToBfloat16(la.f32);
+    } else if (kind == "memref") {
+      la.kind = LaunchArg::MemRef;
+      parseView(v, kw, la);
+    } else if (kind == "struct") {
+      la.kind = LaunchArg::Struct;
+      parseStruct(v, kw, la);
+    } else {
+      invalid(aw, "unknown argument kind '" + kind +
+                      "' (i64, i32, f32, f64, f16, bf16, memref, struct)");
+    }
+    return la;
+  }
+
+  /// A VIEW into `out`'s buffer, offset, sizes, strides and dtype (a
+  /// LaunchArg or a StructField).
+  template <class T> void parseView(const json &v, const std::string &mw, T &out) {
+    out.buffer = bufferRef(v, "buffer", mw);
+    out.offset = linearField(v, "offset", mw);
+    const json &sizes = arrayField(v, "sizes", mw), &strides = arrayField(v, "strides", mw);
+    if (sizes.size() != strides.size())
+      invalid(mw, "has " + std::to_string(sizes.size()) + " sizes but " +
+                      std::to_string(strides.size()) + " strides");
+    if (sizes.size() > 16)
+      invalid(mw, "rank " + std::to_string(sizes.size()) + " is over 16");
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      out.sizes.push_back(linear(sizes[d], mw + ".sizes[" + std::to_string(d) + "]"));
+      out.strides.push_back(linear(strides[d], mw + ".strides[" + std::to_string(d) + "]"));
+    }
+    if (const json *d = find(v, "dtype"); d && !d->is_null()) {
+      out.dtype = asString(*d, sub(mw, "dtype"));
+      if (dtypeSize(out.dtype) == 0)
+        invalid(sub(mw, "dtype"), "unknown dtype '" + out.dtype + "'");
+      checkDtype(out.buffer, out.dtype, mw);
+    }
+  }
+
+  /// {"bytes": B, "align": A, "fields": [...]} (see "struct" in GpuProgram.h).
+  void parseStruct(const json &v, const std::string &w, LaunchArg &la) {
+    la.structBytes = intField(v, "bytes", w);
+    if (la.structBytes < 1 || la.structBytes > 4096)
+      invalid(sub(w, "bytes"), "must be in [1, 4096], got " + std::to_string(la.structBytes));
+    la.structAlign = intField(v, "align", w, 8);
+    if (la.structAlign < 1 || la.structAlign > 64 || (la.structAlign & (la.structAlign - 1)))
+      invalid(sub(w, "align"), "must be a power of two <= 64, got " +
+                                   std::to_string(la.structAlign));
+    const json &fields = arrayField(v, "fields", w);
+    for (size_t i = 0; i < fields.size(); ++i)
+      la.fields.push_back(parseField(fields[i], w + ".fields[" + std::to_string(i) + "]"));
+    std::vector<const StructField *> byAt;
+    for (const StructField &f : la.fields)
+      byAt.push_back(&f);
+    std::sort(byAt.begin(), byAt.end(),
+              [](const StructField *a, const StructField *b) { return a->at < b->at; });
+    for (size_t i = 0; i < byAt.size(); ++i) {
+      const StructField &f = *byAt[i];
+      int64_t align = f.kind == StructField::TensorMap ? 64 : f.bytes();
+      if (f.at % align || f.at + f.bytes() > la.structBytes)
+        invalid(w, "a field at byte " + std::to_string(f.at) + " (" + std::to_string(f.bytes()) +
+                       " bytes) is not aligned to " + std::to_string(align) +
+                       " or ends past the struct's " + std::to_string(la.structBytes) + " bytes");
+      if (align > la.structAlign)
+        invalid(sub(w, "align"), std::to_string(la.structAlign) + " is below a field's " +
+                                     std::to_string(align));
+      if (i + 1 < byAt.size() && f.at + f.bytes() > byAt[i + 1]->at)
+        invalid(w, "the fields at bytes " + std::to_string(f.at) + " and " +
+                       std::to_string(byAt[i + 1]->at) + " overlap");
+    }
+  }
+
+  StructField parseField(const json &f, const std::string &w) {
+    if (!f.is_object())
+      invalid(w, "expected an object, got " + describe(f));
+    StructField sf;
+    sf.at = intField(f, "at", w);
+    if (sf.at < 0)
+      invalid(sub(w, "at"), "must be >= 0, got " + std::to_string(sf.at));
+    int kinds = 0;
+    for (auto it = f.begin(); it != f.end(); ++it) {
+      const std::string &key = it.key();
+      if (key == "at" || key == "written")
+        continue;
+      ++kinds;
+      std::string kw = sub(w, key.c_str());
+      if (key == "i64" || key == "i32") {
+        sf.kind = key == "i64" ? StructField::I64 : StructField::I32;
+        sf.value = linear(it.value(), kw);
+      } else if (key == "f32") {
+        sf.kind = StructField::F32;
+        sf.f32 = floatValue(it.value(), kw);
+      } else if (key == "pointer") {
+        sf.kind = StructField::Pointer;
+        parseView(it.value(), kw, sf);
+      } else if (key == "tensor_map") {
+        sf.kind = StructField::TensorMap;
+        parseTensorMap(it.value(), kw, sf);
+      } else if (key == "tensor_maps_valid") {
+        sf.kind = StructField::TensorMapsValid;
+        if (!it.value().is_boolean() || !it.value().get<bool>())
+          invalid(kw, "must be true");
+      } else {
+        invalid(w, "unknown field kind '" + key +
+                       "' (i64, i32, f32, pointer, tensor_map, tensor_maps_valid)");
+      }
+    }
+    if (kinds != 1)
+      invalid(w, "needs exactly one of i64, i32, f32, pointer, tensor_map, tensor_maps_valid");
+    if (find(f, "written") && !sf.isView())
+      invalid(sub(w, "written"), "is for pointer and tensor_map fields only");
+    sf.written = boolField(f, "written", w, true);
+    return sf;
+  }
+
+  void parseTensorMap(const json &v, const std::string &w, StructField &sf) {
+    parseView(v, w, sf);
+    size_t rank = sf.sizes.size();
+    if (rank < 1 || rank > 5)
+      invalid(w, "rank " + std::to_string(rank) + " is not in [1, 5]");
+    const LinearExpr &inner = sf.strides.back();
+    if (!inner.isConstant() || inner.c != 1)
+      invalid(sub(w, "strides"), "the innermost stride must be 1");
+    const json &box = arrayField(v, "box", w);
+    if (box.size() != rank)
+      invalid(sub(w, "box"), "has " + std::to_string(box.size()) + " entries for rank " +
+                                 std::to_string(rank));
+    for (size_t d = 0; d < rank; ++d) {
+      sf.box.push_back(asInt(box[d], sub(w, "box") + "[" + std::to_string(d) + "]"));
+      if (sf.box.back() < 1 || sf.box.back() > 256)
+        invalid(sub(w, "box") + "[" + std::to_string(d) + "]",
+                "must be in [1, 256], got " + std::to_string(sf.box.back()));
+    }
+    int64_t sw = intField(v, "swizzle", w, 0);
+    if (sw != 0 && sw != 32 && sw != 64 && sw != 128)
+      invalid(sub(w, "swizzle"), "must be 0, 32, 64 or 128, got " + std::to_string(sw));
+    sf.swizzle = static_cast<int>(sw);
   }
 
   GemmOperand operand(const json &j, const char *key, const std::string &dtype,
@@ -707,64 +837,6 @@ private:
     return s;
   }
 
-  AttentionView view(const json &j, const char *key, const std::string &dtype,
-                     const std::string &where) {
-    std::string w = sub(where, key);
-    const json &o = field(j, key, where);
-    AttentionView v;
-    v.buffer = bufferRef(o, "buffer", w);
-    v.offset = linearField(o, "offset", w);
-    const json &strides = arrayField(o, "strides", w);
-    if (strides.size() != 4)
-      invalid(sub(w, "strides"), "expected 4 (batch, head, seq, dim), got " +
-                                     std::to_string(strides.size()));
-    for (size_t d = 0; d < 4; ++d)
-      v.strides[d] = linear(strides[d], sub(w, "strides") + "[" + std::to_string(d) + "]");
-    checkDtype(v.buffer, dtype, w);
-    return v;
-  }
-
-  AttentionStep parseAttention(const json &j, const std::string &where) {
-    AttentionStep s;
-    s.module = moduleRef(j, where);
-    s.kernel = kernelName(j, where);
-    s.dtype = stringField(j, "dtype", where);
-    if (!isGemmDtype(s.dtype))
-      invalid(sub(where, "dtype"), "unsupported dtype '" + s.dtype + "' (float32, float16, bfloat16)");
-    s.blockM = intField(j, "block_m", where);
-    if (s.blockM < 1 || s.blockM > 65536)
-      invalid(sub(where, "block_m"), "must be in [1, 65536], got " + std::to_string(s.blockM));
-    s.threads = intField(j, "threads", where);
-    if (s.threads < 1 || s.threads > 1024)
-      invalid(sub(where, "threads"), "must be in [1, 1024], got " + std::to_string(s.threads));
-    s.smem = smemField(j, where);
-    s.heads = intField(j, "heads", where);
-    s.kvHeads = intField(j, "kv_heads", where);
-    if (s.heads < 1 || s.heads > 65535 || s.kvHeads < 1 || s.heads % s.kvHeads != 0)
-      invalid(where, "heads " + std::to_string(s.heads) + " and kv_heads " +
-                         std::to_string(s.kvHeads) +
-                         ": need 1 <= heads <= 65535 and heads a multiple of kv_heads");
-    s.headDim = intField(j, "head_dim", where);
-    s.headDimV = intField(j, "head_dim_v", where, s.headDim);
-    if (s.headDim < 1 || s.headDim > 65536 || s.headDimV < 1 || s.headDimV > 65536)
-      invalid(where, "head_dim and head_dim_v must be in [1, 65536]");
-    s.scale = numberField(j, "scale", where, 1.0 / std::sqrt(static_cast<double>(s.headDim)));
-    s.softcap = numberField(j, "softcap", where, 0.0);
-    if (s.softcap < 0)
-      invalid(sub(where, "softcap"), "must be >= 0 (0: none)");
-    s.causal = boolField(j, "causal", where, false);
-    s.windowLeft = intField(j, "window_left", where, -1);
-    if (s.windowLeft < -1)
-      invalid(sub(where, "window_left"), "must be -1 (none) or >= 0");
-    s.batch = linearField(j, "batch", where);
-    s.sq = linearField(j, "sq", where);
-    s.skv = linearField(j, "skv", where);
-    s.q = view(j, "q", s.dtype, where);
-    s.k = view(j, "k", s.dtype, where);
-    s.v = view(j, "v", s.dtype, where);
-    s.o = view(j, "o", s.dtype, where);
-    return s;
-  }
 };
 
 // --- Resolution -------------------------------------------------------------
@@ -849,7 +921,8 @@ public:
     static const char *axis[] = {"x", "y", "z"};
     int64_t threads = 1;
     for (int d = 0; d < 3; ++d) {
-      r.grid[d] = evalNonNeg(st.grid[d], {"grid.", -1, axis[d]});
+      int64_t g = evalNonNeg(st.grid[d], {"grid.", -1, axis[d]});
+      r.grid[d] = g / st.gridDiv[d] + (g % st.gridDiv[d] != 0);
       r.block[d] = evalNonNeg(st.block[d], {"block.", -1, axis[d]});
       if (r.grid[d] == 0)
         r.empty = true;
@@ -868,32 +941,56 @@ public:
       ResolvedLaunchArg &ra = r.args[a];
       ra.kind = la.kind;
       if (la.kind == LaunchArg::I64 || la.kind == LaunchArg::I32) {
-        ra.value = eval(la.value, {"args", ai});
-        if (la.kind == LaunchArg::I32 && (ra.value < INT32_MIN || ra.value > INT32_MAX))
-          bad({"args", ai}, std::to_string(ra.value) + " does not fit i32");
-      } else if (la.kind != LaunchArg::MemRef) {
+        ra.value = integer(la.value, la.kind == LaunchArg::I32, {"args", ai});
+      } else if (la.kind == LaunchArg::MemRef) {
+        ra.memref = view(la, {"args", ai});
+      } else if (la.kind == LaunchArg::Struct) {
+        ra.fields.resize(la.fields.size());
+        for (size_t f = 0; f < la.fields.size(); ++f) {
+          const StructField &sf = la.fields[f];
+          Field where{"args", ai, ".fields", static_cast<int64_t>(f)};
+          if (sf.kind == StructField::I64 || sf.kind == StructField::I32)
+            ra.fields[f].value = integer(sf.value, sf.kind == StructField::I32, where);
+          else if (sf.isView())
+            ra.fields[f].view = view(sf, where);
+        }
+      } else {
         ra.f32 = la.f32;
         ra.f64 = la.f64;
         ra.half = la.half;
-      } else {
-        ResolvedMemRef &mr = ra.memref;
-        mr.buffer = la.buffer;
-        mr.offset = evalNonNeg(la.offset, {"args", ai, ".offset"});
-        size_t rank = la.sizes.size();
-        mr.sizes.resize(rank);
-        mr.strides.resize(rank);
-        for (size_t d = 0; d < rank; ++d) {
-          int64_t di = static_cast<int64_t>(d);
-          mr.sizes[d] = evalNonNeg(la.sizes[d], {"args", ai, ".sizes", di});
-          mr.strides[d] = evalNonNeg(la.strides[d], {"args", ai, ".strides", di});
-        }
-        const std::string &dt = !la.dtype.empty() ? la.dtype : p.buffers[la.buffer].dtype;
-        int64_t es = dt.empty() ? 1 : dtypeSize(dt);
-        checkExtent(la.buffer, es, mr.offset, mr.sizes.data(), mr.strides.data(), rank,
-                    {"args", ai});
       }
     }
     return r;
+  }
+
+  /// An i64 / i32 value (an i32 checked to fit).
+  int64_t integer(const LinearExpr &e, bool i32, const Field &f) {
+    int64_t v = eval(e, f);
+    if (i32 && (v < INT32_MIN || v > INT32_MAX))
+      bad(f, std::to_string(v) + " does not fit i32");
+    return v;
+  }
+
+  /// A memref argument's or a struct field's view, checked to lie inside its
+  /// buffer. Errors name `f` (a memref: "args[i].offset", "args[i].sizes[d]").
+  template <class T> ResolvedMemRef view(const T &v, const Field &f) {
+    const bool memref = f.j < 0;
+    auto part = [&](const char *name, int64_t d) {
+      return memref ? Field{f.a, f.i, name, d} : f;
+    };
+    ResolvedMemRef mr;
+    mr.buffer = v.buffer;
+    mr.offset = evalNonNeg(v.offset, part(".offset", -1));
+    size_t rank = v.sizes.size();
+    mr.sizes.resize(rank);
+    mr.strides.resize(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      mr.sizes[d] = evalNonNeg(v.sizes[d], part(".sizes", static_cast<int64_t>(d)));
+      mr.strides[d] = evalNonNeg(v.strides[d], part(".strides", static_cast<int64_t>(d)));
+    }
+    checkExtent(v.buffer, viewElementBytes(p, v.buffer, v.dtype), mr.offset, mr.sizes.data(),
+                mr.strides.data(), rank, f);
+    return mr;
   }
 
   ResolvedGemmOperand operand(const GemmOperand &o, const char *name, int64_t rows,
@@ -950,40 +1047,6 @@ public:
       if (!planGemm(prob, plan, err))
         invalid("step " + std::to_string(index) + " (gemm)", err);
     }
-    return r;
-  }
-
-  ResolvedAttentionView view(const AttentionView &v, const char *name, int64_t batch,
-                             int64_t heads, int64_t seq, int64_t dim, int64_t es) {
-    ResolvedAttentionView r;
-    r.buffer = v.buffer;
-    r.offset = evalNonNeg(v.offset, {name, -1, ".offset"});
-    for (int d = 0; d < 4; ++d)
-      r.strides[d] = evalNonNeg(v.strides[d], {name, -1, ".strides", d});
-    const int64_t sizes[4] = {batch, heads, seq, dim};
-    checkExtent(v.buffer, es, r.offset, sizes, r.strides.data(), 4, {name});
-    return r;
-  }
-
-  ResolvedAttention attention(const AttentionStep &st) {
-    ResolvedAttention r;
-    r.batch = evalNonNeg(st.batch, {"batch"});
-    r.sq = evalNonNeg(st.sq, {"sq"});
-    r.skv = evalNonNeg(st.skv, {"skv"});
-    if (r.batch > 65535)
-      bad({"batch"}, std::to_string(r.batch) + " is over 65535 (grid z)");
-    if (st.causal && r.skv < r.sq)
-      bad({"skv"}, std::to_string(r.skv) + " < sq " + std::to_string(r.sq) +
-                       " with causal: the first queries would see no key");
-    r.gridX = (r.sq + st.blockM - 1) / st.blockM;
-    if (r.gridX > INT32_MAX)
-      bad({"sq"}, "needs over 2^31-1 blocks");
-    int64_t es = dtypeSize(st.dtype);
-    r.q = view(st.q, "q", r.batch, st.heads, r.sq, st.headDim, es);
-    r.k = view(st.k, "k", r.batch, st.kvHeads, r.skv, st.headDim, es);
-    r.v = view(st.v, "v", r.batch, st.kvHeads, r.skv, st.headDimV, es);
-    r.o = view(st.o, "o", r.batch, st.heads, r.sq, st.headDimV, es);
-    r.empty = r.batch == 0 || r.sq == 0;
     return r;
   }
 
@@ -1070,8 +1133,32 @@ bool LinearExpr::evaluate(const SymbolValues &s, int64_t &out) const {
 }
 
 const char *stepOpName(const GpuStep &step) {
-  static const char *names[] = {"launch", "gemm", "attention", "memset", "copy", "all_reduce"};
+  static const char *names[] = {"launch", "gemm", "memset", "copy", "all_reduce"};
   return names[step.index()];
+}
+
+bool isAttentionStep(const GpuStep &step) {
+  auto *l = std::get_if<LaunchStep>(&step);
+  return l && l->isAttention();
+}
+
+int64_t StructField::bytes() const {
+  switch (kind) {
+  case I32:
+  case F32:
+  case TensorMapsValid:
+    return 4;
+  case TensorMap:
+    return 128;
+  default:
+    return 8;
+  }
+}
+
+int64_t viewElementBytes(const GpuProgram &p, int buffer, const std::string &dtype) {
+  const std::string &dt = !dtype.empty() ? dtype : p.buffers[buffer].dtype;
+  int64_t es = dt.empty() ? 1 : dtypeSize(dt);
+  return es > 0 ? es : 1;
 }
 
 StepSymbols stepSymbols(const GpuStep &step) {
@@ -1085,13 +1172,18 @@ StepSymbols stepSymbols(const GpuStep &step) {
       use(l->grid[d]);
       use(l->block[d]);
     }
+    auto useView = [&](const auto &v) {
+      use(v.value);
+      use(v.offset);
+      for (const LinearExpr &e : v.sizes)
+        use(e);
+      for (const LinearExpr &e : v.strides)
+        use(e);
+    };
     for (const LaunchArg &a : l->args) {
-      use(a.value);
-      use(a.offset);
-      for (const LinearExpr &e : a.sizes)
-        use(e);
-      for (const LinearExpr &e : a.strides)
-        use(e);
+      useView(a);
+      for (const StructField &f : a.fields)
+        useView(f);
     }
   } else if (auto *g = std::get_if<GemmStep>(&step)) {
     for (const LinearExpr *e : {&g->batch, &g->m, &g->n, &g->k})
@@ -1100,14 +1192,6 @@ StepSymbols stepSymbols(const GpuStep &step) {
       for (const LinearExpr *e : {&o->offset, &o->batchStride, &o->rowStride, &o->colStride})
         use(*e);
     use(g->groupOffset);
-  } else if (auto *a = std::get_if<AttentionStep>(&step)) {
-    for (const LinearExpr *e : {&a->batch, &a->sq, &a->skv})
-      use(*e);
-    for (const AttentionView *v : {&a->q, &a->k, &a->v, &a->o}) {
-      use(v->offset);
-      for (const LinearExpr &e : v->strides)
-        use(e);
-    }
   } else if (auto *m = std::get_if<MemsetStep>(&step)) {
     use(m->offsetBytes);
     use(m->bytes);
@@ -1175,8 +1259,6 @@ bool resolveStep(const GpuProgram &program, size_t index, const SymbolValues &s,
       out = r.launch(*l);
     else if (auto *g = std::get_if<GemmStep>(&step))
       out = r.gemm(*g);
-    else if (auto *a = std::get_if<AttentionStep>(&step))
-      out = r.attention(*a);
     else if (auto *m = std::get_if<MemsetStep>(&step))
       out = r.memset(*m);
     else if (auto *c = std::get_if<CopyStep>(&step))

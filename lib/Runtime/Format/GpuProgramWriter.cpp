@@ -4,8 +4,8 @@
 // runtime's own structs (GpuProgram.h) and writes it with this, so the
 // format has one definition, read and written by the same code. Fields
 // with their default value are still written where the parser requires
-// them; optional ones (tf32, a memref's dtype, a GEMM's groups, layers) only when
-// set.
+// them; optional ones (tf32, a view's dtype, a launch's grid_div and role, a
+// GEMM's groups, layers) only when set.
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/Format/GpuProgram.h"
@@ -64,6 +64,38 @@ json bufferJson(const GpuBuffer &b) {
   return o;
 }
 
+/// A VIEW: buffer, offset, sizes, strides and the dtype when given.
+template <class T> json viewJson(const T &v) {
+  json m = {{"buffer", v.buffer},
+            {"offset", linearJson(v.offset)},
+            {"sizes", linearArray(v.sizes.data(), v.sizes.size())},
+            {"strides", linearArray(v.strides.data(), v.strides.size())}};
+  if (!v.dtype.empty())
+    m["dtype"] = v.dtype;
+  return m;
+}
+
+json fieldJson(const StructField &f) {
+  json o = {{"at", f.at}};
+  switch (f.kind) {
+  case StructField::I64: o["i64"] = linearJson(f.value); break;
+  case StructField::I32: o["i32"] = linearJson(f.value); break;
+  case StructField::F32: o["f32"] = double(f.f32); break;
+  case StructField::Pointer: o["pointer"] = viewJson(f); break;
+  case StructField::TensorMap: {
+    json m = viewJson(f);
+    m["box"] = f.box;
+    m["swizzle"] = f.swizzle;
+    o["tensor_map"] = std::move(m);
+    break;
+  }
+  case StructField::TensorMapsValid: o["tensor_maps_valid"] = true; break;
+  }
+  if (f.isView())
+    o["written"] = f.written;
+  return o;
+}
+
 json argJson(const LaunchArg &a) {
   switch (a.kind) {
   case LaunchArg::I64: return {{"i64", linearJson(a.value)}};
@@ -74,14 +106,13 @@ json argJson(const LaunchArg &a) {
   case LaunchArg::F16: return {{"f16", double(a.f32)}};
   case LaunchArg::BF16: return {{"bf16", double(a.f32)}};
   case LaunchArg::F64: return {{"f64", a.f64}};
-  case LaunchArg::MemRef: {
-    json m = {{"buffer", a.buffer},
-              {"offset", linearJson(a.offset)},
-              {"sizes", linearArray(a.sizes.data(), a.sizes.size())},
-              {"strides", linearArray(a.strides.data(), a.strides.size())}};
-    if (!a.dtype.empty())
-      m["dtype"] = a.dtype;
-    return {{"memref", std::move(m)}};
+  case LaunchArg::MemRef: return {{"memref", viewJson(a)}};
+  case LaunchArg::Struct: {
+    json fields = json::array();
+    for (const StructField &f : a.fields)
+      fields.push_back(fieldJson(f));
+    return {{"struct",
+             {{"bytes", a.structBytes}, {"align", a.structAlign}, {"fields", std::move(fields)}}}};
   }
   }
   return nullptr;
@@ -95,23 +126,22 @@ json operandJson(const GemmOperand &g) {
           {"col_stride", linearJson(g.colStride)}};
 }
 
-json viewJson(const AttentionView &v) {
-  return {{"buffer", v.buffer},
-          {"offset", linearJson(v.offset)},
-          {"strides", linearArray(v.strides.data(), v.strides.size())}};
-}
-
 json stepJson(const LaunchStep &s) {
   json args = json::array();
   for (const LaunchArg &a : s.args)
     args.push_back(argJson(a));
-  return {{"op", "launch"},
-          {"module", s.module},
-          {"kernel", s.kernel},
-          {"grid", linearArray(s.grid.data(), 3)},
-          {"block", linearArray(s.block.data(), 3)},
-          {"smem", s.smem},
-          {"args", std::move(args)}};
+  json o = {{"op", "launch"},
+            {"module", s.module},
+            {"kernel", s.kernel},
+            {"grid", linearArray(s.grid.data(), 3)},
+            {"block", linearArray(s.block.data(), 3)},
+            {"smem", s.smem},
+            {"args", std::move(args)}};
+  if (s.gridDiv != std::array<int64_t, 3>{1, 1, 1})
+    o["grid_div"] = s.gridDiv;
+  if (!s.role.empty())
+    o["role"] = s.role;
+  return o;
 }
 
 json stepJson(const GemmStep &s) {
@@ -132,31 +162,6 @@ json stepJson(const GemmStep &s) {
     o["groups"] = {{"count", s.groups},
                    {"offsets", {{"buffer", s.groupBuffer}, {"offset", linearJson(s.groupOffset)}}}};
   return o;
-}
-
-json stepJson(const AttentionStep &s) {
-  return {{"op", "attention"},
-          {"module", s.module},
-          {"kernel", s.kernel},
-          {"dtype", s.dtype},
-          {"block_m", s.blockM},
-          {"threads", s.threads},
-          {"smem", s.smem},
-          {"q", viewJson(s.q)},
-          {"k", viewJson(s.k)},
-          {"v", viewJson(s.v)},
-          {"o", viewJson(s.o)},
-          {"batch", linearJson(s.batch)},
-          {"heads", s.heads},
-          {"kv_heads", s.kvHeads},
-          {"sq", linearJson(s.sq)},
-          {"skv", linearJson(s.skv)},
-          {"head_dim", s.headDim},
-          {"head_dim_v", s.headDimV},
-          {"scale", s.scale},
-          {"causal", s.causal},
-          {"window_left", s.windowLeft},
-          {"softcap", s.softcap}};
 }
 
 json stepJson(const MemsetStep &s) {

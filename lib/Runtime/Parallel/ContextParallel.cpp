@@ -18,17 +18,22 @@ constexpr size_t kMaxRuns = size_t(1) << 20;
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-/// Buffers a step references (any view), with duplicates.
-std::vector<int> stepBuffers(const GpuStep &step) {
+/// Buffers a step references (any view), with duplicates. With `readOnly`,
+/// only those of struct views the kernel does not write ("written": false).
+std::vector<int> stepBuffers(const GpuStep &step, bool readOnly = false) {
   std::vector<int> out;
   if (auto *l = std::get_if<LaunchStep>(&step)) {
-    for (const LaunchArg &a : l->args)
-      if (a.kind == LaunchArg::MemRef)
+    for (const LaunchArg &a : l->args) {
+      if (a.kind == LaunchArg::MemRef && !readOnly)
         out.push_back(a.buffer);
+      for (const StructField &f : a.fields)
+        if (f.isView() && (!readOnly || !f.written))
+          out.push_back(f.buffer);
+    }
+  } else if (readOnly) {
+    return out;
   } else if (auto *g = std::get_if<GemmStep>(&step)) {
     out = {g->a.buffer, g->b.buffer, g->c.buffer};
-  } else if (auto *a = std::get_if<AttentionStep>(&step)) {
-    out = {a->q.buffer, a->k.buffer, a->v.buffer, a->o.buffer};
   } else if (auto *m = std::get_if<MemsetStep>(&step)) {
     out = {m->buffer};
   } else if (auto *c = std::get_if<CopyStep>(&step)) {
@@ -183,15 +188,15 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
   };
   for (const GpuLayer &l : p.layers) {
     const size_t a = static_cast<size_t>(l.attentionStep);
-    const AttentionStep *att =
-        a < p.steps.size() ? std::get_if<AttentionStep>(&p.steps[a]) : nullptr;
-    if (!att) { // parseGpuProgram rules this out; a hand-built program may not
+    if (a >= p.steps.size() || !isAttentionStep(p.steps[a])) {
+      // parseGpuProgram rules this out; a hand-built program may not
       error = "layer " + num(l.layer) + ": step " + num(l.attentionStep) +
               " is not an attention step";
       return false;
     }
-    if (!isKind(p, att->k.buffer, BufferKind::State) ||
-        !isKind(p, att->v.buffer, BufferKind::State)) {
+    std::vector<int> reads = stepBuffers(p.steps[a], /*readOnly=*/true);
+    if (std::none_of(reads.begin(), reads.end(),
+                     [&](int b) { return isKind(p, b, BufferKind::State); })) {
       error = where(a) + ": its K/V are not in a state buffer (the KV cache); context "
                          "parallelism passes K/V between ranks through the KV cache";
       return false;
@@ -229,22 +234,23 @@ bool stateWriteRuns(const GpuProgram &p, size_t index, const SymbolValues &s,
   if (!resolveStep(p, index, s, r, error))
     return false;
   auto state = [&](int b) { return isKind(p, b, BufferKind::State); };
-  auto bufEs = [&](int b, const std::string &fallback) {
-    const std::string &dt = p.buffers[b].dtype.empty() ? fallback : p.buffers[b].dtype;
-    int64_t es = dt.empty() ? 1 : dtypeSize(dt);
-    return es > 0 ? es : 1;
-  };
   if (auto *l = std::get_if<ResolvedLaunch>(&r)) {
     if (l->empty)
       return true;
     const LaunchStep &ls = std::get<LaunchStep>(p.steps[index]);
+    auto written = [&](const ResolvedMemRef &v, const std::string &dtype) {
+      return !state(v.buffer) || boxRuns(v.buffer, v.offset, v.sizes, v.strides,
+                                         viewElementBytes(p, v.buffer, dtype), runs, error);
+    };
     for (size_t a = 0; a < l->args.size(); ++a) {
       const ResolvedLaunchArg &arg = l->args[a];
-      if (arg.kind != LaunchArg::MemRef || !state(arg.memref.buffer))
-        continue;
-      if (!boxRuns(arg.memref.buffer, arg.memref.offset, arg.memref.sizes, arg.memref.strides,
-                   bufEs(arg.memref.buffer, ls.args[a].dtype), runs, error))
+      const LaunchArg &la = ls.args[a];
+      if (arg.kind == LaunchArg::MemRef && !written(arg.memref, la.dtype))
         return false;
+      for (size_t f = 0; f < arg.fields.size(); ++f)
+        if (la.fields[f].isView() && la.fields[f].written &&
+            !written(arg.fields[f].view, la.fields[f].dtype))
+          return false;
     }
   } else if (auto *g = std::get_if<ResolvedGemm>(&r)) {
     if (!g->empty && state(g->c.buffer)) {
@@ -252,14 +258,6 @@ bool stateWriteRuns(const GpuProgram &p, size_t index, const SymbolValues &s,
       if (!boxRuns(g->c.buffer, g->c.offset, {g->batch, g->m, g->n},
                    {g->c.batchStride, g->c.rowStride, g->c.colStride},
                    dtypeSize(gs.dtypeC), runs, error))
-        return false;
-    }
-  } else if (auto *at = std::get_if<ResolvedAttention>(&r)) {
-    if (!at->empty && state(at->o.buffer)) {
-      const AttentionStep &as = std::get<AttentionStep>(p.steps[index]);
-      std::vector<int64_t> st(at->o.strides.begin(), at->o.strides.end());
-      if (!boxRuns(at->o.buffer, at->o.offset, {at->batch, as.heads, at->sq, as.headDimV}, st,
-                   dtypeSize(as.dtype), runs, error))
         return false;
     }
   } else if (auto *m = std::get_if<ResolvedMemset>(&r)) {

@@ -11,11 +11,123 @@
 //===----------------------------------------------------------------------===//
 #include "HostEvaluator.h"
 
+#include "h20/Runtime/Cuda/AttentionParams.h"
+
+#include <cstddef>
 #include <limits>
 
 using namespace mlir;
 
 namespace h20::gpu::detail {
+namespace {
+
+/// What the dense attention kernel's launch reads: Q [B, H, sq, D], K
+/// [B, KH, skv, D], V [B, KH, skv, Dv] and O [B, H, sq, Dv] (strides in the
+/// views), with sq and skv as the chunk's expressions.
+struct AttentionLaunch {
+  const View *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  Lin sq, skv;
+  double scale = 1.0, softcap = 0.0;
+  bool causal = false;
+  int64_t windowLeft = -1;
+};
+
+/// The launch step of attention kernel `variant` (module `module`): one
+/// struct argument laid out as H20AttnParams (AttentionParams.h), fields at
+/// its offsets; grid (ceil(sq / block_m), H, B); role "attention". The wgmma
+/// kernel also gets TMA tensor maps of Q, K and V (4-D, boxes of 64 rows x
+/// 64 elements, 128-byte swizzle, as its shared-memory tiles are laid out)
+/// and their validity flag: where the runtime cannot make them, the kernel
+/// loads with cp.async.
+runtime::LaunchStep attentionStep(const AttentionVariant &variant, const AttentionLaunch &a,
+                                  int module) {
+  using runtime::StructField;
+  runtime::LaunchArg params;
+  params.kind = runtime::LaunchArg::Struct;
+  params.structBytes = sizeof(H20AttnParams);
+  params.structAlign = alignof(H20AttnParams);
+  auto add = [&](StructField f) { params.fields.push_back(std::move(f)); };
+  auto integer = [&](size_t at, Lin v, StructField::Kind kind = StructField::I64) {
+    StructField f;
+    f.kind = kind;
+    f.at = static_cast<int64_t>(at);
+    f.value = v.expr();
+    add(f);
+  };
+  auto f32 = [&](size_t at, double v) {
+    StructField f;
+    f.kind = StructField::F32;
+    f.at = static_cast<int64_t>(at);
+    f.f32 = static_cast<float>(v);
+    add(f);
+  };
+  const Lin batch = a.q->sizes[0], heads = a.q->sizes[1], kvHeads = a.k->sizes[1];
+  const Lin dim = a.q->sizes[3], dimV = a.v->sizes[3];
+  // A view as the kernel reads it: [batch, heads, seq, dim] with the view's
+  // strides.
+  auto view = [&](StructField::Kind kind, size_t at, const View &x, Lin h, Lin seq, Lin d,
+                  bool written) {
+    StructField f;
+    f.kind = kind;
+    f.at = static_cast<int64_t>(at);
+    f.buffer = x.buffer;
+    f.offset = x.offset.expr();
+    for (Lin s : {batch, h, seq, d})
+      f.sizes.push_back(s.expr());
+    for (int i = 0; i < 4; ++i)
+      f.strides.push_back(x.strides[i].expr());
+    f.dtype = dtypeName(x.element);
+    f.written = written;
+    if (kind == StructField::TensorMap) {
+      f.box = {1, 1, 64, 64};
+      f.swizzle = 128;
+    }
+    add(f);
+  };
+  using P = H20AttnParams;
+  const struct {
+    size_t pointer, stride, map;
+    const View *x;
+    Lin heads, seq, dim;
+  } operands[4] = {{offsetof(P, q), offsetof(P, q_stride), offsetof(P, tm_q), a.q, heads, a.sq, dim},
+                   {offsetof(P, k), offsetof(P, k_stride), offsetof(P, tm_k), a.k, kvHeads, a.skv, dim},
+                   {offsetof(P, v), offsetof(P, v_stride), offsetof(P, tm_v), a.v, kvHeads, a.skv, dimV},
+                   {offsetof(P, o), offsetof(P, o_stride), 0, a.o, heads, a.sq, dimV}};
+  const bool tma = variant.kind == 1;
+  for (int i = 0; i < 4; ++i) {
+    const auto &op = operands[i];
+    view(StructField::Pointer, op.pointer, *op.x, op.heads, op.seq, op.dim, /*written=*/i == 3);
+    for (int d = 0; d < 4; ++d)
+      integer(op.stride + 8 * d, op.x->strides[d]);
+    if (tma && i < 3)
+      view(StructField::TensorMap, op.map, *op.x, op.heads, op.seq, op.dim, false);
+  }
+  integer(offsetof(P, batch), batch);
+  integer(offsetof(P, heads), heads);
+  integer(offsetof(P, kv_heads), kvHeads);
+  integer(offsetof(P, sq), a.sq);
+  integer(offsetof(P, skv), a.skv);
+  integer(offsetof(P, window_left), Lin{a.windowLeft});
+  f32(offsetof(P, scale), a.scale);
+  f32(offsetof(P, softcap), a.softcap);
+  integer(offsetof(P, causal), Lin{a.causal ? 1 : 0}, StructField::I32);
+  if (tma) {
+    StructField f;
+    f.kind = StructField::TensorMapsValid;
+    f.at = offsetof(P, tma);
+    add(f);
+  }
+  runtime::LaunchStep step =
+      launchStep(module, variant.kernelName(), a.sq, variant.threads, variant.smemBytes(),
+                 {std::move(params)});
+  step.grid[1] = heads.expr();
+  step.grid[2] = batch.expr();
+  step.gridDiv = {variant.blockM, 1, 1};
+  step.role = "attention";
+  return step;
+}
+
+} // namespace
 
 LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   auto maps = op.getIndexingMapsArray();
@@ -190,46 +302,26 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
            << chosen << " is not one the kernels have: " << why;
   if (llvm::find(program.attentionVariants, variant) == program.attentionVariants.end())
     program.attentionVariants.push_back(variant);
-  auto v4 = [&](const View &x) {
-    use(x.buffer);
-    runtime::AttentionView a;
-    a.buffer = x.buffer;
-    a.offset = x.offset.expr();
-    for (int d = 0; d < 4; ++d)
-      a.strides[d] = x.strides[d].expr();
-    return a;
-  };
   int64_t window = -1;
   if (auto w = attrs.getAs<IntegerAttr>("window"))
     window = w.getInt();
   double softcap = 0;
   if (auto s = attrs.getAs<FloatAttr>("softcap"))
     softcap = s.getValueAsDouble();
-  runtime::AttentionStep step;
-  step.module = modules.attention;
-  step.kernel = variant.kernelName();
-  step.dtype = dtypeName(q->element);
-  step.blockM = variant.blockM;
-  step.threads = variant.threads;
-  step.smem = variant.smemBytes();
-  step.q = v4(*q);
-  step.k = v4(*k);
-  step.v = v4(*v);
-  step.o = v4(*o);
-  step.batch = q->sizes[0].expr();
-  step.sq = sq.expr();
-  step.skv = skv.expr();
-  step.heads = q->sizes[1].c;
-  step.kvHeads = k->sizes[1].c;
-  step.headDim = q->sizes[3].c;
-  step.headDimV = v->sizes[3].c;
-  step.scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
-  step.softcap = softcap;
-  step.causal = causal;
-  step.windowLeft = window;
+  AttentionLaunch launch;
+  launch.q = &*q, launch.k = &*k, launch.v = &*v, launch.o = &*o;
+  launch.sq = sq;
+  launch.skv = skv;
+  launch.scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
+  launch.softcap = softcap;
+  launch.causal = causal;
+  launch.windowLeft = window;
+  for (const View *x : {launch.q, launch.k, launch.v, launch.o})
+    use(x->buffer);
+  steps.push_back(attentionStep(variant, launch, modules.attention));
   auto layer = attrs.getAs<IntegerAttr>("kv_layer");
-  attentionLayers.push_back({static_cast<int64_t>(steps.size()), layer ? layer.getInt() : -1});
-  steps.push_back(std::move(step));
+  attentionLayers.push_back(
+      {static_cast<int64_t>(steps.size()) - 1, layer ? layer.getInt() : -1});
   return success();
 }
 

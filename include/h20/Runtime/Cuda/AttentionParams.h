@@ -1,9 +1,11 @@
 /*===- AttentionParams.h - the attention kernel's one parameter ---*- C -*-===//
  *
- * An "attention" step of a GPU program (GpuProgram.h) launches its kernel
- * with exactly one parameter: this struct, passed by value. The runtime fills
- * it (GpuExecutor.cpp); the CUDA kernel source declares the same struct,
- * field for field, and reads it. Plain C so both sides can include or mirror
+ * The dense attention kernel takes exactly one parameter: this struct, passed
+ * by value. A compiled program launches it as a launch step whose one
+ * argument is a struct with these fields at these offsets (GpuProgram.h;
+ * written by LibraryCallSteps.cpp, packed by LaunchParams.cpp);
+ * attention-check fills it directly. The CUDA kernel source declares the
+ * same struct, field for field, and reads it. Plain C so both sides can include or mirror
  * it; the layout is fixed (640 bytes, 64-byte aligned, no implicit padding):
  *
  *   offset   0  q, k, v, o        4 device pointers (8 bytes each)
@@ -18,8 +20,9 @@
  *   offset 224  pad_[4]                              long long (zero)
  *   offset 256  tm_q, tm_k, tm_v  3 TMA tensor maps (CUtensorMap, 128 bytes each)
  *
- * tma = 1 says tm_q/tm_k/tm_v hold tensor maps of Q, K and V made by
- * encodeAttentionTensorMaps (AttentionTma.h): 4-D (dim, seq, head, batch)
+ * tma = 1 says tm_q/tm_k/tm_v hold tensor maps of Q, K and V (the program's
+ * tensor_map fields and tensor_maps_valid flag; encodeAttentionTensorMaps in
+ * attention-check, AttentionTma.h): 4-D (dim, seq, head, batch)
  * maps with 64 x 64 boxes and the 128-byte swizzle, sized to sq / skv so rows
  * past the end load as zeros. The wgmma kernel then loads its tiles with the
  * tensor copy engine (cp.async.bulk.tensor); with tma = 0 it uses cp.async

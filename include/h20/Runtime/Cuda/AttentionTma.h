@@ -3,8 +3,10 @@
 // The wgmma attention kernel (attention.cuh, kind 1) loads Q, K and V tiles
 // with the tensor copy engine (TMA, cp.async.bulk.tensor) when its parameter
 // carries tensor maps for them. Tensor maps are made on the host by the
-// driver (cuTensorMapEncodeTiled), so the runtime fills them into
-// H20AttnParams before each launch.
+// driver (cuTensorMapEncodeTiled). A compiled program's attention step
+// names them as tensor_map fields of its struct argument (GpuProgram.h);
+// attention-check, which launches the kernel on its own, fills them into
+// H20AttnParams with this.
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_RUNTIME_ATTENTIONTMA_H
@@ -38,6 +40,11 @@ namespace h20::runtime {
 ///
 /// p's pointers, strides and sizes must already be set. Host-only, cheap (no
 /// GPU work); thread-safe.
+/// True when the environment says H20_ATTENTION_TMA=0: no tensor maps are
+/// made (here and for a launch's tensor_map fields), so kernels that can
+/// load without them use cp.async (for comparisons).
+bool tensorMapsDisabled();
+
 void encodeAttentionTensorMaps(const CudaApi &api, H20AttnParams &p, int elemBytes,
                                int64_t headDim, int64_t headDimV, std::string *why = nullptr);
 

@@ -18,7 +18,7 @@
 // chunk except the values of expressions that name p0 or n. run() captures
 // them once into a CUDA graph (stream capture: kernels, cuBLASLt GEMMs,
 // memsets, copies) and replays it for every chunk, first updating the
-// parameters of the kernel nodes (launch and attention steps) whose
+// parameters of the kernel nodes (launch steps) whose
 // expressions name a symbol. A gemm, memset or copy step that names n is
 // part of the graph's key (chunks with another n, such as a short last
 // chunk, get their own graph); one that names p0 runs outside the graphs,

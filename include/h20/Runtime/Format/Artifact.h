@@ -23,8 +23,11 @@
 
 namespace h20::runtime {
 
-/// The format version this build reads and writes.
-constexpr uint32_t kArtifactFormatVersion = 1;
+/// The format version this build writes; it reads this one and older.
+/// 2: the GPU program's dense attention is a launch step (struct arguments,
+/// grid_div, role; GpuProgram.h); a format-1 "attention" step is refused
+/// with a request to recompile.
+constexpr uint32_t kArtifactFormatVersion = 2;
 
 struct Artifact {
   std::string manifest;          ///< JSON text

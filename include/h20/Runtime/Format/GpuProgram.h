@@ -50,7 +50,7 @@
 //       {"kind": "const",  "blob": s, "blob_offset": X, "bytes": B}
 //                          bytes [X, X + B) of blob s, uploaded once at load
 //     Any buffer may carry "dtype" (required for weights); then every step that
-//     reads it with a dtype (gemm, attention, a memref with "dtype") must use
+//     reads it with a dtype (gemm, a memref or struct view with "dtype") must use
 //     that dtype. Every buffer's base address is 256-byte aligned.
 //   "arena_bytes": A       size of the temp arena
 //   "tf32": false          optional; true lets float32 GEMMs use TF32
@@ -62,17 +62,50 @@
 //
 // Steps ("op"):
 //   "launch": {"module": m, "kernel": name, "grid": [L, L, L], "block": [L, L, L],
-//              "smem": bytes, "args": [ARG...]}
+//              "smem": bytes, "args": [ARG...], "grid_div": [k, k, k] (optional),
+//              "role": "attention" (optional)}
 //       ARG: {"i64": L} | {"i32": L} | {"f32": number} | {"f64": number} |
-//            {"f16": number} | {"bf16": number} |
-//            {"memref": {"buffer": b, "offset": L, "sizes": [L...],
-//                        "strides": [L...], "dtype": t (optional)}}
+//            {"f16": number} | {"bf16": number} | {"memref": VIEW} |
+//            {"struct": {"bytes": B, "align": A, "fields": [FIELD...]}}
+//       VIEW: {"buffer": b, "offset": L, "sizes": [L...], "strides": [L...],
+//              "dtype": t (optional)}  elements of the buffer, outermost dim
+//              first; without a dtype, the buffer's (else bytes).
 //       Scalars are passed with their own size (f16/bf16: 2 bytes, the
 //       number rounded to nearest even).
 //       A memref becomes 3 + 2*rank kernel parameters, as MLIR's expanded
 //       memref descriptor: (void *allocated, void *aligned, int64 offset,
 //       int64 sizes[rank], int64 strides[rank]); both pointers are the
-//       buffer's base address. A grid dimension of 0 skips the launch.
+//       buffer's base address.
+//       A struct is one kernel parameter of B bytes (1 <= B <= 4096, A a
+//       power of two <= 64), zero except for its fields, each at byte
+//       offset "at", inside the struct, not overlapping another, aligned to
+//       its size (tensor maps to 64):
+//         {"at": o, "i64": L} | {"at": o, "i32": L} | {"at": o, "f32": x}
+//         {"at": o, "pointer": VIEW, "written": bool}
+//             8 bytes: the device address of the view's element "offset";
+//             the sizes and strides bound what the kernel may touch.
+//         {"at": o, "tensor_map": VIEW + {"box": [k...], "swizzle": 0|32|64|128},
+//          "written": bool}
+//             128 bytes: a TMA tensor map (CUtensorMap) of the view, made at
+//             launch time by cuTensorMapEncodeTiled: rank 1..5, the
+//             innermost stride 1, boxes of "box" elements (outermost first,
+//             each 1..256), the given swizzle in bytes, elements past a
+//             dim's end read as zeros.
+//         {"at": o, "tensor_maps_valid": true}
+//             i32: 1 when every tensor map of the struct could be made, else
+//             0 and all of them zero (a base not 16-byte aligned, a stride
+//             not a multiple of 16 bytes, a driver without tensor maps,
+//             H20_ATTENTION_TMA=0); the kernel then loads without them.
+//         "written" (default true) says whether the kernel may write the
+//         view; context parallelism counts written views of state buffers.
+//       grid_div (default [1, 1, 1], each >= 1): grid dim d is
+//       ceil(grid[d] / grid_div[d]), e.g. one block per 128 query rows. A
+//       grid dimension of 0 skips the launch.
+//       role "attention": the step is a layer's attention (see "layers");
+//       it reads K and V through its views on the state buffers.
+//       The dense attention kernel (AttentionParams.h) is launched so: one
+//       struct argument laid out as H20AttnParams, grid (sq, heads, batch)
+//       with grid_div (block_m, 1, 1), role "attention".
 //   "gemm": {"dtype_a", "dtype_b", "dtype_c": "float32"|"float16"|"bfloat16",
 //            "batch": L, "m": L, "n": L, "k": L, "alpha": 1.0, "beta": 0.0,
 //            "a": MAT, "b": MAT, "c": MAT}
@@ -92,14 +125,6 @@
 //       C. The runtime reads the offsets back before the GEMMs (a stream
 //       synchronisation) and fails the run unless 0 <= off[0] <= ... <=
 //       off[G] <= m; rows of C outside [off[0], off[G]) are not written.
-//   "attention": {"module": m, "kernel": name, "dtype": t, "block_m": BM,
-//                 "threads": T, "smem": bytes, "q": V, "k": V, "v": V, "o": V,
-//                 "batch": L, "heads": H, "kv_heads": KH, "sq": L, "skv": L,
-//                 "head_dim": D, "head_dim_v": DV, "scale": f, "causal": bool,
-//                 "window_left": int (-1: none), "softcap": f (0: none)}
-//       V: {"buffer": b, "offset": L, "strides": [L, L, L, L]} (batch, head,
-//       seq, dim). Launches grid (ceil(sq/BM), H, batch), block (T, 1, 1) with
-//       one parameter, H20AttnParams (AttentionParams.h) by value.
 //   "memset": {"buffer": b, "offset_bytes": L, "bytes": L, "value": 0..255}
 //   "copy":   {"src": b, "src_offset_bytes": L, "dst": b, "dst_offset_bytes": L,
 //              "bytes": L}           device to device; ranges may not overlap
@@ -117,19 +142,21 @@
 //
 // Layers (optional): "layers": [{"layer": l, "first_step": b,
 // "attention_step": a}, ...], in step order. The compiler declares them for
-// a chunked program whose every "attention" step reads K and V from the KV
-// cache (l: that cache layer): layer i's steps are [b_i, a_i], b_0 = 0 and
-// b_{i+1} = a_i + 1; the steps after the last attention are the tail. Every
-// "attention" step is some layer's a_i. Context parallelism
-// (splitLayerSegments) runs the program by these layers.
+// a chunked program whose every attention step (a launch with role
+// "attention") reads K and V from the KV cache (l: that cache layer): layer
+// i's steps are [b_i, a_i], b_0 = 0 and b_{i+1} = a_i + 1; the steps after
+// the last attention are the tail. Every attention step is some layer's
+// a_i. Context parallelism (splitLayerSegments) runs the program by these
+// layers.
 //
-// Every view a step declares (memref arguments, GEMM and attention operands,
-// memset/copy ranges) is checked against its buffer's bytes before it runs
+// Every view a step declares (memref arguments, struct pointers and tensor
+// maps, GEMM operands, memset/copy ranges) is checked against its buffer's bytes before it runs
 // (for the actual p0 and n of each chunk); a memref whose buffer has no
 // dtype is checked in elements of one byte. What a compiled kernel does with
 // its arguments is not verified: a generated kernel's loop bounds come from
 // its integer arguments and the shapes it was compiled for, and the
-// attention kernel's head dims from its variant. The artifact's CRC catches
+// attention kernel's head dims from its variant; that a causal attention's
+// skv >= sq is the compiler's to guarantee. The artifact's CRC catches
 // corruption, not a deliberately edited program; run artifacts you trust.
 //
 // Virtual context parallelism (ContextParallel.h; h20-run --gpus N
@@ -139,8 +166,8 @@
 // state buffer (the fused KV cache); the steps before a layer's attention
 // write that layer's K/V rows for the chunk as views on the state buffer
 // (launch memrefs at an offset linear in p0, e.g. [1, heads, C, D] with
-// strides [., S*D, D, 1]): any view a non-attention step declares on a
-// state buffer counts as rows it writes, and those rows are what the
+// strides [., S*D, D, 1]): any view a step declares on a state buffer
+// counts as rows it writes (struct views unless "written": false), and those rows are what the
 // simulated ring copies between ranks; outputs are written only after the
 // last attention step (the tail: final norm, LM head), which does not touch
 // the state buffers.
@@ -211,7 +238,7 @@ struct GpuOutput {
 struct GpuLayer {
   int64_t layer = 0;         ///< the KV-cache layer the attention reads
   int64_t firstStep = 0;     ///< the step after the previous layer's attention (0 first)
-  int64_t attentionStep = 0; ///< an "attention" step
+  int64_t attentionStep = 0; ///< a launch step with role "attention"
 };
 
 struct GpuModule {
@@ -219,9 +246,28 @@ struct GpuModule {
   std::string ptxBlob, cubinBlob; ///< blob names; empty when absent
 };
 
+/// One field of a "struct" launch argument (see "struct" above).
+struct StructField {
+  enum Kind { I64, I32, F32, Pointer, TensorMap, TensorMapsValid } kind = I64;
+  int64_t at = 0;    ///< byte offset in the struct
+  LinearExpr value;  ///< I64, I32
+  float f32 = 0;     ///< F32
+  int buffer = -1;   ///< Pointer, TensorMap: the view (as a memref argument's)
+  LinearExpr offset;
+  std::vector<LinearExpr> sizes, strides;
+  std::string dtype;
+  bool written = true;      ///< Pointer, TensorMap: the kernel may write the view
+  std::vector<int64_t> box; ///< TensorMap: box extent per dim, outermost first
+  int swizzle = 0;          ///< TensorMap: 0, 32, 64 or 128 bytes
+
+  /// Bytes the field occupies in the struct (8, 4 or 128).
+  int64_t bytes() const;
+  bool isView() const { return kind == Pointer || kind == TensorMap; }
+};
+
 /// A kernel argument of a launch step.
 struct LaunchArg {
-  enum Kind { I64, I32, F32, F64, F16, BF16, MemRef } kind = I64;
+  enum Kind { I64, I32, F32, F64, F16, BF16, MemRef, Struct } kind = I64;
   LinearExpr value; ///< I64, I32
   float f32 = 0;    ///< F32
   double f64 = 0;   ///< F64
@@ -230,14 +276,20 @@ struct LaunchArg {
   LinearExpr offset;
   std::vector<LinearExpr> sizes, strides; ///< MemRef: same length (the rank)
   std::string dtype;                      ///< MemRef: optional element dtype
+  int64_t structBytes = 0, structAlign = 1; ///< Struct: size and alignment
+  std::vector<StructField> fields;          ///< Struct: in the order written
 };
 
 struct LaunchStep {
   int module = 0;
   std::string kernel;
   std::array<LinearExpr, 3> grid, block;
+  std::array<int64_t, 3> gridDiv{1, 1, 1}; ///< grid dim d = ceil(grid[d] / gridDiv[d])
   int64_t smem = 0; ///< dynamic shared memory, bytes
   std::vector<LaunchArg> args;
+  std::string role; ///< "" or "attention" (a layer's attention, see "layers")
+
+  bool isAttention() const { return role == "attention"; }
 };
 
 /// A matrix operand of a gemm step; strides in elements.
@@ -256,25 +308,6 @@ struct GemmStep {
   int64_t groups = 0;
   int groupBuffer = -1;
   LinearExpr groupOffset;
-};
-
-/// A [batch, head, seq, dim] view of a buffer; strides in elements.
-struct AttentionView {
-  int buffer = -1;
-  LinearExpr offset;
-  std::array<LinearExpr, 4> strides;
-};
-
-struct AttentionStep {
-  int module = 0;
-  std::string kernel, dtype;
-  int64_t blockM = 0, threads = 0, smem = 0;
-  AttentionView q, k, v, o;
-  LinearExpr batch, sq, skv;
-  int64_t heads = 0, kvHeads = 0, headDim = 0, headDimV = 0;
-  double scale = 1.0, softcap = 0.0;
-  bool causal = false;
-  int64_t windowLeft = -1;
 };
 
 struct MemsetStep {
@@ -296,7 +329,7 @@ struct AllReduceStep {
 };
 
 using GpuStep =
-    std::variant<LaunchStep, GemmStep, AttentionStep, MemsetStep, CopyStep, AllReduceStep>;
+    std::variant<LaunchStep, GemmStep, MemsetStep, CopyStep, AllReduceStep>;
 
 /// The parsed, validated "gpu" object of a manifest.
 struct GpuProgram {
@@ -317,6 +350,14 @@ struct GpuProgram {
 
 /// Name of a step's op ("launch", "gemm", ..., "all_reduce").
 const char *stepOpName(const GpuStep &step);
+
+/// True when `step` is a layer's attention: a launch with role "attention".
+bool isAttentionStep(const GpuStep &step);
+
+/// Bytes per element of a view of `buffer` (a memref argument, a struct
+/// pointer or tensor map) read as `dtype`: its size, else the buffer's
+/// dtype's, else 1 (a buffer without a dtype counts bytes).
+int64_t viewElementBytes(const GpuProgram &p, int buffer, const std::string &dtype);
 
 /// Which symbols a step's linear expressions name (a non-zero coefficient
 /// anywhere: offsets, sizes, strides, grid, block, scalar arguments).
@@ -359,6 +400,13 @@ struct ResolvedMemRef {
   std::vector<int64_t> sizes, strides;
 };
 
+/// A struct field with its expressions evaluated (value: I64, I32; view:
+/// Pointer, TensorMap).
+struct ResolvedStructField {
+  int64_t value = 0;
+  ResolvedMemRef view;
+};
+
 struct ResolvedLaunchArg {
   LaunchArg::Kind kind = LaunchArg::I64;
   int64_t value = 0; ///< I64, I32 (I32 checked to fit)
@@ -366,6 +414,7 @@ struct ResolvedLaunchArg {
   double f64 = 0;
   uint16_t half = 0;
   ResolvedMemRef memref;
+  std::vector<ResolvedStructField> fields; ///< Struct: one per LaunchArg::fields
 };
 
 struct ResolvedLaunch {
@@ -388,19 +437,6 @@ struct ResolvedGemm {
   int64_t groupOffset = 0; ///< in elements
 };
 
-struct ResolvedAttentionView {
-  int buffer = -1;
-  int64_t offset = 0;
-  std::array<int64_t, 4> strides{};
-};
-
-struct ResolvedAttention {
-  ResolvedAttentionView q, k, v, o;
-  int64_t batch = 0, sq = 0, skv = 0;
-  int64_t gridX = 0; ///< ceil(sq / block_m)
-  bool empty = false; ///< batch or sq is 0
-};
-
 struct ResolvedMemset {
   int buffer = -1;
   int64_t offsetBytes = 0, bytes = 0;
@@ -418,8 +454,8 @@ struct ResolvedAllReduce {
   bool inPlace() const { return src == dst && srcOffsetBytes == dstOffsetBytes; }
 };
 
-using ResolvedStep = std::variant<ResolvedLaunch, ResolvedGemm, ResolvedAttention, ResolvedMemset,
-                                  ResolvedCopy, ResolvedAllReduce>;
+using ResolvedStep =
+    std::variant<ResolvedLaunch, ResolvedGemm, ResolvedMemset, ResolvedCopy, ResolvedAllReduce>;
 
 /// Evaluates step `index` of `program` for the symbol values `s` and checks
 /// every access against its buffer's bytes (sizes >= 0, strides >= 0, the
