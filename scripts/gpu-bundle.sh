@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares everything the GPU tests need into one directory, on the build
 # machine (the compiler needs LLVM/MLIR 22; a GPU machine may have neither):
-#   bin/      h20-run, attention-check, sparse-attention-check, h20-gpu-unittests, npy-compare,
-#             artifact-info
+#   bin/      h20-run, attention-check, sparse-attention-check, moe-check,
+#             gemm-fp8-check, h20-gpu-unittests, npy-compare, artifact-info
 #   lib/      their non-system shared libraries (protobuf, onnx_proto)
 #   models/   the fixtures' ONNX files, ids and reference logits
 #   art/      artifacts compiled for the H200 (sm_90): each fixture in f32
@@ -48,7 +48,7 @@ tp_tests=1
 "$root/scripts/build.sh" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models" "$out/art"
-for t in h20-run attention-check sparse-attention-check moe-check h20-gpu-unittests npy-compare tensor-compare artifact-info; do
+for t in h20-run attention-check sparse-attention-check moe-check gemm-fp8-check h20-gpu-unittests npy-compare tensor-compare artifact-info; do
   [[ -x $build/bin/$t ]] && cp "$build/bin/$t" "$out/bin/"
 done
 # Shared libraries a fresh GPU machine may lack (the rest is glibc/libstdc++).
