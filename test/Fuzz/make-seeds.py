@@ -129,9 +129,27 @@ with tempfile.TemporaryDirectory() as tmp:
     write("artifact", "gpu-demo-manifest-only", header(text, p) + text)
 
 mat = lambda b, rs: {"buffer": b, "offset": 0, "batch_stride": 0, "row_stride": rs, "col_stride": 1}
-# A [1, heads, n, 2] bfloat16 view (the attention's Q, K or O).
-view = lambda b, off, strides, heads=2: {"buffer": b, "offset": off, "sizes": [1, heads, {"n": 1}, 2],
-                                         "strides": strides, "dtype": "bfloat16"}
+# The attention's H20AttnParams (AttentionParams.h) as struct fields: Q and
+# O [1, 2, n, 2] in buffer 6, K and V [1, 1, p0 + n, 2] in the state buffer
+# 5, their strides and sizes, scale, causal, and a tensor map of Q.
+def view(b, off, strides, heads, seq):
+    return {"buffer": b, "offset": off, "sizes": [1, heads, seq, 2], "strides": strides,
+            "dtype": "bfloat16"}
+n, skv = {"n": 1}, {"p0": 1, "n": 1}
+qv, kv = [0, 2, 4, 1], [0, 0, 4, 1]
+attention_fields = [
+    {"at": 0, "pointer": view(6, 0, qv, 2, n), "written": False},
+    {"at": 8, "pointer": view(5, 0, kv, 1, skv), "written": False, "kv": True},
+    {"at": 16, "pointer": view(5, 2, kv, 1, skv), "written": False, "kv": True},
+    {"at": 24, "pointer": view(6, 0, qv, 2, n)}]
+for i, st in enumerate([qv, kv, kv, qv]):
+    attention_fields += [{"at": 32 + 32 * i + 8 * d, "i64": st[d]} for d in range(4)]
+attention_fields += [{"at": 160, "i64": 1}, {"at": 168, "i64": 2}, {"at": 176, "i64": 1},
+                     {"at": 184, "i64": n}, {"at": 192, "i64": skv}, {"at": 200, "i64": -1},
+                     {"at": 208, "f32": 0.7}, {"at": 216, "i32": 1},
+                     {"at": 220, "tensor_maps_valid": True},
+                     {"at": 256, "tensor_map": dict(view(6, 0, qv, 2, n), box=[1, 1, 64, 64],
+                                                    swizzle=128), "written": False}]
 small = {
     "format": "h20-artifact", "target": "h200", "max_positions": 64,
     "inputs": [{"name": "ids", "dtype": "int64", "shape": [1, -1]}],
@@ -169,15 +187,7 @@ small = {
              "a": mat(6, 4), "b": mat(3, 8), "c": mat(7, 8)},
             {"op": "launch", "module": 0, "kernel": "attn", "grid": [{"n": 1}, 2, 1],
              "grid_div": [64, 1, 1], "block": [128, 1, 1], "smem": 100000, "role": "attention",
-             "args": [{"struct": {"bytes": 640, "align": 64, "fields": [
-                 {"at": 0, "pointer": view(6, 0, [0, 2, 4, 1]), "written": False},
-                 {"at": 8, "pointer": view(5, 0, [0, 0, 4, 1], 1), "written": False},
-                 {"at": 24, "pointer": view(6, 0, [0, 2, 4, 1])},
-                 {"at": 184, "i64": {"n": 1}}, {"at": 192, "i64": {"p0": 1, "n": 1}},
-                 {"at": 208, "f32": 0.7}, {"at": 216, "i32": 1},
-                 {"at": 220, "tensor_maps_valid": True},
-                 {"at": 256, "tensor_map": dict(view(6, 0, [0, 2, 4, 1]), box=[1, 1, 64, 64],
-                                                swizzle=128), "written": False}]}}]},
+             "args": [{"struct": {"bytes": 640, "align": 64, "fields": attention_fields}}]},
             {"op": "memset", "buffer": 1, "offset_bytes": 0, "bytes": 32, "value": 0},
             {"op": "copy", "src": 7, "src_offset_bytes": 0, "dst": 2, "dst_offset_bytes": 0,
              "bytes": {"n": 16}}]}}

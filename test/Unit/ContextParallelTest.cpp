@@ -177,10 +177,28 @@ TEST(ContextParallel, SplitRejectsProgramsItCannotRun) {
   {
     json g = program(); // K and V from a temp, not the cache
     json &fields = g["steps"][4]["args"][0]["struct"]["fields"];
-    for (int f : {5, 10}) // the K and V pointers (H20AttnParams k, v)
+    const json strides = {0, kC * kD, kD, 1};
+    for (int f : {5, 10}) { // the K and V pointers (H20AttnParams k, v) and their strides
       fields[f]["pointer"] = {{"buffer", 5}, {"offset", 0}, {"sizes", {1, kH, kC, kD}},
-                              {"strides", {0, kC * kD, kD, 1}}};
+                              {"strides", strides}};
+      for (int d = 0; d < 4; ++d)
+        fields[f + 1 + d]["i64"] = strides[d];
+    }
     fields[24]["i64"] = kC; // skv
+    ASSERT_EQ(parse(g, p), "");
+    EXPECT_FALSE(splitLayerSegments(p, segs, error));
+    EXPECT_TRUE(contains(error, "step 4 (launch): its K/V are not in a state buffer")) << error;
+  }
+  {
+    json g = program(); // V from the cache but K from a temp
+    json &fields = g["steps"][4]["args"][0]["struct"]["fields"];
+    const json strides = {0, kC * kD, kD, 1};
+    fields[5]["pointer"] = {{"buffer", 5}, {"offset", 0}, {"sizes", {1, kH, kC, kD}},
+                            {"strides", strides}};
+    for (int d = 0; d < 4; ++d)
+      fields[6 + d]["i64"] = strides[d];
+    fields[10]["pointer"]["sizes"][2] = kC; // V's rows: skv = C
+    fields[24]["i64"] = kC;
     ASSERT_EQ(parse(g, p), "");
     EXPECT_FALSE(splitLayerSegments(p, segs, error));
     EXPECT_TRUE(contains(error, "step 4 (launch): its K/V are not in a state buffer")) << error;
@@ -251,7 +269,9 @@ TEST(ContextParallel, StateWriteRunsOfKvWrites) {
   ASSERT_TRUE(stateWriteRuns(p, 4, {8, kC}, runs, error)) << error;
   EXPECT_TRUE(runs.empty());
   g = program();
-  g["steps"][4]["args"][0]["struct"]["fields"][5]["written"] = true; // K
+  json &k = g["steps"][4]["args"][0]["struct"]["fields"][5]; // K, as if written
+  k.erase("kv");
+  k["written"] = true;
   ASSERT_EQ(parse(g, p), "");
   ASSERT_TRUE(stateWriteRuns(p, 4, {8, kC}, runs, error)) << error;
   // K [1, kH, skv = C + p0, kD] of layer 0: one contiguous run per head.

@@ -112,10 +112,8 @@ TEST(GpuProgram, ScalarArgumentKinds) {
 
 TEST(GpuProgram, DefaultsAndOptionalFields) {
   json g = baseProgram();
-  g["steps"][2]["args"][0]["struct"].erase("align");
-  for (json &f : g["steps"][2]["args"][0]["struct"]["fields"])
-    f.erase("written");
-  g["steps"][2]["args"][0]["struct"]["fields"] = json::array(); // all zero
+  // A struct without "align" and with no fields (all zero bytes).
+  g["steps"][0]["args"].push_back({{"struct", {{"bytes", 16}, {"fields", json::array()}}}});
   g["steps"][3].erase("value");
   g["tf32"] = true;
   GpuProgram p;
@@ -123,14 +121,18 @@ TEST(GpuProgram, DefaultsAndOptionalFields) {
   const auto &l = std::get<LaunchStep>(p.steps[0]);
   EXPECT_EQ(l.gridDiv, (std::array<int64_t, 3>{1, 1, 1}));
   EXPECT_EQ(l.role, "");
-  EXPECT_EQ(std::get<LaunchStep>(p.steps[2]).args[0].structAlign, 8);
+  EXPECT_EQ(l.args.back().structAlign, 8);
+  EXPECT_TRUE(l.args.back().fields.empty());
   EXPECT_EQ(std::get<MemsetStep>(p.steps[3]).value, 0);
   EXPECT_TRUE(p.tf32);
-  // A view's "written" defaults to true.
+  // A view's "written" defaults to true, "kv" to false.
   g = baseProgram();
   g["steps"][2]["args"][0]["struct"]["fields"][0].erase("written");
   ASSERT_EQ(parse(g, p), "");
-  EXPECT_TRUE(std::get<LaunchStep>(p.steps[2]).args[0].fields[0].written);
+  const StructField &q = std::get<LaunchStep>(p.steps[2]).args[0].fields[0];
+  EXPECT_TRUE(q.written);
+  EXPECT_FALSE(q.kv);
+  EXPECT_TRUE(std::get<LaunchStep>(p.steps[2]).args[0].fields[5].kv); // K
 }
 
 TEST(GpuProgram, RejectsBadPrograms) {
@@ -273,6 +275,43 @@ TEST(GpuProgram, RejectsBadPrograms) {
          f["tensor_map"]["strides"][3] = 2;
        },
        "tensor_map.strides: the innermost stride must be 1"},
+      {"struct field at a huge offset",
+       [](json &g) {
+         g["steps"][2]["args"][0]["struct"]["fields"][1]["at"] = 9223372036854775800LL;
+       },
+       "fields[1].at: must be in [0, 4096], got 9223372036854775800"},
+      {"tensor map without its validity flag",
+       [](json &g) {
+         json &fields = g["steps"][2]["args"][0]["struct"]["fields"];
+         json map = fields[0]["pointer"];
+         map["box"] = {1, 1, 64, 64};
+         fields.push_back({{"at", 256}, {"tensor_map", map}, {"written", false}});
+       },
+       "1 tensor maps need one tensor_maps_valid field, got 0"},
+      {"a written K/V view",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][15]["kv"] = true; },
+       "kv: a view of the KV cache is read"},
+      {"attention without H20AttnParams' heads",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"].erase(21); },
+       "role attention: no i64 field at byte 168 (heads)"},
+      {"attention heads not a multiple of kv_heads",
+       [](json &g) {
+         g["steps"][2]["args"][0]["struct"]["fields"][21]["i64"] = 3;
+         g["steps"][2]["args"][0]["struct"]["fields"][22]["i64"] = 2;
+       },
+       "heads 3 and kv_heads 2: need 1 <= heads <= 65535, a multiple of kv_heads"},
+      {"attention causal with skv < sq",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][24]["i64"] = 1; },
+       "skv 1 < sq 16 with causal"},
+      {"attention sizes that are not the views'",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][23]["i64"] = 5; },
+       "the view of q is not [batch, heads, seq, dim] with the struct's sizes and strides"},
+      {"attention strides that are not the views'",
+       [](json &g) { g["steps"][2]["args"][0]["struct"]["fields"][7]["i64"] = 1; },
+       "the view of k is not [batch, heads, seq, dim]"},
+      {"attention grid not (., heads, batch)",
+       [](json &g) { g["steps"][2]["grid"][1] = 1; },
+       "grid: must be (., heads 2, batch 1) for the attention kernel"},
       {"struct pointer past its buffer",
        [](json &g) {
          g["steps"][2]["args"][0]["struct"]["fields"][0]["pointer"]["offset"] = 500;

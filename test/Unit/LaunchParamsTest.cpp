@@ -8,8 +8,8 @@
 // bytes run on a GPU in h20-gpu-unittests and gpu-test.sh.
 //
 //===----------------------------------------------------------------------===//
-#include "h20/Runtime/Cuda/AttentionParams.h"
 #include "h20/Runtime/Cuda/LaunchParams.h"
+#include "h20/Runtime/Cuda/AttentionParams.h"
 
 #include <gtest/gtest.h>
 
@@ -180,8 +180,8 @@ TEST_F(LaunchParams, StructFieldsLandAtTheirOffsets) {
   // The driver's order: innermost dim first, byte strides of the outer dims.
   EXPECT_EQ(lastDims[0], 64u);
   EXPECT_EQ(lastDims[1], 100u);
-  EXPECT_EQ(lastStrides[0], 128u);       // a row: 64 x 2 bytes
-  EXPECT_EQ(lastStrides[1], 6400u * 2);  // a head
+  EXPECT_EQ(lastStrides[0], 128u);      // a row: 64 x 2 bytes
+  EXPECT_EQ(lastStrides[1], 6400u * 2); // a head
   EXPECT_EQ(lastBox[0], 64u);
   EXPECT_EQ(lastBox[2], 1u);
 }

@@ -60,13 +60,19 @@ inline nlohmann::json attentionLaunch(const AttentionSpec &a) {
               {offsetof(P, o), offsetof(P, o_stride), 0, &a.o, a.heads, &a.sq}};
   for (int i = 0; i < 4; ++i) {
     json v = view(*ops[i].x, ops[i].heads, *ops[i].seq);
-    fields.push_back({{"at", ops[i].pointer}, {"pointer", v}, {"written", i == 3}});
+    json pointer = {{"at", ops[i].pointer}, {"pointer", v}, {"written", i == 3}};
+    if (i == 1 || i == 2)
+      pointer["kv"] = true; // K, V
+    fields.push_back(pointer);
     for (int d = 0; d < 4; ++d)
       fields.push_back({{"at", ops[i].stride + 8 * d}, {"i64", (*ops[i].x)["strides"][d]}});
     if (a.tensorMaps && i < 3) {
       v["box"] = {1, 1, 64, 64};
       v["swizzle"] = 128;
-      fields.push_back({{"at", ops[i].map}, {"tensor_map", v}, {"written", false}});
+      json map = {{"at", ops[i].map}, {"tensor_map", v}, {"written", false}};
+      if (i > 0)
+        map["kv"] = true;
+      fields.push_back(map);
     }
   }
   fields.push_back({{"at", offsetof(P, batch)}, {"i64", a.batch}});
@@ -81,15 +87,16 @@ inline nlohmann::json attentionLaunch(const AttentionSpec &a) {
   fields.push_back({{"at", offsetof(P, causal)}, {"i32", a.causal ? 1 : 0}});
   if (a.tensorMaps)
     fields.push_back({{"at", offsetof(P, tma)}, {"tensor_maps_valid", true}});
-  return {{"op", "launch"},
-          {"module", 0},
-          {"kernel", a.kernel},
-          {"grid", {a.sq, a.heads, a.batch}},
-          {"grid_div", {a.blockM, 1, 1}},
-          {"block", {a.threads, 1, 1}},
-          {"smem", a.smem},
-          {"role", "attention"},
-          {"args", {{{"struct", {{"bytes", sizeof(P)}, {"align", alignof(P)}, {"fields", fields}}}}}}};
+  return {
+      {"op", "launch"},
+      {"module", 0},
+      {"kernel", a.kernel},
+      {"grid", {a.sq, a.heads, a.batch}},
+      {"grid_div", {a.blockM, 1, 1}},
+      {"block", {a.threads, 1, 1}},
+      {"smem", a.smem},
+      {"role", "attention"},
+      {"args", {{{"struct", {{"bytes", sizeof(P)}, {"align", alignof(P)}, {"fields", fields}}}}}}};
 }
 
 /// One step of each op over a small model (GpuProgramTest, RunPlanTest).
@@ -112,10 +119,18 @@ inline json baseManifest() {
          {"shape", {1, -1, 4}},
          {"dims_from", {nullptr, {{"input", 0}, {"dim", 1}}, nullptr}}}}},
       {"weights",
-       {{{"name", "w0"}, {"file", "m.bin"}, {"dtype", "float32"}, {"shape", {4, 8}},
-         {"offset", 0}, {"length", 128}},
-        {{"name", "w1"}, {"file", "m.bin"}, {"dtype", "float16"}, {"shape", {8}},
-         {"offset", 128}, {"length", 16}}}},
+       {{{"name", "w0"},
+         {"file", "m.bin"},
+         {"dtype", "float32"},
+         {"shape", {4, 8}},
+         {"offset", 0},
+         {"length", 128}},
+        {{"name", "w1"},
+         {"file", "m.bin"},
+         {"dtype", "float16"},
+         {"shape", {8}},
+         {"offset", 128},
+         {"length", 16}}}},
       {"blobs",
        {{{"name", "kernels.ptx"}, {"kind", "ptx"}, {"offset", 0}, {"size", 100}},
         {{"name", "consts.bin"}, {"kind", "data"}, {"offset", 128}, {"size", 64}}}},

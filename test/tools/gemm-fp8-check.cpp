@@ -159,7 +159,9 @@ std::vector<float> scaleLayout(const Quantised &o, bool kFastest) {
 
 struct DeviceBuffer {
   CUdeviceptr p = 0;
-  explicit DeviceBuffer(size_t bytes) { check(api->cuMemAlloc(&p, std::max<size_t>(bytes, 256)), "cuMemAlloc"); }
+  explicit DeviceBuffer(size_t bytes) {
+    check(api->cuMemAlloc(&p, std::max<size_t>(bytes, 256)), "cuMemAlloc");
+  }
   ~DeviceBuffer() { api->cuMemFree(p); }
   template <class T> void upload(const std::vector<T> &v) {
     check(api->cuMemcpyHtoD(p, v.data(), v.size() * sizeof(T)), "cuMemcpyHtoD");
@@ -187,18 +189,24 @@ struct Matmul {
     if (!ok(lt->cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc"))
       return;
     cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
-    ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn), "transb");
+    ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t),
+       "transa");
+    ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn),
+       "transb");
     if (fp8) {
       ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA,
-                                            sizeof modeA), "A scale mode");
+                                            sizeof modeA),
+         "A scale mode");
       ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB,
-                                            sizeof modeB), "B scale mode");
+                                            sizeof modeB),
+         "B scale mode");
       void *pa = reinterpret_cast<void *>(scaleA), *pb = reinterpret_cast<void *>(scaleB);
       ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &pa,
-                                            sizeof pa), "A scale pointer");
+                                            sizeof pa),
+         "A scale pointer");
       ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &pb,
-                                            sizeof pb), "B scale pointer");
+                                            sizeof pb),
+         "B scale pointer");
     }
     cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
     ok(lt->cublasLtMatrixLayoutCreate(&a, in, k, m, k), "layout A");
@@ -207,13 +215,15 @@ struct Matmul {
     cublasLtMatmulPreference_t pref = nullptr;
     ok(lt->cublasLtMatmulPreferenceCreate(&pref), "preference");
     uint64_t ws = workspace;
-    ok(lt->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &ws, sizeof ws), "workspace");
+    ok(lt->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                sizeof ws),
+       "workspace");
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
     if (error.empty() &&
         ok(lt->cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, d, d, pref, 1, &result,
-                                              &returned), "heuristic") &&
+                                              &returned),
+           "heuristic") &&
         returned == 0)
       error = "heuristic: no algorithm (CUBLAS_STATUS_NOT_SUPPORTED)";
     if (pref)
@@ -257,12 +267,14 @@ double correctness(const Case &c, std::string &error) {
   int64_t brb = c.scaling == Scaling::Tensor ? N : c.scaling == Scaling::Outer ? 1 : 128;
   int64_t bkb = c.scaling == Scaling::Block ? 128 : K;
   Quantised qa = quantise(x, M, K, arb, akb), qb = quantise(w, N, K, brb, bkb);
-  cublasLtMatmulMatrixScale_t modeA = c.scaling == Scaling::Tensor ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
-                                      : c.scaling == Scaling::Outer ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
-                                                                    : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-  cublasLtMatmulMatrixScale_t modeB = c.scaling == Scaling::Tensor ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
-                                      : c.scaling == Scaling::Outer ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
-                                                                    : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  cublasLtMatmulMatrixScale_t modeA =
+      c.scaling == Scaling::Tensor  ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+      : c.scaling == Scaling::Outer ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
+                                    : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  cublasLtMatmulMatrixScale_t modeB =
+      c.scaling == Scaling::Tensor  ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+      : c.scaling == Scaling::Outer ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
+                                    : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
   DeviceBuffer da(qa.q.size()), db(qb.q.size()), dd(static_cast<size_t>(M * N * 2)),
       sa(qa.scale.size() * 4), sb(qb.scale.size() * 4), ws(kWorkspace);
   da.upload(qa.q);
@@ -319,8 +331,8 @@ void timeShape(const char *what, int64_t M, int64_t N, int64_t K, std::string &j
   CUstream stream;
   check(api->cuStreamCreate(&stream, 0), "cuStreamCreate");
   const size_t kb = static_cast<size_t>((K + 127) / 128);
-  DeviceBuffer a8(M * K), b8(N * K), a16(M * K * 2), b16(N * K * 2), d(M * N * 2),
-      sa(M * kb * 4), sb(((N + 127) / 128) * kb * 4), ws(kWorkspace);
+  DeviceBuffer a8(M * K), b8(N * K), a16(M * K * 2), b16(N * K * 2), d(M * N * 2), sa(M * kb * 4),
+      sb(((N + 127) / 128) * kb * 4), ws(kWorkspace);
   // Operand values do not change cuBLASLt's speed; scales of 1 keep the
   // products finite.
   check(api->cuMemsetD8Async(a8.p, 0x38, M * K, stream), "memset"); // e4m3 1.0
@@ -343,17 +355,15 @@ void timeShape(const char *what, int64_t M, int64_t N, int64_t K, std::string &j
   auto rate = [&](double ms) { return ms > 0 ? flops / (ms * 1e9) : 0.0; };
   std::printf("TIME %-26s M=%-6lld N=%-6lld K=%-6lld fp8 block-scaled %8.3f ms %6.1f TFLOP/s"
               "  bf16 %8.3f ms %6.1f TFLOP/s  speed-up %.2fx%s%s\n",
-              what, static_cast<long long>(M), static_cast<long long>(N),
-              static_cast<long long>(K), t8, rate(t8), t16, rate(t16),
-              t8 > 0 && t16 > 0 ? t16 / t8 : 0.0, fp8.error.empty() ? "" : "  fp8: ",
-              fp8.error.c_str());
+              what, static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
+              t8, rate(t8), t16, rate(t16), t8 > 0 && t16 > 0 ? t16 / t8 : 0.0,
+              fp8.error.empty() ? "" : "  fp8: ", fp8.error.c_str());
   char rec[512];
   std::snprintf(rec, sizeof rec,
                 "%s{\"shape\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"fp8_ms\": %.4f, "
                 "\"fp8_tflops\": %.1f, \"bf16_ms\": %.4f, \"bf16_tflops\": %.1f}",
                 json.empty() ? "" : ",\n  ", what, static_cast<long long>(M),
-                static_cast<long long>(N), static_cast<long long>(K), t8, rate(t8), t16,
-                rate(t16));
+                static_cast<long long>(N), static_cast<long long>(K), t8, rate(t8), t16, rate(t16));
   json += rec;
   check(api->cuStreamDestroy(stream), "cuStreamDestroy");
 }
@@ -427,9 +437,14 @@ int main(int argc, char **argv) {
   if (jsonPath) {
     FILE *f = std::fopen(jsonPath, "w");
     if (f) {
-      std::fprintf(f, "{\"gpu\": \"%s\", \"cases\": [%s],\n \"scale_layout\": \"%s\",\n \"times\": [\n  %s]}\n",
-                   name, cases_json.c_str(),
-                   !blockOk ? "none" : kFastest ? "K fastest" : "non-K dim fastest", times.c_str());
+      std::fprintf(
+          f,
+          "{\"gpu\": \"%s\", \"cases\": [%s],\n \"scale_layout\": \"%s\",\n \"times\": [\n  %s]}\n",
+          name, cases_json.c_str(),
+          !blockOk   ? "none"
+          : kFastest ? "K fastest"
+                     : "non-K dim fastest",
+          times.c_str());
       std::fclose(f);
     }
   }

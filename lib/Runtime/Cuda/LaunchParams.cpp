@@ -8,6 +8,7 @@
 #include "h20/Runtime/Cuda/AttentionTma.h"
 #include "h20/Runtime/Cuda/TensorMap.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace h20::runtime {
@@ -48,27 +49,39 @@ namespace {
 
 template <class T> void put(unsigned char *at, T v) { std::memcpy(at, &v, sizeof v); }
 
-/// The device address of a view's first element.
+/// The device address of a view's first element. Unsigned arithmetic: the
+/// offset of an empty view is not bounded by resolveStep, and no kernel
+/// reads through it.
 uint64_t viewAddress(const GpuProgram &p, int buffer, const std::string &dtype,
                      const ResolvedMemRef &v, const std::function<uint64_t(int)> &address) {
-  return address(buffer) + static_cast<uint64_t>(v.offset * viewElementBytes(p, buffer, dtype));
+  return address(buffer) + static_cast<uint64_t>(v.offset) *
+                               static_cast<uint64_t>(viewElementBytes(p, buffer, dtype));
 }
 
 /// Writes the fields of struct argument `a` (resolved as `ra`) into `bytes`.
 void packStruct(const GpuProgram &p, const LaunchArg &a, const ResolvedLaunchArg &ra,
                 unsigned char *bytes, const std::function<uint64_t(int)> &address,
                 const CudaApi &api, std::string *why) {
+  const bool hasMaps = std::any_of(a.fields.begin(), a.fields.end(), [](const StructField &f) {
+    return f.kind == StructField::TensorMap;
+  });
   bool mapsOk = !tensorMapsDisabled();
-  if (!mapsOk && why)
+  if (hasMaps && !mapsOk && why)
     *why = "H20_ATTENTION_TMA=0";
   for (size_t i = 0; i < a.fields.size(); ++i) {
     const StructField &f = a.fields[i];
     const ResolvedStructField &rf = ra.fields[i];
     unsigned char *at = bytes + f.at;
     switch (f.kind) {
-    case StructField::I64: put<int64_t>(at, rf.value); break;
-    case StructField::I32: put<int32_t>(at, static_cast<int32_t>(rf.value)); break;
-    case StructField::F32: put<float>(at, f.f32); break;
+    case StructField::I64:
+      put<int64_t>(at, rf.value);
+      break;
+    case StructField::I32:
+      put<int32_t>(at, static_cast<int32_t>(rf.value));
+      break;
+    case StructField::F32:
+      put<float>(at, f.f32);
+      break;
     case StructField::Pointer:
       put<uint64_t>(at, viewAddress(p, f.buffer, f.dtype, rf.view, address));
       break;
@@ -85,7 +98,8 @@ void packStruct(const GpuProgram &p, const LaunchArg &a, const ResolvedLaunchArg
         *why = "args field " + std::to_string(i) + ": " + reason;
       break;
     }
-    case StructField::TensorMapsValid: break; // below, once every map is known
+    case StructField::TensorMapsValid:
+      break; // below, once every map is known
     }
   }
   for (const StructField &f : a.fields) {
@@ -106,12 +120,22 @@ void packLaunchParams(const GpuProgram &program, const LaunchStep &step, const R
   for (size_t i = 0; i < r.args.size(); ++i) {
     const ResolvedLaunchArg &a = r.args[i];
     switch (a.kind) {
-    case LaunchArg::I64: put<int64_t>(slot(), a.value); break;
-    case LaunchArg::I32: put<int32_t>(slot(), static_cast<int32_t>(a.value)); break;
-    case LaunchArg::F32: put<float>(slot(), a.f32); break;
-    case LaunchArg::F64: put<double>(slot(), a.f64); break;
+    case LaunchArg::I64:
+      put<int64_t>(slot(), a.value);
+      break;
+    case LaunchArg::I32:
+      put<int32_t>(slot(), static_cast<int32_t>(a.value));
+      break;
+    case LaunchArg::F32:
+      put<float>(slot(), a.f32);
+      break;
+    case LaunchArg::F64:
+      put<double>(slot(), a.f64);
+      break;
     case LaunchArg::F16:
-    case LaunchArg::BF16: put<uint16_t>(slot(), a.half); break;
+    case LaunchArg::BF16:
+      put<uint16_t>(slot(), a.half);
+      break;
     case LaunchArg::MemRef: {
       const uint64_t base = address(a.memref.buffer);
       put<uint64_t>(slot(), base); // allocated
@@ -125,8 +149,8 @@ void packLaunchParams(const GpuProgram &program, const LaunchStep &step, const R
     }
     case LaunchArg::Struct: {
       const LaunchArg &la = step.args[i];
-      unsigned char *bytes = out.append(static_cast<size_t>(la.structBytes),
-                                        static_cast<size_t>(la.structAlign));
+      unsigned char *bytes =
+          out.append(static_cast<size_t>(la.structBytes), static_cast<size_t>(la.structAlign));
       packStruct(program, la, a, bytes, address, api, why);
       break;
     }

@@ -21,27 +21,45 @@ bool fail(std::string *why, const std::string &msg) {
 } // namespace
 
 bool encodeTensorMap(const CudaApi &api, void *out, const void *base, int64_t elemBytes, int rank,
-                     const int64_t *sizes, const int64_t *strides, const int64_t *box,
-                     int swizzle, std::string *why) {
+                     const int64_t *sizes, const int64_t *strides, const int64_t *box, int swizzle,
+                     std::string *why) {
   if (!api.cuTensorMapEncodeTiled)
     return fail(why, "the driver has no cuTensorMapEncodeTiled");
   if (rank < 1 || rank > 5)
     return fail(why, "rank " + std::to_string(rank) + " is not in [1, 5]");
   CUtensorMapDataType type;
   switch (elemBytes) {
-  case 1: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
-  case 2: type = CU_TENSOR_MAP_DATA_TYPE_UINT16; break;
-  case 4: type = CU_TENSOR_MAP_DATA_TYPE_UINT32; break;
-  case 8: type = CU_TENSOR_MAP_DATA_TYPE_UINT64; break;
-  default: return fail(why, "elements of " + std::to_string(elemBytes) + " bytes");
+  case 1:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    break;
+  case 2:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    break;
+  case 4:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT32;
+    break;
+  case 8:
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT64;
+    break;
+  default:
+    return fail(why, "elements of " + std::to_string(elemBytes) + " bytes");
   }
   CUtensorMapSwizzle sw;
   switch (swizzle) {
-  case 0: sw = CU_TENSOR_MAP_SWIZZLE_NONE; break;
-  case 32: sw = CU_TENSOR_MAP_SWIZZLE_32B; break;
-  case 64: sw = CU_TENSOR_MAP_SWIZZLE_64B; break;
-  case 128: sw = CU_TENSOR_MAP_SWIZZLE_128B; break;
-  default: return fail(why, "swizzle " + std::to_string(swizzle) + " is not 0, 32, 64 or 128");
+  case 0:
+    sw = CU_TENSOR_MAP_SWIZZLE_NONE;
+    break;
+  case 32:
+    sw = CU_TENSOR_MAP_SWIZZLE_32B;
+    break;
+  case 64:
+    sw = CU_TENSOR_MAP_SWIZZLE_64B;
+    break;
+  case 128:
+    sw = CU_TENSOR_MAP_SWIZZLE_128B;
+    break;
+  default:
+    return fail(why, "swizzle " + std::to_string(swizzle) + " is not 0, 32, 64 or 128");
   }
   if (reinterpret_cast<uintptr_t>(base) % 16)
     return fail(why, "base address is not 16-byte aligned");
@@ -65,7 +83,9 @@ bool encodeTensorMap(const CudaApi &api, void *out, const void *base, int64_t el
     elementStrides[i] = 1;
     if (i == 0)
       continue;
-    int64_t bytes = sizes[d] == 1 ? 16 : strides[d] * elemBytes;
+    int64_t bytes = 16;
+    if (sizes[d] != 1 && __builtin_mul_overflow(strides[d], elemBytes, &bytes))
+      bytes = -1;
     if (bytes <= 0 || bytes % 16 || bytes >= (int64_t(1) << 40))
       return fail(why, "stride " + std::to_string(strides[d]) + " of dim " + std::to_string(d) +
                            " is not a positive multiple of 16 bytes below 2^40");

@@ -1,6 +1,7 @@
 //===- GpuProgram.cpp - parse, validate and resolve a GPU program --------===//
 #include "h20/Runtime/Format/GpuProgram.h"
 
+#include "h20/Runtime/Cuda/AttentionParams.h"
 #include "h20/Runtime/Cuda/GemmPlan.h"
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -126,6 +128,47 @@ int64_t elementCount(const std::vector<int64_t> &shape, const std::string &where
 
 bool isGemmDtype(const std::string &t) {
   return t == "float32" || t == "float16" || t == "bfloat16";
+}
+
+/// A field the attention kernel's H20AttnParams must have.
+struct AttentionField {
+  size_t at;
+  StructField::Kind kind;
+  const char *name;
+};
+
+/// The fields role "attention" requires: the four views, their strides
+/// and the sizes the kernel indexes with.
+const std::vector<AttentionField> &attentionFields() {
+  using P = H20AttnParams;
+  static const std::vector<AttentionField> fields = [] {
+    std::vector<AttentionField> f = {{offsetof(P, q), StructField::Pointer, "q"},
+                                     {offsetof(P, k), StructField::Pointer, "k"},
+                                     {offsetof(P, v), StructField::Pointer, "v"},
+                                     {offsetof(P, o), StructField::Pointer, "o"},
+                                     {offsetof(P, batch), StructField::I64, "batch"},
+                                     {offsetof(P, heads), StructField::I64, "heads"},
+                                     {offsetof(P, kv_heads), StructField::I64, "kv_heads"},
+                                     {offsetof(P, sq), StructField::I64, "sq"},
+                                     {offsetof(P, skv), StructField::I64, "skv"}};
+    for (size_t d = 0; d < 4; ++d)
+      for (size_t stride : {offsetof(P, q_stride), offsetof(P, k_stride), offsetof(P, v_stride),
+                            offsetof(P, o_stride)})
+        f.push_back({stride + 8 * d, StructField::I64, "a stride"});
+    return f;
+  }();
+  return fields;
+}
+
+/// The index of `a`'s struct field at byte `at` of kind `kind`, or -1.
+int findFieldIndex(const LaunchArg &a, size_t at, StructField::Kind kind) {
+  for (size_t i = 0; i < a.fields.size(); ++i)
+    if (a.fields[i].at == static_cast<int64_t>(at) && a.fields[i].kind == kind)
+      return static_cast<int>(i);
+  return -1;
+}
+bool findField(const LaunchArg &a, size_t at, StructField::Kind kind) {
+  return findFieldIndex(a, at, kind) >= 0;
 }
 
 /// Parses one program; throws Invalid.
@@ -615,6 +658,8 @@ private:
     const json &args = arrayField(j, "args", where);
     for (size_t a = 0; a < args.size(); ++a)
       s.args.push_back(parseArg(args[a], where + "args[" + std::to_string(a) + "]"));
+    if (s.isAttention())
+      checkAttentionLayout(s, where);
     return s;
   }
 
@@ -703,7 +748,7 @@ private:
     for (size_t i = 0; i < byAt.size(); ++i) {
       const StructField &f = *byAt[i];
       int64_t align = f.kind == StructField::TensorMap ? 64 : f.bytes();
-      if (f.at % align || f.at + f.bytes() > la.structBytes)
+      if (f.at % align || f.at > la.structBytes - f.bytes())
         invalid(w, "a field at byte " + std::to_string(f.at) + " (" + std::to_string(f.bytes()) +
                        " bytes) is not aligned to " + std::to_string(align) +
                        " or ends past the struct's " + std::to_string(la.structBytes) + " bytes");
@@ -714,6 +759,31 @@ private:
         invalid(w, "the fields at bytes " + std::to_string(f.at) + " and " +
                        std::to_string(byAt[i + 1]->at) + " overlap");
     }
+    // A kernel that takes tensor maps is told whether they were made.
+    int64_t maps = 0, flags = 0;
+    for (const StructField &f : la.fields) {
+      maps += f.kind == StructField::TensorMap;
+      flags += f.kind == StructField::TensorMapsValid;
+    }
+    if (flags != (maps > 0 ? 1 : 0))
+      invalid(w, std::to_string(maps) + " tensor maps need " + (maps ? "one" : "no") +
+                     " tensor_maps_valid field, got " + std::to_string(flags));
+  }
+
+  /// Role "attention": the one argument is the dense attention kernel's
+  /// H20AttnParams (AttentionParams.h), with Q, K, V, O as pointer fields
+  /// and their strides and sizes as i64 fields at its offsets (values are
+  /// checked against each other per chunk by Resolver::attention).
+  void checkAttentionLayout(const LaunchStep &s, const std::string &where) {
+    if (s.args.size() != 1 || s.args[0].kind != LaunchArg::Struct ||
+        s.args[0].structBytes != static_cast<int64_t>(sizeof(H20AttnParams)))
+      invalid(where, "role attention: needs one struct argument of " +
+                         std::to_string(sizeof(H20AttnParams)) + " bytes (H20AttnParams)");
+    for (const AttentionField &f : attentionFields())
+      if (!findField(s.args[0], f.at, f.kind))
+        invalid(where, std::string("role attention: no ") +
+                           (f.kind == StructField::Pointer ? "pointer" : "i64") +
+                           " field at byte " + std::to_string(f.at) + " (" + f.name + ")");
   }
 
   StructField parseField(const json &f, const std::string &w) {
@@ -721,12 +791,12 @@ private:
       invalid(w, "expected an object, got " + describe(f));
     StructField sf;
     sf.at = intField(f, "at", w);
-    if (sf.at < 0)
-      invalid(sub(w, "at"), "must be >= 0, got " + std::to_string(sf.at));
+    if (sf.at < 0 || sf.at > 4096)
+      invalid(sub(w, "at"), "must be in [0, 4096], got " + std::to_string(sf.at));
     int kinds = 0;
     for (auto it = f.begin(); it != f.end(); ++it) {
       const std::string &key = it.key();
-      if (key == "at" || key == "written")
+      if (key == "at" || key == "written" || key == "kv")
         continue;
       ++kinds;
       std::string kw = sub(w, key.c_str());
@@ -753,9 +823,13 @@ private:
     }
     if (kinds != 1)
       invalid(w, "needs exactly one of i64, i32, f32, pointer, tensor_map, tensor_maps_valid");
-    if (find(f, "written") && !sf.isView())
-      invalid(sub(w, "written"), "is for pointer and tensor_map fields only");
+    for (const char *flag : {"written", "kv"})
+      if (find(f, flag) && !sf.isView())
+        invalid(sub(w, flag), "is for pointer and tensor_map fields only");
     sf.written = boolField(f, "written", w, true);
+    sf.kv = boolField(f, "kv", w, false);
+    if (sf.kv && sf.written)
+      invalid(sub(w, "kv"), "a view of the KV cache is read: it needs \"written\": false");
     return sf;
   }
 
@@ -960,7 +1034,63 @@ public:
         ra.half = la.half;
       }
     }
+    if (st.isAttention() && !r.empty)
+      attention(st, r);
     return r;
+  }
+
+  /// Role "attention": the sizes the kernel indexes with (H20AttnParams'
+  /// batch, heads, kv_heads, sq, skv and strides) agree with its views, so
+  /// the views' bounds checks cover what the kernel reads and writes; GQA
+  /// head counts divide; causal attention has skv >= sq (its first queries
+  /// would see no key otherwise); the grid's y and z are heads and batch.
+  void attention(const LaunchStep &st, const ResolvedLaunch &r) {
+    using P = H20AttnParams;
+    const LaunchArg &a = st.args[0];
+    const ResolvedLaunchArg &ra = r.args[0];
+    auto value = [&](size_t at) {
+      return ra.fields[findFieldIndex(a, at, StructField::I64)].value;
+    };
+    auto view = [&](size_t at) -> const ResolvedMemRef & {
+      return ra.fields[findFieldIndex(a, at, StructField::Pointer)].view;
+    };
+    const int64_t batch = value(offsetof(P, batch)), heads = value(offsetof(P, heads)),
+                  kvHeads = value(offsetof(P, kv_heads)), sq = value(offsetof(P, sq)),
+                  skv = value(offsetof(P, skv));
+    if (heads < 1 || heads > 65535 || kvHeads < 1 || heads % kvHeads)
+      bad({"args[0] (attention)"}, "heads " + std::to_string(heads) + " and kv_heads " +
+                                       std::to_string(kvHeads) +
+                                       ": need 1 <= heads <= 65535, a multiple of kv_heads");
+    int causal = findFieldIndex(a, offsetof(P, causal), StructField::I32);
+    if (causal >= 0 && ra.fields[causal].value && skv < sq)
+      bad({"args[0] (attention)"}, "skv " + std::to_string(skv) + " < sq " +
+                                       std::to_string(sq) +
+                                       " with causal: the first queries would see no key");
+    if (r.grid[1] != heads || r.grid[2] != batch)
+      bad({"grid"}, "must be (., heads " + std::to_string(heads) + ", batch " +
+                        std::to_string(batch) + ") for the attention kernel");
+    const struct {
+      size_t pointer, stride;
+      int64_t heads, seq;
+      const char *name;
+    } views[4] = {{offsetof(P, q), offsetof(P, q_stride), heads, sq, "q"},
+                  {offsetof(P, k), offsetof(P, k_stride), kvHeads, skv, "k"},
+                  {offsetof(P, v), offsetof(P, v_stride), kvHeads, skv, "v"},
+                  {offsetof(P, o), offsetof(P, o_stride), heads, sq, "o"}};
+    for (const auto &v : views) {
+      const ResolvedMemRef &m = view(v.pointer);
+      bool same = m.sizes.size() == 4 && m.sizes[0] == batch && m.sizes[1] == v.heads &&
+                  m.sizes[2] == v.seq;
+      for (int d = 0; same && d < 4; ++d)
+        same = m.strides[d] == value(v.stride + 8 * d);
+      if (!same)
+        bad({"args[0] (attention)"},
+            std::string("the view of ") + v.name +
+                " is not [batch, heads, seq, dim] with the struct's sizes and strides");
+    }
+    if (view(offsetof(P, q)).sizes[3] != view(offsetof(P, k)).sizes[3] ||
+        view(offsetof(P, v)).sizes[3] != view(offsetof(P, o)).sizes[3])
+      bad({"args[0] (attention)"}, "Q and K, or V and O, differ in head dim");
   }
 
   /// An i64 / i32 value (an i32 checked to fit).

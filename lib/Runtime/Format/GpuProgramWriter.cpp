@@ -93,6 +93,8 @@ json fieldJson(const StructField &f) {
   }
   if (f.isView())
     o["written"] = f.written;
+  if (f.kv)
+    o["kv"] = true;
   return o;
 }
 

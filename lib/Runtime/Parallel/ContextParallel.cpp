@@ -18,20 +18,17 @@ constexpr size_t kMaxRuns = size_t(1) << 20;
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-/// Buffers a step references (any view), with duplicates. With `readOnly`,
-/// only those of struct views the kernel does not write ("written": false).
-std::vector<int> stepBuffers(const GpuStep &step, bool readOnly = false) {
+/// Buffers a step references (any view), with duplicates.
+std::vector<int> stepBuffers(const GpuStep &step) {
   std::vector<int> out;
   if (auto *l = std::get_if<LaunchStep>(&step)) {
     for (const LaunchArg &a : l->args) {
-      if (a.kind == LaunchArg::MemRef && !readOnly)
+      if (a.kind == LaunchArg::MemRef)
         out.push_back(a.buffer);
       for (const StructField &f : a.fields)
-        if (f.isView() && (!readOnly || !f.written))
+        if (f.isView())
           out.push_back(f.buffer);
     }
-  } else if (readOnly) {
-    return out;
   } else if (auto *g = std::get_if<GemmStep>(&step)) {
     out = {g->a.buffer, g->b.buffer, g->c.buffer};
   } else if (auto *m = std::get_if<MemsetStep>(&step)) {
@@ -194,9 +191,13 @@ bool splitLayerSegments(const GpuProgram &p, std::vector<CpSegment> &segments,
               " is not an attention step";
       return false;
     }
-    std::vector<int> reads = stepBuffers(p.steps[a], /*readOnly=*/true);
-    if (std::none_of(reads.begin(), reads.end(),
-                     [&](int b) { return isKind(p, b, BufferKind::State); })) {
+    // Its K and V ("kv" views) must be the cache, the rows the ring passes.
+    bool kvInState = false, kvElsewhere = false;
+    for (const LaunchArg &arg : std::get<LaunchStep>(p.steps[a]).args)
+      for (const StructField &f : arg.fields)
+        if (f.isView() && f.kv)
+          (isKind(p, f.buffer, BufferKind::State) ? kvInState : kvElsewhere) = true;
+    if (!kvInState || kvElsewhere) {
       error = where(a) + ": its K/V are not in a state buffer (the KV cache); context "
                          "parallelism passes K/V between ranks through the KV cache";
       return false;

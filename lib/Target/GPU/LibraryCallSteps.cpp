@@ -66,7 +66,7 @@ runtime::LaunchStep attentionStep(const AttentionVariant &variant, const Attenti
   // A view as the kernel reads it: [batch, heads, seq, dim] with the view's
   // strides.
   auto view = [&](StructField::Kind kind, size_t at, const View &x, Lin h, Lin seq, Lin d,
-                  bool written) {
+                  bool written, bool kv) {
     StructField f;
     f.kind = kind;
     f.at = static_cast<int64_t>(at);
@@ -78,6 +78,7 @@ runtime::LaunchStep attentionStep(const AttentionVariant &variant, const Attenti
       f.strides.push_back(x.strides[i].expr());
     f.dtype = dtypeName(x.element);
     f.written = written;
+    f.kv = kv;
     if (kind == StructField::TensorMap) {
       f.box = {1, 1, 64, 64};
       f.swizzle = 128;
@@ -89,18 +90,21 @@ runtime::LaunchStep attentionStep(const AttentionVariant &variant, const Attenti
     size_t pointer, stride, map;
     const View *x;
     Lin heads, seq, dim;
-  } operands[4] = {{offsetof(P, q), offsetof(P, q_stride), offsetof(P, tm_q), a.q, heads, a.sq, dim},
-                   {offsetof(P, k), offsetof(P, k_stride), offsetof(P, tm_k), a.k, kvHeads, a.skv, dim},
-                   {offsetof(P, v), offsetof(P, v_stride), offsetof(P, tm_v), a.v, kvHeads, a.skv, dimV},
-                   {offsetof(P, o), offsetof(P, o_stride), 0, a.o, heads, a.sq, dimV}};
+  } operands[4] = {
+      {offsetof(P, q), offsetof(P, q_stride), offsetof(P, tm_q), a.q, heads, a.sq, dim},
+      {offsetof(P, k), offsetof(P, k_stride), offsetof(P, tm_k), a.k, kvHeads, a.skv, dim},
+      {offsetof(P, v), offsetof(P, v_stride), offsetof(P, tm_v), a.v, kvHeads, a.skv, dimV},
+      {offsetof(P, o), offsetof(P, o_stride), 0, a.o, heads, a.sq, dimV}};
   const bool tma = variant.kind == 1;
   for (int i = 0; i < 4; ++i) {
     const auto &op = operands[i];
-    view(StructField::Pointer, op.pointer, *op.x, op.heads, op.seq, op.dim, /*written=*/i == 3);
+    // K and V (i = 1, 2) are marked for context parallelism; O is written.
+    const bool kv = i == 1 || i == 2;
+    view(StructField::Pointer, op.pointer, *op.x, op.heads, op.seq, op.dim, i == 3, kv);
     for (int d = 0; d < 4; ++d)
       integer(op.stride + 8 * d, op.x->strides[d]);
     if (tma && i < 3)
-      view(StructField::TensorMap, op.map, *op.x, op.heads, op.seq, op.dim, false);
+      view(StructField::TensorMap, op.map, *op.x, op.heads, op.seq, op.dim, false, kv);
   }
   integer(offsetof(P, batch), batch);
   integer(offsetof(P, heads), heads);
@@ -117,9 +121,8 @@ runtime::LaunchStep attentionStep(const AttentionVariant &variant, const Attenti
     f.at = offsetof(P, tma);
     add(f);
   }
-  runtime::LaunchStep step =
-      launchStep(module, variant.kernelName(), a.sq, variant.threads, variant.smemBytes(),
-                 {std::move(params)});
+  runtime::LaunchStep step = launchStep(module, variant.kernelName(), a.sq, variant.threads,
+                                        variant.smemBytes(), {std::move(params)});
   step.grid[1] = heads.expr();
   step.grid[2] = batch.expr();
   step.gridDiv = {variant.blockM, 1, 1};

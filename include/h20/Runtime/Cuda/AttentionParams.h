@@ -34,7 +34,7 @@
  *          then softcap * tanh(s_ij / softcap) when softcap != 0,
  *   masked (excluded) when causal and j > i' (i' = skv - sq + i), or when
  *   window_left >= 0 and j <= i' - window_left.
- * Q, K, V, O have the element type of the step's "dtype" (float32, float16
+ * Q, K, V, O have the element type of the kernel variant (float32, float16
  * or bfloat16); pointers already include the view's offset.
  *
  *===----------------------------------------------------------------------===*/

@@ -34,19 +34,20 @@ namespace h20::runtime {
 /// function; `headDim` and `headDimV` are multiples of 64; dim stride 1;
 /// base address 16-byte aligned; the seq, head and batch strides of dims
 /// larger than 1 are positive multiples of 16 bytes below 2^40 (a dim of
-/// size 1 gets a placeholder stride); sizes below 2^32, and sequence
-/// lengths below 2^31 - 512 (the kernel's coordinates are int32). The environment
-/// variable H20_ATTENTION_TMA=0 turns tensor maps off (for comparisons).
+/// size 1 gets a placeholder stride); every size in [1, 2^31 - 512] (the
+/// kernel's coordinates are int32; encodeTensorMap, TensorMap.h). The
+/// environment variable H20_ATTENTION_TMA=0 turns tensor maps off (for
+/// comparisons).
 ///
 /// p's pointers, strides and sizes must already be set. Host-only, cheap (no
 /// GPU work); thread-safe.
+void encodeAttentionTensorMaps(const CudaApi &api, H20AttnParams &p, int elemBytes,
+                               int64_t headDim, int64_t headDimV, std::string *why = nullptr);
+
 /// True when the environment says H20_ATTENTION_TMA=0: no tensor maps are
 /// made (here and for a launch's tensor_map fields), so kernels that can
 /// load without them use cp.async (for comparisons).
 bool tensorMapsDisabled();
-
-void encodeAttentionTensorMaps(const CudaApi &api, H20AttnParams &p, int elemBytes,
-                               int64_t headDim, int64_t headDimV, std::string *why = nullptr);
 
 } // namespace h20::runtime
 

@@ -94,18 +94,29 @@
 //         {"at": o, "tensor_maps_valid": true}
 //             i32: 1 when every tensor map of the struct could be made, else
 //             0 and all of them zero (a base not 16-byte aligned, a stride
-//             not a multiple of 16 bytes, a driver without tensor maps,
-//             H20_ATTENTION_TMA=0); the kernel then loads without them.
+//             not a multiple of 16 bytes, a dim of size 0 or over
+//             2^31 - 512, a box wider than the swizzle span, a driver
+//             without tensor maps, H20_ATTENTION_TMA=0); the kernel then
+//             loads without them. A struct with tensor maps has exactly one
+//             such field, one without none.
 //         "written" (default true) says whether the kernel may write the
 //         view; context parallelism counts written views of state buffers.
+//         "kv": true (with "written": false) marks the views of an
+//         attention's K and V: context parallelism requires them to be in
+//         a state buffer (the KV cache).
 //       grid_div (default [1, 1, 1], each >= 1): grid dim d is
 //       ceil(grid[d] / grid_div[d]), e.g. one block per 128 query rows. A
 //       grid dimension of 0 skips the launch.
-//       role "attention": the step is a layer's attention (see "layers");
-//       it reads K and V through its views on the state buffers.
-//       The dense attention kernel (AttentionParams.h) is launched so: one
-//       struct argument laid out as H20AttnParams, grid (sq, heads, batch)
-//       with grid_div (block_m, 1, 1), role "attention".
+//       role "attention": the step is a layer's attention (see "layers"),
+//       the dense attention kernel (AttentionParams.h): one struct
+//       argument of H20AttnParams' 640 bytes with pointer fields q, k, v,
+//       o and i64 fields batch, heads, kv_heads, sq, skv and the 16
+//       strides at its offsets, grid (sq, heads, batch) with grid_div
+//       (block_m, 1, 1). For every chunk the runtime checks that these
+//       sizes and strides are the views' (so the views' bounds cover what
+//       the kernel touches), heads is a multiple of kv_heads (<= 65535),
+//       Q/K and V/O head dims agree, and causal (the i32 at "causal") has
+//       skv >= sq.
 //   "gemm": {"dtype_a", "dtype_b", "dtype_c": "float32"|"float16"|"bfloat16",
 //            "batch": L, "m": L, "n": L, "k": L, "alpha": 1.0, "beta": 0.0,
 //            "a": MAT, "b": MAT, "c": MAT}
@@ -155,8 +166,7 @@
 // dtype is checked in elements of one byte. What a compiled kernel does with
 // its arguments is not verified: a generated kernel's loop bounds come from
 // its integer arguments and the shapes it was compiled for, and the
-// attention kernel's head dims from its variant; that a causal attention's
-// skv >= sq is the compiler's to guarantee. The artifact's CRC catches
+// attention kernel's head dims from its variant. The artifact's CRC catches
 // corruption, not a deliberately edited program; run artifacts you trust.
 //
 // Virtual context parallelism (ContextParallel.h; h20-run --gpus N
@@ -257,6 +267,7 @@ struct StructField {
   std::vector<LinearExpr> sizes, strides;
   std::string dtype;
   bool written = true;      ///< Pointer, TensorMap: the kernel may write the view
+  bool kv = false;          ///< Pointer, TensorMap: the view is an attention's K or V
   std::vector<int64_t> box; ///< TensorMap: box extent per dim, outermost first
   int swizzle = 0;          ///< TensorMap: 0, 32, 64 or 128 bytes
 
