@@ -275,6 +275,12 @@ TEST(GpuProgram, RejectsBadPrograms) {
          f["tensor_map"]["strides"][3] = 2;
        },
        "tensor_map.strides: the innermost stride must be 1"},
+      {"kernel parameters over CUDA's limit",
+       [](json &g) {
+         for (int i = 0; i < 9; ++i)
+           g["steps"][0]["args"].push_back({{"struct", {{"bytes", 4096}, {"fields", json::array()}}}});
+       },
+       "step 0 (launch): args: 37000 bytes of kernel parameters, over CUDA's 32764"},
       {"struct field at a huge offset",
        [](json &g) {
          g["steps"][2]["args"][0]["struct"]["fields"][1]["at"] = 9223372036854775800LL;

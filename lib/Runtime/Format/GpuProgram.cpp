@@ -660,6 +660,18 @@ private:
       s.args.push_back(parseArg(args[a], where + "args[" + std::to_string(a) + "]"));
     if (s.isAttention())
       checkAttentionLayout(s, where);
+    // As packLaunchParams lays them out; CUDA's limit for a launch's
+    // parameters is 32764 bytes (sm_70 and later, CUDA 12.1).
+    int64_t bytes = 0;
+    for (const LaunchArg &a : s.args) {
+      if (a.kind == LaunchArg::Struct)
+        bytes = (bytes + a.structAlign - 1) / a.structAlign * a.structAlign + a.structBytes;
+      else
+        bytes += 8 * (a.kind == LaunchArg::MemRef ? 3 + 2 * int64_t(a.sizes.size()) : 1);
+    }
+    if (bytes > 32764)
+      invalid(sub(where, "args"), std::to_string(bytes) +
+                                      " bytes of kernel parameters, over CUDA's 32764");
     return s;
   }
 
