@@ -1,9 +1,11 @@
 //===- GpuCheckTool.h - CUDA setup shared by the GPU check tools -*- C++ -*-===//
 //
-// attention-check, sparse-attention-check and moe-check run kernels through
+// attention-check, sparse-attention-check, moe-check and gemm-fp8-check run
+// kernels through
 // the dlopen'ed CUDA driver (h20/Runtime/Cuda/CudaDriver.h). This header holds
-// what they share: the driver table, the abort-on-error check, and opening
-// device 0 (or printing the tool's SKIP line where there is none).
+// what they share: the driver table, the abort-on-error check, opening
+// device 0 (or printing the tool's SKIP line where there is none), and the
+// median of CUDA-event timings.
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_TEST_TOOLS_GPUCHECKTOOL_H
@@ -11,9 +13,11 @@
 
 #include "h20/Runtime/Cuda/CudaDriver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace h20::checktool {
 
@@ -50,6 +54,32 @@ inline bool openDevice(const char *tool, CUdevice &dev) {
   check(api->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   return true;
+}
+
+/// Median milliseconds of `run` (which enqueues its GPU work on `stream`)
+/// over `runs` calls, each between two CUDA events, after `warmups` calls
+/// and a synchronisation.
+template <class F> double medianMs(F run, CUstream stream, int warmups, int runs) {
+  CUevent start, stop;
+  check(api->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(api->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  for (int i = 0; i < warmups; ++i)
+    run();
+  check(api->cuCtxSynchronize(), "warm-up");
+  std::vector<float> ms;
+  for (int i = 0; i < runs; ++i) {
+    check(api->cuEventRecord(start, stream), "cuEventRecord");
+    run();
+    check(api->cuEventRecord(stop, stream), "cuEventRecord");
+    check(api->cuEventSynchronize(stop), "cuEventSynchronize");
+    float t = 0;
+    check(api->cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
+    ms.push_back(t);
+  }
+  api->cuEventDestroy(start);
+  api->cuEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
 } // namespace h20::checktool

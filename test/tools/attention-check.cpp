@@ -656,26 +656,7 @@ double timeCausal(const Kernel &k, int64_t H, int64_t S, bool &tma) {
   const H20AttnParams p =
       forKernel(k, makeParams(c, 1.f / std::sqrt(float(c.d)), io[0], io[1], io[2], io[3]));
   tma = p.tma != 0;
-  CUevent start, stop;
-  check(api->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(api->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-  for (int i = 0; i < 3; ++i)
-    launch(k, p, nullptr);
-  check(api->cuCtxSynchronize(), "warm-up");
-  std::vector<float> ms;
-  for (int i = 0; i < 10; ++i) {
-    check(api->cuEventRecord(start, nullptr), "cuEventRecord");
-    launch(k, p, nullptr);
-    check(api->cuEventRecord(stop, nullptr), "cuEventRecord");
-    check(api->cuEventSynchronize(stop), "cuEventSynchronize");
-    float t = 0;
-    check(api->cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
-    ms.push_back(t);
-  }
-  api->cuEventDestroy(start);
-  api->cuEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return checktool::medianMs([&] { launch(k, p, nullptr); }, nullptr, 3, 10);
 }
 
 /// --dump DIR: after timing h20's wgmma kernel at S, its inputs and output

@@ -302,29 +302,6 @@ double correctness(const Case &c, std::string &error) {
   return std::sqrt(num / den);
 }
 
-/// Median time in ms of `run` over 10 launches after 3 warm-ups.
-template <class F> double timeMs(F run, CUstream stream) {
-  CUevent start, stop;
-  check(api->cuEventCreate(&start, 0), "cuEventCreate");
-  check(api->cuEventCreate(&stop, 0), "cuEventCreate");
-  for (int i = 0; i < 3; ++i)
-    run();
-  std::vector<float> times;
-  for (int i = 0; i < 10; ++i) {
-    check(api->cuEventRecord(start, stream), "cuEventRecord");
-    run();
-    check(api->cuEventRecord(stop, stream), "cuEventRecord");
-    check(api->cuEventSynchronize(stop), "cuEventSynchronize");
-    float ms = 0;
-    check(api->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    times.push_back(ms);
-  }
-  api->cuEventDestroy(start);
-  api->cuEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 /// Times the block-scaled FP8 GEMM and a bf16
 /// GEMM of shape M x N x K; appends a JSON record to `json`.
 void timeShape(const char *what, int64_t M, int64_t N, int64_t K, std::string &json) {
@@ -349,9 +326,11 @@ void timeShape(const char *what, int64_t M, int64_t N, int64_t K, std::string &j
   double flops = 2.0 * M * N * K;
   double t8 = -1, t16 = -1;
   if (fp8.error.empty())
-    t8 = timeMs([&] { fp8.run(a8.p, b8.p, d.p, ws.p, kWorkspace, stream); }, stream);
+    t8 = checktool::medianMs([&] { fp8.run(a8.p, b8.p, d.p, ws.p, kWorkspace, stream); }, stream, 3,
+                             10);
   if (bf16.error.empty())
-    t16 = timeMs([&] { bf16.run(a16.p, b16.p, d.p, ws.p, kWorkspace, stream); }, stream);
+    t16 = checktool::medianMs([&] { bf16.run(a16.p, b16.p, d.p, ws.p, kWorkspace, stream); },
+                              stream, 3, 10);
   auto rate = [&](double ms) { return ms > 0 ? flops / (ms * 1e9) : 0.0; };
   std::printf("TIME %-26s M=%-6lld N=%-6lld K=%-6lld fp8 block-scaled %8.3f ms %6.1f TFLOP/s"
               "  bf16 %8.3f ms %6.1f TFLOP/s  speed-up %.2fx%s%s\n",

@@ -426,25 +426,7 @@ void makePicks(std::vector<int64_t> &idx, int64_t S, int64_t K, int64_t T, int64
 
 double medianMs(CUfunction f, unsigned gx, unsigned gy, unsigned block, unsigned smem,
                 std::vector<uint64_t> &slots, int reps) {
-  CUevent a, b;
-  check(api->cuEventCreate(&a, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(api->cuEventCreate(&b, CU_EVENT_DEFAULT), "cuEventCreate");
-  launch(f, gx, gy, block, smem, slots); // warm-up
-  check(api->cuCtxSynchronize(), "warm-up");
-  std::vector<float> ms;
-  for (int r = 0; r < reps; ++r) {
-    check(api->cuEventRecord(a, nullptr), "cuEventRecord");
-    launch(f, gx, gy, block, smem, slots);
-    check(api->cuEventRecord(b, nullptr), "cuEventRecord");
-    check(api->cuEventSynchronize(b), "cuEventSynchronize");
-    float t = 0;
-    check(api->cuEventElapsedTime(&t, a, b), "cuEventElapsedTime");
-    ms.push_back(t);
-  }
-  api->cuEventDestroy(a);
-  api->cuEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return checktool::medianMs([&] { launch(f, gx, gy, block, smem, slots); }, nullptr, 1, reps);
 }
 
 std::string json = "[";
