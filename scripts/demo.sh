@@ -7,10 +7,11 @@
 #   scripts/demo.sh [llama|v41] [--tokens N] [--device cpu|gpu] [-- H20-RUN ARGS]
 #
 # llama (default): on a Hopper GPU (H20/H100/H200/H800) the seed-dense model
-#   (DESIGN.md section 2: hidden 4096, 32 heads x 128, MLP 11008, vocab
-#   129280; H20_DEMO_LAYERS layers, default 8: 10.8 GB of float32 weights
-#   made once into H20_DEMO_DIR, default ~/.cache/h20-demo) on a 32K-token
-#   prompt; on the CPU the 2-layer `tiny` model on 64 tokens.
+#   (models/llama/configs/seed-dense.json: hidden 4096, 32 heads x 128, MLP
+#   11008, vocab 129280; H20_DEMO_LAYERS layers, default 8: 10.8 GB of
+#   float32 weights made once into H20_DEMO_DIR, default ~/.cache/h20-demo)
+#   on a 32K-token prompt; on the CPU the 2-layer `tiny` model on 64 tokens
+#   (made into the same folder).
 # v41: DeepSeek-V4.1's tiny configuration (every layer kind: sliding
 #   window, compressed KV with the lightning indexer, heavily compressed KV,
 #   MoE with hash and score routing, Engram) exported to ONNX, its fused KV
@@ -46,9 +47,19 @@ fi
 [[ $device == cpu || $device == gpu ]] || { echo "demo: --device must be cpu or gpu, got '$device'" >&2; exit 2; }
 
 step() { printf '\n== %s\n' "$*" >&2; }
-step "setting up and building (once; later runs reuse build/)"
-"$root/scripts/setup.sh" >/dev/null
-"$root/scripts/build.sh" >/dev/null
+# Setup and build write to a log; the first time they take a while, so say
+# how long and where to watch.
+log=${TMPDIR:-/tmp}/h20-demo-build.log
+if [[ -x $build/bin/h20-opt ]]; then
+  step "setting up and building (up to date: seconds; log $log)"
+else
+  step "setting up and building, the first time only: Debian packages, then about 10-30 minutes of compiling on 2 cores (progress: tail -f $log)"
+fi
+if ! { "$root/scripts/setup.sh" && "$root/scripts/build.sh"; } >"$log" 2>&1; then
+  tail -20 "$log" >&2
+  echo "demo: setup or build failed; the whole log is $log" >&2
+  exit 1
+fi
 # The Python with numpy and onnx (setup.sh installs Debian's).
 py=python3
 "$py" -c "import numpy, onnx" 2>/dev/null || py=/usr/bin/python3
@@ -92,7 +103,7 @@ if [[ $device == gpu ]]; then
   dir=${H20_DEMO_DIR:-$HOME/.cache/h20-demo}/$config-${layers}l
 else
   config=tiny layers=2 tokens=${tokens:-64}
-  dir=$out/$config
+  dir=${H20_DEMO_DIR:-$HOME/.cache/h20-demo}/$config-${layers}l
 fi
 cfg=$root/models/llama/configs/$config.json
 step "model: $config, $layers layers (models/llama/generate.py, random weights) into $dir"
