@@ -188,25 +188,19 @@ struct Matmul {
     };
     if (!ok(lt->cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc"))
       return;
+    auto set = [&](cublasLtMatmulDescAttributes_t attr, const void *value, size_t bytes,
+                   const char *what) {
+      ok(lt->cublasLtMatmulDescSetAttribute(desc, attr, value, bytes), what);
+    };
     cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t),
-       "transa");
-    ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn),
-       "transb");
+    set(CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t, "transa");
+    set(CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn, "transb");
     if (fp8) {
-      ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA,
-                                            sizeof modeA),
-         "A scale mode");
-      ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB,
-                                            sizeof modeB),
-         "B scale mode");
       void *pa = reinterpret_cast<void *>(scaleA), *pb = reinterpret_cast<void *>(scaleB);
-      ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &pa,
-                                            sizeof pa),
-         "A scale pointer");
-      ok(lt->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &pb,
-                                            sizeof pb),
-         "B scale pointer");
+      set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA, sizeof modeA, "A scale mode");
+      set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB, sizeof modeB, "B scale mode");
+      set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &pa, sizeof pa, "A scale pointer");
+      set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &pb, sizeof pb, "B scale pointer");
     }
     cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
     ok(lt->cublasLtMatrixLayoutCreate(&a, in, k, m, k), "layout A");

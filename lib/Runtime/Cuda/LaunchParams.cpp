@@ -65,8 +65,9 @@ void packStruct(const GpuProgram &p, const LaunchArg &a, const ResolvedLaunchArg
   const bool hasMaps = std::any_of(a.fields.begin(), a.fields.end(), [](const StructField &f) {
     return f.kind == StructField::TensorMap;
   });
-  bool mapsOk = !tensorMapsDisabled();
-  if (hasMaps && !mapsOk && why)
+  // The environment is read only for structs with maps (on every launch).
+  bool mapsOk = !hasMaps || !tensorMapsDisabled();
+  if (!mapsOk && why)
     *why = "H20_ATTENTION_TMA=0";
   for (size_t i = 0; i < a.fields.size(); ++i) {
     const StructField &f = a.fields[i];

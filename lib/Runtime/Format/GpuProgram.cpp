@@ -167,9 +167,6 @@ int findFieldIndex(const LaunchArg &a, size_t at, StructField::Kind kind) {
       return static_cast<int>(i);
   return -1;
 }
-bool findField(const LaunchArg &a, size_t at, StructField::Kind kind) {
-  return findFieldIndex(a, at, kind) >= 0;
-}
 
 /// Parses one program; throws Invalid.
 class Parser {
@@ -792,7 +789,7 @@ private:
       invalid(where, "role attention: needs one struct argument of " +
                          std::to_string(sizeof(H20AttnParams)) + " bytes (H20AttnParams)");
     for (const AttentionField &f : attentionFields())
-      if (!findField(s.args[0], f.at, f.kind))
+      if (findFieldIndex(s.args[0], f.at, f.kind) < 0)
         invalid(where, std::string("role attention: no ") +
                            (f.kind == StructField::Pointer ? "pointer" : "i64") +
                            " field at byte " + std::to_string(f.at) + " (" + f.name + ")");
@@ -1063,7 +1060,7 @@ public:
     auto value = [&](size_t at) {
       return ra.fields[findFieldIndex(a, at, StructField::I64)].value;
     };
-    auto view = [&](size_t at) -> const ResolvedMemRef & {
+    auto viewAt = [&](size_t at) -> const ResolvedMemRef & {
       return ra.fields[findFieldIndex(a, at, StructField::Pointer)].view;
     };
     const int64_t batch = value(offsetof(P, batch)), heads = value(offsetof(P, heads)),
@@ -1090,7 +1087,7 @@ public:
                   {offsetof(P, v), offsetof(P, v_stride), kvHeads, skv, "v"},
                   {offsetof(P, o), offsetof(P, o_stride), heads, sq, "o"}};
     for (const auto &v : views) {
-      const ResolvedMemRef &m = view(v.pointer);
+      const ResolvedMemRef &m = viewAt(v.pointer);
       bool same = m.sizes.size() == 4 && m.sizes[0] == batch && m.sizes[1] == v.heads &&
                   m.sizes[2] == v.seq;
       for (int d = 0; same && d < 4; ++d)
@@ -1100,8 +1097,8 @@ public:
             std::string("the view of ") + v.name +
                 " is not [batch, heads, seq, dim] with the struct's sizes and strides");
     }
-    if (view(offsetof(P, q)).sizes[3] != view(offsetof(P, k)).sizes[3] ||
-        view(offsetof(P, v)).sizes[3] != view(offsetof(P, o)).sizes[3])
+    if (viewAt(offsetof(P, q)).sizes[3] != viewAt(offsetof(P, k)).sizes[3] ||
+        viewAt(offsetof(P, v)).sizes[3] != viewAt(offsetof(P, o)).sizes[3])
       bad({"args[0] (attention)"}, "Q and K, or V and O, differ in head dim");
   }
 
