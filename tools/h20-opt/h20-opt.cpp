@@ -262,8 +262,8 @@ void printHelp() {
          "  h20-opt MODEL.onnx --emit=attn                    the raised IR\n"
          "  h20-opt IN.mlir --PASS ...                        run passes (mlir-opt)\n"
          "  -o FILE: the artifact, or the IR (default: stdout); written atomically.\n"
-         "  Exit codes: 0 ok, 1 internal error or an unparsable command line, 2 bad\n"
-         "  input (the message names the ONNX node, file or value).\n";
+         "  Exit codes: 0 ok, 1 internal error, 2 bad input or command line (the\n"
+         "  message names the option, ONNX node, file or value).\n";
   llvm::cl::OptionCategory *groups[] = {&ioCategory,       &compileCategory, &gpuCategory,
                                          &multiGpuCategory, &planCategory,    &messageCategory};
   auto &all = llvm::cl::getRegisteredOptions();
@@ -807,8 +807,19 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   h20::registerAllDialects(registry);
   h20::registerAllPasses();
-  auto [input, output] = registerAndParseCLIOptions(
-      argc, argv, "h20 compiler driver and pass runner\n", registry);
+  // MlirOptMain's own parser (registerAndParseCLIOptions) exits 1 on an
+  // unknown or malformed option; h20's tools exit 2 for every bad input,
+  // so the options are registered as MlirOptMain does and parsed here with
+  // an error stream, which makes the parser return instead of exiting.
+  std::string helpHeader = registerCLIOptions("h20 compiler driver and pass runner\n", registry);
+  static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<input file>"),
+                                              llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> outputFile("o", llvm::cl::desc("Output filename"),
+                                               llvm::cl::value_desc("filename"),
+                                               llvm::cl::init("-"));
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, helpHeader, &llvm::errs()))
+    return kExitBadInput;
+  std::string input = inputFile, output = outputFile;
   if (h20c && !isOnnxFile(input))
     return fail("h20c compiles an ONNX model: h20c MODEL.onnx [h20-opt options] (h20c --help); "
                 "got '" + input + "'");
