@@ -154,3 +154,20 @@ func.func @gemm_or_kernel(%m: tensor<?x4x4xbf16>, %x: tensor<?x4x64xbf16>, %w: t
   %1 = onnx.MatMul(%c, %w) : (tensor<?x64xbf16>, tensor<64x32xbf16>) -> tensor<?x32xbf16>
   return %0, %1 : tensor<?x4x64xbf16>, tensor<?x32xbf16>
 }
+
+// -----
+
+// A later prefill chunk (start %p0): the kernel takes the queries as the
+// last S of the latent's rows, so the call reads the latent cut to its
+// first %p0 + S rows (a view).
+// CHECK-LABEL: func.func @sparse_attention_at_start_call
+// CHECK: %[[S:.*]] = tensor.dim %{{.*}}, %c0 : tensor<?x64x512xbf16>
+// CHECK: %[[ROWS:.*]] = arith.addi %{{.*}}, %[[S]] : index
+// CHECK: %[[CUT:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[ROWS]], 512] [1, 1] : tensor<?x512xbf16> to tensor<?x512xbf16>
+// CHECK: library_call = "h20_sparse_attention"
+// CHECK-SAME: ins(%{{.*}}, %[[CUT]], %{{.*}} : tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>)
+func.func @sparse_attention_at_start_call(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<64xf32>,
+                                          %p0: index) -> tensor<?x64x512xbf16> {
+  %0 = attn.sparse_attention %q, %l, %s start(%p0) {scale = 0.125 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
+  return %0 : tensor<?x64x512xbf16>
+}

@@ -197,6 +197,7 @@ void fill16(CUdeviceptr p, int64_t n, unsigned seed, float amp, int dt) {
 /// Host copies of one case's inputs as floats (already rounded), row-major.
 struct HostCase {
   int64_t S, H, D, T, K, W;
+  int64_t P; ///< the first query's prompt position; the latent has P + S rows
   std::vector<float> q, lat, sink, cmp;
   std::vector<int64_t> idx;
 };
@@ -228,11 +229,13 @@ void referenceRow(const HostCase &c, int64_t i, double scale, const float *qRow 
   (void)i;
 }
 
-/// The visible keys of row i: window rows i, i-1, .. then valid picks.
+/// The visible keys of query row i (prompt position P + i): window rows
+/// P + i, P + i - 1, .. then valid picks.
 std::vector<const float *> keysOf(const HostCase &c, int64_t i) {
   std::vector<const float *> keys;
-  for (int64_t j = 0; j < c.W && i - j >= 0; ++j)
-    keys.push_back(&c.lat[size_t((i - j) * c.D)]);
+  const int64_t pos = c.P + i;
+  for (int64_t j = 0; j < c.W && pos - j >= 0; ++j)
+    keys.push_back(&c.lat[size_t((pos - j) * c.D)]);
   for (int64_t k = 0; k < c.K; ++k) {
     int64_t t = c.idx[size_t(i * c.K + k)];
     if (t >= 0 && t < c.T)
@@ -250,17 +253,21 @@ struct Case {
   int dt, sinkType;
   int64_t S, H, D, T, K, W;
   Layout layout;
+  /// Queries at prompt positions start.. (a later prefill chunk): the
+  /// latent holds start + S rows, the queries the last S.
+  int64_t start = 0;
 };
 
 /// Runs one case; returns the output as floats [S, H, D] (for bit compares).
 bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   std::mt19937_64 rng(uint64_t(cs.S * 131 + cs.H * 7 + cs.D + cs.K * 3 + cs.dt));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  HostCase c{cs.S, cs.H, cs.D, cs.T, cs.K, cs.W, {}, {}, {}, {}, {}};
+  HostCase c{cs.S, cs.H, cs.D, cs.T, cs.K, cs.W, cs.start, {}, {}, {}, {}, {}};
+  const int64_t L = cs.start + cs.S; // latent rows
   const bool compressed = cs.K > 0;
   auto round = [&](float x) { return from16(cs.dt, to16(cs.dt, x)); };
   c.q.resize(size_t(c.S * c.H * c.D));
-  c.lat.resize(size_t(c.S * c.D));
+  c.lat.resize(size_t(L * c.D));
   c.cmp.resize(size_t(std::max<int64_t>(c.T, 1) * c.D));
   c.sink.resize(size_t(c.H));
   for (float &x : c.q)
@@ -271,10 +278,11 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
     x = round(uni(rng));
   for (float &x : c.sink)
     x = cs.sinkType == 0 ? 2.0f * uni(rng) : round(2.0f * uni(rng));
-  // Picks: distinct visible entries (t < (i + 1) / 2), then T ("none") or -1.
+  // Picks: distinct visible entries (t < (pos + 1) / 2), then T ("none")
+  // or -1.
   c.idx.assign(size_t(c.S * std::max<int64_t>(c.K, 1)), c.T);
   for (int64_t i = 0; i < c.S && compressed; ++i) {
-    int64_t vis = std::min<int64_t>((i + 1) / 2, c.T);
+    int64_t vis = std::min<int64_t>((c.P + i + 1) / 2, c.T);
     std::vector<int64_t> all(static_cast<size_t>(vis));
     for (int64_t t = 0; t < vis; ++t)
       all[size_t(t)] = t;
@@ -299,7 +307,7 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   int64_t latBase = base;
   if (cs.layout == kMixed)
     latPitch = c.D + 1, latBase = 1;
-  const int64_t qElems = base + c.S * qPitchS, latElems = latBase + c.S * latPitch,
+  const int64_t qElems = base + c.S * qPitchS, latElems = latBase + L * latPitch,
                 cmpElems = base + std::max<int64_t>(c.T, 1) * cmpPitch;
   std::vector<uint16_t> hq(size_t(qElems), 0xffff), hlat(size_t(latElems), 0xffff),
       hcmp(size_t(cmpElems), 0xffff);
@@ -307,7 +315,7 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
     for (int64_t h = 0; h < c.H; ++h)
       for (int64_t d = 0; d < c.D; ++d)
         hq[size_t(base + i * qPitchS + h * qPitchH + d)] = to16(cs.dt, c.q[size_t((i * c.H + h) * c.D + d)]);
-  for (int64_t i = 0; i < c.S; ++i)
+  for (int64_t i = 0; i < L; ++i)
     for (int64_t d = 0; d < c.D; ++d)
       hlat[size_t(latBase + i * latPitch + d)] = to16(cs.dt, c.lat[size_t(i * c.D + d)]);
   for (int64_t t = 0; t < c.T; ++t)
@@ -337,7 +345,7 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   const double scale = 1.0 / std::sqrt(double(c.D));
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, base, {c.S, c.H, c.D}, {qPitchS, qPitchH, 1});
-  pushMemref(slots, dlat.ptr, latBase, {c.S, c.D}, {latPitch, 1});
+  pushMemref(slots, dlat.ptr, latBase, {L, c.D}, {latPitch, 1});
   pushMemref(slots, dsink.ptr, 0, {c.H}, {1});
   pushMemref(slots, dcmp.ptr, base, {c.T, c.D}, {cmpPitch, 1});
   pushMemref(slots, didx.ptr, 0, {c.S, std::max<int64_t>(c.K, 1)}, {std::max<int64_t>(c.K, 1), 1});
@@ -374,10 +382,11 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
       untouched = false;
   double rel = std::sqrt(err2 / std::max(ref2, 1e-300));
   bool ok = rel <= 1e-2 && std::isfinite(rel) && untouched;
-  std::printf("%s %-34s S=%-4lld H=%-3lld D=%-3lld T=%-4lld K=%-3lld W=%-3lld %s rel_l2=%.2e%s\n",
+  std::printf("%s %-34s S=%-4lld H=%-3lld D=%-3lld T=%-4lld K=%-3lld W=%-3lld start=%-4lld %s "
+              "rel_l2=%.2e%s\n",
               ok ? "PASS" : "FAIL", cs.name, (long long)c.S, (long long)c.H, (long long)c.D,
-              (long long)c.T, (long long)c.K, (long long)c.W, cs.dt == 1 ? "f16" : "bf16", rel,
-              untouched ? "" : " (wrote outside the output view)");
+              (long long)c.T, (long long)c.K, (long long)c.W, (long long)c.P,
+              cs.dt == 1 ? "f16" : "bf16", rel, untouched ? "" : " (wrote outside the output view)");
   return ok;
 }
 
@@ -392,6 +401,10 @@ bool runChecks() {
       {"strided", 2, 0, 300, 64, 128, 150, 64, 128, kStrided},
       {"unaligned", 2, 0, 300, 64, 128, 150, 64, 128, kUnaligned},
       {"mixed alignment, D 40", 2, 0, 129, 4, 40, 64, 16, 8, kMixed},
+      // A later prefill chunk: 100 queries at positions 250..349 over a
+      // 350-row latent, window reaching back into the earlier chunk.
+      {"chunk at position 250", 2, 0, 100, 64, 128, 175, 64, 128, kContiguous, 250},
+      {"chunk at position 7, strided", 1, 1, 40, 4, 40, 23, 16, 8, kStrided, 7},
   };
   bool all = true;
   std::vector<uint16_t> contiguous;
@@ -400,7 +413,7 @@ bool runChecks() {
     all &= runCase(cs, &bits);
     if (std::strcmp(cs.name, "window+picks") == 0)
       contiguous = bits;
-    if (cs.layout == kStrided || cs.layout == kUnaligned) {
+    if ((cs.layout == kStrided || cs.layout == kUnaligned) && cs.start == 0) {
       bool same = bits == contiguous;
       std::printf("%s %s equals the contiguous run bit for bit\n", same ? "PASS" : "FAIL", cs.name);
       all &= same;
@@ -463,7 +476,7 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
   check(api->cuCtxSynchronize(), "sparse attention kernel");
 
   // Spot check of 48 rows against float64.
-  HostCase c{S, H, D, T, K, W, {}, {}, {}, {}, {}};
+  HostCase c{S, H, D, T, K, W, 0, {}, {}, {}, {}, {}};
   std::vector<uint16_t> lat16(size_t(S * D)), cmp16(size_t(std::max<int64_t>(T, 1) * D));
   check(api->cuMemcpyDtoH(lat16.data(), dlat.ptr, dlat.bytes), "copy");
   check(api->cuMemcpyDtoH(cmp16.data(), dcmp.ptr, size_t(T * D) * 2), "copy");

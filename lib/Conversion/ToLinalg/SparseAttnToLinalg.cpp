@@ -35,20 +35,21 @@ Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x, Value y)
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
-/// Key slot j of query row i of an attn.sparse_attention: slots [0, W) are
-/// the window rows i - j, slots [W, W + K) the compressed rows
-/// indices[i, j - W]. `valid` says whether the slot holds a visible key.
+/// Key slot j of query row i (prompt position start + i) of an
+/// attn.sparse_attention: slots [0, W) are the window rows start + i - j,
+/// slots [W, W + K) the compressed rows indices[i, j - W]. `valid` says
+/// whether the slot holds a visible key.
 struct KeySlot {
   Value valid;     ///< i1
   Value fromWin;   ///< i1: the key is latent[row] (else compressed[row])
   Value row;       ///< index, meaningful when valid
 };
 
-KeySlot keySlot(OpBuilder &b, Location loc, Value i, Value j, int64_t window, Value indices,
-                Value numCompressed) {
+KeySlot keySlot(OpBuilder &b, Location loc, Value i, Value start, Value j, int64_t window,
+                Value indices, Value numCompressed) {
   Value w = cIdx(b, loc, window), zero = cIdx(b, loc, 0);
   Value inWindow = cmpI(b, loc, arith::CmpIPredicate::slt, j, w);
-  Value winRow = arith::SubIOp::create(b, loc, i, j);
+  Value winRow = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, i, start), j);
   Value winOk = cmpI(b, loc, arith::CmpIPredicate::sge, winRow, zero);
   if (!indices)
     return {arith::AndIOp::create(b, loc, inWindow, winOk), inWindow, winRow};
@@ -109,6 +110,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
 
   Value S = dimOf(b, loc, q, 0), H = dimOf(b, loc, q, 1), D = dimOf(b, loc, q, 2);
   Value T = compressed ? dimOf(b, loc, compressed, 0) : cIdx(b, loc, 0);
+  Value start = op.getStart() ? op.getStart() : cIdx(b, loc, 0);
   Value slots = cIdx(b, loc, window);
   int64_t staticSlots = window;
   if (indices) {
@@ -122,7 +124,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
   // Element d of query row i's key in slot j (i is loop dim 0).
   auto keyAt = [&](OpBuilder &nb, Location nl, unsigned jDim, unsigned dDim) {
     Value i = linalg::IndexOp::create(nb, nl, 0), j = linalg::IndexOp::create(nb, nl, jDim);
-    KeySlot slot = keySlot(nb, nl, i, j, window, indices, T);
+    KeySlot slot = keySlot(nb, nl, i, start, j, window, indices, T);
     return readKey(nb, nl, slot, linalg::IndexOp::create(nb, nl, dDim), latent, compressed, ct);
   };
 
@@ -145,7 +147,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
                      parallel(3),
                      [&](OpBuilder &nb, Location nl, ValueRange a) {
                        Value i = linalg::IndexOp::create(nb, nl, 0), j = linalg::IndexOp::create(nb, nl, 2);
-                       KeySlot slot = keySlot(nb, nl, i, j, window, indices, T);
+                       KeySlot slot = keySlot(nb, nl, i, start, j, window, indices, T);
                        Value s = arith::MulFOp::create(nb, nl, a[0], floatConst(nb, nl, ct, scale));
                        linalg::YieldOp::create(
                            nb, nl, ValueRange{arith::SelectOp::create(nb, nl, slot.valid, s,
@@ -221,10 +223,18 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
 
 namespace {
 
+/// The number of compressed entries query row i (prompt position
+/// start + i) sees: (start + i + 1) / ratio, its complete groups.
+Value visibleEntries(OpBuilder &b, Location loc, Value i, Value start, int64_t ratio) {
+  Value pos = arith::AddIOp::create(b, loc, i, start);
+  return arith::DivSIOp::create(b, loc, arith::AddIOp::create(b, loc, pos, cIdx(b, loc, 1)),
+                                cIdx(b, loc, ratio));
+}
+
 /// The indexer's score row of query i: [T] f32, -inf where entry t is not
-/// visible (t >= (i + 1) / ratio, or outside the candidate blocks).
-Value indexerRow(OpBuilder &b, Location loc, Value q, Value k, Value w, Value i, int64_t ratio,
-                 double scale, Value candidates, int64_t blockSize) {
+/// visible (t >= visibleEntries, or outside the candidate blocks).
+Value indexerRow(OpBuilder &b, Location loc, Value q, Value k, Value w, Value i, Value start,
+                 int64_t ratio, double scale, Value candidates, int64_t blockSize) {
   MLIRContext *ctx = b.getContext();
   auto d = [&](unsigned n) { return getAffineDimExpr(n, ctx); };
   Type f32 = b.getF32Type();
@@ -261,8 +271,7 @@ Value indexerRow(OpBuilder &b, Location loc, Value q, Value k, Value w, Value i,
                   })
                   .getResult(0);
   // Visibility (and candidate membership).
-  Value visibleCount = arith::DivSIOp::create(b, loc, arith::AddIOp::create(b, loc, i, cIdx(b, loc, 1)),
-                                              cIdx(b, loc, ratio));
+  Value visibleCount = visibleEntries(b, loc, i, start, ratio);
   Value numCand = candidates ? dimOf(b, loc, candidates, 1) : Value();
   return linalg::GenericOp::create(
              b, loc, TypeRange{rowType}, ValueRange{row}, ValueRange{emptyTensor(b, loc, rowType, {T})},
@@ -337,10 +346,11 @@ FailureOr<Value> lowerIndexerTopK(OpBuilder &b, attn::IndexerTopKOp op) {
   Value K = arith::MinSIOp::create(b, loc, cIdx(b, loc, static_cast<int64_t>(op.getTopk())), T);
   int64_t blockSize = op.getBlockSize() ? static_cast<int64_t>(*op.getBlockSize()) : 1;
   Value out = emptyTensor(b, loc, rt, {S, K});
+  Value start = op.getStart() ? op.getStart() : cIdx(b, loc, 0);
   auto rows = scf::ForOp::create(
       b, loc, cIdx(b, loc, 0), S, cIdx(b, loc, 1), ValueRange{out},
       [&](OpBuilder &rb, Location rl, Value i, ValueRange acc) {
-        Value row = indexerRow(rb, rl, q, k, w, i, static_cast<int64_t>(op.getRatio()),
+        Value row = indexerRow(rb, rl, q, k, w, i, start, static_cast<int64_t>(op.getRatio()),
                                op.getScale().convertToDouble(), op.getCandidates(), blockSize);
         scf::YieldOp::create(rb, rl, selectTopK(rb, rl, row, T, K, T, acc[0], i));
       });
@@ -360,14 +370,15 @@ FailureOr<Value> lowerIndexerCandidates(OpBuilder &b, attn::IndexerCandidatesOp 
   Value KB = arith::MinSIOp::create(b, loc, cIdx(b, loc, static_cast<int64_t>(op.getBlocks())), NB);
   auto blockType = RankedTensorType::get({ShapedType::kDynamic}, f32);
   Value out = emptyTensor(b, loc, rt, {S, KB});
+  Value start = op.getStart() ? op.getStart() : cIdx(b, loc, 0);
   auto rows = scf::ForOp::create(
       b, loc, cIdx(b, loc, 0), S, cIdx(b, loc, 1), ValueRange{out},
       [&](OpBuilder &rb, Location rl, Value i, ValueRange acc) {
-        Value row = indexerRow(rb, rl, q, k, w, i, ratio, op.getScale().convertToDouble(), Value(), 1);
+        Value row = indexerRow(rb, rl, q, k, w, i, start, ratio, op.getScale().convertToDouble(),
+                               Value(), 1);
         // Block scores: the best visible entry; the newest visible entry's
         // block pinned to +inf.
-        Value visible = arith::DivSIOp::create(rb, rl, arith::AddIOp::create(rb, rl, i, cIdx(rb, rl, 1)),
-                                               cIdx(rb, rl, ratio));
+        Value visible = visibleEntries(rb, rl, i, start, ratio);
         Value blocks0 = filledTensor(rb, rl, blockType, {NB}, floatConst(rb, rl, f32, -kInf));
         Value blocks = linalg::GenericOp::create(
                            rb, rl, TypeRange{blockType}, ValueRange{row}, ValueRange{blocks0},
@@ -416,6 +427,17 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
                        (ShapedType::isDynamic(picks) || window + picks <= kSparseAttentionMaxSlots);
   if (!kernelApplies)
     return lowerSparseAttention(b, op);
+  // The kernel takes the queries as the last S of the latent's rows: with a
+  // start, the latent is cut to its first start + S rows (a view, no copy).
+  if (Value start = op.getStart()) {
+    Value rows = arith::AddIOp::create(b, loc, start, dimOf(b, loc, q, 0));
+    auto lt = cast<RankedTensorType>(latent.getType());
+    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{rows, tensor::getMixedSize(b, loc, latent, 1)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    auto st = RankedTensorType::get({ShapedType::kDynamic, lt.getDimSize(1)}, lt.getElementType());
+    latent = tensor::ExtractSliceOp::create(b, loc, st, latent, offsets, sizes, strides);
+  }
   SmallVector<Value> dyn;
   for (int64_t k = 0; k < rt.getRank(); ++k)
     if (rt.isDynamicDim(k))
@@ -455,6 +477,12 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   auto cands = dyn_cast<attn::IndexerCandidatesOp>(op);
   if (!topk && !cands)
     return op->emitError("internal: not an indexer op");
+  // The indexer kernels see query row i as prompt position i; a start
+  // (a later prefill chunk) needs it passed to them, which they do not
+  // take yet.
+  if (topk ? bool(topk.getStart()) : bool(cands.getStart()))
+    return op->emitError("GPU target: the indexer kernels take no start position yet (queries "
+                         "of a later prefill chunk); compile this graph for --target=cpu");
   Value q = op->getOperand(0), k = op->getOperand(1), w = op->getOperand(2);
   Value candidates = topk ? topk.getCandidates() : Value();
   int64_t mode = cands ? 2 : candidates ? 1 : 0;

@@ -282,8 +282,24 @@ func.func @scores_group(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) ->
 // -----
 
 func.func @sparse_attention_latent(%q: tensor<8x4x64xf32>, %kv: tensor<8x32xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
-  // expected-error @+1 {{latent must be [S, D] of the query [S, H, D]}}
+  // expected-error @+1 {{latent must be [L, D] of the query [S, H, D]}}
   %0 = attn.sparse_attention %q, %kv, %s {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x32xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_latent_rows(%q: tensor<8x4x64xf32>, %kv: tensor<9x64xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{latent must be [S, D] of the query [S, H, D] (or give a start)}}
+  %0 = attn.sparse_attention %q, %kv, %s {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<9x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_start_rows(%q: tensor<8x4x64xf32>, %kv: tensor<7x64xf32>, %s: tensor<4xf32>, %p0: index) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{latent rows 7 < query rows 8: the latent must hold every position up to the last query's}}
+  %0 = attn.sparse_attention %q, %kv, %s start(%p0) {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<7x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
   return %0 : tensor<8x4x64xf32>
 }
 

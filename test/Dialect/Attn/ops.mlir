@@ -104,6 +104,21 @@ func.func @sparse_attention(%q: tensor<?x64x512xf32>, %kv: tensor<?x512xf32>, %s
   return %0, %1 : tensor<?x64x512xf32>, tensor<?x64x512xf32>
 }
 
+// A later prefill chunk: the queries at positions %p0.. over the latent
+// and the compressed entries of every earlier token.
+// CHECK-LABEL: func.func @sparse_ops_at_start
+// CHECK: attn.indexer_candidates %{{.*}}, %{{.*}}, %{{.*}} start(%{{.*}}) {block_size = 8 : i64
+// CHECK: attn.indexer_topk %{{.*}}, %{{.*}}, %{{.*}} candidates(%{{.*}} : tensor<?x?xi64>) start(%{{.*}}) {block_size = 8 : i64
+// CHECK: attn.sparse_attention %{{.*}}, %{{.*}}, %{{.*}} compressed(%{{.*}} : tensor<?x512xf32>, %{{.*}} : tensor<?x?xi64>) start(%{{.*}}) {scale = 1.250000e-01 : f64, window = 128 : i64}
+func.func @sparse_ops_at_start(%q: tensor<?x64x512xf32>, %kv: tensor<?x512xf32>, %sink: tensor<64xf32>,
+                               %c: tensor<?x512xf32>, %iq: tensor<?x32x128xf32>, %k: tensor<?x128xf32>,
+                               %w: tensor<?x32xf32>, %p0: index) -> tensor<?x64x512xf32> {
+  %b = attn.indexer_candidates %iq, %k, %w start(%p0) {ratio = 4 : i64, blocks = 64 : i64, block_size = 8 : i64, scale = 0.125 : f64} : (tensor<?x32x128xf32>, tensor<?x128xf32>, tensor<?x32xf32>) -> tensor<?x?xi64>
+  %t = attn.indexer_topk %iq, %k, %w candidates(%b : tensor<?x?xi64>) start(%p0) {ratio = 4 : i64, topk = 512 : i64, block_size = 8 : i64, scale = 0.125 : f64} : (tensor<?x32x128xf32>, tensor<?x128xf32>, tensor<?x32xf32>) -> tensor<?x?xi64>
+  %0 = attn.sparse_attention %q, %kv, %sink compressed(%c : tensor<?x512xf32>, %t : tensor<?x?xi64>) start(%p0) {scale = 0.125 : f64, window = 128 : i64} : (tensor<?x64x512xf32>, tensor<?x512xf32>, tensor<64xf32>) -> tensor<?x64x512xf32>
+  return %0 : tensor<?x64x512xf32>
+}
+
 // CHECK-LABEL: func.func @indexer
 // CHECK: attn.indexer_candidates %{{.*}}, %{{.*}}, %{{.*}} {block_size = 8 : i64, blocks = 2048 : i64, ratio = 1 : i64, scale = 0.08837890625 : f64}
 // CHECK: attn.indexer_topk %{{.*}}, %{{.*}}, %{{.*}} candidates(%{{.*}} : tensor<?x?xi64>) {block_size = 8 : i64, ratio = 1 : i64, scale = 0.08837890625 : f64, topk = 512 : i64}

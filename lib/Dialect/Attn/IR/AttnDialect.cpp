@@ -298,8 +298,15 @@ LogicalResult SparseAttentionOp::verify() {
   auto q = cast<RankedTensorType>(getQuery().getType());
   auto kv = cast<RankedTensorType>(getLatent().getType());
   auto sink = cast<RankedTensorType>(getSink().getType());
-  if (!compatible(q.getDimSize(0), kv.getDimSize(0)) || !compatible(q.getDimSize(2), kv.getDimSize(1)))
-    return emitOpError("latent must be [S, D] of the query [S, H, D]");
+  // With a start, the latent holds every position up to the last query's
+  // (L >= start + S); without, exactly the queries' positions (L = S).
+  if (!compatible(q.getDimSize(2), kv.getDimSize(1)))
+    return emitOpError("latent must be [L, D] of the query [S, H, D]");
+  if (!getStart() && !compatible(q.getDimSize(0), kv.getDimSize(0)))
+    return emitOpError("latent must be [S, D] of the query [S, H, D] (or give a start)");
+  if (getStart() && !q.isDynamicDim(0) && !kv.isDynamicDim(0) && kv.getDimSize(0) < q.getDimSize(0))
+    return emitOpError("latent rows ") << kv.getDimSize(0) << " < query rows " << q.getDimSize(0)
+                                       << ": the latent must hold every position up to the last query's";
   if (!compatible(sink.getDimSize(0), q.getDimSize(1)))
     return emitOpError("sink must be [H] = [") << dimStr(q.getDimSize(1)) << "]";
   if (getResult().getType() != getQuery().getType() &&

@@ -103,14 +103,15 @@ __device__ __forceinline__ void saLoadQuery(unsigned char *qs, u32 qsAddr, const
   }
 }
 
-/// The key slots query i attends, compacted in slot order into `list`:
-/// window slot j < window is latent row i - j (kept as i - j when >= 0),
+/// The key slots query row i (prompt position pos) attends, compacted in
+/// slot order into `list`: window slot j < window is latent row pos - j
+/// (kept as pos - j when >= 0),
 /// slot window + k is compressed row c = idx[i, k] (element off + i * s0 +
 /// k * s1; kept as -2 - c when
 /// 0 <= c < T; CMP only). Returns their count. `warpCounts`: 8 words.
 template <bool CMP>
-__device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64 window, i64 K,
-                                          i64 T, const i64 *idx, i64 off, i64 s0, i64 s1,
+__device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64 pos, i64 window,
+                                          i64 K, i64 T, const i64 *idx, i64 off, i64 s0, i64 s1,
                                           int tid) {
   const i64 slots = window + K;
   int n = 0;
@@ -119,8 +120,8 @@ __device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64
     int code = 0;
     bool valid = false;
     if (j < window) {
-      valid = i - j >= 0;
-      code = static_cast<int>(i - j);
+      valid = pos - j >= 0;
+      code = static_cast<int>(pos - j);
     } else if (CMP && j < slots) {
       const i64 c = idx[off + i * s0 + (j - window) * s1];
       valid = c >= 0 && c < T;
@@ -211,7 +212,8 @@ __device__ __forceinline__ void saStoreOut(u16 *out, i64 off, i64 s0, i64 s1, i6
   T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,      \
       i64 n##_s2
 
-/// q [S, H, D], latent [S, D], sink [H], compressed [T, D] and indices
+/// q [S, H, D], latent [L, D] (L >= S: positions 0..L-1, the queries the
+/// last S), sink [H], compressed [T, D] and indices
 /// [S, K] i64 (H20_SA_COMPRESSED; otherwise any views, unread), out
 /// [S, H, D]. Grid (S, ceil(H / 64)), 256 threads; dynamic shared memory
 /// sparseAttentionSmemBytes(DP, window + K) (SparseAttentionKernel.h).
@@ -237,6 +239,10 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const i64 i = blockIdx.x;
+  // The queries are the last S of the latent's L positions (a chunk of a
+  // chunked prefill reads the cache of every earlier token; L = S for a
+  // whole prompt): query row i is prompt position L - S + i.
+  const i64 pos = lat_d0 - q_d0 + i;
   const i64 H = q_d1, D = q_d2;
   const i64 h0 = static_cast<i64>(blockIdx.y) * H20_SA_ROWS;
   const u32 qsAddr = h20SmemAddr(qs), kvAddr = h20SmemAddr(kvs), psAddr = h20SmemAddr(ps);
@@ -263,9 +269,9 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
   // as -2 - c -----------------------------------------------------------------
 #if H20_SA_COMPRESSED
   const int n =
-      saSlotList<true>(list, warpCounts, i, window, K, T, idx, idx_off, idx_s0, idx_s1, tid);
+      saSlotList<true>(list, warpCounts, i, pos, window, K, T, idx, idx_off, idx_s0, idx_s1, tid);
 #else
-  const int n = saSlotList<false>(list, warpCounts, i, window, 0, 0, idx, 0, 0, 0, tid);
+  const int n = saSlotList<false>(list, warpCounts, i, pos, window, 0, 0, idx, 0, 0, 0, tid);
 #endif
   __syncthreads();
 

@@ -312,7 +312,13 @@ def Attn_SparseAttentionOp : Attn_Op<"sparse_attention", [Pure, AttrSizedOperand
 
     At most window + K keys per query: nothing of size S x S or S x T is
     built. Without `compressed`/`indices` only the window is attended.
-    Shapes: q [S, H, D], latent [S, D], sink [H], compressed [T, D],
+
+    With `start` (index; a chunked prefill's first position, or a context-
+    parallel rank's), query row r is the prompt's position i = start + r
+    and the latent holds positions 0..L-1 with L >= start + S (one chunk's
+    queries over the cache of every earlier token); without it, start = 0
+    and L = S.
+    Shapes: q [S, H, D], latent [L, D], sink [H], compressed [T, D],
     indices [S, K] (i64); result [S, H, D]. f32 accumulation.
     Source: transformers models/deepseek_v41 (DeepseekV41Attention,
     eager_attention_forward); DeepSeek-AI, "DeepSeek-V4.1-Flash" (2026).
@@ -321,17 +327,18 @@ def Attn_SparseAttentionOp : Attn_Op<"sparse_attention", [Pure, AttrSizedOperand
                    Attn_FloatTensor:$sink,
                    Optional<Attn_FloatTensor>:$compressed,
                    Optional<RankedTensorOf<[I64]>>:$indices,
+                   Optional<Index>:$start,
                    F64Attr:$scale, I64Attr:$window);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $latent `,` $sink (`compressed` `(` $compressed^ `:` type($compressed) `,`
-    $indices `:` type($indices) `)`)? attr-dict `:`
+    $indices `:` type($indices) `)`)? (`start` `(` $start^ `)`)? attr-dict `:`
     `(` type($query) `,` type($latent) `,` type($sink) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
-def Attn_IndexerTopKOp : Attn_Op<"indexer_topk", [Pure]> {
+def Attn_IndexerTopKOp : Attn_Op<"indexer_topk", [Pure, AttrSizedOperandSegments]> {
   let summary = "Lightning-indexer scores and the top-k compressed entries per query";
   let description = [{
     For query i (position i of one prompt) and compressed entry t:
@@ -344,7 +351,9 @@ def Attn_IndexerTopKOp : Attn_Op<"indexer_topk", [Pure]> {
     this query), entries outside those blocks of `block_size` are not
     visible either. The result holds, per query, the K = min(topk, T)
     visible entries with the largest scores, largest first, ties to the
-    lower index; slots without a visible entry hold T.
+    lower index; slots without a visible entry hold T. With `start`
+    (index), query row r is position i = start + r (one chunk's queries
+    against the entries of every earlier token); without it, i = r.
     Shapes: q [S, Hi, Di], k [T, Di], weights [S, Hi], candidates [S, KB]
     (i64); result [S, K] i64. f32 arithmetic. The S x T score matrix is a
     meaning, not a buffer: lowerings keep O(rows x T) live.
@@ -354,12 +363,13 @@ def Attn_IndexerTopKOp : Attn_Op<"indexer_topk", [Pure]> {
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$keys,
                    Attn_FloatTensor:$weights,
                    Optional<RankedTensorOf<[I64]>>:$candidates,
+                   Optional<Index>:$start,
                    I64Attr:$ratio, I64Attr:$topk, F64Attr:$scale,
                    OptionalAttr<I64Attr>:$block_size);
   let results = (outs RankedTensorOf<[I64]>:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $weights (`candidates` `(` $candidates^ `:` type($candidates) `)`)?
-    attr-dict `:` `(` type($query) `,` type($keys) `,` type($weights) `)` `->` type($result)
+    (`start` `(` $start^ `)`)? attr-dict `:` `(` type($query) `,` type($keys) `,` type($weights) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -373,16 +383,17 @@ def Attn_IndexerCandidatesOp : Attn_Op<"indexer_candidates", [Pure]> {
     the newest visible entry (floor((vis_i - 1) / block_size), none when no
     entry is visible yet) to +inf, and returns the KB = min(blocks, NB) best
     block indices per query, best first, ties to the lower index; slots
-    whose block has no visible entry hold NB.
+    whose block has no visible entry hold NB. `start` as for
+    attn.indexer_topk.
     Shapes: q [S, Hi, Di], k [T, Di], weights [S, Hi]; result [S, KB] i64.
     Source: transformers models/deepseek_v41 (select_candidate_blocks).
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$keys,
-                   Attn_FloatTensor:$weights,
+                   Attn_FloatTensor:$weights, Optional<Index>:$start,
                    I64Attr:$ratio, I64Attr:$blocks, I64Attr:$block_size, F64Attr:$scale);
   let results = (outs RankedTensorOf<[I64]>:$result);
   let assemblyFormat = [{
-    $query `,` $keys `,` $weights attr-dict `:`
+    $query `,` $keys `,` $weights (`start` `(` $start^ `)`)? attr-dict `:`
     `(` type($query) `,` type($keys) `,` type($weights) `)` `->` type($result)
   }];
   let hasVerifier = 1;
