@@ -17,6 +17,9 @@ and LM head.
 
 Ties in every top-k are broken towards the lower index (ONNX TopK's rule),
 so the ONNX export and this reference select the same entries.
+`Model.record_decisions` makes a forward also record how far every top-k
+decision is from flipping (`topk_margin`), so a comparison with another
+float32 implementation can pick prompts whose choices rounding cannot flip.
 
 Usage: reference.py CHECKPOINT_DIR IDS.npy OUT.npy [--logits all|last]
 (CHECKPOINT_DIR as written by generate.py; logits float32 [1, S or 1, vocab]).
@@ -55,6 +58,44 @@ def topk_indices(scores, k):
     """Indices of the k largest along the last axis, ties -> lower index."""
     order = np.argsort(-scores, axis=-1, kind="stable")
     return order[..., :k]
+
+
+def topk_margin(scores, k, fragile=None, scale=None):
+    """How close `topk_indices(scores, k)` ([rows, n]) is to choosing
+    differently, as one number per row, relative to `scale` ([rows]: the
+    size of the terms the scores are sums of, which sets their rounding
+    error; default the row's largest finite |score|); np.inf where the row
+    decides nothing (k >= n, or fewer than k + 1 finite candidates: -inf
+    entries are never kept).
+
+    * kth > next (the k-th and (k+1)-th largest): (kth - next) / scale.
+      Another implementation whose scores differ by less than that keeps
+      the same set.
+    * kth == next, an exact tie, broken by the lower-index rule: only a
+      tie at 0 (ReLU zeros of the indexer) can be reproduced exactly by
+      another implementation, and it is when none of the row's zeros is
+      `fragile` (bool [rows, n]: rounding might move it off 0) and no
+      nonzero value is within rounding of 0. Its margin is then the
+      smallest |nonzero| / scale; a fragile zero, or a tie at any other
+      value, has margin 0.
+
+    Returns float64 [rows]."""
+    rows, n = scores.shape
+    if k >= n:
+        return np.full(rows, np.inf)
+    v = -np.sort(-scores, axis=-1)
+    kth, nxt = v[:, k - 1].astype(np.float64), v[:, k].astype(np.float64)
+    absf = np.where(np.isfinite(scores), np.abs(scores), 0).astype(np.float64)
+    scale = np.maximum(absf.max(-1) if scale is None else scale, np.finfo(F32).tiny)
+    with np.errstate(invalid="ignore"):
+        margin = (kth - nxt) / scale
+    tie = np.isfinite(nxt) & (kth == nxt)
+    if tie.any():
+        zeros = scores == 0
+        nonzero = np.where(zeros | ~np.isfinite(scores), np.inf, absf).min(-1) / scale
+        robust = (kth == 0) & ~(zeros & fragile).any(-1) if fragile is not None else kth == 0
+        margin = np.where(tie, np.where(robust, nonzero, 0.0), margin)
+    return np.where(nxt == -np.inf, np.inf, margin)
 
 
 def pow2_ceil(t):
@@ -139,6 +180,21 @@ class Model:
         self.cfg, self.ckpt, self.token_map = cfg, ckpt, token_map
         self._cache = {}
         self.intermediates = {}  # streams.{i} after every layer, for debugging
+        self.decisions = None  # record_decisions: [(site, margins [rows])] per top-k
+        self.fragile_tol = 0.0
+
+    def record_decisions(self, tol):
+        """Make forward() append (site, topk_margin per row) for every top-k
+        it takes to self.decisions ("indexer.i", "candidates.i", "moe.i").
+        An indexer score whose ReLU input (any head) is within tol x |q_h| |k|
+        of 0 counts as fragile (topk_margin). Costs an S x H x T product per
+        indexer; the logits are unchanged."""
+        self.decisions, self.fragile_tol = [], tol
+
+    def topk(self, scores, k, site, fragile=None, scale=None):
+        if self.decisions is not None:
+            self.decisions.append((site, topk_margin(scores, k, fragile, scale)))
+        return topk_indices(scores, k)
 
     def w(self, name):
         if name not in self._cache:
@@ -250,13 +306,32 @@ class Model:
         index_scores = indexer_scores(q, index_k, weights)  # [S, T]
         lens = (np.arange(s) + 1) // ratio
         index_scores = np.where(np.arange(t)[None, :] >= lens[:, None], -np.inf, index_scores).astype(F32)
+        fragile = scale = None
+        if self.decisions is not None:
+            # A score is a sum over heads of w_h * ReLU(q_h . k) / sqrt(Di): its
+            # rounding error scales with sum_h |w_h| |q_h| |k|, not with the
+            # (possibly cancelling) sum itself.
+            dots = np.einsum("shd,td->sht", q, index_k)
+            qn, kn = np.linalg.norm(q, axis=-1), np.linalg.norm(index_k, axis=-1)
+            fragile = (np.abs(dots) <= self.fragile_tol * qn[:, :, None] * kn[None, None, :]).any(1)  # [S, T]
+            scale = np.sum(np.abs(weights) * qn, axis=1) * kn.max() * di ** -0.5
         if i == cfg["candidate_source_layer_id"]:
-            shared["candidates"] = candidate_blocks(index_scores, lens, cfg["candidate_topk_blocks"],
-                                                    cfg["candidate_block_size"])
+            block = cfg["candidate_block_size"]
+
+            def note(bscore, kb):
+                frag = None
+                if fragile is not None:
+                    frag = np.zeros(bscore.shape, bool)
+                    for b in range(bscore.shape[1]):
+                        frag[:, b] = fragile[:, b * block:(b + 1) * block].any(-1)
+                self.decisions.append((f"candidates.{i}", topk_margin(bscore, kb, frag, scale)))
+
+            shared["candidates"] = candidate_blocks(index_scores, lens, cfg["candidate_topk_blocks"], block,
+                                                    note if self.decisions is not None else None)
         elif 0 <= cfg["candidate_source_layer_id"] < i and shared.get("candidates") is not None:
             index_scores = np.where(shared["candidates"], index_scores, -np.inf).astype(F32)
         k = min(cfg["index_topk"], t)
-        top = topk_indices(index_scores, k)
+        top = self.topk(index_scores, k, f"indexer.{i}", fragile, scale)
         valid = np.take_along_axis(index_scores, top, -1) > -np.inf
         bias = np.full((s, t + 1), -np.inf, dtype=F32)
         np.put_along_axis(bias, np.where(valid, top, t), F32(0), -1)
@@ -336,7 +411,7 @@ class Model:
         else:
             scores = softmax(logits, -1)
         k = cfg["num_experts_per_tok"]
-        idx = topk_indices(scores + self.w(f + "gate.bias"), k)
+        idx = self.topk(scores + self.w(f + "gate.bias"), k, f"moe.{i}")
         wts = np.take_along_axis(scores, idx, -1)
         if cfg["norm_topk_prob"] and k > 1:
             wts = wts / (wts.sum(-1, keepdims=True) + F32(1e-20))
@@ -381,10 +456,11 @@ class Model:
         return (hidden @ self.w("lm_head.weight").T).astype(F32)[None]
 
 
-def candidate_blocks(index_scores, lens, topk_blocks, block):
+def candidate_blocks(index_scores, lens, topk_blocks, block, note=None):
     """Level one of the two-level top-k: bool [S, T] of the positions inside
     the topk_blocks best blocks (block score = max), the block holding the
-    newest visible entry pinned in (transformers select_candidate_blocks)."""
+    newest visible entry pinned in (transformers select_candidate_blocks).
+    `note(block_scores, k)`, if given, sees the top-k decision."""
     s, t = index_scores.shape
     nb = -(-t // block)
     padded = np.full((s, nb * block), -np.inf, F32)
@@ -393,6 +469,8 @@ def candidate_blocks(index_scores, lens, topk_blocks, block):
     last = (lens - 1) // block  # floor division: -1 when nothing is visible
     bscore = np.where(np.arange(nb)[None, :] == last[:, None], np.inf, bscore).astype(F32)
     k = min(topk_blocks, nb)
+    if note is not None:
+        note(bscore, k)
     top = topk_indices(bscore, k)
     keep = np.zeros((s, nb), bool)
     np.put_along_axis(keep, top, np.take_along_axis(bscore, top, -1) > -np.inf, -1)
