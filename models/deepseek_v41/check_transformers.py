@@ -157,7 +157,9 @@ def install_shims():
             def forward(self, x):
                 return torch.sqrt(nn.functional.softplus(x))
 
+        # ACT2FN is a copy of ACT2CLS made at import: give both the entry.
         activations.ACT2CLS["sqrtsoftplus"] = SqrtSoftplus
+        activations.ACT2FN["sqrtsoftplus"] = SqrtSoftplus
         shims.append('activations.ACT2FN["sqrtsoftplus"]')
     # The attention picks eager_attention_forward through get_interface.
     mu = importlib.import_module("transformers.modeling_utils")
