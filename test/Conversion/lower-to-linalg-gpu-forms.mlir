@@ -171,3 +171,20 @@ func.func @sparse_attention_at_start_call(%q: tensor<?x64x512xbf16>, %l: tensor<
   %0 = attn.sparse_attention %q, %l, %s start(%p0) {scale = 0.125 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
   return %0 : tensor<?x64x512xbf16>
 }
+
+// -----
+
+// An indexer at a start: the call carries it as the length of a last i8
+// input (the host program passes it to the kernel, which sees query row i
+// as position start + i).
+// CHECK-LABEL: func.func @indexer_topk_at_start_call
+// CHECK-SAME: %[[P0:[a-z0-9]+]]: index
+// CHECK: %[[C:.*]] = tensor.empty(%[[P0]]) : tensor<?xi8>
+// CHECK: linalg.generic
+// CHECK-SAME: library_call = "h20_indexer"
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[C]] : tensor<16x4x24xbf16>, tensor<40x24xbf16>, tensor<16x4xbf16>, tensor<?xi8>)
+// CHECK: h20.indexer = {block = 1 : i64, mode = 0 : i64, ratio = 4 : i64
+func.func @indexer_topk_at_start_call(%q: tensor<16x4x24xbf16>, %k: tensor<40x24xbf16>, %w: tensor<16x4xbf16>, %p0: index) -> tensor<16x8xi64> {
+  %0 = attn.indexer_topk %q, %k, %w start(%p0) {ratio = 4 : i64, topk = 8 : i64, scale = 0.25 : f64} : (tensor<16x4x24xbf16>, tensor<40x24xbf16>, tensor<16x4xbf16>) -> tensor<16x8xi64>
+  return %0 : tensor<16x8xi64>
+}

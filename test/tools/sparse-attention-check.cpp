@@ -562,6 +562,7 @@ struct IndexerCase {
   bool duplicateKeys; ///< keys 2j and 2j + 1 equal: exact ties, the lower index must win
   int64_t block = 0;  ///< > 0: attn.indexer_candidates (mode 2), K = blocks of `block` entries
   int64_t within = 0; ///< > 0: mode 1, top-K entries within `within` candidate blocks per row
+  int64_t start = 0;  ///< the first query's prompt position (a later prefill chunk)
 };
 
 /// Mode 1's candidate lists [S, KB]: per row a random mix of blocks (the
@@ -569,11 +570,12 @@ struct IndexerCase {
 /// out-of-range indices (-1, NB, a huge one), which the kernel ignores;
 /// every 7th row has no valid block at all.
 std::vector<int64_t> candidateLists(int64_t S, int64_t KB, int64_t NB, int64_t ratio, int64_t bs,
-                                    std::mt19937_64 &rng) {
+                                    std::mt19937_64 &rng, int64_t start = 0) {
   std::vector<int64_t> cand(size_t(S * KB));
   for (int64_t i = 0; i < S; ++i) {
     int64_t *row = &cand[size_t(i * KB)];
-    const int64_t visBlocks = std::max<int64_t>(1, std::min<int64_t>(((i + 1) / ratio + bs - 1) / bs, NB));
+    const int64_t visBlocks =
+        std::max<int64_t>(1, std::min<int64_t>(((start + i + 1) / ratio + bs - 1) / bs, NB));
     for (int64_t c = 0; c < KB; ++c) {
       const uint64_t r = rng();
       if (i % 7 == 3)
@@ -597,11 +599,13 @@ std::vector<int64_t> candidateLists(int64_t S, int64_t KB, int64_t NB, int64_t r
 /// scores: the first min(K, visible) slots hold distinct visible entries
 /// in non-increasing score order, none scores below an entry left out
 /// (within 1e-5 of the row's largest |score|), ties at equal keys go to the
-/// lower index, and the other slots hold T.
+/// lower index, and the other slots hold T. Query row i is prompt position
+/// cs.start + i; the keys are the entries of every position up to the
+/// last query's.
 bool runIndexerCase(const IndexerCase &cs) {
-  std::mt19937_64 rng(uint64_t(cs.S * 17 + cs.Hi * 5 + cs.Di + cs.K));
+  std::mt19937_64 rng(uint64_t(cs.S * 17 + cs.Hi * 5 + cs.Di + cs.K + cs.start));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  const int64_t S = cs.S, Hi = cs.Hi, Di = cs.Di, T = S / cs.ratio;
+  const int64_t S = cs.S, Hi = cs.Hi, Di = cs.Di, T = (cs.start + S) / cs.ratio;
   const int64_t bs = std::max<int64_t>(cs.block, 1), NB = std::max<int64_t>((T + bs - 1) / bs, 1);
   const int mode = cs.within > 0 ? 1 : cs.block > 0 ? 2 : 0;
   const int64_t KB = std::max<int64_t>(cs.within, 1);
@@ -631,7 +635,7 @@ bool runIndexerCase(const IndexerCase &cs) {
       std::memcpy(&hw[e * 2], &v, 2);
     }
   }
-  std::vector<int64_t> cand = mode == 1 ? candidateLists(S, KB, NB, cs.ratio, bs, rng)
+  std::vector<int64_t> cand = mode == 1 ? candidateLists(S, KB, NB, cs.ratio, bs, rng, cs.start)
                                         : std::vector<int64_t>(size_t(S * KB), 0);
   Buffer dq(hq.size() * 2), dk(hk.size() * 2), dw(hw.size()),
       dout(size_t(S * std::max<int64_t>(K, 1)) * 8), dcand(cand.size() * 8);
@@ -652,6 +656,7 @@ bool runIndexerCase(const IndexerCase &cs) {
   slots.push_back(uint64_t(cs.ratio));
   slots.push_back(uint64_t(bs));
   pushF32(slots, scale);
+  slots.push_back(uint64_t(cs.start));
   const unsigned ctas = unsigned((S + kern.rowsPerCta() - 1) / kern.rowsPerCta());
   launch(f, ctas, 1, kIndexerMmaThreads, unsigned(indexerMmaSmemBytes(kern, T, bs)), slots);
   check(api->cuCtxSynchronize(), "indexer kernel");
@@ -662,7 +667,7 @@ bool runIndexerCase(const IndexerCase &cs) {
   std::string first;
   std::vector<double> sc;
   for (int64_t i = 0; i < S; ++i) {
-    const int64_t vis = std::min<int64_t>((i + 1) / cs.ratio, T);
+    const int64_t vis = std::min<int64_t>((cs.start + i + 1) / cs.ratio, T);
     sc.assign(size_t(vis), 0.0);
     double big = 0;
     for (int64_t t = 0; t < vis; ++t) {
@@ -740,9 +745,10 @@ bool runIndexerCase(const IndexerCase &cs) {
     if (!why.empty() && bad++ == 0)
       first = "row " + std::to_string(i) + ": " + why;
   }
-  std::printf("%s indexer-mma m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld %s%s%s\n",
+  std::printf("%s indexer-mma m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld "
+              "start=%lld %s%s%s\n",
               bad ? "FAIL" : "PASS", mode, cs.name, (long long)S, (long long)Hi, (long long)Di,
-              (long long)cs.ratio, (long long)K, cs.dt == 1 ? "f16" : "bf16",
+              (long long)cs.ratio, (long long)K, (long long)cs.start, cs.dt == 1 ? "f16" : "bf16",
               bad ? ", first: " : "", first.c_str());
   return bad == 0;
 }
@@ -764,6 +770,10 @@ bool runIndexerChecks() {
       {"within 300 blocks of 3, ratio 2", 1, 1, 900, 16, 64, 2, 40, true, 3, 300},
       {"within 2048 blocks of 8 (Flash)", 2, 2, 2100, 32, 128, 1, 512, false, 8, 2048},
       {"within blocks of 100 (span tiles)", 2, 2, 800, 64, 128, 1, 64, true, 100, 5},
+      // Later prefill chunks: queries at positions 700.. and 333..
+      {"chunk at 700, ratio 4", 2, 2, 200, 32, 128, 4, 64, false, 0, 0, 700},
+      {"chunk at 333, blocks of 4", 2, 0, 150, 4, 24, 1, 6, false, 4, 0, 333},
+      {"chunk at 500, within blocks", 2, 2, 300, 32, 128, 2, 40, true, 8, 16, 500},
   };
   bool all = true;
   for (const IndexerCase &c : cases)
@@ -800,6 +810,7 @@ bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0) {
     slots.push_back(uint64_t(ratio));
     slots.push_back(uint64_t(block));
     pushF32(slots, float(1.0 / std::sqrt(double(Di))));
+    slots.push_back(0); // start: the whole prompt
     launch(fb, unsigned((S + kb.rowsPerCta() - 1) / kb.rowsPerCta()), 1, kIndexerMmaThreads,
            unsigned(indexerMmaSmemBytes(kb)), slots);
     check(api->cuCtxSynchronize(), "candidate blocks");
@@ -820,6 +831,7 @@ bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0) {
   slots.push_back(uint64_t(ratio));
   slots.push_back(uint64_t(block));
   pushF32(slots, float(1.0 / std::sqrt(double(Di))));
+  slots.push_back(0); // start: the whole prompt
   double flops = 0;
   // Scored pairs: every visible entry; mode 1: those of the row's
   // candidate blocks (at most KB x block; the floor of a kernel that

@@ -477,12 +477,6 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   auto cands = dyn_cast<attn::IndexerCandidatesOp>(op);
   if (!topk && !cands)
     return op->emitError("internal: not an indexer op");
-  // The indexer kernels see query row i as prompt position i; a start
-  // (a later prefill chunk) needs it passed to them, which they do not
-  // take yet.
-  if (topk ? bool(topk.getStart()) : bool(cands.getStart()))
-    return op->emitError("GPU target: the indexer kernels take no start position yet (queries "
-                         "of a later prefill chunk); compile this graph for --target=cpu");
   Value q = op->getOperand(0), k = op->getOperand(1), w = op->getOperand(2);
   Value candidates = topk ? topk.getCandidates() : Value();
   int64_t mode = cands ? 2 : candidates ? 1 : 0;
@@ -529,6 +523,15 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   SmallVector<Value> ins{q, k, w};
   if (candidates)
     ins.push_back(candidates);
+  // The start (query row 0's prompt position) rides along as the length of
+  // a last, never-read i8 input, which the host program passes to the
+  // kernel. Not as a scalar operand: the canonicalizer folds a constant
+  // scalar into the body of a new generic without the call's attributes.
+  Value start = topk ? topk.getStart() : cands.getStart();
+  if (start)
+    ins.push_back(tensor::EmptyOp::create(b, loc, RankedTensorType::get({ShapedType::kDynamic},
+                                                                        b.getI8Type()),
+                                          ValueRange{start}));
   SmallVector<Value> outs{out, scratch};
   SmallVector<Value> operands(ins);
   operands.append(outs.begin(), outs.end());
@@ -547,6 +550,9 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
         Value i = a[a.size() - 2];
         if (candidates)
           i = arith::AddIOp::create(nb, nl, i, a[3]);
+        if (start)
+          i = arith::AddIOp::create(nb, nl, i,
+                                    arith::ExtUIOp::create(nb, nl, nb.getI64Type(), a[ins.size() - 1]));
         linalg::YieldOp::create(nb, nl, ValueRange{i, f});
       });
   g.setLibraryCallAttr(b.getStringAttr(kIndexerLibraryCall));

@@ -334,12 +334,23 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     return op->emitError("GPU target: indexer call without its attributes");
   int mode = static_cast<int>(attrs.getAs<IntegerAttr>("mode").getInt());
   unsigned numIns = mode == 1 ? 4 : 3;
-  if (op.getNumDpsInputs() != numIns || op.getNumDpsInits() != 2)
+  // An extra last input [start] i8 carries the start (query row 0's prompt
+  // position, e.g. the chunk's first position p0) as its length.
+  const bool hasStart = op.getNumDpsInputs() == numIns + 1;
+  if ((op.getNumDpsInputs() != numIns && !hasStart) || op.getNumDpsInits() != 2)
     return op->emitError("GPU target: internal: malformed indexer call");
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
-  const SmallVector<View> &v = *operands;
+  SmallVector<View> v = *operands;
+  Lin start{0};
+  if (hasStart) {
+    const View &carrier = v[numIns];
+    if (carrier.sizes.size() != 1)
+      return op->emitError("GPU target: internal: the indexer's start carrier is not rank 1");
+    start = carrier.sizes[0];
+    v.erase(v.begin() + numIns);
+  }
   const View &q = v[0], &k = v[1], &w = v[2];
   const View &out = v[numIns], &scratch = v[numIns + 1];
   const View &cand = mode == 1 ? v[3] : out; // any rank-2 int64 view when unused
@@ -390,6 +401,7 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   args.push_back(intArg(runtime::LaunchArg::I64, Lin{attrs.getAs<IntegerAttr>("ratio").getInt()}));
   args.push_back(intArg(runtime::LaunchArg::I64, Lin{attrs.getAs<IntegerAttr>("block").getInt()}));
   args.push_back(f32Arg(attrs.getAs<FloatAttr>("scale").getValueAsDouble()));
+  args.push_back(intArg(runtime::LaunchArg::I64, start));
   steps.push_back(launchStep(modules.indexer, kernel.name(), gridX,
                              useMma ? kIndexerMmaThreads : kIndexerThreads, smem, std::move(args)));
   return success();

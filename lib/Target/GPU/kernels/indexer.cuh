@@ -219,7 +219,8 @@ __device__ void selectTopK(const float *a, int n, int K, IdxShared &sh) {
 /// i64 view otherwise), out [S, K] i64, scratch [G, W] f32 (G CTAs; W >= T,
 /// T + NB in mode 2, KB * block in mode 1).
 /// ratio: tokens per compressed entry; block: candidate block size (modes
-/// 1, 2); scale: the score scale. Dynamic shared memory (indexerSmemBytes in
+/// 1, 2); scale: the score scale; start: the prompt position of query row
+/// 0 (a later prefill chunk; 0 for a whole prompt). Dynamic shared memory (indexerSmemBytes in
 /// IndexerKernel.h): q[i] and weights[i] as floats (Hi * Di + Hi, rounded up
 /// to 8 bytes), then mode 1's KB block indices (i64); IdxShared is static.
 extern "C" __global__ void __launch_bounds__(H20_IDX_THREADS, 1)
@@ -227,7 +228,7 @@ H20_INDEXER_NAME(H20_MR3(const typename IdxElem<H20_INDEXER_Q>::T, q),
                  H20_MR2(const typename IdxElem<H20_INDEXER_K>::T, k),
                  H20_MR2(const typename IdxElem<H20_INDEXER_W>::T, w),
                  H20_MR2(const i64, cand), H20_MR2(i64, out), H20_MR2(float, scratch),
-                 i64 ratio, i64 block, float scale) {
+                 i64 ratio, i64 block, float scale, i64 start) {
   typedef IdxElem<H20_INDEXER_Q> QE;
   typedef IdxElem<H20_INDEXER_K> KE;
   typedef IdxElem<H20_INDEXER_W> WE;
@@ -245,8 +246,9 @@ H20_INDEXER_NAME(H20_MR3(const typename IdxElem<H20_INDEXER_Q>::T, q),
       qs[e] = QE::load(q + q_off + i * q_s0 + (e / Di) * q_s1 + (e % Di) * q_s2);
     for (i64 h = tid; h < Hi; h += H20_IDX_THREADS)
       ws[h] = WE::load(w + w_off + i * w_s0 + h * w_s1);
-    // Entry t is visible to query i iff t < (i + 1) / ratio.
-    i64 visible = (i + 1) / ratio;
+    // Entry t is visible to query row i (position start + i) iff
+    // t < (start + i + 1) / ratio.
+    i64 visible = (start + i + 1) / ratio;
     if (visible > T)
       visible = T;
     // Entries p of the row: t = p, or (mode 1) t in the candidate blocks,

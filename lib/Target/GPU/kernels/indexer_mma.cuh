@@ -151,11 +151,12 @@ __device__ __forceinline__ void idxmWriteBest(i64 *out, i64 s0, i64 s1, u64 *buf
 /// ceil(S / R) CTAs (extra ones return), 128 threads, dynamic shared memory
 /// indexerMmaSmemBytes (IndexerKernel.h). ratio: tokens per entry; block:
 /// entries per candidate block (mode 2: a power of two <= 32; mode 0:
-/// unused); scale: the score scale.
+/// unused); scale: the score scale; start: the prompt position of query
+/// row 0 (a later prefill chunk; 0 for a whole prompt).
 extern "C" __global__ void __launch_bounds__(H20_IDXM_THREADS, 1)
 H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, w),
               H20_MR2(const i64, cand), H20_MR2(i64, out), H20_MR2(float, scratch), i64 ratio,
-              i64 block, float scale) {
+              i64 block, float scale, i64 start) {
   typedef H20Elem<H20_IDXM_DT> E;
   typedef H20Elem<H20_IDXM_W> WE;
   constexpr int HP = H20_IDXM_HP, DP = H20_IDXM_DP, CAP = H20_IDXM_CAP;
@@ -198,9 +199,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   const bool qVec = dVec && q_s2 == 1 && q_s1 % 8 == 0 && q_s0 % 8 == 0 && aligned16(q + q_off);
   const bool kVec = dVec && k_s1 == 1 && k_s0 % 8 == 0 && aligned16(k + k_off);
 
-  // Visible entries of row i: t < min((i + 1) / ratio, T).
+  // Visible entries of row i (position start + i): t < min((start + i + 1)
+  // / ratio, T).
   auto visibleOf = [&](i64 i) {
-    const i64 v = (i + 1) / ratio;
+    const i64 v = (start + i + 1) / ratio;
     return v < T ? v : T;
   };
   const i64 lastRow = i0 + R - 1 < S ? i0 + R - 1 : S - 1;
