@@ -53,18 +53,20 @@ void raiseAttention(OpBuilder &b, Operation *op, FloatAttr scale, IntegerAttr wi
     return;
   Value c = op->getNumOperands() == 5 ? op->getOperand(3) : Value();
   Value idx = op->getNumOperands() == 5 ? op->getOperand(4) : Value();
-  auto a = attn::SparseAttentionOp::create(b, op->getLoc(), rt, op->getOperand(0), op->getOperand(1),
-                                           op->getOperand(2), c, idx, /*start=*/Value(), f64(b, scale),
-                                           b.getI64IntegerAttr(window.getInt()));
+  auto a = attn::SparseAttentionOp::create(
+      b, op->getLoc(), rt, op->getOperand(0), op->getOperand(1), op->getOperand(2), c, idx,
+      /*start=*/Value(), f64(b, scale), b.getI64IntegerAttr(window.getInt()));
   op->getResult(0).replaceAllUsesWith(a.getResult());
 }
 
 Value indexerTopK(OpBuilder &b, Operation *op, RankedTensorType rt, IntegerAttr ratio, IntegerAttr topk,
                   FloatAttr scale, Value candidates, IntegerAttr blockSize) {
-  return attn::IndexerTopKOp::create(
-             b, op->getLoc(), rt, op->getOperand(0), op->getOperand(1), op->getOperand(2), candidates,
-             /*start=*/Value(), b.getI64IntegerAttr(ratio.getInt()), b.getI64IntegerAttr(topk.getInt()), f64(b, scale),
-             blockSize ? b.getI64IntegerAttr(blockSize.getInt()) : IntegerAttr())
+  return attn::IndexerTopKOp::create(b, op->getLoc(), rt, op->getOperand(0), op->getOperand(1),
+                                     op->getOperand(2), candidates,
+                                     /*start=*/Value(), b.getI64IntegerAttr(ratio.getInt()),
+                                     b.getI64IntegerAttr(topk.getInt()), f64(b, scale),
+                                     blockSize ? b.getI64IntegerAttr(blockSize.getInt())
+                                               : IntegerAttr())
       .getResult();
 }
 
@@ -98,7 +100,8 @@ void raiseH20DomainOp(OpBuilder &b, Operation *op) {
         indexerTopK(b, op, rt, n.getRatioAttr(), n.getTopkAttr(), n.getScaleAttr(), Value(), IntegerAttr()));
     auto c = attn::IndexerCandidatesOp::create(
         b, op->getLoc(), ct, op->getOperand(0), op->getOperand(1), op->getOperand(2),
-        /*start=*/Value(), b.getI64IntegerAttr(n.getRatioAttr().getInt()), b.getI64IntegerAttr(n.getBlocksAttr().getInt()),
+        /*start=*/Value(), b.getI64IntegerAttr(n.getRatioAttr().getInt()),
+        b.getI64IntegerAttr(n.getBlocksAttr().getInt()),
         b.getI64IntegerAttr(n.getBlockSizeAttr().getInt()), f64(b, n.getScaleAttr()));
     op->getResult(1).replaceAllUsesWith(c.getResult());
   }

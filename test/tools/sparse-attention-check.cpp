@@ -386,7 +386,8 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
               "rel_l2=%.2e%s\n",
               ok ? "PASS" : "FAIL", cs.name, (long long)c.S, (long long)c.H, (long long)c.D,
               (long long)c.T, (long long)c.K, (long long)c.W, (long long)c.P,
-              cs.dt == 1 ? "f16" : "bf16", rel, untouched ? "" : " (wrote outside the output view)");
+              cs.dt == 1 ? "f16" : "bf16", rel,
+              untouched ? "" : " (wrote outside the output view)");
   return ok;
 }
 

@@ -529,9 +529,8 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   // scalar into the body of a new generic without the call's attributes.
   Value start = topk ? topk.getStart() : cands.getStart();
   if (start)
-    ins.push_back(tensor::EmptyOp::create(b, loc, RankedTensorType::get({ShapedType::kDynamic},
-                                                                        b.getI8Type()),
-                                          ValueRange{start}));
+    ins.push_back(tensor::EmptyOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type()), ValueRange{start}));
   SmallVector<Value> outs{out, scratch};
   SmallVector<Value> operands(ins);
   operands.append(outs.begin(), outs.end());
@@ -551,8 +550,8 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
         if (candidates)
           i = arith::AddIOp::create(nb, nl, i, a[3]);
         if (start)
-          i = arith::AddIOp::create(nb, nl, i,
-                                    arith::ExtUIOp::create(nb, nl, nb.getI64Type(), a[ins.size() - 1]));
+          i = arith::AddIOp::create(
+              nb, nl, i, arith::ExtUIOp::create(nb, nl, nb.getI64Type(), a[ins.size() - 1]));
         linalg::YieldOp::create(nb, nl, ValueRange{i, f});
       });
   g.setLibraryCallAttr(b.getStringAttr(kIndexerLibraryCall));

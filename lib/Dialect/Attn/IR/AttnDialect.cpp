@@ -305,8 +305,9 @@ LogicalResult SparseAttentionOp::verify() {
   if (!getStart() && !compatible(q.getDimSize(0), kv.getDimSize(0)))
     return emitOpError("latent must be [S, D] of the query [S, H, D] (or give a start)");
   if (getStart() && !q.isDynamicDim(0) && !kv.isDynamicDim(0) && kv.getDimSize(0) < q.getDimSize(0))
-    return emitOpError("latent rows ") << kv.getDimSize(0) << " < query rows " << q.getDimSize(0)
-                                       << ": the latent must hold every position up to the last query's";
+    return emitOpError("latent rows ")
+           << kv.getDimSize(0) << " < query rows " << q.getDimSize(0)
+           << ": the latent must hold every position up to the last query's";
   if (!compatible(sink.getDimSize(0), q.getDimSize(1)))
     return emitOpError("sink must be [H] = [") << dimStr(q.getDimSize(1)) << "]";
   if (getResult().getType() != getQuery().getType() &&

@@ -369,7 +369,8 @@ def Attn_IndexerTopKOp : Attn_Op<"indexer_topk", [Pure, AttrSizedOperandSegments
   let results = (outs RankedTensorOf<[I64]>:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $weights (`candidates` `(` $candidates^ `:` type($candidates) `)`)?
-    (`start` `(` $start^ `)`)? attr-dict `:` `(` type($query) `,` type($keys) `,` type($weights) `)` `->` type($result)
+    (`start` `(` $start^ `)`)? attr-dict `:`
+    `(` type($query) `,` type($keys) `,` type($weights) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
