@@ -29,6 +29,45 @@ namespace ox = h20::onnx;
 
 namespace {
 
+/// "'op' (node 'name')": an op as the user's ONNX file names it.
+std::string describe(Operation *op) {
+  std::string what = "'" + op->getName().getStringRef().str() + "'";
+  if (auto nl = dyn_cast<NameLoc>(op->getLoc()); nl && !nl.getName().empty())
+    what += " (node '" + nl.getName().str() + "')";
+  return what;
+}
+
+/// Every op that keeps a graph from running a chunk at a time, grouped by
+/// op kind and reason ("; all 23 ops that block chunking: 12 x 'onnx.Slice'
+/// (first: node 'S_3'): a Slice ..."), so that one compile names all the
+/// work a chunked form needs, not only the first op. Empty for one op.
+std::string blockerSummary(ArrayRef<std::pair<Operation *, std::string>> blockers) {
+  if (blockers.size() < 2)
+    return "";
+  struct Group {
+    Operation *first;
+    const std::string *why;
+    int count;
+  };
+  SmallVector<Group> groups;
+  for (const auto &blocker : blockers) {
+    Operation *op = blocker.first;
+    const std::string &why = blocker.second;
+    auto it = llvm::find_if(groups, [&](const Group &g) {
+      return g.first->getName() == op->getName() && *g.why == why;
+    });
+    if (it == groups.end())
+      groups.push_back({op, &why, 1});
+    else
+      ++it->count;
+  }
+  std::string out = "; all " + std::to_string(blockers.size()) + " ops that block chunking:";
+  for (const Group &g : groups)
+    out += "\n  " + std::to_string(g.count) + " x " + describe(g.first) +
+           (g.count > 1 ? " and others like it" : "") + ": " + *g.why;
+  return out;
+}
+
 struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
   using ChunkedPrefillBase::ChunkedPrefillBase;
   void runOnOperation() override {
@@ -49,26 +88,26 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     // chunk at a time runs as one chunk holding the whole prompt, padded at
     // the end; p0 is then always 0.
     std::optional<std::string> whole;
+    std::string wholeDetail;
     h20::PerTokenOps perToken(func, func.getArgument(0));
-    for (Operation &op : func.getBody().front()) {
-      if (isa<func::ReturnOp>(op))
-        continue;
-      std::optional<std::string> why = perToken.whyNot(&op);
-      if (!why)
-        continue;
-      std::string what = "'" + op.getName().getStringRef().str() + "'";
-      if (auto nl = dyn_cast<NameLoc>(op.getLoc()); nl && !nl.getName().empty())
-        what += " (node '" + nl.getName().str() + "')";
+    SmallVector<std::pair<Operation *, std::string>> blockers;
+    for (Operation &op : func.getBody().front())
+      if (!isa<func::ReturnOp>(op))
+        if (std::optional<std::string> why = perToken.whyNot(&op))
+          blockers.emplace_back(&op, *why);
+    if (!blockers.empty()) {
+      auto [op, why] = blockers.front();
       // Padding at the end is sound only for a causal graph; what this
       // check cannot prove for arbitrary ops, h20's DeepSeek-V4.1 exports
       // (attn.sparse_attention) are by construction.
       bool causalByConstruction = false;
       func.walk([&](h20::attn::SparseAttentionOp) { causalByConstruction = true; });
       if (!wholePromptFallback || !causalByConstruction)
-        return op.emitError("chunked prefill: ")
-               << *why << "; this graph cannot run a chunk at a time (compile it for --target=cpu)";
-      whole = what + ": " + *why;
-      break;
+        return op->emitError("chunked prefill: ")
+               << why << "; this graph cannot run a chunk at a time (compile it for --target=cpu)"
+               << blockerSummary(blockers);
+      whole = describe(op) + ": " + why;
+      wholeDetail = blockerSummary(blockers);
     }
     if (!whole)
       for (Operation &op : func.getBody().front())
@@ -175,7 +214,8 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
           return func.emitError("chunked prefill: a whole-prompt chunk needs max-positions");
         c = maxPositions;
         func.emitWarning("GPU target: this graph runs the whole prompt as one chunk of ")
-            << c << " tokens (--max-positions), as it cannot run a chunk at a time: " << *whole;
+            << c << " tokens (--max-positions), as it cannot run a chunk at a time: " << *whole
+            << wholeDetail;
       }
       info.push_back(b.getNamedAttr("chunk", b.getI64IntegerAttr(c)));
     }

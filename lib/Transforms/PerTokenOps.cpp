@@ -104,9 +104,16 @@ PerTokenOps::PerTokenOps(func::FuncOp func, Value ids) : func(func), ids(ids) {
     for (Value r : op->getResults())
       fromPrompt.insert(r);
     // Sizes made into data: Shape's and Range's results, and what is
-    // computed from them (positions 0 .. S-1, a mask's index grids).
+    // computed from them alone (positions 0 .. S-1, a mask's index grids).
+    // A value that also reads activations is an activation: the op mixing
+    // the two is refused (whyNotSizes), and what it feeds is judged as
+    // activations, so that every later op that mixes tokens is reported too.
+    SmallVector<Value> data = dataOperands(op);
     bool sizes = isa<ox::ShapeOp, ox::RangeOp, tensor::DimOp, tensor::EmptyOp>(op) ||
-                 llvm::any_of(dataOperands(op), [&](Value v) { return fromSizes.contains(v); });
+                 (llvm::any_of(data, [&](Value v) { return fromSizes.contains(v); }) &&
+                  llvm::none_of(data, [&](Value v) {
+                    return fromPrompt.contains(v) && !fromSizes.contains(v);
+                  }));
     if (sizes)
       for (Value r : op->getResults())
         fromSizes.insert(r);
@@ -218,14 +225,58 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
   return std::string("'") + op->getName().getStringRef().str() + "' is not known to act per token";
 }
 
+/// A Reshape keeps tokens apart when each output row along the token axis
+/// holds elements of one token only: with the static dims before the token
+/// axis equal in number of elements, the elements per output row (the
+/// static dims after the token axis) must divide the elements per token.
+/// [S, 4096] -> [S, 32, 128] and [S, 8, 64] -> [8S, 64] do; [S, 40] ->
+/// [S/4, 4, 40] (DeepSeek-V4.1's compressor groups) does not: a reduction
+/// over its static axis 1 would mix four tokens.
+std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
+  auto in = rankedOf(op->getOperand(0)), out = rankedOf(op->getResult(0));
+  if (!in || !out)
+    return std::string("a Reshape of unranked values");
+  auto split = [](RankedTensorType t, int64_t &before, int64_t &after) {
+    if (llvm::count_if(t.getShape(), ShapedType::isDynamic) != 1)
+      return false;
+    int64_t axis = llvm::find_if(t.getShape(), ShapedType::isDynamic) - t.getShape().begin();
+    before = after = 1;
+    for (int64_t k = 0; k < t.getRank(); ++k)
+      (k < axis ? before : after) *= k == axis ? 1 : t.getDimSize(k);
+    return true;
+  };
+  int64_t inBefore, inAfter, outBefore, outAfter;
+  bool inTokens = split(in, inBefore, inAfter), outTokens = split(out, outBefore, outAfter);
+  if (!inTokens && !outTokens && in.hasStaticShape() && out.hasStaticShape())
+    return std::nullopt;
+  if (inTokens && outTokens && inBefore == outBefore && outAfter > 0 && inAfter % outAfter == 0)
+    return std::nullopt;
+  return std::string("a Reshape that groups tokens together (its rows along the token axis "
+                     "span several tokens)");
+}
+
 /// MatMul(A, B) is per token when one side does not depend on the prompt
 /// and the contracted axes are static: each output row is one row of the
-/// prompt side times a fixed matrix.
+/// prompt side times a fixed matrix. A batched MatMul of two activations
+/// is per token too when the token axis is the same batch axis of both and
+/// the matrices are static ([S, m, k] x [S, k, n]: one small product per
+/// token, as DeepSeek-V4.1's mHC stream mixes).
 std::optional<std::string> PerTokenOps::whyNotMatMul(Operation *op) const {
   Value a = op->getOperand(0), bv = op->getOperand(1);
   bool fixedA = !dependsOnPrompt(a), fixedB = !dependsOnPrompt(bv);
-  if (!fixedA && !fixedB)
+  if (!fixedA && !fixedB) {
+    auto at = rankedOf(a), bt = rankedOf(bv);
+    auto tokenBatchAxis = [](RankedTensorType t) -> std::optional<int64_t> {
+      if (!t || t.getRank() < 3 || t.isDynamicDim(t.getRank() - 1) ||
+          t.isDynamicDim(t.getRank() - 2) || llvm::count_if(t.getShape(), ShapedType::isDynamic) != 1)
+        return std::nullopt;
+      return llvm::find_if(t.getShape(), ShapedType::isDynamic) - t.getShape().begin();
+    };
+    auto axisA = tokenBatchAxis(at), axisB = tokenBatchAxis(bt);
+    if (axisA && axisB && at.getRank() == bt.getRank() && *axisA == *axisB)
+      return std::nullopt;
     return std::string("a MatMul of two activations mixes tokens");
+  }
   auto at = rankedOf(a), bt = rankedOf(bv);
   if (!at || !bt)
     return std::string("a MatMul of unranked operands");
@@ -259,8 +310,15 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
         return std::string("an elementwise op whose result has two token axes pairs tokens");
     return std::nullopt;
   }
-  if (isa<ox::ReshapeOp, ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp,
-          ox::RangeOp, ox::ConstantOfShapeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
+  if (isa<ox::ReshapeOp>(op))
+    return whyNotReshape(op);
+  if (isa<ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp, ox::RangeOp,
+          ox::ConstantOfShapeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
+    return std::nullopt;
+  // Routed experts: each token's row is routed and computed by itself
+  // (top-k of its own scores; no capacity limit drops or moves tokens).
+  if (isa<ox::H20RoutedExpertsOp>(op) &&
+      llvm::none_of(op->getOperands().drop_front(), [&](Value v) { return dependsOnPrompt(v); }))
     return std::nullopt;
   if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,
           h20::attn::AllReduceOp, h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||

@@ -37,6 +37,7 @@ public:
 private:
   std::optional<std::string> whyNotAxisOp(mlir::Operation *op) const;
   std::optional<std::string> whyNotMatMul(mlir::Operation *op) const;
+  std::optional<std::string> whyNotReshape(mlir::Operation *op) const;
   std::optional<std::string> whyNotSizes(mlir::Operation *op) const;
 
   mlir::func::FuncOp func;

@@ -1,5 +1,6 @@
 // RUN: h20-opt %s --split-input-file --verify-diagnostics --h20-chunked-prefill="whole-prompt-fallback=true chunk=16 max-positions=64" | FileCheck %s
 // RUN: not h20-opt %s --split-input-file --h20-chunked-prefill="whole-prompt-fallback=true chunk=16" 2>&1 | FileCheck %s --check-prefix=NOMAX
+// RUN: h20-opt %s --split-input-file --h20-chunked-prefill="whole-prompt-fallback=true chunk=16 max-positions=64" 2>&1 >/dev/null | FileCheck %s --check-prefix=ALL
 // The chunk size the target chose is recorded in h20.chunked (`chunk`),
 // so later stages read it from the IR; a whole-prompt graph's one chunk is
 // max-positions tokens, with a warning, and needs max-positions.
@@ -15,7 +16,12 @@ func.func @embed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
 
 // -----
 
-// A whole-prompt graph: one chunk of max-positions tokens, and a warning.
+// A whole-prompt graph: one chunk of max-positions tokens, and a warning
+// that names every op keeping it from running a chunk at a time (the
+// sparse attention reads the position-embedded query, so it is one too).
+// ALL: runs the whole prompt as one chunk of 64 tokens (--max-positions), as it cannot run a chunk at a time: 'onnx.Gather': a Gather that is not the token embedding {{.*}}; all 2 ops that block chunking:
+// ALL-NEXT: 1 x 'onnx.Gather': a Gather that is not the token embedding
+// ALL-NEXT: 1 x 'attn.sparse_attention': it combines activations with values computed from the prompt's length
 // CHECK-LABEL: func.func @v41_like
 // CHECK-SAME: h20.chunked = {chunk = 64 : i64, dim = 1 : i64
 // NOMAX: error: chunked prefill: a whole-prompt chunk needs max-positions

@@ -110,3 +110,64 @@ func.func @positions_meet_activations(%ids: tensor<1x?xi64>) -> tensor<1x?x1xf32
   %y = onnx.Add(%x, %p3) : (tensor<1x?x1xf32>, tensor<1x?x1xf32>) -> tensor<1x?x1xf32>
   return %y : tensor<1x?x1xf32>
 }
+
+// -----
+
+// DeepSeek-V4.1's mHC stream mix: a batched MatMul of two activations
+// whose batch axis is the token axis ([S, 4, 4] x [S, 4, 8]) is one small
+// product per token; its routed experts act per token: chunked.
+// CHECK-LABEL: func.func @token_batched_matmul_and_experts
+// CHECK-SAME: h20.chunked
+func.func @token_batched_matmul_and_experts(%ids: tensor<1x?xi64>) -> tensor<1x?x32xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x32xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x32xf32>, tensor<1x?xi64>) -> tensor<1x?x32xf32>
+  %s1 = onnx.Constant() {value = dense<[-1, 32]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %rows = onnx.Reshape(%x, %s1) : (tensor<1x?x32xf32>, tensor<2xi64>) -> tensor<?x32xf32>
+  %r = onnx.Weight {name = "router"} : tensor<32x4xf32>
+  %b = onnx.Weight {name = "bias"} : tensor<4xf32>
+  %w1 = onnx.Weight {name = "w1"} : tensor<4x32x8xf32>
+  %w3 = onnx.Weight {name = "w3"} : tensor<4x32x8xf32>
+  %w2 = onnx.Weight {name = "w2"} : tensor<4x8x32xf32>
+  %e = onnx.h20.RoutedExperts(%rows, %r, %b, %w1, %w3, %w2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x32xf32>, tensor<32x4xf32>, tensor<4xf32>, tensor<4x32x8xf32>, tensor<4x32x8xf32>, tensor<4x8x32xf32>) -> tensor<?x32xf32>
+  %s2 = onnx.Constant() {value = dense<[-1, 4, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %streams = onnx.Reshape(%e, %s2) : (tensor<?x32xf32>, tensor<3xi64>) -> tensor<?x4x8xf32>
+  %s3 = onnx.Constant() {value = dense<[-1, 4, 4]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %b0 = onnx.Constant() {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %b16 = onnx.Constant() {value = dense<16> : tensor<1xi64>} : () -> tensor<1xi64>
+  %b2 = onnx.Constant() {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %mixw = onnx.Slice(%x, %b0, %b16, %b2) : (tensor<1x?x32xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?x16xf32>
+  %mix = onnx.Reshape(%mixw, %s3) : (tensor<1x?x16xf32>, tensor<3xi64>) -> tensor<?x4x4xf32>
+  %y = onnx.MatMul(%mix, %streams) : (tensor<?x4x4xf32>, tensor<?x4x8xf32>) -> tensor<?x4x8xf32>
+  %s4 = onnx.Constant() {value = dense<[1, -1, 32]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %o = onnx.Reshape(%y, %s4) : (tensor<?x4x8xf32>, tensor<3xi64>) -> tensor<1x?x32xf32>
+  return %o : tensor<1x?x32xf32>
+}
+
+// -----
+
+// DeepSeek-V4.1's compressor groups ratio = 4 tokens by a Reshape [S, 8]
+// -> [S/4, 4, 8] and pools each group: the Reshape is refused (a chunk
+// would need to hold whole groups), not accepted as a reshape.
+func.func @group_reshape(%ids: tensor<1x?xi64>) -> tensor<?x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %s = onnx.Constant() {value = dense<[-1, 4, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  // expected-error @+1 {{chunked prefill: a Reshape that groups tokens together (its rows along the token axis span several tokens)}}
+  %g = onnx.Reshape(%x, %s) : (tensor<1x?x8xf32>, tensor<3xi64>) -> tensor<?x4x8xf32>
+  %axes = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %p = onnx.ReduceSum(%g, %axes) {keepdims = 0 : si64} : (tensor<?x4x8xf32>, tensor<1xi64>) -> tensor<?x8xf32>
+  return %p : tensor<?x8xf32>
+}
+
+// -----
+
+// A batched MatMul of two activations whose token axes differ pairs
+// tokens.
+func.func @token_matmul(%ids: tensor<1x?xi64>) -> tensor<1x?x?xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %t = onnx.Transpose(%x) {perm = array<i64: 0, 2, 1>} : (tensor<1x?x8xf32>) -> tensor<1x8x?xf32>
+  // expected-error @+1 {{chunked prefill: a MatMul of two activations mixes tokens}}
+  %y = onnx.MatMul(%x, %t) : (tensor<1x?x8xf32>, tensor<1x8x?xf32>) -> tensor<1x?x?xf32>
+  return %y : tensor<1x?x?xf32>
+}
