@@ -194,10 +194,12 @@ seed_dense() { # layers S name
 # tiny's is reported (INFO), not gated: its random top-k choices have near
 # ties that any bf16 prefill flips, and two bf16 emulations of the
 # reference itself land 0.01-0.21 from it (models/deepseek_v41/README.md).
+# tiny-window runs in chunks of 12 tokens (its window latents through a KV
+# cache) against the same whole-prompt reference, gated as tiny-all-picks.
 if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
-  for model in tiny all-picks; do
+  for model in tiny all-picks window; do
     dir=$bundle/models/v41
-    [[ $model == all-picks ]] && dir=$bundle/models/v41-all-picks
+    [[ $model != tiny ]] && dir=$bundle/models/v41-$model
     [[ -f $bundle/art/v41-$model.f32.h20 ]] || continue
     for ct in f32 bf16; do
       for S in 8 129 1000; do

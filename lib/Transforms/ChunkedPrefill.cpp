@@ -68,6 +68,68 @@ std::string blockerSummary(ArrayRef<std::pair<Operation *, std::string>> blocker
   return out;
 }
 
+/// DeepSeek-V4.1's window-only sparse attention (no compressed entries)
+/// reads, for each query, the latents of the `window` positions up to its
+/// own. A chunk's queries need the earlier chunks' latents: every distinct
+/// latent is written into slot s (key half) of one KV cache at the chunk's
+/// start p0, each attention reads the view of positions 0 .. p0 + S and
+/// takes p0 as its start. The capacity is max-positions rounded up to whole
+/// chunks (as the dense caches'). The value half of each slot is unused.
+LogicalResult cacheWindowLatents(func::FuncOp func, Value p0, int64_t maxPositions,
+                                 int64_t chunk) {
+  SmallVector<h20::attn::SparseAttentionOp> ops;
+  func.walk([&](h20::attn::SparseAttentionOp op) {
+    if (!op.getCompressed())
+      ops.push_back(op);
+  });
+  if (ops.empty())
+    return success();
+  if (maxPositions <= 0 || chunk <= 0)
+    return ops[0].emitError("chunked prefill: the sparse attention's latent cache needs "
+                            "max-positions and a chunk size");
+  MLIRContext *ctx = func.getContext();
+  auto lt0 = cast<RankedTensorType>(ops[0].getLatent().getType());
+  int64_t dim = lt0.getDimSize(1);
+  Type elt = lt0.getElementType();
+  SmallVector<Value> latents;
+  for (h20::attn::SparseAttentionOp op : ops) {
+    auto lt = cast<RankedTensorType>(op.getLatent().getType());
+    if (lt.getDimSize(1) != dim || lt.getElementType() != elt || ShapedType::isDynamic(dim))
+      return op.emitError("chunked prefill: sparse attention latents ")
+             << lt << " differ from the first layer's [S, " << dim << "] x " << elt
+             << "; one latent cache holds them all";
+    if (!llvm::is_contained(latents, op.getLatent()))
+      latents.push_back(op.getLatent());
+  }
+  int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
+  auto cacheType = h20::kv::CacheType::get(
+      ctx, {static_cast<int64_t>(latents.size()), 2, 1, capacity, dim}, elt,
+      h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, /*align=*/128, /*page=*/0));
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Value cache = h20::kv::AllocOp::create(b, func.getLoc(), cacheType, ValueRange{});
+  auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, dim}, elt);
+  auto latentType = RankedTensorType::get({ShapedType::kDynamic, dim}, elt);
+  SmallVector<ReassociationIndices> rows{{0, 1, 2}, {3}};
+  SmallVector<bool> written(latents.size(), false);
+  for (h20::attn::SparseAttentionOp op : ops) {
+    b.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    int64_t slot = llvm::find(latents, op.getLatent()) - latents.begin();
+    if (!written[slot]) {
+      Value v = tensor::ExpandShapeOp::create(b, loc, rowsType, op.getLatent(), rows);
+      cache = h20::kv::WriteOp::create(b, loc, cacheType, cache, v, p0, slot, 0);
+      written[slot] = true;
+    }
+    Value len = arith::AddIOp::create(b, loc, p0,
+                                      tensor::DimOp::create(b, loc, op.getQuery(), 0));
+    Value view = h20::kv::ViewOp::create(b, loc, rowsType, cache, len, slot, 0);
+    op.getLatentMutable().assign(tensor::CollapseShapeOp::create(b, loc, latentType, view, rows));
+    op.getStartMutable().assign(p0);
+  }
+  return success();
+}
+
 struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
   using ChunkedPrefillBase::ChunkedPrefillBase;
   void runOnOperation() override {
@@ -170,6 +232,8 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
+      return failure();
+    if (!whole && failed(cacheWindowLatents(func, p0, maxPositions, chunk)))
       return failure();
 
     StringRef outputMode = "rows";

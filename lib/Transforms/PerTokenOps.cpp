@@ -315,6 +315,17 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
   if (isa<ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp, ox::RangeOp,
           ox::ConstantOfShapeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
     return std::nullopt;
+  // DeepSeek-V4.1's window-only sparse attention: chunked prefill feeds it
+  // the latents of every earlier position from a cache (as dense
+  // attention's K/V), with the chunk's start. With compressed entries it
+  // would need their caches too, which chunked prefill does not make yet.
+  if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
+    if (sa.getCompressed())
+      return std::string("sparse attention over compressed entries needs their cache, which "
+                         "chunked prefill does not make yet");
+    if (!sa.getStart() && !dependsOnPrompt(sa.getSink()))
+      return std::nullopt;
+  }
   // Routed experts: each token's row is routed and computed by itself
   // (top-k of its own scores; no capacity limit drops or moves tokens).
   if (isa<ox::H20RoutedExpertsOp>(op) &&

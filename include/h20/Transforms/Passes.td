@@ -76,7 +76,7 @@ def LogitsLast : Pass<"h20-logits-last", "mlir::ModuleOp"> {
 
 def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
   let dependentDialects = ["h20::onnx::OnnxDialect", "mlir::arith::ArithDialect",
-                           "mlir::tensor::TensorDialect"];
+                           "mlir::tensor::TensorDialect", "h20::kv::KVDialect"];
   let summary = "Make a planned decoder graph one chunk of a chunked prefill";
   let description = [{
     Rewrites `@main(ids: [1, S])` at the planned level (fused KV cache, RoPE
@@ -90,7 +90,13 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
         alignment query i (position p0 + i) sees keys <= p0 + i, so padding
         (positions >= p0 + n) is never seen by a real token;
       * with a last-position LM head (h20-logits-last) the slice takes row
-        n - 1, the last real token, instead of row C - 1.
+        n - 1, the last real token, instead of row C - 1;
+      * DeepSeek-V4.1's window-only attn.sparse_attention gets its latents
+        from a KV cache made here (one slot's key half per distinct latent,
+        capacity max-positions rounded up to whole chunks): the chunk's
+        latent is written at p0 and the attention reads positions
+        0 .. p0 + C with start p0. (With compressed entries it is still a
+        reason to run the whole prompt: their caches are not made yet.)
     The function gets `h20.chunked = {input = 0, dim = 1, output = "rows" |
     "last"}`. Fails, naming the op, on what cannot be chunked: attention that
     is not causal, a KV write not at position 0, positions that are not

@@ -1,0 +1,57 @@
+// RUN: h20-opt %s --split-input-file --verify-diagnostics --h20-chunked-prefill="whole-prompt-fallback=true chunk=16 max-positions=40" | FileCheck %s
+// DeepSeek-V4.1's window-only sparse attention runs a chunk at a time: its
+// latent goes into a KV cache (slot 0's key half; capacity max-positions
+// rounded up to whole chunks, 48) at the chunk's start p0, and the
+// attention reads positions 0 .. p0 + S of it with start p0.
+
+// CHECK-LABEL: func.func @window_only
+// CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
+// CHECK-SAME: h20.chunked = {chunk = 16 : i64, dim = 1 : i64, input = 0 : i64, output = "rows"}
+// CHECK: %[[CACHE:.*]] = kv.alloc() : !kv.cache<1x2x1x48x8xf32
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %[[LAT:.*]] {{\[\[}}0, 1, 2], [3]] output_shape [1, 1, %{{.*}}, 8] : tensor<?x8xf32> into tensor<1x1x?x8xf32>
+// CHECK: %[[W:.*]] = kv.write %[[ROWS]] into %[[CACHE]][layer = 0, kind = 0] at %[[P0]]
+// CHECK: %[[S:.*]] = tensor.dim %[[Q:.*]], %c0
+// CHECK: %[[LEN:.*]] = arith.addi %[[P0]], %[[S]] : index
+// CHECK: %[[V:.*]] = kv.view %[[W]][layer = 0, kind = 0] length %[[LEN]]
+// CHECK: %[[L:.*]] = tensor.collapse_shape %[[V]] {{\[\[}}0, 1, 2], [3]] : tensor<1x1x?x8xf32> into tensor<?x8xf32>
+// CHECK: attn.sparse_attention %[[Q]], %[[L]], %{{.*}} start(%[[P0]]) {scale = 5.000000e-01 : f64, window = 4 : i64}
+func.func @window_only(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = onnx.Constant() {value = dense<[-1, 1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %q = onnx.Reshape(%x, %shape) : (tensor<1x?x8xf32>, tensor<3xi64>) -> tensor<?x1x8xf32>
+  %shape2 = onnx.Constant() {value = dense<[-1, 8]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %kv = onnx.Reshape(%x, %shape2) : (tensor<1x?x8xf32>, tensor<2xi64>) -> tensor<?x8xf32>
+  %sink = onnx.Constant() {value = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %a = attn.sparse_attention %q, %kv, %sink {scale = 0.5 : f64, window = 4 : i64} : (tensor<?x1x8xf32>, tensor<?x8xf32>, tensor<1xf32>) -> tensor<?x1x8xf32>
+  %shape3 = onnx.Constant() {value = dense<[1, -1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %o = onnx.Reshape(%a, %shape3) : (tensor<?x1x8xf32>, tensor<3xi64>) -> tensor<1x?x8xf32>
+  return %o : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Over compressed entries the attention would need their cache too, which
+// chunked prefill does not make yet: the whole prompt runs as one chunk,
+// and the warning says why.
+// CHECK-LABEL: func.func @with_compressed
+// CHECK-SAME: whole = "'attn.sparse_attention': sparse attention over compressed entries needs their cache, which chunked prefill does not make yet"
+// CHECK-NOT: kv.alloc
+// expected-warning @+1 {{runs the whole prompt as one chunk of 40 tokens}}
+func.func @with_compressed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = onnx.Constant() {value = dense<[-1, 1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %q = onnx.Reshape(%x, %shape) : (tensor<1x?x8xf32>, tensor<3xi64>) -> tensor<?x1x8xf32>
+  %shape2 = onnx.Constant() {value = dense<[-1, 8]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %kv = onnx.Reshape(%x, %shape2) : (tensor<1x?x8xf32>, tensor<2xi64>) -> tensor<?x8xf32>
+  %sink = onnx.Constant() {value = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %c = onnx.Weight {name = "compressed"} : tensor<4x8xf32>
+  %i = onnx.Weight {name = "picks"} : tensor<1x2xi64>
+  %ids2 = onnx.Constant() {value = dense<[-1, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %e = onnx.Expand(%i, %ids2) : (tensor<1x2xi64>, tensor<2xi64>) -> tensor<1x2xi64>
+  %a = attn.sparse_attention %q, %kv, %sink compressed(%c : tensor<4x8xf32>, %e : tensor<1x2xi64>) {scale = 0.5 : f64, window = 4 : i64} : (tensor<?x1x8xf32>, tensor<?x8xf32>, tensor<1xf32>) -> tensor<?x1x8xf32>
+  %shape3 = onnx.Constant() {value = dense<[1, -1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %o = onnx.Reshape(%a, %shape3) : (tensor<?x1x8xf32>, tensor<3xi64>) -> tensor<1x?x8xf32>
+  return %o : tensor<1x?x8xf32>
+}
