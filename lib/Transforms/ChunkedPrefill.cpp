@@ -94,6 +94,9 @@ LogicalResult cacheWindowLatents(func::FuncOp func, Value p0, int64_t maxPositio
   SmallVector<Value> latents;
   for (h20::attn::SparseAttentionOp op : ops) {
     auto lt = cast<RankedTensorType>(op.getLatent().getType());
+    if (!lt.isDynamicDim(0))
+      return op.emitError("chunked prefill: a sparse attention latent of static length ")
+             << lt << " is not one row per token of the chunk";
     if (lt.getDimSize(1) != dim || lt.getElementType() != elt || ShapedType::isDynamic(dim))
       return op.emitError("chunked prefill: sparse attention latents ")
              << lt << " differ from the first layer's [S, " << dim << "] x " << elt
@@ -117,7 +120,10 @@ LogicalResult cacheWindowLatents(func::FuncOp func, Value p0, int64_t maxPositio
     Location loc = op.getLoc();
     int64_t slot = llvm::find(latents, op.getLatent()) - latents.begin();
     if (!written[slot]) {
-      Value v = tensor::ExpandShapeOp::create(b, loc, rowsType, op.getLatent(), rows);
+      SmallVector<OpFoldResult> shape{b.getIndexAttr(1), b.getIndexAttr(1),
+                                      tensor::getMixedSize(b, loc, op.getLatent(), 0),
+                                      b.getIndexAttr(dim)};
+      Value v = tensor::ExpandShapeOp::create(b, loc, rowsType, op.getLatent(), rows, shape);
       cache = h20::kv::WriteOp::create(b, loc, cacheType, cache, v, p0, slot, 0);
       written[slot] = true;
     }

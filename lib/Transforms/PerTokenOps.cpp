@@ -323,8 +323,15 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
     if (sa.getCompressed())
       return std::string("sparse attention over compressed entries needs their cache, which "
                          "chunked prefill does not make yet");
-    if (!sa.getStart() && !dependsOnPrompt(sa.getSink()))
+    // Per token: query [S, H, D] and latent [S, D] rows of the prompt (the
+    // token axis dynamic), a fixed sink.
+    auto qt = rankedOf(sa.getQuery()), lt = rankedOf(sa.getLatent());
+    if (!sa.getStart() && !dependsOnPrompt(sa.getSink()) && dependsOnPrompt(sa.getQuery()) &&
+        dependsOnPrompt(sa.getLatent()) && qt && lt && qt.isDynamicDim(0) && lt.isDynamicDim(0) &&
+        dynamicDims(sa.getQuery()) == 1 && dynamicDims(sa.getLatent()) == 1)
       return std::nullopt;
+    return std::string("a sparse attention whose query and latent are not both rows of the "
+                       "prompt");
   }
   // Routed experts: each token's row is routed and computed by itself
   // (top-k of its own scores; no capacity limit drops or moves tokens).

@@ -20,8 +20,13 @@ namespace h20 {
 /// Split, Slice, Gather, CumSum or TopK over the hidden or head axes), is
 /// elementwise on values with at most one token axis, contracts a static
 /// axis against an operand that does not depend on the prompt (MatMul by a
-/// weight, however the weight is transposed or cast), or is one of the ops
-/// chunked prefill rewrites (attention through the KV cache, RoPE tables).
+/// weight, however the weight is transposed or cast), multiplies two
+/// activations batched over the token axis with static matrices (an [S, m,
+/// k] x [S, k, n] mix), reshapes without putting two tokens in one row,
+/// is a routed-experts call (routing per token), or is one of the ops
+/// chunked prefill rewrites (attention through the KV cache, DeepSeek-
+/// V4.1's window-only sparse attention through its latent cache, RoPE
+/// tables).
 /// What cannot be shown per token is refused, with the reason.
 class PerTokenOps {
 public:

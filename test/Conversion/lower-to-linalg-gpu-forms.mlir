@@ -174,12 +174,13 @@ func.func @sparse_attention_at_start_call(%q: tensor<?x64x512xbf16>, %l: tensor<
 
 // -----
 
-// An indexer at a start: the call carries it as the length of a last i8
-// input (the host program passes it to the kernel, which sees query row i
-// as position start + i).
+// An indexer at a start: the call carries it as the length minus one of a
+// last i8 input (the host program passes it to the kernel, which sees
+// query row i as position start + i).
 // CHECK-LABEL: func.func @indexer_topk_at_start_call
 // CHECK-SAME: %[[P0:[a-z0-9]+]]: index
-// CHECK: %[[C:.*]] = tensor.empty(%[[P0]]) : tensor<?xi8>
+// CHECK: %[[N:.*]] = arith.addi %[[P0]], %c1{{.*}} : index
+// CHECK: %[[C:.*]] = tensor.empty(%[[N]]) : tensor<?xi8>
 // CHECK: linalg.generic
 // CHECK-SAME: library_call = "h20_indexer"
 // CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[C]] : tensor<16x4x24xbf16>, tensor<40x24xbf16>, tensor<16x4xbf16>, tensor<?xi8>)

@@ -55,3 +55,23 @@ func.func @with_compressed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %o = onnx.Reshape(%a, %shape3) : (tensor<?x1x8xf32>, tensor<3xi64>) -> tensor<1x?x8xf32>
   return %o : tensor<1x?x8xf32>
 }
+
+// -----
+
+// A latent that is not a row per token (a fixed [16, 8] table) is no
+// window of the prompt: a blocker, not a cache.
+// CHECK-LABEL: func.func @fixed_latent
+// CHECK-SAME: whole = "'attn.sparse_attention': a sparse attention whose query and latent are not both rows of the prompt"
+// expected-warning @+1 {{runs the whole prompt as one chunk of 40 tokens}}
+func.func @fixed_latent(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = onnx.Constant() {value = dense<[-1, 1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %q = onnx.Reshape(%x, %shape) : (tensor<1x?x8xf32>, tensor<3xi64>) -> tensor<?x1x8xf32>
+  %kv = onnx.Weight {name = "table"} : tensor<16x8xf32>
+  %sink = onnx.Constant() {value = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %a = attn.sparse_attention %q, %kv, %sink {scale = 0.5 : f64, window = 4 : i64} : (tensor<?x1x8xf32>, tensor<16x8xf32>, tensor<1xf32>) -> tensor<?x1x8xf32>
+  %shape3 = onnx.Constant() {value = dense<[1, -1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %o = onnx.Reshape(%a, %shape3) : (tensor<?x1x8xf32>, tensor<3xi64>) -> tensor<1x?x8xf32>
+  return %o : tensor<1x?x8xf32>
+}

@@ -523,14 +523,17 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   SmallVector<Value> ins{q, k, w};
   if (candidates)
     ins.push_back(candidates);
-  // The start (query row 0's prompt position) rides along as the length of
-  // a last, never-read i8 input, which the host program passes to the
-  // kernel. Not as a scalar operand: the canonicalizer folds a constant
-  // scalar into the body of a new generic without the call's attributes.
+  // The start (query row 0's prompt position) rides along as the length
+  // minus one of a last, never-read i8 input (a temporary of start + 1
+  // bytes), which the host program passes to the kernel. Not as a scalar
+  // operand: the canonicalizer folds a constant scalar into the body of a
+  // new generic without the call's attributes. Not as the length itself: a
+  // zero-length operand lets the canonicalizer erase the call.
   Value start = topk ? topk.getStart() : cands.getStart();
   if (start)
     ins.push_back(tensor::EmptyOp::create(
-        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type()), ValueRange{start}));
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type()),
+        ValueRange{arith::AddIOp::create(b, loc, start, cIdx(b, loc, 1))}));
   SmallVector<Value> outs{out, scratch};
   SmallVector<Value> operands(ins);
   operands.append(outs.begin(), outs.end());

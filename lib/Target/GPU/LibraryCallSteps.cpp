@@ -334,8 +334,9 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     return op->emitError("GPU target: indexer call without its attributes");
   int mode = static_cast<int>(attrs.getAs<IntegerAttr>("mode").getInt());
   unsigned numIns = mode == 1 ? 4 : 3;
-  // An extra last input [start] i8 carries the start (query row 0's prompt
-  // position, e.g. the chunk's first position p0) as its length.
+  // An extra last input [start + 1] i8 carries the start (query row 0's
+  // prompt position, e.g. the chunk's first position p0) as its length
+  // minus one (SparseAttnToLinalg.cpp: never a zero-length operand).
   const bool hasStart = op.getNumDpsInputs() == numIns + 1;
   if ((op.getNumDpsInputs() != numIns && !hasStart) || op.getNumDpsInits() != 2)
     return op->emitError("GPU target: internal: malformed indexer call");
@@ -348,7 +349,7 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     const View &carrier = v[numIns];
     if (carrier.sizes.size() != 1)
       return op->emitError("GPU target: internal: the indexer's start carrier is not rank 1");
-    start = carrier.sizes[0];
+    start = carrier.sizes[0] - Lin{1};
     v.erase(v.begin() + numIns);
   }
   const View &q = v[0], &k = v[1], &w = v[2];

@@ -298,9 +298,18 @@ func.func @sparse_attention_latent_rows(%q: tensor<8x4x64xf32>, %kv: tensor<9x64
 // -----
 
 func.func @sparse_attention_start_rows(%q: tensor<8x4x64xf32>, %kv: tensor<7x64xf32>, %s: tensor<4xf32>, %p0: index) -> tensor<8x4x64xf32> {
-  // expected-error @+1 {{latent rows 7 < query rows 8: the latent must hold every position up to the last query's}}
+  // expected-error @+1 {{latent rows 7 < start 0 + query rows 8: the latent must hold every position up to the last query's}}
   %0 = attn.sparse_attention %q, %kv, %s start(%p0) {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<7x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
   return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_start_past_latent(%q: tensor<16x4x64xf32>, %kv: tensor<30x64xf32>, %s: tensor<4xf32>) -> tensor<16x4x64xf32> {
+  %p0 = arith.constant 20 : index
+  // expected-error @+1 {{latent rows 30 < start 20 + query rows 16: the latent must hold every position up to the last query's}}
+  %0 = attn.sparse_attention %q, %kv, %s start(%p0) {scale = 0.125 : f64, window = 16 : i64} : (tensor<16x4x64xf32>, tensor<30x64xf32>, tensor<4xf32>) -> tensor<16x4x64xf32>
+  return %0 : tensor<16x4x64xf32>
 }
 
 // -----

@@ -2,6 +2,7 @@
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -291,7 +292,7 @@ LogicalResult verifyIndexerOperands(Operation *op, Value q, Value k, Value w, in
 
 LogicalResult SparseAttentionOp::verify() {
   if (failed(expectRank(*this, getQuery(), 3, "query [S, H, D]")) ||
-      failed(expectRank(*this, getLatent(), 2, "latent [S, D]")) ||
+      failed(expectRank(*this, getLatent(), 2, "latent [L, D]")) ||
       failed(expectRank(*this, getSink(), 1, "sink [H]")) ||
       failed(expectRank(*this, getResult(), 3, "result [S, H, D]")))
     return failure();
@@ -304,10 +305,17 @@ LogicalResult SparseAttentionOp::verify() {
     return emitOpError("latent must be [L, D] of the query [S, H, D]");
   if (!getStart() && !compatible(q.getDimSize(0), kv.getDimSize(0)))
     return emitOpError("latent must be [S, D] of the query [S, H, D] (or give a start)");
-  if (getStart() && !q.isDynamicDim(0) && !kv.isDynamicDim(0) && kv.getDimSize(0) < q.getDimSize(0))
-    return emitOpError("latent rows ")
-           << kv.getDimSize(0) << " < query rows " << q.getDimSize(0)
-           << ": the latent must hold every position up to the last query's";
+  // L >= start + S where known: a constant start, static L and S.
+  if (getStart() && !q.isDynamicDim(0) && !kv.isDynamicDim(0)) {
+    int64_t start = 0;
+    APInt value;
+    if (matchPattern(getStart(), m_ConstantInt(&value)))
+      start = value.getSExtValue();
+    if (kv.getDimSize(0) < start + q.getDimSize(0))
+      return emitOpError("latent rows ")
+             << kv.getDimSize(0) << " < start " << start << " + query rows " << q.getDimSize(0)
+             << ": the latent must hold every position up to the last query's";
+  }
   if (!compatible(sink.getDimSize(0), q.getDimSize(1)))
     return emitOpError("sink must be [H] = [") << dimStr(q.getDimSize(1)) << "]";
   if (getResult().getType() != getQuery().getType() &&

@@ -341,7 +341,8 @@ def Attn_SparseAttentionOp : Attn_Op<"sparse_attention", [Pure, AttrSizedOperand
 def Attn_IndexerTopKOp : Attn_Op<"indexer_topk", [Pure, AttrSizedOperandSegments]> {
   let summary = "Lightning-indexer scores and the top-k compressed entries per query";
   let description = [{
-    For query i (position i of one prompt) and compressed entry t:
+    For query i (position i of one prompt; start + i with a start, below)
+    and compressed entry t:
 
       score[i,t] = sum_h weights[i,h] * max(<q[i,h,:], k[t,:]>, 0) * scale
 
