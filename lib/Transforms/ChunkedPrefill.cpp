@@ -38,9 +38,10 @@ std::string describe(Operation *op) {
 }
 
 /// Every op that keeps a graph from running a chunk at a time, grouped by
-/// op kind and reason ("; all 23 ops that block chunking: 12 x 'onnx.Slice'
-/// (first: node 'S_3'): a Slice ..."), so that one compile names all the
-/// work a chunked form needs, not only the first op. Empty for one op.
+/// op kind and reason ("; all 23 ops that block chunking:\n  12 x
+/// 'onnx.Slice' (node 'S_3') and others like it: a Slice ..."), so that one
+/// compile names all the work a chunked form needs, not only the first op.
+/// Empty for one op.
 std::string blockerSummary(ArrayRef<std::pair<Operation *, std::string>> blockers) {
   if (blockers.size() < 2)
     return "";

@@ -268,7 +268,8 @@ std::optional<std::string> PerTokenOps::whyNotMatMul(Operation *op) const {
     auto at = rankedOf(a), bt = rankedOf(bv);
     auto tokenBatchAxis = [](RankedTensorType t) -> std::optional<int64_t> {
       if (!t || t.getRank() < 3 || t.isDynamicDim(t.getRank() - 1) ||
-          t.isDynamicDim(t.getRank() - 2) || llvm::count_if(t.getShape(), ShapedType::isDynamic) != 1)
+          t.isDynamicDim(t.getRank() - 2) ||
+          llvm::count_if(t.getShape(), ShapedType::isDynamic) != 1)
         return std::nullopt;
       return llvm::find_if(t.getShape(), ShapedType::isDynamic) - t.getShape().begin();
     };
