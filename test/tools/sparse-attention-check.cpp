@@ -556,6 +556,23 @@ CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, I
   return loadPtx(ptx, k.name(), indexerMmaSmemBytes(k, entries, block));
 }
 
+/// The scalar (FMA) indexer kernel (indexer.cuh), compiled and loaded:
+/// the GPU target's choice for float32 inputs, and for mode 1 when the
+/// entry count is not static.
+CUfunction indexerScalarKernel(int dt, int wt, int mode, int64_t Hi, int64_t Di, int64_t KB,
+                               IndexerKernel &k) {
+  k = IndexerKernel{dt, dt, wt, mode};
+  const int64_t smem = indexerSmemBytes(mode, Hi, Di, KB);
+  if (functions.count(k.name()))
+    return functions[k.name()];
+  std::string ptx, log;
+  if (!compileIndexerPtx({k}, "sm_90", ptx, log)) {
+    std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
+    std::exit(1);
+  }
+  return loadPtx(ptx, k.name(), smem);
+}
+
 struct IndexerCase {
   const char *name;
   int dt, wt;
@@ -564,6 +581,7 @@ struct IndexerCase {
   int64_t block = 0;  ///< > 0: attn.indexer_candidates (mode 2), K = blocks of `block` entries
   int64_t within = 0; ///< > 0: mode 1, top-K entries within `within` candidate blocks per row
   int64_t start = 0;  ///< the first query's prompt position (a later prefill chunk)
+  bool scalar = false; ///< the scalar kernel (indexer.cuh), not the tensor-core one
 };
 
 /// Mode 1's candidate lists [S, KB]: per row a random mix of blocks (the
@@ -645,7 +663,14 @@ bool runIndexerCase(const IndexerCase &cs) {
   check(api->cuMemcpyHtoD(dk.ptr, hk.data(), dk.bytes), "copy");
   check(api->cuMemcpyHtoD(dw.ptr, hw.data(), dw.bytes), "copy");
   IndexerKernel kern;
-  CUfunction f = indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern, mode, bs, T);
+  CUfunction f = cs.scalar ? indexerScalarKernel(cs.dt, cs.wt, mode, Hi, Di, KB, kern)
+                           : indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern, mode, bs, T);
+  // The scalar kernel's scratch: a float32 row per CTA of T entry scores
+  // (mode 2: + NB block scores; mode 1: the KB * block candidate entries).
+  const int64_t ctas = 16;
+  const int64_t width = std::max<int64_t>(
+      {T, int64_t(1), mode == 2 ? T + NB : 0, mode == 1 ? KB * bs : 0});
+  Buffer dscratch(size_t(cs.scalar ? ctas * width : 1) * 4);
   const float scale = float(1.0 / std::sqrt(double(Di)));
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
@@ -653,13 +678,20 @@ bool runIndexerCase(const IndexerCase &cs) {
   pushMemref(slots, dw.ptr, 0, {S, Hi}, {Hi, 1});
   pushMemref(slots, dcand.ptr, 0, {S, KB}, {KB, 1}); // mode 1 only reads it
   pushMemref(slots, dout.ptr, 0, {S, K}, {K, 1});
-  pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread
+  if (cs.scalar)
+    pushMemref(slots, dscratch.ptr, 0, {ctas, width}, {width, 1});
+  else
+    pushMemref(slots, dout.ptr, 0, {1, 1}, {1, 1}); // scratch: unread by the mma kernel
   slots.push_back(uint64_t(cs.ratio));
   slots.push_back(uint64_t(bs));
   pushF32(slots, scale);
   slots.push_back(uint64_t(cs.start));
-  const unsigned ctas = unsigned((S + kern.rowsPerCta() - 1) / kern.rowsPerCta());
-  launch(f, ctas, 1, kIndexerMmaThreads, unsigned(indexerMmaSmemBytes(kern, T, bs)), slots);
+  if (cs.scalar)
+    launch(f, unsigned(ctas), 1, kIndexerThreads, unsigned(indexerSmemBytes(mode, Hi, Di, KB)),
+           slots);
+  else
+    launch(f, unsigned((S + kern.rowsPerCta() - 1) / kern.rowsPerCta()), 1, kIndexerMmaThreads,
+           unsigned(indexerMmaSmemBytes(kern, T, bs)), slots);
   check(api->cuCtxSynchronize(), "indexer kernel");
   std::vector<int64_t> out(size_t(S * K));
   check(api->cuMemcpyDtoH(out.data(), dout.ptr, out.size() * 8), "copy");
@@ -746,7 +778,7 @@ bool runIndexerCase(const IndexerCase &cs) {
     if (!why.empty() && bad++ == 0)
       first = "row " + std::to_string(i) + ": " + why;
   }
-  std::printf("%s indexer-mma m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld "
+  std::printf(cs.scalar ? "%s indexer-fma m%d %-26s" : "%s indexer-mma m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld "
               "start=%lld %s%s%s\n",
               bad ? "FAIL" : "PASS", mode, cs.name, (long long)S, (long long)Hi, (long long)Di,
               (long long)cs.ratio, (long long)K, (long long)cs.start, cs.dt == 1 ? "f16" : "bf16",
@@ -775,6 +807,12 @@ bool runIndexerChecks() {
       {"chunk at 700, ratio 4", 2, 2, 200, 32, 128, 4, 64, false, 0, 0, 700},
       {"chunk at 333, blocks of 4", 2, 0, 150, 4, 24, 1, 6, false, 4, 0, 333},
       {"chunk at 500, within blocks", 2, 2, 300, 32, 128, 2, 40, true, 8, 16, 500},
+      // The scalar kernel (float32 graphs; mode 1 with a dynamic entry
+      // count), whole prompt and at later positions.
+      {"fma, whole prompt", 2, 2, 129, 4, 24, 1, 8, false, 0, 0, 0, true},
+      {"fma, chunk at 700, ratio 4", 2, 2, 200, 8, 64, 4, 64, false, 0, 0, 700, true},
+      {"fma, chunk at 333, blocks of 4", 2, 0, 150, 4, 24, 1, 6, false, 4, 0, 333, true},
+      {"fma, chunk at 500, within blocks", 2, 2, 300, 8, 64, 2, 40, true, 8, 16, 500, true},
   };
   bool all = true;
   for (const IndexerCase &c : cases)
