@@ -50,6 +50,13 @@ bool isStaticAxis(Value v, int64_t axis) {
   return axis >= 0 && axis < r && !t.isDynamicDim(axis);
 }
 
+/// The token axis of `t`: its only dynamic dim, or nothing (none, several).
+std::optional<int64_t> tokenAxis(RankedTensorType t) {
+  if (!t || llvm::count_if(t.getShape(), ShapedType::isDynamic) != 1)
+    return std::nullopt;
+  return llvm::find_if(t.getShape(), ShapedType::isDynamic) - t.getShape().begin();
+}
+
 int64_t dynamicDims(Value v) {
   auto t = rankedOf(v);
   if (!t)
@@ -237,9 +244,10 @@ std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
   if (!in || !out)
     return std::string("a Reshape of unranked values");
   auto split = [](RankedTensorType t, int64_t &before, int64_t &after) {
-    if (llvm::count_if(t.getShape(), ShapedType::isDynamic) != 1)
+    std::optional<int64_t> token = tokenAxis(t);
+    if (!token)
       return false;
-    int64_t axis = llvm::find_if(t.getShape(), ShapedType::isDynamic) - t.getShape().begin();
+    int64_t axis = *token;
     before = after = 1;
     for (int64_t k = 0; k < t.getRank(); ++k)
       (k < axis ? before : after) *= k == axis ? 1 : t.getDimSize(k);
@@ -266,12 +274,12 @@ std::optional<std::string> PerTokenOps::whyNotMatMul(Operation *op) const {
   bool fixedA = !dependsOnPrompt(a), fixedB = !dependsOnPrompt(bv);
   if (!fixedA && !fixedB) {
     auto at = rankedOf(a), bt = rankedOf(bv);
+    // The token axis must be a batch axis: not one of the matrix dims.
     auto tokenBatchAxis = [](RankedTensorType t) -> std::optional<int64_t> {
-      if (!t || t.getRank() < 3 || t.isDynamicDim(t.getRank() - 1) ||
-          t.isDynamicDim(t.getRank() - 2) ||
-          llvm::count_if(t.getShape(), ShapedType::isDynamic) != 1)
+      std::optional<int64_t> axis = tokenAxis(t);
+      if (!axis || t.getRank() < 3 || *axis >= t.getRank() - 2)
         return std::nullopt;
-      return llvm::find_if(t.getShape(), ShapedType::isDynamic) - t.getShape().begin();
+      return axis;
     };
     auto axisA = tokenBatchAxis(at), axisB = tokenBatchAxis(bt);
     if (axisA && axisB && at.getRank() == bt.getRank() && *axisA == *axisB)

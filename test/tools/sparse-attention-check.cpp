@@ -144,15 +144,24 @@ CUfunction loadPtx(const std::string &ptx, const std::string &name, int64_t smem
   return f;
 }
 
-CUfunction sparseKernel(const SparseAttentionKernel &k) {
-  if (functions.count(k.name()))
-    return functions[k.name()];
+/// The kernel `name`, compiled by `compile(ptx, log)` and loaded the first
+/// time it is asked for; an NVRTC failure ends the tool with its log.
+template <typename Compile>
+CUfunction kernelOnce(const std::string &name, int64_t smem, Compile compile) {
+  if (functions.count(name))
+    return functions[name];
   std::string ptx, log;
-  if (!compileSparseAttentionPtx({k}, "sm_90", ptx, log)) {
+  if (!compile(ptx, log)) {
     std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
     std::exit(1);
   }
-  return loadPtx(ptx, k.name(), kSparseAttentionSmemLimit);
+  return loadPtx(ptx, name, smem);
+}
+
+CUfunction sparseKernel(const SparseAttentionKernel &k) {
+  return kernelOnce(k.name(), kSparseAttentionSmemLimit, [&](std::string &ptx, std::string &log) {
+    return compileSparseAttentionPtx({k}, "sm_90", ptx, log);
+  });
 }
 
 /// Uniform values in [-amp, amp) as 16-bit elements, generated on the GPU
@@ -548,12 +557,10 @@ CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, I
           "cuFuncSetAttribute");
     return f;
   }
-  std::string ptx, log;
-  if (!compileIndexerPtx({k}, "sm_90", ptx, log)) {
-    std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
-    std::exit(1);
-  }
-  return loadPtx(ptx, k.name(), indexerMmaSmemBytes(k, entries, block));
+  return kernelOnce(k.name(), indexerMmaSmemBytes(k, entries, block),
+                    [&](std::string &ptx, std::string &log) {
+                      return compileIndexerPtx({k}, "sm_90", ptx, log);
+                    });
 }
 
 /// The scalar (FMA) indexer kernel (indexer.cuh), compiled and loaded:
@@ -562,15 +569,10 @@ CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, I
 CUfunction indexerScalarKernel(int dt, int wt, int mode, int64_t Hi, int64_t Di, int64_t KB,
                                IndexerKernel &k) {
   k = IndexerKernel{dt, dt, wt, mode};
-  const int64_t smem = indexerSmemBytes(mode, Hi, Di, KB);
-  if (functions.count(k.name()))
-    return functions[k.name()];
-  std::string ptx, log;
-  if (!compileIndexerPtx({k}, "sm_90", ptx, log)) {
-    std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
-    std::exit(1);
-  }
-  return loadPtx(ptx, k.name(), smem);
+  return kernelOnce(k.name(), indexerSmemBytes(mode, Hi, Di, KB),
+                    [&](std::string &ptx, std::string &log) {
+                      return compileIndexerPtx({k}, "sm_90", ptx, log);
+                    });
 }
 
 struct IndexerCase {
