@@ -26,8 +26,11 @@ each `config.layer_types` entry with the layer kwargs only, so the copy's
 DeepseekV41CSACache (the KV-source layers' cache, `__init__(config)`) fails
 with "missing 1 required positional argument: 'config'". `build_cache` builds
 the model's own cache instead and passes it as `past_key_values`; the prefill
-also runs without any cache (`use_cache=False`, the compressor's and indexer's
-cache-less paths), and the two must agree as well.
+also runs without any cache (`use_cache=False`), reported but not gated:
+upstream's cache-less path appends every KV-source layer's compressed entries
+and indexer keys to one per-forward `shared` dict, so a later group attends
+over earlier groups' entries too (0.35 relative L2 from its own default
+forward on the tiny configs, H200 at a660af3).
 
 Top-k decisions (indexer top-k, candidate blocks, MoE routing) are where two
 correct float32 implementations can part: a rounding-level difference flips a
@@ -424,7 +427,14 @@ def check_checkpoint(args, mod, cfgmod, dirname, torch):
         mine = mine.astype(np.float64)[0]
         rel, rel_nc = rel_l2(mine, theirs), rel_l2(nocache, theirs)
         same = float((mine.argmax(-1) == theirs.argmax(-1)).mean())
-        ok = rel <= args.max_rel_l2 and rel_nc <= args.max_rel_l2
+        # Gated against the default forward (use_cache=True, as model(ids)
+        # and generate() run it). Upstream's use_cache=False path is only
+        # reported: it concatenates every compressing layer's entries into
+        # one shared["compress_kv"] (and shared["index_k"]) per forward
+        # (modeling_deepseek_v41.py, the `cache_layer is None` branches), so
+        # later groups attend over other groups' entries; it differs from
+        # its own default by ~0.35 on the tiny configs (H200, a660af3).
+        ok = rel <= args.max_rel_l2
         margin = f"{n} decisions, min margin {worst:.1e}" + (f" at {where}" if np.isfinite(worst) else "")
         if not n:
             margin = "no top-k decisions (every choice keeps all)"
@@ -436,7 +446,7 @@ def check_checkpoint(args, mod, cfgmod, dirname, torch):
             gated += 1
             failed += not ok
             verdict = "OK" if ok else f"FAIL (> {args.max_rel_l2:.0e})"
-        print(f"{name} {label}: rel L2 {rel:.2e} (transformers without cache vs with: {rel_nc:.1e}), "
+        print(f"{name} {label}: rel L2 {rel:.2e} (transformers' use_cache=False vs its default, not gated: {rel_nc:.1e}), "
               f"next token agrees at {same * 100:.1f}% of positions; {margin}; {time.time() - t0:.1f} s: {verdict}",
               flush=True)
     return cases, gated, failed

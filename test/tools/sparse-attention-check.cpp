@@ -129,17 +129,31 @@ void launch(CUfunction f, unsigned gx, unsigned gy, unsigned block, unsigned sme
 
 std::map<std::string, CUfunction> functions;
 
+/// The dynamic shared memory each loaded kernel may take: the opt-in is a
+/// cap, so a later launch of the same kernel asking for more (the scalar
+/// indexer's row grows with heads x dim) must raise it first.
+std::map<std::string, int64_t> smemOptIn;
+
+/// Raises `name`'s dynamic shared memory cap to `smem` bytes if it is below.
+void allowSmem(CUfunction f, const std::string &name, int64_t smem) {
+  if (smem <= smemOptIn[name])
+    return;
+  check(api->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
+        "cuFuncSetAttribute");
+  smemOptIn[name] = smem;
+}
+
 CUfunction loadPtx(const std::string &ptx, const std::string &name, int64_t smem) {
   auto it = functions.find(name);
-  if (it != functions.end())
+  if (it != functions.end()) {
+    allowSmem(it->second, name, smem);
     return it->second;
+  }
   CUmodule mod;
   check(api->cuModuleLoadDataEx(&mod, ptx.c_str(), 0, nullptr, nullptr), "cuModuleLoadDataEx");
   CUfunction f;
   check(api->cuModuleGetFunction(&f, mod, name.c_str()), "cuModuleGetFunction");
-  if (smem > 0)
-    check(api->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
-          "cuFuncSetAttribute");
+  allowSmem(f, name, smem);
   functions[name] = f;
   return f;
 }
@@ -148,8 +162,10 @@ CUfunction loadPtx(const std::string &ptx, const std::string &name, int64_t smem
 /// time it is asked for; an NVRTC failure ends the tool with its log.
 template <typename Compile>
 CUfunction kernelOnce(const std::string &name, int64_t smem, Compile compile) {
-  if (functions.count(name))
-    return functions[name];
+  if (auto it = functions.find(name); it != functions.end()) {
+    allowSmem(it->second, name, smem);
+    return it->second;
+  }
   std::string ptx, log;
   if (!compile(ptx, log)) {
     std::fprintf(stderr, "sparse-attention-check: %s\n", log.c_str());
