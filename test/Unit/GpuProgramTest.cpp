@@ -213,8 +213,10 @@ TEST(GpuProgram, RejectsBadPrograms) {
       {"chunk of 0", [](json &g) { g["chunking"]["chunk"] = 0; },
        "gpu.chunking.chunk: must be >= 1"},
       {"bad arch", [](json &g) { g["arch"] = "hopper"; }, "gpu.arch: expected \"sm_XY\""},
-      {"unknown symbol", [](json &g) { g["symbols"] = {"p0", "n", "q"}; },
-       "unknown symbol 'q'"},
+      {"unknown symbol", [](json &g) { g["symbols"] = {"p0", "n", "m"}; },
+       "unknown symbol 'm'"},
+      {"undeclared chunk index", [](json &g) { g["steps"][3]["bytes"] = {{"q", 2}}; },
+       "uses symbol 'q', which gpu.symbols does not declare"},
       {"undeclared symbol", [](json &g) { g["symbols"] = {"n"}; },
        "uses symbol 'p0', which gpu.symbols does not declare"},
       {"unknown key in a linear expression",
@@ -397,6 +399,32 @@ TEST(GpuProgram, ChunkSchedule) {
   s = chunkSchedule(p, 40);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].n, 40);
+}
+
+// q, the chunk's index p0 / C: rows of groups of ratio tokens (DeepSeek-
+// V4.1's compressed entries before a chunk, p0 / 4 = q * C / 4).
+TEST(GpuProgram, ChunkIndexSymbol) {
+  int64_t v = 0;
+  EXPECT_TRUE((LinearExpr{3, 0, 0, 3}.evaluate({24, 12, 2}, v)));
+  EXPECT_EQ(v, 9);
+  EXPECT_FALSE((LinearExpr{0, 0, 0, 1}.isConstant()));
+  EXPECT_FALSE((LinearExpr{0, 0, 0, INT64_MAX}.evaluate({0, 0, 2}, v)));
+  GpuProgram p;
+  json g = baseProgram();
+  g["symbols"] = {"p0", "n", "q"};
+  g["steps"][3]["bytes"] = {{"c", 4}, {"q", 4}};
+  ASSERT_EQ(parse(g, p), "");
+  auto s = chunkSchedule(p, 40); // chunks of 16
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].q, 0);
+  EXPECT_EQ(s[1].q, 1);
+  EXPECT_EQ(s[2].q, 2);
+  StepSymbols m = stepSymbols(p.steps[3]);
+  EXPECT_TRUE(m.q && m.p0 && !m.n); // q is a chunk position: replayed graphs re-resolve it
+  ResolvedStep r;
+  std::string error;
+  ASSERT_TRUE(resolveStep(p, 3, s[2], r, error)) << error;
+  EXPECT_EQ(std::get<ResolvedMemset>(r).bytes, 12);
 }
 
 TEST(GpuProgram, ResolvesSymbols) {

@@ -184,8 +184,8 @@ public:
       for (size_t i = 0; i < s->size(); ++i) {
         std::string where = "gpu.symbols[" + std::to_string(i) + "]";
         std::string name = asString((*s)[i], where);
-        if (name != "p0" && name != "n")
-          invalid(where, "unknown symbol '" + name + "' (the runtime provides p0 and n)");
+        if (name != "p0" && name != "n" && name != "q")
+          invalid(where, "unknown symbol '" + name + "' (the runtime provides p0, n and q)");
         if (std::count(p.symbols.begin(), p.symbols.end(), name))
           invalid(where, "symbol '" + name + "' is declared twice");
         p.symbols.push_back(name);
@@ -287,19 +287,19 @@ private:
     if (v.is_number_integer())
       return LinearExpr::constant(asInt(v, where));
     if (!v.is_object())
-      invalid(where, "expected an integer or {\"c\", \"p0\", \"n\"}, got " + describe(v));
+      invalid(where, "expected an integer or {\"c\", \"p0\", \"n\", \"q\"}, got " + describe(v));
     LinearExpr e;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string &key = it.key();
       int64_t x = asInt(it.value(), where + "." + key);
       if (key == "c") {
         e.c = x;
-      } else if (key == "p0" || key == "n") {
+      } else if (key == "p0" || key == "n" || key == "q") {
         if (x != 0 && !std::count(p.symbols.begin(), p.symbols.end(), key))
           invalid(where, "uses symbol '" + key + "', which gpu.symbols does not declare");
-        (key == "p0" ? e.p0 : e.n) = x;
+        (key == "p0" ? e.p0 : key == "n" ? e.n : e.q) = x;
       } else {
-        invalid(where, "unknown key '" + key + "' (a linear expression has c, p0, n)");
+        invalid(where, "unknown key '" + key + "' (a linear expression has c, p0, n, q)");
       }
     }
     return e;
@@ -1264,8 +1264,9 @@ private:
 } // namespace
 
 bool LinearExpr::evaluate(const SymbolValues &s, int64_t &out) const {
-  int64_t a, b, r;
-  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !addOk(c, a, r) || !addOk(r, b, r))
+  int64_t a, b, d, r;
+  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !mulOk(q, s.q, d) || !addOk(c, a, r) ||
+      !addOk(r, b, r) || !addOk(r, d, r))
     return false;
   out = r;
   return true;
@@ -1303,7 +1304,8 @@ int64_t viewElementBytes(const GpuProgram &p, int buffer, const std::string &dty
 StepSymbols stepSymbols(const GpuStep &step) {
   StepSymbols r;
   auto use = [&](const LinearExpr &e) {
-    r.p0 = r.p0 || e.p0 != 0;
+    r.p0 = r.p0 || e.p0 != 0 || e.q != 0;
+    r.q = r.q || e.q != 0;
     r.n = r.n || e.n != 0;
   };
   if (auto *l = std::get_if<LaunchStep>(&step)) {
@@ -1377,11 +1379,11 @@ bool parseGpuProgram(const std::string &manifestJson, const Manifest &m, uint64_
 
 std::vector<SymbolValues> chunkSchedule(const GpuProgram &program, int64_t length) {
   if (!program.chunking || length <= 0)
-    return {SymbolValues{0, std::max<int64_t>(length, 0)}};
+    return {SymbolValues{0, std::max<int64_t>(length, 0), 0}};
   int64_t c = program.chunking->chunk;
   std::vector<SymbolValues> out;
   for (int64_t p0 = 0; p0 < length; p0 += c)
-    out.push_back({p0, std::min(c, length - p0)});
+    out.push_back({p0, std::min(c, length - p0), p0 / c});
   return out;
 }
 

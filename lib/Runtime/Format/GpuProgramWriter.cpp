@@ -17,8 +17,8 @@ namespace {
 
 using json = nlohmann::json;
 
-/// An integer when constant, else {"c": c, "p0": a, "n": b} without zero
-/// symbol coefficients.
+/// An integer when constant, else {"c": c, "p0": a, "n": b, "q": d}
+/// without zero symbol coefficients.
 json linearJson(const LinearExpr &e) {
   if (e.isConstant())
     return e.c;
@@ -27,6 +27,8 @@ json linearJson(const LinearExpr &e) {
     o["p0"] = e.p0;
   if (e.n)
     o["n"] = e.n;
+  if (e.q)
+    o["q"] = e.q;
   return o;
 }
 

@@ -143,7 +143,8 @@ bool planCpSchedule(int ranks, int64_t tokens, int64_t compiledChunk, CpSchedule
     c.pieces = per;
     s.chunks.push_back(c);
     for (int64_t j = 0; j < per; ++j) {
-      s.pieces.push_back({c.begin + j * compiledChunk, compiledChunk});
+      s.pieces.push_back({c.begin + j * compiledChunk, compiledChunk,
+                          (c.begin + j * compiledChunk) / compiledChunk});
       s.pieceRank.push_back(c.rank);
     }
   }

@@ -12,8 +12,10 @@
 //                          cubin is used only on a GPU of the same major
 //                          version, else the PTX is JIT-compiled by the driver.
 //   "symbols": ["p0", "n"] the per-chunk runtime integers linear expressions
-//                          may name (only "p0" and "n" exist): p0 = position of
-//                          the chunk's first token, n = real tokens in it.
+//                          may name ("p0", "n" and "q" exist): p0 = position
+//                          of the chunk's first token, n = real tokens in it,
+//                          q = p0 / C, the chunk's index (rows of groups of
+//                          tokens, e.g. p0 / 4 = q * C / 4, are linear in q).
 //   "chunking": null | {"chunk": C, "input": i, "dim": d, "pad_value": v}
 //                          input i (token ids [1, S]) is cut along dim d into
 //                          chunks of C tokens: chunk c has p0 = c*C and
@@ -57,8 +59,8 @@
 //   "steps": [...]         run in order, on one stream, once per chunk.
 //
 // A linear expression L is a JSON integer or an object {"c": k, "p0": a,
-// "n": b} (missing keys are 0) with the value k + a*p0 + b*n; int64, overflow
-// is an error. Offsets, sizes and strides count elements unless named _bytes.
+// "n": b, "q": d} (missing keys are 0) with the value k + a*p0 + b*n + d*q;
+// int64, overflow is an error. Offsets, sizes and strides count elements unless named _bytes.
 //
 // Steps ("op"):
 //   "launch": {"module": m, "kernel": name, "grid": [L, L, L], "block": [L, L, L],
@@ -201,16 +203,21 @@ namespace h20::runtime {
 struct SymbolValues {
   int64_t p0 = 0; ///< position of the chunk's first token
   int64_t n = 0;  ///< real tokens in the chunk
+  /// The chunk's index, p0 / C (chunks start at multiples of C): what
+  /// rows of groups of tokens are counted in, e.g. p0 / 4 = q * (C / 4)
+  /// for compressed entries of 4 tokens, which no integer multiple of p0
+  /// expresses.
+  int64_t q = 0;
 };
 
-/// c + p0*P0 + n*N.
+/// c + p0*P0 + n*N + q*Q.
 struct LinearExpr {
-  int64_t c = 0, p0 = 0, n = 0;
+  int64_t c = 0, p0 = 0, n = 0, q = 0;
 
   /// The constant `v`.
-  static LinearExpr constant(int64_t v) { return {v, 0, 0}; }
+  static LinearExpr constant(int64_t v) { return {v, 0, 0, 0}; }
   /// True when the value does not depend on any symbol.
-  bool isConstant() const { return p0 == 0 && n == 0; }
+  bool isConstant() const { return p0 == 0 && n == 0 && q == 0; }
   /// Evaluates for `s` into `out`; false (out unchanged) on int64 overflow.
   bool evaluate(const SymbolValues &s, int64_t &out) const;
 };
@@ -373,7 +380,8 @@ int64_t viewElementBytes(const GpuProgram &p, int buffer, const std::string &dty
 /// Which symbols a step's linear expressions name (a non-zero coefficient
 /// anywhere: offsets, sizes, strides, grid, block, scalar arguments).
 struct StepSymbols {
-  bool p0 = false, n = false;
+  bool p0 = false, n = false; ///< p0: the step depends on the chunk's position (p0 or q)
+  bool q = false;             ///< the step uses the chunk index q
   bool any() const { return p0 || n; }
 };
 StepSymbols stepSymbols(const GpuStep &step);
