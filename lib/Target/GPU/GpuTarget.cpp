@@ -337,6 +337,10 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
   runtime::GpuProgram program;
   program.arch = "sm_90";
   program.symbols = {"p0", "n"};
+  // q (the chunk's index) only where a step counts rows of groups of
+  // tokens: older runtimes refuse a symbol they do not know.
+  if (llvm::any_of(host.steps, [](const runtime::GpuStep &s) { return runtime::stepSymbols(s).q; }))
+    program.symbols.push_back("q");
   describeChunking(func, numOutputs, program);
   ArtifactWriter writer(module, artifact, log);
   if (failed(addKernelModules(module, host, plan, writer, program.modules)))

@@ -71,19 +71,24 @@ inline int64_t checkedMul(int64_t a, int64_t b) {
   return r;
 }
 
-/// c + p0 * P0 + n * N, every operation checked for int64 overflow.
+/// c + p0 * P0 + n * N + q * Q (q = p0 / C, the chunk's index), every
+/// operation checked for int64 overflow.
 struct Lin {
-  int64_t c = 0, p0 = 0, n = 0;
-  bool isConst() const { return p0 == 0 && n == 0; }
+  int64_t c = 0, p0 = 0, n = 0, q = 0;
+  bool isConst() const { return p0 == 0 && n == 0 && q == 0; }
+  bool operator==(const Lin &o) const { return c == o.c && p0 == o.p0 && n == o.n && q == o.q; }
+  bool operator!=(const Lin &o) const { return !(*this == o); }
   Lin operator+(const Lin &o) const {
-    return {checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n)};
+    return {checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n), checkedAdd(q, o.q)};
   }
   Lin operator-(const Lin &o) const {
-    return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n)};
+    return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n), checkedSub(q, o.q)};
   }
-  Lin scaled(int64_t k) const { return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k)}; }
+  Lin scaled(int64_t k) const {
+    return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k), checkedMul(q, k)};
+  }
   /// The program's form of the value.
-  runtime::LinearExpr expr() const { return {c, p0, n}; }
+  runtime::LinearExpr expr() const { return {c, p0, n, q}; }
 };
 
 /// An integer kernel argument (i64 or i32).
@@ -177,6 +182,22 @@ private:
       return Lin{cast<IntegerAttr>(a).getInt()};
     return integer(cast<Value>(r), user);
   }
+  /// `v` in the last chunk a chunked prefill runs (p0 = capacity - C, q =
+  /// capacity / C - 1, from h20.chunked's chunk and capacity), when it
+  /// grows with the chunk's position and not with its token count;
+  /// otherwise nothing.
+  std::optional<int64_t> lastChunkValue(const Lin &v) const {
+    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+    auto chunk = info ? info.getAs<IntegerAttr>("chunk") : IntegerAttr();
+    auto capacity = info ? info.getAs<IntegerAttr>("capacity") : IntegerAttr();
+    if (!chunk || !capacity || chunk.getInt() <= 0 || capacity.getInt() < chunk.getInt() ||
+        v.n != 0 || v.p0 < 0 || v.q < 0)
+      return std::nullopt;
+    const int64_t c = chunk.getInt(), last = capacity.getInt() - c;
+    const int64_t value =
+        checkedAdd(checkedAdd(v.c, checkedMul(v.p0, last)), checkedMul(v.q, last / c));
+    return value >= 0 ? std::optional<int64_t>(value) : std::nullopt;
+  }
   FailureOr<Lin> mul(Lin a, Lin b, Operation *user) {
     if (a.isConst())
       return b.scaled(a.c);
@@ -218,13 +239,16 @@ private:
   }
   int currentStep() const { return static_cast<int>(steps.size()); }
   /// A row-major view of all of `buffer`.
+  /// A row-major view of `sizes` over `buffer`. At most one size may
+  /// depend on the chunk (evalAlloc checks): the strides outside it are
+  /// then linear in it.
   View identityView(int buffer, Type element, ArrayRef<Lin> sizes) {
     View v{buffer, Lin{}, SmallVector<Lin>(sizes), {}, element};
     v.strides.resize(sizes.size());
     Lin stride{1};
     for (size_t k = sizes.size(); k-- > 0;) {
       v.strides[k] = stride;
-      stride = stride.scaled(sizes[k].c);
+      stride = sizes[k].isConst() ? stride.scaled(sizes[k].c) : sizes[k].scaled(stride.c);
     }
     return v;
   }

@@ -121,9 +121,28 @@ LogicalResult Evaluator::evalArith(Operation *op) {
     ints[r] = *m;
     return success();
   }
+  if (isa<arith::DivUIOp, arith::DivSIOp>(op) && !args[0].isConst() && args[1].isConst()) {
+    // Chunks start at multiples of C (p0 = q * C), so a position over a
+    // constant r is linear in q when r divides what it counts:
+    // (c + p0 * P + q * Q) / r = c / r + q * (P * C + Q) / r, for c >= 0
+    // and P * C + Q >= 0 (floor and truncation agree). The compressed
+    // entries before a chunk, p0 / 4 = q * (C / 4), are such a value.
+    const Lin &a = args[0];
+    const int64_t r = args[1].c;
+    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+    auto chunk = info ? info.getAs<IntegerAttr>("chunk") : IntegerAttr();
+    if (chunk && chunk.getInt() > 0 && r > 0 && a.n == 0 && a.c >= 0) {
+      const int64_t q = checkedAdd(checkedMul(a.p0, chunk.getInt()), a.q);
+      if (q >= 0 && q % r == 0) {
+        ints[op->getResult(0)] = Lin{a.c / r, 0, 0, q / r};
+        return success();
+      }
+    }
+  }
   for (const Lin &a : args)
     if (!a.isConst())
-      return op->emitError("GPU target: a non-linear function of the chunk position");
+      return op->emitError("GPU target: a non-linear function of the chunk position ('")
+             << op->getName() << "')";
   int64_t a = args[0].c, b = args.size() > 1 ? args[1].c : 0;
   auto nonzero = [&]() -> LogicalResult {
     if (b == -1 && a == std::numeric_limits<int64_t>::min())
@@ -200,17 +219,27 @@ LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynam
   int64_t bytes = elementBytes(t.getElementType());
   for (int64_t k = 0; k < t.getRank(); ++k) {
     Lin s{t.getDimSize(k)};
+    int64_t most = s.c;
     if (t.isDynamicDim(k)) {
       auto v = integer(dynamic[d++], op);
       if (failed(v))
         return failure();
-      if (!v->isConst())
-        return op->emitError("GPU target: an allocation whose size depends on the chunk "
-                             "position");
       s = *v;
+      most = v->c;
+      if (!v->isConst()) {
+        // Sized by the chunk's position (a kernel's scratch over the rows
+        // of every earlier position): the buffer holds the last chunk's,
+        // the view keeps each chunk's own size (one such dim: its strides
+        // stay linear).
+        std::optional<int64_t> last = lastChunkValue(*v);
+        if (!last || llvm::any_of(sizes, [](const Lin &s) { return !s.isConst(); }))
+          return op->emitError("GPU target: an allocation whose size depends on the chunk "
+                               "position");
+        most = *last;
+      }
     }
     sizes.push_back(s);
-    bytes = checkedMul(bytes, s.c);
+    bytes = checkedMul(bytes, most);
   }
   Buffer b{"temp", -1, bytes, dtypeName(t.getElementType())};
   views[op->getResult(0)] = identityView(addBuffer(b), t.getElementType(), sizes);

@@ -163,7 +163,7 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
       if (haveBatch) {
         // Collapsible only if this dim continues the inner batch dims.
         Lin expect = batchStride[k].scaled(batch.c);
-        if (s.c != expect.c || s.p0 != expect.p0 || s.n != expect.n)
+        if (s != expect)
           return op->emitError("GPU target: GEMM batch dims that do not collapse into one "
                                "strided batch");
       } else {
@@ -206,7 +206,7 @@ LogicalResult Evaluator::evalAllReduce(linalg::GenericOp op) {
     for (size_t k = v.sizes.size(); k-- > 0;) {
       const Lin &st = v.strides[k];
       bool one = v.sizes[k].isConst() && v.sizes[k].c == 1;
-      if (!one && (st.c != expect.c || st.p0 != expect.p0 || st.n != expect.n))
+      if (!one && st != expect)
         return op->emitError("GPU target: an all-reduce of a strided (non-contiguous) view");
       auto next = mul(expect, v.sizes[k], op);
       if (failed(next))
@@ -218,8 +218,7 @@ LogicalResult Evaluator::evalAllReduce(linalg::GenericOp op) {
   auto srcBytes = contiguousBytes(src), dstBytes = contiguousBytes(dst);
   if (failed(srcBytes) || failed(dstBytes))
     return failure();
-  if (srcBytes->c != dstBytes->c || srcBytes->p0 != dstBytes->p0 || srcBytes->n != dstBytes->n ||
-      src.element != dst.element)
+  if (*srcBytes != *dstBytes || src.element != dst.element)
     return op->emitError("GPU target: all-reduce source and destination differ in size or type");
   use(src.buffer);
   use(dst.buffer);
@@ -249,8 +248,7 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   bool causal = attrs.getAs<BoolAttr>("causal").getValue();
   bool bottomRight = attrs.getAs<BoolAttr>("bottom_right").getValue();
   Lin sq = q->sizes[2], skv = k->sizes[2];
-  if (causal && !bottomRight &&
-      (sq.c != skv.c || sq.p0 != skv.p0 || sq.n != skv.n))
+  if (causal && !bottomRight && sq != skv)
     return op->emitError("GPU target: top-left causal attention with S_q != S_kv is not "
                          "supported by the kernel");
   // Chunked prefill: in the last chunk the rows past the prompt's end are
