@@ -69,72 +69,244 @@ std::string blockerSummary(ArrayRef<std::pair<Operation *, std::string>> blocker
   return out;
 }
 
-/// DeepSeek-V4.1's window-only sparse attention (no compressed entries)
-/// reads, for each query, the latents of the `window` positions up to its
-/// own. A chunk's queries need the earlier chunks' latents: every distinct
-/// latent is written into slot s (key half) of one KV cache at the chunk's
-/// start p0, each attention reads the view of positions 0 .. p0 + S and
-/// takes p0 as its start. The capacity is max-positions rounded up to whole
-/// chunks (as the dense caches'). The value half of each slot is unused.
-LogicalResult cacheWindowLatents(func::FuncOp func, Value p0, int64_t maxPositions,
-                                 int64_t chunk) {
-  SmallVector<h20::attn::SparseAttentionOp> ops;
-  func.walk([&](h20::attn::SparseAttentionOp op) {
-    if (!op.getCompressed())
-      ops.push_back(op);
-  });
-  if (ops.empty())
+/// One row operand that a chunk's op must see for every earlier position
+/// too, and how many tokens one row stands for.
+struct RowRead {
+  OpOperand *use;
+  int64_t ratio;
+};
+
+/// The rows DeepSeek-V4.1's ops read across chunks: a sparse attention's
+/// window latents (a row per token) and compressed entries, an indexer's
+/// keys (a row per group of `ratio` tokens; a sparse attention's ratio is
+/// its indices' indexer's), a lookback Gather's data (a row per token:
+/// Engram's earlier token ids), in program order.
+SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToken) {
+  SmallVector<RowRead> reads;
+  auto ratioOf = [](Operation *op) { return op->getAttrOfType<IntegerAttr>("ratio").getInt(); };
+  for (Operation &op : func.getBody().front()) {
+    if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
+      reads.push_back({&sa.getLatentMutable(), 1});
+      if (sa.getCompressed())
+        reads.push_back({&sa.getCompressedMutable()[0], ratioOf(sa.getIndices().getDefiningOp())});
+    } else if (isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op)) {
+      reads.push_back({&op.getOpOperand(1), ratioOf(&op)});
+    } else if (perToken.isLookbackGather(&op)) {
+      reads.push_back({&op.getOpOperand(0), 1});
+    }
+  }
+  return reads;
+}
+
+/// DeepSeek-V4.1's sparse attention and indexers read, for each query, rows
+/// of every earlier position: window latents, compressed entries (one per
+/// group of `ratio` tokens) and indexer keys; so does a lookback Gather
+/// (Engram's token ids of the positions before). A chunk computes only its own
+/// rows, so each distinct row value gets a slot (key half) in a KV cache
+/// per row kind (width, element type, ratio): the chunk's rows are written
+/// at row p0 / ratio, each reader reads rows 0 .. (p0 + S) / ratio and
+/// takes p0 as its start. Chunks hold whole groups (PerTokenOps checks the
+/// chunk size), so the chunk's first group is group p0 / ratio. Capacity:
+/// max-positions rounded up to whole chunks, divided by the ratio. The
+/// value half of each slot is unused (the planned sparse layout
+/// (kv.sparse_plan) is to replace these caches).
+LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64_t chunk,
+                        ArrayRef<RowRead> reads) {
+  if (reads.empty())
     return success();
+  Operation *first = reads[0].use->getOwner();
   if (maxPositions <= 0 || chunk <= 0)
-    return ops[0].emitError("chunked prefill: the sparse attention's latent cache needs "
+    return first->emitError("chunked prefill: the sparse attention's row caches need "
                             "max-positions and a chunk size");
   MLIRContext *ctx = func.getContext();
-  auto lt0 = cast<RankedTensorType>(ops[0].getLatent().getType());
-  int64_t dim = lt0.getDimSize(1);
-  Type elt = lt0.getElementType();
-  SmallVector<Value> latents;
-  for (h20::attn::SparseAttentionOp op : ops) {
-    auto lt = cast<RankedTensorType>(op.getLatent().getType());
-    if (!lt.isDynamicDim(0))
-      return op.emitError("chunked prefill: a sparse attention latent of static length ")
-             << lt << " is not one row per token of the chunk";
-    if (lt.getDimSize(1) != dim || lt.getElementType() != elt || ShapedType::isDynamic(dim))
-      return op.emitError("chunked prefill: sparse attention latents ")
-             << lt << " differ from the first layer's [S, " << dim << "] x " << elt
-             << "; one latent cache holds them all";
-    if (!llvm::is_contained(latents, op.getLatent()))
-      latents.push_back(op.getLatent());
+  struct Kind {
+    int64_t dim, ratio;
+    Type elt;
+    SmallVector<Value> values;
+    Value cache;
+    h20::kv::CacheType type;
+  };
+  SmallVector<Kind> kinds;
+  auto kindOf = [&](int64_t dim, Type elt, int64_t ratio) -> Kind & {
+    for (Kind &k : kinds)
+      if (k.dim == dim && k.elt == elt && k.ratio == ratio)
+        return k;
+    kinds.push_back({dim, ratio, elt, {}, Value(), {}});
+    return kinds.back();
+  };
+  // [n] rows are [n, 1].
+  auto widthOf = [](RankedTensorType t) { return t.getRank() == 1 ? 1 : t.getDimSize(1); };
+  for (const RowRead &r : reads) {
+    Value v = r.use->get();
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() < 1 || t.getRank() > 2 || !t.isDynamicDim(0) ||
+        (t.getRank() == 2 && t.isDynamicDim(1)))
+      return r.use->getOwner()->emitError("chunked prefill: rows ")
+             << t << " are not one row per token or group of the chunk, [n, D] or [n]";
+    if (r.ratio < 1 || chunk % r.ratio)
+      return r.use->getOwner()->emitError("chunked prefill: the chunk size ")
+             << chunk << " is not a multiple of the ratio " << r.ratio;
+    Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio);
+    if (!llvm::is_contained(k.values, v))
+      k.values.push_back(v);
   }
-  int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
-  auto cacheType = h20::kv::CacheType::get(
-      ctx, {static_cast<int64_t>(latents.size()), 2, 1, capacity, dim}, elt,
-      h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, /*align=*/128, /*page=*/0));
+  const int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());
-  Value cache = h20::kv::AllocOp::create(b, func.getLoc(), cacheType, ValueRange{});
-  auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, dim}, elt);
-  auto latentType = RankedTensorType::get({ShapedType::kDynamic, dim}, elt);
-  SmallVector<ReassociationIndices> rows{{0, 1, 2}, {3}};
-  SmallVector<bool> written(latents.size(), false);
-  for (h20::attn::SparseAttentionOp op : ops) {
+  for (Kind &k : kinds) {
+    // Rows padded to 128 bytes, as the attention caches'; a narrow row
+    // (a token id) only to its own power-of-two size.
+    const int64_t rowBytes = k.dim * std::max<int64_t>(k.elt.getIntOrFloatBitWidth() / 8, 1);
+    const int64_t align =
+        std::min<int64_t>(128, static_cast<int64_t>(llvm::PowerOf2Ceil(rowBytes)));
+    k.type = h20::kv::CacheType::get(
+        ctx, {static_cast<int64_t>(k.values.size()), 2, 1, capacity / k.ratio, k.dim}, k.elt,
+        h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, align, /*page=*/0));
+    k.cache = h20::kv::AllocOp::create(b, func.getLoc(), k.type, ValueRange{});
+  }
+  auto rowsOf4d = [](RankedTensorType t) {
+    return t.getRank() == 1 ? SmallVector<ReassociationIndices>{{0, 1, 2, 3}}
+                            : SmallVector<ReassociationIndices>{{0, 1, 2}, {3}};
+  };
+  DenseSet<Value> written;
+  auto perRow = [&](Location loc, Value tokens, int64_t ratio) -> Value {
+    if (ratio == 1)
+      return tokens;
+    return arith::DivUIOp::create(b, loc, tokens, arith::ConstantIndexOp::create(b, loc, ratio));
+  };
+  // Per reader, its writes before its views: a view taken before a later
+  // in-place write to the same cache would make bufferization copy it.
+  for (size_t i = 0; i < reads.size();) {
+    Operation *op = reads[i].use->getOwner();
+    size_t end = i;
+    while (end < reads.size() && reads[end].use->getOwner() == op)
+      ++end;
     b.setInsertionPoint(op);
-    Location loc = op.getLoc();
-    int64_t slot = llvm::find(latents, op.getLatent()) - latents.begin();
-    if (!written[slot]) {
-      SmallVector<OpFoldResult> shape{b.getIndexAttr(1), b.getIndexAttr(1),
-                                      tensor::getMixedSize(b, loc, op.getLatent(), 0),
-                                      b.getIndexAttr(dim)};
-      Value v = tensor::ExpandShapeOp::create(b, loc, rowsType, op.getLatent(), rows, shape);
-      cache = h20::kv::WriteOp::create(b, loc, cacheType, cache, v, p0, slot, 0);
-      written[slot] = true;
+    Location loc = op->getLoc();
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t j = i; j < end; ++j) {
+        const RowRead &r = reads[j];
+        Value v = r.use->get();
+        auto t = cast<RankedTensorType>(v.getType());
+        Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio);
+        int64_t slot = llvm::find(k.values, v) - k.values.begin();
+        auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, k.dim}, k.elt);
+        if (pass == 0) {
+          if (!written.insert(v).second)
+            continue;
+          SmallVector<OpFoldResult> shape{b.getIndexAttr(1), b.getIndexAttr(1),
+                                          tensor::getMixedSize(b, loc, v, 0),
+                                          b.getIndexAttr(k.dim)};
+          Value rows = tensor::ExpandShapeOp::create(b, loc, rowsType, v, rowsOf4d(t), shape);
+          k.cache = h20::kv::WriteOp::create(b, loc, k.type, k.cache, rows,
+                                             perRow(loc, p0, r.ratio), slot, 0);
+          continue;
+        }
+        // The query is operand 0 of every reader: S of this chunk.
+        Value len = perRow(
+            loc,
+            arith::AddIOp::create(b, loc, p0, tensor::DimOp::create(b, loc, op->getOperand(0), 0)),
+            r.ratio);
+        Value view = h20::kv::ViewOp::create(b, loc, rowsType, k.cache, len, slot, 0);
+        if (t.getRank() == 2) {
+          r.use->set(tensor::CollapseShapeOp::create(
+              b, loc, RankedTensorType::get({ShapedType::kDynamic, k.dim}, k.elt), view,
+              rowsOf4d(t)));
+          continue;
+        }
+        // [n] rows: a rank-reducing slice, which stays a view of the cache
+        // (a collapse of all four dims of the strided view would be copied).
+        auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+        r.use->set(tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get({ShapedType::kDynamic}, k.elt), view,
+            ArrayRef<OpFoldResult>{zero, zero, zero, zero},
+            ArrayRef<OpFoldResult>{one, one, len, one},
+            ArrayRef<OpFoldResult>{one, one, one, one}));
+      }
+    i = end;
+  }
+  // An indexer's picks per query, K = min(topk, T) (KB = min(blocks, NB)),
+  // would change with the entries a chunk sees: they are given the static
+  // K = topk (blocks), whose slots past the valid picks hold the "none"
+  // sentinel, as a row with fewer visible entries has them; the valid
+  // picks are the same. Readers keep the dynamic type through a cast.
+  auto staticPicks = [&](Operation *op, int64_t k) {
+    Value r = op->getResult(0);
+    auto rt = cast<RankedTensorType>(r.getType());
+    if (!rt.isDynamicDim(1))
+      return;
+    r.setType(RankedTensorType::get({rt.getDimSize(0), k}, rt.getElementType()));
+    b.setInsertionPointAfter(op);
+    auto back = tensor::CastOp::create(b, op->getLoc(), rt, r);
+    r.replaceAllUsesExcept(back, back);
+  };
+  // Every reader's query row i is position p0 + i.
+  for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
+    if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
+      sa.getStartMutable().assign(p0);
+    } else if (auto k = dyn_cast<h20::attn::IndexerTopKOp>(op)) {
+      k.getStartMutable().assign(p0);
+      staticPicks(k, static_cast<int64_t>(k.getTopk()));
+    } else if (auto c = dyn_cast<h20::attn::IndexerCandidatesOp>(op)) {
+      c.getStartMutable().assign(p0);
+      staticPicks(c, static_cast<int64_t>(c.getBlocks()));
     }
-    Value len = arith::AddIOp::create(b, loc, p0,
-                                      tensor::DimOp::create(b, loc, op.getQuery(), 0));
-    Value view = h20::kv::ViewOp::create(b, loc, rowsType, cache, len, slot, 0);
-    op.getLatentMutable().assign(tensor::CollapseShapeOp::create(b, loc, latentType, view, rows));
-    op.getStartMutable().assign(p0);
   }
   return success();
+}
+
+/// Token positions that meet activations (PerTokenOps::positionOperands:
+/// Engram's Where(pos >= k, ...) and its lookback Gather's indices
+/// max(pos - k, 0)) are evaluated at the chunk's global positions: each
+/// such position expression is cloned, right after the op it copies, with
+/// its Range(0, S) replaced by Range(0, S) + p0, and the op reads the
+/// clone. The original stays for its other uses (sizes, RoPE, which this
+/// pass offsets by itself).
+/// The ops (and operand numbers) that read position expressions beside
+/// activations, collected before any rewrite (PerTokenOps knows only the
+/// original values).
+using PositionUsers = SmallVector<std::pair<Operation *, SmallVector<unsigned>>>;
+PositionUsers positionUsers(func::FuncOp func, const h20::PerTokenOps &perToken) {
+  PositionUsers users;
+  for (Operation &op : func.getBody().front())
+    if (SmallVector<unsigned> which = perToken.positionOperands(&op); !which.empty())
+      users.emplace_back(&op, which);
+  return users;
+}
+
+void globalizePositions(func::FuncOp func, Value p0, const h20::PerTokenOps &perToken,
+                        const PositionUsers &users) {
+  DenseMap<Value, Value> global;
+  OpBuilder b(func.getContext());
+  std::function<Value(Value)> at = [&](Value v) -> Value {
+    if (!perToken.dependsOnPrompt(v))
+      return v;
+    if (auto it = global.find(v); it != global.end())
+      return it->second;
+    Operation *op = v.getDefiningOp();
+    b.setInsertionPointAfter(op);
+    Value g;
+    if (isa<ox::RangeOp>(op)) {
+      auto t = cast<RankedTensorType>(v.getType());
+      Value start = arith::IndexCastOp::create(b, op->getLoc(), t.getElementType(), p0);
+      Value dim = tensor::DimOp::create(b, op->getLoc(), v, 0);
+      Value splat = tensor::SplatOp::create(b, op->getLoc(), t, start, ValueRange{dim});
+      g = ox::AddOp::create(b, op->getLoc(), TypeRange{t}, ValueRange{v, splat})->getResult(0);
+    } else {
+      SmallVector<Value> operands;
+      for (Value o : op->getOperands())
+        operands.push_back(at(o));
+      b.setInsertionPointAfter(op);
+      Operation *copy = b.clone(*op);
+      copy->setOperands(operands);
+      g = copy->getResult(cast<OpResult>(v).getResultNumber());
+    }
+    global[v] = g;
+    return g;
+  };
+  for (auto &[op, which] : users)
+    for (unsigned i : which)
+      op->setOperand(i, at(op->getOperand(i)));
 }
 
 struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
@@ -158,7 +330,7 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     // the end; p0 is then always 0.
     std::optional<std::string> whole;
     std::string wholeDetail;
-    h20::PerTokenOps perToken(func, func.getArgument(0));
+    h20::PerTokenOps perToken(func, func.getArgument(0), chunk);
     SmallVector<std::pair<Operation *, std::string>> blockers;
     for (Operation &op : func.getBody().front())
       if (!isa<func::ReturnOp>(op))
@@ -240,8 +412,14 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     });
     if (walk.wasInterrupted())
       return failure();
-    if (!whole && failed(cacheWindowLatents(func, p0, maxPositions, chunk)))
-      return failure();
+    if (!whole) {
+      // Both read the analysis of the original graph: collect, then rewrite.
+      SmallVector<RowRead> reads = rowReads(func, perToken);
+      PositionUsers users = positionUsers(func, perToken);
+      globalizePositions(func, p0, perToken, users);
+      if (failed(cacheRows(func, p0, maxPositions, chunk, reads)))
+        return failure();
+    }
 
     StringRef outputMode = "rows";
     if (ox::SliceOp slice = h20::lastPositionSlice(func)) {
@@ -289,6 +467,11 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
             << wholeDetail;
       }
       info.push_back(b.getNamedAttr("chunk", b.getI64IntegerAttr(c)));
+      // The last chunk's end: what buffers sized by the chunk's position
+      // (kernel scratch over every earlier row) are sized for.
+      if (!whole && maxPositions > 0)
+        info.push_back(
+            b.getNamedAttr("capacity", b.getI64IntegerAttr((maxPositions + c - 1) / c * c)));
     }
     func->setAttr("h20.chunked", b.getDictionaryAttr(info));
     return success();

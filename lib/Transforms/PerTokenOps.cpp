@@ -64,6 +64,76 @@ int64_t dynamicDims(Value v) {
   return llvm::count_if(t.getShape(), ShapedType::isDynamic);
 }
 
+/// The single value of a constant one-element integer tensor, or nothing.
+std::optional<int64_t> constantInt(Value v) {
+  auto vals = constantInts(v);
+  if (!vals || vals->size() != 1)
+    return std::nullopt;
+  return (*vals)[0];
+}
+
+/// k when `slice` is x[0 : (n / k) * k] along x's token axis, n being x's
+/// length there as Shape reads it: the rows of x's whole groups of k
+/// tokens (DeepSeek-V4.1's compressors drop a partial last group so).
+std::optional<int64_t> wholeGroupsSlice(ox::SliceOp slice) {
+  Value x = slice->getOperand(0);
+  std::optional<int64_t> token = tokenAxis(rankedOf(x));
+  if (!token || slice->getNumOperands() < 3)
+    return std::nullopt;
+  std::optional<int64_t> axis =
+      rankedOf(x).getRank() == 1 ? std::optional<int64_t>(0) : std::nullopt;
+  if (slice->getNumOperands() > 3 && !isa<ox::NoValueOp>(slice->getOperand(3).getDefiningOp()))
+    axis = constantInt(slice->getOperand(3));
+  if (axis && *axis < 0)
+    *axis += rankedOf(x).getRank();
+  if (!axis || *axis != *token || constantInt(slice->getOperand(1)) != 0)
+    return std::nullopt;
+  if (slice->getNumOperands() > 4 && !isa<ox::NoValueOp>(slice->getOperand(4).getDefiningOp()) &&
+      constantInt(slice->getOperand(4)) != 1)
+    return std::nullopt;
+  // ends = Mul(Div(Shape(x)[token], k), k), the product in either order.
+  auto mul = slice->getOperand(2).getDefiningOp<ox::MulOp>();
+  if (!mul)
+    return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    auto div = mul->getOperand(side).getDefiningOp<ox::DivOp>();
+    std::optional<int64_t> k = constantInt(mul->getOperand(1 - side));
+    if (!div || !k || *k <= 0 || constantInt(div->getOperand(1)) != *k)
+      continue;
+    auto shape = div->getOperand(0).getDefiningOp<ox::ShapeOp>();
+    if (shape && shape->getOperand(0) == x && shape.getStart().value_or(0) == *token &&
+        shape.getEnd() && *shape.getEnd() == *token + 1)
+      return k;
+  }
+  return std::nullopt;
+}
+
+/// Whether `v`, a position expression, is <= the position at every
+/// position (`upper`) or >= 0 (`!upper`), for all positions >= 0.
+bool boundedByPosition(Value v, bool upper) {
+  if (isa_and_nonnull<ox::RangeOp>(v.getDefiningOp()))
+    return true; // pos itself: pos <= pos, pos >= 0
+  if (std::optional<int64_t> c = constantInt(v))
+    return upper ? *c <= 0 : *c >= 0;
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getNumOperands() != 2)
+    return false;
+  Value a = op->getOperand(0), b = op->getOperand(1);
+  std::optional<int64_t> cb = constantInt(b);
+  if (isa<ox::SubOp>(op))
+    return upper ? cb && *cb >= 0 && boundedByPosition(a, true) : false;
+  if (isa<ox::AddOp>(op))
+    return upper ? cb && *cb <= 0 && boundedByPosition(a, true)
+                 : boundedByPosition(a, false) && boundedByPosition(b, false);
+  if (isa<ox::MaxOp>(op))
+    return upper ? boundedByPosition(a, true) && boundedByPosition(b, true)
+                 : boundedByPosition(a, false) || boundedByPosition(b, false);
+  if (isa<ox::MinOp>(op))
+    return upper ? boundedByPosition(a, true) || boundedByPosition(b, true)
+                 : boundedByPosition(a, false) && boundedByPosition(b, false);
+  return false;
+}
+
 /// Ops that compute each element from the elements at the same (broadcast)
 /// index of their operands.
 bool isElementwise(Operation *op) {
@@ -103,7 +173,8 @@ SmallVector<Value> dataOperands(Operation *op) {
 
 namespace h20 {
 
-PerTokenOps::PerTokenOps(func::FuncOp func, Value ids) : func(func), ids(ids) {
+PerTokenOps::PerTokenOps(func::FuncOp func, Value ids, int64_t chunk)
+    : func(func), ids(ids), chunk(chunk) {
   fromPrompt.insert(ids);
   func.walk([&](Operation *op) {
     if (llvm::none_of(op->getOperands(), [&](Value v) { return fromPrompt.contains(v); }))
@@ -127,6 +198,61 @@ PerTokenOps::PerTokenOps(func::FuncOp func, Value ids) : func(func), ids(ids) {
   });
 }
 
+bool PerTokenOps::isPositionExpr(Value v) const {
+  if (auto it = positionExprs.find(v); it != positionExprs.end())
+    return it->second;
+  positionExprs[v] = false; // no cycles in SSA; guards re-entry
+  bool yes = false;
+  auto t = rankedOf(v);
+  Operation *op = v.getDefiningOp();
+  if (auto r = dyn_cast_or_null<ox::RangeOp>(op)) {
+    // Range(0, n, 1) with n the length of the token ids (Shape of the ids
+    // or of their reshape to [S], squeezed to a scalar).
+    Value n = r->getOperand(1);
+    if (auto sq = n.getDefiningOp<ox::SqueezeOp>())
+      n = sq->getOperand(0);
+    auto shape = n.getDefiningOp<ox::ShapeOp>();
+    Value x = shape ? shape->getOperand(0) : Value();
+    while (x && x != ids && isa_and_nonnull<ox::ReshapeOp, ox::SqueezeOp>(x.getDefiningOp()))
+      x = x.getDefiningOp()->getOperand(0);
+    std::optional<int64_t> token = shape ? tokenAxis(rankedOf(shape->getOperand(0))) : std::nullopt;
+    yes = x == ids && token && shape.getStart().value_or(0) == *token && shape.getEnd() &&
+          *shape.getEnd() == *token + 1 && constantInt(r->getOperand(0)) == 0 &&
+          constantInt(r->getOperand(2)) == 1;
+  } else if (op && isElementwise(op) && t && dynamicDims(v) == 1 && t.getRank() == 1) {
+    yes = llvm::any_of(op->getOperands(), [&](Value o) { return dependsOnPrompt(o); }) &&
+          llvm::all_of(op->getOperands(),
+                       [&](Value o) { return !dependsOnPrompt(o) || isPositionExpr(o); });
+  }
+  positionExprs[v] = yes;
+  return yes;
+}
+
+bool PerTokenOps::isLookbackGather(Operation *op) const {
+  auto g = dyn_cast<ox::GatherOp>(op);
+  if (!g || g.getAxis().value_or(0) != 0)
+    return false;
+  Value data = op->getOperand(0), idx = op->getOperand(1);
+  auto dt = rankedOf(data), it = rankedOf(idx);
+  return dt && it && dt.getRank() <= 2 && dt.isDynamicDim(0) && dynamicDims(data) == 1 &&
+         dependsOnPrompt(data) && !fromSizes.contains(data) && it.getRank() == 1 &&
+         isPositionExpr(idx) && boundedByPosition(idx, true) && boundedByPosition(idx, false);
+}
+
+SmallVector<unsigned> PerTokenOps::positionOperands(Operation *op) const {
+  if (isLookbackGather(op))
+    return {1};
+  SmallVector<unsigned> out;
+  if (!isElementwise(op) || llvm::none_of(op->getOperands(), [&](Value v) {
+        return dependsOnPrompt(v) && !fromSizes.contains(v);
+      }))
+    return out;
+  for (OpOperand &o : op->getOpOperands())
+    if (fromSizes.contains(o.get()) && isPositionExpr(o.get()))
+      out.push_back(o.getOperandNumber());
+  return out;
+}
+
 /// In a chunk, S is the chunk's length and Range(0, S) restarts at 0: such
 /// values may size things, and may be RoPE positions (chunked prefill adds
 /// the chunk's start to those), but never combine with activations.
@@ -138,11 +264,77 @@ std::optional<std::string> PerTokenOps::whyNotSizes(Operation *op) const {
   bool activations = llvm::any_of(data, [&](Value v) {
     return dependsOnPrompt(v) && !fromSizes.contains(v);
   });
+  // Positions evaluated at the chunk's global positions (see the class).
+  if (sizes && activations &&
+      (isLookbackGather(op) || (isElementwise(op) && llvm::all_of(data, [&](Value v) {
+                                  return !fromSizes.contains(v) || isPositionExpr(v);
+                                }))))
+    return std::nullopt;
   if (sizes && activations)
     return std::string("it combines activations with values computed from the prompt's length "
                        "(positions from Range/Shape restart in every chunk; only RoPE "
                        "positions are offset by the chunk's start)");
   return std::nullopt;
+}
+
+std::optional<std::string> PerTokenOps::whyNotGroups(int64_t k, StringRef what) const {
+  if (k >= 1 && chunk > 0 && chunk % k == 0)
+    return std::nullopt;
+  return (what + " of " + std::to_string(k) + " tokens needs a chunk size that is a multiple of " +
+          std::to_string(k) + (chunk > 0 ? " (the chunk is " + std::to_string(chunk) + ")" : ""))
+      .str();
+}
+
+/// DeepSeek-V4.1's ops over compressed entries (one per group of `ratio`
+/// tokens): chunked prefill carries the entries (and the window latents)
+/// of earlier chunks in caches and gives the ops the chunk's start, so
+/// they are per token when their query-side operands are rows of the
+/// prompt, the entries are rows of groups (the token axis first), and the
+/// chunk holds whole groups. A sparse attention's ratio is its indices'
+/// indexer's.
+std::optional<std::string> PerTokenOps::whyNotCompressed(Operation *op) const {
+  auto rows = [&](Value v) {
+    auto t = rankedOf(v);
+    return v && dependsOnPrompt(v) && t && t.getRank() >= 1 && t.isDynamicDim(0) &&
+           dynamicDims(v) == 1;
+  };
+  // Picks per query [S, K]: K = min(topk, T) follows the entries a chunk
+  // sees, but the valid picks (visible entries only) do not; the slots
+  // past them hold the "none" sentinel, which readers ignore.
+  auto picks = [&](Value v) {
+    auto t = rankedOf(v);
+    return v && dependsOnPrompt(v) && t && t.getRank() == 2 && t.isDynamicDim(0);
+  };
+  auto fixed = [&](Value v) { return !v || !dependsOnPrompt(v); };
+  if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
+    if (sa.getStart() || !fixed(sa.getSink()) || !rows(sa.getQuery()) || !rows(sa.getLatent()))
+      return std::string("a sparse attention whose query and latent are not both rows of the "
+                         "prompt");
+    if (!sa.getCompressed())
+      return std::nullopt;
+    Operation *picker = sa.getIndices().getDefiningOp();
+    auto ratio = picker ? picker->getAttrOfType<IntegerAttr>("ratio") : IntegerAttr();
+    if (!isa_and_nonnull<h20::attn::IndexerTopKOp>(picker) || !ratio)
+      return std::string("a sparse attention whose indices do not come from an indexer (the "
+                         "compressed entries' ratio is not known)");
+    if (!rows(sa.getCompressed()) || !picks(sa.getIndices()))
+      return std::string("a sparse attention whose compressed entries or indices are not rows "
+                         "of the prompt");
+    return whyNotGroups(ratio.getInt(), "a sparse attention over compressed entries");
+  }
+  Value query = op->getOperand(0), keys = op->getOperand(1), weights = op->getOperand(2);
+  Value candidates;
+  int64_t ratio = op->getAttrOfType<IntegerAttr>("ratio").getInt();
+  if (auto k = dyn_cast<h20::attn::IndexerTopKOp>(op)) {
+    if (k.getStart())
+      return std::string("an indexer that already has a start");
+    candidates = k.getCandidates();
+  } else if (cast<h20::attn::IndexerCandidatesOp>(op).getStart()) {
+    return std::string("an indexer that already has a start");
+  }
+  if (!rows(query) || !rows(keys) || !rows(weights) || (candidates && !picks(candidates)))
+    return std::string("an indexer whose queries, keys or weights are not rows of the prompt");
+  return whyNotGroups(ratio, "an indexer over compressed entries");
 }
 
 /// Ops that act along named axes: per token when every such axis is static.
@@ -198,6 +390,9 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
       return std::nullopt;
     if (!dependsOnPrompt(op->getOperand(1)) && isStaticAxis(x, g.getAxis().value_or(0)))
       return std::nullopt;
+    // Earlier tokens' rows: chunked prefill reads them from a history.
+    if (isLookbackGather(op))
+      return std::nullopt;
     return std::string("a Gather that is neither a table lookup per token nor a pick along a "
                        "static axis");
   }
@@ -211,6 +406,8 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
       axes = constantInts(op->getOperand(3));
     else
       axes = llvm::to_vector(llvm::seq<int64_t>(0, r));
+    if (std::optional<int64_t> k = wholeGroupsSlice(cast<ox::SliceOp>(op)))
+      return whyNotGroups(*k, "a Slice to whole groups");
     auto starts = constantInts(op->getOperand(1)), ends = constantInts(op->getOperand(2));
     std::optional<SmallVector<int64_t>> steps;
     if (op->getNumOperands() > 4 && !isa<ox::NoValueOp>(op->getOperand(4).getDefiningOp()))
@@ -236,9 +433,10 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
 /// holds elements of one token only: with the static dims before the token
 /// axis equal in number of elements, the elements per output row (the
 /// static dims after the token axis) must divide the elements per token.
-/// [S, 4096] -> [S, 32, 128] and [S, 8, 64] -> [8S, 64] do; [S, 40] ->
-/// [S/4, 4, 40] (DeepSeek-V4.1's compressor groups) does not: a reduction
-/// over its static axis 1 would mix four tokens.
+/// [S, 4096] -> [S, 32, 128] and [S, 8, 64] -> [8S, 64] do. [S, 40] ->
+/// [S/4, 4, 40] (DeepSeek-V4.1's compressor groups) puts 4 tokens in a row
+/// (a reduction over its static axis 1 mixes them): a group row, per token
+/// only when every chunk holds whole groups of 4.
 std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
   auto in = rankedOf(op->getOperand(0)), out = rankedOf(op->getResult(0));
   if (!in || !out)
@@ -259,6 +457,9 @@ std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
     return std::nullopt;
   if (inTokens && outTokens && inBefore == outBefore && outAfter > 0 && inAfter % outAfter == 0)
     return std::nullopt;
+  // Rows of k whole tokens: groups, per token when chunks hold whole groups.
+  if (inTokens && outTokens && inBefore == outBefore && inAfter > 0 && outAfter % inAfter == 0)
+    return whyNotGroups(outAfter / inAfter, "a Reshape that groups rows");
   return std::string("a Reshape that groups tokens together (its rows along the token axis "
                      "span several tokens)");
 }
@@ -324,24 +525,9 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
   if (isa<ox::TransposeOp, ox::SqueezeOp, ox::UnsqueezeOp, ox::ShapeOp, ox::RangeOp,
           ox::ConstantOfShapeOp, ox::ConstantOp, ox::WeightOp, ox::NoValueOp>(op))
     return std::nullopt;
-  // DeepSeek-V4.1's window-only sparse attention: chunked prefill feeds it
-  // the latents of every earlier position from a cache (as dense
-  // attention's K/V), with the chunk's start. With compressed entries it
-  // would need their caches too, which chunked prefill does not make yet.
-  if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
-    if (sa.getCompressed())
-      return std::string("sparse attention over compressed entries needs their cache, which "
-                         "chunked prefill does not make yet");
-    // Per token: query [S, H, D] and latent [S, D] rows of the prompt (the
-    // token axis dynamic), a fixed sink.
-    auto qt = rankedOf(sa.getQuery()), lt = rankedOf(sa.getLatent());
-    if (!sa.getStart() && !dependsOnPrompt(sa.getSink()) && dependsOnPrompt(sa.getQuery()) &&
-        dependsOnPrompt(sa.getLatent()) && qt && lt && qt.isDynamicDim(0) && lt.isDynamicDim(0) &&
-        dynamicDims(sa.getQuery()) == 1 && dynamicDims(sa.getLatent()) == 1)
-      return std::nullopt;
-    return std::string("a sparse attention whose query and latent are not both rows of the "
-                       "prompt");
-  }
+  if (isa<h20::attn::SparseAttentionOp, h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(
+          op))
+    return whyNotCompressed(op);
   // Routed experts: each token's row is routed and computed by itself
   // (top-k of its own scores; no capacity limit drops or moves tokens).
   if (isa<ox::H20RoutedExpertsOp>(op) &&

@@ -3,6 +3,7 @@
 #define H20_LIB_TRANSFORMS_PERTOKENOPS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <optional>
@@ -27,11 +28,29 @@ namespace h20 {
 /// chunked prefill rewrites (attention through the KV cache, DeepSeek-
 /// V4.1's window-only sparse attention through its latent cache, RoPE
 /// tables).
+///
+/// Rows may also be groups of k consecutive tokens (DeepSeek-V4.1's
+/// compressors): the Slice that rounds the token count down to whole
+/// groups (x[0 : (S / k) * k]) and a Reshape that puts k tokens in one row
+/// ([S, n] -> [S / k, k, n]) are per token when every chunk holds whole
+/// groups, i.e. when the chunk size is a multiple of k; so are the
+/// attention and indexer ops over compressed entries of `ratio` tokens,
+/// whose entries chunked prefill carries in caches.
+///
+/// Token positions (Range(0, S) over the prompt's tokens, then elementwise
+/// ops with constants: a position expression) restart at 0 in every chunk,
+/// so they may not meet activations, except where chunked prefill
+/// evaluates them at the chunk's global positions p0 + i: in an elementwise
+/// op (DeepSeek-V4.1's Engram pads the n-gram of the first tokens with
+/// Where(pos >= k, ...)), and as the indices of a Gather of earlier tokens'
+/// rows (0 <= index <= pos: the token k positions back), whose rows
+/// chunked prefill keeps in a token-history cache.
 /// What cannot be shown per token is refused, with the reason.
 class PerTokenOps {
 public:
-  /// `ids` is the graph's token-id argument.
-  PerTokenOps(mlir::func::FuncOp func, mlir::Value ids);
+  /// `ids` is the graph's token-id argument; `chunk` the chunk size (0:
+  /// not known, and then no op that groups tokens is per token).
+  PerTokenOps(mlir::func::FuncOp func, mlir::Value ids, int64_t chunk = 0);
 
   /// Why `op` cannot be chunked, or nothing when it acts per token.
   std::optional<std::string> whyNot(mlir::Operation *op) const;
@@ -39,14 +58,34 @@ public:
   /// Whether `v` is computed from the token ids (data or shape).
   bool dependsOnPrompt(mlir::Value v) const { return fromPrompt.contains(v); }
 
+  /// Whether `v` is a position expression (above): a function of the
+  /// token positions Range(0, S, 1) alone, elementwise.
+  bool isPositionExpr(mlir::Value v) const;
+
+  /// Whether `op` is a Gather of earlier tokens' rows: data with the token
+  /// axis first, indices a position expression with 0 <= index <= pos.
+  bool isLookbackGather(mlir::Operation *op) const;
+
+  /// The operands of `op` that are position expressions meeting
+  /// activations (a lookback Gather's indices; an elementwise op's
+  /// position operands beside an activation): what a chunk must evaluate
+  /// at its global positions. Empty for every other op.
+  llvm::SmallVector<unsigned> positionOperands(mlir::Operation *op) const;
+
 private:
   std::optional<std::string> whyNotAxisOp(mlir::Operation *op) const;
   std::optional<std::string> whyNotMatMul(mlir::Operation *op) const;
   std::optional<std::string> whyNotReshape(mlir::Operation *op) const;
   std::optional<std::string> whyNotSizes(mlir::Operation *op) const;
+  std::optional<std::string> whyNotCompressed(mlir::Operation *op) const;
+  /// Why rows of `k` tokens (`what`) do not chunk: nothing when the chunk
+  /// size is a multiple of k.
+  std::optional<std::string> whyNotGroups(int64_t k, llvm::StringRef what) const;
 
   mlir::func::FuncOp func;
   mlir::Value ids;
+  int64_t chunk;
+  mutable llvm::DenseMap<mlir::Value, bool> positionExprs;
   llvm::DenseSet<mlir::Value> fromPrompt;
   /// Values whose data are sizes of prompt values (Shape, Range, ...).
   llvm::DenseSet<mlir::Value> fromSizes;

@@ -7,7 +7,7 @@
 
 // A chunkable graph records the chosen chunk.
 // CHECK-LABEL: func.func @embed
-// CHECK-SAME: h20.chunked = {chunk = 16 : i64, dim = 1 : i64, input = 0 : i64, output = "rows"}
+// CHECK-SAME: h20.chunked = {capacity = 64 : i64, chunk = 16 : i64, dim = 1 : i64, input = 0 : i64, output = "rows"}
 func.func @embed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
   %x = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>

@@ -146,13 +146,14 @@ func.func @token_batched_matmul_and_experts(%ids: tensor<1x?xi64>) -> tensor<1x?
 // -----
 
 // DeepSeek-V4.1's compressor groups ratio = 4 tokens by a Reshape [S, 8]
-// -> [S/4, 4, 8] and pools each group: the Reshape is refused (a chunk
-// would need to hold whole groups), not accepted as a reshape.
+// -> [S/4, 4, 8] and pools each group: a chunk must hold whole groups, so
+// without a chunk size (a multiple of 4) the Reshape is refused.
+// (chunked-prefill-sparse-compressed.mlir: with one, it is per token.)
 func.func @group_reshape(%ids: tensor<1x?xi64>) -> tensor<?x8xf32> {
   %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
   %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
   %s = onnx.Constant() {value = dense<[-1, 4, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
-  // expected-error @+1 {{chunked prefill: a Reshape that groups tokens together (its rows along the token axis span several tokens)}}
+  // expected-error @+1 {{chunked prefill: a Reshape that groups rows of 4 tokens needs a chunk size that is a multiple of 4; this graph cannot run a chunk at a time}}
   %g = onnx.Reshape(%x, %s) : (tensor<1x?x8xf32>, tensor<3xi64>) -> tensor<?x4x8xf32>
   %axes = onnx.Constant() {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
   %p = onnx.ReduceSum(%g, %axes) {keepdims = 0 : si64} : (tensor<?x4x8xf32>, tensor<1xi64>) -> tensor<?x8xf32>

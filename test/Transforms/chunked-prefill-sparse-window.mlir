@@ -6,7 +6,7 @@
 
 // CHECK-LABEL: func.func @window_only
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
-// CHECK-SAME: h20.chunked = {chunk = 16 : i64, dim = 1 : i64, input = 0 : i64, output = "rows"}
+// CHECK-SAME: h20.chunked = {capacity = 48 : i64, chunk = 16 : i64, dim = 1 : i64, input = 0 : i64, output = "rows"}
 // CHECK: %[[CACHE:.*]] = kv.alloc() : !kv.cache<1x2x1x48x8xf32
 // CHECK: %[[ROWS:.*]] = tensor.expand_shape %[[LAT:.*]] {{\[\[}}0, 1, 2], [3]] output_shape [1, 1, %{{.*}}, 8] : tensor<?x8xf32> into tensor<1x1x?x8xf32>
 // CHECK: %[[W:.*]] = kv.write %[[ROWS]] into %[[CACHE]][layer = 0, kind = 0] at %[[P0]]
@@ -31,11 +31,12 @@ func.func @window_only(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
 
 // -----
 
-// Over compressed entries the attention would need their cache too, which
-// chunked prefill does not make yet: the whole prompt runs as one chunk,
-// and the warning says why.
+// Compressed entries whose picks come from no indexer: their ratio (the
+// tokens per entry, which places the chunk's entries in their cache) is
+// not known, so the whole prompt runs as one chunk, and the warning says
+// why.
 // CHECK-LABEL: func.func @with_compressed
-// CHECK-SAME: whole = "'attn.sparse_attention': sparse attention over compressed entries needs their cache, which chunked prefill does not make yet"
+// CHECK-SAME: whole = "'attn.sparse_attention': a sparse attention whose indices do not come from an indexer (the compressed entries' ratio is not known)"
 // CHECK-NOT: kv.alloc
 // expected-warning @+1 {{runs the whole prompt as one chunk of 40 tokens}}
 func.func @with_compressed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {

@@ -91,15 +91,24 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
         (positions >= p0 + n) is never seen by a real token;
       * with a last-position LM head (h20-logits-last) the slice takes row
         n - 1, the last real token, instead of row C - 1;
-      * DeepSeek-V4.1's window-only attn.sparse_attention gets its latents
-        from a KV cache made here (one slot's key half per distinct latent,
-        capacity max-positions rounded up to whole chunks): the chunk's
-        latent is written at p0 and the attention reads positions
-        0 .. p0 + C with start p0. (With compressed entries it is still a
-        reason to run the whole prompt: their caches are not made yet.)
+      * DeepSeek-V4.1's rows read across chunks (attn.sparse_attention's
+        window latents and compressed entries, the indexers' keys, and a
+        lookback Gather's data, Engram's earlier token ids) go into caches
+        made here, one per row kind (width, type, ratio), a slot's key half
+        per distinct value, capacity max-positions rounded up to whole
+        chunks divided by the ratio: the chunk's rows are written at row
+        p0 / ratio and the op reads rows 0 .. (p0 + C) / ratio with start
+        p0; an indexer's picks get the static K = topk (blocks). This needs
+        chunks of whole groups: a chunk size that is not a multiple of a
+        compressor's group (its Slice to whole groups, its grouping Reshape)
+        or an indexer's ratio is a reason to run the whole prompt;
+      * token positions that meet activations (Engram's Where(pos >= k),
+        a lookback Gather's max(pos - k, 0)) are evaluated at the chunk's
+        global positions.
     The function gets `h20.chunked = {input = 0, dim = 1, output = "rows" |
-    "last"}`. Fails, naming the op, on what cannot be chunked: attention that
-    is not causal, a KV write not at position 0, positions that are not
+    "last", chunk = C, capacity = max-positions rounded up to whole
+    chunks}`. Fails, naming the op, on what cannot be chunked: attention
+    that is not causal, a KV write not at position 0, positions that are not
     computed in the graph, more than one input, and any op not known to act
     per token (a MatMul of two activations, a Gather other than the token
     embedding such as absolute position embeddings, a reduction over the

@@ -490,7 +490,10 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   Value S = dimOf(b, loc, q, 0), T = dimOf(b, loc, k, 0);
   // Result [S, K]: K = min(topk, T), or KB = min(blocks, NB).
   Value K;
-  Value NB = arith::CeilDivSIOp::create(b, loc, T, cIdx(b, loc, block));
+  // ceil(T / block) as floor((T + block - 1) / block) (T >= 0): a chunked
+  // prefill's host program evaluates the floor form in the chunk index.
+  Value NB = arith::DivUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, T, cIdx(b, loc, block - 1)), cIdx(b, loc, block));
   if (topk)
     K = arith::MinSIOp::create(b, loc, cIdx(b, loc, static_cast<int64_t>(topk.getTopk())), T);
   else
@@ -507,8 +510,10 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   Value width = T;
   if (mode == 2)
     width = arith::AddIOp::create(b, loc, T, NB);
+  // (mode 1: T + the KB * block entries, a bound of the larger of the two
+  // that a chunked prefill's host program evaluates in the chunk index.)
   if (mode == 1)
-    width = arith::MaxSIOp::create(
+    width = arith::AddIOp::create(
         b, loc, T,
         arith::MulIOp::create(b, loc, dimOf(b, loc, candidates, 1), cIdx(b, loc, block)));
   // One scratch row per CTA of the persistent grid h20-choose-attention-

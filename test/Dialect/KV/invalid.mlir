@@ -36,7 +36,7 @@ func.func @cache_kind(%c: !kv.cache<2x3x4x16x32xf32, #kv.layout<order = [0, 1, 2
 
 // -----
 
-// expected-error @+1 {{kv cache element type must be f16, bf16, f32 or f8E4M3FN, got 'i8'}}
+// expected-error @+1 {{kv cache element type must be f16, bf16, f32, f8E4M3FN, i32 or i64, got 'i8'}}
 func.func @cache_elem(%c: !kv.cache<2x2x4x16x32xi8, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>)
 
 // -----
