@@ -796,11 +796,11 @@ bool runIndexerCase(const IndexerCase &cs) {
     if (!why.empty() && bad++ == 0)
       first = "row " + std::to_string(i) + ": " + why;
   }
-  std::printf(cs.scalar ? "%s indexer-fma m%d %-26s" : "%s indexer-mma m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld "
+  std::printf("%s indexer-%s m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld "
               "start=%lld %s%s%s\n",
-              bad ? "FAIL" : "PASS", mode, cs.name, (long long)S, (long long)Hi, (long long)Di,
-              (long long)cs.ratio, (long long)K, (long long)cs.start, cs.dt == 1 ? "f16" : "bf16",
-              bad ? ", first: " : "", first.c_str());
+              bad ? "FAIL" : "PASS", cs.scalar ? "fma" : "mma", mode, cs.name, (long long)S,
+              (long long)Hi, (long long)Di, (long long)cs.ratio, (long long)K, (long long)cs.start,
+              cs.dt == 1 ? "f16" : "bf16", bad ? ", first: " : "", first.c_str());
   return bad == 0;
 }
 
@@ -831,6 +831,7 @@ bool runIndexerChecks() {
       {"fma, chunk at 700, ratio 4", 2, 2, 200, 8, 64, 4, 64, false, 0, 0, 700, true},
       {"fma, chunk at 333, blocks of 4", 2, 0, 150, 4, 24, 1, 6, false, 4, 0, 333, true},
       {"fma, chunk at 500, within blocks", 2, 2, 300, 8, 64, 2, 40, true, 8, 16, 500, true},
+      {"fma, whole prompt, within blocks", 2, 2, 300, 8, 64, 2, 40, true, 8, 16, 0, true},
   };
   bool all = true;
   for (const IndexerCase &c : cases)

@@ -261,6 +261,9 @@ H20_INDEXER_NAME(H20_MR3(const typename IdxElem<H20_INDEXER_Q>::T, q),
         i64 b = cand[cand_off + i * cand_s0 + c * cand_s1];
         if (b < 0 || b >= NBall)
           b = NBall; // no block: its entries are all past T
+        for (i64 e = 0; e < c && b != NBall; ++e)
+          if (blocks[e] == b)
+            b = NBall; // a repeat: its entries are already in the row
         i64 j = c;
         for (; j > 0 && blocks[j - 1] > b; --j)
           blocks[j] = blocks[j - 1];
