@@ -174,11 +174,13 @@ fi
 # same weights) at S = 8, 129, 1000, and the GPU artifacts (one
 # whole-prompt chunk of 1024 tokens) in f32 and bf16: models/v41 and
 # art/v41-tiny.*, models/v41-all-picks and art/v41-all-picks.*. And
-# tiny-window (window-only layers), which runs a chunk at a time: chunks
-# of 12 tokens, the window latents carried in a KV cache (models/v41-window,
-# art/v41-window.*).
+# tiny-window (window-only layers) and tiny-chunked (every layer kind but
+# Engram), which run a chunk at a time: chunks of 12 tokens, the window
+# latents, compressed entries and indexer keys carried in caches
+# (models/v41-window, art/v41-window.*, models/v41-chunked,
+# art/v41-chunked.*).
 if [[ $bench != only && $bench != tp && $bench != robust ]]; then
-  for cfg in tiny tiny-all-picks tiny-window; do
+  for cfg in tiny tiny-all-picks tiny-window tiny-chunked; do
     name=${cfg/#tiny-/}
     v41=$out/models/v41${cfg#tiny}
     mkdir -p "$v41"
@@ -189,10 +191,14 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       "$py" "$root/models/deepseek_v41/reference.py" "$v41/ckpt" "$v41/ids-$S.npy" "$v41/ref-$S.npy" >/dev/null
     done
     rm -rf "$v41/ckpt"
-    chunk=(); [[ $cfg == tiny-window ]] && chunk=(--chunk=12)
+    chunk=(); [[ $cfg == tiny-window || $cfg == tiny-chunked ]] && chunk=(--chunk=12)
     for ct in f32 bf16; do
       "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
         "${chunk[@]}" -o "$out/art/v41-$name.$ct.h20" 2>/dev/null
+      # tiny (Engram too) also in chunks of 12: art/v41-tiny-c12.*.
+      [[ $cfg == tiny ]] &&
+        "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
+          --chunk=12 -o "$out/art/v41-tiny-c12.$ct.h20" 2>/dev/null
     done
   done
 fi
