@@ -116,7 +116,7 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     return success();
   Operation *first = reads[0].use->getOwner();
   if (maxPositions <= 0 || chunk <= 0)
-    return first->emitError("chunked prefill: the sparse attention's row caches need "
+    return first->emitError("chunked prefill: the caches of rows read across chunks need "
                             "max-positions and a chunk size");
   MLIRContext *ctx = func.getContext();
   struct Kind {
@@ -143,6 +143,11 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
         (t.getRank() == 2 && t.isDynamicDim(1)))
       return r.use->getOwner()->emitError("chunked prefill: rows ")
              << t << " are not one row per token or group of the chunk, [n, D] or [n]";
+    Type e = t.getElementType();
+    if (!isa<Float16Type, BFloat16Type, Float32Type>(e) && !e.isSignlessInteger(32) &&
+        !e.isSignlessInteger(64))
+      return r.use->getOwner()->emitError("chunked prefill: rows of ")
+             << e << " cannot be kept in a KV cache (f16, bf16, f32, i32 or i64)";
     if (r.ratio < 1 || chunk % r.ratio)
       return r.use->getOwner()->emitError("chunked prefill: the chunk size ")
              << chunk << " is not a multiple of the ratio " << r.ratio;
@@ -168,7 +173,8 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     return t.getRank() == 1 ? SmallVector<ReassociationIndices>{{0, 1, 2, 3}}
                             : SmallVector<ReassociationIndices>{{0, 1, 2}, {3}};
   };
-  DenseSet<Value> written;
+  // (value, kind): a value read as two kinds is written into both.
+  DenseSet<std::pair<Value, Kind *>> written;
   auto perRow = [&](Location loc, Value tokens, int64_t ratio) -> Value {
     if (ratio == 1)
       return tokens;
@@ -192,7 +198,7 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
         int64_t slot = llvm::find(k.values, v) - k.values.begin();
         auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, k.dim}, k.elt);
         if (pass == 0) {
-          if (!written.insert(v).second)
+          if (!written.insert({v, &k}).second)
             continue;
           SmallVector<OpFoldResult> shape{b.getIndexAttr(1), b.getIndexAttr(1),
                                           tensor::getMixedSize(b, loc, v, 0),
@@ -227,9 +233,10 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
   }
   // An indexer's picks per query, K = min(topk, T) (KB = min(blocks, NB)),
   // would change with the entries a chunk sees: they are given the static
-  // K = topk (blocks), whose slots past the valid picks hold the "none"
-  // sentinel, as a row with fewer visible entries has them; the valid
-  // picks are the same. Readers keep the dynamic type through a cast.
+  // K of the last chunk's T (the cache's rows), whose slots past the valid
+  // picks hold the "none" sentinel, as a row with fewer visible entries
+  // has them; the valid picks are the same. Readers keep the dynamic type
+  // through a cast.
   auto staticPicks = [&](Operation *op, int64_t k) {
     Value r = op->getResult(0);
     auto rt = cast<RankedTensorType>(r.getType());
@@ -246,10 +253,13 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
       sa.getStartMutable().assign(p0);
     } else if (auto k = dyn_cast<h20::attn::IndexerTopKOp>(op)) {
       k.getStartMutable().assign(p0);
-      staticPicks(k, static_cast<int64_t>(k.getTopk()));
+      const int64_t rows = capacity / static_cast<int64_t>(k.getRatio());
+      staticPicks(k, std::min<int64_t>(static_cast<int64_t>(k.getTopk()), rows));
     } else if (auto c = dyn_cast<h20::attn::IndexerCandidatesOp>(op)) {
       c.getStartMutable().assign(p0);
-      staticPicks(c, static_cast<int64_t>(c.getBlocks()));
+      const int64_t rows = capacity / static_cast<int64_t>(c.getRatio());
+      const int64_t bs = static_cast<int64_t>(c.getBlockSize());
+      staticPicks(c, std::min<int64_t>(static_cast<int64_t>(c.getBlocks()), (rows + bs - 1) / bs));
     }
   }
   return success();
@@ -333,9 +343,8 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     h20::PerTokenOps perToken(func, func.getArgument(0), chunk);
     SmallVector<std::pair<Operation *, std::string>> blockers;
     for (Operation &op : func.getBody().front())
-      if (!isa<func::ReturnOp>(op))
-        if (std::optional<std::string> why = perToken.whyNot(&op))
-          blockers.emplace_back(&op, *why);
+      if (std::optional<std::string> why = perToken.whyNot(&op))
+        blockers.emplace_back(&op, *why);
     if (!blockers.empty()) {
       auto [op, why] = blockers.front();
       // Padding at the end is sound only for a causal graph; what this

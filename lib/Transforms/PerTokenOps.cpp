@@ -195,7 +195,36 @@ PerTokenOps::PerTokenOps(func::FuncOp func, Value ids, int64_t chunk)
     if (sizes)
       for (Value r : op->getResults())
         fromSizes.insert(r);
+    else
+      for (Value r : op->getResults())
+        rowTokens[r] = rowsOf(op);
   });
+  rowTokens[ids] = 1;
+}
+
+/// Tokens per row of `op`'s results (see tokensPerRow): those of its
+/// activation operands (an attention's and an indexer's: their queries'),
+/// times k after a Reshape that puts k rows in one; -1 when the operands
+/// disagree.
+int64_t PerTokenOps::rowsOf(Operation *op) const {
+  if (isa<h20::attn::SparseAttentionOp, h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(
+          op))
+    return rowTokens.lookup(op->getOperand(0));
+  int64_t rows = 0;
+  for (Value v : dataOperands(op)) {
+    if (v == ids) {
+      rows = rows == 0 || rows == 1 ? 1 : -1;
+      continue;
+    }
+    if (!dependsOnPrompt(v) || fromSizes.contains(v))
+      continue;
+    int64_t r = rowTokens.lookup(v);
+    rows = rows == 0 ? r : rows == r ? rows : -1;
+  }
+  if (rows > 0 && isa<ox::ReshapeOp>(op))
+    if (std::optional<int64_t> k = groupedRows(op))
+      rows *= *k;
+  return rows;
 }
 
 bool PerTokenOps::isPositionExpr(Value v) const {
@@ -216,8 +245,12 @@ bool PerTokenOps::isPositionExpr(Value v) const {
     while (x && x != ids && isa_and_nonnull<ox::ReshapeOp, ox::SqueezeOp>(x.getDefiningOp()))
       x = x.getDefiningOp()->getOperand(0);
     std::optional<int64_t> token = shape ? tokenAxis(rankedOf(shape->getOperand(0))) : std::nullopt;
-    yes = x == ids && token && shape.getStart().value_or(0) == *token && shape.getEnd() &&
-          *shape.getEnd() == *token + 1 && constantInt(r->getOperand(0)) == 0 &&
+    // Its length is the token count only when every other dim is 1 (ids
+    // [1, S] reshaped to [S]; not [S / 2, 2]).
+    bool tokenLength = shape && llvm::all_of(rankedOf(shape->getOperand(0)).getShape(),
+                                             [](int64_t d) { return d == 1 || d < 0; });
+    yes = x == ids && token && tokenLength && shape.getStart().value_or(0) == *token &&
+          shape.getEnd() && *shape.getEnd() == *token + 1 && constantInt(r->getOperand(0)) == 0 &&
           constantInt(r->getOperand(2)) == 1;
   } else if (op && isElementwise(op) && t && dynamicDims(v) == 1 && t.getRank() == 1) {
     yes = llvm::any_of(op->getOperands(), [&](Value o) { return dependsOnPrompt(o); }) &&
@@ -234,9 +267,14 @@ bool PerTokenOps::isLookbackGather(Operation *op) const {
     return false;
   Value data = op->getOperand(0), idx = op->getOperand(1);
   auto dt = rankedOf(data), it = rankedOf(idx);
-  return dt && it && dt.getRank() <= 2 && dt.isDynamicDim(0) && dynamicDims(data) == 1 &&
-         dependsOnPrompt(data) && !fromSizes.contains(data) && it.getRank() == 1 &&
-         isPositionExpr(idx) && boundedByPosition(idx, true) && boundedByPosition(idx, false);
+  // Element types a KV cache holds (the history is one).
+  Type e = dt ? dt.getElementType() : Type();
+  bool cacheable = e && (isa<Float16Type, BFloat16Type, Float32Type>(e) ||
+                         e.isSignlessInteger(32) || e.isSignlessInteger(64));
+  return dt && it && cacheable && dt.getRank() <= 2 && dt.isDynamicDim(0) &&
+         dynamicDims(data) == 1 && tokensPerRow(data) == 1 && dependsOnPrompt(data) &&
+         !fromSizes.contains(data) && it.getRank() == 1 && isPositionExpr(idx) &&
+         boundedByPosition(idx, true) && boundedByPosition(idx, false);
 }
 
 SmallVector<unsigned> PerTokenOps::positionOperands(Operation *op) const {
@@ -264,10 +302,19 @@ std::optional<std::string> PerTokenOps::whyNotSizes(Operation *op) const {
   bool activations = llvm::any_of(data, [&](Value v) {
     return dependsOnPrompt(v) && !fromSizes.contains(v);
   });
-  // Positions evaluated at the chunk's global positions (see the class).
+  // Positions evaluated at the chunk's global positions (see the class):
+  // an elementwise op's [S] positions must broadcast onto its result's
+  // token axis (its last).
+  auto onTokenAxis = [&]() {
+    auto rt = rankedOf(op->getResult(0));
+    std::optional<int64_t> axis = tokenAxis(rt);
+    return axis && *axis == rt.getRank() - 1;
+  };
   if (sizes && activations &&
-      (isLookbackGather(op) || (isElementwise(op) && llvm::all_of(data, [&](Value v) {
-                                  return !fromSizes.contains(v) || isPositionExpr(v);
+      (isLookbackGather(op) || (isElementwise(op) && op->getNumResults() == 1 && onTokenAxis() &&
+                                llvm::all_of(data, [&](Value v) {
+                                  return !fromSizes.contains(v) ||
+                                         (isPositionExpr(v) && rankedOf(v).getRank() == 1);
                                 }))))
     return std::nullopt;
   if (sizes && activations)
@@ -293,17 +340,19 @@ std::optional<std::string> PerTokenOps::whyNotGroups(int64_t k, StringRef what) 
 /// chunk holds whole groups. A sparse attention's ratio is its indices'
 /// indexer's.
 std::optional<std::string> PerTokenOps::whyNotCompressed(Operation *op) const {
-  auto rows = [&](Value v) {
+  // Rows of `tokens` tokens each (1: a row per token).
+  auto rows = [&](Value v, int64_t tokens = 1) {
     auto t = rankedOf(v);
     return v && dependsOnPrompt(v) && t && t.getRank() >= 1 && t.isDynamicDim(0) &&
-           dynamicDims(v) == 1;
+           dynamicDims(v) == 1 && tokensPerRow(v) == tokens;
   };
   // Picks per query [S, K]: K = min(topk, T) follows the entries a chunk
   // sees, but the valid picks (visible entries only) do not; the slots
   // past them hold the "none" sentinel, which readers ignore.
   auto picks = [&](Value v) {
     auto t = rankedOf(v);
-    return v && dependsOnPrompt(v) && t && t.getRank() == 2 && t.isDynamicDim(0);
+    return v && dependsOnPrompt(v) && t && t.getRank() == 2 && t.isDynamicDim(0) &&
+           tokensPerRow(v) == 1;
   };
   auto fixed = [&](Value v) { return !v || !dependsOnPrompt(v); };
   if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
@@ -317,14 +366,21 @@ std::optional<std::string> PerTokenOps::whyNotCompressed(Operation *op) const {
     if (!isa_and_nonnull<h20::attn::IndexerTopKOp>(picker) || !ratio)
       return std::string("a sparse attention whose indices do not come from an indexer (the "
                          "compressed entries' ratio is not known)");
-    if (!rows(sa.getCompressed()) || !picks(sa.getIndices()))
-      return std::string("a sparse attention whose compressed entries or indices are not rows "
-                         "of the prompt");
+    if (!rows(sa.getCompressed(), ratio.getInt()) || !picks(sa.getIndices()))
+      return std::string("a sparse attention whose compressed entries are not rows of groups of ") +
+             std::to_string(ratio.getInt()) +
+             " tokens (its indexer's ratio) or whose indices are "
+             "not rows of the prompt";
     return whyNotGroups(ratio.getInt(), "a sparse attention over compressed entries");
   }
   Value query = op->getOperand(0), keys = op->getOperand(1), weights = op->getOperand(2);
   Value candidates;
   int64_t ratio = op->getAttrOfType<IntegerAttr>("ratio").getInt();
+  // Candidate blocks of block_size entries: NB = ceil(T / block_size) is
+  // linear in the chunk index only when a chunk adds whole blocks.
+  int64_t block = 1;
+  if (auto bs = op->getAttrOfType<IntegerAttr>("block_size"))
+    block = std::max<int64_t>(bs.getInt(), 1);
   if (auto k = dyn_cast<h20::attn::IndexerTopKOp>(op)) {
     if (k.getStart())
       return std::string("an indexer that already has a start");
@@ -332,9 +388,12 @@ std::optional<std::string> PerTokenOps::whyNotCompressed(Operation *op) const {
   } else if (cast<h20::attn::IndexerCandidatesOp>(op).getStart()) {
     return std::string("an indexer that already has a start");
   }
-  if (!rows(query) || !rows(keys) || !rows(weights) || (candidates && !picks(candidates)))
-    return std::string("an indexer whose queries, keys or weights are not rows of the prompt");
-  return whyNotGroups(ratio, "an indexer over compressed entries");
+  if (!rows(query) || !rows(keys, ratio) || !rows(weights) || (candidates && !picks(candidates)))
+    return std::string("an indexer whose queries or weights are not rows of the prompt, or whose "
+                       "keys are not rows of groups of ") +
+           std::to_string(ratio) + " tokens (its ratio)";
+  return whyNotGroups(ratio * block, block > 1 ? "an indexer over candidate blocks of entries"
+                                               : "an indexer over compressed entries");
 }
 
 /// Ops that act along named axes: per token when every such axis is static.
@@ -407,7 +466,7 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
     else
       axes = llvm::to_vector(llvm::seq<int64_t>(0, r));
     if (std::optional<int64_t> k = wholeGroupsSlice(cast<ox::SliceOp>(op)))
-      return whyNotGroups(*k, "a Slice to whole groups");
+      return whyNotGroups(*k * std::max<int64_t>(tokensPerRow(x), 1), "a Slice to whole groups");
     auto starts = constantInts(op->getOperand(1)), ends = constantInts(op->getOperand(2));
     std::optional<SmallVector<int64_t>> steps;
     if (op->getNumOperands() > 4 && !isa<ox::NoValueOp>(op->getOperand(4).getDefiningOp()))
@@ -437,6 +496,23 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
 /// [S/4, 4, 40] (DeepSeek-V4.1's compressor groups) puts 4 tokens in a row
 /// (a reduction over its static axis 1 mixes them): a group row, per token
 /// only when every chunk holds whole groups of 4.
+std::optional<int64_t> PerTokenOps::groupedRows(Operation *op) const {
+  auto in = rankedOf(op->getOperand(0)), out = rankedOf(op->getResult(0));
+  std::optional<int64_t> ti = tokenAxis(in), to = tokenAxis(out);
+  if (!ti || !to)
+    return std::nullopt;
+  int64_t inBefore = 1, inAfter = 1, outBefore = 1, outAfter = 1;
+  for (int64_t k = 0; k < in.getRank(); ++k)
+    if (k != *ti)
+      (k < *ti ? inBefore : inAfter) *= in.getDimSize(k);
+  for (int64_t k = 0; k < out.getRank(); ++k)
+    if (k != *to)
+      (k < *to ? outBefore : outAfter) *= out.getDimSize(k);
+  if (inBefore != outBefore || inAfter <= 0 || outAfter <= inAfter || outAfter % inAfter)
+    return std::nullopt;
+  return outAfter / inAfter;
+}
+
 std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
   auto in = rankedOf(op->getOperand(0)), out = rankedOf(op->getResult(0));
   if (!in || !out)
@@ -457,9 +533,10 @@ std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
     return std::nullopt;
   if (inTokens && outTokens && inBefore == outBefore && outAfter > 0 && inAfter % outAfter == 0)
     return std::nullopt;
-  // Rows of k whole tokens: groups, per token when chunks hold whole groups.
-  if (inTokens && outTokens && inBefore == outBefore && inAfter > 0 && outAfter % inAfter == 0)
-    return whyNotGroups(outAfter / inAfter, "a Reshape that groups rows");
+  // Rows of k whole tokens: groups, per token when chunks hold whole groups
+  // (of k rows of tokensPerRow tokens each).
+  if (std::optional<int64_t> k = groupedRows(op); k && tokensPerRow(op->getOperand(0)) > 0)
+    return whyNotGroups(*k * tokensPerRow(op->getOperand(0)), "a Reshape that groups rows");
   return std::string("a Reshape that groups tokens together (its rows along the token axis "
                      "span several tokens)");
 }
@@ -497,11 +574,21 @@ std::optional<std::string> PerTokenOps::whyNotMatMul(Operation *op) const {
 }
 
 std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
+  // The outputs are the chunk's token rows.
+  if (isa<func::ReturnOp>(op)) {
+    for (Value v : op->getOperands())
+      if (dependsOnPrompt(v) && !fromSizes.contains(v) &&
+          (tokensPerRow(v) > 1 || tokensPerRow(v) < 0))
+        return std::string("an output that is not one row per token (rows of groups of tokens)");
+    return std::nullopt;
+  }
   // Nothing made from the prompt: the same in every chunk.
   if (llvm::none_of(op->getOperands(), [&](Value v) { return dependsOnPrompt(v); }))
     return std::nullopt;
   if (auto why = whyNotSizes(op))
     return why;
+  if (llvm::any_of(op->getResults(), [&](Value r) { return rowTokens.lookup(r) < 0; }))
+    return std::string("it combines rows of tokens with rows of groups of tokens");
   // A table read at positions made from the prompt's length (Range, or a
   // tensor sized by it) is a position embedding: those restart per chunk.
   if (isa<ox::GatherOp>(op) && !dependsOnPrompt(op->getOperand(0)) &&

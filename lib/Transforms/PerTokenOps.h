@@ -58,6 +58,11 @@ public:
   /// Whether `v` is computed from the token ids (data or shape).
   bool dependsOnPrompt(mlir::Value v) const { return fromPrompt.contains(v); }
 
+  /// Tokens per row along `v`'s token axis: 1 for token rows, k for rows of
+  /// groups of k tokens (after a grouping Reshape), 0 when not known (not
+  /// a prompt activation).
+  int64_t tokensPerRow(mlir::Value v) const { return rowTokens.lookup(v); }
+
   /// Whether `v` is a position expression (above): a function of the
   /// token positions Range(0, S, 1) alone, elementwise.
   bool isPositionExpr(mlir::Value v) const;
@@ -78,6 +83,8 @@ private:
   std::optional<std::string> whyNotReshape(mlir::Operation *op) const;
   std::optional<std::string> whyNotSizes(mlir::Operation *op) const;
   std::optional<std::string> whyNotCompressed(mlir::Operation *op) const;
+  int64_t rowsOf(mlir::Operation *op) const;
+  std::optional<int64_t> groupedRows(mlir::Operation *op) const;
   /// Why rows of `k` tokens (`what`) do not chunk: nothing when the chunk
   /// size is a multiple of k.
   std::optional<std::string> whyNotGroups(int64_t k, llvm::StringRef what) const;
@@ -86,6 +93,8 @@ private:
   mlir::Value ids;
   int64_t chunk;
   mutable llvm::DenseMap<mlir::Value, bool> positionExprs;
+  /// tokensPerRow's values; -1 where an op mixes rows of different sizes.
+  llvm::DenseMap<mlir::Value, int64_t> rowTokens;
   llvm::DenseSet<mlir::Value> fromPrompt;
   /// Values whose data are sizes of prompt values (Shape, Range, ...).
   llvm::DenseSet<mlir::Value> fromSizes;

@@ -51,9 +51,12 @@ func.func @indexer_topk_call(%q: tensor<16x4x24xf32>, %k: tensor<40x24xf32>, %w:
 // -----
 
 // Level one of the two-level top-k: the scratch also holds the NB =
-// ceil(T / block) block scores (T + NB columns).
+// ceil(T / block) block scores (T + NB columns), NB as the floor division
+// (T + block - 1) / block, which a chunked prefill's host program
+// evaluates in the chunk index.
 // CHECK-LABEL: func.func @indexer_candidates_call
-// CHECK: %[[NB:.*]] = arith.ceildivsi %c40, %c4
+// CHECK: %[[T3:.*]] = arith.addi %c40{{.*}}, %c3
+// CHECK: %[[NB:.*]] = arith.divui %[[T3]], %c4
 // CHECK: %[[W:.*]] = arith.addi %c40{{.*}}, %[[NB]]
 // CHECK: tensor.empty(%[[W]]) : tensor<264x?xf32>
 // CHECK: library_call = "h20_indexer"

@@ -98,10 +98,13 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
         per distinct value, capacity max-positions rounded up to whole
         chunks divided by the ratio: the chunk's rows are written at row
         p0 / ratio and the op reads rows 0 .. (p0 + C) / ratio with start
-        p0; an indexer's picks get the static K = topk (blocks). This needs
+        p0; an indexer's picks get the static K of the last chunk. This needs
         chunks of whole groups: a chunk size that is not a multiple of a
-        compressor's group (its Slice to whole groups, its grouping Reshape)
-        or an indexer's ratio is a reason to run the whole prompt;
+        compressor's group (its Slice to whole groups, its grouping Reshape,
+        nested groups multiplied), an indexer's ratio or its ratio times its
+        candidate block size is a reason to run the whole prompt, as are
+        rows of groups where rows of tokens are needed (outputs, latents,
+        queries) and keys that are not rows of the indexer's ratio;
       * token positions that meet activations (Engram's Where(pos >= k),
         a lookback Gather's max(pos - k, 0)) are evaluated at the chunk's
         global positions.

@@ -374,7 +374,10 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   // top-k.
   IndexerKernel mma;
   const int64_t block = attrs.getAs<IntegerAttr>("block").getInt();
-  const int64_t entries = k.sizes[0].isConst() ? k.sizes[0].c : -1; // sizes mode 1's bits
+  // Sizes mode 1's bits: the entries, or in a chunked prefill (where a
+  // chunk sees more entries than the one before) the last chunk's.
+  const int64_t entries =
+      k.sizes[0].isConst() ? k.sizes[0].c : lastChunkValue(k.sizes[0]).value_or(-1);
   const bool useMma = chooseIndexerMma(mode, kernel.queryType, kernel.keyType, kernel.weightType,
                                        q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma, block,
                                        mode == 1 ? entries : -1);
