@@ -265,13 +265,6 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
   return success();
 }
 
-/// Token positions that meet activations (PerTokenOps::positionOperands:
-/// Engram's Where(pos >= k, ...) and its lookback Gather's indices
-/// max(pos - k, 0)) are evaluated at the chunk's global positions: each
-/// such position expression is cloned, right after the op it copies, with
-/// its Range(0, S) replaced by Range(0, S) + p0, and the op reads the
-/// clone. The original stays for its other uses (sizes, RoPE, which this
-/// pass offsets by itself).
 /// The ops (and operand numbers) that read position expressions beside
 /// activations, collected before any rewrite (PerTokenOps knows only the
 /// original values).
@@ -284,6 +277,13 @@ PositionUsers positionUsers(func::FuncOp func, const h20::PerTokenOps &perToken)
   return users;
 }
 
+/// Token positions that meet activations (PerTokenOps::positionOperands:
+/// Engram's Where(pos >= k, ...) and its lookback Gather's indices
+/// max(pos - k, 0)) are evaluated at the chunk's global positions: each
+/// such position expression is cloned, right after the op it copies, with
+/// its Range(0, S) replaced by Range(0, S) + p0, and the op reads the
+/// clone. The original stays for its other uses (sizes, RoPE, which this
+/// pass offsets by itself).
 void globalizePositions(func::FuncOp func, Value p0, const h20::PerTokenOps &perToken,
                         const PositionUsers &users) {
   DenseMap<Value, Value> global;
