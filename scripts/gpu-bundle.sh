@@ -171,8 +171,8 @@ fi
 # same with every top-k keeping all it chooses from: nothing for bf16
 # rounding to flip), from bf16 checkpoints as V4.1 ships: the export,
 # reference logits (models/deepseek_v41/reference.py, float32 numpy on the
-# same weights) at S = 8, 129, 1000, and the GPU artifacts (one
-# whole-prompt chunk of 1024 tokens) in f32 and bf16: models/v41 and
+# same weights) at S = 8, 129, 1000, and the GPU artifacts (one chunk of
+# 1024 tokens) in f32 and bf16: models/v41 and
 # art/v41-tiny.*, models/v41-all-picks and art/v41-all-picks.*. And
 # tiny-window (window-only layers) and tiny-chunked (every layer kind but
 # Engram), which run a chunk at a time: chunks of 12 tokens, the window
@@ -196,9 +196,10 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
         "${chunk[@]}" -o "$out/art/v41-$name.$ct.h20" 2>/dev/null
       # tiny (Engram too) also in chunks of 12: art/v41-tiny-c12.*.
-      [[ $cfg == tiny ]] &&
+      if [[ $cfg == tiny ]]; then
         "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
           --chunk=12 -o "$out/art/v41-tiny-c12.$ct.h20" 2>/dev/null
+      fi
     done
   done
 fi

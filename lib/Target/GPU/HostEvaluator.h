@@ -238,7 +238,6 @@ private:
     b.last = currentStep();
   }
   int currentStep() const { return static_cast<int>(steps.size()); }
-  /// A row-major view of all of `buffer`.
   /// A row-major view of `sizes` over `buffer`. At most one size may
   /// depend on the chunk (evalAlloc checks): the strides outside it are
   /// then linear in it.
