@@ -143,11 +143,9 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
         (t.getRank() == 2 && t.isDynamicDim(1)))
       return r.use->getOwner()->emitError("chunked prefill: rows ")
              << t << " are not one row per token or group of the chunk, [n, D] or [n]";
-    Type e = t.getElementType();
-    if (!isa<Float16Type, BFloat16Type, Float32Type>(e) && !e.isSignlessInteger(32) &&
-        !e.isSignlessInteger(64))
+    if (!h20::kv::isCacheElementType(t.getElementType()))
       return r.use->getOwner()->emitError("chunked prefill: rows of ")
-             << e << " cannot be kept in a KV cache (f16, bf16, f32, i32 or i64)";
+             << t.getElementType() << " cannot be kept in a KV cache";
     if (r.ratio < 1 || chunk % r.ratio)
       return r.use->getOwner()->emitError("chunked prefill: the chunk size ")
              << chunk << " is not a multiple of the ratio " << r.ratio;

@@ -267,14 +267,11 @@ bool PerTokenOps::isLookbackGather(Operation *op) const {
     return false;
   Value data = op->getOperand(0), idx = op->getOperand(1);
   auto dt = rankedOf(data), it = rankedOf(idx);
-  // Element types a KV cache holds (the history is one).
-  Type e = dt ? dt.getElementType() : Type();
-  bool cacheable = e && (isa<Float16Type, BFloat16Type, Float32Type>(e) ||
-                         e.isSignlessInteger(32) || e.isSignlessInteger(64));
-  return dt && it && cacheable && dt.getRank() <= 2 && dt.isDynamicDim(0) &&
-         dynamicDims(data) == 1 && tokensPerRow(data) == 1 && dependsOnPrompt(data) &&
-         !fromSizes.contains(data) && it.getRank() == 1 && isPositionExpr(idx) &&
-         boundedByPosition(idx, true) && boundedByPosition(idx, false);
+  // The history is a KV cache: of an element type one holds.
+  return dt && it && h20::kv::isCacheElementType(dt.getElementType()) && dt.getRank() <= 2 &&
+         dt.isDynamicDim(0) && dynamicDims(data) == 1 && tokensPerRow(data) == 1 &&
+         dependsOnPrompt(data) && !fromSizes.contains(data) && it.getRank() == 1 &&
+         isPositionExpr(idx) && boundedByPosition(idx, true) && boundedByPosition(idx, false);
 }
 
 SmallVector<unsigned> PerTokenOps::positionOperands(Operation *op) const {
@@ -488,6 +485,29 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
   return std::string("'") + op->getName().getStringRef().str() + "' is not known to act per token";
 }
 
+/// Elements per token before and after `t`'s token axis (products of the
+/// static dims on each side), or nothing when `t` has no single token axis.
+static std::optional<std::pair<int64_t, int64_t>> tokenSplit(RankedTensorType t) {
+  std::optional<int64_t> axis = tokenAxis(t);
+  if (!axis)
+    return std::nullopt;
+  int64_t before = 1, after = 1;
+  for (int64_t k = 0; k < t.getRank(); ++k)
+    if (k != *axis)
+      (k < *axis ? before : after) *= t.getDimSize(k);
+  return std::make_pair(before, after);
+}
+
+/// k when a Reshape puts k input rows in one output row along the token
+/// axis ([S, 40] -> [S/4, 4, 40]: k = 4).
+std::optional<int64_t> PerTokenOps::groupedRows(Operation *op) const {
+  auto in = tokenSplit(rankedOf(op->getOperand(0))), out = tokenSplit(rankedOf(op->getResult(0)));
+  if (!in || !out || in->first != out->first || in->second <= 0 || out->second <= in->second ||
+      out->second % in->second)
+    return std::nullopt;
+  return out->second / in->second;
+}
+
 /// A Reshape keeps tokens apart when each output row along the token axis
 /// holds elements of one token only: with the static dims before the token
 /// axis equal in number of elements, the elements per output row (the
@@ -496,42 +516,15 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
 /// [S/4, 4, 40] (DeepSeek-V4.1's compressor groups) puts 4 tokens in a row
 /// (a reduction over its static axis 1 mixes them): a group row, per token
 /// only when every chunk holds whole groups of 4.
-std::optional<int64_t> PerTokenOps::groupedRows(Operation *op) const {
-  auto in = rankedOf(op->getOperand(0)), out = rankedOf(op->getResult(0));
-  std::optional<int64_t> ti = tokenAxis(in), to = tokenAxis(out);
-  if (!ti || !to)
-    return std::nullopt;
-  int64_t inBefore = 1, inAfter = 1, outBefore = 1, outAfter = 1;
-  for (int64_t k = 0; k < in.getRank(); ++k)
-    if (k != *ti)
-      (k < *ti ? inBefore : inAfter) *= in.getDimSize(k);
-  for (int64_t k = 0; k < out.getRank(); ++k)
-    if (k != *to)
-      (k < *to ? outBefore : outAfter) *= out.getDimSize(k);
-  if (inBefore != outBefore || inAfter <= 0 || outAfter <= inAfter || outAfter % inAfter)
-    return std::nullopt;
-  return outAfter / inAfter;
-}
-
 std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
   auto in = rankedOf(op->getOperand(0)), out = rankedOf(op->getResult(0));
   if (!in || !out)
     return std::string("a Reshape of unranked values");
-  auto split = [](RankedTensorType t, int64_t &before, int64_t &after) {
-    std::optional<int64_t> token = tokenAxis(t);
-    if (!token)
-      return false;
-    int64_t axis = *token;
-    before = after = 1;
-    for (int64_t k = 0; k < t.getRank(); ++k)
-      (k < axis ? before : after) *= k == axis ? 1 : t.getDimSize(k);
-    return true;
-  };
-  int64_t inBefore, inAfter, outBefore, outAfter;
-  bool inTokens = split(in, inBefore, inAfter), outTokens = split(out, outBefore, outAfter);
-  if (!inTokens && !outTokens && in.hasStaticShape() && out.hasStaticShape())
+  auto inSplit = tokenSplit(in), outSplit = tokenSplit(out);
+  if (!inSplit && !outSplit && in.hasStaticShape() && out.hasStaticShape())
     return std::nullopt;
-  if (inTokens && outTokens && inBefore == outBefore && outAfter > 0 && inAfter % outAfter == 0)
+  if (inSplit && outSplit && inSplit->first == outSplit->first && outSplit->second > 0 &&
+      inSplit->second % outSplit->second == 0)
     return std::nullopt;
   // Rows of k whole tokens: groups, per token when chunks hold whole groups
   // (of k rows of tokensPerRow tokens each).

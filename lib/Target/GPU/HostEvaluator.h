@@ -182,18 +182,22 @@ private:
       return Lin{cast<IntegerAttr>(a).getInt()};
     return integer(cast<Value>(r), user);
   }
+  /// The integer `key` of the function's h20.chunked (chunk, capacity), 0
+  /// when absent.
+  int64_t chunkedInt(StringRef key) const {
+    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+    auto v = info ? info.getAs<IntegerAttr>(key) : IntegerAttr();
+    return v ? v.getInt() : 0;
+  }
   /// `v` in the last chunk a chunked prefill runs (p0 = capacity - C, q =
   /// capacity / C - 1, from h20.chunked's chunk and capacity), when it
   /// grows with the chunk's position and not with its token count;
   /// otherwise nothing.
   std::optional<int64_t> lastChunkValue(const Lin &v) const {
-    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
-    auto chunk = info ? info.getAs<IntegerAttr>("chunk") : IntegerAttr();
-    auto capacity = info ? info.getAs<IntegerAttr>("capacity") : IntegerAttr();
-    if (!chunk || !capacity || chunk.getInt() <= 0 || capacity.getInt() < chunk.getInt() ||
-        v.n != 0 || v.p0 < 0 || v.q < 0)
+    const int64_t c = chunkedInt("chunk"), capacity = chunkedInt("capacity");
+    if (c <= 0 || capacity < c || v.n != 0 || v.p0 < 0 || v.q < 0)
       return std::nullopt;
-    const int64_t c = chunk.getInt(), last = capacity.getInt() - c;
+    const int64_t last = capacity - c;
     const int64_t value =
         checkedAdd(checkedAdd(v.c, checkedMul(v.p0, last)), checkedMul(v.q, last / c));
     return value >= 0 ? std::optional<int64_t>(value) : std::nullopt;

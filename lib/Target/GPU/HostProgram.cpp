@@ -129,10 +129,9 @@ LogicalResult Evaluator::evalArith(Operation *op) {
     // entries before a chunk, p0 / 4 = q * (C / 4), are such a value.
     const Lin &a = args[0];
     const int64_t r = args[1].c;
-    auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked");
-    auto chunk = info ? info.getAs<IntegerAttr>("chunk") : IntegerAttr();
-    if (chunk && chunk.getInt() > 0 && r > 0 && a.n == 0 && a.c >= 0) {
-      const int64_t q = checkedAdd(checkedMul(a.p0, chunk.getInt()), a.q);
+    const int64_t chunk = chunkedInt("chunk");
+    if (chunk > 0 && r > 0 && a.n == 0 && a.c >= 0) {
+      const int64_t q = checkedAdd(checkedMul(a.p0, chunk), a.q);
       if (q >= 0 && q % r == 0) {
         ints[op->getResult(0)] = Lin{a.c / r, 0, 0, q / r};
         return success();

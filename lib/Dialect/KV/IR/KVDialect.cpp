@@ -106,8 +106,7 @@ LogicalResult CacheType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (shape[1] != 2)
     return emitError() << "kv cache kind dimension must be 2 (key, value), got "
                        << shape[1];
-  if (!isa<Float16Type, BFloat16Type, Float32Type, Float8E4M3FNType>(elementType) &&
-      !elementType.isSignlessInteger(32) && !elementType.isSignlessInteger(64))
+  if (!isCacheElementType(elementType))
     return emitError() << "kv cache element type must be f16, bf16, f32, "
                           "f8E4M3FN, i32 or i64, got "
                        << elementType;

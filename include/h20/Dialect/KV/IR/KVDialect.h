@@ -12,6 +12,16 @@
 
 #include "h20/Dialect/KV/IR/KVDialect.h.inc"
 
+namespace h20::kv {
+/// Whether a KV cache may hold elements of `t`: f16, bf16, f32, f8E4M3FN,
+/// or i32 / i64 (token values, e.g. DeepSeek-V4.1 Engram's ids).
+inline bool isCacheElementType(mlir::Type t) {
+  return mlir::isa<mlir::Float16Type, mlir::BFloat16Type, mlir::Float32Type,
+                   mlir::Float8E4M3FNType>(t) ||
+         t.isSignlessInteger(32) || t.isSignlessInteger(64);
+}
+} // namespace h20::kv
+
 #define GET_ATTRDEF_CLASSES
 #include "h20/Dialect/KV/IR/KVAttrs.h.inc"
 #define GET_TYPEDEF_CLASSES
