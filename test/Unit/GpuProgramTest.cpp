@@ -171,6 +171,9 @@ TEST(GpuProgram, RejectsBadPrograms) {
          g["steps"][1]["groups"] = {{"count", 1}, {"offsets", {{"buffer", 7}, {"offset", 0}}}};
        },
        "batch: must be 1 in a grouped GEMM, got 2"},
+      {"block scales on a bf16 gemm",
+       [](json &g) { g["steps"][1]["scale_a"] = {{"mode", "vec128"}, {"buffer", 4}, {"offset", 0}}; },
+       "step 1 (gemm): scale_a / scale_b are only for float8_e4m3fn inputs"},
       {"gemm reads a buffer as another dtype",
        [](json &g) { g["steps"][1]["b"]["buffer"] = 4; },
        "step 1 (gemm): b: reads buffer 4 (float32) as bfloat16"},

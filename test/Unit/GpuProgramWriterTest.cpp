@@ -121,6 +121,59 @@ TEST(GpuProgramWriter, RoundTripsEveryStepAndArgumentKind) {
   EXPECT_EQ(r.bytes.n, 16);
 }
 
+/// A block-scaled FP8 gemm (GpuProgram.h "gemm"): float8 A [4, 32]
+/// row-major, B = W^T of W [16, 32], bf16 C, and its two scale views, in
+/// temporaries past the base program's.
+json fp8Program(const char *modeB = "blk128x128") {
+  json g = baseProgram();
+  json &bufs = g["buffers"];
+  const int base = static_cast<int>(bufs.size());
+  bufs.push_back({{"kind", "temp"}, {"bytes", 128}, {"offset", 2048}, {"dtype", "float8_e4m3fn"}});
+  bufs.push_back({{"kind", "temp"}, {"bytes", 512}, {"offset", 2304}, {"dtype", "float8_e4m3fn"}});
+  bufs.push_back({{"kind", "temp"}, {"bytes", 32}, {"offset", 3072}, {"dtype", "float32"}});
+  bufs.push_back({{"kind", "temp"}, {"bytes", 128}, {"offset", 3328}, {"dtype", "bfloat16"}});
+  auto mat = [](int b, int row, int col) {
+    return json{{"buffer", b},
+                {"offset", 0},
+                {"batch_stride", 0},
+                {"row_stride", row},
+                {"col_stride", col}};
+  };
+  g["steps"].push_back({{"op", "gemm"},
+                        {"dtype_a", "float8_e4m3fn"},
+                        {"dtype_b", "float8_e4m3fn"},
+                        {"dtype_c", "bfloat16"},
+                        {"batch", 1},
+                        {"m", 4},
+                        {"n", 16},
+                        {"k", 32},
+                        {"a", mat(base, 32, 1)},
+                        {"b", mat(base + 1, 1, 32)},
+                        {"c", mat(base + 3, 16, 1)},
+                        {"scale_a", {{"mode", "vec128"}, {"buffer", base + 2}, {"offset", 0}}},
+                        {"scale_b", {{"mode", modeB}, {"buffer", base + 2}, {"offset", 4}}}});
+  return g;
+}
+
+TEST(GpuProgramWriter, RoundTripsABlockScaledFp8Gemm) {
+  json g = fp8Program();
+  expectRoundTrip(g);
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p), "");
+  const auto &s = std::get<GemmStep>(p.steps.back());
+  EXPECT_EQ(s.dtypeA, "float8_e4m3fn");
+  EXPECT_EQ(s.scaleA.mode, "vec128");
+  EXPECT_EQ(s.scaleB.mode, "blk128x128");
+  EXPECT_EQ(s.scaleB.buffer, s.scaleA.buffer);
+  EXPECT_EQ(s.scaleB.offset.c, 4);
+  GpuProgram bad;
+  EXPECT_NE(parse(fp8Program("vec128"), bad).find("scale_b.mode: must be \"blk128x128\""),
+            std::string::npos);
+  json noScales = fp8Program();
+  noScales["steps"].back().erase("scale_b");
+  EXPECT_NE(parse(noScales, bad).find("scale_b"), std::string::npos);
+}
+
 // What the compiler builds: a program from structs, never parsed before.
 TEST(GpuProgramWriter, WritesAProgramBuiltFromStructs) {
   GpuProgram p;

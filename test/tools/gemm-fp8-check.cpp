@@ -258,6 +258,10 @@ struct Case {
   Scaling scaling;
   bool aKFastest = false, bKFastest = false; ///< scale layouts tried (block modes)
   bool expected = false; ///< the block layout PyTorch's _scaled_mm uses (must pass)
+  /// The weights as cuBLASLt's A (BLK128x128 on A, VEC128 on B): D [N, M]
+  /// column-major is the row-major [M, N] output h20's runtime plans (its
+  /// C^T = B^T A^T swap for a row-major C; GpuProgram.h "gemm").
+  bool weightsAsA = false;
 };
 
 /// Runs one correctness case; returns the relative L2 error against the
@@ -287,8 +291,10 @@ double correctness(const Case &c, std::string &error) {
   DeviceBuffer sa(la.size() * 4), sb(lb.size() * 4);
   sa.upload(la);
   sb.upload(lb);
-  Matmul mm(M, N, K, true, modeA, modeB, sa.p, sb.p, kWorkspace);
-  if (!mm.error.empty() || !mm.run(da.p, db.p, dd.p, ws.p, kWorkspace, nullptr)) {
+  Matmul mm = c.weightsAsA ? Matmul(N, M, K, true, modeB, modeA, sb.p, sa.p, kWorkspace)
+                           : Matmul(M, N, K, true, modeA, modeB, sa.p, sb.p, kWorkspace);
+  if (!mm.error.empty() || !(c.weightsAsA ? mm.run(db.p, da.p, dd.p, ws.p, kWorkspace, nullptr)
+                                          : mm.run(da.p, db.p, dd.p, ws.p, kWorkspace, nullptr))) {
     error = mm.error;
     return -1;
   }
@@ -301,7 +307,7 @@ double correctness(const Case &c, std::string &error) {
       double ref = 0;
       for (int64_t k = 0; k < K; ++k)
         ref += qa.dequant[i * K + k] * qb.dequant[j * K + k];
-      double got = bf16ToFloat(d[i + j * M]);
+      double got = bf16ToFloat(c.weightsAsA ? d[j + i * N] : d[i + j * M]);
       num += (got - ref) * (got - ref);
       den += ref * ref;
     }
@@ -383,7 +389,10 @@ int main(int argc, char **argv) {
       {"1x128 M fastest x 128x128 K fastest", Scaling::Block, false, true, true},
       {"1x128 M fastest x 128x128 N fastest", Scaling::Block, false, false},
       {"1x128 K fastest x 128x128 K fastest", Scaling::Block, true, true},
-      {"1x128 K fastest x 128x128 N fastest", Scaling::Block, true, false}};
+      {"1x128 K fastest x 128x128 N fastest", Scaling::Block, true, false},
+      // h20's FP8 gemm steps (row-major C): must pass too.
+      {"weights as A, 128x128 K fastest x 1x128 M fastest", Scaling::Block, false, true, true,
+       true}};
   int failed = 0;
   bool blockOk = false;
   std::string layout = "none", cases_json;

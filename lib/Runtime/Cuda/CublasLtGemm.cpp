@@ -16,7 +16,13 @@ cudaDataType_t dataType(const std::string &dtype) {
     return CUDA_R_16F;
   if (dtype == "bfloat16")
     return CUDA_R_16BF;
+  if (dtype == "float8_e4m3fn")
+    return CUDA_R_8F_E4M3;
   return CUDA_R_32F;
+}
+
+uint64_t elementBytes(cudaDataType_t type) {
+  return type == CUDA_R_32F ? 4 : type == CUDA_R_8F_E4M3 ? 1 : 2;
 }
 
 /// Largest power of two <= 256 dividing `p`.
@@ -30,7 +36,7 @@ uint32_t alignmentOf(CUdeviceptr p) {
 /// Bytes a cuBLASLt (column-major) layout spans: ld * (cols - 1) + rows
 /// elements per batch, plus the batch stride for each further batch.
 uint64_t operandBytes(const GemmLayout &l, int64_t batch, cudaDataType_t type) {
-  const uint64_t elem = type == CUDA_R_32F ? 4 : 2;
+  const uint64_t elem = elementBytes(type);
   uint64_t elems = static_cast<uint64_t>(l.ld * (l.cols - 1) + l.rows);
   if (batch > 1)
     elems += static_cast<uint64_t>(l.batchStride) * static_cast<uint64_t>(batch - 1);
@@ -116,6 +122,7 @@ CublasLtGemm::plan(const GemmCall &call, size_t workspaceBytes, std::string &err
   for (const GemmLayout *l : {&plan.a, &plan.b, &plan.c})
     key.insert(key.end(), {l->rows, l->cols, l->ld, l->batchStride});
   key.insert(key.end(), {alignA, alignB, alignC});
+  const bool fp8 = typeAB == CUDA_R_8F_E4M3;
 
   auto fail = [&](const char *what, cublasStatus_t s) {
     error = std::string("cuBLASLt ") + what + " failed: " + cublasStatusName(s) + " (" +
@@ -140,6 +147,22 @@ CublasLtGemm::plan(const GemmCall &call, size_t workspaceBytes, std::string &err
                                                sizeof(opB))) != CUBLAS_STATUS_SUCCESS) {
       destroy(e);
       return fail("cublasLtMatmulDescSetAttribute", s);
+    }
+    if (fp8) {
+      // The program's A (activations) has 1 x 128 scales, its B (the
+      // weight) 128 x 128 ones; the library's A is the program's B when
+      // the plan swapped them.
+      cublasLtMatmulMatrixScale_t vec = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
+                                  blk = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+      cublasLtMatmulMatrixScale_t modeA = plan.swapped ? blk : vec,
+                                  modeB = plan.swapped ? vec : blk;
+      if ((s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA,
+                                                 sizeof(modeA))) != CUBLAS_STATUS_SUCCESS ||
+          (s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB,
+                                                 sizeof(modeB))) != CUBLAS_STATUS_SUCCESS) {
+        destroy(e);
+        return fail("setting the FP8 scale modes", s);
+      }
     }
     struct {
       cublasLtMatrixLayout_t *out;
@@ -217,6 +240,22 @@ bool CublasLtGemm::run(const GemmCall &call, CUstream stream, CUdeviceptr worksp
   CUdeviceptr libA = e->swapped ? call.b : call.a, libB = e->swapped ? call.a : call.b;
   const void *a = reinterpret_cast<const void *>(libA), *b = reinterpret_cast<const void *>(libB);
   void *c = reinterpret_cast<void *>(call.c);
+  if (call.scaleA || call.scaleB) {
+    // Scale addresses change from chunk to chunk; the cached descriptor
+    // takes this call's (read when the GEMM is enqueued).
+    const void *sa = reinterpret_cast<const void *>(e->swapped ? call.scaleB : call.scaleA);
+    const void *sb = reinterpret_cast<const void *>(e->swapped ? call.scaleA : call.scaleB);
+    cublasStatus_t s = lt.cublasLtMatmulDescSetAttribute(
+        e->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof(sa));
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = lt.cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
+                                            sizeof(sb));
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      error = std::string("cuBLASLt: setting the FP8 scale pointers failed: ") +
+              cublasStatusName(s) + " (" + shapeText(call) + ")";
+      return false;
+    }
+  }
   cublasStatus_t s = lt.cublasLtMatmul(handle, e->desc, &call.alpha, a, e->a, b, e->b, &call.beta,
                                        c, e->c, c, e->c, &e->algo,
                                        reinterpret_cast<void *>(workspace), workspaceBytes, stream);

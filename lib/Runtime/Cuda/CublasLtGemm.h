@@ -25,8 +25,12 @@ namespace h20::runtime {
 /// element 0 of each operand.
 struct GemmCall {
   std::string dtypeA, dtypeB, dtypeC; ///< "float32", "float16", "bfloat16"
+                                      ///< (A, B: also "float8_e4m3fn")
   GemmProblem problem;                ///< batch, m, n, k >= 1
   CUdeviceptr a = 0, b = 0, c = 0;
+  /// Block-scaled FP8 (dtypeA "float8_e4m3fn"): device addresses of A's
+  /// VEC128 and B's BLK128x128 float32 scales (GpuProgram.h "gemm").
+  CUdeviceptr scaleA = 0, scaleB = 0;
   float alpha = 1.0f, beta = 0.0f;
   bool tf32 = false; ///< float32 inputs may be rounded to TF32
 };

@@ -56,6 +56,10 @@ GemmCall GpuExecutor::Impl::gemmCall(size_t index, const ResolvedGemm &r) {
   call.alpha = static_cast<float>(gs.alpha);
   call.beta = static_cast<float>(gs.beta);
   call.tf32 = p.tf32;
+  if (r.scaleBufferA >= 0) {
+    call.scaleA = address(r.scaleBufferA) + r.scaleOffsetA * 4;
+    call.scaleB = address(r.scaleBufferB) + r.scaleOffsetB * 4;
+  }
   return call;
 }
 
@@ -66,7 +70,9 @@ bool GpuExecutor::Impl::tuneGemmSteps(const std::vector<ResolvedStep> &rs, GpuRu
   const size_t before = gemm->tunings().size();
   for (size_t i = 0; i < rs.size(); ++i) {
     const auto *r = std::get_if<ResolvedGemm>(&rs[i]);
-    if (!r || r->empty || r->groups != 0)
+    // Block-scaled FP8 GEMMs keep the heuristic's choice: the scratch
+    // operands tune() times on have no scales.
+    if (!r || r->empty || r->groups != 0 || r->scaleBufferA >= 0)
       continue;
     std::string err;
     if (!gemm->tune(gemmCall(i, *r), *cu, workspaceBytes, err))

@@ -130,6 +130,11 @@ bool isGemmDtype(const std::string &t) {
   return t == "float32" || t == "float16" || t == "bfloat16";
 }
 
+/// Scale blocks along k (128 elements each) of a block-scaled FP8 GEMM,
+/// and the padded count of a 128 x 128 scale row (GpuProgram.h "gemm").
+int64_t fp8KBlocks(int64_t k) { return (k + 127) / 128; }
+int64_t fp8PaddedKBlocks(int64_t k) { return (fp8KBlocks(k) + 3) / 4 * 4; }
+
 /// A field the attention kernel's H20AttnParams must have.
 struct AttentionField {
   size_t at;
@@ -885,15 +890,17 @@ private:
     s.dtypeA = stringField(j, "dtype_a", where);
     s.dtypeB = stringField(j, "dtype_b", where);
     s.dtypeC = stringField(j, "dtype_c", where);
+    const bool fp8 = s.dtypeA == "float8_e4m3fn";
     for (auto [key, t] : {std::pair<const char *, const std::string *>{"dtype_a", &s.dtypeA},
                           {"dtype_b", &s.dtypeB},
                           {"dtype_c", &s.dtypeC}})
-      if (!isGemmDtype(*t))
-        invalid(sub(where, key), "unsupported dtype '" + *t + "' (float32, float16, bfloat16)");
+      if (!isGemmDtype(*t) && !(fp8 && t != &s.dtypeC && *t == "float8_e4m3fn"))
+        invalid(sub(where, key), "unsupported dtype '" + *t +
+                                     "' (float32, float16, bfloat16; float8_e4m3fn for A and B)");
     if (s.dtypeA != s.dtypeB)
       invalid(where, "dtype_a " + s.dtypeA + " and dtype_b " + s.dtypeB +
                          " differ; cuBLASLt multiplies equal input types");
-    if (s.dtypeC != s.dtypeA && s.dtypeC != "float32")
+    if (s.dtypeC != s.dtypeA && s.dtypeC != "float32" && !fp8)
       invalid(where, "dtype_c " + s.dtypeC + " with " + s.dtypeA +
                          " inputs is unsupported (the same dtype or float32)");
     s.batch = linearField(j, "batch", where);
@@ -917,9 +924,35 @@ private:
       s.groupOffset = linearField(o, "offset", wo);
       checkDtype(s.groupBuffer, "int32", wo);
     }
+    if (fp8 || j.contains("scale_a") || j.contains("scale_b"))
+      parseFp8(j, where, s);
     return s;
   }
 
+  /// The block scales of an FP8 gemm and its restrictions ("gemm" in
+  /// GpuProgram.h): required with float8_e4m3fn inputs, refused without.
+  void parseFp8(const json &j, const std::string &where, GemmStep &s) {
+    if (s.dtypeA != "float8_e4m3fn")
+      invalid(where, "scale_a / scale_b are only for float8_e4m3fn inputs");
+    if (s.groups > 0)
+      invalid(where, "a block-scaled FP8 gemm cannot be grouped");
+    if (s.alpha != 1.0 || s.beta != 0.0)
+      invalid(where, "a block-scaled FP8 gemm needs alpha 1 and beta 0");
+    auto scale = [&](const char *key, const char *mode) {
+      std::string w = sub(where, key);
+      const json &o = field(j, key, where);
+      GemmScale g;
+      g.mode = stringField(o, "mode", w);
+      if (g.mode != mode)
+        invalid(sub(w, "mode"), "must be \"" + std::string(mode) + "\", got \"" + g.mode + "\"");
+      g.buffer = bufferRef(o, "buffer", w);
+      g.offset = linearField(o, "offset", w);
+      checkDtype(g.buffer, "float32", w);
+      return g;
+    };
+    s.scaleA = scale("scale_a", "vec128");
+    s.scaleB = scale("scale_b", "blk128x128");
+  }
 };
 
 // --- Resolution -------------------------------------------------------------
@@ -1163,6 +1196,8 @@ public:
       const int64_t count = st.groups + 1, one = 1;
       checkExtent(st.groupBuffer, 4, r.groupOffset, &count, &one, 1, {"groups.offsets"});
     }
+    if (!st.scaleA.mode.empty())
+      fp8Scales(st, r);
     r.a = operand(st.a, "a", r.m, r.k, r.batch, dtypeSize(st.dtypeA));
     r.b = operand(st.b, "b", r.k, r.n, st.groups > 0 ? st.groups : r.batch,
                   dtypeSize(st.dtypeB));
@@ -1185,8 +1220,36 @@ public:
       std::string err;
       if (!planGemm(prob, plan, err))
         invalid("step " + std::to_string(index) + " (gemm)", err);
+      if (r.scaleBufferA >= 0) {
+        if (r.batch != 1)
+          bad({"batch"}, "must be 1 in a block-scaled FP8 gemm");
+        if (r.k % 16 != 0)
+          bad({"k"}, "must be a multiple of 16 in an FP8 gemm, got " + std::to_string(r.k));
+        if ((r.a.colStride != 1 && r.k > 1) || (r.b.rowStride != 1 && r.k > 1) ||
+            (r.c.colStride != 1 && r.n > 1))
+          invalid("step " + std::to_string(index) + " (gemm)",
+                  "a block-scaled FP8 gemm needs A row-major, B column-major (B = W^T of a "
+                  "row-major W) and C row-major");
+      }
     }
     return r;
+  }
+
+  /// The scale views of a block-scaled FP8 gemm, checked against their
+  /// buffers (GpuProgram.h "gemm": ceil(k / 128) x m and ceil(n / 128) x kp
+  /// float32 elements).
+  void fp8Scales(const GemmStep &st, ResolvedGemm &r) {
+    r.scaleBufferA = st.scaleA.buffer;
+    r.scaleBufferB = st.scaleB.buffer;
+    r.scaleOffsetA = evalNonNeg(st.scaleA.offset, {"scale_a", -1, ".offset"});
+    r.scaleOffsetB = evalNonNeg(st.scaleB.offset, {"scale_b", -1, ".offset"});
+    int64_t countA = 0, countB = 0;
+    if (!mulOk(fp8KBlocks(r.k), r.m, countA) ||
+        !mulOk(fp8PaddedKBlocks(r.k), fp8KBlocks(r.n), countB))
+      bad({"k"}, "scale counts overflow");
+    const int64_t one = 1;
+    checkExtent(st.scaleA.buffer, 4, r.scaleOffsetA, &countA, &one, 1, {"scale_a"});
+    checkExtent(st.scaleB.buffer, 4, r.scaleOffsetB, &countB, &one, 1, {"scale_b"});
   }
 
   ResolvedMemset memset(const MemsetStep &st) {
@@ -1333,6 +1396,8 @@ StepSymbols stepSymbols(const GpuStep &step) {
       for (const LinearExpr *e : {&o->offset, &o->batchStride, &o->rowStride, &o->colStride})
         use(*e);
     use(g->groupOffset);
+    use(g->scaleA.offset);
+    use(g->scaleB.offset);
   } else if (auto *m = std::get_if<MemsetStep>(&step)) {
     use(m->offsetBytes);
     use(m->bytes);

@@ -165,6 +165,10 @@ json stepJson(const GemmStep &s) {
   if (s.groups > 0)
     o["groups"] = {{"count", s.groups},
                    {"offsets", {{"buffer", s.groupBuffer}, {"offset", linearJson(s.groupOffset)}}}};
+  for (auto [key, sc] : {std::pair<const char *, const GemmScale *>{"scale_a", &s.scaleA},
+                         {"scale_b", &s.scaleB}})
+    if (!sc->mode.empty())
+      o[key] = {{"mode", sc->mode}, {"buffer", sc->buffer}, {"offset", linearJson(sc->offset)}};
   return o;
 }
 

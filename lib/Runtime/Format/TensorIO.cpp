@@ -22,6 +22,9 @@ const DtypeInfo kDtypes[] = {
     {"float32", "f4", 1, 4}, {"float64", "f8", 11, 8}, {"float16", "f2", 10, 2},
     {"bfloat16", "", 16, 2}, {"int64", "i8", 7, 8},    {"int32", "i4", 6, 4},
     {"int8", "i1", 3, 1},    {"bool", "b1", 9, 1},
+    // OCP E4M3FN (ONNX FLOAT8E4M3FN): weights of block-scaled FP8 linears;
+    // numpy has no such dtype, so no .npy code.
+    {"float8_e4m3fn", "", 17, 1},
 };
 
 const DtypeInfo *byName(const std::string &n) {

@@ -138,6 +138,22 @@
 //       C. The runtime reads the offsets back before the GEMMs (a stream
 //       synchronisation) and fails the run unless 0 <= off[0] <= ... <=
 //       off[G] <= m; rows of C outside [off[0], off[G]) are not written.
+//       Block-scaled FP8 (DeepSeek-V3's recipe): dtype_a = dtype_b =
+//       "float8_e4m3fn" (dtype_c float32, float16 or bfloat16), batch 1,
+//       alpha 1, beta 0, no groups, A row-major (col_stride 1), B
+//       column-major (row_stride 1: a weight W [n, k] stored row-major,
+//       B = W^T), C row-major, k a multiple of 16, and both
+//       "scale_a": {"mode": "vec128", "buffer": b, "offset": L} and
+//       "scale_b": {"mode": "blk128x128", "buffer": b, "offset": L}, float32
+//       buffers, offsets in elements:
+//         A[i, k'] is scaled by sa[(k' / 128) * m + i]  (ceil(k / 128) x m,
+//           i fastest: one scale per 1 x 128 block of a row of A),
+//         B[k', j] by sb[(j / 128) * kp + k' / 128]  (ceil(n / 128) x kp,
+//           kp = ceil(k / 128) rounded up to a multiple of 4),
+//       C = sum over k' of (A * sa)(B * sb), accumulated in float32: the
+//       layouts cuBLASLt's CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F and
+//       BLK128x128_32F read (cublasLt.h, CUDA 13; test/tools/gemm-fp8-check
+//       measures them on the GPU).
 //   "memset": {"buffer": b, "offset_bytes": L, "bytes": L, "value": 0..255}
 //   "copy":   {"src": b, "src_offset_bytes": L, "dst": b, "dst_offset_bytes": L,
 //              "bytes": L}           device to device; ranges may not overlap
@@ -316,6 +332,13 @@ struct GemmOperand {
   LinearExpr offset, batchStride, rowStride, colStride;
 };
 
+/// Block scales of an FP8 gemm operand ("scale_a" / "scale_b" above).
+struct GemmScale {
+  std::string mode; ///< "" (none), "vec128" (A) or "blk128x128" (B)
+  int buffer = -1;
+  LinearExpr offset; ///< float32 elements
+};
+
 struct GemmStep {
   std::string dtypeA, dtypeB, dtypeC;
   LinearExpr batch, m, n, k;
@@ -326,6 +349,8 @@ struct GemmStep {
   int64_t groups = 0;
   int groupBuffer = -1;
   LinearExpr groupOffset;
+  /// Block-scaled FP8 (dtype_a = "float8_e4m3fn"): both set; else neither.
+  GemmScale scaleA, scaleB;
 };
 
 struct MemsetStep {
@@ -454,6 +479,10 @@ struct ResolvedGemm {
   int64_t groups = 0;      ///< grouped GEMM: G (GemmStep::groups)
   int groupBuffer = -1;    ///< where its int32 row offsets [G + 1] are
   int64_t groupOffset = 0; ///< in elements
+  /// Block-scaled FP8: the scale buffers and float32 element offsets
+  /// (scaleBufferA < 0: not FP8).
+  int scaleBufferA = -1, scaleBufferB = -1;
+  int64_t scaleOffsetA = 0, scaleOffsetB = 0;
 };
 
 struct ResolvedMemset {
