@@ -1303,6 +1303,15 @@ std::optional<SymTensor> OpResultEvaluator::run() {
       .Case<ox::ReduceMeanOp, ox::ReduceSumOp, ox::ReduceMaxOp>(
           [&](Operation *) { return evalReduction(); })
       .Case([&](ox::MatMulOp x) { return evalMatMul(x); })
+      .Case([&](ox::H20BlockScaledMatMulOp) -> std::optional<SymTensor> {
+        // X [..., K] . W [N, K]^T -> [..., N]
+        const SymTensor *x = operand(0), *w = operand(1);
+        if (idx != 0 || !x || !w || x->dims.empty() || w->dims.size() != 2)
+          return std::nullopt;
+        SymTensor t{Dims(x->dims.begin(), x->dims.end() - 1), nullptr};
+        t.dims.push_back(w->dims[0]);
+        return t;
+      })
       .Case([&](ox::AttentionOp) -> std::optional<SymTensor> {
         const SymTensor *q = operand(0), *v = operand(2);
         if (idx != 0 || !q || !v || q->dims.size() != 4 || v->dims.size() != 4)

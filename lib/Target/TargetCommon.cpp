@@ -37,6 +37,7 @@ std::string dtypeName(Type t) {
   if (t.isInteger(1)) return "bool";
   if (t.isInteger(8)) return "int8";
   if (t.isIndex()) return "int64"; // 64-bit on every h20 target
+  if (isa<Float8E4M3FNType>(t)) return "float8_e4m3fn";
   return "unsupported";
 }
 

@@ -183,7 +183,21 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
       arg.replaceAllUsesExcept(cast->getResult(0), cast);
     }
 
-    const llvm::DenseSet<Operation *> kept = positionArithmetic(func, f32);
+    llvm::DenseSet<Operation *> kept = positionArithmetic(func, f32);
+    // A block-scaled FP8 linear's scales stay float32 (the FP8 GEMM reads
+    // them so; bf16 would round a scale that is not a power of two), and so
+    // does the weight or constant they are.
+    auto isBlockScale = [](Operation *user, unsigned operand) {
+      return isa<ox::H20BlockScaledMatMulOp>(user) && operand == 2;
+    };
+    func.walk([&](ox::H20BlockScaledMatMulOp op) {
+      Operation *def = op->getOperand(2).getDefiningOp();
+      if (isa_and_nonnull<ox::WeightOp, ox::ConstantOp>(def) &&
+          llvm::all_of(def->getUses(), [&](OpOperand &u) {
+            return isBlockScale(u.getOwner(), u.getOperandNumber());
+          }))
+        kept.insert(def);
+    });
     WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
       if (isa<h20::attn::RopeTableOp>(op) || op->getParentOp() != func || kept.contains(op))
         return WalkResult::advance();
@@ -257,10 +271,12 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
                                 llvm::any_of(op->getOperands(), fromKept));
       for (OpOperand &use : op->getOpOperands()) {
         Value v = use.get();
-        const bool ropeTable = isa<h20::attn::RopeApplyOp>(op) && use.getOperandNumber() >= 2;
-        if ((readsF32 || ropeTable) && isFloatTensorOf(v.getType(), to))
+        // Operands whose contract is float32: rope_apply's tables, block scales.
+        const bool f32Operand = (isa<h20::attn::RopeApplyOp>(op) && use.getOperandNumber() >= 2) ||
+                                isBlockScale(op, use.getOperandNumber());
+        if ((readsF32 || f32Operand) && isFloatTensorOf(v.getType(), to))
           use.set(castTo(v, f32, 1));
-        else if (!readsF32 && !ropeTable && fromKept(v))
+        else if (!readsF32 && !f32Operand && fromKept(v))
           use.set(castTo(v, to, onnxCode));
       }
     }

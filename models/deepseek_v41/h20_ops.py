@@ -33,6 +33,11 @@ RoutedExperts(X[N,Dm], Router[Dm,E], Bias[E], W1[E,Dm,I], W3[E,Dm,I],
     times scaling; Y = sum over selected e of W2[e]^T (weight * silu(min(g,
     limit)) * clip(u, -limit, limit)), g = X W1[e], u = X W3[e]; limit <= 0
     clamps nothing (silu(g) * u), as transformers' swiglu_limit.
+BlockScaledMatMul(X[..., K], W[N, K] float8e4m3fn, Scale[ceil(N/bn),
+    ceil(K/bk)] float32) -> Y[..., N] (X's float type)
+    attrs: block_n, block_k. Y = X . (W * Scale[n // bn, k // bk])^T: a
+    block-scaled FP8 linear as DeepSeek's checkpoints store it (weight and
+    weight_scale_inv, 128 x 128 blocks; the last blocks may be partial).
 """
 import numpy as np
 from onnx import helper
@@ -204,6 +209,23 @@ def routed_experts():
                      ["top_k", "scaling", "limit", "temp"], g)
 
 
+def block_scaled_matmul():
+    g = Graph(function=True)
+    rows = g.op("Div", [_range_of(g, "W", 0), g.scalar_from_attr("block_n")])  # n // bn
+    cols = g.op("Div", [_range_of(g, "W", 1), g.scalar_from_attr("block_k")])  # k // bk
+    scale = g.op("Gather", [g.op("Gather", ["Scale", rows], axis=0), cols], axis=1)  # [N, K]
+    w = g.op("Mul", [g.op("CastLike", ["W", "Scale"]), scale])
+    y = g.op("MatMul", ["X", g.op("CastLike", [g.op("Transpose", [w], perm=[1, 0]), "X"])])
+    g.op("Identity", [y], outs=["Y"])
+    return _function("BlockScaledMatMul", ["X", "W", "Scale"], ["Y"], ["block_n", "block_k"], g)
+
+
+def _range_of(g, x, axis):
+    """int64 [x.shape[axis]] = 0..x.shape[axis]-1."""
+    n = g.op("Squeeze", [g.dim(x, axis), g.i64(0)])
+    return g.op("Range", [g.const(np.int64(0)), n, g.const(np.int64(1))])
+
+
 def all_functions():
     return [sink_attention(), sparse_sink_attention(), indexer_topk(), indexer_topk_candidates(),
-            indexer_topk_in_candidates(), routed_experts()]
+            indexer_topk_in_candidates(), routed_experts(), block_scaled_matmul()]

@@ -542,8 +542,10 @@ OwningOpRef<ModuleOp> loadInput(llvm::StringRef input, MLIRContext &ctx,
     // planning for another target, --emit without a target) the call's
     // function body is imported: every expert for every token, exact.
     h20::OnnxImportOptions importOptions;
+    // So is onnx.h20.BlockScaledMatMul: only the GPU runs FP8 GEMMs; the
+    // body dequantises the FP8 weight exactly and multiplies in float.
     if (!generatesGpuCode())
-      importOptions.expandFunctions.push_back("RoutedExperts");
+      importOptions.expandFunctions = {"RoutedExperts", "BlockScaledMatMul"};
     return h20::importOnnxModel(input, ctx, importOptions);
   }
   std::string message;

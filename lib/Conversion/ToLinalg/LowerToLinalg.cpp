@@ -1,5 +1,6 @@
 //===- LowerToLinalg.cpp - the h20-lower-to-linalg pass ------------------===//
 #include "AttnToLinalg.h"
+#include "Fp8ToLinalg.h"
 #include "LoweringUtils.h"
 #include "MoeToLinalg.h"
 #include "OnnxToLinalg.h"
@@ -193,6 +194,13 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                         o, "has no CPU lowering (h20-opt imports its function body for the "
                            "CPU target)");
                   return one(h20::lowering::lowerRoutedExpertsToLibraryCall(b, o));
+                })
+                .Case([&](h20::onnx::H20BlockScaledMatMulOp o) -> FailureOr<SmallVector<Value>> {
+                  if (!libraryCalls)
+                    return h20::lowering::unsupported(
+                        o, "has no CPU lowering (h20-opt imports its function body for the "
+                           "CPU target)");
+                  return one(h20::lowering::lowerBlockScaledMatMulToLibraryCalls(b, o));
                 })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })

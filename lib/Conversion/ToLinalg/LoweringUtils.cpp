@@ -125,10 +125,45 @@ Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
   return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
 }
 
+/// An f8E4M3FN value as f32, decoded from its bits (LLVM has no 8-bit
+/// float type and MLIR's arith-to-llvm no extf from it; the conversion is
+/// exact). E4M3FN (OCP 8-bit floating point spec, 2023, section 5.1): sign,
+/// 4 exponent bits with bias 7, 3 mantissa bits; exponent 0 is subnormal
+/// (m * 2^-9); S.1111.111 is NaN; there are no infinities.
+Value decodeF8E4M3FN(OpBuilder &b, Location loc, Value v) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto c = [&](int64_t x) {
+    return arith::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  Value bits =
+      arith::ExtUIOp::create(b, loc, i32, arith::BitcastOp::create(b, loc, b.getI8Type(), v));
+  Value sign = arith::ShLIOp::create(b, loc, arith::AndIOp::create(b, loc, bits, c(0x80)), c(24));
+  Value mag = arith::AndIOp::create(b, loc, bits, c(0x7F));
+  Value exp = arith::ShRUIOp::create(b, loc, mag, c(3));
+  Value man = arith::AndIOp::create(b, loc, mag, c(7));
+  // Normal: 2^(e - 7) * (1 + m / 8) has float32 exponent e - 7 + 127 and
+  // mantissa m << 20.
+  Value normal = arith::OrIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, arith::AddIOp::create(b, loc, exp, c(120)), c(23)),
+      arith::ShLIOp::create(b, loc, man, c(20)));
+  // Subnormal: m * 2^-9, exact in float32.
+  Value sub = arith::BitcastOp::create(
+      b, loc, i32,
+      arith::MulFOp::create(b, loc, arith::UIToFPOp::create(b, loc, f32, man),
+                            floatConst(b, loc, f32, 1.0 / 512.0)));
+  Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, exp, c(0));
+  Value r = arith::SelectOp::create(b, loc, isSub, sub, normal);
+  Value isNaN = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, mag, c(0x7F));
+  r = arith::SelectOp::create(b, loc, isNaN, c(0x7FC00000), r);
+  return arith::BitcastOp::create(b, loc, f32, arith::OrIOp::create(b, loc, r, sign));
+}
+
 Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
   if (from == to)
     return v;
+  if (isa<Float8E4M3FNType>(from))
+    return castScalar(b, loc, decodeF8E4M3FN(b, loc, v), to);
   auto fromF = dyn_cast<FloatType>(from), toF = dyn_cast<FloatType>(to);
   if (fromF && toF && fromF.getWidth() == toF.getWidth()) {
     // bf16 <-> f16 (same width, different formats; the GPU target stores

@@ -38,8 +38,12 @@ mlir::LogicalResult checkBroadcastsInto(mlir::Operation *op, mlir::RankedTensorT
 
 /// Casts scalar `v` to element type `to` (float/int/bool conversions with
 /// ONNX Cast semantics: float -> int truncates, int -> bool is != 0).
+/// f8E4M3FN sources are decoded from their bits (decodeF8E4M3FN).
 mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                        mlir::Type to);
+
+/// f8E4M3FN scalar `v` as f32, exactly (NaN for S.1111.111).
+mlir::Value decodeF8E4M3FN(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 
 /// Float constant of type `t`.
 mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type t, double v);

@@ -183,7 +183,7 @@ private:
 
 /// Compiles every module the steps name, in KernelModules' order: the
 /// generated kernels, then the NVRTC-compiled attention, indexer, sparse
-/// attention and routed-experts kernels the program uses.
+/// attention, routed-experts and FP8-quantising kernels the program uses.
 LogicalResult addKernelModules(ModuleOp module, const gpu::HostProgram &host,
                                const gpu::KernelModules &plan, ArtifactWriter &writer,
                                std::vector<runtime::GpuModule> &modules) {
@@ -218,6 +218,11 @@ LogicalResult addKernelModules(ModuleOp module, const gpu::HostProgram &host,
   if (plan.moe >= 0) {
     bool ok = compileMoePtx("sm_90", code, nvrtcLog);
     if (failed(compiled("routed-experts kernels", "moe", "sm_90", ok, code, nvrtcLog)))
+      return failure();
+  }
+  if (plan.fp8 >= 0) {
+    bool ok = compileFp8Ptx("sm_90", code, nvrtcLog);
+    if (failed(compiled("FP8 quantising kernel", "fp8_quant", "sm_90", ok, code, nvrtcLog)))
       return failure();
   }
   return success();

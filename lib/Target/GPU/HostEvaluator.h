@@ -4,7 +4,8 @@
 // and turns it into the step program: its core (arguments, integers,
 // allocations, views, host arrays, kernel launches; HostProgram.cpp), one
 // step emitter per library call (GEMM, attention, all-reduce, indexer,
-// sparse attention, routed experts; LibraryCallSteps.cpp), and the arena
+// sparse attention, routed experts, FP8 quantisation and GEMM;
+// LibraryCallSteps.cpp), and the arena
 // plan of the temporaries (ArenaPlanner.h).
 //
 //===----------------------------------------------------------------------===//
@@ -48,7 +49,8 @@ inline constexpr llvm::StringLiteral kGemm = "h20_gemm", kAttention = "h20_atten
                               kAllReduce = "h20_all_reduce",
                               kIndexer = "h20_indexer",
                               kSparseAttention = "h20_sparse_attention",
-                              kRoutedExperts = "h20_routed_experts";
+                              kRoutedExperts = "h20_routed_experts",
+                              kFp8Quantize = "h20_fp8_quantize", kFp8Gemm = "h20_gemm_fp8";
 inline constexpr int64_t kAlign = 256;
 
 /// Set when Lin arithmetic overflowed int64; the evaluator turns it into
@@ -286,6 +288,8 @@ private:
   LogicalResult evalIndexer(linalg::GenericOp op);
   LogicalResult evalSparseAttention(linalg::GenericOp op);
   LogicalResult evalRoutedExperts(linalg::GenericOp op);
+  LogicalResult evalFp8Quantize(linalg::GenericOp op);
+  LogicalResult evalFp8Gemm(linalg::GenericOp op);
   /// The views of a library call's operands, inputs then inits.
   FailureOr<SmallVector<View>> operandViews(linalg::GenericOp op) {
     SmallVector<View> v;

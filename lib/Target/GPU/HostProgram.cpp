@@ -630,6 +630,10 @@ LogicalResult Evaluator::evaluate(Operation *op) {
           return evalSparseAttention(g);
         if (call && call.getValue() == kRoutedExperts)
           return evalRoutedExperts(g);
+        if (call && call.getValue() == kFp8Quantize)
+          return evalFp8Quantize(g);
+        if (call && call.getValue() == kFp8Gemm)
+          return evalFp8Gemm(g);
         return op->emitError("GPU target: internal: a linalg op was left on the host");
       })
       .Case([&](func::ReturnOp) { return success(); })
@@ -706,7 +710,7 @@ LogicalResult Evaluator::run() {
 using namespace detail;
 
 KernelModules planKernelModules(func::FuncOp func) {
-  bool attention = false, indexer = false, sparse = false, moe = false;
+  bool attention = false, indexer = false, sparse = false, moe = false, fp8 = false;
   func.walk([&](linalg::GenericOp g) {
     auto call = g.getLibraryCallAttr();
     if (!call)
@@ -715,13 +719,15 @@ KernelModules planKernelModules(func::FuncOp func) {
     indexer |= call.getValue() == kIndexer;
     sparse |= call.getValue() == kSparseAttention;
     moe |= call.getValue() == kRoutedExperts;
+    fp8 |= call.getValue() == kFp8Quantize;
   });
   KernelModules m;
   int next = 1;
   for (auto [used, index] : {std::pair<bool, int *>{attention, &m.attention},
                              {indexer, &m.indexer},
                              {sparse, &m.sparseAttention},
-                             {moe, &m.moe}})
+                             {moe, &m.moe},
+                             {fp8, &m.fp8}})
     if (used)
       *index = next++;
   return m;

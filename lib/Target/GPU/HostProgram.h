@@ -15,6 +15,7 @@
 
 #include "h20/Runtime/Format/GpuProgram.h"
 #include "h20/Target/AttentionKernel.h"
+#include "h20/Target/Fp8Kernel.h"
 #include "h20/Target/IndexerKernel.h"
 #include "h20/Target/MoeKernel.h"
 #include "h20/Target/SparseAttentionKernel.h"
@@ -28,13 +29,13 @@
 namespace h20::gpu {
 
 /// The module each kind of kernel is in: the generated kernels are module
-/// 0, then the attention, indexer, sparse-attention and routed-experts
-/// (MoE) modules in that order, each only when the function calls it; -1
-/// when absent. Known from the IR before the host program is built
+/// 0, then the attention, indexer, sparse-attention, routed-experts (MoE)
+/// and FP8-quantisation modules in that order, each only when the function
+/// calls it; -1 when absent. Known from the IR before the host program is built
 /// (planKernelModules), so every step names its module when it is made.
 struct KernelModules {
   int generated = 0;
-  int attention = -1, indexer = -1, sparseAttention = -1, moe = -1;
+  int attention = -1, indexer = -1, sparseAttention = -1, moe = -1, fp8 = -1;
 };
 
 /// The modules `func`'s library calls need (by their library-call names).

@@ -4,7 +4,9 @@
 // h20_gemm (a cuBLASLt GEMM step), h20_all_reduce, h20_attention (the
 // dense attention kernel the IR's h20.kernel names), h20_indexer,
 // h20_sparse_attention and h20_routed_experts (launches of the
-// NVRTC-compiled DeepSeek-V4.1 kernels, GEMMs and memsets). Each checks its
+// NVRTC-compiled DeepSeek-V4.1 kernels, GEMMs and memsets), h20_fp8_quantize
+// and h20_gemm_fp8 (a block-scaled FP8 linear: the quantising kernel, a
+// block-scaled cuBLASLt GEMM). Each checks its
 // operands' views and emits the steps; the evaluator's core
 // (HostProgram.cpp) dispatches to them.
 //
@@ -599,6 +601,74 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     gemm(a, w2, yp, r, dm, inter, true);
     launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
   }
+  return success();
+}
+
+/// Whether `v` is a 2-D view with unit column stride (row-major rows).
+static bool rowMajor2d(const View &v) { return v.sizes.size() == 2 && v.strides[1] == Lin{1}; }
+
+LogicalResult Evaluator::evalFp8Quantize(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 2)
+    return op->emitError("GPU target: internal: malformed FP8 quantisation call");
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const View &x = (*operands)[0], &xq = (*operands)[1], &xs = (*operands)[2];
+  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  const int dt = code(x.element);
+  if (dt < 0 || x.sizes.size() != 2 || !rowMajor2d(xq) || !rowMajor2d(xs) ||
+      !isa<Float8E4M3FNType>(xq.element) || !xs.element.isF32())
+    return op->emitError("GPU target: internal: FP8 quantisation operands of unexpected types "
+                         "or layouts");
+  if (!x.sizes[1].isConst())
+    return op->emitError("GPU target: FP8 quantisation needs a static K");
+  const int64_t kb = (x.sizes[1].c + 127) / 128;
+  std::vector<runtime::LaunchArg> args;
+  for (const View *v : {&x, &xq, &xs})
+    args.push_back(memrefArg(*v));
+  runtime::LaunchStep l = launchStep(modules.fp8, fp8QuantizeKernel(dt), x.sizes[0].scaled(kb),
+                                     kFp8QuantThreads, 0, std::move(args));
+  l.gridDiv[0] = kFp8QuantBlocksPerCta;
+  steps.push_back(std::move(l));
+  return success();
+}
+
+LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 4 || op.getNumDpsInits() != 1)
+    return op->emitError("GPU target: internal: malformed FP8 GEMM call");
+  auto operands = operandViews(op);
+  if (failed(operands))
+    return failure();
+  const View &xq = (*operands)[0], &xs = (*operands)[1], &w = (*operands)[2],
+             &scale = (*operands)[3], &y = (*operands)[4];
+  if (!rowMajor2d(xq) || !rowMajor2d(xs) || !rowMajor2d(w) || !rowMajor2d(scale) || !rowMajor2d(y))
+    return op->emitError("GPU target: the FP8 GEMM needs row-major X, its scales, W, W's "
+                         "scales and Y");
+  if (!w.sizes[0].isConst() || !w.sizes[1].isConst())
+    return op->emitError("GPU target: the FP8 GEMM needs a static weight");
+  const int64_t n = w.sizes[0].c, k = w.sizes[1].c, kb = (k + 127) / 128;
+  // The layouts GpuProgram.h's "gemm" states: X's scales [kb, M] with M
+  // fastest (rows of M elements), W's [ceil(N / 128), kb] with kb % 4 == 0
+  // (the lowering checked it), packed.
+  if (xs.strides[0] != xq.sizes[0] || scale.strides[0] != Lin{kb} || kb % 4 != 0)
+    return op->emitError("GPU target: FP8 GEMM scales that are not packed as cuBLASLt reads "
+                         "them");
+  runtime::GemmStep g;
+  g.dtypeA = g.dtypeB = "float8_e4m3fn";
+  g.dtypeC = dtypeName(y.element);
+  g.batch = runtime::LinearExpr::constant(1);
+  g.m = xq.sizes[0].expr();
+  g.n = runtime::LinearExpr::constant(n);
+  g.k = runtime::LinearExpr::constant(k);
+  g.a = gemmOperand(xq, Lin{0}, xq.strides[0], Lin{1});
+  // B [K, N] = W^T: column-major, each column a row of W.
+  g.b = gemmOperand(w, Lin{0}, Lin{1}, w.strides[0]);
+  g.c = gemmOperand(y, Lin{0}, y.strides[0], Lin{1});
+  use(xs.buffer);
+  use(scale.buffer);
+  g.scaleA = {"vec128", xs.buffer, xs.offset.expr()};
+  g.scaleB = {"blk128x128", scale.buffer, scale.offset.expr()};
+  steps.push_back(std::move(g));
   return success();
 }
 

@@ -482,4 +482,17 @@ def Onnx_H20RoutedExpertsOp : Onnx_NodeOp<"h20.RoutedExperts", 6, 6, 1, 1> {
                    F32Attr:$limit, F32Attr:$temp);
 }
 
+// BlockScaledMatMul(X [..., K], W [N, K] float8e4m3fn, Scale [ceil(N /
+// block_n), ceil(K / block_k)] float32) -> Y [..., N] of X's type:
+// Y = X . (W * Scale[n / block_n, k / block_k])^T, DeepSeek-V3/V4.1's
+// block-scaled FP8 linear (weight_block_size [128, 128]; the checkpoint's
+// weight and weight_scale_inv). The function body dequantises W in the
+// graph (Cast, a block-broadcast Mul) and runs a float MatMul, which the CPU
+// target imports; the GPU target keeps W in FP8 and runs a block-scaled FP8
+// GEMM (activations quantised per 1 x block_k on the fly, cuBLASLt
+// VEC128 x BLK128x128 scale modes).
+def Onnx_H20BlockScaledMatMulOp : Onnx_NodeOp<"h20.BlockScaledMatMul", 3, 3, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$block_n, SI64Attr:$block_k);
+}
+
 #endif // H20_ONNX_OPS

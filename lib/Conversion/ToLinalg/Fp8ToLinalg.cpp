@@ -1,0 +1,137 @@
+//===- Fp8ToLinalg.cpp - onnx.h20.BlockScaledMatMul -> FP8 library calls --===//
+//
+// The GPU target replaces the two carrier generics built here by a launch
+// of the activation-quantising kernel (lib/Target/GPU/kernels/fp8_quant.cuh)
+// and a block-scaled cuBLASLt FP8 GEMM step (LibraryCallSteps.cpp). Their
+// bodies are placeholders that use every operand and are never run. The
+// FP8 weight and its scales reach the GEMM as they are stored: W stays one
+// byte per element on the device.
+//
+//===----------------------------------------------------------------------===//
+#include "Fp8ToLinalg.h"
+
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+
+namespace h20::lowering {
+namespace {
+
+constexpr int64_t kBlock = 128;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// A carrier generic `call` over `ins` and `outs` (see carrierIndexing)
+/// whose placeholder body folds every operand into each result.
+linalg::GenericOp carrier(OpBuilder &b, Location loc, StringRef call, ValueRange ins,
+                          ValueRange outs, DictionaryAttr attrs) {
+  SmallVector<Value> operands(ins);
+  operands.append(outs.begin(), outs.end());
+  SmallVector<AffineMap> maps;
+  SmallVector<utils::IteratorType> its;
+  carrierIndexing(b.getContext(), operands, /*parallelDims=*/2, maps, its);
+  SmallVector<Type> types;
+  for (Value v : outs)
+    types.push_back(v.getType());
+  auto g = linalg::GenericOp::create(
+      b, loc, types, ins, outs, maps, its, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Type f32 = nb.getF32Type();
+        Value f = castScalar(nb, nl, a[0], f32);
+        for (Value x : a.drop_front())
+          f = arith::AddFOp::create(nb, nl, f, castScalar(nb, nl, x, f32));
+        SmallVector<Value> results;
+        for (Value x : a.drop_front(ins.size()))
+          results.push_back(castScalar(nb, nl, f, x.getType()));
+        linalg::YieldOp::create(nb, nl, results);
+      });
+  g.setLibraryCallAttr(b.getStringAttr(call));
+  g->setAttr(kFp8Attrs, attrs);
+  return g;
+}
+
+} // namespace
+
+FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
+                                                      onnx::H20BlockScaledMatMulOp op) {
+  Location loc = op.getLoc();
+  auto xt = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto wt = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  auto st = dyn_cast<RankedTensorType>(op->getOperand(2).getType());
+  auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!xt || !wt || !st || !rt)
+    return unsupported(op, "operands and result must be ranked tensors");
+  const int64_t bn = op->getAttrOfType<IntegerAttr>("block_n").getInt();
+  const int64_t bk = op->getAttrOfType<IntegerAttr>("block_k").getInt();
+  if (bn != kBlock || bk != kBlock)
+    return unsupported(op, "the GPU's FP8 GEMM takes 128 x 128 weight blocks, got block_n " +
+                               std::to_string(bn) + ", block_k " + std::to_string(bk));
+  Type et = xt.getElementType();
+  if (!(et.isF32() || et.isF16() || et.isBF16()) || rt.getElementType() != et)
+    return unsupported(op, "X and Y must be float32, float16 or bfloat16 of one type");
+  if (!isa<Float8E4M3FNType>(wt.getElementType()) || !st.getElementType().isF32())
+    return unsupported(op, "W must be float8e4m3fn and Scale float32");
+  if (xt.getRank() < 2 || wt.getRank() != 2 || st.getRank() != 2 || !wt.hasStaticShape() ||
+      !st.hasStaticShape() || rt.getRank() != xt.getRank())
+    return unsupported(op, "expected X [..., K] (rank >= 2), static W [N, K] and Scale "
+                           "[ceil(N / 128), ceil(K / 128)]");
+  const int64_t n = wt.getDimSize(0), k = wt.getDimSize(1), kb = ceilDiv(k, kBlock);
+  if (xt.getDimSize(xt.getRank() - 1) != k || rt.getDimSize(rt.getRank() - 1) != n ||
+      st.getDimSize(0) != ceilDiv(n, kBlock) || st.getDimSize(1) != kb)
+    return unsupported(op, "operand shapes disagree: W [" + std::to_string(n) + ", " +
+                               std::to_string(k) + "] needs X [..., " + std::to_string(k) +
+                               "], Scale [" + std::to_string(ceilDiv(n, kBlock)) + ", " +
+                               std::to_string(kb) + "], Y [..., " + std::to_string(n) + "]");
+  if (k % 16 != 0 || n % 16 != 0)
+    return unsupported(op, "the FP8 GEMM needs K and N multiples of 16 (K " + std::to_string(k) +
+                               ", N " + std::to_string(n) + ")");
+  if (kb % 4 != 0)
+    return unsupported(op, "the FP8 GEMM needs ceil(K / 128) a multiple of 4 (cuBLASLt pads "
+                           "the rows of 128 x 128 block scales to 4 blocks); K is " +
+                               std::to_string(k));
+
+  // X [..., K] -> [M, K].
+  Value x = op->getOperand(0);
+  const int64_t lead = xt.getRank() - 1;
+  SmallVector<ReassociationIndices> assoc;
+  if (lead > 1) {
+    ReassociationIndices rows;
+    for (int64_t d = 0; d < lead; ++d)
+      rows.push_back(d);
+    assoc = {rows, {lead}};
+    x = tensor::CollapseShapeOp::create(b, loc, x, assoc);
+  }
+  auto x2 = cast<RankedTensorType>(x.getType());
+  SmallVector<Value> mDyn;
+  if (x2.isDynamicDim(0))
+    mDyn.push_back(dimOf(b, loc, x, 0));
+  const int64_t m = x2.getDimSize(0);
+  Type f8 = wt.getElementType(), f32 = b.getF32Type();
+  auto xqType = RankedTensorType::get({m, k}, f8);
+  auto xsType = RankedTensorType::get({kb, m}, f32);
+  auto y2Type = RankedTensorType::get({m, n}, et);
+  DictionaryAttr attrs = b.getDictionaryAttr({b.getNamedAttr("block_n", b.getI64IntegerAttr(bn)),
+                                              b.getNamedAttr("block_k", b.getI64IntegerAttr(bk))});
+  Value xq = tensor::EmptyOp::create(b, loc, xqType, mDyn);
+  Value xs = tensor::EmptyOp::create(b, loc, xsType, mDyn);
+  auto quant = carrier(b, loc, kFp8QuantizeLibraryCall, ValueRange{x}, ValueRange{xq, xs}, attrs);
+  Value y = tensor::EmptyOp::create(b, loc, y2Type, mDyn);
+  auto gemm = carrier(
+      b, loc, kFp8GemmLibraryCall,
+      ValueRange{quant.getResult(0), quant.getResult(1), op->getOperand(1), op->getOperand(2)},
+      ValueRange{y}, attrs);
+  Value out = gemm.getResult(0);
+  if (lead > 1) {
+    SmallVector<OpFoldResult> shape;
+    for (int64_t d = 0; d < rt.getRank(); ++d)
+      shape.push_back(rt.isDynamicDim(d) ? OpFoldResult(dimOf(b, loc, op->getOperand(0), d))
+                                         : OpFoldResult(b.getIndexAttr(rt.getDimSize(d))));
+    out = tensor::ExpandShapeOp::create(b, loc, rt, out, assoc, shape);
+  }
+  return out;
+}
+
+} // namespace h20::lowering
