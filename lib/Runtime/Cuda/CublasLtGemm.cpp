@@ -156,10 +156,19 @@ CublasLtGemm::plan(const GemmCall &call, size_t workspaceBytes, std::string &err
                                   blk = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
       cublasLtMatmulMatrixScale_t modeA = plan.swapped ? blk : vec,
                                   modeB = plan.swapped ? vec : blk;
+      // The heuristic refuses block-scale modes without scale pointers
+      // (CUBLAS_STATUS_INVALID_VALUE on an H100): this call's, replaced
+      // by each run's.
+      const void *sa = reinterpret_cast<const void *>(plan.swapped ? call.scaleB : call.scaleA);
+      const void *sb = reinterpret_cast<const void *>(plan.swapped ? call.scaleA : call.scaleB);
       if ((s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA,
                                                  sizeof(modeA))) != CUBLAS_STATUS_SUCCESS ||
           (s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB,
-                                                 sizeof(modeB))) != CUBLAS_STATUS_SUCCESS) {
+                                                 sizeof(modeB))) != CUBLAS_STATUS_SUCCESS ||
+          (s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
+                                                 sizeof(sa))) != CUBLAS_STATUS_SUCCESS ||
+          (s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
+                                                 sizeof(sb))) != CUBLAS_STATUS_SUCCESS) {
         destroy(e);
         return fail("setting the FP8 scale modes", s);
       }
