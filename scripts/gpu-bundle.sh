@@ -203,11 +203,17 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     done
   done
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
-  # kept FP8 on the GPU, its inputs and both references (models/fp8-linear,
-  # art/fp8-linear.h20).
-  f8=$out/models/fp8-linear
-  "$py" "$root/models/deepseek_v41/fp8_linear.py" "$f8" --tokens 8 129 >/dev/null
-  "$build/bin/h20-opt" "$f8/model.onnx" --target=h200 --compute-type=bf16 -o "$out/art/fp8-linear.h20" 2>/dev/null
+  # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,
+  # art/fp8-linear*.h20).
+  # fp8-linear-k640: K = 640, whose 5 scale blocks per row cuBLASLt reads
+  # padded to 8.
+  for f8 in fp8-linear fp8-linear-k640; do
+    shape=(); [[ $f8 == fp8-linear-k640 ]] && shape=(--k 640 --n 512 --vocab 512)
+    "$py" "$root/models/deepseek_v41/fp8_linear.py" "$out/models/$f8" "${shape[@]}" --tokens 8 129 \
+      >/dev/null
+    "$build/bin/h20-opt" "$out/models/$f8/model.onnx" --target=h200 --compute-type=bf16 \
+      -o "$out/art/$f8.h20" 2>/dev/null
+  done
 fi
 
 # Issue-7 benchmarks (bench/run-bench.sh): seed-dense, 8 layers, compiled

@@ -229,21 +229,28 @@ fi
 # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py: an
 # embedding, two linears with SiLU between and an LM head; K 512, N 1024,
 # V 1024): weights FP8, inputs quantised per 1 x 128 block, cuBLASLt
-# block-scaled FP8 GEMMs, bf16 activations, 8192-token chunks. Gated
-# against the reference that quantises and rounds the same way (float32
-# accumulation order is the rest); the distance from the exact
+# block-scaled FP8 GEMMs, bf16 activations, 8192-token chunks. Gated at
+# 3e-2 against the reference that quantises and rounds the same way: the
+# rest (measured 0.9-1.6e-2 on an H100) is the FP8 tensor cores' short
+# accumulator (about 14 bits within each 128-deep block, DeepSeek-V3
+# report section 3.3.2), which moves a bf16 rounding of the GEMM's output
+# now and then, and so an e4m3 rounding of the next linear's input; a
+# misread scale layout is O(1). The distance from the exact
 # dequantised-weight reference (FP8 inputs cost about 2.5% per linear) is
 # reported beside it.
-if want deepseek && [[ -f $bundle/art/fp8-linear.h20 ]]; then
-  dir=$bundle/models/fp8-linear
+# fp8-linear-k640 (K 640, N 512, V 512) has 5 scale blocks per weight row,
+# padded to 8 for cuBLASLt.
+for f8 in fp8-linear fp8-linear-k640; do
+  want deepseek && [[ -f $bundle/art/$f8.h20 ]] || continue
+  dir=$bundle/models/$f8
   for S in 8 129; do
-    name="fp8 block-scaled linears S=$S"
+    name="$f8 (block-scaled FP8) S=$S"
     if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
-    o=$results/fp8-linear.S$S.npy
+    o=$results/$f8.S$S.npy
     cmp=
-    if "$bin/h20-run" "$bundle/art/fp8-linear.h20" --weights-dir "$dir" --ids "$dir/ids-$S.npy" \
+    if "$bin/h20-run" "$bundle/art/$f8.h20" --weights-dir "$dir" --ids "$dir/ids-$S.npy" \
          --dump-logits "$o" >>"$log" 2>&1 &&
-       cmp=$("$bin/npy-compare" "$o" "$dir/ref-fp8-$S.npy" --max-rel-l2 2e-2 2>&1); then
+       cmp=$("$bin/npy-compare" "$o" "$dir/ref-fp8-$S.npy" --max-rel-l2 3e-2 2>&1); then
       st=PASS
     else
       st=FAIL
@@ -251,7 +258,7 @@ if want deepseek && [[ -f $bundle/art/fp8-linear.h20 ]]; then
     exact=$("$bin/npy-compare" "$o" "$dir/ref-$S.npy" --max-rel-l2 6e-2 2>&1 | head -1)
     record "$name" $st "${cmp:-h20-run failed}; vs exact weights: ${exact:-n/a}"
   done
-fi
+done
 if want seed || want seed2; then
   seed_dense 2 32768 "seed-dense-2l bf16 S=32768 vs PyTorch"
 fi

@@ -12,7 +12,8 @@ namespace h20::lowering {
 /// h20_fp8_quantize (ins X [M, K] of f32/f16/bf16; outs Xq [M, K]
 /// f8E4M3FN and its scales Xs [ceil(K / 128), M] f32, M fastest: one per
 /// 1 x 128 block of a row) and h20_gemm_fp8 (ins Xq, Xs, W [N, K] f8E4M3FN,
-/// Scale [ceil(N / 128), ceil(K / 128)] f32; outs Y [M, N] of X's type).
+/// Scale [ceil(N / 128), kp] f32 with kp = ceil(K / 128) rounded up to a
+/// multiple of 4, zero-padded; outs Y [M, N] of X's type).
 /// Both carry kFp8Attrs: block_n, block_k (i64).
 inline constexpr llvm::StringLiteral kFp8QuantizeLibraryCall = "h20_fp8_quantize";
 inline constexpr llvm::StringLiteral kFp8GemmLibraryCall = "h20_gemm_fp8";
@@ -24,9 +25,10 @@ inline constexpr llvm::StringLiteral kFp8Attrs = "h20.fp8";
 /// expanded again on Y. GPU target only (the CPU target imports the
 /// function body). Fails with an error naming the node unless block_n =
 /// block_k = 128 (cuBLASLt's block-scaled modes), W and Scale are static of
-/// those shapes, K is a multiple of 16 (FP8 rows of 16-byte multiples),
-/// ceil(K / 128) is a multiple of 4 (cuBLASLt pads the 128 x 128 scale rows
-/// to 4 blocks), and X / Y are f32, f16 or bf16 of one type.
+/// those shapes, K and N are multiples of 16 (FP8 rows of 16-byte
+/// multiples), and X / Y are f32, f16 or bf16 of one type. Scale rows whose
+/// K-block count is not a multiple of 4 are copied into zero-padded rows
+/// (a tensor.insert_slice into a filled tensor), as cuBLASLt reads them.
 mlir::FailureOr<mlir::Value> lowerBlockScaledMatMulToLibraryCalls(mlir::OpBuilder &b,
                                                                   onnx::H20BlockScaledMatMulOp op);
 

@@ -646,11 +646,11 @@ LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
                          "scales and Y");
   if (!w.sizes[0].isConst() || !w.sizes[1].isConst())
     return op->emitError("GPU target: the FP8 GEMM needs a static weight");
-  const int64_t n = w.sizes[0].c, k = w.sizes[1].c, kb = (k + 127) / 128;
-  // The layouts GpuProgram.h's "gemm" states: X's scales [kb, M] with M
-  // fastest (rows of M elements), W's [ceil(N / 128), kb] with kb % 4 == 0
-  // (the lowering checked it), packed.
-  if (xs.strides[0] != xq.sizes[0] || scale.strides[0] != Lin{kb} || kb % 4 != 0)
+  const int64_t n = w.sizes[0].c, k = w.sizes[1].c, kp = ((k + 127) / 128 + 3) / 4 * 4;
+  // The layouts GpuProgram.h's "gemm" states: X's scales [ceil(K / 128),
+  // M] with M fastest (rows of M elements), W's [ceil(N / 128), kp] with
+  // rows of kp elements (the lowering padded them).
+  if (xs.strides[0] != xq.sizes[0] || scale.strides[0] != Lin{kp})
     return op->emitError("GPU target: FP8 GEMM scales that are not packed as cuBLASLt reads "
                          "them");
   runtime::GemmStep g;
