@@ -206,9 +206,12 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,
   # art/fp8-linear*.h20).
   # fp8-linear-k640: K = 640, whose 5 scale blocks per row cuBLASLt reads
-  # padded to 8.
-  for f8 in fp8-linear fp8-linear-k640; do
-    shape=(); [[ $f8 == fp8-linear-k640 ]] && shape=(--k 640 --n 512 --vocab 512)
+  # padded to 8; fp8-linear-n520: N = 520, whose two linears run on
+  # dequantised copies (bf16 GEMMs), the head on FP8.
+  for f8 in fp8-linear fp8-linear-k640 fp8-linear-n520; do
+    shape=()
+    [[ $f8 == fp8-linear-k640 ]] && shape=(--k 640 --n 512 --vocab 512)
+    [[ $f8 == fp8-linear-n520 ]] && shape=(--n 520 --vocab 512)
     "$py" "$root/models/deepseek_v41/fp8_linear.py" "$out/models/$f8" "${shape[@]}" --tokens 8 129 \
       >/dev/null
     "$build/bin/h20-opt" "$out/models/$f8/model.onnx" --target=h200 --compute-type=bf16 \

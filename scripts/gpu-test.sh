@@ -239,8 +239,9 @@ fi
 # dequantised-weight reference (FP8 inputs cost about 2.5% per linear) is
 # reported beside it.
 # fp8-linear-k640 (K 640, N 512, V 512) has 5 scale blocks per weight row,
-# padded to 8 for cuBLASLt.
-for f8 in fp8-linear fp8-linear-k640; do
+# padded to 8 for cuBLASLt; fp8-linear-n520 (N 520) runs two linears as
+# bf16 GEMMs on dequantised weights (the reference does the same there).
+for f8 in fp8-linear fp8-linear-k640 fp8-linear-n520; do
   want deepseek && [[ -f $bundle/art/$f8.h20 ]] || continue
   dir=$bundle/models/$f8
   for S in 8 129; do

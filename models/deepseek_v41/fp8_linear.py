@@ -12,7 +12,8 @@ two reference logits per S:
   ref-S.npy      float64 of the exact dequantised weights (what the CPU
                  target computes, in float32)
   ref-fp8-S.npy  what h20's bf16 FP8 path computes: each linear's input
-                 quantised as the GPU's FP8 GEMM does (1 x 128 blocks, scale
+                 quantised as the GPU's FP8 GEMM does (linear_bf16: only
+                 where K and N are multiples of 16; 1 x 128 blocks, scale
                  max(amax, 1e-4) / 448, e4m3 round to nearest even:
                  kernels/fp8_quant.cuh), every stored activation rounded to
                  bf16, float64 otherwise: h20 should match it but for its
@@ -65,13 +66,22 @@ def round_bf16(x):
     return r.astype(np.uint32).view(np.float32)
 
 
+def linear_bf16(x, w):
+    """What h20's bf16 GPU path computes for x [S, K] . W^T, W [N, K]
+    dequantised: the FP8 GEMM (input quantised per 1 x 128 block) when K
+    and N are multiples of 16, else a bf16 GEMM on W rounded to bf16 (the
+    lowering's fallback, Fp8ToLinalg.cpp); the output rounded to bf16."""
+    if w.shape[0] % 16 == 0 and w.shape[1] % 16 == 0:
+        return round_bf16(quantize_activations(x) @ w.T)
+    return round_bf16(x.astype(np.float64) @ round_bf16(w).astype(np.float64).T)
+
+
 def forward(x, w1, w2, head, fp8_bf16):
     if not fp8_bf16:
         return silu(x.astype(np.float64) @ w1.T) @ w2.T @ head.T
-    h = round_bf16(quantize_activations(round_bf16(x)) @ w1.T)
+    h = linear_bf16(round_bf16(x), w1)
     a = round_bf16(silu(h.astype(np.float64)))
-    y = round_bf16(quantize_activations(a) @ w2.T)
-    return round_bf16(quantize_activations(y) @ head.T)
+    return linear_bf16(linear_bf16(a, w2), head)
 
 
 def build(args):

@@ -5,11 +5,13 @@
 // and a block-scaled cuBLASLt FP8 GEMM step (LibraryCallSteps.cpp). Their
 // bodies are placeholders that use every operand and are never run. The
 // FP8 weight and its scales reach the GEMM as they are stored: W stays one
-// byte per element on the device.
+// byte per element on the device. Shapes that GEMM cannot take run on a
+// dequantised copy of W (made every chunk) instead, with a warning.
 //
 //===----------------------------------------------------------------------===//
 #include "Fp8ToLinalg.h"
 
+#include "AttnToLinalg.h"
 #include "LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -53,6 +55,74 @@ linalg::GenericOp carrier(OpBuilder &b, Location loc, StringRef call, ValueRange
   return g;
 }
 
+/// The FP8 path: h20_fp8_quantize of X2 [M, K], then h20_gemm_fp8 with W
+/// [N, K] and its 128 x 128 scales (rows padded to 4 blocks); Y2 [M, N].
+Value fp8Gemm(OpBuilder &b, Location loc, Value x2, Value w, Value scale, int64_t kb,
+              RankedTensorType y2Type, ValueRange mDyn, DictionaryAttr attrs) {
+  auto xt = cast<RankedTensorType>(x2.getType());
+  const int64_t m = xt.getDimSize(0), k = xt.getDimSize(1);
+  Type f8 = cast<RankedTensorType>(w.getType()).getElementType(), f32 = b.getF32Type();
+  Value xq = tensor::EmptyOp::create(b, loc, RankedTensorType::get({m, k}, f8), mDyn);
+  Value xs = tensor::EmptyOp::create(b, loc, RankedTensorType::get({kb, m}, f32), mDyn);
+  auto quant = carrier(b, loc, kFp8QuantizeLibraryCall, ValueRange{x2}, ValueRange{xq, xs}, attrs);
+  // cuBLASLt reads the 128 x 128 scales with each row of K blocks padded
+  // to a multiple of 4 (gemm-fp8-check measures it at K = 640): a padded
+  // copy when ceil(K / 128) is not one (NB x kp floats, made every chunk).
+  const int64_t kp = (kb + 3) / 4 * 4;
+  if (kp != kb) {
+    const int64_t nb = cast<RankedTensorType>(scale.getType()).getDimSize(0);
+    auto padded = RankedTensorType::get({nb, kp}, f32);
+    Value zeros = filledTensor(b, loc, padded, {}, floatConst(b, loc, f32, 0.0));
+    scale = tensor::InsertSliceOp::create(
+        b, loc, scale, zeros, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(nb), b.getIndexAttr(kb)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+  Value y = tensor::EmptyOp::create(b, loc, y2Type, mDyn);
+  return carrier(b, loc, kFp8GemmLibraryCall,
+                 ValueRange{quant.getResult(0), quant.getResult(1), w, scale}, ValueRange{y}, attrs)
+      .getResult(0);
+}
+
+/// The fallback: W dequantised (W[n, k] * Scale[n / bn, k / bk], rounded to
+/// Y's type) into a temporary every chunk, then an ordinary h20_gemm (a
+/// cuBLASLt GEMM of Y's type, float32 accumulation): Y2 = X2 . Wd^T.
+Value dequantisedGemm(OpBuilder &b, Location loc, Value x2, Value w, Value scale, int64_t bn,
+                      int64_t bk, RankedTensorType y2Type, ValueRange mDyn) {
+  MLIRContext *ctx = b.getContext();
+  Type et = y2Type.getElementType();
+  auto wt = cast<RankedTensorType>(w.getType());
+  auto wdType = RankedTensorType::get(wt.getShape(), et);
+  AffineExpr n = getAffineDimExpr(0, ctx), k = getAffineDimExpr(1, ctx);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap blocks = AffineMap::get(2, 0, {n.floorDiv(bn), k.floorDiv(bk)}, ctx);
+  Value wd = linalg::GenericOp::create(
+                 b, loc, TypeRange{wdType}, ValueRange{w, scale},
+                 ValueRange{tensor::EmptyOp::create(b, loc, wdType, ValueRange{})},
+                 ArrayRef<AffineMap>{id, blocks, id}, parallel(2),
+                 [&](OpBuilder &nb, Location nl, ValueRange a) {
+                   Value v = arith::MulFOp::create(nb, nl, decodeF8E4M3FN(nb, nl, a[0]), a[1]);
+                   linalg::YieldOp::create(nb, nl, castScalar(nb, nl, v, et));
+                 })
+                 .getResult(0);
+  // Loop dims (m, n, k): X2 (m, k), Wd (n, k), Y2 (m, n).
+  AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
+             dk = getAffineDimExpr(2, ctx);
+  Value init = filledTensor(b, loc, y2Type, mDyn, floatConst(b, loc, et, 0.0));
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{y2Type}, ValueRange{x2, wd}, ValueRange{init},
+      ArrayRef<AffineMap>{AffineMap::get(3, 0, {dm, dk}, ctx), AffineMap::get(3, 0, {dn, dk}, ctx),
+                          AffineMap::get(3, 0, {dm, dn}, ctx)},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value p = arith::MulFOp::create(nb, nl, a[0], a[1]);
+        linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], p)});
+      });
+  g.setLibraryCallAttr(b.getStringAttr(kGemmLibraryCall));
+  return g.getResult(0);
+}
+
 } // namespace
 
 FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
@@ -66,9 +136,8 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
     return unsupported(op, "operands and result must be ranked tensors");
   const int64_t bn = op->getAttrOfType<IntegerAttr>("block_n").getInt();
   const int64_t bk = op->getAttrOfType<IntegerAttr>("block_k").getInt();
-  if (bn != kBlock || bk != kBlock)
-    return unsupported(op, "the GPU's FP8 GEMM takes 128 x 128 weight blocks, got block_n " +
-                               std::to_string(bn) + ", block_k " + std::to_string(bk));
+  if (bn < 1 || bk < 1)
+    return unsupported(op, "block_n and block_k must be positive");
   Type et = xt.getElementType();
   if (!(et.isF32() || et.isF16() || et.isBF16()) || rt.getElementType() != et)
     return unsupported(op, "X and Y must be float32, float16 or bfloat16 of one type");
@@ -77,17 +146,20 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
   if (xt.getRank() < 2 || wt.getRank() != 2 || st.getRank() != 2 || !wt.hasStaticShape() ||
       !st.hasStaticShape() || rt.getRank() != xt.getRank())
     return unsupported(op, "expected X [..., K] (rank >= 2), static W [N, K] and Scale "
-                           "[ceil(N / 128), ceil(K / 128)]");
-  const int64_t n = wt.getDimSize(0), k = wt.getDimSize(1), kb = ceilDiv(k, kBlock);
+                           "[ceil(N / block_n), ceil(K / block_k)]");
+  const int64_t n = wt.getDimSize(0), k = wt.getDimSize(1), kb = ceilDiv(k, bk);
   if (xt.getDimSize(xt.getRank() - 1) != k || rt.getDimSize(rt.getRank() - 1) != n ||
-      st.getDimSize(0) != ceilDiv(n, kBlock) || st.getDimSize(1) != kb)
+      st.getDimSize(0) != ceilDiv(n, bn) || st.getDimSize(1) != kb)
     return unsupported(op, "operand shapes disagree: W [" + std::to_string(n) + ", " +
                                std::to_string(k) + "] needs X [..., " + std::to_string(k) +
-                               "], Scale [" + std::to_string(ceilDiv(n, kBlock)) + ", " +
+                               "], Scale [" + std::to_string(ceilDiv(n, bn)) + ", " +
                                std::to_string(kb) + "], Y [..., " + std::to_string(n) + "]");
-  if (k % 16 != 0 || n % 16 != 0)
-    return unsupported(op, "the FP8 GEMM needs K and N multiples of 16 (K " + std::to_string(k) +
-                               ", N " + std::to_string(n) + ")");
+  // What keeps it off cuBLASLt's block-scaled FP8 GEMM.
+  std::string why;
+  if (bn != kBlock || bk != kBlock)
+    why = "128 x 128 weight blocks, got " + std::to_string(bn) + " x " + std::to_string(bk);
+  else if (k % 16 != 0 || n % 16 != 0)
+    why = "K and N multiples of 16, got K " + std::to_string(k) + ", N " + std::to_string(n);
 
   // X [..., K] -> [M, K].
   Value x = op->getOperand(0);
@@ -104,34 +176,23 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
   SmallVector<Value> mDyn;
   if (x2.isDynamicDim(0))
     mDyn.push_back(dimOf(b, loc, x, 0));
-  const int64_t m = x2.getDimSize(0);
-  Type f8 = wt.getElementType(), f32 = b.getF32Type();
-  auto xqType = RankedTensorType::get({m, k}, f8);
-  auto xsType = RankedTensorType::get({kb, m}, f32);
-  auto y2Type = RankedTensorType::get({m, n}, et);
-  DictionaryAttr attrs = b.getDictionaryAttr({b.getNamedAttr("block_n", b.getI64IntegerAttr(bn)),
-                                              b.getNamedAttr("block_k", b.getI64IntegerAttr(bk))});
-  Value xq = tensor::EmptyOp::create(b, loc, xqType, mDyn);
-  Value xs = tensor::EmptyOp::create(b, loc, xsType, mDyn);
-  auto quant = carrier(b, loc, kFp8QuantizeLibraryCall, ValueRange{x}, ValueRange{xq, xs}, attrs);
-  // cuBLASLt reads the 128 x 128 scales with each row of K blocks padded
-  // to a multiple of 4 (gemm-fp8-check measures it at K = 640): a padded
-  // copy when ceil(K / 128) is not one (NB x kp floats, made every chunk).
-  Value scale = op->getOperand(2);
-  const int64_t kp = (kb + 3) / 4 * 4;
-  if (kp != kb) {
-    auto padded = RankedTensorType::get({st.getDimSize(0), kp}, f32);
-    Value zeros = filledTensor(b, loc, padded, {}, floatConst(b, loc, f32, 0.0));
-    scale = tensor::InsertSliceOp::create(
-        b, loc, scale, zeros, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(st.getDimSize(0)), b.getIndexAttr(kb)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  auto y2Type = RankedTensorType::get({x2.getDimSize(0), n}, et);
+  Value out;
+  if (why.empty()) {
+    DictionaryAttr attrs =
+        b.getDictionaryAttr({b.getNamedAttr("block_n", b.getI64IntegerAttr(bn)),
+                             b.getNamedAttr("block_k", b.getI64IntegerAttr(bk))});
+    out = fp8Gemm(b, loc, x, op->getOperand(1), op->getOperand(2), kb, y2Type, mDyn, attrs);
+  } else {
+    std::string node;
+    if (auto nl = dyn_cast<NameLoc>(loc); nl && !nl.getName().empty())
+      node = " (node '" + nl.getName().str() + "')";
+    op->emitWarning() << op->getName() << node
+                      << ": runs as a GEMM on a dequantised copy of its FP8 weight (the FP8 "
+                         "GEMM needs "
+                      << why << ")";
+    out = dequantisedGemm(b, loc, x, op->getOperand(1), op->getOperand(2), bn, bk, y2Type, mDyn);
   }
-  Value y = tensor::EmptyOp::create(b, loc, y2Type, mDyn);
-  auto gemm = carrier(b, loc, kFp8GemmLibraryCall,
-                      ValueRange{quant.getResult(0), quant.getResult(1), op->getOperand(1), scale},
-                      ValueRange{y}, attrs);
-  Value out = gemm.getResult(0);
   if (lead > 1) {
     SmallVector<OpFoldResult> shape;
     for (int64_t d = 0; d < rt.getRank(); ++d)

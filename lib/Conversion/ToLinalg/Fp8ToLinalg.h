@@ -23,12 +23,14 @@ inline constexpr llvm::StringLiteral kFp8Attrs = "h20.fp8";
 /// [ceil(N / 128), ceil(K / 128)] f32 -> Y [..., N]; formula in OnnxOps.td)
 /// as the two carrier generics above, X's leading dims collapsed into M and
 /// expanded again on Y. GPU target only (the CPU target imports the
-/// function body). Fails with an error naming the node unless block_n =
-/// block_k = 128 (cuBLASLt's block-scaled modes), W and Scale are static of
-/// those shapes, K and N are multiples of 16 (FP8 rows of 16-byte
-/// multiples), and X / Y are f32, f16 or bf16 of one type. Scale rows whose
-/// K-block count is not a multiple of 4 are copied into zero-padded rows
-/// (a tensor.insert_slice into a filled tensor), as cuBLASLt reads them.
+/// function body). Scale rows whose K-block count is not a multiple of 4
+/// are copied into zero-padded rows (a tensor.insert_slice into a filled
+/// tensor), as cuBLASLt reads them. Blocks other than 128 x 128, or K or N
+/// not multiples of 16 (FP8 rows of whole 16-byte units), keep it off the
+/// FP8 GEMM: a warning naming the node, then W dequantised into a
+/// temporary of Y's type and an ordinary h20_gemm. Fails with an error
+/// naming the node unless W and Scale are static of matching shapes and X
+/// / Y are f32, f16 or bf16 of one type.
 mlir::FailureOr<mlir::Value> lowerBlockScaledMatMulToLibraryCalls(mlir::OpBuilder &b,
                                                                   onnx::H20BlockScaledMatMulOp op);
 
