@@ -15,6 +15,12 @@ float32 [1, S, vocab] (or [1, 1, vocab] with --logits last). Standard ONNX
 ops everywhere except the `ai.h20` functions of h20_ops.py (sparse / sink
 attention, indexer top-k, routed experts), each shipped with its body.
 Weights are streamed: read, converted and written one tensor at a time.
+With --fp8-linears, the linear weights an FP8 checkpoint stores as e4m3
+with 128 x 128 block scales (quant.is_fp8_linear; all of them in a
+--graph-only export) stay FP8: each runs as ai.h20 BlockScaledMatMul on
+the stored codes and float32 scales (h20's GPU target: FP8 GEMMs), not as a
+MatMul on a widened copy. The routed experts and the grouped wo_a are still
+widened.
 
 Prefill semantics: reference.py (this exporter's graph computes the same
 thing op for op; tests compare both, and ONNX Runtime on the file).
@@ -31,6 +37,7 @@ from onnx import TensorProto, helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import config as v41config  # noqa: E402
 import h20_ops  # noqa: E402
+import quant  # noqa: E402
 import weights  # noqa: E402
 from onnx_builder import H20_DOMAIN, OPSET, ExternalData, Graph  # noqa: E402
 from reference import engram_multipliers, engram_offsets  # noqa: E402
@@ -52,6 +59,7 @@ class Exporter:
         self.g = Graph()
         self.eps = float(cfg["rms_norm_eps"])
         self._ones = {}
+        self.fp8_linears = False  # FP8-stored linears as BlockScaledMatMul (module docstring)
         self.intermediates = False  # also output streams.{i} [S, hc, D] after every layer
         self.debug_outputs = []  # (name, value, dtype, rank) graph outputs for debugging
 
@@ -79,6 +87,48 @@ class Exporter:
     def linear_t(self, name):
         """[out, in] Linear weight as the [in, out] MatMul operand."""
         return self.weight(name, lambda w: w.T, lambda s: s[::-1])
+
+    def linear(self, x, name):
+        """x [..., in] times Linear weight `name` [out, in]: a MatMul on the
+        widened weight, or with fp8_linears and an FP8-stored weight an
+        ai.h20 BlockScaledMatMul on its e4m3 codes and float32 scales."""
+        fp8 = self.fp8_weight(name) if self.fp8_linears else None
+        if fp8 is None:
+            return self.matmul(x, self.linear_t(name))
+        codes, scale = fp8
+        return self.g.op("BlockScaledMatMul", [x, codes, scale], domain=H20_DOMAIN, name=name[: -len(".weight")],
+                         block_n=quant.FP8_BLOCK, block_k=quant.FP8_BLOCK)
+
+    def fp8_weight(self, name):
+        """(codes, scale) initializers of FP8-stored weight `name` [out, in]:
+        e4m3 codes as FLOAT8E4M3FN (17) and float32 scales [ceil(out / 128),
+        ceil(in / 128)]; None when the checkpoint stores it otherwise. A
+        graph-only export reserves them for every weight quant.is_fp8_linear
+        names, as DeepSeek's checkpoints store them."""
+        scale_name = name[: -len(".weight")] + ".scale"
+        if self.ckpt is None:
+            shape = self.shapes.get(name)
+            if shape is None:
+                raise ExportError(f"no parameter {name!r} in this config")
+            if not quant.is_fp8_linear(name, len(shape)):
+                return None
+            blocks = [-(-d // quant.FP8_BLOCK) for d in shape]
+            self.g.initializers.append(self.data.reserve(name, shape, np.uint8, onnx_type=17))
+            self.g.initializers.append(self.data.reserve(scale_name, blocks, F32))
+            return name, scale_name
+        if name not in self.ckpt:
+            raise ExportError(f"checkpoint has no tensor {name!r} (needed by the config)")
+        dtype, shape = self.ckpt.info(name)
+        stored = self.ckpt.scale_of(name)
+        if dtype != "F8_E4M3" or stored is None or self.ckpt.info(stored)[0] not in ("F32", "BF16", "F16"):
+            return None
+        scale = self.ckpt.read(stored)
+        blocks = [-(-d // quant.FP8_BLOCK) for d in shape]
+        if list(scale.shape) != blocks:
+            raise ExportError(f"{name}: FP8 weight {shape} needs block scales {blocks}, got {list(scale.shape)}")
+        self.g.initializers.append(self.data.add(name, self.ckpt.raw(name), onnx_type=17))
+        self.g.initializers.append(self.data.add(scale_name, np.ascontiguousarray(scale, dtype=F32)))
+        return name, scale_name
 
     def stacked_t(self, names, out_name):
         """Linear weights [out, in] written back to back as one [len(names), in, out]."""
@@ -211,7 +261,7 @@ class Exporter:
         hc, d = cfg["hc_mult"], cfg["hidden_size"]
         eps = g.const(F32(cfg["hc_eps"]))
         flat = self.rms(g.op("Reshape", [streams, g.i64(-1, hc * d)]), n=hc * d)
-        mixes = self.matmul(flat, self.linear_t(p + f"hc_{site}_fn"))
+        mixes = self.linear(flat, p + f"hc_{site}_fn")
         scale = self.weight(p + f"hc_{site}_scale")
         base = self.weight(p + f"hc_{site}_base")
 
@@ -274,8 +324,8 @@ class Exporter:
         ids = g.op("Gather", [hash_ids, g.const(np.int64(li))], axis=1)  # [S, cols]
         rows = g.op("Gather", [self.weight(p + "engram.embed.weight"), ids], axis=0)  # [S, cols, ehd]
         ncols = (cfg["engram_max_ngram_size"] - 1) * cfg["engram_n_heads"]
-        kv = self.matmul(g.op("Reshape", [rows, g.i64(-1, ncols * cfg["engram_head_dim"])]),
-                         self.linear_t(p + "engram.wkv.weight"))
+        kv = self.linear(g.op("Reshape", [rows, g.i64(-1, ncols * cfg["engram_head_dim"])]),
+                         p + "engram.wkv.weight")
         key, value = g.op("Split", [kv, g.i64(hc * d, d)], n_out=2, axis=1)
         key = g.op("Reshape", [key, g.i64(-1, hc, d)])
         qw = self.weight(p + "engram.q_weight")
@@ -298,12 +348,12 @@ class Exporter:
         """Pre-RoPE latents [G, head_dim] of the complete groups, G = S // ratio."""
         g, hd = self.g, self.cfg["head_dim"]
         if ratio == 1:
-            return self.rms(self.matmul(x, self.linear_t(a + "compressor.wkv.weight")), a + "compressor.norm.weight")
+            return self.rms(self.linear(x, a + "compressor.wkv.weight"), a + "compressor.norm.weight")
         r = g.i64(ratio)
         usable = g.op("Mul", [g.op("Div", [g.dim(x, 0), r]), r])
         xs = g.op("Slice", [x, g.i64(0), usable, g.i64(0)])
-        kv = g.op("Reshape", [self.matmul(xs, self.linear_t(a + "compressor.wkv.weight")), g.i64(-1, ratio, hd)])
-        gate = g.op("Reshape", [self.matmul(xs, self.linear_t(a + "compressor.wgate.weight")),
+        kv = g.op("Reshape", [self.linear(xs, a + "compressor.wkv.weight"), g.i64(-1, ratio, hd)])
+        gate = g.op("Reshape", [self.linear(xs, a + "compressor.wgate.weight"),
                                 g.i64(-1, ratio, hd)])
         latent = g.op("ReduceSum", [g.op("Mul", [kv, g.op("Softmax", [gate], axis=1)]), g.i64(1)], keepdims=0)
         return self.rms(latent, a + "compressor.norm.weight")
@@ -313,12 +363,12 @@ class Exporter:
         ratio = cfg["compress_ratios"][i]
         hi, di = cfg["index_n_heads"], cfg["index_head_dim"]
         if i in cfg["kv_source_layer_ids"]:
-            k = self.rms(self.matmul(latent, self.linear_t(a + "indexer.wk.weight")), a + "indexer.k_norm.weight")
+            k = self.rms(self.linear(latent, a + "indexer.wk.weight"), a + "indexer.k_norm.weight")
             k = self.rope(k, 0, self.compressed_tables(latent, ratio))
             shared["index_k"] = self.fake_quant_fp4(k, di, 32)
-        q = g.op("Reshape", [self.matmul(q_res, self.linear_t(a + "indexer.wq_b.weight")), g.i64(-1, hi, di)])
+        q = g.op("Reshape", [self.linear(q_res, a + "indexer.wq_b.weight"), g.i64(-1, hi, di)])
         q = self.fake_quant_fp4(self.rope(q, hi, pos_tables), di, 32)
-        w = g.op("Mul", [self.matmul(x, self.linear_t(a + "indexer.weights_proj.weight")), g.const(F32(hi ** -0.5))])
+        w = g.op("Mul", [self.linear(x, a + "indexer.weights_proj.weight"), g.const(F32(hi ** -0.5))])
         attrs = dict(ratio=ratio, topk=cfg["index_topk"], scale=float(di ** -0.5))
         inputs = [q, shared["index_k"], w]
         if i == cfg["candidate_source_layer_id"]:
@@ -344,10 +394,10 @@ class Exporter:
         h, hd = cfg["num_attention_heads"], cfg["head_dim"]
         ratio = cfg["compress_ratios"][i]
         rope_tables = tables["compress" if ratio else "main"]
-        q_res = self.rms(self.matmul(x, self.linear_t(a + "wq_a.weight")), a + "q_norm.weight")
-        q = g.op("Reshape", [self.matmul(q_res, self.linear_t(a + "wq_b.weight")), g.i64(-1, h, hd)])
+        q_res = self.rms(self.linear(x, a + "wq_a.weight"), a + "q_norm.weight")
+        q = g.op("Reshape", [self.linear(q_res, a + "wq_b.weight"), g.i64(-1, h, hd)])
         q = self.rope(q, h, rope_tables)
-        kv = self.rms(self.matmul(x, self.linear_t(a + "wkv.weight")), a + "kv_norm.weight")
+        kv = self.rms(self.linear(x, a + "wkv.weight"), a + "kv_norm.weight")
         kv = self.fake_quant_fp8(self.rope(kv, 0, rope_tables), hd, 32)
         sink = self.weight(a + "attn_sink")
         attrs = dict(scale=float(hd ** -0.5), window=cfg["sliding_window"])
@@ -373,7 +423,7 @@ class Exporter:
         wo_a = self.weight(a + "wo_a.weight", lambda w: w.reshape(grp, r_o, per).transpose(0, 2, 1),
                            lambda _: [grp, per, r_o])
         y = g.op("Transpose", [g.op("MatMul", [grouped, wo_a])], perm=[1, 0, 2])  # [S,G,R]
-        return self.matmul(g.op("Reshape", [y, g.i64(-1, grp * r_o)]), self.linear_t(a + "wo_b.weight"))
+        return self.linear(g.op("Reshape", [y, g.i64(-1, grp * r_o)]), a + "wo_b.weight")
 
     def moe(self, x, i):
         cfg = self.cfg
@@ -391,13 +441,13 @@ class Exporter:
     def shared_expert(self, x, pre):
         g = self.g
         lim = F32(self.cfg["swiglu_limit"])
-        gate = self.matmul(x, self.linear_t(pre + "w1.weight"))
-        up = self.matmul(x, self.linear_t(pre + "w3.weight"))
+        gate = self.linear(x, pre + "w1.weight")
+        up = self.linear(x, pre + "w3.weight")
         if lim > 0:
             up = g.op("Clip", [up, g.const(-lim), g.const(lim)])
             gate = g.op("Min", [gate, g.const(lim)])
         act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
-        return self.matmul(act, self.linear_t(pre + "w2.weight"))
+        return self.linear(act, pre + "w2.weight")
 
     # ------------------------------------------------------------ model
     def build(self, logits):
@@ -442,7 +492,7 @@ class Exporter:
             hidden = g.op("Slice", [hidden, g.i64(-1), g.i64(2 ** 62), g.i64(1)])
             g.op("MatMul", [hidden, self.linear_t("lm_head.weight")], outs=["logits"])
             return
-        out = self.matmul(hidden, self.linear_t("lm_head.weight"))
+        out = self.linear(hidden, "lm_head.weight")
         g.op("Unsqueeze", [out, g.i64(0)], outs=["logits"])
 
 
@@ -453,7 +503,8 @@ def check_supported(cfg):
         raise ExportError("RoutedExperts normalises the top-k weights: needs norm_topk_prob and top-k >= 2")
 
 
-def export(src, out_dir, logits="all", intermediates=False, graph_only=False, layers=None):
+def export(src, out_dir, logits="all", intermediates=False, graph_only=False, layers=None,
+           fp8_linears=False):
     """Write out_dir/model.onnx(+.data) for checkpoint directory `src`; with
     graph_only, `src` is a config (name, file or directory) and the weights'
     bytes are left as a hole of the right size (compilers only need shapes)."""
@@ -480,6 +531,7 @@ def export(src, out_dir, logits="all", intermediates=False, graph_only=False, la
     try:
         ex = Exporter(cfg, ckpt, data, token_map)
         ex.intermediates = intermediates
+        ex.fp8_linears = fp8_linears
         ex.build(logits)
         for name, value, _, _ in ex.debug_outputs:
             ex.g.op("Identity", [value], outs=[name])
@@ -519,10 +571,13 @@ def main():
     ap.add_argument("--graph-only", action="store_true",
                     help="no checkpoint: reserve the weights' bytes as a sparse hole (compile-only exports)")
     ap.add_argument("--layers", type=int, default=0, help="export only the first N layers")
+    ap.add_argument("--fp8-linears", action="store_true",
+                    help="keep FP8-stored linear weights FP8 (ai.h20 BlockScaledMatMul; with --graph-only: "
+                         "every linear DeepSeek stores in FP8)")
     args = ap.parse_args()
     try:
         print(export(args.checkpoint, args.out, args.logits, args.intermediates, args.graph_only,
-                     args.layers or None))
+                     args.layers or None, args.fp8_linears))
     except (v41config.ConfigError, CheckpointError, ExportError) as e:
         sys.exit(f"export.py: {e}")
 

@@ -57,9 +57,7 @@ def quantized(tensors, fp4_experts):
     and mHC stay as they are."""
     out = {}
     for name, w in tensors.items():
-        keep = (not name.endswith(".weight") or w.ndim != 2 or "norm" in name
-                or name.startswith(("model.embed", "lm_head")) or name.endswith((".gate.weight", ".embed.weight")))
-        if keep:
+        if not quant.is_fp8_linear(name, w.ndim):
             out[name] = w
             continue
         prefix = name[: -len(".weight")]

@@ -38,12 +38,14 @@ class ExternalData:
         self.f = open(self.tmp, "wb")
         self.offset = 0
 
-    def add(self, name, arr):
+    def add(self, name, arr, onnx_type=None):
+        """`onnx_type`: the TensorProto data type when numpy has none (FP8
+        codes as uint8 with FLOAT8E4M3FN = 17)."""
         arr = np.ascontiguousarray(arr)
         self.offset += -self.offset % ALIGN
         self.f.seek(self.offset)
         self.f.write(arr.tobytes())
-        t = self._external(name, arr.shape, arr.dtype, self.offset, arr.nbytes)
+        t = self._external(name, arr.shape, arr.dtype, self.offset, arr.nbytes, onnx_type)
         self.offset += arr.nbytes
         return t
 
@@ -61,11 +63,12 @@ class ExternalData:
             self.offset += arr.nbytes
         return self._external(name, [count, *shape], dtype, start, self.offset - start)
 
-    def _external(self, name, shape, dtype, offset, length):
+    def _external(self, name, shape, dtype, offset, length, onnx_type=None):
         """TensorProto pointing at [offset, offset + length) of the data file."""
         t = TensorProto()
         t.name = name
-        t.data_type = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
+        # By number: Debian 12's onnx 1.12 has no float8 types.
+        t.data_type = onnx_type or onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
         t.dims.extend(shape)
         t.data_location = TensorProto.EXTERNAL
         for k, v in (("location", os.path.basename(self.path)), ("offset", str(offset)),
@@ -74,13 +77,13 @@ class ExternalData:
             e.key, e.value = k, v
         return t
 
-    def reserve(self, name, shape, dtype):
+    def reserve(self, name, shape, dtype, onnx_type=None):
         """Like add() for a tensor of zeros whose bytes are never written: the
         file gets a hole (sparse), so a graph-only export of a model with
         hundreds of GB of weights takes no space or time."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         self.offset += -self.offset % ALIGN
-        t = self._external(name, shape, dtype, self.offset, nbytes)
+        t = self._external(name, shape, dtype, self.offset, nbytes, onnx_type)
         self.offset += nbytes
         return t
 

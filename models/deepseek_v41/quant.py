@@ -102,6 +102,16 @@ def dequant_fp8_rows(q_f32, scale, name="weight", block=FP4_BLOCK):
 
 # ---------------------------------------------------------------- encoding
 
+def is_fp8_linear(name, ndim):
+    """Whether DeepSeek's FP8 checkpoints store tensor `name` (of rank
+    `ndim`) as an FP8 linear weight: every 2-D `.weight` but the
+    embeddings (the Engram table too), the LM head, norms and the router
+    gate (DeepSeek-V3 inference/convert.py keeps those in bf16)."""
+    return (name.endswith(".weight") and ndim == 2 and "norm" not in name
+            and not name.startswith(("model.embed", "lm_head"))
+            and not name.endswith((".gate.weight", ".embed.weight")))
+
+
 def _nearest_code(x, grid):
     """Index into ascending `grid` of the value nearest |x| (ties: even index)."""
     a = np.abs(x)

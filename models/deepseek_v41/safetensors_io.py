@@ -135,6 +135,10 @@ class Checkpoint:
     def info(self, name):
         return self._file(name).info(name)
 
+    def raw(self, name):
+        """The tensor's stored elements as they are (SafetensorsFile.raw)."""
+        return self._file(name).raw(name)
+
     def read(self, name):
         """The tensor as float32 (SafetensorsFile.read); a block-quantised
         `P.weight` with its scales `P.scale` / `P.weight_scale_inv` (FP8 e4m3
@@ -144,7 +148,7 @@ class Checkpoint:
         if name.endswith("engram.embed.weight"):
             return self._read_engram_table(name, dtype)
         if name.endswith(".weight"):
-            scale = self._scale_of(name)
+            scale = self.scale_of(name)
             if scale is not None:
                 import quant  # noqa: PLC0415 (quant imports this module)
                 sdtype, _ = self.info(scale)
@@ -160,7 +164,7 @@ class Checkpoint:
                     f"with float32 128 x 128 block scales nor packed FP4 e2m1 with ue8m0 scales per 32")
         return self._file(name).read(name)
 
-    def _scale_of(self, name):
+    def scale_of(self, name):
         """The scales stored beside weight `P.weight`: `P.scale` (DeepSeek's
         naming) or `P.weight_scale_inv` (transformers'), or None."""
         prefix = name[: -len(".weight")]
@@ -173,7 +177,7 @@ class Checkpoint:
         if dtype in ("F32", "BF16", "F16"):
             return self._file(name).read(name)
         prefix = name[: -len(".weight")]
-        scale = self._scale_of(name)
+        scale = self.scale_of(name)
         if dtype != "F8_E4M3" or scale is None:
             raise CheckpointError(
                 f"{name}: an Engram table is float rows, or FP8 e4m3 rows with scales "
