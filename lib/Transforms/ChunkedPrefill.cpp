@@ -102,14 +102,13 @@ SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToke
 /// of every earlier position: window latents, compressed entries (one per
 /// group of `ratio` tokens) and indexer keys; so does a lookback Gather
 /// (Engram's token ids of the positions before). A chunk computes only its own
-/// rows, so each distinct row value gets a slot (key half) in a KV cache
-/// per row kind (width, element type, ratio): the chunk's rows are written
+/// rows, so each distinct row value gets a slot in a KV cache of rows (one
+/// kind, no value half) per row kind (width, element type, ratio): the
+/// chunk's rows are written
 /// at row p0 / ratio, each reader reads rows 0 .. (p0 + S) / ratio and
 /// takes p0 as its start. Chunks hold whole groups (PerTokenOps checks the
 /// chunk size), so the chunk's first group is group p0 / ratio. Capacity:
-/// max-positions rounded up to whole chunks, divided by the ratio. The
-/// value half of each slot is unused (the planned sparse layout
-/// (kv.sparse_plan) is to replace these caches).
+/// max-positions rounded up to whole chunks, divided by the ratio.
 LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64_t chunk,
                         ArrayRef<RowRead> reads) {
   if (reads.empty())
@@ -162,8 +161,9 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     const int64_t rowBytes = k.dim * std::max<int64_t>(k.elt.getIntOrFloatBitWidth() / 8, 1);
     const int64_t align =
         std::min<int64_t>(128, static_cast<int64_t>(llvm::PowerOf2Ceil(rowBytes)));
+    // One kind (no value half): the rows are read as they were written.
     k.type = h20::kv::CacheType::get(
-        ctx, {static_cast<int64_t>(k.values.size()), 2, 1, capacity / k.ratio, k.dim}, k.elt,
+        ctx, {static_cast<int64_t>(k.values.size()), 1, 1, capacity / k.ratio, k.dim}, k.elt,
         h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, align, /*page=*/0));
     k.cache = h20::kv::AllocOp::create(b, func.getLoc(), k.type, ValueRange{});
   }

@@ -32,7 +32,7 @@ struct PrintKVPlanPass : h20::impl::PrintKVPlanBase<PrintKVPlanPass> {
       os << "  strides_bytes [" << plan->strides[0] << ", " << plan->strides[1] << ", "
          << plan->strides[2] << ", " << plan->strides[3] << ", " << plan->strides[4] << "]\n";
       for (int64_t l = 0; l < type.numLayers(); ++l)
-        for (int64_t k = 0; k < 2; ++k)
+        for (int64_t k = 0; k < type.getShape()[1]; ++k)
           os << "  layer " << l << (k ? " V" : " K") << " offset " << plan->offset(l, k, 0, 0, 0)
              << "\n";
       os << "  total_bytes " << plan->totalBytes << " padding_bytes " << plan->paddingBytes

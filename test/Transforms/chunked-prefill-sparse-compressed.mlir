@@ -14,8 +14,8 @@
 // CHECK-LABEL: func.func @compressed
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
 // CHECK-SAME: h20.chunked = {capacity = 12 : i64, chunk = 4 : i64
-// CHECK-DAG: %[[WIN:.*]] = kv.alloc() : !kv.cache<1x2x1x12x8xf32
-// CHECK-DAG: %[[CMP:.*]] = kv.alloc() : !kv.cache<1x2x1x6x8xf32
+// CHECK-DAG: %[[WIN:.*]] = kv.alloc() : !kv.cache<1x1x1x12x8xf32
+// CHECK-DAG: %[[CMP:.*]] = kv.alloc() : !kv.cache<1x1x1x6x8xf32
 // The indexer: its keys written at p0 / 2, read up to (p0 + S) / 2.
 // CHECK: %[[R0:.*]] = arith.divui %[[P0]], %[[C2:.*]] : index
 // CHECK: %[[KW:.*]] = kv.write %{{.*}} into %[[CMP]][layer = 0, kind = 0] at %[[R0]]

@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func @window_only
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
 // CHECK-SAME: h20.chunked = {capacity = 48 : i64, chunk = 16 : i64, dim = 1 : i64, input = 0 : i64, output = "rows"}
-// CHECK: %[[CACHE:.*]] = kv.alloc() : !kv.cache<1x2x1x48x8xf32
+// CHECK: %[[CACHE:.*]] = kv.alloc() : !kv.cache<1x1x1x48x8xf32
 // CHECK: %[[ROWS:.*]] = tensor.expand_shape %[[LAT:.*]] {{\[\[}}0, 1, 2], [3]] output_shape [1, 1, %{{.*}}, 8] : tensor<?x8xf32> into tensor<1x1x?x8xf32>
 // CHECK: %[[W:.*]] = kv.write %[[ROWS]] into %[[CACHE]][layer = 0, kind = 0] at %[[P0]]
 // CHECK: %[[S:.*]] = tensor.dim %[[Q:.*]], %c0

@@ -10,7 +10,7 @@
 
 // CHECK-LABEL: func.func @engram
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
-// CHECK: %[[HIST:.*]] = kv.alloc() : !kv.cache<1x2x1x48x1xi64, #kv.layout<order = [0, 1, 2, 3, 4], align = 8>>
+// CHECK: %[[HIST:.*]] = kv.alloc() : !kv.cache<1x1x1x48x1xi64, #kv.layout<order = [0, 1, 2, 3, 4], align = 8>>
 // CHECK: %[[POS:.*]] = onnx.Range
 // CHECK: %[[START:.*]] = arith.index_cast %[[P0]] : index to i64
 // CHECK: %[[SPLAT:.*]] = tensor.splat %[[START]]

@@ -94,8 +94,9 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
       * DeepSeek-V4.1's rows read across chunks (attn.sparse_attention's
         window latents and compressed entries, the indexers' keys, and a
         lookback Gather's data, Engram's earlier token ids) go into caches
-        made here, one per row kind (width, type, ratio), a slot's key half
-        per distinct value, capacity max-positions rounded up to whole
+        made here, one per row kind (width, type, ratio; caches of rows,
+        kind dimension 1), a slot per distinct value, capacity max-positions
+        rounded up to whole
         chunks divided by the ratio: the chunk's rows are written at row
         p0 / ratio and the op reads rows 0 .. (p0 + C) / ratio with start
         p0; an indexer's picks get the static K of the last chunk. This needs

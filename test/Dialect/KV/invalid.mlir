@@ -31,7 +31,7 @@ func.func @cache_zero(%c: !kv.cache<0x2x4x16x32xf32, #kv.layout<order = [0, 1, 2
 
 // -----
 
-// expected-error @+1 {{kv cache kind dimension must be 2 (key, value), got 3}}
+// expected-error @+1 {{kv cache kind dimension must be 2 (key, value) or 1 (rows: key only), got 3}}
 func.func @cache_kind(%c: !kv.cache<2x3x4x16x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>)
 
 // -----
@@ -60,6 +60,15 @@ func.func @write_layer(%c: !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2
 func.func @write_kind(%c: !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>, %k: tensor<1x4x?x32xf32>, %p: index) {
   // expected-error @+1 {{kind must be 0 (key) or 1 (value), got 2}}
   %w = kv.write %k into %c[layer = 0, kind = 2] at %p : tensor<1x4x?x32xf32> -> !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>
+  return
+}
+
+// -----
+
+// A cache of rows (kind dimension 1) has no value half.
+func.func @write_rows_kind(%c: !kv.cache<2x1x1x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>, %k: tensor<1x1x?x32xf32>, %p: index) {
+  // expected-error @+1 {{kind must be 0 (a cache of rows has no value half), got 1}}
+  %w = kv.write %k into %c[layer = 0, kind = 1] at %p : tensor<1x1x?x32xf32> -> !kv.cache<2x1x1x?x32xf32, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>
   return
 }
 

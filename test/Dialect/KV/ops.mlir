@@ -12,6 +12,16 @@ func.func @alloc_write_view(%k: tensor<1x4x?x32xf32>, %cap: index, %pos: index, 
   return %v : tensor<1x4x?x32xf32>
 }
 
+// A cache of rows (kind dimension 1: no value half), as h20-chunked-prefill
+// makes for DeepSeek-V4.1's latents and indexer keys.
+// CHECK-LABEL: func.func @rows_cache
+// CHECK: kv.write %{{.*}} into %{{.*}}[layer = 0, kind = 0] at %{{.*}} : tensor<1x1x?x64xbf16> -> !kv.cache<3x1x1x512x64xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>
+func.func @rows_cache(%r: tensor<1x1x?x64xbf16>, %pos: index) -> !kv.cache<3x1x1x512x64xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>> {
+  %c = kv.alloc() : !kv.cache<3x1x1x512x64xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>
+  %w = kv.write %r into %c[layer = 0, kind = 0] at %pos : tensor<1x1x?x64xbf16> -> !kv.cache<3x1x1x512x64xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>
+  return %w : !kv.cache<3x1x1x512x64xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>
+}
+
 // CHECK-LABEL: func.func @static_bf16_seq_major
 // CHECK: kv.alloc() : !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>>
 func.func @static_bf16_seq_major() -> !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>> {

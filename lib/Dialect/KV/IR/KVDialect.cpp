@@ -103,8 +103,9 @@ LogicalResult CacheType::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "kv cache " << names[i] << " must be positive, got "
                          << shape[i];
   }
-  if (shape[1] != 2)
-    return emitError() << "kv cache kind dimension must be 2 (key, value), got "
+  if (shape[1] != 1 && shape[1] != 2)
+    return emitError() << "kv cache kind dimension must be 2 (key, value) or 1 "
+                          "(rows: key only), got "
                        << shape[1];
   if (!isCacheElementType(elementType))
     return emitError() << "kv cache element type must be f16, bf16, f32, "
@@ -135,8 +136,11 @@ static LogicalResult verifySlice(Operation *op, CacheType cache,
   if (layer < 0 || layer >= cache.numLayers())
     return op->emitOpError("layer ")
            << layer << " is out of range [0, " << cache.numLayers() << ")";
-  if (kind != 0 && kind != 1)
-    return op->emitOpError("kind must be 0 (key) or 1 (value), got ") << kind;
+  const int64_t kinds = cache.getShape()[1];
+  if (kind < 0 || kind >= kinds)
+    return op->emitOpError("kind must be ")
+           << (kinds == 2 ? "0 (key) or 1 (value)" : "0 (a cache of rows has no value half)")
+           << ", got " << kind;
   if (slice.getRank() != 4)
     return op->emitOpError() << what << " must be [1, kv_heads, S, head_dim], "
                              << "got rank " << slice.getRank();

@@ -46,8 +46,11 @@ def KV_CacheType : TypeDef<KV_Dialect, "Cache"> {
   let mnemonic = "cache";
   let summary = "A KV cache of all (or some) layers";
   let description = [{
-    Logical shape [layers, 2, kv_heads, seq, head_dim]; only `seq` may be
-    dynamic (`?`). Element type f16, bf16, f32 or f8E4M3FN; or i32 / i64
+    Logical shape [layers, kinds, kv_heads, seq, head_dim]; only `seq` may
+    be dynamic (`?`). kinds is 2 (key, value) for attention's K and V, or 1
+    for a cache of rows that has no value half (DeepSeek-V4.1's latents,
+    compressed entries, indexer keys and token ids, whose K = V or which
+    are read as one tensor). Element type f16, bf16, f32 or f8E4M3FN; or i32 / i64
     for a cache of token values (DeepSeek-V4.1's Engram reads the token ids
     of earlier positions through one).
     Example: `!kv.cache<8x2x32x?x128xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 256>>`
