@@ -202,6 +202,30 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       fi
     done
   done
+  # tiny-all-picks from an FP8 checkpoint (generate.py --quantize fp8),
+  # exported with --fp8-linears (art/v41-all-picks-fp8.{f32,bf16,bf16-c12}.h20:
+  # FP8 GEMMs where the shapes allow) and without (the weights dequantised
+  # on export: art/v41-all-picks-fp8.deq-bf16.h20); references from
+  # reference.py on the same checkpoint.
+  v8=$out/models/v41-all-picks-fp8
+  mkdir -p "$v8"
+  "$py" "$root/models/deepseek_v41/generate.py" tiny-all-picks "$v8/ckpt" --ids 8 129 1000 \
+    --quantize fp8 >/dev/null
+  "$py" "$root/models/deepseek_v41/export.py" "$v8/ckpt" "$v8" --fp8-linears >/dev/null
+  "$py" "$root/models/deepseek_v41/export.py" "$v8/ckpt" "$v8/deq" >/dev/null
+  for S in 8 129 1000; do
+    cp "$v8/ckpt/ids-$S.npy" "$v8/"
+    "$py" "$root/models/deepseek_v41/reference.py" "$v8/ckpt" "$v8/ids-$S.npy" "$v8/ref-$S.npy" >/dev/null
+  done
+  rm -rf "$v8/ckpt"
+  for ct in f32 bf16; do
+    "$build/bin/h20-opt" "$v8/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
+      -o "$out/art/v41-all-picks-fp8.$ct.h20" 2>/dev/null
+  done
+  "$build/bin/h20-opt" "$v8/model.onnx" --target=h200 --compute-type=bf16 --max-positions=1024 \
+    --chunk=12 -o "$out/art/v41-all-picks-fp8.bf16-c12.h20" 2>/dev/null
+  "$build/bin/h20-opt" "$v8/deq/model.onnx" --target=h200 --compute-type=bf16 --max-positions=1024 \
+    -o "$out/art/v41-all-picks-fp8.deq-bf16.h20" 2>/dev/null
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,
   # art/fp8-linear*.h20).

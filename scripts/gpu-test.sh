@@ -226,6 +226,33 @@ if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
     done
   done
 fi
+# tiny-all-picks from an FP8 checkpoint against reference.py on the same
+# checkpoint (float32, weights dequantised): with its FP8 linears kept FP8
+# (f32, bf16 and bf16 in 12-token chunks; inputs of the FP8 GEMMs
+# quantised per 1 x 128 block) gated on the next token and a 1e-1 bound,
+# and the dequantised export in bf16 gated as all-picks bf16 (2e-2): the
+# FP8 inputs' share of the error is the difference.
+if want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]]; then
+  dir=$bundle/models/v41-all-picks-fp8
+  for a in f32 bf16 bf16-c12 deq-bf16; do
+    w=$dir; tol=1e-1
+    [[ $a == deq-bf16 ]] && { w=$dir/deq; tol=2e-2; }
+    for S in 8 129 1000; do
+      name="deepseek-v4.1 all-picks FP8 ckpt $a S=$S"
+      if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
+      o=$results/v41-all-picks-fp8.$a.S$S.npy
+      cmp=
+      if "$bin/h20-run" "$bundle/art/v41-all-picks-fp8.$a.h20" --weights-dir "$w" \
+           --ids "$dir/ids-$S.npy" --dump-logits "$o" >>"$log" 2>&1 &&
+         cmp=$("$bin/npy-compare" "$o" "$dir/ref-$S.npy" --max-rel-l2 $tol 2>&1); then
+        st=PASS
+      else
+        st=FAIL
+      fi
+      record "$name" $st "${cmp:-h20-run failed}"
+    done
+  done
+fi
 # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py: an
 # embedding, two linears with SiLU between and an LM head; K 512, N 1024,
 # V 1024): weights FP8, inputs quantised per 1 x 128 block, cuBLASLt
