@@ -51,6 +51,7 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(createChooseAttentionKernels(choose));
   LowerToLinalgOptions lower;
   lower.libraryCalls = true;
+  lower.fp8Gemm = o.fp8Gemm;
   pm.addPass(createLowerToLinalg(lower));
   pm.addPass(createCanonicalizerPass());
   // Elementwise producers (head transposes included) fuse into their single

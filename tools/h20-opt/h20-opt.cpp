@@ -105,6 +105,13 @@ static llvm::cl::opt<std::string> attentionKernel(
                    "mma.sync / FMA) or mma (the mma.sync kernel everywhere, for comparisons); "
                    "recorded per attention by h20-choose-attention-kernels"),
     llvm::cl::cat(gpuCategory), llvm::cl::value_desc("auto|mma"), llvm::cl::init("auto"));
+static llvm::cl::opt<std::string> fp8Gemm(
+    "fp8-gemm",
+    llvm::cl::desc("GPU targets, FP8 linears (ai.h20 BlockScaledMatMul): fp8 (default: inputs "
+                   "quantised per 1 x 128 block, block-scaled FP8 GEMMs, as DeepSeek's inference "
+                   "runs them) or dequantize (the weight dequantised per chunk, a GEMM of the "
+                   "compute type: bf16 accuracy, bf16 speed; the weight stays FP8 at rest)"),
+    llvm::cl::cat(gpuCategory), llvm::cl::value_desc("fp8|dequantize"), llvm::cl::init("fp8"));
 static llvm::cl::opt<int> cpuOptLevel(
     "cpu-opt-level",
     llvm::cl::desc("--target=cpu: LLVM optimisation level 0..3 (default 3: fastest code; 0 "
@@ -447,6 +454,8 @@ std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode
     return "--compute-type must be bf16, f16 or f32, got '" + computeType + "'";
   if (!llvm::is_contained({"auto", "mma"}, attentionKernel.getValue()))
     return "--attention-kernel must be auto or mma, got '" + attentionKernel + "'";
+  if (!llvm::is_contained({"fp8", "dequantize"}, fp8Gemm.getValue()))
+    return "--fp8-gemm must be fp8 or dequantize, got '" + fp8Gemm + "'";
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
     return "--chunk must be between 1 and 1048576 tokens (0: automatic)";
   if (gpuCount < 1 || gpuCount > 8)
@@ -630,6 +639,7 @@ int compileGpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
   options.chunk = chunks.chunk;
   options.computeType = computeType;
   options.attentionKernel = attentionKernel;
+  options.fp8Gemm = fp8Gemm;
   if (mode.gpuStage)
     options.stopAfter = emitLevel;
   options.onStage = progress.reporter();

@@ -22,11 +22,19 @@ def LowerToLinalg : Pass<"h20-lower-to-linalg", "mlir::ModuleOp"> {
     Such a generic only carries operands and attributes to the target; its
     body is a placeholder that must never run. TopK and ScatterElements then
     take their parallel forms (one output element per iteration) instead of
-    sequential loop nests.
+    sequential loop nests. onnx.h20.BlockScaledMatMul (FP8 weight, 128 x 128
+    block scales) becomes `h20_fp8_quantize` + `h20_gemm_fp8`, or with
+    `fp8-gemm=dequantize` (and for shapes the FP8 GEMM cannot take, with a
+    warning) a generated dequantising kernel + `h20_gemm`.
   }];
   let options = [
     Option<"libraryCalls", "library-calls", "bool", "false",
-           "Keep MatMul and attention as library-call generics (GPU target)">
+           "Keep MatMul and attention as library-call generics (GPU target)">,
+    Option<"fp8Gemm", "fp8-gemm", "std::string", "\"fp8\"",
+           "With library-calls, onnx.h20.BlockScaledMatMul as a block-scaled FP8 "
+           "GEMM (fp8: inputs quantised per 1 x 128 block) or as a GEMM of the "
+           "input's type on a per-chunk dequantised copy of the weight "
+           "(dequantize)">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",

@@ -45,6 +45,8 @@ struct GpuPipelineOptions {
   std::string computeType = "bf16";
   /// h20-choose-attention-kernels' family: "auto" or "mma".
   std::string attentionKernel = "auto";
+  /// h20-lower-to-linalg's FP8 linears: "fp8" or "dequantize".
+  std::string fp8Gemm = "fp8";
   /// The last stage to run (one of gpuStages()); empty: every stage.
   std::string stopAfter;
   /// CUDA toolkit directory for libdevice ("" : none found).

@@ -28,6 +28,9 @@ struct GpuTargetOptions {
   /// The attention kernel family: "auto" (wgmma where it has a variant) or
   /// "mma" (h20-choose-attention-kernels' `kernel` option).
   std::string attentionKernel = "auto";
+  /// FP8 linears: "fp8" (block-scaled FP8 GEMMs) or "dequantize"
+  /// (h20-lower-to-linalg's `fp8-gemm` option).
+  std::string fp8Gemm = "fp8";
   // The multi-GPU plan is the module's `h20.parallel` attribute
   // (h20-choose-parallel-plan), written to the manifest's "parallel"
   // object; with plan "tensor" the module must already be split

@@ -126,7 +126,8 @@ Value dequantisedGemm(OpBuilder &b, Location loc, Value x2, Value w, Value scale
 } // namespace
 
 FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
-                                                      onnx::H20BlockScaledMatMulOp op) {
+                                                      onnx::H20BlockScaledMatMulOp op,
+                                                      bool dequantize) {
   Location loc = op.getLoc();
   auto xt = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto wt = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
@@ -178,11 +179,13 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
     mDyn.push_back(dimOf(b, loc, x, 0));
   auto y2Type = RankedTensorType::get({x2.getDimSize(0), n}, et);
   Value out;
-  if (why.empty()) {
+  if (why.empty() && !dequantize) {
     DictionaryAttr attrs =
         b.getDictionaryAttr({b.getNamedAttr("block_n", b.getI64IntegerAttr(bn)),
                              b.getNamedAttr("block_k", b.getI64IntegerAttr(bk))});
     out = fp8Gemm(b, loc, x, op->getOperand(1), op->getOperand(2), kb, y2Type, mDyn, attrs);
+  } else if (dequantize) {
+    out = dequantisedGemm(b, loc, x, op->getOperand(1), op->getOperand(2), bn, bk, y2Type, mDyn);
   } else {
     std::string node;
     if (auto nl = dyn_cast<NameLoc>(loc); nl && !nl.getName().empty())

@@ -28,11 +28,13 @@ inline constexpr llvm::StringLiteral kFp8Attrs = "h20.fp8";
 /// tensor), as cuBLASLt reads them. Blocks other than 128 x 128, or K or N
 /// not multiples of 16 (FP8 rows of whole 16-byte units), keep it off the
 /// FP8 GEMM: a warning naming the node, then W dequantised into a
-/// temporary of Y's type and an ordinary h20_gemm. Fails with an error
+/// temporary of Y's type and an ordinary h20_gemm; `dequantize` (h20-opt
+/// --fp8-gemm=dequantize) takes that path for every op, without warning. Fails with an error
 /// naming the node unless W and Scale are static of matching shapes and X
 /// / Y are f32, f16 or bf16 of one type.
 mlir::FailureOr<mlir::Value> lowerBlockScaledMatMulToLibraryCalls(mlir::OpBuilder &b,
-                                                                  onnx::H20BlockScaledMatMulOp op);
+                                                                  onnx::H20BlockScaledMatMulOp op,
+                                                                  bool dequantize = false);
 
 } // namespace h20::lowering
 

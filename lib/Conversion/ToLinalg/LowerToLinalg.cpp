@@ -135,6 +135,11 @@ Value lowerAllReduceToLibraryCall(OpBuilder &b, h20::attn::AllReduceOp op) {
 struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
   using LowerToLinalgBase::LowerToLinalgBase;
   void runOnOperation() override {
+    if (fp8Gemm != "fp8" && fp8Gemm != "dequantize") {
+      getOperation().emitError("h20-lower-to-linalg: fp8-gemm must be fp8 or dequantize, got '")
+          << fp8Gemm << "'";
+      return signalPassFailure();
+    }
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
@@ -200,7 +205,8 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                     return h20::lowering::unsupported(
                         o, "has no CPU lowering (h20-opt imports its function body for the "
                            "CPU target)");
-                  return one(h20::lowering::lowerBlockScaledMatMulToLibraryCalls(b, o));
+                  return one(h20::lowering::lowerBlockScaledMatMulToLibraryCalls(
+                      b, o, fp8Gemm == "dequantize"));
                 })
                 .Case<h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(
                     [&](Operation *o) { return lowerKV(b, o); })

@@ -433,6 +433,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   pipeline.maxPositions = options.maxPositions;
   pipeline.computeType = options.computeType;
   pipeline.attentionKernel = options.attentionKernel;
+  pipeline.fp8Gemm = options.fp8Gemm;
   pipeline.stopAfter = options.stopAfter;
   pipeline.toolkitPath = toolkitPath();
   pipeline.entryName = kEntryFunc.str();
