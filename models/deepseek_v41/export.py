@@ -92,7 +92,7 @@ class Exporter:
         """x [..., in] times Linear weight `name` [out, in]: a MatMul on the
         widened weight, or with fp8_linears and an FP8-stored weight an
         ai.h20 BlockScaledMatMul on its e4m3 codes and float32 scales."""
-        fp8 = self.fp8_weight(name) if self.fp8_linears else None
+        fp8 = self.fp8_weight(name) if self.fp8_linears and name.endswith(".weight") else None
         if fp8 is None:
             return self.matmul(x, self.linear_t(name))
         codes, scale = fp8

@@ -16,6 +16,9 @@ void appendResolved(const ResolvedStep &r, std::vector<int64_t> &key) {
     key.insert(key.end(), {g->batch, g->m, g->n, g->k});
     for (const ResolvedGemmOperand *o : {&g->a, &g->b, &g->c})
       key.insert(key.end(), {o->buffer, o->offset, o->batchStride, o->rowStride, o->colStride});
+    // A block-scaled FP8 gemm's scale views: a captured GEMM keeps the
+    // scale pointers it was captured with.
+    key.insert(key.end(), {g->scaleBufferA, g->scaleOffsetA, g->scaleBufferB, g->scaleOffsetB});
   } else if (auto *m = std::get_if<ResolvedMemset>(&r)) {
     key.insert(key.end(), {m->buffer, m->offsetBytes, m->bytes});
   } else if (auto *c = std::get_if<ResolvedCopy>(&r)) {

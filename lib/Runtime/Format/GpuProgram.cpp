@@ -1225,6 +1225,8 @@ public:
           bad({"batch"}, "must be 1 in a block-scaled FP8 gemm");
         if (r.k % 16 != 0)
           bad({"k"}, "must be a multiple of 16 in an FP8 gemm, got " + std::to_string(r.k));
+        if (r.n % 16 != 0)
+          bad({"n"}, "must be a multiple of 16 in an FP8 gemm, got " + std::to_string(r.n));
         if ((r.a.colStride != 1 && r.k > 1) || (r.b.rowStride != 1 && r.k > 1) ||
             (r.c.colStride != 1 && r.n > 1))
           invalid("step " + std::to_string(index) + " (gemm)",

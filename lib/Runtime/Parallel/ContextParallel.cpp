@@ -31,6 +31,9 @@ std::vector<int> stepBuffers(const GpuStep &step) {
     }
   } else if (auto *g = std::get_if<GemmStep>(&step)) {
     out = {g->a.buffer, g->b.buffer, g->c.buffer};
+    for (int b : {g->groupBuffer, g->scaleA.buffer, g->scaleB.buffer})
+      if (b >= 0)
+        out.push_back(b);
   } else if (auto *m = std::get_if<MemsetStep>(&step)) {
     out = {m->buffer};
   } else if (auto *c = std::get_if<CopyStep>(&step)) {

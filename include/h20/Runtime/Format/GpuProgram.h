@@ -142,7 +142,7 @@
 //       "float8_e4m3fn" (dtype_c float32, float16 or bfloat16), batch 1,
 //       alpha 1, beta 0, no groups, A row-major (col_stride 1), B
 //       column-major (row_stride 1: a weight W [n, k] stored row-major,
-//       B = W^T), C row-major, k a multiple of 16, and both
+//       B = W^T), C row-major, k and n multiples of 16, and both
 //       "scale_a": {"mode": "vec128", "buffer": b, "offset": L} and
 //       "scale_b": {"mode": "blk128x128", "buffer": b, "offset": L}, float32
 //       buffers, offsets in elements:

@@ -18,7 +18,9 @@
 // One warp per block, 4 elements per lane; 8 warps per CTA, grid
 // ceil(M * ceil(K / 128) / 8) (the step's grid_div). A NaN element does
 // not reach amax (fmaxf drops NaN) and quantises to the e4m3 NaN, which the
-// GEMM propagates as the float GEMM would.
+// GEMM propagates as the float GEMM would. An infinite element makes its
+// block's scale infinite: it quantises to NaN and the rest of its block
+// to 0 (the float GEMM would give inf there).
 //
 // Kernel parameters follow MLIR's expanded memref descriptor (what the GPU
 // program's "launch" step passes): per memref (base, aligned, offset,
