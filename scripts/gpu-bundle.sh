@@ -179,17 +179,28 @@ fi
 # latents, compressed entries and indexer keys carried in caches
 # (models/v41-window, art/v41-window.*, models/v41-chunked,
 # art/v41-chunked.*).
+# v41_model CFG DIR GENERATE-ARGS... -- EXPORT-ARGS...: a random
+# checkpoint of CFG, its export to DIR, ids and reference logits at S = 8,
+# 129, 1000 (the checkpoint itself is dropped).
+v41_model() {
+  local cfg=$1 dir=$2 gen=() exp=()
+  shift 2
+  while [[ $# -gt 0 && $1 != -- ]]; do gen+=("$1"); shift; done
+  [[ $# -gt 0 ]] && shift
+  exp=("$@")
+  mkdir -p "$dir"
+  "$py" "$root/models/deepseek_v41/generate.py" "$cfg" "$dir/ckpt" "${gen[@]}" --ids 8 129 1000 >/dev/null
+  "$py" "$root/models/deepseek_v41/export.py" "$dir/ckpt" "$dir" "${exp[@]}" >/dev/null
+  for S in 8 129 1000; do
+    cp "$dir/ckpt/ids-$S.npy" "$dir/"
+    "$py" "$root/models/deepseek_v41/reference.py" "$dir/ckpt" "$dir/ids-$S.npy" "$dir/ref-$S.npy" >/dev/null
+  done
+}
 if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   for cfg in tiny tiny-all-picks tiny-window tiny-chunked; do
     name=${cfg/#tiny-/}
     v41=$out/models/v41${cfg#tiny}
-    mkdir -p "$v41"
-    "$py" "$root/models/deepseek_v41/generate.py" "$cfg" "$v41/ckpt" --dtype bf16 --ids 8 129 1000 >/dev/null
-    "$py" "$root/models/deepseek_v41/export.py" "$v41/ckpt" "$v41" >/dev/null
-    for S in 8 129 1000; do
-      cp "$v41/ckpt/ids-$S.npy" "$v41/"
-      "$py" "$root/models/deepseek_v41/reference.py" "$v41/ckpt" "$v41/ids-$S.npy" "$v41/ref-$S.npy" >/dev/null
-    done
+    v41_model "$cfg" "$v41" --dtype bf16
     rm -rf "$v41/ckpt"
     chunk=(); [[ $cfg == tiny-window || $cfg == tiny-chunked ]] && chunk=(--chunk=12)
     for ct in f32 bf16; do
@@ -208,15 +219,8 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   # on export: art/v41-all-picks-fp8.deq-bf16.h20); references from
   # reference.py on the same checkpoint.
   v8=$out/models/v41-all-picks-fp8
-  mkdir -p "$v8"
-  "$py" "$root/models/deepseek_v41/generate.py" tiny-all-picks "$v8/ckpt" --ids 8 129 1000 \
-    --quantize fp8 >/dev/null
-  "$py" "$root/models/deepseek_v41/export.py" "$v8/ckpt" "$v8" --fp8-linears >/dev/null
+  v41_model tiny-all-picks "$v8" --quantize fp8 -- --fp8-linears
   "$py" "$root/models/deepseek_v41/export.py" "$v8/ckpt" "$v8/deq" >/dev/null
-  for S in 8 129 1000; do
-    cp "$v8/ckpt/ids-$S.npy" "$v8/"
-    "$py" "$root/models/deepseek_v41/reference.py" "$v8/ckpt" "$v8/ids-$S.npy" "$v8/ref-$S.npy" >/dev/null
-  done
   rm -rf "$v8/ckpt"
   for ct in f32 bf16; do
     "$build/bin/h20-opt" "$v8/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \

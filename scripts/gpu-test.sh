@@ -36,6 +36,18 @@ failed=0
 # seed2 is the 2-layer seed-dense check alone (seed runs it and the 1-layer 528K one).
 sections=${H20_GPU_SECTIONS:-kernels fixtures conformance deepseek seed}
 want() { [[ " $sections " == *" $1 "* ]]; }
+# logits_case ART WEIGHTS-DIR IDS REF TOL OUT: one h20-run prefill of the
+# token ids IDS, its logits to OUT compared with REF (rel. L2 <= TOL and the
+# same next token); sets st (PASS or FAIL) and cmp (npy-compare's line).
+logits_case() {
+  cmp=
+  if "$bin/h20-run" "$1" --weights-dir "$2" --ids "$3" --dump-logits "$6" >>"$log" 2>&1 &&
+     cmp=$("$bin/npy-compare" "$6" "$4" --max-rel-l2 "$5" 2>&1); then
+    st=PASS
+  else
+    st=FAIL
+  fi
+}
 record() { # name status detail
   rows+=("$(printf '%-44s %-5s %s' "$1" "$2" "$3")")
   local d=${3//\\/\\\\}
@@ -207,21 +219,13 @@ if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
     for ct in f32 bf16; do
       for S in 8 129 1000; do
         name="deepseek-v4.1 $model $ct S=$S"
-        cmp=
         if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
-        o=$results/v41-$model.$ct.S$S
         tol=1e-4; [[ $ct == bf16 ]] && tol=2e-2
-        if "$bin/h20-run" "$bundle/art/v41-$model.$ct.h20" --weights-dir "$dir" \
-             --ids "$dir/ids-$S.npy" --dump-logits "$o.npy" >>"$log" 2>&1 &&
-           cmp=$("$bin/npy-compare" "$o.npy" "$dir/ref-$S.npy" --max-rel-l2 $tol 2>&1); then
-          st=PASS
-        else
-          st=FAIL
-        fi
+        logits_case "$bundle/art/v41-$model.$ct.h20" "$dir" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
+          $tol "$results/v41-$model.$ct.S$S.npy"
         [[ ($model == tiny || $model == chunked || $model == tiny-c12) && $ct == bf16 && $st == FAIL &&
            -n ${cmp:-} ]] && st=INFO
         record "$name" $st "${cmp:-h20-run failed}"
-        cmp=
       done
     done
   done
@@ -240,15 +244,8 @@ if want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]]; then
     for S in 8 129 1000; do
       name="deepseek-v4.1 all-picks FP8 ckpt $a S=$S"
       if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
-      o=$results/v41-all-picks-fp8.$a.S$S.npy
-      cmp=
-      if "$bin/h20-run" "$bundle/art/v41-all-picks-fp8.$a.h20" --weights-dir "$w" \
-           --ids "$dir/ids-$S.npy" --dump-logits "$o" >>"$log" 2>&1 &&
-         cmp=$("$bin/npy-compare" "$o" "$dir/ref-$S.npy" --max-rel-l2 $tol 2>&1); then
-        st=PASS
-      else
-        st=FAIL
-      fi
+      logits_case "$bundle/art/v41-all-picks-fp8.$a.h20" "$w" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
+        $tol "$results/v41-all-picks-fp8.$a.S$S.npy"
       record "$name" $st "${cmp:-h20-run failed}"
     done
   done
@@ -275,14 +272,7 @@ for f8 in fp8-linear fp8-linear-k640 fp8-linear-n520; do
     name="$f8 (block-scaled FP8) S=$S"
     if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
     o=$results/$f8.S$S.npy
-    cmp=
-    if "$bin/h20-run" "$bundle/art/$f8.h20" --weights-dir "$dir" --ids "$dir/ids-$S.npy" \
-         --dump-logits "$o" >>"$log" 2>&1 &&
-       cmp=$("$bin/npy-compare" "$o" "$dir/ref-fp8-$S.npy" --max-rel-l2 3e-2 2>&1); then
-      st=PASS
-    else
-      st=FAIL
-    fi
+    logits_case "$bundle/art/$f8.h20" "$dir" "$dir/ids-$S.npy" "$dir/ref-fp8-$S.npy" 3e-2 "$o"
     exact=$("$bin/npy-compare" "$o" "$dir/ref-$S.npy" --max-rel-l2 6e-2 2>&1 | head -1)
     record "$name" $st "${cmp:-h20-run failed}; vs exact weights: ${exact:-n/a}"
   done
