@@ -112,7 +112,7 @@ class Exporter:
                 raise ExportError(f"no parameter {name!r} in this config")
             if not quant.is_fp8_linear(name, len(shape)):
                 return None
-            blocks = [-(-d // quant.FP8_BLOCK) for d in shape]
+            blocks = quant.fp8_scale_shape(shape)
             self.g.initializers.append(self.data.reserve(name, shape, np.uint8, onnx_type=17))
             self.g.initializers.append(self.data.reserve(scale_name, blocks, F32))
             return name, scale_name
@@ -123,7 +123,7 @@ class Exporter:
         if dtype != "F8_E4M3" or stored is None or self.ckpt.info(stored)[0] not in ("F32", "BF16", "F16"):
             return None
         scale = self.ckpt.read(stored)
-        blocks = [-(-d // quant.FP8_BLOCK) for d in shape]
+        blocks = quant.fp8_scale_shape(shape)
         if list(scale.shape) != blocks:
             raise ExportError(f"{name}: FP8 weight {shape} needs block scales {blocks}, got {list(scale.shape)}")
         self.g.initializers.append(self.data.add(name, self.ckpt.raw(name), onnx_type=17))

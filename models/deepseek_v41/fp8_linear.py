@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h20_ops  # noqa: E402
 import quant  # noqa: E402
 from onnx_builder import H20_DOMAIN, OPSET  # noqa: E402
-from safetensors_io import e4m3_to_f32  # noqa: E402
+from safetensors_io import bf16_to_f32, e4m3_to_f32, f32_to_bf16  # noqa: E402
 
 FP8_MAX = 448.0
 
@@ -61,9 +61,7 @@ def silu(h):
 
 def round_bf16(x):
     """float -> the nearest bfloat16 (ties to even), as float32."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32)
-    r = ((u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16) << 16
-    return r.astype(np.uint32).view(np.float32)
+    return bf16_to_f32(f32_to_bf16(np.asarray(x, dtype=np.float32)))
 
 
 def linear_bf16(x, w):

@@ -46,6 +46,12 @@ def e8m0_to_f32(u8):
     return np.where(e == 0xFF, np.float32(np.nan), out).astype(np.float32)
 
 
+def fp8_scale_shape(shape):
+    """[ceil(out / 128), ceil(in / 128)]: the block scales of an FP8 weight
+    [out, in]."""
+    return [-(-d // FP8_BLOCK) for d in shape]
+
+
 def dequant_fp8(q_f32, scale, name="weight"):
     """float32 values of e4m3 codes [out, in] times their 128 x 128 block's
     float32 scale [ceil(out/128), ceil(in/128)] -> float32 [out, in]."""
@@ -53,7 +59,7 @@ def dequant_fp8(q_f32, scale, name="weight"):
     s = np.asarray(scale, dtype=np.float32)
     if q.ndim != 2:
         raise QuantError(f"{name}: FP8 block scales need a 2-D weight, got shape {list(q.shape)}")
-    want = [-(-q.shape[0] // FP8_BLOCK), -(-q.shape[1] // FP8_BLOCK)]
+    want = fp8_scale_shape(q.shape)
     if list(s.shape) != want:
         raise QuantError(f"{name}: FP8 weight {list(q.shape)} needs block scales {want}, got {list(s.shape)}")
     full = np.repeat(np.repeat(s, FP8_BLOCK, axis=0), FP8_BLOCK, axis=1)[: q.shape[0], : q.shape[1]]
@@ -135,7 +141,7 @@ def encode_e4m3(x):
 def quantize_fp8(w):
     """float32 [out, in] -> (e4m3 bytes [out, in], float32 scales per 128 x 128 block)."""
     w = np.asarray(w, dtype=np.float32)
-    rb, cb = -(-w.shape[0] // FP8_BLOCK), -(-w.shape[1] // FP8_BLOCK)
+    rb, cb = fp8_scale_shape(w.shape)
     pad = np.zeros((rb * FP8_BLOCK, cb * FP8_BLOCK), np.float32)
     pad[: w.shape[0], : w.shape[1]] = w
     amax = np.abs(pad.reshape(rb, FP8_BLOCK, cb, FP8_BLOCK)).max(axis=(1, 3))

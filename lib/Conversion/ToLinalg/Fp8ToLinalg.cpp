@@ -187,10 +187,7 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
   } else if (dequantize) {
     out = dequantisedGemm(b, loc, x, op->getOperand(1), op->getOperand(2), bn, bk, y2Type, mDyn);
   } else {
-    std::string node;
-    if (auto nl = dyn_cast<NameLoc>(loc); nl && !nl.getName().empty())
-      node = " (node '" + nl.getName().str() + "')";
-    op->emitWarning() << op->getName() << node
+    op->emitWarning() << op->getName() << nodeSuffix(op)
                       << ": runs as a GEMM on a dequantised copy of its FP8 weight (the FP8 "
                          "GEMM needs "
                       << why << ")";

@@ -114,11 +114,14 @@ LogicalResult checkBroadcastsInto(Operation *op, RankedTensorType resultType) {
   return success();
 }
 
-LogicalResult unsupported(Operation *op, const Twine &why) {
-  std::string node;
+std::string nodeSuffix(Operation *op) {
   if (auto n = dyn_cast<NameLoc>(op->getLoc()); n && !n.getName().empty())
-    node = " (node '" + n.getName().str() + "')";
-  return op->emitError() << op->getName() << node << ": " << why;
+    return " (node '" + n.getName().str() + "')";
+  return {};
+}
+
+LogicalResult unsupported(Operation *op, const Twine &why) {
+  return op->emitError() << op->getName() << nodeSuffix(op) << ": " << why;
 }
 
 Value floatConst(OpBuilder &b, Location loc, Type t, double v) {

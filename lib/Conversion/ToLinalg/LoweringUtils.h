@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 
+#include <string>
+
 namespace h20::lowering {
 
 using BodyFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
@@ -47,6 +49,9 @@ mlir::Value decodeF8E4M3FN(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v
 
 /// Float constant of type `t`.
 mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type t, double v);
+
+/// " (node 'NAME')" for an op imported from ONNX node NAME, else "".
+std::string nodeSuffix(mlir::Operation *op);
 
 /// Emits "<op name> (node 'NAME'): <why>" on `op` and returns failure: how
 /// a lowering says what it does not support.

@@ -43,6 +43,20 @@ uint64_t operandBytes(const GemmLayout &l, int64_t batch, cudaDataType_t type) {
   return elems * elem;
 }
 
+/// Sets `call`'s FP8 scale addresses on `desc`, the library's A and B being
+/// the program's B and A when `swapped`.
+cublasStatus_t setScalePointers(const CublasLtApi &lt, cublasLtMatmulDesc_t desc, bool swapped,
+                                const GemmCall &call) {
+  const void *sa = reinterpret_cast<const void *>(swapped ? call.scaleB : call.scaleA);
+  const void *sb = reinterpret_cast<const void *>(swapped ? call.scaleA : call.scaleB);
+  cublasStatus_t s = lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                       &sa, sizeof(sa));
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
+                                          sizeof(sb));
+  return s;
+}
+
 std::string shapeText(const GemmCall &c) {
   const GemmProblem &p = c.problem;
   return "batch " + std::to_string(p.batch) + ", m " + std::to_string(p.m) + ", n " +
@@ -159,16 +173,11 @@ CublasLtGemm::plan(const GemmCall &call, size_t workspaceBytes, std::string &err
       // The heuristic refuses block-scale modes without scale pointers
       // (CUBLAS_STATUS_INVALID_VALUE on an H100): this call's, replaced
       // by each run's.
-      const void *sa = reinterpret_cast<const void *>(plan.swapped ? call.scaleB : call.scaleA);
-      const void *sb = reinterpret_cast<const void *>(plan.swapped ? call.scaleA : call.scaleB);
       if ((s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA,
                                                  sizeof(modeA))) != CUBLAS_STATUS_SUCCESS ||
           (s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB,
                                                  sizeof(modeB))) != CUBLAS_STATUS_SUCCESS ||
-          (s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
-                                                 sizeof(sa))) != CUBLAS_STATUS_SUCCESS ||
-          (s = lt.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
-                                                 sizeof(sb))) != CUBLAS_STATUS_SUCCESS) {
+          (s = setScalePointers(lt, e.desc, plan.swapped, call)) != CUBLAS_STATUS_SUCCESS) {
         destroy(e);
         return fail("setting the FP8 scale modes", s);
       }
@@ -252,14 +261,8 @@ bool CublasLtGemm::run(const GemmCall &call, CUstream stream, CUdeviceptr worksp
   if (call.scaleA || call.scaleB) {
     // Scale addresses change from chunk to chunk; the cached descriptor
     // takes this call's (read when the GEMM is enqueued).
-    const void *sa = reinterpret_cast<const void *>(e->swapped ? call.scaleB : call.scaleA);
-    const void *sb = reinterpret_cast<const void *>(e->swapped ? call.scaleA : call.scaleB);
-    cublasStatus_t s = lt.cublasLtMatmulDescSetAttribute(
-        e->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof(sa));
-    if (s == CUBLAS_STATUS_SUCCESS)
-      s = lt.cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
-                                            sizeof(sb));
-    if (s != CUBLAS_STATUS_SUCCESS) {
+    if (cublasStatus_t s = setScalePointers(lt, e->desc, e->swapped, call);
+        s != CUBLAS_STATUS_SUCCESS) {
       error = std::string("cuBLASLt: setting the FP8 scale pointers failed: ") +
               cublasStatusName(s) + " (" + shapeText(call) + ")";
       return false;

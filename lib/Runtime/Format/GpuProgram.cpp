@@ -130,10 +130,6 @@ bool isGemmDtype(const std::string &t) {
   return t == "float32" || t == "float16" || t == "bfloat16";
 }
 
-/// Scale blocks along k (128 elements each) of a block-scaled FP8 GEMM,
-/// and the padded count of a 128 x 128 scale row (GpuProgram.h "gemm").
-int64_t fp8KBlocks(int64_t k) { return (k + 127) / 128; }
-int64_t fp8PaddedKBlocks(int64_t k) { return (fp8KBlocks(k) + 3) / 4 * 4; }
 
 /// A field the attention kernel's H20AttnParams must have.
 struct AttentionField {

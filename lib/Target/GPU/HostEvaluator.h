@@ -154,6 +154,10 @@ struct Buffer {
   int64_t arenaOffset = -1;
 };
 
+/// The kernels' element-type code (MoeKernel.h and the others): 0 f32, 1
+/// f16, 2 bf16; -1 for any other type.
+inline int kernelElementCode(Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; }
+
 inline int64_t elementBytes(Type t) {
   if (t.isIndex())
     return 8;

@@ -355,7 +355,7 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   const View &q = v[0], &k = v[1], &w = v[2];
   const View &out = v[numIns], &scratch = v[numIns + 1];
   const View &cand = mode == 1 ? v[3] : out; // any rank-2 int64 view when unused
-  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  auto code = kernelElementCode;
   IndexerKernel kernel{code(q.element), code(k.element), code(w.element), mode};
   if (kernel.queryType < 0 || kernel.keyType < 0 || kernel.weightType < 0)
     return op->emitError("GPU target: the indexer kernel takes f32/f16/bf16 query, keys and "
@@ -427,7 +427,7 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   // Window-only: the kernel never reads compressed rows or indices; any
   // rank-2 views fill their parameters.
   const View &cmp = compressed ? v[3] : lat, &idx = compressed ? v[4] : lat;
-  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  auto code = kernelElementCode;
   if (q.sizes.size() != 3 || lat.sizes.size() != 2 || sink.sizes.size() != 1 ||
       cmp.sizes.size() != 2 || idx.sizes.size() != 2 || out.sizes.size() != 3)
     return op->emitError("GPU target: internal: sparse attention operands of unexpected ranks");
@@ -482,7 +482,7 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   const SmallVector<View> &v = *operands;
   const View &x = v[0], &router = v[1], &bias = v[2], &w1 = v[3], &w3 = v[4], &w2 = v[5],
              &y = v[6];
-  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  auto code = kernelElementCode;
   const int dt = code(x.element), bt = code(bias.element);
   if (dt < 0 || bt < 0 || code(y.element) != dt)
     return op->emitError("GPU target: routed experts take f32/f16/bf16 tokens and bias");
@@ -614,7 +614,7 @@ LogicalResult Evaluator::evalFp8Quantize(linalg::GenericOp op) {
   if (failed(operands))
     return failure();
   const View &x = (*operands)[0], &xq = (*operands)[1], &xs = (*operands)[2];
-  auto code = [](Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; };
+  auto code = kernelElementCode;
   const int dt = code(x.element);
   if (dt < 0 || x.sizes.size() != 2 || !rowMajor2d(xq) || !rowMajor2d(xs) ||
       !isa<Float8E4M3FNType>(xq.element) || !xs.element.isF32())
@@ -646,7 +646,7 @@ LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
                          "scales and Y");
   if (!w.sizes[0].isConst() || !w.sizes[1].isConst())
     return op->emitError("GPU target: the FP8 GEMM needs a static weight");
-  const int64_t n = w.sizes[0].c, k = w.sizes[1].c, kp = ((k + 127) / 128 + 3) / 4 * 4;
+  const int64_t n = w.sizes[0].c, k = w.sizes[1].c, kp = runtime::fp8PaddedKBlocks(k);
   // The layouts GpuProgram.h's "gemm" states: X's scales [ceil(K / 128),
   // M] with M fastest (rows of M elements), W's [ceil(N / 128), kp] with
   // rows of kp elements (the lowering padded them).

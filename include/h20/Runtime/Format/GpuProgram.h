@@ -332,6 +332,12 @@ struct GemmOperand {
   LinearExpr offset, batchStride, rowStride, colStride;
 };
 
+/// Scale blocks along k (128 elements each) of a block-scaled FP8 gemm,
+/// and kp, that count rounded up to 4: the length of a 128 x 128 scale row
+/// ("gemm" above).
+inline int64_t fp8KBlocks(int64_t k) { return (k + 127) / 128; }
+inline int64_t fp8PaddedKBlocks(int64_t k) { return (fp8KBlocks(k) + 3) / 4 * 4; }
+
 /// Block scales of an FP8 gemm operand ("scale_a" / "scale_b" above).
 struct GemmScale {
   std::string mode; ///< "" (none), "vec128" (A) or "blk128x128" (B)
