@@ -1295,6 +1295,7 @@ std::optional<SymTensor> OpResultEvaluator::run() {
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
             attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp, ox::H20SinkAttentionOp,
             ox::H20SparseSinkAttentionOp, attn::SparseAttentionOp, ox::H20RoutedExpertsOp,
+            ox::H20RoutedExpertsMxfp4Op,
             attn::AllReduceOp>(
           [&](Operation *) { return sameAs(0); })
       .Case<ox::H20IndexerTopKOp, ox::H20IndexerTopKCandidatesOp, ox::H20IndexerTopKInCandidatesOp,

@@ -611,7 +611,7 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
   // Routed experts: each token's row is routed and computed by itself
   // (top-k of its own scores; no capacity limit drops or moves tokens).
   // A block-scaled linear: each token's row times the constant weight.
-  if (isa<ox::H20RoutedExpertsOp, ox::H20BlockScaledMatMulOp>(op) &&
+  if (isa<ox::H20RoutedExpertsOp, ox::H20RoutedExpertsMxfp4Op, ox::H20BlockScaledMatMulOp>(op) &&
       llvm::none_of(op->getOperands().drop_front(), [&](Value v) { return dependsOnPrompt(v); }))
     return std::nullopt;
   if (isa<h20::attn::RopeApplyOp, h20::attn::RopeTableOp, h20::attn::AttentionOp,

@@ -19,8 +19,10 @@ With --fp8-linears, the linear weights an FP8 checkpoint stores as e4m3
 with 128 x 128 block scales (quant.is_fp8_linear; all of them in a
 --graph-only export) stay FP8: each runs as ai.h20 BlockScaledMatMul on
 the stored codes and float32 scales (h20's GPU target: FP8 GEMMs), not as a
-MatMul on a widened copy. The routed experts and the grouped wo_a are still
-widened.
+MatMul on a widened copy. With --fp4-experts, routed experts stored as FP4
+(e2m1 pairs + ue8m0 scales per 32 inputs) stay FP4: ai.h20
+RoutedExpertsMxfp4 on the stored bytes (h20's GPU target dequantises them
+inside its grouped GEMM). The grouped wo_a is still widened.
 
 Prefill semantics: reference.py (this exporter's graph computes the same
 thing op for op; tests compare both, and ONNX Runtime on the file).
@@ -60,6 +62,7 @@ class Exporter:
         self.eps = float(cfg["rms_norm_eps"])
         self._ones = {}
         self.fp8_linears = False  # FP8-stored linears as BlockScaledMatMul (module docstring)
+        self.fp4_experts = False  # FP4-stored routed experts as RoutedExpertsMxfp4
         self.intermediates = False  # also output streams.{i} [S, hc, D] after every layer
         self.debug_outputs = []  # (name, value, dtype, rank) graph outputs for debugging
 
@@ -425,17 +428,67 @@ class Exporter:
         y = g.op("Transpose", [g.op("MatMul", [grouped, wo_a])], perm=[1, 0, 2])  # [S,G,R]
         return self.linear(g.op("Reshape", [y, g.i64(-1, grp * r_o)]), a + "wo_b.weight")
 
+    def fp4_experts_stacked(self, f, e):
+        """With fp4_experts: [(packed, scale)] initializer pairs for w1, w3, w2
+        of the routed experts under prefix `f` when the checkpoint stores all
+        of them as FP4 (packed e2m1 [out, in / 2] + ue8m0 [out, in / 32]
+        bytes), each stacked over the `e` experts as stored (ONNX INT8: MLIR's
+        signless bytes; the op reads them as unsigned); None otherwise. A
+        graph-only export reserves them as DeepSeek's V4 checkpoints store
+        the routed experts (FP4 wherever `in` is a multiple of 32)."""
+        if not self.fp4_experts:
+            return None
+        out = []
+        for w in ("w1", "w3", "w2"):
+            names = [f + f"experts.{k}.{w}.weight" for k in range(e)]
+            scales = [n[: -len(".weight")] + ".scale" for n in names]
+            wq, sq = f + f"experts.{w}.fp4", f + f"experts.{w}.scale"
+            if self.ckpt is None:
+                rows, cols = self.shapes[names[0]]
+                if cols % quant.FP4_BLOCK:
+                    return None
+                self.g.initializers.append(self.data.reserve(wq, [e, rows, cols // 2], np.int8))
+                self.g.initializers.append(self.data.reserve(sq, [e, rows, cols // quant.FP4_BLOCK], np.int8))
+                out.append((wq, sq))
+                continue
+            for n in names:
+                if n not in self.ckpt:
+                    raise ExportError(f"checkpoint has no tensor {n!r} (needed by the config)")
+            stored = [self.ckpt.scale_of(n) for n in names]
+            if any(self.ckpt.info(n)[0] not in ("U8", "I8") or s is None or
+                   self.ckpt.info(s)[0] not in ("F8_E8M0", "U8") for n, s in zip(names, stored)):
+                return None  # not (all) FP4: widened as before
+            rows, cols = self.shapes[names[0]]
+            for n, s in zip(names, stored):
+                want = ([rows, cols // 2], [rows, cols // quant.FP4_BLOCK])
+                if (self.ckpt.info(n)[1], self.ckpt.info(s)[1]) != want:
+                    raise ExportError(f"{n}: an FP4 expert weight of [{rows}, {cols}] is stored as {want[0]} "
+                                      f"uint8 with ue8m0 scales {want[1]}, got {self.ckpt.info(n)[1]} and "
+                                      f"{self.ckpt.info(s)[1]}")
+            self.g.initializers.append(self.data.add_stacked(
+                wq, (self.ckpt.raw(n).view(np.int8) for n in names), e))
+            self.g.initializers.append(self.data.add_stacked(
+                sq, (self.ckpt.raw(s).view(np.int8) for s in stored), e))
+            out.append((wq, sq))
+        return out
+
     def moe(self, x, i):
         cfg = self.cfg
         f = f"model.layers.{i}.ffn."
         e = cfg["n_routed_experts"]
+        attrs = dict(top_k=cfg["num_experts_per_tok"], scaling=float(cfg["routed_scaling_factor"]),
+                     limit=float(cfg["swiglu_limit"]), temp=float(cfg["gate_temp"]))
+        router = [x, self.linear_t(f + "gate.weight"), self.weight(f + "gate.bias")]
+        fp4 = self.fp4_experts_stacked(f, e)
+        if fp4 is not None:
+            routed = self.g.op("RoutedExpertsMxfp4", router + [t for pair in fp4 for t in pair],
+                               domain=H20_DOMAIN, name=f"layer{i}_experts", **attrs)
+            return self.g.op("Add", [routed, self.shared_expert(x, f + "shared_experts.")])
         w1 = self.stacked_t([f + f"experts.{k}.w1.weight" for k in range(e)], f + "experts.w1")
         w3 = self.stacked_t([f + f"experts.{k}.w3.weight" for k in range(e)], f + "experts.w3")
         w2 = self.stacked_t([f + f"experts.{k}.w2.weight" for k in range(e)], f + "experts.w2")
-        routed = self.g.op("RoutedExperts", [x, self.linear_t(f + "gate.weight"), self.weight(f + "gate.bias"),
-                                             w1, w3, w2], domain=H20_DOMAIN, name=f"layer{i}_experts",
-                           top_k=cfg["num_experts_per_tok"], scaling=float(cfg["routed_scaling_factor"]),
-                           limit=float(cfg["swiglu_limit"]), temp=float(cfg["gate_temp"]))
+        routed = self.g.op("RoutedExperts", router + [w1, w3, w2], domain=H20_DOMAIN,
+                           name=f"layer{i}_experts", **attrs)
         return self.g.op("Add", [routed, self.shared_expert(x, f + "shared_experts.")])
 
     def shared_expert(self, x, pre):
@@ -504,7 +557,7 @@ def check_supported(cfg):
 
 
 def export(src, out_dir, logits="all", intermediates=False, graph_only=False, layers=None,
-           fp8_linears=False):
+           fp8_linears=False, fp4_experts=False):
     """Write out_dir/model.onnx(+.data) for checkpoint directory `src`; with
     graph_only, `src` is a config (name, file or directory) and the weights'
     bytes are left as a hole of the right size (compilers only need shapes)."""
@@ -532,6 +585,7 @@ def export(src, out_dir, logits="all", intermediates=False, graph_only=False, la
         ex = Exporter(cfg, ckpt, data, token_map)
         ex.intermediates = intermediates
         ex.fp8_linears = fp8_linears
+        ex.fp4_experts = fp4_experts
         ex.build(logits)
         for name, value, _, _ in ex.debug_outputs:
             ex.g.op("Identity", [value], outs=[name])
@@ -574,10 +628,13 @@ def main():
     ap.add_argument("--fp8-linears", action="store_true",
                     help="keep FP8-stored linear weights FP8 (ai.h20 BlockScaledMatMul; with --graph-only: "
                          "every linear DeepSeek stores in FP8)")
+    ap.add_argument("--fp4-experts", action="store_true",
+                    help="keep FP4-stored routed experts FP4 (ai.h20 RoutedExpertsMxfp4; with --graph-only: "
+                         "every MoE layer, as DeepSeek's V4 checkpoints store them)")
     args = ap.parse_args()
     try:
         print(export(args.checkpoint, args.out, args.logits, args.intermediates, args.graph_only,
-                     args.layers or None, args.fp8_linears))
+                     args.layers or None, args.fp8_linears, args.fp4_experts))
     except (v41config.ConfigError, CheckpointError, ExportError) as e:
         sys.exit(f"export.py: {e}")
 

@@ -33,6 +33,14 @@ RoutedExperts(X[N,Dm], Router[Dm,E], Bias[E], W1[E,Dm,I], W3[E,Dm,I],
     times scaling; Y = sum over selected e of W2[e]^T (weight * silu(min(g,
     limit)) * clip(u, -limit, limit)), g = X W1[e], u = X W3[e]; limit <= 0
     clamps nothing (silu(g) * u), as transformers' swiglu_limit.
+RoutedExpertsMxfp4(X, Router, Bias, W1[E,I,Dm/2] int8, S1[E,I,Dm/32] int8,
+    W3 (as W1), S3, W2[E,Dm,I/2] int8, S2[E,Dm,I/32] int8) -> Y[N,Dm]
+    RoutedExperts on MXFP4 experts as DeepSeek-V4's checkpoints store them
+    (each expert's Linear weight [out, in]: e2m1 pairs, element 2j in the low
+    nibble, and one ue8m0 scale per 32 inputs; OCP Microscaling Formats
+    v1.0; the bytes as int8, read as unsigned): W[e, o, i] = e2m1(code) *
+    2^(S[e, o, i // 32] - 127) (a scale byte of 255 is E8M0's NaN), then
+    RoutedExperts(X, Router, Bias, W1^T, W3^T, W2^T) per expert.
 BlockScaledMatMul(X[..., K], W[N, K] float8e4m3fn, Scale[ceil(N/bn),
     ceil(K/bk)] float32) -> Y[..., N] (X's float type)
     attrs: block_n, block_k. Y = X . (W * Scale[n // bn, k // bk])^T: a
@@ -40,7 +48,7 @@ BlockScaledMatMul(X[..., K], W[N, K] float8e4m3fn, Scale[ceil(N/bn),
     weight_scale_inv, 128 x 128 blocks; the last blocks may be partial).
 """
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
 from onnx_builder import H20_DOMAIN, OPSET, Graph
 
@@ -186,6 +194,50 @@ def indexer_topk_in_candidates():
 
 def routed_experts():
     g = Graph(function=True)
+    _routed_experts_body(g, "W1", "W3", "W2")
+    return _function("RoutedExperts", ["X", "Router", "Bias", "W1", "W3", "W2"], ["Y"],
+                     ["top_k", "scaling", "limit", "temp"], g)
+
+
+def routed_experts_mxfp4():
+    g = Graph(function=True)
+    w1, w3, w2 = (_dequant_mxfp4(g, f"W{i}", f"S{i}") for i in (1, 3, 2))
+    _routed_experts_body(g, w1, w3, w2)
+    return _function("RoutedExpertsMxfp4", ["X", "Router", "Bias", "W1", "S1", "W3", "S3", "W2", "S2"],
+                     ["Y"], ["top_k", "scaling", "limit", "temp"], g)
+
+
+# e2m1 magnitudes by code 0..7 (OCP Microscaling Formats v1.0, table 5);
+# code bit 3 is the sign.
+_E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
+
+
+def _e2m1_of(codes):
+    return np.where(codes & 8, -_E2M1[codes & 7], _E2M1[codes & 7]).astype(np.float32)
+
+
+def _dequant_mxfp4(g, packed, scale):
+    """float32 [E, in, out] from packed e2m1 bytes [E, out, in / 2] (element
+    2j in the low nibble) and ue8m0 scales [E, out, in / 32], both int8:
+    byte -> both values and code -> 2^(code - 127) by table Gathers (256
+    entries; a negative int8 index counts from the end, so byte b reads
+    entry b mod 256, its unsigned value)."""
+    byte = np.arange(256)
+    idx = g.op("Cast", [packed], to=TensorProto.INT32)
+    lo = g.op("Gather", [g.const(_e2m1_of(byte & 15), hint="e2m1_lo"), idx])
+    hi = g.op("Gather", [g.const(_e2m1_of(byte >> 4), hint="e2m1_hi"), idx])
+    pairs = g.op("Concat", [g.op("Unsqueeze", [lo, g.i64(-1)]), g.op("Unsqueeze", [hi, g.i64(-1)])], axis=-1)
+    blocks = g.op("Reshape", [pairs, g.i64(0, 0, -1, 32)])  # [E, out, in / 32, 32]
+    pow2 = np.exp2(np.arange(256, dtype=np.float64) - 127)
+    pow2[255] = np.nan  # E8M0's NaN
+    pow2 = g.const(pow2.astype(np.float32), hint="e8m0")
+    s = g.op("Unsqueeze", [g.op("Gather", [pow2, g.op("Cast", [scale], to=TensorProto.INT32)]), g.i64(-1)])
+    w = g.op("Reshape", [g.op("Mul", [blocks, s]), g.i64(0, 0, -1)])  # [E, out, in]
+    return g.op("Transpose", [w], perm=[0, 2, 1])
+
+
+def _routed_experts_body(g, w1, w3, w2):
+    """RoutedExperts' computation on expert weights w1/w3 [E, Dm, I], w2 [E, I, Dm]."""
     logits = g.op("Div", [g.op("MatMul", ["X", "Router"]), g.scalar_from_attr("temp", "FLOAT")])
     scores = g.op("Sqrt", [g.op("Softplus", [logits])])  # [N,E]
     k = g.op("Reshape", [g.scalar_from_attr("top_k"), g.i64(1)])
@@ -198,15 +250,13 @@ def routed_experts():
     x = g.op("Unsqueeze", ["X", g.i64(0)])  # [1,N,Dm]
     # limit <= 0: no clamp (transformers' swiglu_limit rule).
     clamped = g.op("Greater", [limit, g.const(np.float32(0))])
-    gate_raw, up_raw = g.op("MatMul", [x, "W1"]), g.op("MatMul", [x, "W3"])  # [E,N,I]
+    gate_raw, up_raw = g.op("MatMul", [x, w1]), g.op("MatMul", [x, w3])  # [E,N,I]
     gate = g.op("Where", [clamped, g.op("Min", [gate_raw, limit]), gate_raw])
     up = g.op("Where", [clamped, g.op("Clip", [up_raw, g.op("Neg", [limit]), limit]), up_raw])
     act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
     weighted = g.op("Mul", [act, g.op("Unsqueeze", [g.op("Transpose", [dense], perm=[1, 0]), g.i64(2)])])
-    y = g.op("ReduceSum", [g.op("MatMul", [weighted, "W2"]), g.i64(0)], keepdims=0)
+    y = g.op("ReduceSum", [g.op("MatMul", [weighted, w2]), g.i64(0)], keepdims=0)
     g.op("Identity", [y], outs=["Y"])
-    return _function("RoutedExperts", ["X", "Router", "Bias", "W1", "W3", "W2"], ["Y"],
-                     ["top_k", "scaling", "limit", "temp"], g)
 
 
 def block_scaled_matmul():
@@ -228,4 +278,5 @@ def _range_of(g, x, axis):
 
 def all_functions():
     return [sink_attention(), sparse_sink_attention(), indexer_topk(), indexer_topk_candidates(),
-            indexer_topk_in_candidates(), routed_experts(), block_scaled_matmul()]
+            indexer_topk_in_candidates(), routed_experts(), routed_experts_mxfp4(),
+            block_scaled_matmul()]

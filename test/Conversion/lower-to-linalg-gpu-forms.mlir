@@ -132,7 +132,7 @@ func.func @sparse_attention_f64_sink_decomposed(%q: tensor<8x4x64xbf16>, %l: ten
 // CHECK-SAME: library_call = "h20_routed_experts"
 // CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x64x32xbf16>, tensor<8x64x32xbf16>, tensor<8x32x64xbf16>)
 // CHECK-SAME: outs(%{{.*}} : tensor<?x64xbf16>)
-// CHECK: h20.routed_experts = {limit = 1.000000e+01 : f32, scaling = 1.500000e+00 : f32, temp = 1.000000e+00 : f32, top_k = 2 : si64}
+// CHECK: h20.routed_experts = {limit = 1.000000e+01 : f32, scaling = 1.500000e+00 : f32, temp = 1.000000e+00 : f32, top_k = 2 : si64, weights = "float"}
 func.func @routed_experts_call(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf32>,
                                %w1: tensor<8x64x32xbf16>, %w3: tensor<8x64x32xbf16>,
                                %w2: tensor<8x32x64xbf16>) -> tensor<?x64xbf16> {
@@ -140,6 +140,24 @@ func.func @routed_experts_call(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b:
   return %0 : tensor<?x64xbf16>
 }
 
+
+// -----
+
+// onnx.h20.RoutedExpertsMxfp4 (MXFP4 experts: packed e2m1 bytes and ue8m0
+// scales, i8) is the same call with its nine operands and weights = "mxfp4":
+// the GPU target dequantises inside its grouped GEMM.
+// CHECK-LABEL: func.func @routed_experts_mxfp4_call
+// CHECK: linalg.generic
+// CHECK-SAME: library_call = "h20_routed_experts"
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x64x16xi8>, tensor<8x64x1xi8>)
+// CHECK: h20.routed_experts = {limit = 1.000000e+01 : f32, scaling = 1.500000e+00 : f32, temp = 1.000000e+00 : f32, top_k = 2 : si64, weights = "mxfp4"}
+func.func @routed_experts_mxfp4_call(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf32>,
+                                     %w1: tensor<8x32x32xi8>, %s1: tensor<8x32x2xi8>,
+                                     %w3: tensor<8x32x32xi8>, %s3: tensor<8x32x2xi8>,
+                                     %w2: tensor<8x64x16xi8>, %s2: tensor<8x64x1xi8>) -> tensor<?x64xbf16> {
+  %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w3, %s3, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x64x16xi8>, tensor<8x64x1xi8>) -> tensor<?x64xbf16>
+  return %0 : tensor<?x64xbf16>
+}
 
 // -----
 

@@ -554,7 +554,7 @@ OwningOpRef<ModuleOp> loadInput(llvm::StringRef input, MLIRContext &ctx,
     // So is onnx.h20.BlockScaledMatMul: only the GPU runs FP8 GEMMs; the
     // body dequantises the FP8 weight exactly and multiplies in float.
     if (!generatesGpuCode())
-      importOptions.expandFunctions = {"RoutedExperts", "BlockScaledMatMul"};
+      importOptions.expandFunctions = {"RoutedExperts", "RoutedExpertsMxfp4", "BlockScaledMatMul"};
     return h20::importOnnxModel(input, ctx, importOptions);
   }
   std::string message;

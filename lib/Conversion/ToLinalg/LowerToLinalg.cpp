@@ -193,7 +193,8 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
                   return one(libraryCalls ? h20::lowering::lowerIndexerToLibraryCall(b, o)
                                           : h20::lowering::lowerIndexerCandidates(b, o));
                 })
-                .Case([&](h20::onnx::H20RoutedExpertsOp o) -> FailureOr<SmallVector<Value>> {
+                .Case<h20::onnx::H20RoutedExpertsOp, h20::onnx::H20RoutedExpertsMxfp4Op>(
+                    [&](Operation *o) -> FailureOr<SmallVector<Value>> {
                   if (!libraryCalls)
                     return h20::lowering::unsupported(
                         o, "has no CPU lowering (h20-opt imports its function body for the "

@@ -80,7 +80,8 @@ const OpEntry kOps[] = {
     MS_OP(SkipSimplifiedLayerNormalization, 1),
     H20_OP(SinkAttention, 1), H20_OP(SparseSinkAttention, 1), H20_OP(IndexerTopK, 1),
     H20_OP(IndexerTopKCandidates, 1), H20_OP(IndexerTopKInCandidates, 1),
-    H20_OP(RoutedExperts, 1), H20_OP(BlockScaledMatMul, 1),
+    H20_OP(RoutedExperts, 1), H20_OP(RoutedExpertsMxfp4, 1),
+    H20_OP(BlockScaledMatMul, 1),
 };
 
 #undef ONNX_OP

@@ -482,6 +482,19 @@ def Onnx_H20RoutedExpertsOp : Onnx_NodeOp<"h20.RoutedExperts", 6, 6, 1, 1> {
                    F32Attr:$limit, F32Attr:$temp);
 }
 
+// RoutedExpertsMxfp4(X, Router, Bias, W1 [E, I, Dm/2] i8, S1 [E, I, Dm/32] i8,
+// W3, S3 (as W1, S1), W2 [E, Dm, I/2] i8, S2 [E, Dm, I/32] i8) -> Y [N, Dm]:
+// RoutedExperts on MXFP4 experts as DeepSeek-V4's checkpoints store them
+// (each expert's Linear weight [out, in] as packed e2m1 pairs, element 2j in
+// the low nibble, with one ue8m0 scale byte per 32 inputs: OCP Microscaling
+// Formats v1.0). The function body dequantises in the graph (the CPU target
+// imports it); the GPU target keeps the bytes and dequantises inside its
+// grouped GEMMs (library call h20_routed_experts, weights "mxfp4").
+def Onnx_H20RoutedExpertsMxfp4Op : Onnx_NodeOp<"h20.RoutedExpertsMxfp4", 9, 9, 1, 1> {
+  let arguments = (ins Variadic<Onnx_Input>:$inputs, SI64Attr:$top_k, F32Attr:$scaling,
+                   F32Attr:$limit, F32Attr:$temp);
+}
+
 // BlockScaledMatMul(X [..., K], W [N, K] float8e4m3fn, Scale [ceil(N /
 // block_n), ceil(K / block_k)] float32) -> Y [..., N] of X's type:
 // Y = X . (W * Scale[n / block_n, k / block_k])^T, DeepSeek-V3/V4.1's
