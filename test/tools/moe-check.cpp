@@ -23,6 +23,11 @@
 //   combine    f32 / f16 / bf16 outputs, contiguous, a strided Y, an
 //              unaligned Y and Yp (element path); nothing outside Y's view
 //              written.
+//   fp4 gemm   the grouped GEMM over MXFP4 weights (moe_fp4_gemm.cuh), bf16
+//              tensor-core and f32 / f16 CUDA-core kernels, against float64
+//              (empty and one-row experts, partial tiles, subnormal scales,
+//              rows past the experts untouched); timed at V4.1-Flash's
+//              expert shapes.
 // Prints one line per case, exits 1 on any failure, 0 with "SKIP: no GPU
 // (<reason>)" without a driver or device.
 //
@@ -703,6 +708,139 @@ bool runCombineChecks() {
   return ok;
 }
 
+// ---- fp4 gemm: grouped GEMM over MXFP4 weights --------------------------------------
+
+/// e2m1 value of a 4-bit code, and 2^(s - 127) of a ue8m0 byte (OCP MX v1.0).
+double e2m1Value(unsigned c) {
+  static const double mag[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  return (c & 8) ? -mag[c & 7] : mag[c & 7];
+}
+double e8m0Value(unsigned s) { return s == 255 ? NAN : std::ldexp(1.0, int(s) - 127); }
+
+/// C = A . W_e^T per expert row range against a float64 reference (A's
+/// rounded elements times the exactly dequantised weights): |C - ref| <=
+/// 1e-5 * sum |a w| + 1e-30 (float32 accumulation); rows outside
+/// [off[0], off[E]) and columns past N stay untouched. With `timeIt`, the
+/// median time of 20 launches as TFLOP/s over the real rows.
+bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K, bool timeIt,
+                bool bigScales = false) {
+  const int64_t E = int64_t(counts.size());
+  std::vector<int32_t> off(size_t(E) + 1, 0);
+  for (int64_t e = 0; e < E; ++e)
+    off[size_t(e) + 1] = off[size_t(e)] + counts[size_t(e)];
+  const int64_t R = off[size_t(E)] + 3; // 3 rows past the experts' stay untouched
+  std::mt19937_64 rng(uint64_t(N * 31 + K * 7 + E + dt));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  HostArray a(dt, size_t(R * K));
+  for (size_t i = 0; i < a.size(); ++i)
+    a.set(i, uni(rng));
+  std::vector<uint8_t> wq(size_t(E * N * K / 2)), ws(size_t(E * N * K / 32));
+  for (uint8_t &b : wq)
+    b = uint8_t(rng() & 0xff);
+  // Mostly 2^-9..2^1, some 2^-127 (subnormal); bigScales: up to 2^67 (the
+  // bf16 kernel's two-multiply path above 2^1).
+  for (size_t i = 0; i < ws.size(); ++i)
+    ws[i] = uint8_t(i % 97 == 5 ? 0 : bigScales ? 120 + rng() % 75 : 118 + rng() % 11);
+  std::vector<float> c(size_t(R * N), 1234.5f);
+  Buffer da(a.bytes.data(), a.bytes.size()), dq(wq.data(), wq.size()), ds(ws.data(), ws.size()),
+      doff(off.data(), off.size() * 4), dc(c.data(), c.size() * 4);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, da.ptr, 0, {R, K}, {K, 1});
+  pushMemref(slots, dq.ptr, 0, {E, N, K / 2}, {N * K / 2, K / 2, 1});
+  pushMemref(slots, ds.ptr, 0, {E, N, K / 32}, {N * K / 32, K / 32, 1});
+  pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
+  pushMemref(slots, dc.ptr, 0, {R, N}, {N, 1});
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  const int64_t rowsReal = off[size_t(E)];
+  const unsigned gx = unsigned(moeFp4GemmGridX(N, dt)),
+                 gy = unsigned(moeFp4GemmGridY(rowsReal, E, dt));
+  const auto smem = unsigned(moeFp4GemmSmemBytes(dt));
+  check(api->cuFuncSetAttribute(kernel(moeFp4GemmKernel(dt)),
+                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
+        "cuFuncSetAttribute fp4 gemm");
+  auto go = [&] {
+    check(api->cuLaunchKernel(kernel(moeFp4GemmKernel(dt)), gx, gy, 1, kMoeThreads, 1, 1, smem,
+                              nullptr, ptrs.data(), nullptr),
+          "cuLaunchKernel fp4 gemm");
+  };
+  go();
+  check(api->cuCtxSynchronize(), "fp4 gemm");
+  dc.download(c.data());
+  std::string why;
+  double worst = 0.0;
+  std::vector<double> w(static_cast<size_t>(K));
+  // Check every element of small cases, a sample of rows and columns of large ones.
+  const int64_t rowStep = rowsReal > 4096 ? 61 : 1, colStep = rowsReal > 4096 ? 37 : 1;
+  for (int64_t e = 0; e < E && why.empty(); ++e)
+    for (int64_t n = 0; n < N && why.empty(); n += colStep) {
+      if (off[size_t(e)] == off[size_t(e) + 1])
+        continue;
+      for (int64_t k = 0; k < K; ++k) {
+        const uint8_t b = wq[size_t((e * N + n) * (K / 2) + k / 2)];
+        w[size_t(k)] = e2m1Value(k % 2 ? b >> 4 : b & 15) *
+                       e8m0Value(ws[size_t((e * N + n) * (K / 32) + k / 32)]);
+      }
+      for (int64_t r = off[size_t(e)]; r < off[size_t(e) + 1] && why.empty(); r += rowStep) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = double(a.get(size_t(r * K + k))) * w[size_t(k)];
+          ref += p;
+          mag += std::fabs(p);
+        }
+        const double got = c[size_t(r * N + n)], err = std::fabs(got - ref);
+        worst = std::max(worst, err / (mag + 1e-30));
+        if (!(err <= 1e-5 * mag + 1e-30))
+          why = "C[" + std::to_string(r) + ", " + std::to_string(n) + "] = " + std::to_string(got) +
+                ", want " + std::to_string(ref);
+      }
+    }
+  for (int64_t r = rowsReal; r < R && why.empty(); ++r)
+    for (int64_t n = 0; n < N; ++n)
+      if (c[size_t(r * N + n)] != 1234.5f) {
+        why = "wrote row " + std::to_string(r) + " past the experts' rows";
+        break;
+      }
+  char detail[260];
+  std::snprintf(detail, sizeof detail, "E=%lld R=%lld N=%lld K=%lld%s max err %.2e of sum|aw|%s%s",
+                (long long)E, (long long)rowsReal, (long long)N, (long long)K,
+                bigScales ? " scales to 2^67" : "", worst, why.empty() ? "" : ": ", why.c_str());
+  const bool ok = report(why.empty(), std::string("fp4 gemm ") + typeName(dt), detail);
+  if (ok && timeIt) {
+    const double ms = h20::checktool::medianMs(go, nullptr, 3, 20);
+    std::printf("TIME fp4 gemm %s E=%lld rows=%lld N=%lld K=%lld: %.3f ms, %.1f TFLOP/s, weights "
+                "%.1f GB/s\n",
+                typeName(dt), (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
+                2.0 * double(rowsReal) * double(N) * double(K) / (ms * 1e-3) / 1e12,
+                double(wq.size() + ws.size()) / (ms * 1e-3) / 1e9);
+  }
+  return ok;
+}
+
+bool runFp4GemmChecks() {
+  bool ok = true;
+  // Empty experts, one-row experts, partial row and column tiles, K not a
+  // multiple of the bf16 kernel's 64.
+  ok &= runFp4Gemm(2, {0, 1, 130, 256, 37}, 200, 96, false);
+  ok &= runFp4Gemm(2, {5, 0, 0, 128}, 128, 64, false);
+  ok &= runFp4Gemm(2, {40, 17}, 32, 32, false);
+  ok &= runFp4Gemm(2, {33, 90}, 64, 128, false, /*bigScales=*/true);
+  for (int dt : {0, 1}) {
+    ok &= runFp4Gemm(dt, {3, 70, 0, 65}, 72, 64, false);
+    ok &= runFp4Gemm(dt, {1, 2}, 40, 32, false);
+  }
+  // V4.1-Flash's experts at a 16K-token chunk (16384 x 6 picks over 384
+  // experts, uneven): W1/W3 (N 2304, K 5120) and W2 (N 5120, K 2304).
+  std::vector<int32_t> counts(384);
+  std::mt19937_64 rng(7);
+  for (int32_t &c : counts)
+    c = int32_t(128 + rng() % 257); // 128..384, mean 256
+  ok &= runFp4Gemm(2, counts, 2304, 5120, true);
+  ok &= runFp4Gemm(2, counts, 5120, 2304, true);
+  return ok;
+}
+
 } // namespace
 
 int main() {
@@ -729,6 +867,7 @@ int main() {
   ok &= runGatherChecks();
   ok &= runSwigluChecks();
   ok &= runCombineChecks();
+  ok &= runFp4GemmChecks();
   std::printf("%s\n", ok ? "moe-check: all passed" : "moe-check: FAILED");
   return ok ? 0 : 1;
 }

@@ -59,6 +59,28 @@ std::string moeSwigluKernel(int dt);
 /// f32, pos [T, K] i32, weights [T, K] f32, Y [T, Dm]).
 std::string moeCombineKernel(int dt);
 
+/// h20_moe_fp4_gemm_{f32,f16,bf16} by the element type `dt` of A (moe_fp4_gemm.cuh):
+/// (A [R, K], Wq [E, N, K / 2] i8, Ws [E, N, K / 32] i8, offsets [E + 1]
+/// i32, C [R, N] f32): per expert e, C[r, :] = A[r, :] . W_e^T for its rows
+/// r in [offsets[e], offsets[e + 1]), W_e the MXFP4 weight (packed e2m1
+/// pairs, ue8m0 scales per 32 inputs) dequantised in the kernel's load
+/// path. Needs K a multiple of 32, unit inner strides, A's row stride a
+/// multiple of 8 elements and Wq's of 16 bytes, 16-byte aligned origins.
+std::string moeFp4GemmKernel(int dt);
+/// Its tile (rows x columns of C per CTA): 128 x 128 for bf16 (tensor
+/// cores), 64 x 64 for f32 / f16 (CUDA cores).
+int64_t moeFp4GemmTileRows(int dt);
+int64_t moeFp4GemmTileCols(int dt);
+/// Its dynamic shared memory in bytes: 77824 for bf16 (three stages of the
+/// A and packed W tiles and the dequantised W tile: moe_fp4_gemm.cuh's
+/// H20_FP4_SMEM_BYTES; above 48 KiB, so the launcher raises the kernel's
+/// limit), 0 for f32 / f16.
+int64_t moeFp4GemmSmemBytes(int dt);
+/// Its grid: x = ceil(N / tile columns); y = ceil(R / tile rows) + E, an
+/// upper bound on the experts' row tiles (CTAs past them exit).
+int64_t moeFp4GemmGridX(int64_t cols, int dt);
+int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt);
+
 /// Grids (CTAs along x; all kernels take kMoeThreads threads and no
 /// dynamic shared memory). Each is at least 1; the kernels skip the CTAs
 /// past their work, so an empty tile still launches validly.
@@ -77,7 +99,7 @@ int64_t moeCombineGrid(int64_t tokens);
 /// this header is defined there).
 std::string moeProgramSource();
 
-/// Compiles the MoE module (all 13 kernels) to PTX for `arch` ("sm_90", or
+/// Compiles the MoE module (all 16 kernels) to PTX for `arch` ("sm_90", or
 /// any later "sm_XX[a]"). True with the module in `ptx`; false with the
 /// reason in `log` when `arch` is malformed, NVRTC cannot be loaded, or the
 /// compilation fails (NVRTC's log). `log` also receives NVRTC's warnings

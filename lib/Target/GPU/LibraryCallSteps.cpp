@@ -474,14 +474,22 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   auto attrs = op->getAttrOfType<DictionaryAttr>("h20.routed_experts");
   if (!attrs)
     return op->emitError("GPU target: routed experts call without its attributes");
-  if (op.getNumDpsInputs() != 6 || op.getNumDpsInits() != 1)
+  auto weights = attrs.getAs<StringAttr>("weights");
+  const bool mxfp4 = weights && weights.getValue() == "mxfp4";
+  const unsigned numIn = mxfp4 ? 9 : 6;
+  if (op.getNumDpsInputs() != numIn || op.getNumDpsInits() != 1)
     return op->emitError("GPU target: internal: malformed routed experts call");
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
   const SmallVector<View> &v = *operands;
-  const View &x = v[0], &router = v[1], &bias = v[2], &w1 = v[3], &w3 = v[4], &w2 = v[5],
-             &y = v[6];
+  // Float experts: W1, W3 [E, Dm, I], W2 [E, I, Dm]. MXFP4 experts: W1, W3
+  // [E, I, Dm / 2] and W2 [E, Dm, I / 2] packed bytes, each followed by its
+  // scale bytes [E, out, in / 32] (s1, s3, s2).
+  const View &x = v[0], &router = v[1], &bias = v[2], &y = v[numIn];
+  const View &w1 = v[3], &w3 = v[mxfp4 ? 5 : 4], &w2 = v[mxfp4 ? 7 : 5];
+  const View *s1 = mxfp4 ? &v[4] : nullptr, *s3 = mxfp4 ? &v[6] : nullptr,
+             *s2 = mxfp4 ? &v[8] : nullptr;
   auto code = kernelElementCode;
   const int dt = code(x.element), bt = code(bias.element);
   if (dt < 0 || bt < 0 || code(y.element) != dt)
@@ -489,13 +497,23 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   if (x.sizes.size() != 2 || router.sizes.size() != 2 || bias.sizes.size() != 1 ||
       w1.sizes.size() != 3 || w3.sizes.size() != 3 || w2.sizes.size() != 3 || y.sizes.size() != 2)
     return op->emitError("GPU target: internal: routed experts operands of unexpected ranks");
-  for (const View *w : {&x, &router, &bias, &w1, &w3, &w2, &y})
-    for (const Lin &d : w->sizes)
+  for (const View &w : v)
+    for (const Lin &d : w.sizes)
       if (!d.isConst())
         return op->emitError("GPU target: routed experts need static shapes (the token count "
                              "of a whole-prompt program)");
   const int64_t n = x.sizes[0].c, dm = x.sizes[1].c, e = router.sizes[1].c,
-                inter = w1.sizes[2].c;
+                inter = mxfp4 ? w1.sizes[1].c : w1.sizes[2].c;
+  // The MXFP4 kernel copies packed rows in 16-byte pieces (its scale bytes
+  // are read one by one): weights are identity views of their own buffers.
+  auto aligned = [](const View &w) {
+    return w.strides[2] == Lin{1} && w.offset.isConst() && w.offset.c % 16 == 0 &&
+           w.strides[1].isConst() && w.strides[1].c % 16 == 0 && w.strides[0].isConst();
+  };
+  if (mxfp4 && (!aligned(w1) || !aligned(w3) || !aligned(w2) || !s1->strides[0].isConst() ||
+                !s2->strides[0].isConst() || !s3->strides[0].isConst()))
+    return op->emitError("GPU target: internal: MXFP4 expert weights must be contiguous with "
+                         "16-byte aligned rows");
   const int64_t k = attrs.getAs<IntegerAttr>("top_k").getInt();
   if (std::string why; !moeShapeSupported(e, k, &why))
     return op->emitError("GPU target: routed experts: ") << why;
@@ -568,6 +586,24 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     args.insert(args.end(), scalars.begin(), scalars.end());
     steps.push_back(launchStep(modules.moe, kernel, Lin{grid}, kMoeThreads, 0, std::move(args)));
   };
+  // C [rr, nn] f32 = A [rr, kk] . W_e per expert row range (offsets): a
+  // grouped cuBLASLt GEMM on float weights, the MXFP4 kernel (which reads
+  // the offsets on the device and dequantises in its load path) otherwise.
+  auto expertGemm = [&](const View &a, const View &w, const View *scales, const View &c, int64_t rr,
+                        int64_t nn, int64_t kk) {
+    if (!scales)
+      return gemm(a, w, c, rr, nn, kk, true);
+    use(bOff);
+    const View offsets = rows(bOff, {e + 1}, i32);
+    std::vector<runtime::LaunchArg> args;
+    for (const View *t : {&a, &w, scales, &offsets, &c})
+      args.push_back(memrefArg(*t));
+    runtime::LaunchStep l =
+        launchStep(modules.moe, moeFp4GemmKernel(dt), Lin{moeFp4GemmGridX(nn, dt)}, kMoeThreads,
+                   moeFp4GemmSmemBytes(dt), std::move(args));
+    l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, e, dt));
+    steps.push_back(std::move(l));
+  };
   const double temperature = attrs.getAs<FloatAttr>("temp").getValueAsDouble();
   const double scaling = attrs.getAs<FloatAttr>("scaling").getValueAsDouble();
   // limit <= 0 clamps nothing (transformers' swiglu_limit rule): the kernel
@@ -595,10 +631,10 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     launch(moePositionsKernel(), moePositionsGrid(e), {&ids, &counts, &offsets, &pos, &rowTok}, {});
     launch(moeGatherKernel(dt), moeGatherGrid(r),
            {&xt, &rowTok, &xp}, {});
-    gemm(xp, w1, g, r, inter, dm, true);
-    gemm(xp, w3, u, r, inter, dm, true);
+    expertGemm(xp, w1, s1, g, r, inter, dm);
+    expertGemm(xp, w3, s3, u, r, inter, dm);
     launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a}, {f32Arg(limit)});
-    gemm(a, w2, yp, r, dm, inter, true);
+    expertGemm(a, w2, s2, yp, r, dm, inter);
     launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
   }
   return success();

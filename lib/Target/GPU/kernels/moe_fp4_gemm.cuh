@@ -1,0 +1,404 @@
+//===- moe_fp4_gemm.cuh - grouped GEMM over MXFP4 expert weights, for NVRTC -*- CUDA -*-===//
+//
+// Steps 5 and 7 of moe.cuh's routed-experts pipeline when the experts are
+// stored as MXFP4 (onnx.h20.RoutedExpertsMxfp4; DeepSeek-V4's released
+// routed experts): for every expert e and its permuted rows r in
+// [offsets[e], offsets[e + 1]),
+//   C[r, n] = sum_k A[r, k] * W_e[n, k],  W_e[n, k] = e2m1(q) * 2^(s - 127)
+// with q the k-th 4-bit code of row n of Wq[e] (two per byte, element 2j
+// in the low nibble, sign in bit 3; OCP Microscaling Formats v1.0, table
+// 5) and s = Ws[e, n, k / 32], the ue8m0 scale byte (255 is NaN). The
+// weights are dequantised in the load path (shared memory to registers)
+// and never stored wider in device memory. A is f32, f16 or bf16 (the
+// element type DT), C float32.
+//
+// The offsets are read on the device (no host round trip): CTA
+// (x, y) takes column tile x and the y-th row tile of the concatenation of
+// the experts' row tiles (expert e has ceil(count_e / BM) of them; the
+// grid's y extent, ceil(R / BM) + E, bounds their total, and CTAs past it
+// exit).
+//
+// bf16 (the prefill path): BM x BN = 128 x 128 tiles, BK = 64, eight warps
+// of 64 x 32 each running mma.sync m16n8k16 (float32 accumulators). A tiles
+// and the packed weight bytes arrive by cp.async (three stages); per k
+// tile every thread turns 16 bytes (32 codes of one scale block) into bf16
+// with integer bit placement and one or two exact bf16x2 multiplies by
+// powers of two (e2m1 values have two significant bits), into a swizzled
+// [BN][BK] tile that ldmatrix reads as the B fragments.
+// f32 and f16 (tests, f16 graphs): a CUDA-core kernel of 64 x 64 tiles,
+// BK = 32, each thread 4 x 4 outputs, W decoded to float32 in shared memory:
+// the same products, float32 FMAs.
+//
+// Requirements (checked by the compiler): K a multiple of 32, A rows and
+// Wq rows contiguous (unit inner strides), A's row stride a multiple of 8
+// elements and Wq's of 16 bytes, both origins 16-byte aligned; R < 2^31.
+// Launch geometry (MoeKernel.h): 256 threads, grid (ceil(N / BN),
+// ceil(R / BM) + E); dynamic shared memory H20_FP4_SMEM_BYTES (77824) for
+// bf16, none for f32 / f16.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef H20_MOE_FP4_GEMM_CUH
+#define H20_MOE_FP4_GEMM_CUH
+
+#include "h20_tensor_core.cuh"
+
+#define H20_FP4_THREADS 256
+/// Tile of the bf16 tensor-core kernel.
+#define H20_FP4_BM 128
+#define H20_FP4_BN 128
+#define H20_FP4_BK 64
+#define H20_FP4_STAGES 3
+/// Tile of the f32 / f16 CUDA-core kernel.
+#define H20_FP4_SBM 64
+#define H20_FP4_SBN 64
+#define H20_FP4_SBK 32
+
+#define H20_FP4_MR1(T, n) T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_s0
+#define H20_FP4_MR2(T, n)                                                                          \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
+#define H20_FP4_MR3(T, n)                                                                          \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,     \
+      i64 n##_s2
+
+/// The views a kernel reads (element pointers, strides in elements).
+template <typename T> struct Fp4Mat {
+  T *p;
+  i64 rows, cols, rowStride;
+  __device__ __forceinline__ T *row(i64 r) const { return p + r * rowStride; }
+};
+struct Fp4Weights {
+  const unsigned char *q, *s; ///< packed codes [E, N, K / 2], scales [E, N, K / 32]
+  i64 qExpert, qRow, sExpert, sRow, sCol;
+};
+
+/// e2m1 value of code c (0..15) as float.
+/// Codes 2..7 are normal, 2^(e - 1) (1 + m / 2) with e = bits 2..1 and m =
+/// bit 0; codes 0 and 1 are 0 and 0.5. No table (no local memory).
+__device__ __forceinline__ float fp4Value(int c) {
+  const int m = c & 7;
+  const float v = m < 2 ? 0.5f * static_cast<float>(m)
+                        : __int_as_float(((m >> 1) + 126) << 23 | (m & 1) << 22);
+  return (c & 8) ? -v : v;
+}
+/// 2^(s - 127) as float for a ue8m0 byte (255: NaN; 0: 2^-127, subnormal).
+__device__ __forceinline__ float fp4ScaleF32(unsigned s) {
+  if (s == 255u)
+    return __int_as_float(0x7fc00000);
+  return s ? __int_as_float(static_cast<int>(s << 23)) : __int_as_float(0x00400000);
+}
+/// The row tile of CTA row `tile`: its expert and rows [row0, rowEnd);
+/// false when `tile` is past the last expert's tiles. Warp 0 scans the
+/// offsets 32 experts at a time; the result is shared through `sh`.
+template <int BM>
+__device__ __forceinline__ bool fp4FindTile(const int *off, i64 offStride, int E, int tile,
+                                            int (&sh)[3], int &expert, int &row0, int &rowEnd) {
+  const int lane = threadIdx.x & 31;
+  if (threadIdx.x < 32) {
+    int before = 0, found = -1, local = 0;
+    for (int base = 0; base < E && found < 0; base += 32) {
+      const int e = base + lane;
+      int tiles = 0;
+      if (e < E) {
+        const int cnt = off[(e + 1) * offStride] - off[e * offStride];
+        tiles = cnt > 0 ? (cnt + BM - 1) / BM : 0;
+      }
+      int incl = tiles;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o)
+          incl += y;
+      }
+      const bool mine = tile >= before + incl - tiles && tile < before + incl;
+      const unsigned hit = __ballot_sync(0xffffffffu, mine);
+      if (hit) {
+        const int w = __ffs(hit) - 1;
+        found = base + w;
+        local = __shfl_sync(0xffffffffu, tile - (before + incl - tiles), w);
+      }
+      before += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (lane == 0) {
+      sh[0] = found;
+      if (found >= 0) {
+        sh[1] = off[found * offStride] + local * BM;
+        sh[2] = off[(found + 1) * offStride];
+      }
+    }
+  }
+  __syncthreads();
+  expert = sh[0];
+  if (expert < 0)
+    return false;
+  row0 = sh[1];
+  rowEnd = min(sh[2], row0 + BM);
+  return true;
+}
+
+/// bf16 x2 product (round to nearest even; exact for the scaled codes).
+__device__ __forceinline__ u32 fp4MulBf16x2(u32 a, u32 b) {
+  u32 d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+/// The two codes of byte b as a bf16x2 of e2m1(code) * 2^-126 (low half:
+/// the low nibble): magnitude bits m placed at bf16 bits 8..6 give exponent
+/// field m >> 1 and mantissa m & 1, i.e. exactly the e2m1 value times
+/// 2^-126 (subnormal for codes 0 and 1); the sign bit goes to bit 15.
+__device__ __forceinline__ u32 fp4PairBits(u32 b) {
+  return ((b & 0x7u) << 6) | ((b & 0x8u) << 12) | ((b & 0x70u) << 18) | ((b & 0x80u) << 24);
+}
+
+/// Dequantises one 16-byte piece of packed codes (32 values of one scale
+/// block) to 16 bf16x2 words: fp4PairBits times 2^(s - 1) (= 2^(s - 127)
+/// after the 2^-126; bf16 exponent field s + 126), one exact multiply while
+/// that is finite (s <= 128); else times 2^126 (the e2m1 values) then
+/// 2^(s - 127) (exponent field s). s = 255 (E8M0's NaN) gives NaN.
+__device__ __forceinline__ void fp4Dequant16(uint4 q, unsigned s, u32 (&out)[16]) {
+  const u32 words[4] = {q.x, q.y, q.z, q.w};
+  const bool one = s <= 128u;
+  const u32 h = s == 255u ? 0x7fc0u : (one ? (s + 126u) << 7 : s << 7);
+  const u32 scale = h | (h << 16), pre = 0x7e807e80u; // 2^126 in both halves
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    u32 v = fp4PairBits((words[i >> 2] >> (8 * (i & 3))) & 0xffu);
+    if (!one)
+      v = fp4MulBf16x2(v, pre);
+    out[i] = fp4MulBf16x2(v, scale);
+  }
+}
+
+// ---- bf16: tensor cores ---------------------------------------------------------------
+
+/// Dynamic shared memory of the bf16 kernel: H20_FP4_STAGES x (A tile + packed
+/// W tile) and the dequantised W tile.
+#define H20_FP4_STAGE_BYTES (H20_FP4_BM * H20_FP4_BK * 2 + H20_FP4_BN * H20_FP4_BK / 2)
+#define H20_FP4_SMEM_BYTES (H20_FP4_STAGES * H20_FP4_STAGE_BYTES + H20_FP4_BN * H20_FP4_BK * 2)
+
+__device__ __forceinline__ void fp4GemmBf16(Fp4Mat<const u16> a, Fp4Weights w, const int *off,
+                                            i64 offStride, int E, Fp4Mat<float> c) {
+  constexpr int BM = H20_FP4_BM, BN = H20_FP4_BN, BK = H20_FP4_BK, ST = H20_FP4_STAGES;
+  extern __shared__ __align__(128) unsigned char fp4Smem[];
+  // Stage s: A tile [BM][BK] bf16 (swizzled), then the packed W tile [BN][BK / 2]
+  // bytes; after the stages the dequantised W tile [BN][BK] bf16 (swizzled).
+  auto stageA = [&](int st) { return fp4Smem + st * H20_FP4_STAGE_BYTES; };
+  auto stageW = [&](int st) { return fp4Smem + st * H20_FP4_STAGE_BYTES + BM * BK * 2; };
+  unsigned char *sB = fp4Smem + ST * H20_FP4_STAGE_BYTES;
+  __shared__ int sh[3];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int e, row0, rowEnd;
+  if (!fp4FindTile<BM>(off, offStride, E, blockIdx.y, sh, e, row0, rowEnd))
+    return;
+  const i64 n0 = static_cast<i64>(blockIdx.x) * BN, N = c.cols, K = a.cols;
+  const unsigned char *wq = w.q + e * w.qExpert, *ws = w.s + e * w.sExpert;
+  const int nk = static_cast<int>((K + BK - 1) / BK);
+
+  auto loadTiles = [&](int kt) {
+    if (kt < nk) {
+      const int st = kt % ST;
+      const i64 k0 = static_cast<i64>(kt) * BK;
+#pragma unroll
+      for (int i = 0; i < BM * BK / 8 / H20_FP4_THREADS; ++i) {
+        const int chunk = tid + i * H20_FP4_THREADS, r = chunk / (BK / 8), cc = chunk % (BK / 8);
+        const i64 gr = row0 + r, gk = k0 + cc * 8;
+        const bool ok = gr < rowEnd && gk < K;
+        h20CpAsync16(h20SmemAddr(stageA(st)) + h20Swizzle(r, cc * 8, BK), ok ? a.row(gr) + gk : a.p,
+                     ok ? 16 : 0);
+      }
+      const int r = tid >> 1, cc = tid & 1;
+      const i64 gn = n0 + r, gk = k0 + cc * 32;
+      const bool ok = gn < N && gk < K;
+      h20CpAsync16(h20SmemAddr(stageW(st) + r * (BK / 2) + cc * 16),
+                   ok ? wq + gn * w.qRow + gk / 2 : w.q, ok ? 16 : 0);
+    }
+    h20CpAsyncCommit(); // an empty group past the end keeps the wait counts uniform
+  };
+  // This thread dequantises row tid / 2, scale block tid % 2 of every W tile.
+  const int dr = tid >> 1, dh = tid & 1;
+  auto loadScale = [&](int kt) -> unsigned {
+    const i64 gn = n0 + dr, gb = static_cast<i64>(kt) * (BK / 32) + dh;
+    return kt < nk && gn < N && gb * 32 < K ? ws[gn * w.sRow + gb * w.sCol] : 0u;
+  };
+
+  float acc[4][4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        acc[i][j][q] = 0.0f;
+
+  const int wm = warp >> 2, wn = warp & 3;
+#pragma unroll
+  for (int st = 0; st < ST - 1; ++st)
+    loadTiles(st);
+  unsigned scale = loadScale(0);
+  const u32 bBase = h20SmemAddr(sB);
+  for (int kt = 0; kt < nk; ++kt) {
+    h20CpAsyncWait<ST - 2>();
+    __syncthreads(); // tile kt landed; every warp is done with sB and stage (kt - 1) % ST
+    {
+      const uint4 q = *reinterpret_cast<const uint4 *>(stageW(kt % ST) + dr * (BK / 2) + dh * 16);
+      u32 v[16];
+      fp4Dequant16(q, scale, v);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        *reinterpret_cast<uint4 *>(sB + h20Swizzle(dr, dh * 32 + j * 8, BK)) =
+            make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+    }
+    loadTiles(kt + ST - 1);
+    scale = loadScale(kt + 1);
+    __syncthreads(); // sB holds tile kt
+    const u32 aBase = h20SmemAddr(stageA(kt % ST));
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks) {
+      u32 af[4][4], bf[2][4];
+#pragma unroll
+      for (int mf = 0; mf < 4; ++mf)
+        h20LdmatrixX4(af[mf], aBase + h20Swizzle(wm * 64 + mf * 16 + (lane & 15),
+                                                 ks * 16 + (lane >> 4) * 8, BK));
+      // Matrix lane / 8 of pair p: n block (lane >> 4), k half ((lane >> 3) & 1).
+#pragma unroll
+      for (int p = 0; p < 2; ++p)
+        h20LdmatrixX4(bf[p], bBase + h20Swizzle(wn * 32 + p * 16 + (lane >> 4) * 8 + (lane & 7),
+                                                ks * 16 + ((lane >> 3) & 1) * 8, BK));
+#pragma unroll
+      for (int nf = 0; nf < 4; ++nf)
+#pragma unroll
+        for (int mf = 0; mf < 4; ++mf)
+          H20Elem<2>::mma(acc[mf][nf], af[mf], bf[nf >> 1][(nf & 1) * 2],
+                          bf[nf >> 1][(nf & 1) * 2 + 1]);
+    }
+  }
+
+  const bool pairs = (c.rowStride & 1) == 0 && (reinterpret_cast<u64>(c.p) & 7) == 0;
+#pragma unroll
+  for (int mf = 0; mf < 4; ++mf)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const i64 r = row0 + wm * 64 + mf * 16 + (lane >> 2) + half * 8;
+      if (r >= rowEnd)
+        continue;
+      float *dst = c.row(r);
+#pragma unroll
+      for (int nf = 0; nf < 4; ++nf) {
+        const i64 col = n0 + wn * 32 + nf * 8 + 2 * (lane & 3);
+        const float v0 = acc[mf][nf][2 * half], v1 = acc[mf][nf][2 * half + 1];
+        if (pairs && col + 1 < N) {
+          *reinterpret_cast<float2 *>(dst + col) = make_float2(v0, v1);
+        } else {
+          if (col < N)
+            dst[col] = v0;
+          if (col + 1 < N)
+            dst[col + 1] = v1;
+        }
+      }
+    }
+}
+
+// ---- f32 / f16: CUDA cores ------------------------------------------------------------
+
+template <int DT>
+__device__ __forceinline__ void fp4GemmSimt(Fp4Mat<const void> a, Fp4Weights w, const int *off,
+                                            i64 offStride, int E, Fp4Mat<float> c) {
+  constexpr int BM = H20_FP4_SBM, BN = H20_FP4_SBN, BK = H20_FP4_SBK;
+  __shared__ float sA[BK][BM + 1];
+  __shared__ float sB[BK][BN + 1];
+  __shared__ int sh[3];
+  const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+  int e, row0, rowEnd;
+  if (!fp4FindTile<BM>(off, offStride, E, blockIdx.y, sh, e, row0, rowEnd))
+    return;
+  const i64 n0 = static_cast<i64>(blockIdx.x) * BN, N = c.cols, K = a.cols;
+  const unsigned char *wq = w.q + e * w.qExpert, *ws = w.s + e * w.sExpert;
+  const unsigned char *ab = static_cast<const unsigned char *>(a.p);
+  float acc[4][4] = {};
+  for (i64 k0 = 0; k0 < K; k0 += BK) {
+    for (int i = tid; i < BM * BK; i += H20_FP4_THREADS) {
+      const int r = i / BK, k = i % BK;
+      const i64 gr = row0 + r;
+      sA[k][r] = gr < rowEnd ? H20Elem<DT>::load(ab + (gr * a.rowStride + k0 + k) *
+                                                          H20Elem<DT>::bytes)
+                             : 0.0f;
+    }
+    for (int i = tid; i < BN * BK / 2; i += H20_FP4_THREADS) {
+      const int r = i / (BK / 2), b = i % (BK / 2);
+      const i64 gn = n0 + r;
+      float lo = 0.0f, hi = 0.0f;
+      if (gn < N) {
+        const unsigned q = wq[gn * w.qRow + k0 / 2 + b];
+        const float s = fp4ScaleF32(ws[gn * w.sRow + (k0 / 32) * w.sCol]);
+        lo = fp4Value(q & 15) * s;
+        hi = fp4Value(q >> 4) * s;
+      }
+      sB[2 * b][r] = lo;
+      sB[2 * b + 1][r] = hi;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int k = 0; k < BK; ++k) {
+      float av[4], bv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        av[i] = sA[k][ty * 4 + i];
+        bv[i] = sB[k][tx * 4 + i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const i64 r = row0 + ty * 4 + i;
+    if (r >= rowEnd)
+      continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const i64 col = n0 + tx * 4 + j;
+      if (col < N)
+        c.row(r)[col] = acc[i][j];
+    }
+  }
+}
+
+// ---- entry points -------------------------------------------------------------------
+
+/// A [R, K] (DT), Wq [E, N, K / 2] i8, Ws [E, N, K / 32] i8, offsets
+/// [E + 1] i32, C [R, N] f32. Grid (ceil(N / BN), ceil(R / BM) + E).
+#define H20_FP4_ARGS(AT)                                                                           \
+  H20_FP4_MR2(AT, a), H20_FP4_MR3(const unsigned char, wq), H20_FP4_MR3(const unsigned char, ws),  \
+      H20_FP4_MR1(const int, off), H20_FP4_MR2(float, c)
+#define H20_FP4_WEIGHTS                                                                            \
+  Fp4Weights { wq + wq_off, ws + ws_off, wq_s0, wq_s1, ws_s0, ws_s1, ws_s2 }
+
+// Two CTAs per SM (at most 128 registers a thread): one CTA's barriers
+// then overlap the other's MMAs.
+extern "C" __global__ void __launch_bounds__(H20_FP4_THREADS, 2)
+    h20_moe_fp4_gemm_bf16(H20_FP4_ARGS(const u16)) {
+  fp4GemmBf16(Fp4Mat<const u16>{a + a_off, a_d0, a_d1, a_s0}, H20_FP4_WEIGHTS, off + off_off,
+              off_s0, static_cast<int>(off_d0 - 1), Fp4Mat<float>{c + c_off, c_d0, c_d1, c_s0});
+}
+#define H20_FP4_SIMT(NAME, DT, AT)                                                                 \
+  extern "C" __global__ void __launch_bounds__(H20_FP4_THREADS) NAME(H20_FP4_ARGS(const AT)) {     \
+    fp4GemmSimt<DT>(Fp4Mat<const void>{a + a_off, a_d0, a_d1, a_s0}, H20_FP4_WEIGHTS,              \
+                    off + off_off, off_s0, static_cast<int>(off_d0 - 1),                           \
+                    Fp4Mat<float>{c + c_off, c_d0, c_d1, c_s0});                                   \
+  }
+H20_FP4_SIMT(h20_moe_fp4_gemm_f32, 0, float)
+H20_FP4_SIMT(h20_moe_fp4_gemm_f16, 1, u16)
+
+#undef H20_FP4_SIMT
+#undef H20_FP4_WEIGHTS
+#undef H20_FP4_ARGS
+#undef H20_FP4_MR1
+#undef H20_FP4_MR2
+#undef H20_FP4_MR3
+
+#endif // H20_MOE_FP4_GEMM_CUH
