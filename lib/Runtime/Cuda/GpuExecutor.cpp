@@ -255,9 +255,11 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
     I.workspaceBytes = options.workspaceBytes;
     I.tuneGemms = options.tuneGemms;
   }
-  if (options.dummyWeights) {
+  const char *share = std::getenv("H20_DUMMY_SHARE");
+  if (options.dummyWeights && !(share && std::string(share) == "0")) {
     // Random weights of one shape and type are interchangeable: one copy
-    // each (a two-layer Flash model's 58 GB of weights become 31 GB).
+    // each (a two-layer Flash model's 58 GB of weights become 31 GB), unless
+    // H20_DUMMY_SHARE=0 asks for the real model's memory.
     std::map<std::string, int> first;
     I.sameAs.assign(I.p.buffers.size(), -1);
     for (size_t bi = 0; bi < I.p.buffers.size(); ++bi) {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 namespace h20::runtime {
@@ -250,9 +251,20 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   // scales, biases, sinks) are 1, integer ones 0. A splitmix64 stream seeded by the weight's
   // index; one staging buffer of values is generated and repeated over the
   // weight: reproducible, and cheap for tens of GB.
+  //
+  // Block-quantised weights (DeepSeek's checkpoint convention: P.scale holds
+  // the block scales of P.weight) get values of the same scale: FP8 e4m3
+  // codes of magnitude < 1 (exponent field <= 6: never NaN) with float
+  // scales sqrt(3 / K), K = 128 x the scale's last dim; int8 "*.scale"
+  // tensors (MXFP4's ue8m0 exponents, one per 32 inputs) 2^round(log2(1 /
+  // (2.25 sqrt(K)))) with K = 32 x the last dim (2.25: the mean e2m1
+  // magnitude); other int8 tensors (packed e2m1 codes) random bytes. Other
+  // integer tables (indices, hashes) stay zeros, which index validly.
   const GpuBuffer &b = p.buffers[bi];
-  if (b.dtype != "float32" && b.dtype != "float16" && b.dtype != "bfloat16")
-    // Integer tables (indices, hashes): zeros, which index validly.
+  const bool isFloat = b.dtype == "float32" || b.dtype == "float16" || b.dtype == "bfloat16";
+  const bool isScale =
+      w.name.size() > 6 && w.name.compare(w.name.size() - 6, 6, ".scale") == 0 && !w.shape.empty();
+  if (!isFloat && b.dtype != "int8" && b.dtype != "float8_e4m3fn")
     return check(cu->cuMemsetD8Async(address(bi), 0, static_cast<size_t>(b.bytes), stream),
                  "zeroing dummy weight '" + w.name + "'");
   const int64_t es = dtypeSize(b.dtype);
@@ -260,15 +272,35 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   const int64_t fanIn = w.shape.size() >= 2 ? std::max<int64_t>(1, w.shape[w.shape.size() - 2]) : 0;
   const double a = fanIn ? std::sqrt(3.0 / static_cast<double>(fanIn)) : 0.0;
   const int64_t perPiece = std::min<int64_t>(count, static_cast<int64_t>(stageBytes) / es);
-  std::vector<float> values(static_cast<size_t>(perPiece));
   uint64_t state = 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(b.index) + 1);
-  for (float &v : values) {
+  auto next = [&state] {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
-    v = fanIn ? static_cast<float>((2.0 * u - 1.0) * a) : 1.0f;
+    return z ^ (z >> 31);
+  };
+  std::vector<float> values;
+  std::vector<uint8_t> bytes;
+  if (isFloat) {
+    values.resize(static_cast<size_t>(perPiece));
+    const double blockK = isScale ? 128.0 * static_cast<double>(w.shape.back()) : 0.0;
+    for (float &v : values) {
+      const double u = static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
+      v = isScale ? static_cast<float>(std::sqrt(3.0 / blockK))
+          : fanIn ? static_cast<float>((2.0 * u - 1.0) * a)
+                  : 1.0f;
+    }
+  } else {
+    bytes.resize(static_cast<size_t>(perPiece));
+    const double k = 32.0 * static_cast<double>(w.shape.back());
+    const auto e8m0 =
+        static_cast<uint8_t>(127 + std::lround(std::log2(1.0 / (2.25 * std::sqrt(k)))));
+    for (uint8_t &v : bytes) {
+      const auto r = static_cast<uint8_t>(next() >> 56);
+      v = b.dtype == "float8_e4m3fn" ? static_cast<uint8_t>((r & 0x80) | (r % 0x38))
+          : isScale                  ? e8m0
+                                     : r;
+    }
   }
   const std::string name = "dummy weight '" + w.name + "'";
   for (int s = 0; s < 2; ++s) {
@@ -278,8 +310,12 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   }
   // Both staging buffers hold the same values: uploads alternate without
   // waiting on one buffer.
-  for (int s = 0; s < 2; ++s)
-    convertElements("float32", values.data(), b.dtype, stage[s], values.size());
+  for (int s = 0; s < 2; ++s) {
+    if (isFloat)
+      convertElements("float32", values.data(), b.dtype, stage[s], values.size());
+    else
+      std::memcpy(stage[s], bytes.data(), bytes.size());
+  }
   const CUdeviceptr dst = address(bi);
   for (int64_t doneElems = 0; doneElems < count;) {
     const int64_t n = std::min(perPiece, count - doneElems);
