@@ -230,6 +230,21 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     --chunk=12 -o "$out/art/v41-all-picks-fp8.bf16-c12.h20" 2>/dev/null
   "$build/bin/h20-opt" "$v8/deq/model.onnx" --target=h200 --compute-type=bf16 --max-positions=1024 \
     -o "$out/art/v41-all-picks-fp8.deq-bf16.h20" 2>/dev/null
+  # tiny-all-picks from an FP8 checkpoint with FP4 routed experts
+  # (generate.py --quantize fp8-fp4-experts) exported with --fp4-experts
+  # (art/v41-all-picks-fp4.{f32,bf16}.h20: the experts stay MXFP4 on the
+  # GPU, the linears widened) and with --fp8-linears too
+  # (art/v41-all-picks-fp4.fp8-bf16.h20, as the V4.1 benchmarks run).
+  v4=$out/models/v41-all-picks-fp4
+  v41_model tiny-all-picks "$v4" --quantize fp8-fp4-experts -- --fp4-experts
+  "$py" "$root/models/deepseek_v41/export.py" "$v4/ckpt" "$v4/fp8" --fp8-linears --fp4-experts >/dev/null
+  rm -rf "$v4/ckpt"
+  for ct in f32 bf16; do
+    "$build/bin/h20-opt" "$v4/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
+      -o "$out/art/v41-all-picks-fp4.$ct.h20" 2>/dev/null
+  done
+  "$build/bin/h20-opt" "$v4/fp8/model.onnx" --target=h200 --compute-type=bf16 --max-positions=1024 \
+    -o "$out/art/v41-all-picks-fp4.fp8-bf16.h20" 2>/dev/null
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,
   # art/fp8-linear*.h20).
@@ -297,7 +312,19 @@ if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
         --max-positions=$S -o "$out/art/v41-flash-$kind.S$S.h20" 2>/dev/null
     done
   done
+  # Issue 30 (bench/v41-flash-deep.sh): eight Flash-shaped layers of every
+  # kind (configs/flash-8.json) with FP8 linears and MXFP4 routed experts,
+  # chunked, at 128K and 512K (H20_V41_DEEP=0: skipped).
+  if [[ ${H20_V41_DEEP:-1} != 0 ]]; then
+    "$py" "$root/models/deepseek_v41/export.py" --graph-only flash-8 "$fl/deep" --logits last \
+      --fp8-linears --fp4-experts >/dev/null
+    for S in 131072 524288; do
+      "$build/bin/h20-opt" "$fl/deep/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
+        --max-positions=$S -o "$out/art/v41-flash-deep.S$S.h20" 2>/dev/null
+    done
+  fi
   rm -rf "$fl"
+  cp "$root/bench/v41-flash-deep.sh" "$out/bench/"
   cp "$root"/bench/{run-bench.sh,l2-attribution.sh,cp-scaling.sh,attn_torch.py,attn_check_torch.py,attn-variants.sh,ttft_torch.py,cuda_timing.py,summarize.py,plot.py} "$out/bench/"
   commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   dirty=false

@@ -250,6 +250,25 @@ if want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]]; then
     done
   done
 fi
+# tiny-all-picks with MXFP4 routed experts (kept FP4 on the GPU: the
+# grouped GEMM dequantises in its load path) against reference.py on the
+# same checkpoint: f32 and bf16 gated as tiny-all-picks (1e-4, 2e-2); with
+# FP8 linears too (fp8-bf16) as the FP8 checkpoint case above (1e-1).
+if want deepseek && [[ -f $bundle/art/v41-all-picks-fp4.bf16.h20 ]]; then
+  dir=$bundle/models/v41-all-picks-fp4
+  for a in f32 bf16 fp8-bf16; do
+    w=$dir; tol=1e-4
+    [[ $a == bf16 ]] && tol=2e-2
+    [[ $a == fp8-bf16 ]] && { w=$dir/fp8; tol=1e-1; }
+    for S in 8 129 1000; do
+      name="deepseek-v4.1 all-picks FP4 experts $a S=$S"
+      if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
+      logits_case "$bundle/art/v41-all-picks-fp4.$a.h20" "$w" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
+        $tol "$results/v41-all-picks-fp4.$a.S$S.npy"
+      record "$name" $st "${cmp:-h20-run failed}"
+    done
+  done
+fi
 # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py: an
 # embedding, two linears with SiLU between and an LM head; K 512, N 1024,
 # V 1024): weights FP8, inputs quantised per 1 x 128 block, cuBLASLt
