@@ -27,6 +27,7 @@ std::vector<std::string> allKernels() {
     names.push_back(moeGatherKernel(t));
     names.push_back(moeSwigluKernel(t));
     names.push_back(moeCombineKernel(t));
+    names.push_back(moeFp4GemmKernel(t));
   }
   return names;
 }
@@ -55,6 +56,18 @@ TEST(MoeKernel, NamesGridsAndLimits) {
   // 512K tokens x top-6 x I 2048: capped, the kernel strides over the rest.
   EXPECT_EQ(moeSwigluGrid(int64_t(524288) * 6 * 2048), kMoeSwigluMaxCtas);
   EXPECT_EQ(moeCombineGrid(300), 300);
+
+  // The MXFP4 expert GEMM: 128 x 128 tensor-core tiles (bf16), 64 x 64
+  // CUDA-core ones (f32, f16); y bounds the experts' row tiles.
+  EXPECT_EQ(moeFp4GemmKernel(2), "h20_moe_fp4_gemm_bf16");
+  EXPECT_EQ(moeFp4GemmKernel(0), "h20_moe_fp4_gemm_f32");
+  EXPECT_EQ(moeFp4GemmKernel(3), "");
+  EXPECT_EQ(moeFp4GemmGridX(2304, 2), 18);
+  EXPECT_EQ(moeFp4GemmGridX(72, 0), 2);
+  EXPECT_EQ(moeFp4GemmGridY(16384 * 6, 384, 2), 768 + 384);
+  EXPECT_EQ(moeFp4GemmGridY(138, 4, 1), 3 + 4);
+  EXPECT_EQ(moeFp4GemmSmemBytes(2), 77824);
+  EXPECT_EQ(moeFp4GemmSmemBytes(0), 0);
 
   std::string why;
   EXPECT_TRUE(moeShapeSupported(384, 6, &why)) << why;

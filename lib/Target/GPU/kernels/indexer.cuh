@@ -35,9 +35,7 @@
 #ifndef H20_INDEXER_CUH_COMMON
 #define H20_INDEXER_CUH_COMMON
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef long long i64;
+#include "h20_tensor_core.cuh" // u16, u32, i64 and the memref parameter macros
 
 #define H20_IDX_THREADS 256
 /// Largest K (top-k or candidate blocks) the selection sorts in shared memory.
@@ -209,12 +207,6 @@ __device__ void selectTopK(const float *a, int n, int K, IdxShared &sh) {
 
 #if defined(H20_INDEXER_NAME)
 
-#define H20_MR2(T, n)                                                                              \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
-#define H20_MR3(T, n)                                                                              \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,      \
-      i64 n##_s2
-
 /// q [S, Hi, Di], keys [T, Di], weights [S, Hi], cand [S, KB] (mode 1; any
 /// i64 view otherwise), out [S, K] i64, scratch [G, W] f32 (G CTAs; W >= T,
 /// T + NB in mode 2, KB * block in mode 1).
@@ -329,6 +321,4 @@ H20_INDEXER_NAME(H20_MR3(const typename IdxElem<H20_INDEXER_Q>::T, q),
   }
 }
 
-#undef H20_MR2
-#undef H20_MR3
 #endif // H20_INDEXER_NAME

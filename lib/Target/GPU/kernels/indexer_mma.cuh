@@ -140,12 +140,6 @@ __device__ __forceinline__ void idxmWriteBest(i64 *out, i64 s0, i64 s1, u64 *buf
 
 #if defined(H20_IDXM_NAME)
 
-#define H20_MR2(T, n)                                                                              \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
-#define H20_MR3(T, n)                                                                              \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,      \
-      i64 n##_s2
-
 /// q [S, Hi, Di], keys [T, Di], weights [S, Hi], out [S, K] i64 (K <=
 /// CAP - 64); cand and scratch as in indexer.cuh, unread. Grid: at least
 /// ceil(S / R) CTAs (extra ones return), 128 threads, dynamic shared memory
@@ -401,6 +395,4 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   idxmWriteBest<CAP, R>(out + out_off, out_s0, out_s1, buf, cnt, i0, S, K, none, tid);
 }
 
-#undef H20_MR2
-#undef H20_MR3
 #endif // H20_IDXM_NAME

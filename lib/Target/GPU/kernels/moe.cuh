@@ -76,12 +76,6 @@
 #define H20_MOE_POS_GROUPS 8
 #endif
 
-// The same expansions as sparse_attention.cuh's (identical redefinitions
-// are allowed, should both ever share a translation unit).
-#define H20_MR1(T, n) T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_s0
-#define H20_MR2(T, n)                                                                              \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
-
 /// Strided views of one memref descriptor (element pointers).
 template <typename T> struct MoeView1 {
   T *p;
@@ -562,7 +556,5 @@ H20_MOE_COMBINE(h20_moe_combine_bf16, 2)
 #undef H20_MOE_COMBINE
 #undef H20_MOE_V1
 #undef H20_MOE_V2
-#undef H20_MR1
-#undef H20_MR2
 
 #endif // H20_MOE_CUH

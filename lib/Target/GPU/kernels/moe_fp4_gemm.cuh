@@ -54,13 +54,6 @@
 #define H20_FP4_SBN 64
 #define H20_FP4_SBK 32
 
-#define H20_FP4_MR1(T, n) T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_s0
-#define H20_FP4_MR2(T, n)                                                                          \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
-#define H20_FP4_MR3(T, n)                                                                          \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,     \
-      i64 n##_s2
-
 /// The views a kernel reads (element pointers, strides in elements).
 template <typename T> struct Fp4Mat {
   T *p;
@@ -373,8 +366,8 @@ __device__ __forceinline__ void fp4GemmSimt(Fp4Mat<const void> a, Fp4Weights w, 
 /// A [R, K] (DT), Wq [E, N, K / 2] i8, Ws [E, N, K / 32] i8, offsets
 /// [E + 1] i32, C [R, N] f32. Grid (ceil(N / BN), ceil(R / BM) + E).
 #define H20_FP4_ARGS(AT)                                                                           \
-  H20_FP4_MR2(AT, a), H20_FP4_MR3(const unsigned char, wq), H20_FP4_MR3(const unsigned char, ws),  \
-      H20_FP4_MR1(const int, off), H20_FP4_MR2(float, c)
+  H20_MR2(AT, a), H20_MR3(const unsigned char, wq), H20_MR3(const unsigned char, ws),              \
+      H20_MR1(const int, off), H20_MR2(float, c)
 #define H20_FP4_WEIGHTS                                                                            \
   Fp4Weights { wq + wq_off, ws + ws_off, wq_s0, wq_s1, ws_s0, ws_s1, ws_s2 }
 
@@ -397,8 +390,5 @@ H20_FP4_SIMT(h20_moe_fp4_gemm_f16, 1, u16)
 #undef H20_FP4_SIMT
 #undef H20_FP4_WEIGHTS
 #undef H20_FP4_ARGS
-#undef H20_FP4_MR1
-#undef H20_FP4_MR2
-#undef H20_FP4_MR3
 
 #endif // H20_MOE_FP4_GEMM_CUH

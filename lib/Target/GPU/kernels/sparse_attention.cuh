@@ -205,13 +205,6 @@ __device__ __forceinline__ void saStoreOut(u16 *out, i64 off, i64 s0, i64 s1, i6
 
 #if defined(H20_SA_NAME)
 
-#define H20_MR1(T, n) T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_s0
-#define H20_MR2(T, n)                                                                              \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
-#define H20_MR3(T, n)                                                                              \
-  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,      \
-      i64 n##_s2
-
 /// q [S, H, D], latent [L, D] (L >= S: positions 0..L-1, the queries the
 /// last S), sink [H], compressed [T, D] and indices
 /// [S, K] i64 (H20_SA_COMPRESSED; otherwise any views, unread), out
@@ -462,7 +455,4 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
   saStoreOut<DP>(out, out_off, out_s0, out_s1, out_s2, qs, i, h0, H, D, outVec, tid);
 }
 
-#undef H20_MR1
-#undef H20_MR2
-#undef H20_MR3
 #endif // H20_SA_NAME

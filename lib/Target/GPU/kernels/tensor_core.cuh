@@ -3,8 +3,9 @@
 // What h20's tensor-core kernels share (kernels/attention_*.cuh,
 // kernels/sparse_attention.cuh, kernels/indexer_mma.cuh, kernels/moe.cuh): 16-bit tiles in shared memory with XOR-swizzled
 // 16-byte chunks, cp.async copies into them, ldmatrix loads of mma.sync
-// m16n8k16 fragments, and the element types (0 f32, 1 f16, 2 bf16) as
-// loads, rounding and the MMA. PTX ISA: "Warp-level matrix instructions"
+// m16n8k16 fragments, the element types (0 f32, 1 f16, 2 bf16) as loads,
+// rounding and the MMA, and the memref parameter macros of every kernel
+// entry point. PTX ISA: "Warp-level matrix instructions"
 // (mma, ldmatrix) and "cp.async". Embedded with the kernels that include
 // it as "h20_tensor_core.cuh"; no host headers.
 //
@@ -16,6 +17,16 @@ typedef unsigned short u16;
 typedef unsigned int u32;
 typedef long long i64;
 typedef unsigned long long u64;
+
+/// One memref kernel parameter group in MLIR's expanded descriptor (what
+/// the GPU program's "launch" step passes, strides in elements): base,
+/// aligned, offset, sizes[rank], strides[rank]; H20_MR<rank>(type, name).
+#define H20_MR1(T, n) T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_s0
+#define H20_MR2(T, n)                                                                              \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_s0, i64 n##_s1
+#define H20_MR3(T, n)                                                                              \
+  T *n##_base, T *n, i64 n##_off, i64 n##_d0, i64 n##_d1, i64 n##_d2, i64 n##_s0, i64 n##_s1,      \
+      i64 n##_s2
 
 /// Byte offset of element (row, col) in a row-major tile of `rowElems`
 /// 16-bit elements (rowElems a multiple of 64) whose 16-byte chunks are
