@@ -35,12 +35,29 @@ bool isLastPositionSlice(Operation *op) {
   return true;
 }
 
+Operation *lmHead(Value logits, int64_t *vocab) {
+  // An inlined function body (e.g. BlockScaledMatMul's, on the CPU target)
+  // ends in Identity.
+  while (auto id = logits.getDefiningOp<ox::IdentityOp>())
+    logits = id->getOperand(0);
+  Operation *head = logits.getDefiningOp();
+  if (!isa_and_nonnull<ox::MatMulOp, ox::H20BlockScaledMatMulOp>(head))
+    return nullptr;
+  auto ht = dyn_cast<RankedTensorType>(head->getOperand(0).getType());
+  auto wt = dyn_cast<RankedTensorType>(head->getOperand(1).getType());
+  if (!ht || !wt || ht.getRank() != 3 || wt.getRank() != 2)
+    return nullptr;
+  if (vocab) // MatMul: W [K, V]; BlockScaledMatMul: W [V, K]
+    *vocab = wt.getDimSize(isa<ox::MatMulOp>(head) ? 1 : 0);
+  return head;
+}
+
 ox::SliceOp lastPositionSlice(func::FuncOp func) {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   if (ret.getNumOperands() != 1)
     return {};
-  auto mm = ret.getOperand(0).getDefiningOp<ox::MatMulOp>();
-  Operation *slice = mm ? mm->getOperand(0).getDefiningOp() : nullptr;
+  Operation *head = lmHead(ret.getOperand(0));
+  Operation *slice = head ? head->getOperand(0).getDefiningOp() : nullptr;
   return isLastPositionSlice(slice) ? cast<ox::SliceOp>(slice) : ox::SliceOp();
 }
 

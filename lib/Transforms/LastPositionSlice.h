@@ -14,8 +14,15 @@ namespace h20 {
 /// DeepSeek-V4.1 exporter (`export.py --logits last`) emits it.
 bool isLastPositionSlice(mlir::Operation *op);
 
+/// The LM head producing `logits`: onnx.MatMul(h [B, S, K], W [K, V]) or
+/// onnx.h20.BlockScaledMatMul(h [B, S, K], W [V, K] FP8, Scale) (an FP8
+/// head, DeepSeek's block-scaled linear), with ranked operands of those
+/// ranks, looking through onnx.Identity; its vocabulary size V in `vocab`.
+/// Null otherwise.
+mlir::Operation *lmHead(mlir::Value logits, int64_t *vocab = nullptr);
+
 /// The graph's last-position Slice feeding its single output's LM head
-/// MatMul (func.return(MatMul(Slice(h), W))), or null.
+/// (func.return(head(Slice(h), W ...)), head as lmHead), or null.
 onnx::SliceOp lastPositionSlice(mlir::func::FuncOp func);
 
 } // namespace h20

@@ -29,21 +29,22 @@ struct LogitsLastPass : h20::impl::LogitsLastBase<LogitsLastPass> {
         ret.emitError("--logits=last needs exactly one graph output (the logits)");
         return signalPassFailure();
       }
-      auto mm = ret.getOperand(0).getDefiningOp<ox::MatMulOp>();
-      auto ht = mm ? dyn_cast<RankedTensorType>(mm->getOperand(0).getType()) : nullptr;
-      auto wt = mm ? dyn_cast<RankedTensorType>(mm->getOperand(1).getType()) : nullptr;
-      if (!ht || !wt || ht.getRank() != 3 || wt.getRank() != 2) {
-        ret.emitError("--logits=last: the output is not an LM head MatMul([B, S, K], [K, V])");
+      int64_t vocab = 0;
+      Operation *head = h20::lmHead(ret.getOperand(0), &vocab);
+      if (!head) {
+        ret.emitError("--logits=last: the output is not an LM head MatMul([B, S, K], [K, V]) "
+                      "or BlockScaledMatMul([B, S, K], [V, K] FP8, scales)");
         return signalPassFailure();
       }
       // Already the last position only (e.g. an export made with
       // `--logits last`): nothing to cut, and a second Slice would hide the
       // first from h20-chunked-prefill, which moves this one to the
       // chunk's last real token.
-      if (h20::isLastPositionSlice(mm->getOperand(0).getDefiningOp()))
+      if (h20::isLastPositionSlice(head->getOperand(0).getDefiningOp()))
         continue;
-      OpBuilder b(mm);
-      Location loc = mm->getLoc();
+      auto ht = cast<RankedTensorType>(head->getOperand(0).getType());
+      OpBuilder b(head);
+      Location loc = head->getLoc();
       auto i64vec = [&](int64_t v) {
         auto t = RankedTensorType::get({1}, b.getI64Type());
         return ox::ConstantOp::create(b, loc, TypeRange{t}, ValueRange{},
@@ -52,19 +53,31 @@ struct LogitsLastPass : h20::impl::LogitsLastBase<LogitsLastPass> {
       };
       auto lastType = RankedTensorType::get({ht.getDimSize(0), 1, ht.getDimSize(2)},
                                             ht.getElementType());
-      Value last = ox::SliceOp::create(
-                       b, loc, TypeRange{lastType},
-                       ValueRange{mm->getOperand(0), i64vec(-1),
-                                  i64vec(std::numeric_limits<int64_t>::max()), i64vec(1)})
-                       ->getResult(0);
-      auto outType = RankedTensorType::get({ht.getDimSize(0), 1, wt.getDimSize(1)},
-                                           ht.getElementType());
-      Value logits = ox::MatMulOp::create(b, loc, TypeRange{outType},
-                                          ValueRange{last, mm->getOperand(1)})
-                         ->getResult(0);
-      ret->setOperand(0, logits);
-      if (mm->use_empty())
-        mm->erase();
+      Value last =
+          ox::SliceOp::create(b, loc, TypeRange{lastType},
+                              ValueRange{head->getOperand(0), i64vec(-1),
+                                         i64vec(std::numeric_limits<int64_t>::max()), i64vec(1)})
+              ->getResult(0);
+      // The same head (its weights, scales and attributes) on that row.
+      auto outType = RankedTensorType::get(
+          {ht.getDimSize(0), 1, vocab},
+          cast<RankedTensorType>(head->getResult(0).getType()).getElementType());
+      Operation *lastHead = b.clone(*head);
+      lastHead->setOperand(0, last);
+      lastHead->getResult(0).setType(outType);
+      Value old = ret.getOperand(0);
+      ret->setOperand(0, lastHead->getResult(0));
+      // The whole-sequence head and the Identity ops between it and the
+      // return are dead now (erased so that nothing computes them).
+      while (Operation *def = old.getDefiningOp()) {
+        if (!def->use_empty() || !(def == head || isa<ox::IdentityOp>(def)))
+          break;
+        Value in = def->getOperand(0);
+        def->erase();
+        if (def == head)
+          break;
+        old = in;
+      }
       func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                      TypeRange{outType}));
     }

@@ -67,10 +67,11 @@ def LogitsLast : Pass<"h20-logits-last", "mlir::ModuleOp"> {
   let dependentDialects = ["h20::onnx::OnnxDialect"];
   let summary = "Compute the LM head for the last position only";
   let description = [{
-    For a function returning logits [B, S, V] = MatMul(h [B, S, K], W [K, V]),
-    slices h to its last position first, so the result is [B, 1, V] and the
-    LM head costs one row instead of S (all TTFT needs). Fails when the
-    result is not produced by such a MatMul.
+    For a function returning logits [B, S, V] = MatMul(h [B, S, K], W [K, V])
+    or h20.BlockScaledMatMul(h [B, S, K], W [V, K] FP8, scales) (an FP8 LM
+    head), slices h to its last position first, so the result is [B, 1, V]
+    and the LM head costs one row instead of S (all TTFT needs). Fails when
+    the result is not produced by such a head.
   }];
 }
 
