@@ -8,9 +8,9 @@
 // with q the k-th 4-bit code of row n of Wq[e] (two per byte, element 2j
 // in the low nibble, sign in bit 3; OCP Microscaling Formats v1.0, table
 // 5) and s = Ws[e, n, k / 32], the ue8m0 scale byte (255 is NaN). The
-// weights are dequantised in the load path (shared memory to registers)
-// and never stored wider in device memory. A is f32, f16 or bf16 (the
-// element type DT), C float32.
+// weights are dequantised in the load path (the packed bytes of one k tile
+// become a bf16 tile in shared memory) and never stored wider in device
+// memory. A is f32, f16 or bf16 (the element type DT), C float32.
 //
 // The offsets are read on the device (no host round trip): CTA
 // (x, y) takes column tile x and the y-th row tile of the concatenation of
@@ -29,9 +29,10 @@
 // BK = 32, each thread 4 x 4 outputs, W decoded to float32 in shared memory:
 // the same products, float32 FMAs.
 //
-// Requirements (checked by the compiler): K a multiple of 32, A rows and
-// Wq rows contiguous (unit inner strides), A's row stride a multiple of 8
-// elements and Wq's of 16 bytes, both origins 16-byte aligned; R < 2^31.
+// Requirements: K a multiple of 32, A rows and Wq rows contiguous (unit
+// inner strides), A's row stride a multiple of 8 elements and Wq's of 16
+// bytes, both origins 16-byte aligned; R < 2^31. (The compiler checks the
+// weights' layout and K; A is the pipeline's own contiguous scratch.)
 // Launch geometry (MoeKernel.h): 256 threads, grid (ceil(N / BN),
 // ceil(R / BM) + E); dynamic shared memory H20_FP4_SMEM_BYTES (77824) for
 // bf16, none for f32 / f16.
