@@ -438,18 +438,16 @@ class Exporter:
         the routed experts (FP4 wherever `in` is a multiple of 32)."""
         if not self.fp4_experts:
             return None
-        out = []
+        # Decide for all three first (a partly FP4 layer is widened whole),
+        # then write: no orphan initializers.
+        plan = []
         for w in ("w1", "w3", "w2"):
             names = [f + f"experts.{k}.{w}.weight" for k in range(e)]
-            scales = [n[: -len(".weight")] + ".scale" for n in names]
-            wq, sq = f + f"experts.{w}.fp4", f + f"experts.{w}.scale"
+            rows, cols = self.shapes[names[0]]
             if self.ckpt is None:
-                rows, cols = self.shapes[names[0]]
                 if cols % quant.FP4_BLOCK:
                     return None
-                self.g.initializers.append(self.data.reserve(wq, [e, rows, cols // 2], np.int8))
-                self.g.initializers.append(self.data.reserve(sq, [e, rows, cols // quant.FP4_BLOCK], np.int8))
-                out.append((wq, sq))
+                plan.append((w, names, None, rows, cols))
                 continue
             for n in names:
                 if n not in self.ckpt:
@@ -458,17 +456,24 @@ class Exporter:
             if any(self.ckpt.info(n)[0] not in ("U8", "I8") or s is None or
                    self.ckpt.info(s)[0] not in ("F8_E8M0", "U8") for n, s in zip(names, stored)):
                 return None  # not (all) FP4: widened as before
-            rows, cols = self.shapes[names[0]]
+            want = ([rows, cols // 2], [rows, cols // quant.FP4_BLOCK])
             for n, s in zip(names, stored):
-                want = ([rows, cols // 2], [rows, cols // quant.FP4_BLOCK])
-                if (self.ckpt.info(n)[1], self.ckpt.info(s)[1]) != want:
+                if cols % quant.FP4_BLOCK or (self.ckpt.info(n)[1], self.ckpt.info(s)[1]) != want:
                     raise ExportError(f"{n}: an FP4 expert weight of [{rows}, {cols}] is stored as {want[0]} "
-                                      f"uint8 with ue8m0 scales {want[1]}, got {self.ckpt.info(n)[1]} and "
-                                      f"{self.ckpt.info(s)[1]}")
-            self.g.initializers.append(self.data.add_stacked(
-                wq, (self.ckpt.raw(n).view(np.int8) for n in names), e))
-            self.g.initializers.append(self.data.add_stacked(
-                sq, (self.ckpt.raw(s).view(np.int8) for s in stored), e))
+                                      f"bytes with ue8m0 scales {want[1]} (inputs a multiple of "
+                                      f"{quant.FP4_BLOCK}), got {self.ckpt.info(n)[1]} and {self.ckpt.info(s)[1]}")
+            plan.append((w, names, stored, rows, cols))
+        out = []
+        for w, names, stored, rows, cols in plan:
+            wq, sq = f + f"experts.{w}.fp4", f + f"experts.{w}.scale"
+            if stored is None:
+                self.g.initializers.append(self.data.reserve(wq, [e, rows, cols // 2], np.int8))
+                self.g.initializers.append(self.data.reserve(sq, [e, rows, cols // quant.FP4_BLOCK], np.int8))
+            else:
+                self.g.initializers.append(self.data.add_stacked(
+                    wq, (self.ckpt.raw(n).view(np.int8) for n in names), e))
+                self.g.initializers.append(self.data.add_stacked(
+                    sq, (self.ckpt.raw(s).view(np.int8) for s in stored), e))
             out.append((wq, sq))
         return out
 
