@@ -191,6 +191,10 @@ def load(name_or_path, layers=None):
         for key in ("kv_source_layer_ids", "index_source_layer_ids", "engram_layer_ids"):
             if src.get(key) is not None:
                 src[key] = [i for i in src[key] if i < layers]
+        # One table size per Engram layer, drawn in layer order: the kept
+        # layers' are a prefix.
+        if src.get("engram_num_embeddings") is not None and src.get("engram_layer_ids") is not None:
+            src["engram_num_embeddings"] = list(src["engram_num_embeddings"])[:len(src["engram_layer_ids"])]
         # A candidate source cut off with its layer: no two-level top-k.
         if src.get("candidate_source_layer_id") is not None and src["candidate_source_layer_id"] >= layers:
             src["candidate_source_layer_id"] = -1

@@ -144,6 +144,9 @@ class Exporter:
         for n in names:
             if n not in self.ckpt:
                 raise ExportError(f"checkpoint has no tensor {n!r} (needed by the config)")
+            if self.ckpt.info(n)[0] in ("U8", "I8") and self.ckpt.scale_of(n) is None:
+                raise ExportError(f"{n}: stored as {self.ckpt.info(n)[0]} bytes (packed FP4) but the "
+                                  f"checkpoint has no scales for it ({n[: -len('.weight')]}.scale)")
         parts = (np.ascontiguousarray(self.ckpt.read(n).astype(F32).T, dtype=F32) for n in names)
         self.g.initializers.append(self.data.add_stacked(out_name, parts, len(names)))
         return out_name
@@ -453,7 +456,11 @@ class Exporter:
                 if n not in self.ckpt:
                     raise ExportError(f"checkpoint has no tensor {n!r} (needed by the config)")
             stored = [self.ckpt.scale_of(n) for n in names]
-            if any(self.ckpt.info(n)[0] not in ("U8", "I8") or s is None or
+            for n, s in zip(names, stored):
+                if self.ckpt.info(n)[0] in ("U8", "I8") and s is None:
+                    raise ExportError(f"{n}: stored as {self.ckpt.info(n)[0]} bytes (packed FP4) but the "
+                                      f"checkpoint has no scales for it ({n[: -len('.weight')]}.scale)")
+            if any(self.ckpt.info(n)[0] not in ("U8", "I8") or
                    self.ckpt.info(s)[0] not in ("F8_E8M0", "U8") for n, s in zip(names, stored)):
                 return None  # not (all) FP4: widened as before
             want = ([rows, cols // 2], [rows, cols // quant.FP4_BLOCK])
@@ -557,6 +564,9 @@ class Exporter:
 def check_supported(cfg):
     if cfg["scoring_func"] != "sqrtsoftplus":
         raise ExportError(f"scoring_func {cfg['scoring_func']!r}: only sqrtsoftplus (V4.1) is exported")
+    if cfg["num_experts_per_tok"] > cfg["n_routed_experts"]:
+        raise ExportError(f"num_experts_per_tok {cfg['num_experts_per_tok']} exceeds n_routed_experts "
+                          f"{cfg['n_routed_experts']}")
     if not cfg["norm_topk_prob"] or cfg["num_experts_per_tok"] < 2:
         raise ExportError("RoutedExperts normalises the top-k weights: needs norm_topk_prob and top-k >= 2")
 
@@ -641,7 +651,8 @@ def main():
         print(export(args.checkpoint, args.out, args.logits, args.intermediates, args.graph_only,
                      args.layers or None, args.fp8_linears, args.fp4_experts))
     except (v41config.ConfigError, CheckpointError, ExportError) as e:
-        sys.exit(f"export.py: {e}")
+        print(f"export.py: {e}", file=sys.stderr)
+        sys.exit(2)  # bad input
 
 
 if __name__ == "__main__":

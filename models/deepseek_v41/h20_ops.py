@@ -254,8 +254,17 @@ def _routed_experts_body(g, w1, w3, w2):
     gate = g.op("Where", [clamped, g.op("Min", [gate_raw, limit]), gate_raw])
     up = g.op("Where", [clamped, g.op("Clip", [up_raw, g.op("Neg", [limit]), limit]), up_raw])
     act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
-    weighted = g.op("Mul", [act, g.op("Unsqueeze", [g.op("Transpose", [dense], perm=[1, 0]), g.i64(2)])])
-    y = g.op("ReduceSum", [g.op("MatMul", [weighted, w2]), g.i64(0)], keepdims=0)
+    # Every expert runs densely here; only the selected ones (weight > 0)
+    # may contribute: Where, not a multiply by 0, so that an unselected
+    # expert's inf / NaN (e.g. an E8M0 NaN scale) cannot reach Y.
+    # Both Wheres leave a selected expert's values as a plain multiply gives
+    # them (the same rounding as before they were added).
+    wt = g.op("Unsqueeze", [g.op("Transpose", [dense], perm=[1, 0]), g.i64(2)])  # [E,N,1]
+    zero = g.const(np.float32(0))
+    picked = g.op("Greater", [wt, zero])
+    weighted = g.op("Where", [picked, g.op("Mul", [act, wt]), zero])  # [E,N,I]
+    per = g.op("Where", [picked, g.op("MatMul", [weighted, w2]), zero])  # [E,N,Dm]
+    y = g.op("ReduceSum", [per, g.i64(0)], keepdims=0)
     g.op("Identity", [y], outs=["Y"])
 
 

@@ -516,7 +516,7 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
                          "16-byte aligned rows");
   const int64_t k = attrs.getAs<IntegerAttr>("top_k").getInt();
   if (std::string why; !moeShapeSupported(e, k, &why))
-    return op->emitError("GPU target: routed experts: ") << why;
+    return op->emitError("GPU target: ") << why; // why names the routed experts
   program.usesMoe = true;
   if (n == 0)
     return success();
