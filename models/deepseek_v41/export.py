@@ -144,9 +144,7 @@ class Exporter:
         for n in names:
             if n not in self.ckpt:
                 raise ExportError(f"checkpoint has no tensor {n!r} (needed by the config)")
-            if self.ckpt.info(n)[0] in ("U8", "I8") and self.ckpt.scale_of(n) is None:
-                raise ExportError(f"{n}: stored as {self.ckpt.info(n)[0]} bytes (packed FP4) but the "
-                                  f"checkpoint has no scales for it ({n[: -len('.weight')]}.scale)")
+            self.require_scales_of_packed(n)
         parts = (np.ascontiguousarray(self.ckpt.read(n).astype(F32).T, dtype=F32) for n in names)
         self.g.initializers.append(self.data.add_stacked(out_name, parts, len(names)))
         return out_name
@@ -431,6 +429,14 @@ class Exporter:
         y = g.op("Transpose", [g.op("MatMul", [grouped, wo_a])], perm=[1, 0, 2])  # [S,G,R]
         return self.linear(g.op("Reshape", [y, g.i64(-1, grp * r_o)]), a + "wo_b.weight")
 
+    def require_scales_of_packed(self, name):
+        """Refuse checkpoint tensor `name` stored as bytes (packed FP4)
+        without its scales: widening would read the bytes as numbers."""
+        dtype = self.ckpt.info(name)[0]
+        if dtype in ("U8", "I8") and self.ckpt.scale_of(name) is None:
+            raise ExportError(f"{name}: stored as {dtype} bytes (packed FP4) but the checkpoint has no "
+                              f"scales for it ({name[: -len('.weight')]}.scale)")
+
     def fp4_experts_stacked(self, f, e):
         """With fp4_experts: [(packed, scale)] initializer pairs for w1, w3, w2
         of the routed experts under prefix `f` when the checkpoint stores all
@@ -455,11 +461,8 @@ class Exporter:
             for n in names:
                 if n not in self.ckpt:
                     raise ExportError(f"checkpoint has no tensor {n!r} (needed by the config)")
+                self.require_scales_of_packed(n)
             stored = [self.ckpt.scale_of(n) for n in names]
-            for n, s in zip(names, stored):
-                if self.ckpt.info(n)[0] in ("U8", "I8") and s is None:
-                    raise ExportError(f"{n}: stored as {self.ckpt.info(n)[0]} bytes (packed FP4) but the "
-                                      f"checkpoint has no scales for it ({n[: -len('.weight')]}.scale)")
             if any(self.ckpt.info(n)[0] not in ("U8", "I8") or
                    self.ckpt.info(s)[0] not in ("F8_E8M0", "U8") for n, s in zip(names, stored)):
                 return None  # not (all) FP4: widened as before

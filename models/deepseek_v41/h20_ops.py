@@ -50,6 +50,7 @@ BlockScaledMatMul(X[..., K], W[N, K] float8e4m3fn, Scale[ceil(N/bn),
 import numpy as np
 from onnx import TensorProto, helper
 
+import quant
 from onnx_builder import H20_DOMAIN, OPSET, Graph
 
 NEG_INF = np.float32(-np.inf)
@@ -207,30 +208,20 @@ def routed_experts_mxfp4():
                      ["Y"], ["top_k", "scaling", "limit", "temp"], g)
 
 
-# e2m1 magnitudes by code 0..7 (OCP Microscaling Formats v1.0, table 5);
-# code bit 3 is the sign.
-_E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
-
-
-def _e2m1_of(codes):
-    return np.where(codes & 8, -_E2M1[codes & 7], _E2M1[codes & 7]).astype(np.float32)
-
-
 def _dequant_mxfp4(g, packed, scale):
     """float32 [E, in, out] from packed e2m1 bytes [E, out, in / 2] (element
     2j in the low nibble) and ue8m0 scales [E, out, in / 32], both int8:
     byte -> both values and code -> 2^(code - 127) by table Gathers (256
     entries; a negative int8 index counts from the end, so byte b reads
     entry b mod 256, its unsigned value)."""
-    byte = np.arange(256)
+    byte = np.arange(256, dtype=np.uint8)
+    pair = quant.unpack_e2m1(byte[:, None])  # [256, 2]: each byte's two values
     idx = g.op("Cast", [packed], to=TensorProto.INT32)
-    lo = g.op("Gather", [g.const(_e2m1_of(byte & 15), hint="e2m1_lo"), idx])
-    hi = g.op("Gather", [g.const(_e2m1_of(byte >> 4), hint="e2m1_hi"), idx])
+    lo = g.op("Gather", [g.const(np.ascontiguousarray(pair[:, 0]), hint="e2m1_lo"), idx])
+    hi = g.op("Gather", [g.const(np.ascontiguousarray(pair[:, 1]), hint="e2m1_hi"), idx])
     pairs = g.op("Concat", [g.op("Unsqueeze", [lo, g.i64(-1)]), g.op("Unsqueeze", [hi, g.i64(-1)])], axis=-1)
-    blocks = g.op("Reshape", [pairs, g.i64(0, 0, -1, 32)])  # [E, out, in / 32, 32]
-    pow2 = np.exp2(np.arange(256, dtype=np.float64) - 127)
-    pow2[255] = np.nan  # E8M0's NaN
-    pow2 = g.const(pow2.astype(np.float32), hint="e8m0")
+    blocks = g.op("Reshape", [pairs, g.i64(0, 0, -1, quant.FP4_BLOCK)])  # [E, out, in / 32, 32]
+    pow2 = g.const(quant.e8m0_to_f32(byte), hint="e8m0")  # 255: E8M0's NaN
     s = g.op("Unsqueeze", [g.op("Gather", [pow2, g.op("Cast", [scale], to=TensorProto.INT32)]), g.i64(-1)])
     w = g.op("Reshape", [g.op("Mul", [blocks, s]), g.i64(0, 0, -1)])  # [E, out, in]
     return g.op("Transpose", [w], perm=[0, 2, 1])
