@@ -230,45 +230,39 @@ if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
     done
   done
 fi
-# tiny-all-picks from an FP8 checkpoint against reference.py on the same
-# checkpoint (float32, weights dequantised): with its FP8 linears kept FP8
+# A V4.1 model made from a quantised checkpoint against reference.py on the
+# same checkpoint (float32, weights dequantised): v41_ckpt_cases MODEL
+# LABEL SPEC..., each SPEC "artifact:weights subdir:tolerance" for
+# art/MODEL.artifact.h20 at S = 8, 129, 1000.
+v41_ckpt_cases() {
+  local model=$1 label=$2 spec a sub tol w S name
+  local dir=$bundle/models/$model
+  shift 2
+  for spec in "$@"; do
+    IFS=: read -r a sub tol <<<"$spec"
+    w=$dir${sub:+/$sub}
+    for S in 8 129 1000; do
+      name="deepseek-v4.1 all-picks $label $a S=$S"
+      if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
+      logits_case "$bundle/art/$model.$a.h20" "$w" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
+        "$tol" "$results/$model.$a.S$S.npy"
+      record "$name" $st "${cmp:-h20-run failed}"
+    done
+  done
+}
+# tiny-all-picks from an FP8 checkpoint: with its FP8 linears kept FP8
 # (f32, bf16 and bf16 in 12-token chunks; inputs of the FP8 GEMMs
 # quantised per 1 x 128 block) gated on the next token and a 1e-1 bound,
 # and the dequantised export in bf16 gated as all-picks bf16 (2e-2): the
 # FP8 inputs' share of the error is the difference.
-if want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]]; then
-  dir=$bundle/models/v41-all-picks-fp8
-  for a in f32 bf16 bf16-c12 deq-bf16; do
-    w=$dir; tol=1e-1
-    [[ $a == deq-bf16 ]] && { w=$dir/deq; tol=2e-2; }
-    for S in 8 129 1000; do
-      name="deepseek-v4.1 all-picks FP8 ckpt $a S=$S"
-      if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
-      logits_case "$bundle/art/v41-all-picks-fp8.$a.h20" "$w" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
-        $tol "$results/v41-all-picks-fp8.$a.S$S.npy"
-      record "$name" $st "${cmp:-h20-run failed}"
-    done
-  done
-fi
+want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]] &&
+  v41_ckpt_cases v41-all-picks-fp8 "FP8 ckpt" f32::1e-1 bf16::1e-1 bf16-c12::1e-1 deq-bf16:deq:2e-2
 # tiny-all-picks with MXFP4 routed experts (kept FP4 on the GPU: the
-# grouped GEMM dequantises in its load path) against reference.py on the
-# same checkpoint: f32 and bf16 gated as tiny-all-picks (1e-4, 2e-2); with
-# FP8 linears too (fp8-bf16) as the FP8 checkpoint case above (1e-1).
-if want deepseek && [[ -f $bundle/art/v41-all-picks-fp4.bf16.h20 ]]; then
-  dir=$bundle/models/v41-all-picks-fp4
-  for a in f32 bf16 fp8-bf16; do
-    w=$dir; tol=1e-4
-    [[ $a == bf16 ]] && tol=2e-2
-    [[ $a == fp8-bf16 ]] && { w=$dir/fp8; tol=1e-1; }
-    for S in 8 129 1000; do
-      name="deepseek-v4.1 all-picks FP4 experts $a S=$S"
-      if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
-      logits_case "$bundle/art/v41-all-picks-fp4.$a.h20" "$w" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
-        $tol "$results/v41-all-picks-fp4.$a.S$S.npy"
-      record "$name" $st "${cmp:-h20-run failed}"
-    done
-  done
-fi
+# grouped GEMM dequantises in its load path): f32 and bf16 gated as
+# tiny-all-picks (1e-4, 2e-2); with FP8 linears too (fp8-bf16) as the FP8
+# checkpoint case above (1e-1).
+want deepseek && [[ -f $bundle/art/v41-all-picks-fp4.bf16.h20 ]] &&
+  v41_ckpt_cases v41-all-picks-fp4 "FP4 experts" f32::1e-4 bf16::2e-2 fp8-bf16:fp8:1e-1
 # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py: an
 # embedding, two linears with SiLU between and an LM head; K 512, N 1024,
 # V 1024): weights FP8, inputs quantised per 1 x 128 block, cuBLASLt
