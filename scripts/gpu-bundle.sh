@@ -196,6 +196,14 @@ v41_model() {
     "$py" "$root/models/deepseek_v41/reference.py" "$dir/ckpt" "$dir/ids-$S.npy" "$dir/ref-$S.npy" >/dev/null
   done
 }
+# v41_art ONNX NAME COMPUTE [H20-OPT ARGS...]: a tiny V4.1 model's GPU
+# artifact art/NAME.h20 (h200, prompts up to 1024 tokens).
+v41_art() {
+  local onnx=$1 name=$2 ct=$3
+  shift 3
+  "$build/bin/h20-opt" "$onnx" --target=h200 --compute-type="$ct" --max-positions=1024 "$@" \
+    -o "$out/art/$name.h20" 2>/dev/null
+}
 if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   for cfg in tiny tiny-all-picks tiny-window tiny-chunked; do
     name=${cfg/#tiny-/}
@@ -204,12 +212,10 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     rm -rf "$v41/ckpt"
     chunk=(); [[ $cfg == tiny-window || $cfg == tiny-chunked ]] && chunk=(--chunk=12)
     for ct in f32 bf16; do
-      "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
-        "${chunk[@]}" -o "$out/art/v41-$name.$ct.h20" 2>/dev/null
+      v41_art "$v41/model.onnx" "v41-$name.$ct" "$ct" "${chunk[@]}"
       # tiny (Engram too) also in chunks of 12: art/v41-tiny-c12.*.
       if [[ $cfg == tiny ]]; then
-        "$build/bin/h20-opt" "$v41/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
-          --chunk=12 -o "$out/art/v41-tiny-c12.$ct.h20" 2>/dev/null
+        v41_art "$v41/model.onnx" "v41-tiny-c12.$ct" "$ct" --chunk=12
       fi
     done
   done
@@ -223,13 +229,10 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   "$py" "$root/models/deepseek_v41/export.py" "$v8/ckpt" "$v8/deq" >/dev/null
   rm -rf "$v8/ckpt"
   for ct in f32 bf16; do
-    "$build/bin/h20-opt" "$v8/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
-      -o "$out/art/v41-all-picks-fp8.$ct.h20" 2>/dev/null
+    v41_art "$v8/model.onnx" "v41-all-picks-fp8.$ct" "$ct"
   done
-  "$build/bin/h20-opt" "$v8/model.onnx" --target=h200 --compute-type=bf16 --max-positions=1024 \
-    --chunk=12 -o "$out/art/v41-all-picks-fp8.bf16-c12.h20" 2>/dev/null
-  "$build/bin/h20-opt" "$v8/deq/model.onnx" --target=h200 --compute-type=bf16 --max-positions=1024 \
-    -o "$out/art/v41-all-picks-fp8.deq-bf16.h20" 2>/dev/null
+  v41_art "$v8/model.onnx" v41-all-picks-fp8.bf16-c12 bf16 --chunk=12
+  v41_art "$v8/deq/model.onnx" v41-all-picks-fp8.deq-bf16 bf16
   # tiny-all-picks from an FP8 checkpoint with FP4 routed experts
   # (generate.py --quantize fp8-fp4-experts) exported with --fp4-experts
   # (art/v41-all-picks-fp4.{f32,bf16}.h20: the experts stay MXFP4 on the
@@ -240,11 +243,9 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   "$py" "$root/models/deepseek_v41/export.py" "$v4/ckpt" "$v4/fp8" --fp8-linears --fp4-experts >/dev/null
   rm -rf "$v4/ckpt"
   for ct in f32 bf16; do
-    "$build/bin/h20-opt" "$v4/model.onnx" --target=h200 --compute-type=$ct --max-positions=1024 \
-      -o "$out/art/v41-all-picks-fp4.$ct.h20" 2>/dev/null
+    v41_art "$v4/model.onnx" "v41-all-picks-fp4.$ct" "$ct"
   done
-  "$build/bin/h20-opt" "$v4/fp8/model.onnx" --target=h200 --compute-type=bf16 --max-positions=1024 \
-    -o "$out/art/v41-all-picks-fp4.fp8-bf16.h20" 2>/dev/null
+  v41_art "$v4/fp8/model.onnx" v41-all-picks-fp4.fp8-bf16 bf16
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,
   # art/fp8-linear*.h20).
