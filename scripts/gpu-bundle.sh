@@ -217,6 +217,13 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       if [[ $cfg == tiny ]]; then
         v41_art "$v41/model.onnx" "v41-tiny-c12.$ct" "$ct" --chunk=12
       fi
+      # Chunks of 20 (>= the window's 15 rows before a chunk, not a divisor
+      # of 16, 129 or 1000): the window latents in rings of 15 + 20 rows
+      # (art/v41-{tiny,window,chunked}-c20.*); chunks of 12 keep them in
+      # caches of every position.
+      if [[ $cfg != tiny-all-picks ]]; then
+        v41_art "$v41/model.onnx" "v41-$name-c20.$ct" "$ct" --chunk=20
+      fi
     done
   done
   # tiny-all-picks from an FP8 checkpoint (generate.py --quantize fp8),
@@ -233,6 +240,9 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   done
   v41_art "$v8/model.onnx" v41-all-picks-fp8.bf16-c12 bf16 --chunk=12
   v41_art "$v8/deq/model.onnx" v41-all-picks-fp8.deq-bf16 bf16
+  # The FP8 linears kept FP8 in memory but run as bf16 GEMMs on a
+  # dequantised temporary (--fp8-gemm=dequantize): bf16 activations.
+  v41_art "$v8/model.onnx" v41-all-picks-fp8.bf16-deqgemm bf16 --fp8-gemm=dequantize
   # tiny-all-picks from an FP8 checkpoint with FP4 routed experts
   # (generate.py --quantize fp8-fp4-experts) exported with --fp4-experts
   # (art/v41-all-picks-fp4.{f32,bf16}.h20: the experts stay MXFP4 on the

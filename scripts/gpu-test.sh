@@ -210,11 +210,14 @@ seed_dense() { # layers S name
 # chunks of 12 tokens (window latents, compressed entries, indexer keys and
 # Engram's token ids through caches) against the same whole-prompt
 # reference: tiny-window gated as tiny-all-picks; the other two (tiny's
-# top-k choices) gated in f32, their bf16 reported as tiny's.
+# top-k choices) gated in f32, their bf16 reported as tiny's. The -c20
+# variants run in chunks of 20, their window latents in rings (the 15 rows
+# before the chunk, then its own), gated as their 12-token runs.
 if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
-  for model in tiny all-picks window chunked tiny-c12; do
+  for model in tiny all-picks window chunked tiny-c12 tiny-c20 window-c20 chunked-c20; do
+    base=${model%-c[0-9]*}
     dir=$bundle/models/v41
-    [[ $model != tiny && $model != tiny-c12 ]] && dir=$bundle/models/v41-$model
+    [[ $base != tiny ]] && dir=$bundle/models/v41-$base
     [[ -f $bundle/art/v41-$model.f32.h20 ]] || continue
     for ct in f32 bf16; do
       for S in 8 129 1000; do
@@ -223,7 +226,7 @@ if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
         tol=1e-4; [[ $ct == bf16 ]] && tol=2e-2
         logits_case "$bundle/art/v41-$model.$ct.h20" "$dir" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
           $tol "$results/v41-$model.$ct.S$S.npy"
-        [[ ($model == tiny || $model == chunked || $model == tiny-c12) && $ct == bf16 && $st == FAIL &&
+        [[ ($base == tiny || $base == chunked) && $ct == bf16 && $st == FAIL &&
            -n ${cmp:-} ]] && st=INFO
         record "$name" $st "${cmp:-h20-run failed}"
       done
@@ -254,9 +257,12 @@ v41_ckpt_cases() {
 # (f32, bf16 and bf16 in 12-token chunks; inputs of the FP8 GEMMs
 # quantised per 1 x 128 block) gated on the next token and a 1e-1 bound,
 # and the dequantised export in bf16 gated as all-picks bf16 (2e-2): the
-# FP8 inputs' share of the error is the difference.
+# FP8 inputs' share of the error is the difference. bf16-deqgemm keeps the
+# weights FP8 in memory but runs bf16 GEMMs on a dequantised temporary
+# (--fp8-gemm=dequantize): gated as the dequantised export.
 want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]] &&
-  v41_ckpt_cases v41-all-picks-fp8 "FP8 ckpt" f32::1e-1 bf16::1e-1 bf16-c12::1e-1 deq-bf16:deq:2e-2
+  v41_ckpt_cases v41-all-picks-fp8 "FP8 ckpt" f32::1e-1 bf16::1e-1 bf16-c12::1e-1 deq-bf16:deq:2e-2 \
+    bf16-deqgemm::2e-2
 # tiny-all-picks with MXFP4 routed experts (kept FP4 on the GPU: the
 # grouped GEMM dequantises in its load path): f32 and bf16 gated as
 # tiny-all-picks (1e-4, 2e-2); with FP8 linears too (fp8-bf16) as the FP8

@@ -69,24 +69,30 @@ std::string blockerSummary(ArrayRef<std::pair<Operation *, std::string>> blocker
   return out;
 }
 
-/// One row operand that a chunk's op must see for every earlier position
-/// too, and how many tokens one row stands for.
+/// One row operand that a chunk's op must see for earlier positions too,
+/// how many tokens one row stands for, and how many rows before the chunk
+/// it reads: `ring` >= 0 for a sparse attention's window latents (the
+/// W - 1 positions before the chunk's first), -1 for every earlier row.
 struct RowRead {
   OpOperand *use;
   int64_t ratio;
+  int64_t ring = -1;
 };
 
 /// The rows DeepSeek-V4.1's ops read across chunks: a sparse attention's
-/// window latents (a row per token) and compressed entries, an indexer's
-/// keys (a row per group of `ratio` tokens; a sparse attention's ratio is
-/// its indices' indexer's), a lookback Gather's data (a row per token:
-/// Engram's earlier token ids), in program order.
-SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToken) {
+/// window latents (a row per token; the W - 1 rows before the chunk when
+/// the chunk holds at least that many, see cacheRows) and compressed
+/// entries, an indexer's keys (a row per group of `ratio` tokens; a sparse
+/// attention's ratio is its indices' indexer's), a lookback Gather's data
+/// (a row per token: Engram's earlier token ids), in program order.
+SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToken,
+                              int64_t chunk) {
   SmallVector<RowRead> reads;
   auto ratioOf = [](Operation *op) { return op->getAttrOfType<IntegerAttr>("ratio").getInt(); };
   for (Operation &op : func.getBody().front()) {
     if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
-      reads.push_back({&sa.getLatentMutable(), 1});
+      const int64_t before = static_cast<int64_t>(sa.getWindow()) - 1;
+      reads.push_back({&sa.getLatentMutable(), 1, before <= chunk ? before : -1});
       if (sa.getCompressed())
         reads.push_back({&sa.getCompressedMutable()[0], ratioOf(sa.getIndices().getDefiningOp())});
     } else if (isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op)) {
@@ -103,12 +109,36 @@ SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToke
 /// group of `ratio` tokens) and indexer keys; so does a lookback Gather
 /// (Engram's token ids of the positions before). A chunk computes only its own
 /// rows, so each distinct row value gets a slot in a KV cache of rows (one
-/// kind, no value half) per row kind (width, element type, ratio): the
-/// chunk's rows are written
-/// at row p0 / ratio, each reader reads rows 0 .. (p0 + S) / ratio and
-/// takes p0 as its start. Chunks hold whole groups (PerTokenOps checks the
-/// chunk size), so the chunk's first group is group p0 / ratio. Capacity:
-/// max-positions rounded up to whole chunks, divided by the ratio.
+/// kind, no value half) per row kind (width, element type, ratio, ring):
+///  - growing slots (ring -1): the chunk's rows are written at row
+///    p0 / ratio, each reader reads rows 0 .. (p0 + S) / ratio and takes p0
+///    as its start. Chunks hold whole groups (PerTokenOps checks the chunk
+///    size), so the chunk's first group is group p0 / ratio. Capacity:
+///    max-positions rounded up to whole chunks, divided by the ratio.
+///  - window rings (ring R = W - 1 >= 0 rows before the chunk, R <= C):
+///    R + C rows. Rows [0, R) hold positions p0 - R .. p0 - 1, the chunk's
+///    rows are written at row R, the reader views rows 0 .. R + S and
+///    takes p0 - R as its latent_start (rows of negative positions are
+///    never read). Before the write, rows [C, C + R) (the last R positions
+///    of the previous chunk, which had C rows: every chunk but the last
+///    does, GpuProgram's chunkSchedule) move to [0, R); with R <= C the two
+///    ranges do not overlap. So a window layer holds R + C rows instead of
+///    max-positions.
+/// A window ring's move before a chunk's write (cacheRows): rows
+/// [chunk, chunk + ring) of `slot` to rows [0, ring). Returns the cache.
+/// (Bufferization moves them through a temporary of `ring` rows: the view
+/// aliases the cache it is written into.)
+Value shiftRing(OpBuilder &b, Location loc, Value cache, h20::kv::CacheType type, int64_t slot,
+                int64_t ring, int64_t chunk) {
+  auto rowsType = RankedTensorType::get({1, 1, ring, type.getShape().back()},
+                                        type.getElementType());
+  Value last = h20::kv::ViewOp::create(b, loc, rowsType, cache,
+                                       arith::ConstantIndexOp::create(b, loc, ring),
+                                       arith::ConstantIndexOp::create(b, loc, chunk), slot, 0);
+  return h20::kv::WriteOp::create(b, loc, type, cache, last,
+                                  arith::ConstantIndexOp::create(b, loc, 0), slot, 0);
+}
+
 LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64_t chunk,
                         ArrayRef<RowRead> reads) {
   if (reads.empty())
@@ -119,18 +149,18 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
                             "max-positions and a chunk size");
   MLIRContext *ctx = func.getContext();
   struct Kind {
-    int64_t dim, ratio;
+    int64_t dim, ratio, ring;
     Type elt;
     SmallVector<Value> values;
     Value cache;
     h20::kv::CacheType type;
   };
   SmallVector<Kind> kinds;
-  auto kindOf = [&](int64_t dim, Type elt, int64_t ratio) -> Kind & {
+  auto kindOf = [&](int64_t dim, Type elt, int64_t ratio, int64_t ring) -> Kind & {
     for (Kind &k : kinds)
-      if (k.dim == dim && k.elt == elt && k.ratio == ratio)
+      if (k.dim == dim && k.elt == elt && k.ratio == ratio && k.ring == ring)
         return k;
-    kinds.push_back({dim, ratio, elt, {}, Value(), {}});
+    kinds.push_back({dim, ratio, ring, elt, {}, Value(), {}});
     return kinds.back();
   };
   // [n] rows are [n, 1].
@@ -148,7 +178,7 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     if (r.ratio < 1 || chunk % r.ratio)
       return r.use->getOwner()->emitError("chunked prefill: the chunk size ")
              << chunk << " is not a multiple of the ratio " << r.ratio;
-    Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio);
+    Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio, r.ring);
     if (!llvm::is_contained(k.values, v))
       k.values.push_back(v);
   }
@@ -162,8 +192,9 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     const int64_t align =
         std::min<int64_t>(128, static_cast<int64_t>(llvm::PowerOf2Ceil(rowBytes)));
     // One kind (no value half): the rows are read as they were written.
+    const int64_t rows = k.ring >= 0 ? k.ring + chunk : capacity / k.ratio;
     k.type = h20::kv::CacheType::get(
-        ctx, {static_cast<int64_t>(k.values.size()), 1, 1, capacity / k.ratio, k.dim}, k.elt,
+        ctx, {static_cast<int64_t>(k.values.size()), 1, 1, rows, k.dim}, k.elt,
         h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, align, /*page=*/0));
     k.cache = h20::kv::AllocOp::create(b, func.getLoc(), k.type, ValueRange{});
   }
@@ -178,6 +209,9 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
       return tokens;
     return arith::DivUIOp::create(b, loc, tokens, arith::ConstantIndexOp::create(b, loc, ratio));
   };
+  // A ring reader's latent_start, set once every read is rewired (a new
+  // operand moves the op's operands, which `reads` points at).
+  SmallVector<std::pair<h20::attn::SparseAttentionOp, Value>> latentStarts;
   // Per reader, its writes before its views: a view taken before a later
   // in-place write to the same cache would make bufferization copy it.
   for (size_t i = 0; i < reads.size();) {
@@ -192,26 +226,34 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
         const RowRead &r = reads[j];
         Value v = r.use->get();
         auto t = cast<RankedTensorType>(v.getType());
-        Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio);
+        Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio, r.ring);
         int64_t slot = llvm::find(k.values, v) - k.values.begin();
         auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, k.dim}, k.elt);
         if (pass == 0) {
           if (!written.insert({v, &k}).second)
             continue;
+          if (k.ring > 0)
+            k.cache = shiftRing(b, loc, k.cache, k.type, slot, k.ring, chunk);
           SmallVector<OpFoldResult> shape{b.getIndexAttr(1), b.getIndexAttr(1),
                                           tensor::getMixedSize(b, loc, v, 0),
                                           b.getIndexAttr(k.dim)};
           Value rows = tensor::ExpandShapeOp::create(b, loc, rowsType, v, rowsOf4d(t), shape);
-          k.cache = h20::kv::WriteOp::create(b, loc, k.type, k.cache, rows,
-                                             perRow(loc, p0, r.ratio), slot, 0);
+          Value at = k.ring >= 0 ? Value(arith::ConstantIndexOp::create(b, loc, k.ring))
+                                 : perRow(loc, p0, r.ratio);
+          k.cache = h20::kv::WriteOp::create(b, loc, k.type, k.cache, rows, at, slot, 0);
           continue;
         }
         // The query is operand 0 of every reader: S of this chunk.
-        Value len = perRow(
-            loc,
-            arith::AddIOp::create(b, loc, p0, tensor::DimOp::create(b, loc, op->getOperand(0), 0)),
-            r.ratio);
-        Value view = h20::kv::ViewOp::create(b, loc, rowsType, k.cache, len, slot, 0);
+        Value S = tensor::DimOp::create(b, loc, op->getOperand(0), 0);
+        Value len = k.ring >= 0
+                        ? Value(arith::AddIOp::create(
+                              b, loc, arith::ConstantIndexOp::create(b, loc, k.ring), S))
+                        : perRow(loc, arith::AddIOp::create(b, loc, p0, S), r.ratio);
+        Value view = h20::kv::ViewOp::create(b, loc, rowsType, k.cache, len, Value(), slot, 0);
+        if (k.ring >= 0)
+          latentStarts.push_back(
+              {cast<h20::attn::SparseAttentionOp>(op),
+               arith::SubIOp::create(b, loc, p0, arith::ConstantIndexOp::create(b, loc, k.ring))});
         if (t.getRank() == 2) {
           r.use->set(tensor::CollapseShapeOp::create(
               b, loc, RankedTensorType::get({ShapedType::kDynamic, k.dim}, k.elt), view,
@@ -245,6 +287,8 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     auto back = tensor::CastOp::create(b, op->getLoc(), rt, r);
     r.replaceAllUsesExcept(back, back);
   };
+  for (auto &[sa, start] : latentStarts)
+    sa.getLatentStartMutable().assign(start);
   // Every reader's query row i is position p0 + i.
   for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
     if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
@@ -421,7 +465,7 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       return failure();
     if (!whole) {
       // Both read the analysis of the original graph: collect, then rewrite.
-      SmallVector<RowRead> reads = rowReads(func, perToken);
+      SmallVector<RowRead> reads = rowReads(func, perToken, chunk);
       PositionUsers users = positionUsers(func, perToken);
       globalizePositions(func, p0, perToken, users);
       if (failed(cacheRows(func, p0, maxPositions, chunk, reads)))

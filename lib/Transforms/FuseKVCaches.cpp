@@ -120,8 +120,8 @@ struct FuseKVCachesPass : h20::impl::FuseKVCachesBase<FuseKVCachesPass> {
       Value len = tensor::DimOp::create(b, l, op.getKey(), 2);
       auto kType = cast<RankedTensorType>(op.getKey().getType());
       auto vType = cast<RankedTensorType>(op.getValue().getType());
-      Value kView = kv::ViewOp::create(b, l, kType, cache, len, slot, 0);
-      Value vView = kv::ViewOp::create(b, l, vType, cache, len, slot, 1);
+      Value kView = kv::ViewOp::create(b, l, kType, cache, len, Value(), slot, 0);
+      Value vView = kv::ViewOp::create(b, l, vType, cache, len, Value(), slot, 1);
       op.getKeyMutable().assign(kView);
       op.getValueMutable().assign(vView);
     }

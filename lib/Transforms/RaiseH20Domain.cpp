@@ -55,7 +55,8 @@ void raiseAttention(OpBuilder &b, Operation *op, FloatAttr scale, IntegerAttr wi
   Value idx = op->getNumOperands() == 5 ? op->getOperand(4) : Value();
   auto a = attn::SparseAttentionOp::create(
       b, op->getLoc(), rt, op->getOperand(0), op->getOperand(1), op->getOperand(2), c, idx,
-      /*start=*/Value(), f64(b, scale), b.getI64IntegerAttr(window.getInt()));
+      /*start=*/Value(), /*latentStart=*/Value(), f64(b, scale),
+      b.getI64IntegerAttr(window.getInt()));
   op->getResult(0).replaceAllUsesWith(a.getResult());
 }
 

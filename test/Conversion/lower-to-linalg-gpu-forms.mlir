@@ -68,6 +68,29 @@ func.func @indexer_candidates_call(%q: tensor<16x4x24xf32>, %k: tensor<40x24xf32
 
 // -----
 
+// A window ring's call: the latent cut to its first start + S -
+// latent_start rows, and the start carried as the length - 1 of a last i8
+// input (the `ring` attribute says so).
+// CHECK-LABEL: func.func @sparse_attention_ring_call
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<?x64x512xbf16>, %[[L:[a-z0-9]+]]: tensor<?x512xbf16>, %{{.*}}: tensor<64xf32>, %[[P0:[a-z0-9]+]]: index, %[[FIRST:[a-z0-9]+]]: index
+// CHECK: %[[S:.*]] = tensor.dim %[[Q]], %c0
+// CHECK: %[[END:.*]] = arith.addi %[[P0]], %[[S]]
+// CHECK: %[[ROWS:.*]] = arith.subi %[[END]], %[[FIRST]]
+// CHECK: %[[LAT:.*]] = tensor.extract_slice %[[L]][0, 0] [%[[ROWS]], 512] [1, 1]
+// CHECK: %[[N:.*]] = arith.addi %[[P0]], %c1
+// CHECK: %[[CARRIER:.*]] = tensor.empty(%[[N]]) : tensor<?xi8>
+// CHECK: linalg.generic
+// CHECK-SAME: library_call = "h20_sparse_attention"
+// CHECK-SAME: ins(%[[Q]], %[[LAT]], %{{.*}}, %[[CARRIER]] : tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>, tensor<?xi8>)
+// CHECK: h20.sparse_attention = {ring, scale = 0.044194173824159216 : f64, window = 128 : i64}
+func.func @sparse_attention_ring_call(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<64xf32>,
+                                      %p0: index, %first: index) -> tensor<?x64x512xbf16> {
+  %0 = attn.sparse_attention %q, %l, %s start(%p0) latent_start(%first) {scale = 0.044194173824159216 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
+  return %0 : tensor<?x64x512xbf16>
+}
+
+// -----
+
 // attn.sparse_attention in bf16 (f16 alike) is one `h20_sparse_attention`
 // call carrying q, latent, sink, compressed rows, indices and the result;
 // its attributes are the scale and the window.

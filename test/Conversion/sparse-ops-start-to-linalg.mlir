@@ -19,6 +19,27 @@ func.func @sparse_attention_at_start(%q: tensor<?x4x40xf32>, %l: tensor<?x40xf32
 
 // -----
 
+// A window ring: the window position start + i - j is latent row
+// start + i - j - latent_start, read only when both are >= 0.
+// CHECK-LABEL: func.func @sparse_attention_ring
+// CHECK-SAME: %[[P0:[a-z0-9]+]]: index, %[[FIRST:[a-z0-9]+]]: index
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: %[[J:.*]] = linalg.index 2 : index
+// CHECK: %[[POS:.*]] = arith.addi %[[I]], %[[P0]] : index
+// CHECK: %[[WPOS:.*]] = arith.subi %[[POS]], %[[J]] : index
+// CHECK: %[[POSOK:.*]] = arith.cmpi sge, %[[WPOS]]
+// CHECK: %[[ROW:.*]] = arith.subi %[[WPOS]], %[[FIRST]] : index
+// CHECK: %[[ROWOK:.*]] = arith.cmpi sge, %[[ROW]]
+// CHECK: arith.andi %[[POSOK]], %[[ROWOK]]
+// CHECK: tensor.extract %{{.*}}[%[[ROW]], %{{.*}}] : tensor<?x40xf32>
+func.func @sparse_attention_ring(%q: tensor<?x4x40xf32>, %l: tensor<?x40xf32>, %s: tensor<4xf32>, %p0: index, %first: index) -> tensor<?x4x40xf32> {
+  %0 = attn.sparse_attention %q, %l, %s start(%p0) latent_start(%first) {scale = 0.125 : f64, window = 16 : i64} : (tensor<?x4x40xf32>, tensor<?x40xf32>, tensor<4xf32>) -> tensor<?x4x40xf32>
+  return %0 : tensor<?x4x40xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @indexer_at_start
 // CHECK-SAME: %[[P0:[a-z0-9]+]]: index
 // CHECK: scf.for %[[I:.*]] = %c0

@@ -6,15 +6,16 @@
 // the compressed entries and indexer keys (one row per group) go into a
 // cache per row kind (width, type, ratio) at row p0 / ratio, capacity
 // max-positions rounded up to whole chunks (12) / ratio = 6 rows; every
-// reader takes rows 0 .. (p0 + S) / ratio and start p0, the window latents
-// (ratio 1, 12 rows) likewise. The indexer's picks get the static K =
-// topk. With chunk 6 and ratio 4 (@ratio4) the groups would straddle
+// reader takes rows 0 .. (p0 + S) / ratio and start p0. The window
+// latents go into a ring of the W - 1 = 3 rows before the chunk and its 4
+// (7 rows; chunked-prefill-sparse-window.mlir). The indexer's picks get
+// the static K = topk. With chunk 6 and ratio 4 (@ratio4) the groups would straddle
 // chunks: the whole prompt runs as one chunk, and the warning says why.
 
 // CHECK-LABEL: func.func @compressed
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
 // CHECK-SAME: h20.chunked = {capacity = 12 : i64, chunk = 4 : i64
-// CHECK-DAG: %[[WIN:.*]] = kv.alloc() : !kv.cache<1x1x1x12x8xf32
+// CHECK-DAG: %[[WIN:.*]] = kv.alloc() : !kv.cache<1x1x1x7x8xf32
 // CHECK-DAG: %[[CMP:.*]] = kv.alloc() : !kv.cache<1x1x1x6x8xf32
 // The indexer: its keys written at p0 / 2, read up to (p0 + S) / 2.
 // CHECK: %[[R0:.*]] = arith.divui %[[P0]], %[[C2:.*]] : index
@@ -25,13 +26,16 @@
 // CHECK: %[[K:.*]] = tensor.collapse_shape %[[KV]]
 // CHECK: %[[PICKS:.*]] = attn.indexer_topk %{{.*}}, %[[K]], %{{.*}} start(%[[P0]]) {{.*}} -> tensor<?x2xi64>
 // CHECK: %[[DYN:.*]] = tensor.cast %[[PICKS]] : tensor<?x2xi64> to tensor<?x?xi64>
-// The attention: its latent written at p0 (a new kind, ratio 1), the
-// compressed entries (the keys' value: already in the cache) read again.
-// CHECK: kv.write %{{.*}} into %[[WIN]][layer = 0, kind = 0] at %[[P0]]
+// The attention: its latent written into the ring at row 3 after the
+// previous chunk's last 3 rows moved to the front, the compressed entries
+// (the keys' value: already in the cache) read again.
+// CHECK: %[[LAST:.*]] = kv.view %[[WIN]][layer = 0, kind = 0] from %{{.*}} length
+// CHECK: %[[SHIFTED:.*]] = kv.write %[[LAST]] into %[[WIN]][layer = 0, kind = 0]
+// CHECK: kv.write %{{.*}} into %[[SHIFTED]][layer = 0, kind = 0] at
 // CHECK: kv.view
 // CHECK: %[[CV:.*]] = kv.view %[[KW]][layer = 0, kind = 0] length
 // CHECK: %[[C:.*]] = tensor.collapse_shape %[[CV]]
-// CHECK: attn.sparse_attention %{{.*}}, %{{.*}}, %{{.*}} compressed(%[[C]] : tensor<?x8xf32>, %[[DYN]] : tensor<?x?xi64>) start(%[[P0]])
+// CHECK: attn.sparse_attention %{{.*}}, %{{.*}}, %{{.*}} compressed(%[[C]] : tensor<?x8xf32>, %[[DYN]] : tensor<?x?xi64>) start(%[[P0]]) latent_start(
 func.func @compressed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
   %x3 = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>

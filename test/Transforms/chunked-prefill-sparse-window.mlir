@@ -1,20 +1,37 @@
 // RUN: h20-opt %s --split-input-file --verify-diagnostics --h20-chunked-prefill="whole-prompt-fallback=true chunk=16 max-positions=40" | FileCheck %s
+// RUN: h20-opt %s --split-input-file --h20-chunked-prefill="whole-prompt-fallback=true chunk=2 max-positions=40" 2>/dev/null | FileCheck %s --check-prefix=SMALL
 // DeepSeek-V4.1's window-only sparse attention runs a chunk at a time: its
-// latent goes into a KV cache (slot 0's key half; capacity max-positions
-// rounded up to whole chunks, 48) at the chunk's start p0, and the
-// attention reads positions 0 .. p0 + S of it with start p0.
+// latent goes into a window ring (slot 0's key half) of W - 1 = 3 rows
+// before the chunk and the chunk's 16: before the chunk's write at row 3,
+// rows [16, 19) (the previous chunk's last 3) move to rows [0, 3); the
+// attention reads rows 0 .. 3 + S with start p0 and latent_start p0 - 3.
 
 // CHECK-LABEL: func.func @window_only
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
 // CHECK-SAME: h20.chunked = {capacity = 48 : i64, chunk = 16 : i64, dim = 1 : i64, input = 0 : i64, output = "rows"}
-// CHECK: %[[CACHE:.*]] = kv.alloc() : !kv.cache<1x1x1x48x8xf32
+// CHECK: %[[CACHE:.*]] = kv.alloc() : !kv.cache<1x1x1x19x8xf32
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: %[[LAST:.*]] = kv.view %[[CACHE]][layer = 0, kind = 0] from %[[C16]] length %[[C3]] {{.*}} -> tensor<1x1x3x8xf32>
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[SHIFTED:.*]] = kv.write %[[LAST]] into %[[CACHE]][layer = 0, kind = 0] at %[[C0]]
 // CHECK: %[[ROWS:.*]] = tensor.expand_shape %[[LAT:.*]] {{\[\[}}0, 1, 2], [3]] output_shape [1, 1, %{{.*}}, 8] : tensor<?x8xf32> into tensor<1x1x?x8xf32>
-// CHECK: %[[W:.*]] = kv.write %[[ROWS]] into %[[CACHE]][layer = 0, kind = 0] at %[[P0]]
+// CHECK: %[[AT:.*]] = arith.constant 3 : index
+// CHECK: %[[W:.*]] = kv.write %[[ROWS]] into %[[SHIFTED]][layer = 0, kind = 0] at %[[AT]]
 // CHECK: %[[S:.*]] = tensor.dim %[[Q:.*]], %c0
-// CHECK: %[[LEN:.*]] = arith.addi %[[P0]], %[[S]] : index
+// CHECK: %[[LEN:.*]] = arith.addi %{{.*}}, %[[S]] : index
 // CHECK: %[[V:.*]] = kv.view %[[W]][layer = 0, kind = 0] length %[[LEN]]
+// CHECK: %[[FIRST:.*]] = arith.subi %[[P0]], %{{.*}} : index
 // CHECK: %[[L:.*]] = tensor.collapse_shape %[[V]] {{\[\[}}0, 1, 2], [3]] : tensor<1x1x?x8xf32> into tensor<?x8xf32>
-// CHECK: attn.sparse_attention %[[Q]], %[[L]], %{{.*}} start(%[[P0]]) {scale = 5.000000e-01 : f64, window = 4 : i64}
+// CHECK: attn.sparse_attention %[[Q]], %[[L]], %{{.*}} start(%[[P0]]) latent_start(%[[FIRST]]) {scale = 5.000000e-01 : f64, window = 4 : i64}
+// With chunks of 2 (< the 3 rows before a chunk) the latent goes into a
+// cache of every position (capacity 40) at p0, read from row 0 with start
+// p0 and no latent_start.
+// SMALL-LABEL: func.func @window_only
+// SMALL: kv.alloc() : !kv.cache<1x1x1x40x8xf32
+// SMALL-NOT: from
+// SMALL: kv.write %{{.*}} into %{{.*}}[layer = 0, kind = 0] at %arg1
+// SMALL: attn.sparse_attention {{.*}} start(%arg1) {scale
 func.func @window_only(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
   %x = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>

@@ -281,6 +281,10 @@ struct Case {
   /// Queries at prompt positions start.. (a later prefill chunk): the
   /// latent holds start + S rows, the queries the last S.
   int64_t start = 0;
+  /// A window ring (>= 0): the latent holds only the `ring` positions
+  /// before start, then the chunk's S (ChunkedPrefill.cpp's cacheRows);
+  /// rows of positions < 0 hold NaN, which must never be read.
+  int64_t ring = -1;
 };
 
 /// Runs one case; returns the output as floats [S, H, D] (for bit compares).
@@ -288,11 +292,13 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   std::mt19937_64 rng(uint64_t(cs.S * 131 + cs.H * 7 + cs.D + cs.K * 3 + cs.dt));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
   HostCase c{cs.S, cs.H, cs.D, cs.T, cs.K, cs.W, cs.start, {}, {}, {}, {}, {}};
-  const int64_t L = cs.start + cs.S; // latent rows
+  const int64_t L = cs.ring >= 0 ? cs.ring + cs.S : cs.start + cs.S; // latent rows
+  // Latent row r holds position first + r.
+  const int64_t first = cs.ring >= 0 ? cs.start - cs.ring : 0;
   const bool compressed = cs.K > 0;
   auto round = [&](float x) { return from16(cs.dt, to16(cs.dt, x)); };
   c.q.resize(size_t(c.S * c.H * c.D));
-  c.lat.resize(size_t(L * c.D));
+  c.lat.resize(size_t((cs.start + cs.S) * c.D)); // by position
   c.cmp.resize(size_t(std::max<int64_t>(c.T, 1) * c.D));
   c.sink.resize(size_t(c.H));
   for (float &x : c.q)
@@ -342,7 +348,9 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
         hq[size_t(base + i * qPitchS + h * qPitchH + d)] = to16(cs.dt, c.q[size_t((i * c.H + h) * c.D + d)]);
   for (int64_t i = 0; i < L; ++i)
     for (int64_t d = 0; d < c.D; ++d)
-      hlat[size_t(latBase + i * latPitch + d)] = to16(cs.dt, c.lat[size_t(i * c.D + d)]);
+      hlat[size_t(latBase + i * latPitch + d)] =
+          first + i < 0 ? uint16_t(0x7fc1)
+                        : to16(cs.dt, c.lat[size_t((first + i) * c.D + d)]);
   for (int64_t t = 0; t < c.T; ++t)
     for (int64_t d = 0; d < c.D; ++d)
       hcmp[size_t(base + t * cmpPitch + d)] = to16(cs.dt, c.cmp[size_t(t * c.D + d)]);
@@ -377,6 +385,7 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   pushMemref(slots, dout.ptr, base, {c.S, c.H, c.D}, {qPitchS, qPitchH, 1});
   pushF32(slots, float(scale * 1.4426950408889634));
   slots.push_back(uint64_t(c.W));
+  slots.push_back(uint64_t(cs.start));
   const int64_t smem = sparseAttentionSmemBytes(k.paddedDim, c.W + c.K);
   launch(f, unsigned(c.S), unsigned((c.H + 63) / 64), kSparseAttentionThreads, unsigned(smem), slots);
   check(api->cuCtxSynchronize(), "sparse attention kernel");
@@ -431,6 +440,13 @@ bool runChecks() {
       // 350-row latent, window reaching back into the earlier chunk.
       {"chunk at position 250", 2, 0, 100, 64, 128, 175, 64, 128, kContiguous, 250},
       {"chunk at position 7, strided", 1, 1, 40, 4, 40, 23, 16, 8, kStrided, 7},
+      // Window rings: the latent holds the W - 1 rows before the chunk,
+      // then the chunk's; in the first chunk those rows are positions < 0
+      // (NaN, never read), and with start < W - 1 some of them.
+      {"ring, first chunk", 2, 0, 150, 64, 128, 0, 0, 128, kContiguous, 0, 127},
+      {"ring, chunk at position 100", 2, 0, 100, 64, 128, 50, 64, 128, kContiguous, 100, 127},
+      {"ring, chunk at position 400", 2, 0, 100, 64, 128, 250, 64, 128, kContiguous, 400, 127},
+      {"ring, chunk at position 20, strided", 1, 1, 40, 4, 40, 23, 16, 16, kStrided, 20, 15},
   };
   bool all = true;
   std::vector<uint16_t> contiguous;
@@ -497,6 +513,7 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
   pushMemref(slots, dout.ptr, 0, {S, H, D}, {H * D, D, 1});
   pushF32(slots, float(scale * 1.4426950408889634));
   slots.push_back(uint64_t(W));
+  slots.push_back(uint64_t(0)); // start: the whole prompt
   const unsigned smem = unsigned(sparseAttentionSmemBytes(512, W + K));
   launch(f, unsigned(S), 1, kSparseAttentionThreads, smem, slots);
   check(api->cuCtxSynchronize(), "sparse attention kernel");

@@ -93,7 +93,8 @@ FailureOr<SmallVector<Value>> lowerKV(OpBuilder &b, Operation *op) {
   auto view = cast<h20::kv::ViewOp>(op);
   Value cache = op->getOperand(0);
   auto rt = cast<RankedTensorType>(view.getResult().getType());
-  SmallVector<OpFoldResult> offsets{idx(view.getLayer()), idx(view.getKind()), idx(0), idx(0),
+  SmallVector<OpFoldResult> offsets{idx(view.getLayer()), idx(view.getKind()), idx(0),
+                                    view.getOffset() ? OpFoldResult(view.getOffset()) : idx(0),
                                     idx(0)};
   // A static result length wins over the (then constant-valued) operand.
   OpFoldResult length = rt.isDynamicDim(2) ? OpFoldResult(view.getLength())

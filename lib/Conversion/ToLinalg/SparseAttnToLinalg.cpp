@@ -36,21 +36,29 @@ Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x, Value y)
 }
 
 /// Key slot j of query row i (prompt position start + i) of an
-/// attn.sparse_attention: slots [0, W) are the window rows start + i - j,
-/// slots [W, W + K) the compressed rows indices[i, j - W]. `valid` says
-/// whether the slot holds a visible key.
+/// attn.sparse_attention: slots [0, W) are the window positions
+/// start + i - j (latent row start + i - j - latentStart: a window ring's
+/// first row is position latentStart; a null latentStart is 0), slots
+/// [W, W + K) the compressed rows indices[i, j - W]. `valid` says whether
+/// the slot holds a visible key (a window position >= 0 whose row is in
+/// the latent).
 struct KeySlot {
   Value valid;     ///< i1
   Value fromWin;   ///< i1: the key is latent[row] (else compressed[row])
   Value row;       ///< index, meaningful when valid
 };
 
-KeySlot keySlot(OpBuilder &b, Location loc, Value i, Value start, Value j, int64_t window,
-                Value indices, Value numCompressed) {
+KeySlot keySlot(OpBuilder &b, Location loc, Value i, Value start, Value latentStart, Value j,
+                int64_t window, Value indices, Value numCompressed) {
   Value w = cIdx(b, loc, window), zero = cIdx(b, loc, 0);
   Value inWindow = cmpI(b, loc, arith::CmpIPredicate::slt, j, w);
   Value winRow = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, i, start), j);
   Value winOk = cmpI(b, loc, arith::CmpIPredicate::sge, winRow, zero);
+  if (latentStart) {
+    winRow = arith::SubIOp::create(b, loc, winRow, latentStart);
+    winOk = arith::AndIOp::create(b, loc, winOk,
+                                  cmpI(b, loc, arith::CmpIPredicate::sge, winRow, zero));
+  }
   if (!indices)
     return {arith::AndIOp::create(b, loc, inWindow, winOk), inWindow, winRow};
   // Compressed slot k = j - W (clamped into range so the read is in bounds
@@ -111,6 +119,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
   Value S = dimOf(b, loc, q, 0), H = dimOf(b, loc, q, 1), D = dimOf(b, loc, q, 2);
   Value T = compressed ? dimOf(b, loc, compressed, 0) : cIdx(b, loc, 0);
   Value start = op.getStart() ? op.getStart() : cIdx(b, loc, 0);
+  Value latentStart = op.getLatentStart();
   Value slots = cIdx(b, loc, window);
   int64_t staticSlots = window;
   if (indices) {
@@ -124,7 +133,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
   // Element d of query row i's key in slot j (i is loop dim 0).
   auto keyAt = [&](OpBuilder &nb, Location nl, unsigned jDim, unsigned dDim) {
     Value i = linalg::IndexOp::create(nb, nl, 0), j = linalg::IndexOp::create(nb, nl, jDim);
-    KeySlot slot = keySlot(nb, nl, i, start, j, window, indices, T);
+    KeySlot slot = keySlot(nb, nl, i, start, latentStart, j, window, indices, T);
     return readKey(nb, nl, slot, linalg::IndexOp::create(nb, nl, dDim), latent, compressed, ct);
   };
 
@@ -147,7 +156,7 @@ FailureOr<Value> lowerSparseAttention(OpBuilder &b, attn::SparseAttentionOp op) 
                      parallel(3),
                      [&](OpBuilder &nb, Location nl, ValueRange a) {
                        Value i = linalg::IndexOp::create(nb, nl, 0), j = linalg::IndexOp::create(nb, nl, 2);
-                       KeySlot slot = keySlot(nb, nl, i, start, j, window, indices, T);
+                       KeySlot slot = keySlot(nb, nl, i, start, latentStart, j, window, indices, T);
                        Value s = arith::MulFOp::create(nb, nl, a[0], floatConst(nb, nl, ct, scale));
                        linalg::YieldOp::create(
                            nb, nl, ValueRange{arith::SelectOp::create(nb, nl, slot.valid, s,
@@ -428,9 +437,13 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
   if (!kernelApplies)
     return lowerSparseAttention(b, op);
   // The kernel takes the queries as the last S of the latent's rows: with a
-  // start, the latent is cut to its first start + S rows (a view, no copy).
+  // start, the latent is cut to its first start + S - latent_start rows (a
+  // view, no copy).
+  Value latentStart = op.getLatentStart();
   if (Value start = op.getStart()) {
     Value rows = arith::AddIOp::create(b, loc, start, dimOf(b, loc, q, 0));
+    if (latentStart)
+      rows = arith::SubIOp::create(b, loc, rows, latentStart);
     auto lt = cast<RankedTensorType>(latent.getType());
     SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0)};
     SmallVector<OpFoldResult> sizes{rows, tensor::getMixedSize(b, loc, latent, 1)};
@@ -446,6 +459,14 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
   SmallVector<Value> ins{q, latent, sink};
   if (compressed)
     ins.append({compressed, indices});
+  // A window ring's kernel also needs the queries' start (its first rows
+  // may be positions < 0): it rides along as the length minus one of a
+  // last, never-read i8 input, as the indexer's (lowerIndexerToLibraryCall
+  // says why not as a scalar).
+  if (latentStart)
+    ins.push_back(tensor::EmptyOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type()),
+        ValueRange{arith::AddIOp::create(b, loc, op.getStart(), cIdx(b, loc, 1))}));
   SmallVector<Value> operands(ins);
   operands.push_back(init);
   SmallVector<AffineMap> maps;
@@ -461,12 +482,16 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
           f = arith::AddFOp::create(nb, nl, f, a[3]);
           f = arith::AddFOp::create(nb, nl, f, arith::SIToFPOp::create(nb, nl, et, a[4]));
         }
+        if (latentStart)
+          f = arith::AddFOp::create(nb, nl, f, arith::SIToFPOp::create(nb, nl, et, a[a.size() - 2]));
         linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, f, a.back())});
       });
   g.setLibraryCallAttr(b.getStringAttr(kSparseAttentionLibraryCall));
-  g->setAttr(kSparseAttentionAttrs,
-             b.getDictionaryAttr({b.getNamedAttr("scale", op.getScaleAttr()),
-                                  b.getNamedAttr("window", b.getI64IntegerAttr(window))}));
+  SmallVector<NamedAttribute> attrs{b.getNamedAttr("scale", op.getScaleAttr()),
+                                    b.getNamedAttr("window", b.getI64IntegerAttr(window))};
+  if (latentStart) // the last input carries the start
+    attrs.push_back(b.getNamedAttr("ring", b.getUnitAttr()));
+  g->setAttr(kSparseAttentionAttrs, b.getDictionaryAttr(attrs));
   return g.getResult(0);
 }
 

@@ -415,14 +415,28 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   auto attrs = op->getAttrOfType<DictionaryAttr>("h20.sparse_attention");
   if (!attrs)
     return op->emitError("GPU target: sparse attention call without its attributes");
-  const unsigned numIns = op.getNumDpsInputs();
+  // A window ring's call has one more, last input: [start + 1] i8
+  // carrying the queries' start (SparseAttnToLinalg.cpp).
+  const bool hasStart = static_cast<bool>(attrs.get("ring"));
+  const unsigned numIns = op.getNumDpsInputs() - (hasStart ? 1 : 0);
   if ((numIns != 3 && numIns != 5) || op.getNumDpsInits() != 1)
     return op->emitError("GPU target: internal: malformed sparse attention call");
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
-  const SmallVector<View> &v = *operands;
+  SmallVector<View> v = *operands;
   const bool compressed = numIns == 5;
+  // Query row 0's prompt position; without a ring the latent's rows are
+  // positions 0..L-1 and the queries its last S: start = L - S.
+  Lin start = v[1].sizes.empty() || v[0].sizes.empty() ? Lin{0} : v[1].sizes[0] - v[0].sizes[0];
+  if (hasStart) {
+    const View &carrier = v[numIns];
+    if (carrier.sizes.size() != 1)
+      return op->emitError("GPU target: internal: the sparse attention's start carrier is not "
+                           "rank 1");
+    start = carrier.sizes[0] - Lin{1};
+    v.erase(v.begin() + numIns);
+  }
   const View &q = v[0], &lat = v[1], &sink = v[2], &out = v.back();
   // Window-only: the kernel never reads compressed rows or indices; any
   // rank-2 views fill their parameters.
@@ -456,6 +470,7 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   const double scale = attrs.getAs<FloatAttr>("scale").getValueAsDouble();
   args.push_back(f32Arg(scale * 1.4426950408889634));
   args.push_back(intArg(runtime::LaunchArg::I64, Lin{window}));
+  args.push_back(intArg(runtime::LaunchArg::I64, start));
   runtime::LaunchStep launch = launchStep(modules.sparseAttention, kernel.name(), q.sizes[0],
                                           kSparseAttentionThreads, smem, std::move(args));
   launch.grid[1] = runtime::LinearExpr::constant((heads + kSparseAttentionHeadsPerCta - 1) /

@@ -281,6 +281,14 @@ func.func @scores_group(%q: tensor<1x8x16x16xf32>, %k: tensor<1x2x16x16xf32>) ->
 
 // -----
 
+func.func @sparse_attention_ring_without_start(%q: tensor<8x4x64xf32>, %kv: tensor<8x64xf32>, %s: tensor<4xf32>, %first: index) -> tensor<8x4x64xf32> {
+  // expected-error @+1 {{a latent_start (a window ring) needs the queries' start}}
+  %0 = attn.sparse_attention %q, %kv, %s latent_start(%first) {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
 func.func @sparse_attention_latent(%q: tensor<8x4x64xf32>, %kv: tensor<8x32xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
   // expected-error @+1 {{latent must be [L, D] of the query [S, H, D]}}
   %0 = attn.sparse_attention %q, %kv, %s {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x32xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>

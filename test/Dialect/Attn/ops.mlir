@@ -119,6 +119,15 @@ func.func @sparse_ops_at_start(%q: tensor<?x64x512xf32>, %kv: tensor<?x512xf32>,
   return %0 : tensor<?x64x512xf32>
 }
 
+// A window ring: latent row r is position %first + r.
+// CHECK-LABEL: func.func @sparse_attention_ring
+// CHECK: attn.sparse_attention %{{.*}}, %{{.*}}, %{{.*}} start(%{{.*}}) latent_start(%{{.*}}) {scale = 1.250000e-01 : f64, window = 128 : i64}
+func.func @sparse_attention_ring(%q: tensor<?x64x512xf32>, %kv: tensor<?x512xf32>, %sink: tensor<64xf32>,
+                                 %p0: index, %first: index) -> tensor<?x64x512xf32> {
+  %0 = attn.sparse_attention %q, %kv, %sink start(%p0) latent_start(%first) {scale = 0.125 : f64, window = 128 : i64} : (tensor<?x64x512xf32>, tensor<?x512xf32>, tensor<64xf32>) -> tensor<?x64x512xf32>
+  return %0 : tensor<?x64x512xf32>
+}
+
 // CHECK-LABEL: func.func @indexer
 // CHECK: attn.indexer_candidates %{{.*}}, %{{.*}}, %{{.*}} {block_size = 8 : i64, blocks = 2048 : i64, ratio = 1 : i64, scale = 0.08837890625 : f64}
 // CHECK: attn.indexer_topk %{{.*}}, %{{.*}}, %{{.*}} candidates(%{{.*}} : tensor<?x?xi64>) {block_size = 8 : i64, ratio = 1 : i64, scale = 0.08837890625 : f64, topk = 512 : i64}

@@ -28,3 +28,13 @@ func.func @static_bf16_seq_major() -> !kv.cache<8x2x32x1024x128xbf16, #kv.layout
   %c = kv.alloc() : !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>>
   return %c : !kv.cache<8x2x32x1024x128xbf16, #kv.layout<order = [3, 0, 1, 2, 4], align = 128>>
 }
+
+// A view of tokens [offset, offset + length) (a window ring's last rows).
+// CHECK-LABEL: func.func @view_from
+// CHECK: kv.view %{{.*}}[layer = 0, kind = 0] from %{{.*}} length %{{.*}} : !kv.cache<1x1x1x35x40xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>> -> tensor<1x1x15x40xbf16>
+func.func @view_from(%c: !kv.cache<1x1x1x35x40xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>) -> tensor<1x1x15x40xbf16> {
+  %at = arith.constant 20 : index
+  %n = arith.constant 15 : index
+  %v = kv.view %c[layer = 0, kind = 0] from %at length %n : !kv.cache<1x1x1x35x40xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>> -> tensor<1x1x15x40xbf16>
+  return %v : tensor<1x1x15x40xbf16>
+}

@@ -305,8 +305,11 @@ LogicalResult SparseAttentionOp::verify() {
     return emitOpError("latent must be [L, D] of the query [S, H, D]");
   if (!getStart() && !compatible(q.getDimSize(0), kv.getDimSize(0)))
     return emitOpError("latent must be [S, D] of the query [S, H, D] (or give a start)");
-  // L >= start + S where known: a constant start, static L and S.
-  if (getStart() && !q.isDynamicDim(0) && !kv.isDynamicDim(0)) {
+  if (getLatentStart() && !getStart())
+    return emitOpError("a latent_start (a window ring) needs the queries' start");
+  // L >= start + S where known: a constant start, static L and S (a ring's
+  // latent, with its own start, is checked by its producer).
+  if (getStart() && !getLatentStart() && !q.isDynamicDim(0) && !kv.isDynamicDim(0)) {
     int64_t start = 0;
     APInt value;
     if (matchPattern(getStart(), m_ConstantInt(&value)))

@@ -2,6 +2,7 @@
 #include "h20/Dialect/KV/IR/KVDialect.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -169,7 +170,20 @@ LogicalResult WriteOp::verify() {
 }
 
 LogicalResult ViewOp::verify() {
-  return verifySlice(*this, getCache().getType(),
-                     cast<RankedTensorType>(getResult().getType()), getLayer(),
-                     getKind(), "result");
+  if (failed(verifySlice(*this, getCache().getType(),
+                         cast<RankedTensorType>(getResult().getType()), getLayer(), getKind(),
+                         "result")))
+    return failure();
+  // offset + length within the capacity where both are constants.
+  APInt offset(64, 0), length;
+  if ((!getOffset() || matchPattern(getOffset(), m_ConstantInt(&offset))) &&
+      matchPattern(getLength(), m_ConstantInt(&length))) {
+    const int64_t capacity = getCache().getType().getShape()[3];
+    if (offset.getSExtValue() < 0 || length.getSExtValue() < 0 ||
+        offset.getSExtValue() + length.getSExtValue() > capacity)
+      return emitOpError("tokens [")
+             << offset.getSExtValue() << ", " << offset.getSExtValue() + length.getSExtValue()
+             << ") are outside the cache's capacity " << capacity;
+  }
+  return success();
 }

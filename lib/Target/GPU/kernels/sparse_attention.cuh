@@ -103,16 +103,16 @@ __device__ __forceinline__ void saLoadQuery(unsigned char *qs, u32 qsAddr, const
   }
 }
 
-/// The key slots query row i (prompt position pos) attends, compacted in
+/// The key slots query row i (latent row pos) attends, compacted in
 /// slot order into `list`: window slot j < window is latent row pos - j
-/// (kept as pos - j when >= 0),
+/// (kept as pos - j when >= lo, the first visible row),
 /// slot window + k is compressed row c = idx[i, k] (element off + i * s0 +
 /// k * s1; kept as -2 - c when
 /// 0 <= c < T; CMP only). Returns their count. `warpCounts`: 8 words.
 template <bool CMP>
-__device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64 pos, i64 window,
-                                          i64 K, i64 T, const i64 *idx, i64 off, i64 s0, i64 s1,
-                                          int tid) {
+__device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64 pos, i64 lo,
+                                          i64 window, i64 K, i64 T, const i64 *idx, i64 off,
+                                          i64 s0, i64 s1, int tid) {
   const i64 slots = window + K;
   int n = 0;
   for (i64 base = 0; base < slots; base += H20_SA_THREADS) {
@@ -120,7 +120,7 @@ __device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64
     int code = 0;
     bool valid = false;
     if (j < window) {
-      valid = pos - j >= 0;
+      valid = pos - j >= lo;
       code = static_cast<int>(pos - j);
     } else if (CMP && j < slots) {
       const i64 c = idx[off + i * s0 + (j - window) * s1];
@@ -205,16 +205,19 @@ __device__ __forceinline__ void saStoreOut(u16 *out, i64 off, i64 s0, i64 s1, i6
 
 #if defined(H20_SA_NAME)
 
-/// q [S, H, D], latent [L, D] (L >= S: positions 0..L-1, the queries the
-/// last S), sink [H], compressed [T, D] and indices
+/// q [S, H, D], latent [L, D] (L >= S, the queries' own rows the last S),
+/// sink [H], compressed [T, D] and indices
 /// [S, K] i64 (H20_SA_COMPRESSED; otherwise any views, unread), out
 /// [S, H, D]. Grid (S, ceil(H / 64)), 256 threads; dynamic shared memory
 /// sparseAttentionSmemBytes(DP, window + K) (SparseAttentionKernel.h).
-/// scaleLog2: the score scale times log2(e); window: W >= 0.
+/// scaleLog2: the score scale times log2(e); window: W >= 0; start: query
+/// row 0's prompt position, so latent row r is position r + start - (L - S)
+/// (start = L - S: row r is position r; a window ring's first W - 1 rows
+/// precede the chunk), and rows of negative positions are never read.
 extern "C" __global__ void __launch_bounds__(H20_SA_THREADS, 1)
 H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, sink),
             H20_MR2(const u16, cmp), H20_MR2(const i64, idx), H20_MR3(u16, out),
-            float scaleLog2, i64 window) {
+            float scaleLog2, i64 window, i64 start) {
   typedef H20Elem<H20_SA_DT> E;
   constexpr int DP = H20_SA_DP;
   constexpr int CHUNKS = DP / 8;                 // 16-byte chunks per row
@@ -232,10 +235,13 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const i64 i = blockIdx.x;
-  // The queries are the last S of the latent's L positions (a chunk of a
-  // chunked prefill reads the cache of every earlier token; L = S for a
-  // whole prompt): query row i is prompt position L - S + i.
+  // The queries are the last S of the latent's L rows (a chunk of a
+  // chunked prefill reads the cache of every earlier token, or a window
+  // ring; L = S for a whole prompt): query row i is latent row L - S + i.
+  // Rows before `lo` hold positions < 0 (a ring before its first W - 1
+  // tokens): never read, whatever their bytes.
   const i64 pos = lat_d0 - q_d0 + i;
+  const i64 lo = lat_d0 - q_d0 - start > 0 ? lat_d0 - q_d0 - start : 0;
   const i64 H = q_d1, D = q_d2;
   const i64 h0 = static_cast<i64>(blockIdx.y) * H20_SA_ROWS;
   const u32 qsAddr = h20SmemAddr(qs), kvAddr = h20SmemAddr(kvs), psAddr = h20SmemAddr(ps);
@@ -262,9 +268,10 @@ H20_SA_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void, 
   // as -2 - c -----------------------------------------------------------------
 #if H20_SA_COMPRESSED
   const int n =
-      saSlotList<true>(list, warpCounts, i, pos, window, K, T, idx, idx_off, idx_s0, idx_s1, tid);
+      saSlotList<true>(list, warpCounts, i, pos, lo, window, K, T, idx, idx_off, idx_s0, idx_s1,
+                       tid);
 #else
-  const int n = saSlotList<false>(list, warpCounts, i, pos, window, 0, 0, idx, 0, 0, 0, tid);
+  const int n = saSlotList<false>(list, warpCounts, i, pos, lo, window, 0, 0, idx, 0, 0, 0, tid);
 #endif
   __syncthreads();
 

@@ -317,7 +317,11 @@ def Attn_SparseAttentionOp : Attn_Op<"sparse_attention", [Pure, AttrSizedOperand
     parallel rank's), query row r is the prompt's position i = start + r
     and the latent holds positions 0..L-1 with L >= start + S (one chunk's
     queries over the cache of every earlier token); without it, start = 0
-    and L = S.
+    and L = S. With `latent_start` too (index, may be negative), latent row
+    r holds position latent_start + r (a window ring: the W - 1 rows before
+    the chunk, then the chunk's own), L >= start + S - latent_start, and
+    rows of negative positions are never read; the window rows of every
+    query must be in the latent (latent_start <= max(start - W + 1, 0)).
     Shapes: q [S, H, D], latent [L, D], sink [H], compressed [T, D],
     indices [S, K] (i64); result [S, H, D]. f32 accumulation.
     Source: transformers models/deepseek_v41 (DeepseekV41Attention,
@@ -327,12 +331,13 @@ def Attn_SparseAttentionOp : Attn_Op<"sparse_attention", [Pure, AttrSizedOperand
                    Attn_FloatTensor:$sink,
                    Optional<Attn_FloatTensor>:$compressed,
                    Optional<RankedTensorOf<[I64]>>:$indices,
-                   Optional<Index>:$start,
+                   Optional<Index>:$start, Optional<Index>:$latent_start,
                    F64Attr:$scale, I64Attr:$window);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $latent `,` $sink (`compressed` `(` $compressed^ `:` type($compressed) `,`
-    $indices `:` type($indices) `)`)? (`start` `(` $start^ `)`)? attr-dict `:`
+    $indices `:` type($indices) `)`)? (`start` `(` $start^ `)`)?
+    (`latent_start` `(` $latent_start^ `)`)? attr-dict `:`
     `(` type($query) `,` type($latent) `,` type($sink) `)` `->` type($result)
   }];
   let hasVerifier = 1;

@@ -38,18 +38,19 @@ def KV_WriteOp : KV_Op<"write", [Pure, AllTypesMatch<["cache", "result"]>]> {
 }
 
 def KV_ViewOp : KV_Op<"view", [Pure]> {
-  let summary = "View the first `length` tokens of one layer's keys or values";
+  let summary = "View `length` tokens of one layer's keys or values";
   let description = [{
     Returns tensor [1, kv_heads, length, head_dim] holding logical
-    [layer, kind, :, 0:length, :] of `cache`. `length` is in tokens (index)
-    and must not exceed the cache capacity at run time.
+    [layer, kind, :, offset:offset + length, :] of `cache` (offset 0 when
+    absent: the first `length` tokens). `offset` and `length` are in tokens
+    (index); offset + length must not exceed the cache capacity at run time.
     Errors: as for kv.write; the result's static dims must match the cache.
   }];
-  let arguments = (ins KV_CacheType:$cache, Index:$length, I64Attr:$layer,
-                   I64Attr:$kind);
+  let arguments = (ins KV_CacheType:$cache, Index:$length, Optional<Index>:$offset,
+                   I64Attr:$layer, I64Attr:$kind);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $cache `[` `layer` `=` $layer `,` `kind` `=` $kind `]` `length` $length
+    $cache `[` `layer` `=` $layer `,` `kind` `=` $kind `]` (`from` $offset^)? `length` $length
     attr-dict `:` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;
