@@ -256,6 +256,19 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     v41_art "$v4/model.onnx" "v41-all-picks-fp4.$ct" "$ct"
   done
   v41_art "$v4/fp8/model.onnx" v41-all-picks-fp4.fp8-bf16 bf16
+  # Expert parallelism (h20-opt --gpus T --parallel tensor: each rank holds
+  # E / T of the routed experts, an all-reduce sums their shares) for T =
+  # 2, 4, 8: art/BASE.tpT.h20 beside art/BASE.h20, which
+  # scripts/gpu-tp-check.sh runs on T virtual ranks against BASE on one GPU.
+  for t in 2 4 8; do
+    for ct in f32 bf16; do
+      v41_art "$out/models/v41-all-picks/model.onnx" "v41-all-picks.$ct.tp$t" "$ct" \
+        --gpus $t --parallel tensor
+      v41_art "$v4/model.onnx" "v41-all-picks-fp4.$ct.tp$t" "$ct" --gpus $t --parallel tensor
+    done
+    v41_art "$out/models/v41-chunked/model.onnx" "v41-chunked-c20.f32.tp$t" f32 --chunk=20 \
+      --gpus $t --parallel tensor
+  done
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,
   # art/fp8-linear*.h20).

@@ -213,12 +213,12 @@ seed_dense() { # layers S name
 # top-k choices) gated in f32, their bf16 reported as tiny's. The -c20
 # variants run in chunks of 20, their window latents in rings (the 15 rows
 # before the chunk, then its own), gated as their 12-token runs.
-if want deepseek && [[ -f $bundle/art/v41-tiny.f32.h20 ]]; then
+if want deepseek; then
   for model in tiny all-picks window chunked tiny-c12 tiny-c20 window-c20 chunked-c20; do
     base=${model%-c[0-9]*}
     dir=$bundle/models/v41
     [[ $base != tiny ]] && dir=$bundle/models/v41-$base
-    [[ -f $bundle/art/v41-$model.f32.h20 ]] || continue
+    [[ -f $bundle/art/v41-$model.f32.h20 && -d $dir ]] || continue
     for ct in f32 bf16; do
       for S in 8 129 1000; do
         name="deepseek-v4.1 $model $ct S=$S"

@@ -8,7 +8,8 @@
 #   scripts/gpu-tp-check.sh BUNDLE   (a bundle made by scripts/gpu-bundle.sh,
 #                                     e.g. H20_BUNDLE_BENCH=tp)
 # Cases: the last-position fixture artifacts art/llama_*.{f32,bf16}.last
-# (.tpT).h20 at S = 1024; seed-dense shapes, 2 layers, S = 32768
+# (.tpT).h20 at S = 1024; DeepSeek-V4.1's expert parallelism on tiny
+# configs (art/v41-*.tpT.h20, below); seed-dense shapes, 2 layers, S = 32768
 # (art/seed-dense-2l.bf16.last(.tpT).h20; weights generated here with
 # models/llama/generate.py, removed afterwards); the GPU unit tests of the
 # mode (h20-gpu-unittests *TensorParallel*).
@@ -100,6 +101,22 @@ for art in "$bundle"/art/llama_*.last.h20; do
   tol=2e-2
   [[ $b == *.f32* ]] && tol=1e-4
   compare "$b" "$art" "$bundle/models/$m.ids1024.npy" "$bundle/models" $tol
+done
+
+# DeepSeek-V4.1 expert parallelism (gpu-bundle.sh: art/v41-*.tpT.h20):
+# tiny-all-picks with float and with MXFP4 experts, f32 and bf16, and
+# tiny-chunked in 20-token chunks (f32), each rank holding E / T experts,
+# at S = 129 against the same artifact unsplit on one GPU: f32 within
+# 1e-5, bf16 within 2e-2 (each rank rounds its share to bf16 before the
+# all-reduce), the same next token.
+for art in "$bundle"/art/v41-*.h20; do
+  b=$(basename "$art" .h20)
+  [[ $b == *.tp[0-9]* || ! -f ${art%.h20}.tp2.h20 ]] && continue
+  m=${b%%.*}
+  m=${m%-c[0-9]*}
+  tol=2e-2
+  [[ $b == *.f32* ]] && tol=1e-5
+  compare "$b.S129" "$art" "$bundle/models/$m/ids-129.npy" "$bundle/models/$m" $tol
 done
 
 sd=$bundle/seed-dense-2l

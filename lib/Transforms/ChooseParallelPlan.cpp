@@ -25,6 +25,22 @@ namespace {
 struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallelPlanPass> {
   using ChooseParallelPlanBase::ChooseParallelPlanBase;
 
+  /// Why h20-run's context parallelism cannot run `module`, or "": its
+  /// ring moves dense K/V of attn.attention layers; DeepSeek-V4.1's sparse
+  /// attention and indexers read rows of their own caches it does not
+  /// exchange (their tensor / expert-parallel plan splits the experts).
+  static std::string contextWhy(ModuleOp module) {
+    bool sparse = false;
+    module.walk([&](Operation *op) {
+      if (isa<h20::attn::SparseAttentionOp, h20::attn::IndexerTopKOp,
+              h20::attn::IndexerCandidatesOp>(op))
+        sparse = true;
+    });
+    return sparse ? "context parallelism does not run DeepSeek-V4.1's sparse attention and "
+                    "indexers (their caches of rows are not exchanged between ranks)"
+                  : "";
+  }
+
   /// The cost model's predictions of both plans (< 0: not possible or not
   /// priced), and why tensor parallelism is not possible when it is not.
   LogicalResult price(ModuleOp module, const h20::TargetDescription &t, double &contextMs,
@@ -38,7 +54,9 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
                                 "--logits=last to the model");
     }
     h20::PrefillWork work = h20::collectPrefillWork(*priced, tokens, elementBytes);
-    contextMs = t.nvlinkBytesPerS > 0 ? h20::predictContextParallel(work, t, gpus).totalMs : -1;
+    contextMs = t.nvlinkBytesPerS > 0 && contextWhy(module).empty()
+                    ? h20::predictContextParallel(work, t, gpus).totalMs
+                    : -1;
     h20::PrefillPrediction tp;
     tensorMs = h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why, chunk)
                    ? tp.totalMs
@@ -67,7 +85,12 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
     const bool contextRuns = (gpus & (gpus - 1)) == 0;
     const std::string n = std::to_string(gpus);
     std::string chosen, chosenBy = plan == "auto" ? "cost model" : "user", note;
+    const std::string noContext = contextWhy(module);
     if (plan == "context") {
+      if (!noContext.empty()) {
+        module.emitError("--parallel context: ") << noContext;
+        return signalPassFailure();
+      }
       if (!contextRuns) {
         module.emitError("--parallel context needs a power of two for --gpus (h20-run cuts "
                          "the prompt into 2N equal chunks), got ")
@@ -81,15 +104,16 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
         return signalPassFailure();
       }
       chosen = "tensor";
-    } else if (!contextRuns) {
+    } else if (!contextRuns || !noContext.empty()) {
+      const std::string ctx =
+          noContext.empty() ? "context parallelism needs a power of two" : noContext;
       if (tensorMs < 0) {
         module.emitError("--gpus ")
-            << n << ": context parallelism needs a power of two, and tensor parallelism is "
-            << "not possible: " << why;
+            << n << ": " << ctx << ", and tensor parallelism is not possible: " << why;
         return signalPassFailure();
       }
       chosen = "tensor";
-      note = "context parallelism needs a power of two";
+      note = ctx;
     } else {
       if (tensorMs < 0)
         note = "tensor parallelism is not possible: " + why;

@@ -343,6 +343,37 @@ struct Splitter {
     return p;
   }
 
+  /// Plans expert parallelism for one routed-experts op (ai.h20
+  /// RoutedExperts / RoutedExpertsMxfp4): rank r holds experts [r * E / T,
+  /// (r + 1) * E / T) of every expert weight (and scale), sliced along the
+  /// expert axis; routing (router, bias) stays whole, so every rank picks
+  /// the same experts for its tokens and adds up only its own experts'
+  /// contributions, and an all-reduce after the op sums the ranks' parts
+  /// (the tokens, and the attention before, are replicated). nullopt when E
+  /// is not a multiple of T or a weight is not an initializer.
+  std::optional<BlockPlan> planExperts(Operation *op) {
+    const unsigned first = 3; // X, Router, Bias, then the expert weights
+    auto router = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    if (!router || router.getRank() != 2 || router.isDynamicDim(1))
+      return std::nullopt;
+    const int64_t e = router.getDimSize(1);
+    if (e % ranks != 0)
+      return std::nullopt;
+    BlockPlan p;
+    p.ranks = ranks;
+    Shard s{0, e / ranks, {}};
+    for (int64_t r = 0; r < ranks; ++r)
+      s.starts.push_back(r * s.size);
+    for (unsigned i = first; i < op->getNumOperands(); ++i) {
+      auto w = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+      if (!isWeight(op->getOperand(i)) || !w || w.getRank() != 3 || w.getDimSize(0) != e)
+        return std::nullopt;
+      p.weights.push_back({&op->getOpOperand(i), s});
+    }
+    p.reducers.push_back(op);
+    return p;
+  }
+
   /// Plans one MLP block ending in `down`; nullopt when it does not fit.
   std::optional<BlockPlan> planMlp(ox::MatMulOp down) {
     auto y = dyn_cast<RankedTensorType>(down->getOperand(0).getType());
@@ -416,7 +447,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
   if (ranks == 1)
     return success();
   Splitter split{module.getContext(), ranks};
-  int64_t attention = 0, mlp = 0, skipped = 0;
+  int64_t attention = 0, mlp = 0, skipped = 0, experts = 0;
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     SmallVector<at::AttentionOp> attns;
     f.walk([&](at::AttentionOp a) { attns.push_back(a); });
@@ -428,6 +459,16 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
         ++skipped;
       }
     }
+    SmallVector<Operation *> moe;
+    f.walk([&](Operation *op) {
+      if (isa<ox::H20RoutedExpertsOp, ox::H20RoutedExpertsMxfp4Op>(op))
+        moe.push_back(op);
+    });
+    for (Operation *op : moe)
+      if (auto p = split.planExperts(op)) {
+        split.apply(*p);
+        ++experts;
+      }
     SmallVector<ox::MatMulOp> matmuls;
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
@@ -441,20 +482,21 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
     }
   }
   if (summary)
-    *summary = {attention, mlp, skipped};
-  if (attention + mlp == 0)
-    return module.emitError("h20-tensor-parallel: found no attention or MLP block to split over ")
+    *summary = {attention, mlp, skipped, experts};
+  if (attention + mlp + experts == 0)
+    return module.emitError("h20-tensor-parallel: found no attention, MLP or routed-experts block "
+                            "to split over ")
            << ranks << " ranks (" << skipped
            << " attention op(s) did not fit: heads not divisible by the ranks, Q/K/V not made by "
               "a MatMul with a weight, or a per-head mask)";
   Builder b(module.getContext());
-  module->setAttr("h20.tensor_parallel",
-                  b.getDictionaryAttr({b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks)),
-                                       b.getNamedAttr("attention_blocks",
-                                                      b.getI64IntegerAttr(attention)),
-                                       b.getNamedAttr("mlp_blocks", b.getI64IntegerAttr(mlp)),
-                                       b.getNamedAttr("replicated_attention",
-                                                      b.getI64IntegerAttr(skipped))}));
+  module->setAttr(
+      "h20.tensor_parallel",
+      b.getDictionaryAttr({b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks)),
+                           b.getNamedAttr("attention_blocks", b.getI64IntegerAttr(attention)),
+                           b.getNamedAttr("mlp_blocks", b.getI64IntegerAttr(mlp)),
+                           b.getNamedAttr("expert_blocks", b.getI64IntegerAttr(experts)),
+                           b.getNamedAttr("replicated_attention", b.getI64IntegerAttr(skipped))}));
   return success();
 }
 

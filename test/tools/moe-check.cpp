@@ -217,6 +217,7 @@ bool runPositions(const std::string &label, const std::vector<int32_t> &ids, int
   pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
   pushMemref(slots, dpos.ptr, 0, {T, K}, {idPitch, 1});
   pushMemref(slots, drow.ptr, 0, {R}, {1});
+  slots.push_back(0); // first: every expert on this rank
   launch(moePositionsKernel(), moePositionsGrid(E), slots);
   std::vector<int32_t> off(canaryOff.size()), pos(canaryPos.size()), row(canaryRow.size());
   doff.download(off.data());
@@ -298,6 +299,81 @@ float softplusSqrt(float l, float temp) {
   return std::sqrt(std::fmax(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))));
 }
 
+/// Expert parallelism, rank 1 of 2 (experts [E/2, E)): the route again
+/// with counts over E/2 experts and first = E/2, then positions. Its picks
+/// must be the one-GPU run's (`ids`), its counts the upper half of
+/// `counts`, pos -1 for every pick of a lower expert, and positions a
+/// stable counting sort of the upper experts' picks alone.
+bool runRouteExpertParallel(const RouteCase &c, Buffer &dlog, Buffer &dbias,
+                            const std::vector<int32_t> &ids, const std::vector<int32_t> &counts,
+                            float temp, float scaling) {
+  const int64_t T = c.T, E = c.E, K = c.K, El = E / 2, first = E / 2;
+  std::vector<int32_t> ids2(size_t(T * K), -5), counts2(size_t(El), 0), pos(size_t(T * K), -3),
+      offs(size_t(El + 2), -3), row(size_t(T * K) + 1, -3);
+  std::vector<float> w2(size_t(T * K), -5.0f);
+  Buffer dids(ids2.data(), ids2.size() * 4), dw(w2.data(), w2.size() * 4),
+      dcnt(counts2.data(), counts2.size() * 4), dpos(pos.data(), pos.size() * 4),
+      doff(offs.data(), offs.size() * 4), drow(row.data(), row.size() * 4);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dlog.ptr, 0, {T, E}, {E, 1});
+  pushMemref(slots, dbias.ptr, 0, {E}, {1});
+  pushMemref(slots, dids.ptr, 0, {T, K}, {K, 1});
+  pushMemref(slots, dw.ptr, 0, {T, K}, {K, 1});
+  pushMemref(slots, dcnt.ptr, 0, {El}, {1});
+  pushMemref(slots, dpos.ptr, 0, {T, K}, {K, 1});
+  pushF32(slots, temp);
+  pushF32(slots, scaling);
+  slots.push_back(uint64_t(first));
+  launch(moeRouteKernel(c.biasType), moeRouteGrid(T), slots);
+  std::vector<uint64_t> ps;
+  pushMemref(ps, dids.ptr, 0, {T, K}, {K, 1});
+  pushMemref(ps, dcnt.ptr, 0, {El}, {1});
+  pushMemref(ps, doff.ptr, 0, {El + 1}, {1});
+  pushMemref(ps, dpos.ptr, 0, {T, K}, {K, 1});
+  pushMemref(ps, drow.ptr, 0, {T * K}, {1});
+  ps.push_back(uint64_t(first));
+  launch(moePositionsKernel(), moePositionsGrid(El), ps);
+  dids.download(ids2.data());
+  dcnt.download(counts2.data());
+  dpos.download(pos.data());
+  doff.download(offs.data());
+  drow.download(row.data());
+  // The upper experts' picks alone, renumbered from 0, sorted on the CPU.
+  std::vector<int32_t> localIds;
+  std::vector<int64_t> localPick; // pick index a = t * K + j of each
+  for (int64_t a = 0; a < T * K; ++a)
+    if (ids[size_t(a)] >= first) {
+      localIds.push_back(ids[size_t(a)] - int32_t(first));
+      localPick.push_back(a);
+    }
+  std::string why;
+  if (ids2 != ids)
+    why = "its picks differ from the one-GPU route's";
+  for (int64_t e = 0; e < El && why.empty(); ++e)
+    if (counts2[size_t(e)] != counts[size_t(first + e)])
+      why = "counts[" + std::to_string(e) + "] = " + std::to_string(counts2[size_t(e)]) +
+            ", want " + std::to_string(counts[size_t(first + e)]);
+  const int64_t R = static_cast<int64_t>(localIds.size());
+  Permutation want = countingSort(localIds, R, 1, El);
+  for (int64_t e = 0; e <= El && why.empty(); ++e)
+    if (offs[size_t(e)] != want.offsets[size_t(e)])
+      why = "offsets[" + std::to_string(e) + "] differ";
+  for (int64_t a = 0, l = 0; a < T * K && why.empty(); ++a) {
+    const bool local = ids[size_t(a)] >= first;
+    const int32_t exp = local ? want.pos[size_t(l)] : -1;
+    if (pos[size_t(a)] != exp)
+      why = "pos of pick " + std::to_string(a) + " = " + std::to_string(pos[size_t(a)]) +
+            ", want " + std::to_string(exp);
+    if (local && why.empty() && row[size_t(exp)] != int32_t(a / K))
+      why = "rowToken[" + std::to_string(exp) + "] is not the pick's token";
+    l += local;
+  }
+  if (why.empty() && row[size_t(R)] != -3)
+    why = "wrote rowToken past the rank's picks";
+  return report(why.empty(), std::string("route ") + c.name + " expert-parallel rank 1 of 2",
+                why.empty() ? "counts, pos and the permutation of the upper experts' picks" : why);
+}
+
 bool runRoute(const RouteCase &c) {
   std::mt19937_64 rng(uint64_t(c.T * 31 + c.E * 7 + c.K + c.biasType));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
@@ -347,8 +423,10 @@ bool runRoute(const RouteCase &c) {
   pushMemref(slots, dids.ptr, 0, {T, K}, {K, 1});
   pushMemref(slots, dw.ptr, 0, {T, K}, {K, 1});
   pushMemref(slots, dcnt.ptr, 0, {E}, {1});
+  pushMemref(slots, dids.ptr, 0, {T, K}, {K, 1}); // pos: never written with every expert local
   pushF32(slots, temp);
   pushF32(slots, scaling);
+  slots.push_back(0); // first: every expert on this rank
   launch(moeRouteKernel(c.biasType), moeRouteGrid(T), slots);
   dids.download(ids.data());
   dw.download(weights.data());
@@ -432,6 +510,7 @@ bool runRoute(const RouteCase &c) {
     pushMemref(ps, doff.ptr, 0, {E + 1}, {1});
     pushMemref(ps, dpos.ptr, 0, {T, K}, {K, 1});
     pushMemref(ps, drow.ptr, 0, {T * K}, {1});
+    ps.push_back(0); // first
     launch(moePositionsKernel(), moePositionsGrid(E), ps);
     std::vector<int32_t> pos(size_t(T * K)), row(canary.size());
     doff.download(offs.data());
@@ -443,6 +522,8 @@ bool runRoute(const RouteCase &c) {
     ok &= report(same, std::string("route ") + c.name + " -> positions",
                  same ? "equals the CPU counting sort" : "differs from the CPU counting sort");
   }
+  if (ok && E % 2 == 0)
+    ok &= runRouteExpertParallel(c, dlog, dbias, ids, counts, temp, scaling);
   return ok;
 }
 

@@ -600,7 +600,8 @@ int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
   if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel"); tp && !quiet) {
     auto count = [&](StringRef k) { return tp.getAs<IntegerAttr>(k).getInt(); };
     llvm::errs() << "h20-opt: tensor parallel split: " << count("attention_blocks")
-                 << " attention block(s), " << count("mlp_blocks") << " MLP block(s); "
+                 << " attention block(s), " << count("mlp_blocks") << " MLP block(s), "
+                 << count("expert_blocks") << " routed-experts block(s) by expert; "
                  << count("replicated_attention") << " attention op(s) left whole\n";
   }
   return 0;

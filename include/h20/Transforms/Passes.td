@@ -226,6 +226,13 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
       * A block is split only when every value it splits is used inside
         it: a split value read elsewhere, or feeding a MatMul as its
         (unsplit) input, leaves the block whole.
+      * Expert parallelism: a routed-experts op (ai.h20 RoutedExperts /
+        RoutedExpertsMxfp4) whose E experts divide by T gets its expert
+        weights and scales sliced along the expert axis (rank r: experts
+        [r E / T, (r + 1) E / T)); routing stays whole, so every rank picks
+        the same experts and computes only its own ones' share (the GPU
+        program reads the rank to know which); attn.all_reduce sums the
+        shares. The tokens (and the attention) are replicated.
       * Everything else (embedding, norms over the hidden size, residual
         adds, LM head, blocks whose shape does not match) stays replicated:
         correct, only not split.
@@ -235,8 +242,9 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
     the first index along `axis` for each rank); its type is the rank's
     slice, and the runtime reads only that slice. The module gets
     `h20.tensor_parallel = {ranks = T, attention_blocks, mlp_blocks,
-    replicated_attention}` (what was split, what stayed whole). Fails when
-    T > 1 and no block could be split, saying how many attention ops did
+    expert_blocks, replicated_attention}` (what was split, what stayed
+    whole). Fails when T > 1 and no block could be split, saying how many
+    attention ops did
     not fit. Runs at the attn level, before RoPE lowering and
     KV-cache fusion (so the cache holds the rank's KV heads only).
   }];

@@ -53,13 +53,19 @@ std::string checkOperands(ArrayRef<RankedTensorType> t, RankedTensorType y, bool
     if (!t[i].hasStaticShape())
       return "Router, Bias and the expert weights must have static shapes";
   const int64_t dm = t[1].getDimSize(0), e = t[1].getDimSize(1);
+  // The weights hold el experts: all e, or an expert-parallel rank's equal
+  // share of them (h20-tensor-parallel); routing picks among all e.
+  const int64_t el = t[3].getDimSize(0);
+  if (el < 1 || e % el)
+    return "the expert weights hold " + str(el) + " experts, not an equal share of the router's " +
+           str(e);
   auto same = [](RankedTensorType x, ArrayRef<int64_t> s) { return x.getShape() == s; };
   const std::string disagree = "operand shapes disagree: X [N, " + str(t[0].getDimSize(1)) +
                                "], Router [" + str(dm) + ", " + str(e) + "], expected";
   if (!mxfp4) {
     const int64_t inter = t[3].getDimSize(2);
-    if (t[0].getDimSize(1) != dm || !same(t[2], {e}) || !same(t[3], {e, dm, inter}) ||
-        !same(t[4], {e, dm, inter}) || !same(t[5], {e, inter, dm}) || y.getDimSize(1) != dm)
+    if (t[0].getDimSize(1) != dm || !same(t[2], {e}) || !same(t[3], {el, dm, inter}) ||
+        !same(t[4], {el, dm, inter}) || !same(t[5], {el, inter, dm}) || y.getDimSize(1) != dm)
       return disagree + " Bias [E], W1/W3 [E, Dm, I], W2 [E, I, Dm]";
     return "";
   }
@@ -71,9 +77,9 @@ std::string checkOperands(ArrayRef<RankedTensorType> t, RankedTensorType y, bool
     return "MXFP4 experts need Dm and I multiples of 32 (one scale per 32 inputs), got Dm " +
            str(dm) + ", I " + str(inter);
   if (t[0].getDimSize(1) != dm || !same(t[2], {e}) || y.getDimSize(1) != dm ||
-      !same(t[3], {e, inter, dm / 2}) || !same(t[4], {e, inter, dm / 32}) ||
-      !same(t[5], {e, inter, dm / 2}) || !same(t[6], {e, inter, dm / 32}) ||
-      !same(t[7], {e, dm, inter / 2}) || !same(t[8], {e, dm, inter / 32}))
+      !same(t[3], {el, inter, dm / 2}) || !same(t[4], {el, inter, dm / 32}) ||
+      !same(t[5], {el, inter, dm / 2}) || !same(t[6], {el, inter, dm / 32}) ||
+      !same(t[7], {el, dm, inter / 2}) || !same(t[8], {el, dm, inter / 32}))
     return disagree + " Bias [" + str(e) + "], W1/W3 [" + str(e) + ", I, " + str(dm / 2) +
            "] with scales [" + str(e) + ", I, " + str(dm / 32) + "], W2 [" + str(e) + ", " +
            str(dm) + ", I/2] with scales [" + str(e) + ", " + str(dm) + ", I/32]";

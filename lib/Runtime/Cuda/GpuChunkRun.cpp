@@ -89,7 +89,8 @@ bool GpuExecutor::Impl::runChunks(RunState &rs) {
   }
   std::vector<ResolvedStep> &resolved = rs.resolved;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    const SymbolValues &sym = chunks[c];
+    SymbolValues sym = chunks[c];
+    sym.rank = tpRank; // 0 unless this executor is a tensor-parallel rank
     tpChunk = static_cast<int64_t>(c);
     if (!check(cu->cuEventRecord(rs.evChunk(c), stream), "cuEventRecord"))
       return false;

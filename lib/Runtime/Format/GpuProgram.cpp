@@ -185,8 +185,8 @@ public:
       for (size_t i = 0; i < s->size(); ++i) {
         std::string where = "gpu.symbols[" + std::to_string(i) + "]";
         std::string name = asString((*s)[i], where);
-        if (name != "p0" && name != "n" && name != "q")
-          invalid(where, "unknown symbol '" + name + "' (the runtime provides p0, n and q)");
+        if (name != "p0" && name != "n" && name != "q" && name != "rank")
+          invalid(where, "unknown symbol '" + name + "' (the runtime provides p0, n, q and rank)");
         if (std::count(p.symbols.begin(), p.symbols.end(), name))
           invalid(where, "symbol '" + name + "' is declared twice");
         p.symbols.push_back(name);
@@ -288,19 +288,20 @@ private:
     if (v.is_number_integer())
       return LinearExpr::constant(asInt(v, where));
     if (!v.is_object())
-      invalid(where, "expected an integer or {\"c\", \"p0\", \"n\", \"q\"}, got " + describe(v));
+      invalid(where,
+              "expected an integer or {\"c\", \"p0\", \"n\", \"q\", \"rank\"}, got " + describe(v));
     LinearExpr e;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string &key = it.key();
       int64_t x = asInt(it.value(), where + "." + key);
       if (key == "c") {
         e.c = x;
-      } else if (key == "p0" || key == "n" || key == "q") {
+      } else if (key == "p0" || key == "n" || key == "q" || key == "rank") {
         if (x != 0 && !std::count(p.symbols.begin(), p.symbols.end(), key))
           invalid(where, "uses symbol '" + key + "', which gpu.symbols does not declare");
-        (key == "p0" ? e.p0 : key == "n" ? e.n : e.q) = x;
+        (key == "p0" ? e.p0 : key == "n" ? e.n : key == "q" ? e.q : e.r) = x;
       } else {
-        invalid(where, "unknown key '" + key + "' (a linear expression has c, p0, n, q)");
+        invalid(where, "unknown key '" + key + "' (a linear expression has c, p0, n, q, rank)");
       }
     }
     return e;
@@ -1325,9 +1326,9 @@ private:
 } // namespace
 
 bool LinearExpr::evaluate(const SymbolValues &s, int64_t &out) const {
-  int64_t a, b, d, r;
-  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !mulOk(q, s.q, d) || !addOk(c, a, r) ||
-      !addOk(r, b, r) || !addOk(r, d, r))
+  int64_t a, b, d, e, r;
+  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !mulOk(q, s.q, d) || !mulOk(this->r, s.rank, e) ||
+      !addOk(c, a, r) || !addOk(r, b, r) || !addOk(r, d, r) || !addOk(r, e, r))
     return false;
   out = r;
   return true;
@@ -1368,6 +1369,7 @@ StepSymbols stepSymbols(const GpuStep &step) {
     r.p0 = r.p0 || e.p0 != 0 || e.q != 0;
     r.q = r.q || e.q != 0;
     r.n = r.n || e.n != 0;
+    r.rank = r.rank || e.r != 0;
   };
   if (auto *l = std::get_if<LaunchStep>(&step)) {
     for (int d = 0; d < 3; ++d) {

@@ -17,8 +17,8 @@ namespace {
 
 using json = nlohmann::json;
 
-/// An integer when constant, else {"c": c, "p0": a, "n": b, "q": d}
-/// without zero symbol coefficients.
+/// An integer when constant, else {"c": c, "p0": a, "n": b, "q": d,
+/// "rank": r} without zero symbol coefficients.
 json linearJson(const LinearExpr &e) {
   if (e.isConstant())
     return e.c;
@@ -29,6 +29,8 @@ json linearJson(const LinearExpr &e) {
     o["n"] = e.n;
   if (e.q)
     o["q"] = e.q;
+  if (e.r)
+    o["rank"] = e.r;
   return o;
 }
 

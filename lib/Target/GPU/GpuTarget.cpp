@@ -271,7 +271,7 @@ llvm::json::Object parallelJson(ModuleOp module, DictionaryAttr plan) {
   // What h20-tensor-parallel split (blocks that did not fit run whole).
   if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel")) {
     llvm::json::Object split;
-    for (StringRef k : {"attention_blocks", "mlp_blocks", "replicated_attention"})
+    for (StringRef k : {"attention_blocks", "mlp_blocks", "expert_blocks", "replicated_attention"})
       if (auto v = tp.getAs<IntegerAttr>(k))
         split[k] = v.getInt();
     o["split"] = std::move(split);
@@ -346,6 +346,10 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
   // tokens: older runtimes refuse a symbol they do not know.
   if (llvm::any_of(host.steps, [](const runtime::GpuStep &s) { return runtime::stepSymbols(s).q; }))
     program.symbols.push_back("q");
+  // rank only where a step reads it (an expert-parallel rank's experts).
+  if (llvm::any_of(host.steps,
+                   [](const runtime::GpuStep &s) { return runtime::stepSymbols(s).rank; }))
+    program.symbols.push_back("rank");
   describeChunking(func, numOutputs, program);
   ArtifactWriter writer(module, artifact, log);
   if (failed(addKernelModules(module, host, plan, writer, program.modules)))

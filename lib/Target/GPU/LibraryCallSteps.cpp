@@ -519,6 +519,17 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
                              "of a whole-prompt program)");
   const int64_t n = x.sizes[0].c, dm = x.sizes[1].c, e = router.sizes[1].c,
                 inter = mxfp4 ? w1.sizes[1].c : w1.sizes[2].c;
+  // Expert parallelism (h20-tensor-parallel): the weights hold this rank's
+  // el of the e experts, [rank * el, (rank + 1) * el); routing still picks
+  // among all e. One GPU: el = e, first 0.
+  const int64_t el = w1.sizes[0].c;
+  if (el < 1 || el > e || e % el || w3.sizes[0].c != el || w2.sizes[0].c != el)
+    return op->emitError("GPU target: routed experts: ")
+           << el << " experts' weights for a router over " << e
+           << " experts (expert parallelism needs an equal share of them per rank)";
+  runtime::LaunchArg first;
+  first.kind = runtime::LaunchArg::I32;
+  first.value = runtime::LinearExpr{0, 0, 0, 0, el == e ? 0 : el};
   // The MXFP4 kernel copies packed rows in 16-byte pieces (its scale bytes
   // are read one by one): weights are identity views of their own buffers.
   auto aligned = [](const View &w) {
@@ -553,7 +564,7 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     return addBuffer(Buffer{"temp", -1, checkedMul(elems, elementBytes(t)), dtypeName(t)});
   };
   const int bLogits = temp(tile * e, f32), bIds = temp(tile * k, i32), bW = temp(tile * k, f32),
-            bCounts = temp(e, i32), bOff = temp(e + 1, i32), bPos = temp(tile * k, i32),
+            bCounts = temp(el, i32), bOff = temp(el + 1, i32), bPos = temp(tile * k, i32),
             bRowTok = temp(tile * k, i32), bXp = temp(tile * k * dm, x.element),
             bG = temp(tile * k * inter, f32), bU = temp(tile * k * inter, f32),
             bA = temp(tile * k * inter, x.element), bYp = temp(tile * k * dm, f32);
@@ -588,7 +599,7 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     g.c = mat(c, 0, 1, Lin{0});
     if (grouped) {
       use(bOff);
-      g.groups = e;
+      g.groups = el;
       g.groupBuffer = bOff;
     }
     steps.push_back(std::move(g));
@@ -609,14 +620,14 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     if (!scales)
       return gemm(a, w, c, rr, nn, kk, true);
     use(bOff);
-    const View offsets = rows(bOff, {e + 1}, i32);
+    const View offsets = rows(bOff, {el + 1}, i32);
     std::vector<runtime::LaunchArg> args;
     for (const View *t : {&a, &w, scales, &offsets, &c})
       args.push_back(memrefArg(*t));
     runtime::LaunchStep l =
         launchStep(modules.moe, moeFp4GemmKernel(dt), Lin{moeFp4GemmGridX(nn, dt)}, kMoeThreads,
                    moeFp4GemmSmemBytes(dt), std::move(args));
-    l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, e, dt));
+    l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, el, dt));
     steps.push_back(std::move(l));
   };
   const double temperature = attrs.getAs<FloatAttr>("temp").getValueAsDouble();
@@ -630,8 +641,8 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     const int64_t tt = std::min(tile, n - t0), r = tt * k;
     const View xt = rowSlice(x, t0, tt), yt = rowSlice(y, t0, tt);
     const View logits = rows(bLogits, {tt, e}, f32), ids = rows(bIds, {tt, k}, i32),
-               weights = rows(bW, {tt, k}, f32), counts = rows(bCounts, {e}, i32),
-               offsets = rows(bOff, {e + 1}, i32), pos = rows(bPos, {tt, k}, i32),
+               weights = rows(bW, {tt, k}, f32), counts = rows(bCounts, {el}, i32),
+               offsets = rows(bOff, {el + 1}, i32), pos = rows(bPos, {tt, k}, i32),
                rowTok = rows(bRowTok, {r}, i32), xp = rows(bXp, {r, dm}, x.element),
                g = rows(bG, {r, inter}, f32), u = rows(bU, {r, inter}, f32),
                a = rows(bA, {r, inter}, x.element), yp = rows(bYp, {r, dm}, f32);
@@ -639,11 +650,12 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     use(bCounts);
     runtime::MemsetStep clear;
     clear.buffer = bCounts;
-    clear.bytes = runtime::LinearExpr::constant(e * 4);
+    clear.bytes = runtime::LinearExpr::constant(el * 4);
     steps.push_back(clear);
-    launch(moeRouteKernel(bt), moeRouteGrid(tt),
-           {&logits, &bias, &ids, &weights, &counts}, {f32Arg(temperature), f32Arg(scaling)});
-    launch(moePositionsKernel(), moePositionsGrid(e), {&ids, &counts, &offsets, &pos, &rowTok}, {});
+    launch(moeRouteKernel(bt), moeRouteGrid(tt), {&logits, &bias, &ids, &weights, &counts, &pos},
+           {f32Arg(temperature), f32Arg(scaling), first});
+    launch(moePositionsKernel(), moePositionsGrid(el), {&ids, &counts, &offsets, &pos, &rowTok},
+           {first});
     launch(moeGatherKernel(dt), moeGatherGrid(r),
            {&xt, &rowTok, &xp}, {});
     expertGemm(xp, w1, s1, g, r, inter, dm);

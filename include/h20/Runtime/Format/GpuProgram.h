@@ -15,7 +15,10 @@
 //                          may name ("p0", "n" and "q" exist): p0 = position
 //                          of the chunk's first token, n = real tokens in it,
 //                          q = p0 / C, the chunk's index (rows of groups of
-//                          tokens, e.g. p0 / 4 = q * C / 4, are linear in q).
+//                          tokens, e.g. p0 / 4 = q * C / 4, are linear in q);
+//                          "rank" = this rank's index under tensor / expert
+//                          parallelism (0 otherwise), e.g. the first expert
+//                          of a rank's slice of the routed experts.
 //   "chunking": null | {"chunk": C, "input": i, "dim": d, "pad_value": v}
 //                          input i (token ids [1, S]) is cut along dim d into
 //                          chunks of C tokens: chunk c has p0 = c*C and
@@ -224,16 +227,19 @@ struct SymbolValues {
   /// for compressed entries of 4 tokens, which no integer multiple of p0
   /// expresses.
   int64_t q = 0;
+  /// This rank's index under tensor / expert parallelism (0 on one GPU);
+  /// the same for every chunk of a run.
+  int64_t rank = 0;
 };
 
-/// c + p0*P0 + n*N + q*Q.
+/// c + p0*P0 + n*N + q*Q + rank*R.
 struct LinearExpr {
-  int64_t c = 0, p0 = 0, n = 0, q = 0;
+  int64_t c = 0, p0 = 0, n = 0, q = 0, r = 0;
 
   /// The constant `v`.
-  static LinearExpr constant(int64_t v) { return {v, 0, 0, 0}; }
+  static LinearExpr constant(int64_t v) { return {v, 0, 0, 0, 0}; }
   /// True when the value does not depend on any symbol.
-  bool isConstant() const { return p0 == 0 && n == 0 && q == 0; }
+  bool isConstant() const { return p0 == 0 && n == 0 && q == 0 && r == 0; }
   /// Evaluates for `s` into `out`; false (out unchanged) on int64 overflow.
   bool evaluate(const SymbolValues &s, int64_t &out) const;
 };
@@ -413,6 +419,7 @@ int64_t viewElementBytes(const GpuProgram &p, int buffer, const std::string &dty
 struct StepSymbols {
   bool p0 = false, n = false; ///< p0: the step depends on the chunk's position (p0 or q)
   bool q = false;             ///< the step uses the chunk index q
+  bool rank = false;          ///< the step uses the rank (not per chunk)
   bool any() const { return p0 || n; }
 };
 StepSymbols stepSymbols(const GpuStep &step);

@@ -126,10 +126,15 @@ __device__ __forceinline__ float moeNegInf() { return __int_as_float(0xff800000)
 /// (-inf, INT_MAX), which a real -inf (or NaN) key still beats, so exactly
 /// K distinct experts are picked whenever K <= E. Lane j keeps pick j; the
 /// weights' denominator is summed in pick order, as the reference does.
+/// Expert parallelism: this rank holds experts [first, first + El) (El =
+/// counts.d0; first = 0, El = E on one GPU): counts[e - first] counts its
+/// picks, and a pick of another rank's expert gets pos = -1 (the combine
+/// skips it; positions fills the rest).
 template <int BT>
 __device__ __forceinline__ void moeRoute(MoeView2<const float> lg, MoeView1<const void> bias,
                                          MoeView2<int> ids, MoeView2<float> w,
-                                         MoeView1<int> counts, float temp, float scaling) {
+                                         MoeView1<int> counts, MoeView2<int> pos, float temp,
+                                         float scaling, int first) {
   __shared__ float scoreS[H20_MOE_ROUTE_TOKENS][H20_MOE_MAX_EXPERTS];
   __shared__ float biasS[H20_MOE_MAX_EXPERTS];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -192,7 +197,11 @@ __device__ __forceinline__ void moeRoute(MoeView2<const float> lg, MoeView1<cons
   if (lane < K && myExpert < E) {
     *ids.at(t, lane) = myExpert;
     *w.at(t, lane) = myScore / (sum + 1e-20f) * scaling;
-    atomicAdd(counts.at(myExpert), 1);
+    const int local = myExpert - first;
+    if (local >= 0 && local < static_cast<int>(counts.d0))
+      atomicAdd(counts.at(local), 1);
+    else
+      *pos.at(t, lane) = -1;
   }
 }
 
@@ -212,9 +221,11 @@ __device__ __forceinline__ void moeRoute(MoeView2<const float> lg, MoeView1<cons
 /// 1.6 ms for T = 256K (R = 1.5M), bound by those L2 reads (about 1.7 TB/s
 /// in all): 4-byte loads, 16-byte loads and staggered start points timed
 /// the same, so fewer bytes (several experts per CTA) would be the lever.
+/// Expert parallelism: CTA e places the picks of expert first + e (this
+/// rank's e-th), counts and offsets are over this rank's experts.
 __device__ __forceinline__ void moePositions(MoeView2<const int> ids, MoeView1<const int> counts,
                                              MoeView1<int> offsets, MoeView2<int> pos,
-                                             MoeView1<int> rowToken) {
+                                             MoeView1<int> rowToken, int first) {
   constexpr int V = H20_MOE_POS_GROUPS, WARPS = H20_MOE_THREADS / 32;
   constexpr int STEP = 4 * V * H20_MOE_THREADS;
   __shared__ int red[WARPS];
@@ -279,7 +290,7 @@ __device__ __forceinline__ void moePositions(MoeView2<const int> ids, MoeView1<c
       int m = 0, total = 0, mine = 0;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const bool hit = id[k] == e;
+        const bool hit = id[k] == first + e;
         const u32 b = __ballot_sync(0xffffffffu, hit);
         m |= hit ? 1 << k : 0;
         total += __popc(b);
@@ -498,9 +509,10 @@ __device__ __forceinline__ void moeCombine(MoeView2<const float> yp, MoeView2<co
 #define H20_MOE_ROUTE(NAME, BT)                                                                    \
   extern "C" __global__ void __launch_bounds__(H20_MOE_THREADS)                                    \
       NAME(H20_MR2(const float, lg), H20_MR1(const void, bias), H20_MR2(int, ids),                 \
-           H20_MR2(float, w), H20_MR1(int, counts), float temp, float scaling) {                   \
+           H20_MR2(float, w), H20_MR1(int, counts), H20_MR2(int, pos), float temp,                 \
+           float scaling, int first) {                                                             \
     moeRoute<BT>(H20_MOE_V2(lg), H20_MOE_V1(bias), H20_MOE_V2(ids), H20_MOE_V2(w),                 \
-                 H20_MOE_V1(counts), temp, scaling);                                               \
+                 H20_MOE_V1(counts), H20_MOE_V2(pos), temp, scaling, first);                       \
   }
 H20_MOE_ROUTE(h20_moe_route_bf32, 0)
 H20_MOE_ROUTE(h20_moe_route_bf16, 1)
@@ -510,9 +522,9 @@ H20_MOE_ROUTE(h20_moe_route_bbf16, 2)
 /// rowToken [R] i32. Grid E.
 extern "C" __global__ void __launch_bounds__(H20_MOE_THREADS)
     h20_moe_positions(H20_MR2(const int, ids), H20_MR1(const int, counts), H20_MR1(int, offsets),
-                      H20_MR2(int, pos), H20_MR1(int, rowToken)) {
+                      H20_MR2(int, pos), H20_MR1(int, rowToken), int first) {
   moePositions(H20_MOE_V2(ids), H20_MOE_V1(counts), H20_MOE_V1(offsets), H20_MOE_V2(pos),
-               H20_MOE_V1(rowToken));
+               H20_MOE_V1(rowToken), first);
 }
 
 /// X [T, Dm], rowToken [R] i32, Xp [R, Dm] (DT). Grid ceil(R / 8).
