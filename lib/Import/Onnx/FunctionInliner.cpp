@@ -54,8 +54,10 @@ namespace {
 
 using ::onnx::AttributeProto;
 using ::onnx::FunctionProto;
+using ::onnx::GraphProto;
 using ::onnx::ModelProto;
 using ::onnx::NodeProto;
+using ::onnx::TensorProto;
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxNodes = size_t(1) << 21;
@@ -434,6 +436,42 @@ size_t Inliner::expandedSize(const LocalFunction &fn, int depth,
   return total;
 }
 
+/// Why an ai.h20 RoutedExpertsMxfp4 call's packed weights and scales
+/// (inputs 3..8: W1, S1, W3, S3, W2, S2, where initializers) do not fit
+/// each other, or "". Each scale holds one ue8m0 byte per 32 weights of
+/// its packed tensor's rows: S [E, out, in / 32] beside W [E, out, in / 2]
+/// (models/deepseek_v41/h20_ops.py). The function body would broadcast a
+/// wrong-shaped scale instead of failing, so the expansion checks first
+/// (the GPU lowering checks the same shapes: MoeToLinalg.cpp).
+std::string mxfp4ScaleMismatch(const NodeProto &n, const GraphProto &graph) {
+  if (n.op_type() != "RoutedExpertsMxfp4" || n.input_size() != 9)
+    return "";
+  auto dimsOf = [&](const std::string &name) -> const TensorProto * {
+    for (const TensorProto &t : graph.initializer())
+      if (t.name() == name)
+        return &t;
+    return nullptr;
+  };
+  auto shape = [](const TensorProto &t) {
+    std::string s = "[";
+    for (int i = 0; i < t.dims_size(); ++i)
+      s += (i ? ", " : "") + std::to_string(t.dims(i));
+    return s + "]";
+  };
+  for (int w = 3; w <= 7; w += 2) {
+    const TensorProto *wt = dimsOf(n.input(w)), *st = dimsOf(n.input(w + 1));
+    if (!wt || !st)
+      continue; // not initializers: nothing known before the run
+    if (wt->dims_size() != 3 || st->dims_size() != 3 || st->dims(0) != wt->dims(0) ||
+        st->dims(1) != wt->dims(1) || st->dims(2) * 16 != wt->dims(2))
+      return "scale '" + n.input(w + 1) + "' " + shape(*st) + " does not fit packed weight '" +
+             n.input(w) + "' " + shape(*wt) +
+             " (expected [E, out, in / 32] beside [E, out, in / 2]: one ue8m0 byte per 32 "
+             "weights)";
+  }
+  return "";
+}
+
 bool Inliner::run(std::string &error) {
   if (model.functions_size() == 0)
     return true;
@@ -442,6 +480,12 @@ bool Inliner::run(std::string &error) {
   auto &graph = *model.mutable_graph();
   if (llvm::none_of(graph.node(), [&](const NodeProto &n) { return lookup(n) != nullptr; }))
     return true;
+  for (const NodeProto &n : graph.node())
+    if (lookup(n))
+      if (std::string why = mxfp4ScaleMismatch(n, graph); !why.empty()) {
+        error = describeCall(n) + ": " + why;
+        return false;
+      }
   if (!mergeOpsets(error))
     return false;
   size_t total = 0;
