@@ -87,6 +87,18 @@ struct PredictPrefillPass : h20::impl::PredictPrefillBase<PredictPrefillPass> {
                   work.attention.size(), work.gemms.size(), work.rows.size(),
                   static_cast<long long>(work.memoryOps));
     os << line;
+    // DeepSeek-V4.1's kernels, priced at their measured rates (kV41Rates).
+    if (double v41 = work.sparseAttentionFlops + work.indexerFlops + work.expertFlops +
+                     work.fp4ExpertFlops + work.fp8GemmFlops;
+        v41 > 0) {
+      std::snprintf(line, sizeof line,
+                    "h20-predict-prefill: DeepSeek-V4.1 kernels (at today's measured rates): "
+                    "sparse_attention_flops=%.4g indexer_flops=%.4g expert_flops=%.4g "
+                    "fp4_expert_flops=%.4g fp8_gemm_flops=%.4g\n",
+                    work.sparseAttentionFlops, work.indexerFlops, work.expertFlops,
+                    work.fp4ExpertFlops, work.fp8GemmFlops);
+      os << line;
+    }
     auto print = [&](const TargetDescription &t, const PrefillPrediction &p) {
       double tflopsPerGpu = p.flops / (p.totalMs * 1e-3) / p.gpus / 1e12;
       const char *commName = p.plan == "tensor" ? "all_reduce_ms" : "ring_comm_ms";

@@ -48,6 +48,11 @@ double visiblePairs(const AttentionShape &s) {
   return pairs;
 }
 
+double v41Flops(const PrefillWork &w) {
+  return w.sparseAttentionFlops + w.indexerFlops + w.expertFlops + w.fp4ExpertFlops +
+         w.fp8GemmFlops;
+}
+
 /// Compute time on one GPU (ms) per kind, without communication.
 struct Compute {
   double attentionMs = 0, gemmMs = 0, rowsMs = 0, memoryMs = 0;
@@ -66,11 +71,92 @@ Compute computeOn(const PrefillWork &w, const TargetDescription &t) {
     c.gemmMs += chooseGemmTiles(g, t).estUs / 1e3;
   for (const RowsShape &r : w.rows)
     c.rowsMs += chooseRowsTiles(r, t).estUs / 1e3;
+  // DeepSeek-V4.1's kernels at their measured shares of the peak.
+  auto ms = [](double flops, double rate) { return rate > 0 ? flops / rate * 1e3 : 0.0; };
+  const V41Rates &r = kV41Rates;
+  c.attentionMs += ms(w.sparseAttentionFlops, r.sparseAttention * t.bf16Flops) +
+                   ms(w.indexerFlops, r.indexer * t.bf16Flops);
+  c.gemmMs += ms(w.fp4ExpertFlops, r.fp4Experts * t.bf16Flops) +
+              ms(w.expertFlops, r.experts * t.bf16Flops) +
+              ms(w.fp8GemmFlops, t.fp8Flops > 0 ? r.fp8Gemm * t.fp8Flops : r.experts * t.bf16Flops);
   c.memoryMs = w.memoryBytes / (kMemoryEfficiency * t.hbmBytesPerS) * 1e3;
   return c;
 }
 
 } // namespace
+
+/// Adds the work of a DeepSeek-V4.1 op (PrefillWork's V4.1 fields) and
+/// returns true, or false for any other op. `dim` resolves dynamic dims to
+/// the prompt length. Causal visibility: a query at position i sees
+/// min(W, i + 1) window keys and (i + 1) / ratio indexer entries, about
+/// S^2 / (2 ratio) pairs in all.
+template <typename Dim> static bool addV41Work(Operation *op, Dim dim, PrefillWork &w) {
+  auto shape = [&](Value v) {
+    SmallVector<double> s;
+    for (int64_t d : cast<RankedTensorType>(v.getType()).getShape())
+      s.push_back(double(dim(d)));
+    return s;
+  };
+  // Per-query picks (dim 1) of an indexer's result: static, or (dynamic,
+  // min(topk, T) / min(blocks, NB)) from the indexer's attributes.
+  auto picksOf = [&](Value v, double tokens) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!t.isDynamicDim(1))
+      return double(t.getDimSize(1));
+    Operation *d = v.getDefiningOp();
+    const double ratio =
+        d && d->getAttrOfType<IntegerAttr>("ratio")
+            ? double(std::max<int64_t>(1, d->getAttrOfType<IntegerAttr>("ratio").getInt()))
+            : 1.0;
+    if (auto k = dyn_cast_or_null<attn::IndexerTopKOp>(d))
+      return std::min(double(k.getTopk()), tokens / ratio);
+    if (auto c = dyn_cast_or_null<attn::IndexerCandidatesOp>(d))
+      return std::min(double(c.getBlocks()),
+                      std::ceil(tokens / ratio / double(std::max<uint64_t>(c.getBlockSize(), 1))));
+    return tokens;
+  };
+  if (auto sa = dyn_cast<attn::SparseAttentionOp>(op)) {
+    SmallVector<double> q = shape(sa.getQuery()); // [S, H, D]
+    const double win = std::min(double(sa.getWindow()), q[0]);
+    const double picks = sa.getIndices() ? picksOf(sa.getIndices(), q[0]) : 0.0;
+    w.sparseAttentionFlops += 4.0 * q[0] * q[1] * q[2] * (win + picks);
+    return true;
+  }
+  if (isa<attn::IndexerTopKOp, attn::IndexerCandidatesOp>(op)) {
+    SmallVector<double> q = shape(op->getOperand(0)); // [S, Hi, Di]
+    const double ratio =
+        double(std::max<int64_t>(1, op->getAttrOfType<IntegerAttr>("ratio").getInt()));
+    double pairs = q[0] * q[0] / (2.0 * ratio);
+    if (auto topk = dyn_cast<attn::IndexerTopKOp>(op); topk && topk.getCandidates()) {
+      // Within candidate blocks: KB blocks of block_size entries a query.
+      const double entries = picksOf(topk.getCandidates(), q[0]) *
+                             double(topk.getBlockSize() ? *topk.getBlockSize() : 1);
+      pairs = q[0] * std::min(entries, q[0] / ratio);
+    }
+    w.indexerFlops += 2.0 * q[1] * q[2] * pairs;
+    return true;
+  }
+  const bool mxfp4 = isa<onnx::H20RoutedExpertsMxfp4Op>(op);
+  if (mxfp4 || isa<onnx::H20RoutedExpertsOp>(op)) {
+    SmallVector<double> x = shape(op->getOperand(0)), router = shape(op->getOperand(1)),
+                        w1 = shape(op->getOperand(3));
+    const double k = double(op->getAttrOfType<IntegerAttr>("top_k").getInt());
+    const double dm = x[1], inter = mxfp4 ? w1[1] : w1[2];
+    // This rank's experts' expected share of the picks.
+    const double share = w1[0] / std::max(router[1], 1.0);
+    (mxfp4 ? w.fp4ExpertFlops : w.expertFlops) += x[0] * k * share * 3.0 * 2.0 * dm * inter;
+    return true;
+  }
+  if (isa<onnx::H20BlockScaledMatMulOp>(op)) {
+    SmallVector<double> x = shape(op->getOperand(0)), wt = shape(op->getOperand(1)); // W [N, K]
+    double m = 1;
+    for (size_t i = 0; i + 1 < x.size(); ++i)
+      m *= x[i];
+    w.fp8GemmFlops += 2.0 * m * wt[0] * wt[1];
+    return true;
+  }
+  return false;
+}
 
 PrefillWork collectPrefillWork(ModuleOp module, int64_t seqLen, int64_t elementBytes) {
   PrefillWork w;
@@ -105,6 +191,8 @@ PrefillWork collectPrefillWork(ModuleOp module, int64_t seqLen, int64_t elementB
                                    (s.headDim + s.headDimV) * elementBytes);
       return;
     }
+    if (addV41Work(op, dim, w))
+      return;
     if (isa<attn::AllReduceOp>(op)) {
       w.allReduceBytes += bytes(op->getResult(0).getType());
       ++w.allReduceOps;
@@ -159,7 +247,7 @@ PrefillPrediction predictContextParallel(const PrefillWork &work, const TargetDe
   PrefillPrediction p;
   p.plan = gpus > 1 ? "context" : "single";
   p.gpus = gpus;
-  p.flops = work.attentionFlops + work.gemmFlops;
+  p.flops = work.attentionFlops + work.gemmFlops + v41Flops(work);
   double n = double(gpus);
   // Ring attention: per layer, (N-1)/N of the K/V arrives at half the
   // bidirectional NVLink figure while that layer's attention runs.
@@ -184,7 +272,7 @@ PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const Prefi
   PrefillPrediction p;
   p.plan = "tensor";
   p.gpus = gpus;
-  p.flops = whole.attentionFlops + whole.gemmFlops;
+  p.flops = whole.attentionFlops + whole.gemmFlops + v41Flops(whole);
   double n = double(gpus);
   if (t.nvlinkBytesPerS > 0)
     p.commMs = 2 * (n - 1) / n * rankWork.allReduceBytes / (t.nvlinkBytesPerS / 2) * 1e3;

@@ -34,7 +34,29 @@ struct PrefillWork {
   double attentionFlops = 0, gemmFlops = 0;
   double allReduceBytes = 0; ///< attn.all_reduce results, summed
   int64_t allReduceOps = 0;
+  /// DeepSeek-V4.1's kernels, priced at the rates today's kernels reach
+  /// (kV41Rates below): sparse attention (4 H D per visible key slot per
+  /// query), the lightning indexer (2 Hi Di per scored (query, entry)
+  /// pair), the routed experts (3 GEMMs, 2 Dm I per picked row; this
+  /// rank's share of the experts under expert parallelism: float weights
+  /// or MXFP4) and block-scaled FP8 linears (2 m n k).
+  double sparseAttentionFlops = 0, indexerFlops = 0, expertFlops = 0, fp4ExpertFlops = 0,
+         fp8GemmFlops = 0;
 };
+
+/// The fraction of the target's dense tensor-core peak (bf16Flops, or
+/// fp8Flops for the FP8 GEMMs) that h20's DeepSeek-V4.1 kernels reach
+/// today, from their measured rates (BENCHMARKS.md: sparse attention 166
+/// TFLOP/s and the indexer 147-189 on an H200; the MXFP4 expert GEMM
+/// 183-233 and cuBLASLt's block-scaled FP8 GEMM 1158 in the 8-layer Flash
+/// model on an H100; grouped cuBLASLt bf16 expert GEMMs about 0.6 of
+/// peak), against 989 (bf16) and 1979 (FP8) TFLOP/s dense peaks. A
+/// calibration of this model to today's kernels, not a property of the
+/// hardware: update them with the kernels.
+struct V41Rates {
+  double sparseAttention = 0.17, indexer = 0.17, fp4Experts = 0.2, experts = 0.6, fp8Gemm = 0.59;
+};
+constexpr V41Rates kV41Rates{};
 
 /// Collects the work of every op of `module` (attn level; dynamic dims are
 /// `seqLen`; float elements are `elementBytes` wide).
