@@ -85,14 +85,17 @@ struct RowRead {
 /// entries, an indexer's keys (a row per group of `ratio` tokens; a sparse
 /// attention's ratio is its indices' indexer's), a lookback Gather's data
 /// (a row per token: Engram's earlier token ids), in program order.
-SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToken,
-                              int64_t chunk) {
+SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToken, int64_t chunk,
+                              int64_t capacity) {
   SmallVector<RowRead> reads;
   auto ratioOf = [](Operation *op) { return op->getAttrOfType<IntegerAttr>("ratio").getInt(); };
   for (Operation &op : func.getBody().front()) {
     if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
+      // A ring when the move cannot overlap (W - 1 <= C) and it is smaller
+      // than the cache of every position (more than one chunk can run).
       const int64_t before = static_cast<int64_t>(sa.getWindow()) - 1;
-      reads.push_back({&sa.getLatentMutable(), 1, before <= chunk ? before : -1});
+      const bool ring = before <= chunk && before + chunk < capacity;
+      reads.push_back({&sa.getLatentMutable(), 1, ring ? before : -1});
       if (sa.getCompressed())
         reads.push_back({&sa.getCompressedMutable()[0], ratioOf(sa.getIndices().getDefiningOp())});
     } else if (isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op)) {
@@ -465,7 +468,9 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       return failure();
     if (!whole) {
       // Both read the analysis of the original graph: collect, then rewrite.
-      SmallVector<RowRead> reads = rowReads(func, perToken, chunk);
+      SmallVector<RowRead> reads =
+          rowReads(func, perToken, chunk,
+                   maxPositions > 0 && chunk > 0 ? (maxPositions + chunk - 1) / chunk * chunk : 0);
       PositionUsers users = positionUsers(func, perToken);
       globalizePositions(func, p0, perToken, users);
       if (failed(cacheRows(func, p0, maxPositions, chunk, reads)))

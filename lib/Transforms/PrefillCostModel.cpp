@@ -191,8 +191,21 @@ PrefillWork collectPrefillWork(ModuleOp module, int64_t seqLen, int64_t elementB
                                    (s.headDim + s.headDimV) * elementBytes);
       return;
     }
-    if (addV41Work(op, dim, w))
+    if (addV41Work(op, dim, w)) {
+      // The weights the experts and FP8 linears read (at least once): 1
+      // byte per FP8 / packed-FP4 / scale byte, the compute type's width
+      // for float weights; what a short prompt's time is made of.
+      if (isa<onnx::H20RoutedExpertsOp, onnx::H20RoutedExpertsMxfp4Op,
+              onnx::H20BlockScaledMatMulOp>(op))
+        for (Value v : op->getOperands().drop_front()) {
+          auto t = dyn_cast<RankedTensorType>(v.getType());
+          if (!t)
+            continue;
+          const unsigned bits = t.getElementType().getIntOrFloatBitWidth();
+          w.memoryBytes += elements(t) * (bits <= 8 ? 1.0 : double(elementBytes));
+        }
       return;
+    }
     if (isa<attn::AllReduceOp>(op)) {
       w.allReduceBytes += bytes(op->getResult(0).getType());
       ++w.allReduceOps;

@@ -1,5 +1,7 @@
 // RUN: h20-opt %s --split-input-file --verify-diagnostics --h20-chunked-prefill="whole-prompt-fallback=true chunk=16 max-positions=40" | FileCheck %s
 // RUN: h20-opt %s --split-input-file --h20-chunked-prefill="whole-prompt-fallback=true chunk=2 max-positions=40" 2>/dev/null | FileCheck %s --check-prefix=SMALL
+// RUN: h20-opt %s --split-input-file --h20-chunked-prefill="whole-prompt-fallback=true chunk=3 max-positions=40" 2>/dev/null | FileCheck %s --check-prefix=EDGE
+// RUN: h20-opt %s --split-input-file --h20-chunked-prefill="whole-prompt-fallback=true chunk=16 max-positions=16" 2>/dev/null | FileCheck %s --check-prefix=ONE
 // DeepSeek-V4.1's window-only sparse attention runs a chunk at a time: its
 // latent goes into a window ring (slot 0's key half) of W - 1 = 3 rows
 // before the chunk and the chunk's 16: before the chunk's write at row 3,
@@ -19,9 +21,11 @@
 // CHECK: %[[AT:.*]] = arith.constant 3 : index
 // CHECK: %[[W:.*]] = kv.write %[[ROWS]] into %[[SHIFTED]][layer = 0, kind = 0] at %[[AT]]
 // CHECK: %[[S:.*]] = tensor.dim %[[Q:.*]], %c0
-// CHECK: %[[LEN:.*]] = arith.addi %{{.*}}, %[[S]] : index
+// CHECK: %[[R3:.*]] = arith.constant 3 : index
+// CHECK: %[[LEN:.*]] = arith.addi %[[R3]], %[[S]] : index
 // CHECK: %[[V:.*]] = kv.view %[[W]][layer = 0, kind = 0] length %[[LEN]]
-// CHECK: %[[FIRST:.*]] = arith.subi %[[P0]], %{{.*}} : index
+// CHECK: %[[R3B:.*]] = arith.constant 3 : index
+// CHECK: %[[FIRST:.*]] = arith.subi %[[P0]], %[[R3B]] : index
 // CHECK: %[[L:.*]] = tensor.collapse_shape %[[V]] {{\[\[}}0, 1, 2], [3]] : tensor<1x1x?x8xf32> into tensor<?x8xf32>
 // CHECK: attn.sparse_attention %[[Q]], %[[L]], %{{.*}} start(%[[P0]]) latent_start(%[[FIRST]]) {scale = 5.000000e-01 : f64, window = 4 : i64}
 // With chunks of 2 (< the 3 rows before a chunk) the latent goes into a
@@ -32,6 +36,20 @@
 // SMALL-NOT: from
 // SMALL: kv.write %{{.*}} into %{{.*}}[layer = 0, kind = 0] at %arg1
 // SMALL: attn.sparse_attention {{.*}} start(%arg1) {scale
+// Chunks of exactly W - 1 = 3 rows: a ring of 3 + 3, the move from rows
+// [3, 6) to [0, 3) (adjacent, not overlapping).
+// EDGE-LABEL: func.func @window_only
+// EDGE: kv.alloc() : !kv.cache<1x1x1x6x8xf32
+// EDGE: %[[A:.*]] = arith.constant 3 : index
+// EDGE: %[[B:.*]] = arith.constant 3 : index
+// EDGE: kv.view %{{.*}}[layer = 0, kind = 0] from %[[B]] length %[[A]] {{.*}} -> tensor<1x1x3x8xf32>
+// EDGE: latent_start(
+// A single chunk (max-positions 16 = the chunk): no ring, whose 3 + 16
+// rows would be more than the 16 of every position.
+// ONE-LABEL: func.func @window_only
+// ONE: kv.alloc() : !kv.cache<1x1x1x16x8xf32
+// ONE-NOT: latent_start
+// ONE: return
 func.func @window_only(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
   %x = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
@@ -89,6 +107,30 @@ func.func @fixed_latent(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
   %kv = onnx.Weight {name = "table"} : tensor<16x8xf32>
   %sink = onnx.Constant() {value = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
   %a = attn.sparse_attention %q, %kv, %sink {scale = 0.5 : f64, window = 4 : i64} : (tensor<?x1x8xf32>, tensor<16x8xf32>, tensor<1xf32>) -> tensor<?x1x8xf32>
+  %shape3 = onnx.Constant() {value = dense<[1, -1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %o = onnx.Reshape(%a, %shape3) : (tensor<?x1x8xf32>, tensor<3xi64>) -> tensor<1x?x8xf32>
+  return %o : tensor<1x?x8xf32>
+}
+
+// -----
+
+// A window of 1 (each query sees only its own row): a ring of 0 + 16 rows,
+// nothing to move before the chunk's write at row 0, latent_start p0.
+// CHECK-LABEL: func.func @window_one
+// CHECK: kv.alloc() : !kv.cache<1x1x1x16x8xf32
+// CHECK-NOT: from
+// CHECK: %[[Z:.*]] = arith.constant 0 : index
+// CHECK: kv.write %{{.*}} into %{{.*}}[layer = 0, kind = 0] at %[[Z]]
+// CHECK: attn.sparse_attention {{.*}} start(%arg1) latent_start(%{{.*}}) {scale = 5.000000e-01 : f64, window = 1 : i64}
+func.func @window_one(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %we = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%we, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %shape = onnx.Constant() {value = dense<[-1, 1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %q = onnx.Reshape(%x, %shape) : (tensor<1x?x8xf32>, tensor<3xi64>) -> tensor<?x1x8xf32>
+  %shape2 = onnx.Constant() {value = dense<[-1, 8]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %kv = onnx.Reshape(%x, %shape2) : (tensor<1x?x8xf32>, tensor<2xi64>) -> tensor<?x8xf32>
+  %sink = onnx.Constant() {value = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %a = attn.sparse_attention %q, %kv, %sink {scale = 0.5 : f64, window = 1 : i64} : (tensor<?x1x8xf32>, tensor<?x8xf32>, tensor<1xf32>) -> tensor<?x1x8xf32>
   %shape3 = onnx.Constant() {value = dense<[1, -1, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
   %o = onnx.Reshape(%a, %shape3) : (tensor<?x1x8xf32>, tensor<3xi64>) -> tensor<1x?x8xf32>
   return %o : tensor<1x?x8xf32>

@@ -174,6 +174,32 @@ TEST(GpuProgramWriter, RoundTripsABlockScaledFp8Gemm) {
   EXPECT_NE(parse(noScales, bad).find("scale_b"), std::string::npos);
 }
 
+// An expert-parallel rank's first expert: a launch argument linear in the
+// `rank` symbol, declared only where a step reads it; it round-trips,
+// marks its step, evaluates with the rank, and is refused undeclared.
+TEST(GpuProgramWriter, RoundTripsTheRankSymbol) {
+  json g = baseProgram();
+  g["symbols"] = {"p0", "n", "rank"};
+  g["steps"][0]["args"][2] = {{"i32", {{"c", 0}, {"rank", 48}}}};
+  expectRoundTrip(g);
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p), "");
+  const LaunchArg &a = std::get<LaunchStep>(p.steps[0]).args[2];
+  EXPECT_EQ(a.value.r, 48);
+  EXPECT_FALSE(a.value.isConstant());
+  EXPECT_TRUE(stepSymbols(p.steps[0]).rank);
+  EXPECT_FALSE(stepSymbols(p.steps[1]).rank);
+  int64_t v = -1;
+  SymbolValues s;
+  s.rank = 3;
+  ASSERT_TRUE(a.value.evaluate(s, v));
+  EXPECT_EQ(v, 144);
+  g["symbols"] = {"p0", "n"};
+  GpuProgram bad;
+  EXPECT_NE(parse(g, bad).find("uses symbol 'rank', which gpu.symbols does not declare"),
+            std::string::npos);
+}
+
 // What the compiler builds: a program from structs, never parsed before.
 TEST(GpuProgramWriter, WritesAProgramBuiltFromStructs) {
   GpuProgram p;

@@ -598,7 +598,10 @@ int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
   // What the split covered: a block that did not fit stays whole on every
   // rank (correct, only not split).
   if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel"); tp && !quiet) {
-    auto count = [&](StringRef k) { return tp.getAs<IntegerAttr>(k).getInt(); };
+    auto count = [&](StringRef k) {
+      auto v = tp.getAs<IntegerAttr>(k);
+      return v ? v.getInt() : int64_t(0);
+    };
     llvm::errs() << "h20-opt: tensor parallel split: " << count("attention_blocks")
                  << " attention block(s), " << count("mlp_blocks") << " MLP block(s), "
                  << count("expert_blocks") << " routed-experts block(s) by expert; "

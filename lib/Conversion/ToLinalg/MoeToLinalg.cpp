@@ -66,7 +66,8 @@ std::string checkOperands(ArrayRef<RankedTensorType> t, RankedTensorType y, bool
     const int64_t inter = t[3].getDimSize(2);
     if (t[0].getDimSize(1) != dm || !same(t[2], {e}) || !same(t[3], {el, dm, inter}) ||
         !same(t[4], {el, dm, inter}) || !same(t[5], {el, inter, dm}) || y.getDimSize(1) != dm)
-      return disagree + " Bias [E], W1/W3 [E, Dm, I], W2 [E, I, Dm]";
+      return disagree + " Bias [E], W1/W3 [El, Dm, I], W2 [El, I, Dm] (El: the experts held, " +
+             str(el) + ")";
     return "";
   }
   for (unsigned i = 3; i < 9; ++i)
@@ -80,9 +81,9 @@ std::string checkOperands(ArrayRef<RankedTensorType> t, RankedTensorType y, bool
       !same(t[3], {el, inter, dm / 2}) || !same(t[4], {el, inter, dm / 32}) ||
       !same(t[5], {el, inter, dm / 2}) || !same(t[6], {el, inter, dm / 32}) ||
       !same(t[7], {el, dm, inter / 2}) || !same(t[8], {el, dm, inter / 32}))
-    return disagree + " Bias [" + str(e) + "], W1/W3 [" + str(e) + ", I, " + str(dm / 2) +
-           "] with scales [" + str(e) + ", I, " + str(dm / 32) + "], W2 [" + str(e) + ", " +
-           str(dm) + ", I/2] with scales [" + str(e) + ", " + str(dm) + ", I/32]";
+    return disagree + " Bias [" + str(e) + "], W1/W3 [" + str(el) + ", I, " + str(dm / 2) +
+           "] with scales [" + str(el) + ", I, " + str(dm / 32) + "], W2 [" + str(el) + ", " +
+           str(dm) + ", I/2] with scales [" + str(el) + ", " + str(dm) + ", I/32]";
   return "";
 }
 

@@ -1326,11 +1326,11 @@ private:
 } // namespace
 
 bool LinearExpr::evaluate(const SymbolValues &s, int64_t &out) const {
-  int64_t a, b, d, e, r;
-  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !mulOk(q, s.q, d) || !mulOk(this->r, s.rank, e) ||
-      !addOk(c, a, r) || !addOk(r, b, r) || !addOk(r, d, r) || !addOk(r, e, r))
+  int64_t a, b, d, e, sum;
+  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !mulOk(q, s.q, d) || !mulOk(r, s.rank, e) ||
+      !addOk(c, a, sum) || !addOk(sum, b, sum) || !addOk(sum, d, sum) || !addOk(sum, e, sum))
     return false;
-  out = r;
+  out = sum;
   return true;
 }
 

@@ -656,6 +656,12 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
            {f32Arg(temperature), f32Arg(scaling), first});
     launch(moePositionsKernel(), moePositionsGrid(el), {&ids, &counts, &offsets, &pos, &rowTok},
            {first});
+    // Under expert parallelism only this rank's picks (offsets[el] of the
+    // r rows) are placed: gather and SwiGLU still cover all r rows (the
+    // rest are unused rows of the scratch, never read by the GEMMs, which
+    // stop at the offsets, nor by the combine, which skips pos -1): up to
+    // (1 - 1/N) of their memory-bound work is spent for nothing; bounding
+    // them by offsets[el] on the device is the next step.
     launch(moeGatherKernel(dt), moeGatherGrid(r),
            {&xt, &rowTok, &xp}, {});
     expertGemm(xp, w1, s1, g, r, inter, dm);

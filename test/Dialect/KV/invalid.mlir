@@ -109,7 +109,7 @@ func.func @view_dim(%c: !kv.cache<2x2x4x?x32xf32, #kv.layout<order = [0, 1, 2, 3
 func.func @view_past_capacity(%c: !kv.cache<1x1x1x35x40xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>>) {
   %at = arith.constant 21 : index
   %n = arith.constant 15 : index
-  // expected-error @+1 {{tokens [21, 36) are outside the cache's capacity 35}}
+  // expected-error @+1 {{tokens [21, 21 + 15) are outside the cache's capacity 35}}
   %v = kv.view %c[layer = 0, kind = 0] from %at length %n : !kv.cache<1x1x1x35x40xbf16, #kv.layout<order = [0, 1, 2, 3, 4], align = 128>> -> tensor<1x1x15x40xbf16>
   return
 }

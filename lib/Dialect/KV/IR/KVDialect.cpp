@@ -179,11 +179,12 @@ LogicalResult ViewOp::verify() {
   if ((!getOffset() || matchPattern(getOffset(), m_ConstantInt(&offset))) &&
       matchPattern(getLength(), m_ConstantInt(&length))) {
     const int64_t capacity = getCache().getType().getShape()[3];
-    if (offset.getSExtValue() < 0 || length.getSExtValue() < 0 ||
-        offset.getSExtValue() + length.getSExtValue() > capacity)
-      return emitOpError("tokens [")
-             << offset.getSExtValue() << ", " << offset.getSExtValue() + length.getSExtValue()
-             << ") are outside the cache's capacity " << capacity;
+    const int64_t first = offset.getSExtValue(), count = length.getSExtValue();
+    int64_t end = 0;
+    if (first < 0 || count < 0 || llvm::AddOverflow(first, count, end) ||
+        (!ShapedType::isDynamic(capacity) && end > capacity))
+      return emitOpError("tokens [") << first << ", " << first << " + " << count
+                                     << ") are outside the cache's capacity " << capacity;
   }
   return success();
 }
