@@ -289,6 +289,26 @@ func.func @sparse_attention_ring_without_start(%q: tensor<8x4x64xf32>, %kv: tens
 
 // -----
 
+func.func @sparse_attention_ring_misses_window(%q: tensor<8x4x64xf32>, %kv: tensor<16x64xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
+  %p0 = arith.constant 40 : index
+  %first = arith.constant 30 : index
+  // expected-error @+1 {{latent_start 30 leaves out window rows of the query at 40 (window 16)}}
+  %0 = attn.sparse_attention %q, %kv, %s start(%p0) latent_start(%first) {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<16x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
+func.func @sparse_attention_ring_too_short(%q: tensor<8x4x64xf32>, %kv: tensor<16x64xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
+  %p0 = arith.constant 40 : index
+  %first = arith.constant 25 : index
+  // expected-error @+1 {{latent rows 16 starting at position 25 do not reach the last query's position 47}}
+  %0 = attn.sparse_attention %q, %kv, %s start(%p0) latent_start(%first) {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<16x64xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>
+  return %0 : tensor<8x4x64xf32>
+}
+
+// -----
+
 func.func @sparse_attention_latent(%q: tensor<8x4x64xf32>, %kv: tensor<8x32xf32>, %s: tensor<4xf32>) -> tensor<8x4x64xf32> {
   // expected-error @+1 {{latent must be [L, D] of the query [S, H, D]}}
   %0 = attn.sparse_attention %q, %kv, %s {scale = 0.125 : f64, window = 16 : i64} : (tensor<8x4x64xf32>, tensor<8x32xf32>, tensor<4xf32>) -> tensor<8x4x64xf32>

@@ -307,6 +307,23 @@ LogicalResult SparseAttentionOp::verify() {
     return emitOpError("latent must be [S, D] of the query [S, H, D] (or give a start)");
   if (getLatentStart() && !getStart())
     return emitOpError("a latent_start (a window ring) needs the queries' start");
+  // A ring's constants where known: it must hold every query's window
+  // (first row at most max(start - W + 1, 0)) and reach the last query.
+  APInt startValue, firstValue;
+  if (getLatentStart() && matchPattern(getStart(), m_ConstantInt(&startValue)) &&
+      matchPattern(getLatentStart(), m_ConstantInt(&firstValue))) {
+    const int64_t start = startValue.getSExtValue(), first = firstValue.getSExtValue();
+    const int64_t window = static_cast<int64_t>(getWindow());
+    if (first > std::max<int64_t>(start - window + 1, 0))
+      return emitOpError("latent_start ")
+             << first << " leaves out window rows of the query at " << start << " (window "
+             << window << ")";
+    if (!q.isDynamicDim(0) && !kv.isDynamicDim(0) &&
+        kv.getDimSize(0) < start + q.getDimSize(0) - first)
+      return emitOpError("latent rows ")
+             << kv.getDimSize(0) << " starting at position " << first
+             << " do not reach the last query's position " << start + q.getDimSize(0) - 1;
+  }
   // L >= start + S where known: a constant start, static L and S (a ring's
   // latent, with its own start, is checked by its producer).
   if (getStart() && !getLatentStart() && !q.isDynamicDim(0) && !kv.isDynamicDim(0)) {
