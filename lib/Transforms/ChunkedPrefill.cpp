@@ -107,6 +107,21 @@ SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToke
   return reads;
 }
 
+/// A window ring's move before a chunk's write (cacheRows): rows
+/// [chunk, chunk + ring) of `slot` to rows [0, ring). Returns the cache.
+/// (Bufferization moves them through a temporary of `ring` rows: the view
+/// aliases the cache it is written into.)
+Value shiftRing(OpBuilder &b, Location loc, Value cache, h20::kv::CacheType type, int64_t slot,
+                int64_t ring, int64_t chunk) {
+  auto rowsType = RankedTensorType::get({1, 1, ring, type.getShape().back()},
+                                        type.getElementType());
+  Value last = h20::kv::ViewOp::create(b, loc, rowsType, cache,
+                                       arith::ConstantIndexOp::create(b, loc, ring),
+                                       arith::ConstantIndexOp::create(b, loc, chunk), slot, 0);
+  return h20::kv::WriteOp::create(b, loc, type, cache, last,
+                                  arith::ConstantIndexOp::create(b, loc, 0), slot, 0);
+}
+
 /// DeepSeek-V4.1's sparse attention and indexers read, for each query, rows
 /// of every earlier position: window latents, compressed entries (one per
 /// group of `ratio` tokens) and indexer keys; so does a lookback Gather
@@ -127,21 +142,6 @@ SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToke
 ///    does, GpuProgram's chunkSchedule) move to [0, R); with R <= C the two
 ///    ranges do not overlap. So a window layer holds R + C rows instead of
 ///    max-positions.
-/// A window ring's move before a chunk's write (cacheRows): rows
-/// [chunk, chunk + ring) of `slot` to rows [0, ring). Returns the cache.
-/// (Bufferization moves them through a temporary of `ring` rows: the view
-/// aliases the cache it is written into.)
-Value shiftRing(OpBuilder &b, Location loc, Value cache, h20::kv::CacheType type, int64_t slot,
-                int64_t ring, int64_t chunk) {
-  auto rowsType = RankedTensorType::get({1, 1, ring, type.getShape().back()},
-                                        type.getElementType());
-  Value last = h20::kv::ViewOp::create(b, loc, rowsType, cache,
-                                       arith::ConstantIndexOp::create(b, loc, ring),
-                                       arith::ConstantIndexOp::create(b, loc, chunk), slot, 0);
-  return h20::kv::WriteOp::create(b, loc, type, cache, last,
-                                  arith::ConstantIndexOp::create(b, loc, 0), slot, 0);
-}
-
 LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64_t chunk,
                         ArrayRef<RowRead> reads) {
   if (reads.empty())

@@ -42,12 +42,15 @@ bool moeShapeSupported(int64_t experts, int64_t topK, std::string *why = nullptr
 
 /// Kernel names; "" for a type outside 0..2.
 /// h20_moe_route_b{f32,f16,bf16} by the bias' type `biasType`: (logits
-/// [T, E] f32, bias [E], ids [T, K] i32, weights [T, K] f32, counts [E] i32,
-/// float temp, float scaling); counts must be zero before (it is
-/// accumulated with atomics).
+/// [T, E] f32, bias [E], ids [T, K] i32, weights [T, K] f32, counts [El]
+/// i32, pos [T, K] i32, float temp, float scaling, i32 first); counts must
+/// be zero before (it is accumulated with atomics). The rank holds experts
+/// [first, first + El) (one GPU: 0 and E): counts are over those, and a
+/// pick of another expert gets pos -1 (expert parallelism).
 std::string moeRouteKernel(int biasType);
-/// h20_moe_positions: (ids [T, K] i32, counts [E] i32, offsets [E + 1] i32,
-/// pos [T, K] i32, rowToken [R] i32).
+/// h20_moe_positions: (ids [T, K] i32, counts [El] i32, offsets [El + 1]
+/// i32, pos [T, K] i32, rowToken [R] i32, i32 first): CTA e places the
+/// picks of expert first + e.
 std::string moePositionsKernel();
 /// h20_moe_gather_{f32,f16,bf16} by the element type `dt` of X and Xp:
 /// (X [T, Dm], rowToken [R] i32, Xp [R, Dm]).
