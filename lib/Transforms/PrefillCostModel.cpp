@@ -136,8 +136,17 @@ template <typename Dim> static bool addV41Work(Operation *op, Dim dim, PrefillWo
     w.indexerFlops += 2.0 * q[1] * q[2] * pairs;
     return true;
   }
+  // The ONNX-level ops' operands are not verified yet (the GPU lowering
+  // checks them later): ranks other than their forms' are priced as any
+  // other op.
+  auto rankIs = [](Value v, int64_t r) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.getRank() == r;
+  };
   const bool mxfp4 = isa<onnx::H20RoutedExpertsMxfp4Op>(op);
-  if (mxfp4 || isa<onnx::H20RoutedExpertsOp>(op)) {
+  if ((mxfp4 || isa<onnx::H20RoutedExpertsOp>(op)) && op->getNumOperands() >= 4 &&
+      rankIs(op->getOperand(0), 2) && rankIs(op->getOperand(1), 2) &&
+      rankIs(op->getOperand(3), 3)) {
     SmallVector<double> x = shape(op->getOperand(0)), router = shape(op->getOperand(1)),
                         w1 = shape(op->getOperand(3));
     const double k = double(op->getAttrOfType<IntegerAttr>("top_k").getInt());
@@ -147,7 +156,8 @@ template <typename Dim> static bool addV41Work(Operation *op, Dim dim, PrefillWo
     (mxfp4 ? w.fp4ExpertFlops : w.expertFlops) += x[0] * k * share * 3.0 * 2.0 * dm * inter;
     return true;
   }
-  if (isa<onnx::H20BlockScaledMatMulOp>(op)) {
+  if (isa<onnx::H20BlockScaledMatMulOp>(op) && op->getNumOperands() >= 2 &&
+      rankIs(op->getOperand(1), 2) && isa<RankedTensorType>(op->getOperand(0).getType())) {
     SmallVector<double> x = shape(op->getOperand(0)), wt = shape(op->getOperand(1)); // W [N, K]
     double m = 1;
     for (size_t i = 0; i + 1 < x.size(); ++i)
@@ -200,6 +210,8 @@ PrefillWork collectPrefillWork(ModuleOp module, int64_t seqLen, int64_t elementB
         for (Value v : op->getOperands().drop_front()) {
           auto t = dyn_cast<RankedTensorType>(v.getType());
           if (!t)
+            continue;
+          if (!t.getElementType().isIntOrFloat())
             continue;
           const unsigned bits = t.getElementType().getIntOrFloatBitWidth();
           w.memoryBytes += elements(t) * (bits <= 8 ? 1.0 : double(elementBytes));
