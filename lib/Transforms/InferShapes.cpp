@@ -100,6 +100,31 @@ LogicalResult checkExpands(func::FuncOp func, h20::SymbolicEvaluator &eval) {
   return failure(r.wasInterrupted());
 }
 
+/// ONNX MatMul (numpy.matmul): A [..., M, K] x B [..., K, N] (a rank-1
+/// operand is a vector of K). Known inner dims that differ are an error
+/// naming the node and both shapes: lowered anyway, the product would read
+/// past a weight's rows.
+LogicalResult checkMatMuls(func::FuncOp func) {
+  WalkResult r = func.walk([&](h20::onnx::MatMulOp op) {
+    if (op->getNumOperands() != 2)
+      return WalkResult::advance();
+    auto a = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    auto b = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    if (!a || !b || a.getRank() < 1 || b.getRank() < 1)
+      return WalkResult::advance();
+    const int64_t ka = a.getDimSize(a.getRank() - 1);
+    const int64_t kb = b.getDimSize(b.getRank() == 1 ? 0 : b.getRank() - 2);
+    if (ShapedType::isDynamic(ka) || ShapedType::isDynamic(kb) || ka == kb)
+      return WalkResult::advance();
+    std::string node = h20::onnx::describeNode(op->getLoc());
+    op->emitError() << (node.empty() ? "onnx.MatMul" : node) << ": inputs " << a << " and " << b
+                    << " do not multiply: inner dimensions " << ka << " and " << kb
+                    << " differ (A [..., M, K] x B [..., K, N])";
+    return WalkResult::interrupt();
+  });
+  return failure(r.wasInterrupted());
+}
+
 /// ONNX multidirectional broadcasting (Add, Mul, Where, ...): operand dims
 /// aligned from the back must be equal or 1. Static dims that are not are
 /// an error naming the node and both shapes.
@@ -171,7 +196,7 @@ struct InferShapesPass : h20::impl::InferShapesBase<InferShapesPass> {
       }
     });
     // With the refined operand types, broadcasts that cannot work.
-    if (failed(checkBroadcasts(func)))
+    if (failed(checkBroadcasts(func)) || failed(checkMatMuls(func)))
       return signalPassFailure();
   }
 };
