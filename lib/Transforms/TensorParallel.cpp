@@ -447,7 +447,8 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
   if (ranks == 1)
     return success();
   Splitter split{module.getContext(), ranks};
-  int64_t attention = 0, mlp = 0, skipped = 0, experts = 0;
+  int64_t attention = 0, mlp = 0, skipped = 0, experts = 0, expertsSkipped = 0;
+  std::string expertsWhy; // the first routed-experts op that did not split
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     SmallVector<at::AttentionOp> attns;
     f.walk([&](at::AttentionOp a) { attns.push_back(a); });
@@ -464,11 +465,19 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
       if (isa<ox::H20RoutedExpertsOp, ox::H20RoutedExpertsMxfp4Op>(op))
         moe.push_back(op);
     });
-    for (Operation *op : moe)
+    for (Operation *op : moe) {
       if (auto p = split.planExperts(op)) {
         split.apply(*p);
         ++experts;
+        continue;
       }
+      if (expertsSkipped++ == 0) {
+        auto router = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+        expertsWhy = router && router.getRank() == 2 && !router.isDynamicDim(1)
+                         ? std::to_string(router.getDimSize(1)) + " experts"
+                         : "experts";
+      }
+    }
     SmallVector<ox::MatMulOp> matmuls;
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
@@ -483,12 +492,17 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
   }
   if (summary)
     *summary = {attention, mlp, skipped, experts};
-  if (attention + mlp + experts == 0)
-    return module.emitError("h20-tensor-parallel: found no attention, MLP or routed-experts block "
-                            "to split over ")
-           << ranks << " ranks (" << skipped
-           << " attention op(s) did not fit: heads not divisible by the ranks, Q/K/V not made by "
-              "a MatMul with a weight, or a per-head mask)";
+  if (attention + mlp + experts == 0) {
+    InFlightDiagnostic d = module.emitError("h20-tensor-parallel: found no attention, MLP or "
+                                            "routed-experts block to split over ")
+                           << ranks << " ranks (" << skipped
+                           << " attention op(s) did not fit: heads not divisible by the ranks, "
+                              "Q/K/V not made by a MatMul with a weight, or a per-head mask";
+    if (expertsSkipped)
+      d << "; " << expertsSkipped << " routed-experts op(s) did not: " << expertsWhy
+        << " do not divide over " << ranks << " ranks, or an expert weight is not an initializer";
+    return d << ")";
+  }
   Builder b(module.getContext());
   module->setAttr(
       "h20.tensor_parallel",

@@ -11,8 +11,8 @@
 //                          or "sm_XYa"). The GPU must have at least X.Y; a
 //                          cubin is used only on a GPU of the same major
 //                          version, else the PTX is JIT-compiled by the driver.
-//   "symbols": ["p0", "n"] the per-chunk runtime integers linear expressions
-//                          may name ("p0", "n" and "q" exist): p0 = position
+//   "symbols": ["p0", "n"] the runtime integers linear expressions may name
+//                          ("p0", "n", "q" and "rank" exist): p0 = position
 //                          of the chunk's first token, n = real tokens in it,
 //                          q = p0 / C, the chunk's index (rows of groups of
 //                          tokens, e.g. p0 / 4 = q * C / 4, are linear in q);
