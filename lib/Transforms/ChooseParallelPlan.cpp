@@ -42,9 +42,10 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
   }
 
   /// The cost model's predictions of both plans (< 0: not possible or not
-  /// priced), and why tensor parallelism is not possible when it is not.
-  LogicalResult price(ModuleOp module, const h20::TargetDescription &t, double &contextMs,
-                      double &tensorMs, std::string &why) {
+  /// priced; context parallelism only where `contextRuns`), and why tensor
+  /// parallelism is not possible when it is not.
+  LogicalResult price(ModuleOp module, const h20::TargetDescription &t, bool contextRuns,
+                      double &contextMs, double &tensorMs, std::string &why) {
     OwningOpRef<ModuleOp> priced(cast<ModuleOp>(module->clone()));
     if (logitsLast) {
       PassManager pm(module.getContext());
@@ -54,7 +55,7 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
                                 "--logits=last to the model");
     }
     h20::PrefillWork work = h20::collectPrefillWork(*priced, tokens, elementBytes);
-    contextMs = t.nvlinkBytesPerS > 0 && contextWhy(module).empty()
+    contextMs = t.nvlinkBytesPerS > 0 && contextRuns
                     ? h20::predictContextParallel(work, t, gpus).totalMs
                     : -1;
     h20::PrefillPrediction tp;
@@ -79,13 +80,13 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
     }
     double contextMs = -1, tensorMs = -1;
     std::string why;
-    if (failed(price(module, *t, contextMs, tensorMs, why)))
+    const std::string noContext = contextWhy(module);
+    if (failed(price(module, *t, noContext.empty(), contextMs, tensorMs, why)))
       return signalPassFailure();
     // h20-run's context parallelism cuts the prompt into 2N equal chunks.
     const bool contextRuns = (gpus & (gpus - 1)) == 0;
     const std::string n = std::to_string(gpus);
     std::string chosen, chosenBy = plan == "auto" ? "cost model" : "user", note;
-    const std::string noContext = contextWhy(module);
     if (plan == "context") {
       if (!noContext.empty()) {
         module.emitError("--parallel context: ") << noContext;

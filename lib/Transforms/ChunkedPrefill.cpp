@@ -71,31 +71,26 @@ std::string blockerSummary(ArrayRef<std::pair<Operation *, std::string>> blocker
 
 /// One row operand that a chunk's op must see for earlier positions too,
 /// how many tokens one row stands for, and how many rows before the chunk
-/// it reads: `ring` >= 0 for a sparse attention's window latents (the
+/// it reads: `before` >= 0 for a sparse attention's window latents (the
 /// W - 1 positions before the chunk's first), -1 for every earlier row.
 struct RowRead {
   OpOperand *use;
   int64_t ratio;
-  int64_t ring = -1;
+  int64_t before = -1;
 };
 
 /// The rows DeepSeek-V4.1's ops read across chunks: a sparse attention's
-/// window latents (a row per token; the W - 1 rows before the chunk when
-/// the chunk holds at least that many, see cacheRows) and compressed
+/// window latents (a row per token; only the W - 1 rows before the chunk,
+/// which cacheRows may keep in a ring) and compressed
 /// entries, an indexer's keys (a row per group of `ratio` tokens; a sparse
 /// attention's ratio is its indices' indexer's), a lookback Gather's data
 /// (a row per token: Engram's earlier token ids), in program order.
-SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToken, int64_t chunk,
-                              int64_t capacity) {
+SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToken) {
   SmallVector<RowRead> reads;
   auto ratioOf = [](Operation *op) { return op->getAttrOfType<IntegerAttr>("ratio").getInt(); };
   for (Operation &op : func.getBody().front()) {
     if (auto sa = dyn_cast<h20::attn::SparseAttentionOp>(op)) {
-      // A ring when the move cannot overlap (W - 1 <= C) and it is smaller
-      // than the cache of every position (more than one chunk can run).
-      const int64_t before = static_cast<int64_t>(sa.getWindow()) - 1;
-      const bool ring = before <= chunk && before + chunk < capacity;
-      reads.push_back({&sa.getLatentMutable(), 1, ring ? before : -1});
+      reads.push_back({&sa.getLatentMutable(), 1, static_cast<int64_t>(sa.getWindow()) - 1});
       if (sa.getCompressed())
         reads.push_back({&sa.getCompressedMutable()[0], ratioOf(sa.getIndices().getDefiningOp())});
     } else if (isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op)) {
@@ -133,8 +128,9 @@ Value shiftRing(OpBuilder &b, Location loc, Value cache, h20::kv::CacheType type
 ///    as its start. Chunks hold whole groups (PerTokenOps checks the chunk
 ///    size), so the chunk's first group is group p0 / ratio. Capacity:
 ///    max-positions rounded up to whole chunks, divided by the ratio.
-///  - window rings (ring R = W - 1 >= 0 rows before the chunk, R <= C):
-///    R + C rows. Rows [0, R) hold positions p0 - R .. p0 - 1, the chunk's
+///  - window rings (ring R = W - 1 >= 0 rows before the chunk, where
+///    R <= C and R + C is less than the capacity: more than one chunk can
+///    run): R + C rows. Rows [0, R) hold positions p0 - R .. p0 - 1, the chunk's
 ///    rows are written at row R, the reader views rows 0 .. R + S and
 ///    takes p0 - R as its latent_start (rows of negative positions are
 ///    never read). Before the write, rows [C, C + R) (the last R positions
@@ -157,6 +153,12 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     SmallVector<Value> values;
     Value cache;
     h20::kv::CacheType type;
+  };
+  const int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
+  // A read's ring rows, or -1 for a cache of every position: a ring when
+  // the move cannot overlap (R <= C) and it is smaller than that cache.
+  auto ringOf = [&](const RowRead &r) {
+    return r.before >= 0 && r.before <= chunk && r.before + chunk < capacity ? r.before : -1;
   };
   SmallVector<Kind> kinds;
   auto kindOf = [&](int64_t dim, Type elt, int64_t ratio, int64_t ring) -> Kind & {
@@ -181,11 +183,10 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     if (r.ratio < 1 || chunk % r.ratio)
       return r.use->getOwner()->emitError("chunked prefill: the chunk size ")
              << chunk << " is not a multiple of the ratio " << r.ratio;
-    Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio, r.ring);
+    Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio, ringOf(r));
     if (!llvm::is_contained(k.values, v))
       k.values.push_back(v);
   }
-  const int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());
   for (Kind &k : kinds) {
@@ -229,7 +230,7 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
         const RowRead &r = reads[j];
         Value v = r.use->get();
         auto t = cast<RankedTensorType>(v.getType());
-        Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio, r.ring);
+        Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio, ringOf(r));
         int64_t slot = llvm::find(k.values, v) - k.values.begin();
         auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, k.dim}, k.elt);
         if (pass == 0) {
@@ -468,9 +469,7 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       return failure();
     if (!whole) {
       // Both read the analysis of the original graph: collect, then rewrite.
-      SmallVector<RowRead> reads =
-          rowReads(func, perToken, chunk,
-                   maxPositions > 0 && chunk > 0 ? (maxPositions + chunk - 1) / chunk * chunk : 0);
+      SmallVector<RowRead> reads = rowReads(func, perToken);
       PositionUsers users = positionUsers(func, perToken);
       globalizePositions(func, p0, perToken, users);
       if (failed(cacheRows(func, p0, maxPositions, chunk, reads)))

@@ -194,6 +194,41 @@ Permutation countingSort(const std::vector<int32_t> &ids, int64_t T, int64_t K, 
   return p;
 }
 
+/// Launches h20_moe_positions: ids and pos [T, K] (row pitch `pitch`),
+/// counts [El], offsets [El + 1], rowToken [T * K]; this rank's experts
+/// are [first, first + El).
+void launchPositions(CUdeviceptr ids, CUdeviceptr counts, CUdeviceptr offsets, CUdeviceptr pos,
+                     CUdeviceptr rowToken, int64_t T, int64_t K, int64_t pitch, int64_t El,
+                     int64_t first) {
+  std::vector<uint64_t> slots;
+  pushMemref(slots, ids, 0, {T, K}, {pitch, 1});
+  pushMemref(slots, counts, 0, {El}, {1});
+  pushMemref(slots, offsets, 0, {El + 1}, {1});
+  pushMemref(slots, pos, 0, {T, K}, {pitch, 1});
+  pushMemref(slots, rowToken, 0, {T * K}, {1});
+  slots.push_back(uint64_t(first));
+  launch(moePositionsKernel(), moePositionsGrid(El), slots);
+}
+
+/// Launches h20_moe_route_b* (bias type `biasType`): logits [T, E], bias
+/// [E], ids / weights / pos [T, K], counts [El]; this rank's experts are
+/// [first, first + El) (El = E, first = 0 on one GPU).
+void launchRoute(int biasType, CUdeviceptr logits, CUdeviceptr bias, CUdeviceptr ids,
+                 CUdeviceptr weights, CUdeviceptr counts, CUdeviceptr pos, int64_t T, int64_t E,
+                 int64_t K, int64_t El, int64_t first, float temp, float scaling) {
+  std::vector<uint64_t> slots;
+  pushMemref(slots, logits, 0, {T, E}, {E, 1});
+  pushMemref(slots, bias, 0, {E}, {1});
+  pushMemref(slots, ids, 0, {T, K}, {K, 1});
+  pushMemref(slots, weights, 0, {T, K}, {K, 1});
+  pushMemref(slots, counts, 0, {El}, {1});
+  pushMemref(slots, pos, 0, {T, K}, {K, 1});
+  pushF32(slots, temp);
+  pushF32(slots, scaling);
+  slots.push_back(uint64_t(first));
+  launch(moeRouteKernel(biasType), moeRouteGrid(T), slots);
+}
+
 /// Runs h20_moe_positions on ids [T, K] (row pitch idPitch >= K, also used
 /// for pos) and counts; compares with countingSort. `label` names the case.
 bool runPositions(const std::string &label, const std::vector<int32_t> &ids, int64_t T, int64_t K,
@@ -211,14 +246,7 @@ bool runPositions(const std::string &label, const std::vector<int32_t> &ids, int
   Buffer did(hid.data(), hid.size() * 4), dcnt(counts.data(), counts.size() * 4),
       doff(canaryOff.data(), canaryOff.size() * 4), dpos(canaryPos.data(), canaryPos.size() * 4),
       drow(canaryRow.data(), canaryRow.size() * 4);
-  std::vector<uint64_t> slots;
-  pushMemref(slots, did.ptr, 0, {T, K}, {idPitch, 1});
-  pushMemref(slots, dcnt.ptr, 0, {E}, {1});
-  pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
-  pushMemref(slots, dpos.ptr, 0, {T, K}, {idPitch, 1});
-  pushMemref(slots, drow.ptr, 0, {R}, {1});
-  slots.push_back(0); // first: every expert on this rank
-  launch(moePositionsKernel(), moePositionsGrid(E), slots);
+  launchPositions(did.ptr, dcnt.ptr, doff.ptr, dpos.ptr, drow.ptr, T, K, idPitch, E, 0);
   std::vector<int32_t> off(canaryOff.size()), pos(canaryPos.size()), row(canaryRow.size());
   doff.download(off.data());
   dpos.download(pos.data());
@@ -314,25 +342,9 @@ bool runRouteExpertParallel(const RouteCase &c, Buffer &dlog, Buffer &dbias,
   Buffer dids(ids2.data(), ids2.size() * 4), dw(w2.data(), w2.size() * 4),
       dcnt(counts2.data(), counts2.size() * 4), dpos(pos.data(), pos.size() * 4),
       doff(offs.data(), offs.size() * 4), drow(row.data(), row.size() * 4);
-  std::vector<uint64_t> slots;
-  pushMemref(slots, dlog.ptr, 0, {T, E}, {E, 1});
-  pushMemref(slots, dbias.ptr, 0, {E}, {1});
-  pushMemref(slots, dids.ptr, 0, {T, K}, {K, 1});
-  pushMemref(slots, dw.ptr, 0, {T, K}, {K, 1});
-  pushMemref(slots, dcnt.ptr, 0, {El}, {1});
-  pushMemref(slots, dpos.ptr, 0, {T, K}, {K, 1});
-  pushF32(slots, temp);
-  pushF32(slots, scaling);
-  slots.push_back(uint64_t(first));
-  launch(moeRouteKernel(c.biasType), moeRouteGrid(T), slots);
-  std::vector<uint64_t> ps;
-  pushMemref(ps, dids.ptr, 0, {T, K}, {K, 1});
-  pushMemref(ps, dcnt.ptr, 0, {El}, {1});
-  pushMemref(ps, doff.ptr, 0, {El + 1}, {1});
-  pushMemref(ps, dpos.ptr, 0, {T, K}, {K, 1});
-  pushMemref(ps, drow.ptr, 0, {T * K}, {1});
-  ps.push_back(uint64_t(first));
-  launch(moePositionsKernel(), moePositionsGrid(El), ps);
+  launchRoute(c.biasType, dlog.ptr, dbias.ptr, dids.ptr, dw.ptr, dcnt.ptr, dpos.ptr, T, E, K, El,
+              first, temp, scaling);
+  launchPositions(dids.ptr, dcnt.ptr, doff.ptr, dpos.ptr, drow.ptr, T, K, K, El, first);
   dids.download(ids2.data());
   dcnt.download(counts2.data());
   dpos.download(pos.data());
@@ -417,17 +429,9 @@ bool runRoute(const RouteCase &c) {
   Buffer dlog(logits.data(), logits.size() * 4), dbias(bias.bytes.data(), bias.bytes.size()),
       dids(ids.data(), ids.size() * 4), dw(weights.data(), weights.size() * 4),
       dcnt(counts.data(), counts.size() * 4);
-  std::vector<uint64_t> slots;
-  pushMemref(slots, dlog.ptr, 0, {T, E}, {E, 1});
-  pushMemref(slots, dbias.ptr, 0, {E}, {1});
-  pushMemref(slots, dids.ptr, 0, {T, K}, {K, 1});
-  pushMemref(slots, dw.ptr, 0, {T, K}, {K, 1});
-  pushMemref(slots, dcnt.ptr, 0, {E}, {1});
-  pushMemref(slots, dids.ptr, 0, {T, K}, {K, 1}); // pos: never written with every expert local
-  pushF32(slots, temp);
-  pushF32(slots, scaling);
-  slots.push_back(0); // first: every expert on this rank
-  launch(moeRouteKernel(c.biasType), moeRouteGrid(T), slots);
+  // pos: never written with every expert on this rank (any [T, K] view).
+  launchRoute(c.biasType, dlog.ptr, dbias.ptr, dids.ptr, dw.ptr, dcnt.ptr, dids.ptr, T, E, K, E, 0,
+              temp, scaling);
   dids.download(ids.data());
   dw.download(weights.data());
   dcnt.download(counts.data());
@@ -501,17 +505,10 @@ bool runRoute(const RouteCase &c) {
   bool ok = report(why.empty(), std::string("route ") + c.name, detail);
   // The route's own ids and atomics-made counts through positions.
   if (ok) {
-    std::vector<uint64_t> ps;
     std::vector<int32_t> canary(size_t(T * K) + 1, -3), offs(size_t(E + 1), -3);
     Buffer doff(offs.data(), offs.size() * 4), dpos(canary.data(), size_t(T * K) * 4),
         drow(canary.data(), canary.size() * 4);
-    pushMemref(ps, dids.ptr, 0, {T, K}, {K, 1});
-    pushMemref(ps, dcnt.ptr, 0, {E}, {1});
-    pushMemref(ps, doff.ptr, 0, {E + 1}, {1});
-    pushMemref(ps, dpos.ptr, 0, {T, K}, {K, 1});
-    pushMemref(ps, drow.ptr, 0, {T * K}, {1});
-    ps.push_back(0); // first
-    launch(moePositionsKernel(), moePositionsGrid(E), ps);
+    launchPositions(dids.ptr, dcnt.ptr, doff.ptr, dpos.ptr, drow.ptr, T, K, K, E, 0);
     std::vector<int32_t> pos(size_t(T * K)), row(canary.size());
     doff.download(offs.data());
     dpos.download(pos.data());

@@ -31,6 +31,20 @@ Value cIdx(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// The input that carries a library call's `start` (query row 0's prompt
+/// position, e.g. the chunk's first position p0) to the host program: a
+/// never-read i8 temporary of start + 1 elements, whose length minus one
+/// the host program passes to the kernel (LibraryCallSteps.cpp,
+/// takeStartCarrier). Not as a scalar operand: the canonicalizer folds a
+/// constant scalar into the body of a new generic without the call's
+/// attributes. Not as the length itself: a zero-length operand lets the
+/// canonicalizer erase the call.
+Value startCarrier(OpBuilder &b, Location loc, Value start) {
+  return tensor::EmptyOp::create(b, loc,
+                                 RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type()),
+                                 ValueRange{arith::AddIOp::create(b, loc, start, cIdx(b, loc, 1))});
+}
+
 Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x, Value y) {
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
@@ -460,13 +474,9 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
   if (compressed)
     ins.append({compressed, indices});
   // A window ring's kernel also needs the queries' start (its first rows
-  // may be positions < 0): it rides along as the length minus one of a
-  // last, never-read i8 input, as the indexer's (lowerIndexerToLibraryCall
-  // says why not as a scalar).
+  // may be positions < 0): a last input carries it.
   if (latentStart)
-    ins.push_back(tensor::EmptyOp::create(
-        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type()),
-        ValueRange{arith::AddIOp::create(b, loc, op.getStart(), cIdx(b, loc, 1))}));
+    ins.push_back(startCarrier(b, loc, op.getStart()));
   SmallVector<Value> operands(ins);
   operands.push_back(init);
   SmallVector<AffineMap> maps;
@@ -553,17 +563,10 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
   SmallVector<Value> ins{q, k, w};
   if (candidates)
     ins.push_back(candidates);
-  // The start (query row 0's prompt position) rides along as the length
-  // minus one of a last, never-read i8 input (a temporary of start + 1
-  // bytes), which the host program passes to the kernel. Not as a scalar
-  // operand: the canonicalizer folds a constant scalar into the body of a
-  // new generic without the call's attributes. Not as the length itself: a
-  // zero-length operand lets the canonicalizer erase the call.
+  // The start (query row 0's prompt position): a last input carries it.
   Value start = topk ? topk.getStart() : cands.getStart();
   if (start)
-    ins.push_back(tensor::EmptyOp::create(
-        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI8Type()),
-        ValueRange{arith::AddIOp::create(b, loc, start, cIdx(b, loc, 1))}));
+    ins.push_back(startCarrier(b, loc, start));
   SmallVector<Value> outs{out, scratch};
   SmallVector<Value> operands(ins);
   operands.append(outs.begin(), outs.end());

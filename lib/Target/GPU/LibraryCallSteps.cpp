@@ -328,15 +328,25 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
   return success();
 }
 
+/// Removes the start carrier, views[at] (SparseAttnToLinalg.cpp,
+/// startCarrier: an [start + 1] i8 input), and sets `start` from its
+/// length. `what` names the call in the error of a malformed carrier.
+static LogicalResult takeStartCarrier(linalg::GenericOp op, SmallVector<View> &views, unsigned at,
+                                      StringRef what, Lin &start) {
+  if (at >= views.size() || views[at].sizes.size() != 1)
+    return op->emitError("GPU target: internal: the ") << what << "'s start carrier is not rank 1";
+  start = views[at].sizes[0] - Lin{1};
+  views.erase(views.begin() + at);
+  return success();
+}
+
 LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   auto attrs = op->getAttrOfType<DictionaryAttr>("h20.indexer");
   if (!attrs)
     return op->emitError("GPU target: indexer call without its attributes");
   int mode = static_cast<int>(attrs.getAs<IntegerAttr>("mode").getInt());
   unsigned numIns = mode == 1 ? 4 : 3;
-  // An extra last input [start + 1] i8 carries the start (query row 0's
-  // prompt position, e.g. the chunk's first position p0) as its length
-  // minus one (SparseAttnToLinalg.cpp: never a zero-length operand).
+  // An extra last input carries the start (takeStartCarrier).
   const bool hasStart = op.getNumDpsInputs() == numIns + 1;
   if ((op.getNumDpsInputs() != numIns && !hasStart) || op.getNumDpsInits() != 2)
     return op->emitError("GPU target: internal: malformed indexer call");
@@ -345,13 +355,8 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     return failure();
   SmallVector<View> v = *operands;
   Lin start{0};
-  if (hasStart) {
-    const View &carrier = v[numIns];
-    if (carrier.sizes.size() != 1)
-      return op->emitError("GPU target: internal: the indexer's start carrier is not rank 1");
-    start = carrier.sizes[0] - Lin{1};
-    v.erase(v.begin() + numIns);
-  }
+  if (hasStart && failed(takeStartCarrier(op, v, numIns, "indexer", start)))
+    return failure();
   const View &q = v[0], &k = v[1], &w = v[2];
   const View &out = v[numIns], &scratch = v[numIns + 1];
   const View &cand = mode == 1 ? v[3] : out; // any rank-2 int64 view when unused
@@ -415,8 +420,8 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   auto attrs = op->getAttrOfType<DictionaryAttr>("h20.sparse_attention");
   if (!attrs)
     return op->emitError("GPU target: sparse attention call without its attributes");
-  // A window ring's call has one more, last input: [start + 1] i8
-  // carrying the queries' start (SparseAttnToLinalg.cpp).
+  // A window ring's call has one more, last input carrying the queries'
+  // start (takeStartCarrier).
   const bool hasStart = static_cast<bool>(attrs.get("ring"));
   const unsigned numIns = op.getNumDpsInputs() - (hasStart ? 1 : 0);
   if ((numIns != 3 && numIns != 5) || op.getNumDpsInits() != 1)
@@ -426,17 +431,10 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
     return failure();
   SmallVector<View> v = *operands;
   const bool compressed = numIns == 5;
-  // Query row 0's prompt position; without a ring the latent's rows are
-  // positions 0..L-1 and the queries its last S: start = L - S.
-  Lin start = v[1].sizes.empty() || v[0].sizes.empty() ? Lin{0} : v[1].sizes[0] - v[0].sizes[0];
-  if (hasStart) {
-    const View &carrier = v[numIns];
-    if (carrier.sizes.size() != 1)
-      return op->emitError("GPU target: internal: the sparse attention's start carrier is not "
-                           "rank 1");
-    start = carrier.sizes[0] - Lin{1};
-    v.erase(v.begin() + numIns);
-  }
+  // Query row 0's prompt position (a ring's carrier; set below otherwise).
+  Lin start{0};
+  if (hasStart && failed(takeStartCarrier(op, v, numIns, "sparse attention", start)))
+    return failure();
   const View &q = v[0], &lat = v[1], &sink = v[2], &out = v.back();
   // Window-only: the kernel never reads compressed rows or indices; any
   // rank-2 views fill their parameters.
@@ -445,6 +443,10 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   if (q.sizes.size() != 3 || lat.sizes.size() != 2 || sink.sizes.size() != 1 ||
       cmp.sizes.size() != 2 || idx.sizes.size() != 2 || out.sizes.size() != 3)
     return op->emitError("GPU target: internal: sparse attention operands of unexpected ranks");
+  // Without a ring the latent's rows are positions 0..L-1 and the queries
+  // its last S: start = L - S.
+  if (!hasStart)
+    start = lat.sizes[0] - q.sizes[0];
   const int dt = code(q.element);
   if ((dt != 1 && dt != 2) || code(lat.element) != dt || code(out.element) != dt ||
       (compressed && code(cmp.element) != dt) || code(sink.element) < 0)
