@@ -33,6 +33,9 @@ void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
     c.maxPositions = o.maxPositions;
     pm.addPass(createChunkedPrefill(c));
   }
+  // Query-row splits (h20-tensor-parallel) stay where the chunk's rows
+  // divide over the ranks.
+  pm.addPass(createCheckRowSplits());
   if (o.computeType != "f32") {
     ComputeTypeOptions t;
     t.type = o.computeType;

@@ -115,11 +115,17 @@ template <typename Dim> static bool addV41Work(Operation *op, Dim dim, PrefillWo
                       std::ceil(tokens / ratio / double(std::max<uint64_t>(c.getBlockSize(), 1))));
     return tokens;
   };
+  // A query-row split (attn::kSplitRowsAttr) gives this rank 1/N of the
+  // op's rows.
+  auto rankShare = [&](Operation *o) {
+    auto split = o->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr);
+    return split && split.getInt() > 1 ? 1.0 / double(split.getInt()) : 1.0;
+  };
   if (auto sa = dyn_cast<attn::SparseAttentionOp>(op)) {
     SmallVector<double> q = shape(sa.getQuery()); // [S, H, D]
     const double win = std::min(double(sa.getWindow()), q[0]);
     const double picks = sa.getIndices() ? picksOf(sa.getIndices(), q[0]) : 0.0;
-    w.sparseAttentionFlops += 4.0 * q[0] * q[1] * q[2] * (win + picks);
+    w.sparseAttentionFlops += 4.0 * q[0] * q[1] * q[2] * (win + picks) * rankShare(op);
     return true;
   }
   if (isa<attn::IndexerTopKOp, attn::IndexerCandidatesOp>(op)) {
@@ -133,7 +139,7 @@ template <typename Dim> static bool addV41Work(Operation *op, Dim dim, PrefillWo
                              double(topk.getBlockSize() ? *topk.getBlockSize() : 1);
       pairs = q[0] * std::min(entries, q[0] / ratio);
     }
-    w.indexerFlops += 2.0 * q[1] * q[2] * pairs;
+    w.indexerFlops += 2.0 * q[1] * q[2] * pairs * rankShare(op);
     return true;
   }
   // The ONNX-level ops' operands are not verified yet (the GPU lowering

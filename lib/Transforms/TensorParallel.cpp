@@ -438,6 +438,53 @@ struct Splitter {
 
 };
 
+/// DeepSeek-V4.1's attention split by query rows over `ranks` (the
+/// attention is not split by heads: one latent serves every head, and the
+/// indexer's top-k needs every head's score): every attn.sparse_attention
+/// gets attn::kSplitRowsAttr and an attn.all_reduce after it (its other
+/// ranks' rows are zero, so the sum gathers the whole output); an indexer
+/// is split too when only split ops read its result (a sparse attention's
+/// indices, or an indexer_topk's candidates). Every rank still computes
+/// the whole chunk's KV side (latents, compressed entries, indexer keys:
+/// each row's cache entries, needed by every later query). Returns the
+/// number of sparse attention ops split.
+int64_t splitAttentionRows(func::FuncOp f, int64_t ranks) {
+  OpBuilder b(f.getContext());
+  auto mark = [&](Operation *op) { op->setAttr(at::kSplitRowsAttr, b.getI64IntegerAttr(ranks)); };
+  auto split = [](Operation *op) { return op->hasAttr(at::kSplitRowsAttr); };
+  SmallVector<at::SparseAttentionOp> attns;
+  f.walk([&](at::SparseAttentionOp a) { attns.push_back(a); });
+  for (at::SparseAttentionOp a : attns) {
+    mark(a);
+    b.setInsertionPointAfter(a);
+    auto sum = at::AllReduceOp::create(b, a.getLoc(), a.getType(), a.getResult());
+    a.getResult().replaceAllUsesExcept(sum.getResult(), sum);
+  }
+  // Readers before producers: a candidates op is split when the top-k ops
+  // that read it are.
+  auto onlySplitReaders = [&](Operation *op) {
+    return !op->use_empty() && llvm::all_of(op->getUses(), [&](OpOperand &use) {
+      Operation *u = use.getOwner();
+      if (!split(u))
+        return false;
+      if (auto a = dyn_cast<at::SparseAttentionOp>(u))
+        return a.getIndices() == use.get();
+      if (auto k = dyn_cast<at::IndexerTopKOp>(u))
+        return k.getCandidates() == use.get();
+      return false;
+    });
+  };
+  f.walk([&](at::IndexerTopKOp k) {
+    if (onlySplitReaders(k))
+      mark(k);
+  });
+  f.walk([&](at::IndexerCandidatesOp c) {
+    if (onlySplitReaders(c))
+      mark(c);
+  });
+  return static_cast<int64_t>(attns.size());
+}
+
 } // namespace
 
 LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
@@ -447,7 +494,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
   if (ranks == 1)
     return success();
   Splitter split{module.getContext(), ranks};
-  int64_t attention = 0, mlp = 0, skipped = 0, experts = 0, expertsSkipped = 0;
+  int64_t attention = 0, mlp = 0, skipped = 0, experts = 0, expertsSkipped = 0, rows = 0;
   std::string expertsWhy; // the first routed-experts op that did not split
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     SmallVector<at::AttentionOp> attns;
@@ -478,6 +525,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
                          : "experts";
       }
     }
+    rows += splitAttentionRows(f, ranks);
     SmallVector<ox::MatMulOp> matmuls;
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
@@ -491,8 +539,8 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
     }
   }
   if (summary)
-    *summary = {attention, mlp, skipped, experts};
-  if (attention + mlp + experts == 0) {
+    *summary = {attention, mlp, skipped, experts, rows};
+  if (attention + mlp + experts + rows == 0) {
     InFlightDiagnostic d = module.emitError("h20-tensor-parallel: found no attention, MLP or "
                                             "routed-experts block to split over ")
                            << ranks << " ranks (" << skipped
@@ -510,6 +558,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
                            b.getNamedAttr("attention_blocks", b.getI64IntegerAttr(attention)),
                            b.getNamedAttr("mlp_blocks", b.getI64IntegerAttr(mlp)),
                            b.getNamedAttr("expert_blocks", b.getI64IntegerAttr(experts)),
+                           b.getNamedAttr("attention_rows", b.getI64IntegerAttr(rows)),
                            b.getNamedAttr("replicated_attention", b.getI64IntegerAttr(skipped))}));
   return success();
 }

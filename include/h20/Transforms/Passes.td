@@ -232,7 +232,17 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         [r E / T, (r + 1) E / T)); routing stays whole, so every rank picks
         the same experts and computes only its own ones' share (the GPU
         program reads the rank to know which); attn.all_reduce sums the
-        shares. The tokens (and the attention) are replicated.
+        shares. The tokens are replicated.
+      * DeepSeek-V4.1's attention by query rows: every
+        attn.sparse_attention gets `h20.split_rows = T` (rank r computes
+        query rows [r R / T, (r + 1) R / T) of its R rows, the others are
+        zero) and an attn.all_reduce after it (the sum gathers every row
+        on every rank); an indexer (attn.indexer_topk,
+        attn.indexer_candidates) is split the same way when only split
+        ops read its result. The KV side (latents, compressed entries,
+        indexer keys: cache rows every later query reads) stays whole.
+        h20-check-row-splits withdraws the split where a chunk's rows do
+        not divide by T.
       * Everything else (embedding, norms over the hidden size, residual
         adds, LM head, blocks whose shape does not match) stays replicated:
         correct, only not split.
@@ -242,7 +252,7 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
     the first index along `axis` for each rank); its type is the rank's
     slice, and the runtime reads only that slice. The module gets
     `h20.tensor_parallel = {ranks = T, attention_blocks, mlp_blocks,
-    expert_blocks, replicated_attention}` (what was split, what stayed
+    expert_blocks, attention_rows, replicated_attention}` (what was split, what stayed
     whole). Fails when T > 1 and no block could be split, saying how many
     attention ops did
     not fit. Runs at the attn level, before RoPE lowering and
@@ -251,6 +261,24 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
   let options = [
     Option<"ranks", "ranks", "int64_t", "2", "Tensor-parallel ranks T (>= 1)">,
   ];
+}
+
+def CheckRowSplits : Pass<"h20-check-row-splits", "mlir::ModuleOp"> {
+  let dependentDialects = ["h20::attn::AttnDialect"];
+  let summary = "Keep a query-row split only where the rows divide over the ranks";
+  let description = [{
+    h20-tensor-parallel splits DeepSeek-V4.1's sparse attention and
+    indexers by query rows (`h20.split_rows = T`) before the chunk size is
+    known. After h20-chunked-prefill, every split op's query rows R must be
+    static and a multiple of T (rank r computes rows [r R / T, (r + 1) R /
+    T)). Where one is not (a chunk of 20 tokens over 8 ranks, a
+    whole-prompt program of dynamic length), the split is withdrawn from
+    every op of the function, the attn.all_reduce after each sparse
+    attention is removed, and every rank computes every row: correct, only
+    not split. The module's `h20.tensor_parallel` then says
+    `attention_rows = 0` and why (`attention_rows_withdrawn`), and the pass
+    warns once naming the first op.
+  }];
 }
 
 def LowerRope : Pass<"h20-lower-rope", "mlir::func::FuncOp"> {

@@ -20,12 +20,15 @@ struct TensorParallelSummary {
   int64_t mlpBlocks = 0;       ///< MLPs whose columns were split
   int64_t replicatedAttention = 0; ///< attention ops left whole (did not fit)
   int64_t expertBlocks = 0;        ///< routed-experts ops split by expert (expert parallelism)
+  int64_t attentionRows = 0; ///< sparse attention ops split by query rows (attn::kSplitRowsAttr)
 };
 
 /// Rewrites the attn-level `module` into the program of one of `ranks`
 /// tensor-parallel ranks (weights become per-rank slices, attn.all_reduce
 /// follows each row-parallel MatMul and each routed-experts op, whose
-/// expert weights are split by expert: expert parallelism) and sets
+/// expert weights are split by expert: expert parallelism; DeepSeek-V4.1's
+/// sparse attention and indexers split by query rows, attn::kSplitRowsAttr,
+/// an attn.all_reduce after each sparse attention) and sets
 /// `h20.tensor_parallel`.
 /// ranks == 1 changes nothing. Fails (with a diagnostic on the module) for
 /// ranks < 1, or when ranks > 1 and no block can be split.

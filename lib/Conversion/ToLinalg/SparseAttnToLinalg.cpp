@@ -501,6 +501,8 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
                                     b.getNamedAttr("window", b.getI64IntegerAttr(window))};
   if (latentStart) // the last input carries the start
     attrs.push_back(b.getNamedAttr("ring", b.getUnitAttr()));
+  if (auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr))
+    attrs.push_back(b.getNamedAttr("split_rows", split));
   g->setAttr(kSparseAttentionAttrs, b.getDictionaryAttr(attrs));
   return g.getResult(0);
 }
@@ -591,11 +593,13 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
         linalg::YieldOp::create(nb, nl, ValueRange{i, f});
       });
   g.setLibraryCallAttr(b.getStringAttr(kIndexerLibraryCall));
-  g->setAttr(kIndexerAttrs,
-             b.getDictionaryAttr({b.getNamedAttr("mode", b.getI64IntegerAttr(mode)),
-                                  b.getNamedAttr("ratio", b.getI64IntegerAttr(ratio)),
-                                  b.getNamedAttr("block", b.getI64IntegerAttr(block)),
-                                  b.getNamedAttr("scale", b.getF64FloatAttr(scale))}));
+  SmallVector<NamedAttribute> attrs{b.getNamedAttr("mode", b.getI64IntegerAttr(mode)),
+                                    b.getNamedAttr("ratio", b.getI64IntegerAttr(ratio)),
+                                    b.getNamedAttr("block", b.getI64IntegerAttr(block)),
+                                    b.getNamedAttr("scale", b.getF64FloatAttr(scale))};
+  if (auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr))
+    attrs.push_back(b.getNamedAttr("split_rows", split));
+  g->setAttr(kIndexerAttrs, b.getDictionaryAttr(attrs));
   return g.getResult(0);
 }
 

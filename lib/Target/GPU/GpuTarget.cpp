@@ -271,7 +271,8 @@ llvm::json::Object parallelJson(ModuleOp module, DictionaryAttr plan) {
   // What h20-tensor-parallel split (blocks that did not fit run whole).
   if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel")) {
     llvm::json::Object split;
-    for (StringRef k : {"attention_blocks", "mlp_blocks", "expert_blocks", "replicated_attention"})
+    for (StringRef k : {"attention_blocks", "mlp_blocks", "expert_blocks", "attention_rows",
+                        "replicated_attention"})
       if (auto v = tp.getAs<IntegerAttr>(k))
         split[k] = v.getInt();
     o["split"] = std::move(split);

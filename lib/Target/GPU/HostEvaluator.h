@@ -73,24 +73,31 @@ inline int64_t checkedMul(int64_t a, int64_t b) {
   return r;
 }
 
-/// c + p0 * P0 + n * N + q * Q (q = p0 / C, the chunk's index), every
-/// operation checked for int64 overflow.
+/// c + p0 * P0 + n * N + q * Q + r * R (q = p0 / C, the chunk's index; r
+/// the tensor-parallel rank, which only the library-call emitters put in:
+/// no IR value evaluates to it), every operation checked for int64
+/// overflow.
 struct Lin {
-  int64_t c = 0, p0 = 0, n = 0, q = 0;
-  bool isConst() const { return p0 == 0 && n == 0 && q == 0; }
-  bool operator==(const Lin &o) const { return c == o.c && p0 == o.p0 && n == o.n && q == o.q; }
+  int64_t c = 0, p0 = 0, n = 0, q = 0, r = 0;
+  bool isConst() const { return p0 == 0 && n == 0 && q == 0 && r == 0; }
+  bool operator==(const Lin &o) const {
+    return c == o.c && p0 == o.p0 && n == o.n && q == o.q && r == o.r;
+  }
   bool operator!=(const Lin &o) const { return !(*this == o); }
   Lin operator+(const Lin &o) const {
-    return {checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n), checkedAdd(q, o.q)};
+    return {checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n), checkedAdd(q, o.q),
+            checkedAdd(r, o.r)};
   }
   Lin operator-(const Lin &o) const {
-    return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n), checkedSub(q, o.q)};
+    return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n), checkedSub(q, o.q),
+            checkedSub(r, o.r)};
   }
   Lin scaled(int64_t k) const {
-    return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k), checkedMul(q, k)};
+    return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k), checkedMul(q, k),
+            checkedMul(r, k)};
   }
   /// The program's form of the value.
-  runtime::LinearExpr expr() const { return {c, p0, n, q}; }
+  runtime::LinearExpr expr() const { return {c, p0, n, q, r}; }
 };
 
 /// An integer kernel argument (i64 or i32).
@@ -201,7 +208,7 @@ private:
   /// otherwise nothing.
   std::optional<int64_t> lastChunkValue(const Lin &v) const {
     const int64_t c = chunkedInt("chunk"), capacity = chunkedInt("capacity");
-    if (c <= 0 || capacity < c || v.n != 0 || v.p0 < 0 || v.q < 0)
+    if (c <= 0 || capacity < c || v.n != 0 || v.r != 0 || v.p0 < 0 || v.q < 0)
       return std::nullopt;
     const int64_t last = capacity - c;
     const int64_t value =

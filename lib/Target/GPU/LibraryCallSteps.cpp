@@ -340,6 +340,38 @@ static LogicalResult takeStartCarrier(linalg::GenericOp op, SmallVector<View> &v
   return success();
 }
 
+/// The query-row split an attention call records (`split_rows` in its
+/// attribute dict, h20-tensor-parallel's choice, kept by
+/// h20-check-row-splits): rank r of N computes query rows [r B, (r + 1) B)
+/// with B = R / N for R static rows, or B = C / N for the dynamic rows of
+/// a chunk of a chunked prefill (C = `chunk`, the chunk size: the last
+/// chunk's n < C tokens leave the rows from n on as padding, which the
+/// buffers sized for C hold and nothing reads). Returns B, or 0 when the
+/// call is not split.
+static FailureOr<int64_t> rankRowsOf(linalg::GenericOp op, DictionaryAttr attrs, const Lin &rows,
+                                     int64_t chunk) {
+  auto split = attrs.getAs<IntegerAttr>("split_rows");
+  if (!split || split.getInt() <= 1)
+    return int64_t(0);
+  const int64_t n = split.getInt();
+  const int64_t all = rows.isConst() ? rows.c : rows == Lin{0, 0, 1} ? chunk : 0;
+  if (all <= 0 || all % n != 0)
+    return op->emitError("GPU target: internal: a query-row split over ")
+           << n << " ranks of rows that are neither a static multiple of it nor a chunk's";
+  return all / n;
+}
+
+/// Rows [rank * rows, (rank + 1) * rows) of `v` (its first dimension, of
+/// constant stride): the program's `rank` symbol in the offset.
+static View rankRows(const View &v, int64_t rows) {
+  View r = v;
+  Lin first;
+  first.r = rows;
+  r.offset = v.offset + first.scaled(v.strides[0].c);
+  r.sizes[0] = Lin{rows};
+  return r;
+}
+
 LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   auto attrs = op->getAttrOfType<DictionaryAttr>("h20.indexer");
   if (!attrs)
@@ -357,6 +389,22 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   Lin start{0};
   if (hasStart && failed(takeStartCarrier(op, v, numIns, "indexer", start)))
     return failure();
+  // Split query rows (rankRowsOf): this rank scores its rows only; the
+  // other rows of `out` are left as they are (only calls split the same
+  // way read them, each its own rows).
+  auto rankRowCount = rankRowsOf(op, attrs, v[0].sizes[0], chunkedInt("chunk"));
+  if (failed(rankRowCount))
+    return failure();
+  if (*rankRowCount > 0) {
+    if (!v[0].strides[0].isConst() || !v[2].strides[0].isConst() ||
+        !v[numIns].strides[0].isConst() || (mode == 1 && !v[3].strides[0].isConst()))
+      return op->emitError("GPU target: internal: split indexer rows of non-constant stride");
+    start = start + Lin{0, 0, 0, 0, *rankRowCount};
+    for (unsigned i : {0u, 2u, numIns})
+      v[i] = rankRows(v[i], *rankRowCount);
+    if (mode == 1)
+      v[3] = rankRows(v[3], *rankRowCount);
+  }
   const View &q = v[0], &k = v[1], &w = v[2];
   const View &out = v[numIns], &scratch = v[numIns + 1];
   const View &cand = mode == 1 ? v[3] : out; // any rank-2 int64 view when unused
@@ -446,7 +494,42 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   // Without a ring the latent's rows are positions 0..L-1 and the queries
   // its last S: start = L - S.
   if (!hasStart)
-    start = lat.sizes[0] - q.sizes[0];
+    start = lat.sizes[0] - v[0].sizes[0];
+  // Split query rows (rankRowsOf): this rank attends its rows; the others
+  // are zeroed first, so the all-reduce after the call (the sum over the
+  // ranks) gathers the whole output on every rank.
+  auto rankRowCount = rankRowsOf(op, attrs, v[0].sizes[0], chunkedInt("chunk"));
+  if (failed(rankRowCount))
+    return failure();
+  if (*rankRowCount > 0) {
+    View &o = v.back();
+    if (!v[0].strides[0].isConst() || !o.strides[0].isConst() ||
+        (compressed && !v[4].strides[0].isConst()))
+      return op->emitError("GPU target: internal: split attention rows of non-constant stride");
+    if (!o.offset.isConst() || !o.strides[2].isConst() || o.strides[2].c != 1 ||
+        o.strides[1] != o.sizes[2] || !o.sizes[1].isConst() || !o.sizes[2].isConst() ||
+        o.strides[0].c != o.sizes[1].c * o.sizes[2].c)
+      return op->emitError("GPU target: internal: a split attention output that is not "
+                           "contiguous");
+    use(o.buffer);
+    runtime::MemsetStep clear;
+    clear.buffer = o.buffer;
+    clear.offsetBytes = o.offset.scaled(elementBytes(o.element)).expr();
+    clear.bytes = v[0].sizes[0].scaled(o.strides[0].c * elementBytes(o.element)).expr();
+    steps.push_back(clear);
+    // The kernel takes its queries as the last rows of the latent (query
+    // row i is latent row L - S + i): the latent ends after this rank's
+    // last row, L' = L - R + (r + 1) B (the rows after it are no real
+    // query's window; in a last chunk L' may pass L by padding rows, still
+    // inside the cache, which holds whole chunks).
+    const int64_t b = *rankRowCount;
+    v[1].sizes[0] = v[1].sizes[0] - v[0].sizes[0] + Lin{b, 0, 0, 0, b};
+    start = start + Lin{0, 0, 0, 0, b};
+    v[0] = rankRows(v[0], b);
+    o = rankRows(o, b);
+    if (compressed)
+      v[4] = rankRows(v[4], b);
+  }
   const int dt = code(q.element);
   if ((dt != 1 && dt != 2) || code(lat.element) != dt || code(out.element) != dt ||
       (compressed && code(cmp.element) != dt) || code(sink.element) < 0)
@@ -531,7 +614,7 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
            << " experts (expert parallelism needs an equal share of them per rank)";
   runtime::LaunchArg first;
   first.kind = runtime::LaunchArg::I32;
-  first.value = runtime::LinearExpr{0, 0, 0, 0, el == e ? 0 : el};
+  first.value = Lin{0, 0, 0, 0, el == e ? 0 : el}.expr();
   // The MXFP4 kernel copies packed rows in 16-byte pieces (its scale bytes
   // are read one by one): weights are identity views of their own buffers.
   auto aligned = [](const View &w) {

@@ -1,0 +1,114 @@
+//===- CheckRowSplits.cpp - keep query-row splits that divide -------------===//
+//
+// See Passes.td (h20-check-row-splits). h20-tensor-parallel chooses the
+// split of DeepSeek-V4.1's attention by query rows at the attn level, where
+// the token count is still dynamic; the chunk size h20-chunked-prefill
+// fixes later decides whether each rank gets whole rows. A split that does
+// not divide is withdrawn here, once for the whole function, so that no
+// later stage meets an uneven one (the GPU target's emitters take R / T
+// rows per rank as given).
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+#include <string>
+
+namespace h20 {
+#define GEN_PASS_DEF_CHECKROWSPLITS
+#include "h20/Transforms/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+namespace at = h20::attn;
+
+namespace {
+
+/// Why `op`'s split over `ranks` cannot run, or nothing when its query rows
+/// are a static multiple of `ranks`, or a chunk's tokens (dynamic, at most
+/// `chunk`, h20.chunked's) with `chunk` a multiple of `ranks`.
+std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
+  auto q = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!q || q.getRank() < 1)
+    return std::string("its query is not a ranked tensor");
+  const int64_t rows = q.isDynamicDim(0) ? chunk : q.getDimSize(0);
+  if (rows <= 0)
+    return std::string("its query rows are not bounded (a whole-prompt program: give --chunk)");
+  if (rows % ranks != 0)
+    return (q.isDynamicDim(0) ? "chunks of " : "") + std::to_string(rows) +
+           (q.isDynamicDim(0) ? " tokens" : " query rows") + " do not divide over " +
+           std::to_string(ranks) + " ranks";
+  return std::nullopt;
+}
+
+/// Removes every split of `func`: the attribute, and the all-reduce after
+/// each split sparse attention (the op's result is whole again).
+void withdraw(func::FuncOp func) {
+  SmallVector<Operation *> split;
+  func.walk([&](Operation *op) {
+    if (op->hasAttr(at::kSplitRowsAttr))
+      split.push_back(op);
+  });
+  for (Operation *op : split) {
+    op->removeAttr(at::kSplitRowsAttr);
+    if (!isa<at::SparseAttentionOp>(op))
+      continue;
+    for (Operation *u : llvm::make_early_inc_range(op->getResult(0).getUsers()))
+      if (auto sum = dyn_cast<at::AllReduceOp>(u)) {
+        sum.getResult().replaceAllUsesWith(sum.getInput());
+        sum.erase();
+      }
+  }
+}
+
+struct CheckRowSplitsPass : h20::impl::CheckRowSplitsBase<CheckRowSplitsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string why;
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      auto chunked = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+      auto chunkAttr = chunked ? chunked.getAs<IntegerAttr>("chunk") : IntegerAttr();
+      const int64_t chunk = chunkAttr ? chunkAttr.getInt() : 0;
+      Operation *blocker = nullptr;
+      func.walk([&](Operation *op) {
+        auto split = op->getAttrOfType<IntegerAttr>(at::kSplitRowsAttr);
+        if (blocker || !split)
+          return;
+        if (split.getInt() < 2 ||
+            !isa<at::SparseAttentionOp, at::IndexerTopKOp, at::IndexerCandidatesOp>(op)) {
+          op->emitError("h20-check-row-splits: ")
+              << at::kSplitRowsAttr << " = " << split.getInt()
+              << " on an op that cannot be split by query rows (sparse attention and indexers, "
+                 "over >= 2 ranks)";
+          return signalPassFailure();
+        }
+        if (std::optional<std::string> w = whyNot(op, split.getInt(), chunk)) {
+          blocker = op;
+          why = *w;
+        }
+      });
+      if (!blocker)
+        continue;
+      blocker->emitWarning("h20-check-row-splits: the attention runs every query row on every "
+                           "rank: ")
+          << why;
+      withdraw(func);
+    }
+    if (why.empty())
+      return;
+    auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel");
+    if (!tp)
+      return;
+    Builder b(module.getContext());
+    NamedAttrList fields(tp);
+    fields.set("attention_rows", b.getI64IntegerAttr(0));
+    fields.set("attention_rows_withdrawn", b.getStringAttr(why));
+    module->setAttr("h20.tensor_parallel", fields.getDictionary(module.getContext()));
+  }
+};
+
+} // namespace

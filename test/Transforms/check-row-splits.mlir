@@ -1,0 +1,80 @@
+// RUN: not h20-opt %s --split-input-file --h20-check-row-splits 2>/dev/null | FileCheck %s
+// RUN: not h20-opt %s --split-input-file --h20-check-row-splits 2>&1 >/dev/null | FileCheck %s --check-prefix=DIAG
+// A query-row split (h20-tensor-parallel) is kept where each rank gets
+// whole rows: static rows, or a chunk's tokens with a chunk size (the
+// function's h20.chunked) that divides by the ranks. Otherwise it is
+// withdrawn from every op of the function, with the all-reduces that
+// gathered the rows, and the module's h20.tensor_parallel says why.
+
+// Chunks of 8 tokens over 4 ranks: 2 rows each. Kept.
+// CHECK-LABEL: func.func @chunk_divides
+// CHECK: attn.indexer_topk {{.*}}h20.split_rows = 4
+// CHECK: attn.sparse_attention {{.*}}h20.split_rows = 4
+// CHECK: attn.all_reduce
+module attributes {h20.tensor_parallel = {attention_rows = 1 : i64, ranks = 4 : i64}} {
+func.func @chunk_divides(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %cmp: tensor<?x16xf32>, %iq: tensor<?x2x8xf32>, %ik: tensor<?x8xf32>, %iw: tensor<?x2xf32>, %sink: tensor<4xf32>) -> tensor<?x4x16xf32> attributes {h20.chunked = {chunk = 8 : i64}} {
+  %idx = attn.indexer_topk %iq, %ik, %iw {h20.split_rows = 4 : i64, ratio = 1 : i64, scale = 1.0 : f64, topk = 4 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> tensor<?x?xi64>
+  %o = attn.sparse_attention %q, %lat, %sink compressed(%cmp : tensor<?x16xf32>, %idx : tensor<?x?xi64>) {h20.split_rows = 4 : i64, scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %s = attn.all_reduce %o : (tensor<?x4x16xf32>) -> tensor<?x4x16xf32>
+  return %s : tensor<?x4x16xf32>
+}
+}
+
+// -----
+
+// Chunks of 20 tokens over 8 ranks: withdrawn (every rank runs every row,
+// no all-reduce).
+// DIAG: warning: h20-check-row-splits: the attention runs every query row on every rank: chunks of 20 tokens do not divide over 8 ranks
+// CHECK: module attributes {h20.tensor_parallel = {attention_rows = 0 : i64, attention_rows_withdrawn = "chunks of 20 tokens do not divide over 8 ranks", ranks = 8 : i64}}
+// CHECK-LABEL: func.func @chunk_does_not_divide
+// CHECK-NOT: h20.split_rows
+// CHECK-NOT: attn.all_reduce
+// CHECK: return %{{.*}} : tensor<?x4x16xf32>
+module attributes {h20.tensor_parallel = {attention_rows = 1 : i64, ranks = 8 : i64}} {
+func.func @chunk_does_not_divide(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %cmp: tensor<?x16xf32>, %iq: tensor<?x2x8xf32>, %ik: tensor<?x8xf32>, %iw: tensor<?x2xf32>, %sink: tensor<4xf32>) -> tensor<?x4x16xf32> attributes {h20.chunked = {chunk = 20 : i64}} {
+  %idx = attn.indexer_topk %iq, %ik, %iw {h20.split_rows = 8 : i64, ratio = 1 : i64, scale = 1.0 : f64, topk = 4 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> tensor<?x?xi64>
+  %o = attn.sparse_attention %q, %lat, %sink compressed(%cmp : tensor<?x16xf32>, %idx : tensor<?x?xi64>) {h20.split_rows = 8 : i64, scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %s = attn.all_reduce %o : (tensor<?x4x16xf32>) -> tensor<?x4x16xf32>
+  return %s : tensor<?x4x16xf32>
+}
+}
+
+// -----
+
+// A whole-prompt program (dynamic rows, no chunk size): withdrawn.
+// DIAG: warning: h20-check-row-splits: {{.*}}: its query rows are not bounded (a whole-prompt program: give --chunk)
+// CHECK-LABEL: func.func @whole_prompt
+// CHECK-NOT: h20.split_rows
+// CHECK-NOT: attn.all_reduce
+module {
+func.func @whole_prompt(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %sink: tensor<4xf32>) -> tensor<?x4x16xf32> {
+  %o = attn.sparse_attention %q, %lat, %sink {h20.split_rows = 2 : i64, scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %s = attn.all_reduce %o : (tensor<?x4x16xf32>) -> tensor<?x4x16xf32>
+  return %s : tensor<?x4x16xf32>
+}
+}
+
+// -----
+
+// Static rows that divide: kept.
+// CHECK-LABEL: func.func @static_rows
+// CHECK: attn.sparse_attention {{.*}}h20.split_rows = 2
+// CHECK: attn.all_reduce
+module {
+func.func @static_rows(%q: tensor<6x4x16xf32>, %lat: tensor<6x16xf32>, %sink: tensor<4xf32>) -> tensor<6x4x16xf32> {
+  %o = attn.sparse_attention %q, %lat, %sink {h20.split_rows = 2 : i64, scale = 0.25 : f64, window = 4 : i64} : (tensor<6x4x16xf32>, tensor<6x16xf32>, tensor<4xf32>) -> tensor<6x4x16xf32>
+  %s = attn.all_reduce %o : (tensor<6x4x16xf32>) -> tensor<6x4x16xf32>
+  return %s : tensor<6x4x16xf32>
+}
+}
+
+// -----
+
+// The mark on an op that cannot be split by rows is an error.
+// DIAG: error: h20-check-row-splits: h20.split_rows = 2 on an op that cannot be split by query rows
+module {
+func.func @bad(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %s = attn.all_reduce %x {h20.split_rows = 2 : i64} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %s : tensor<?x4xf32>
+}
+}
