@@ -93,7 +93,15 @@ bool chooseMode(const GpuProgram &p, const RunRequest &r, RunPlan &plan, std::st
     return false;
   }
   plan.tpRanks = T > 1 ? T : 1;
-  if (T > 1 && r.virtualTpRanks > 0) {
+  if (r.soloTp && (T <= 1 || r.virtualTpRanks > 0 || r.ncclRanks > 0)) {
+    error = T <= 1 ? "a solo rank (--solo-rank) runs one rank of a tensor-parallel artifact; this "
+                     "one runs on one GPU"
+                   : "a solo rank (--solo-rank) runs alone, without virtual or NCCL peers";
+    return false;
+  }
+  if (r.soloTp) {
+    plan.mode = RunMode::SoloTensorParallel;
+  } else if (T > 1 && r.virtualTpRanks > 0) {
     if (r.virtualTpRanks != T) {
       error = "a group of " + std::to_string(r.virtualTpRanks) +
               " virtual ranks for an artifact of " + std::to_string(T) + " tensor-parallel ranks";
@@ -178,6 +186,8 @@ const char *runModeName(RunMode mode) {
     return "virtual-tp";
   case RunMode::NcclTensorParallel:
     return "nccl-tp";
+  case RunMode::SoloTensorParallel:
+    return "solo-tp";
   }
   return "?";
 }

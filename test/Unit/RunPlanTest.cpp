@@ -200,6 +200,31 @@ TEST(RunPlan, ChoosesTensorParallelModes) {
   EXPECT_TRUE(plan.overNccl());
 }
 
+TEST(RunPlan, PlansASoloRank) {
+  Base b;
+  RunPlan plan;
+  std::string error;
+  RunRequest solo;
+  solo.tpRanks = 4;
+  solo.tpRank = 3;
+  solo.soloTp = true;
+  ASSERT_TRUE(planRun(b.m, b.p, {ids(16)}, solo, plan, error)) << error;
+  EXPECT_EQ(plan.mode, RunMode::SoloTensorParallel);
+  EXPECT_STREQ(runModeName(plan.mode), "solo-tp");
+  EXPECT_EQ(plan.tpRanks, 4);
+  EXPECT_TRUE(plan.tensorParallel());
+  EXPECT_FALSE(plan.overNccl());
+  // Only of a tensor-parallel artifact, and alone.
+  RunRequest one;
+  one.soloTp = true;
+  EXPECT_FALSE(planRun(b.m, b.p, {ids(16)}, one, plan, error));
+  EXPECT_TRUE(contains(error, "runs on one GPU")) << error;
+  RunRequest peers = solo;
+  peers.virtualTpRanks = 4;
+  EXPECT_FALSE(planRun(b.m, b.p, {ids(16)}, peers, plan, error));
+  EXPECT_TRUE(contains(error, "alone")) << error;
+}
+
 TEST(RunPlan, PlansContextParallelRuns) {
   Decoder d;
   RunPlan plan;
@@ -287,6 +312,34 @@ TEST(GpuJob, RefusesWhatCannotRun) {
   EXPECT_FALSE(planJob(d.m, d.p, 12, virt, {}, job, error));
   EXPECT_TRUE(contains(error, "'m.h20': ") && contains(error, "context parallelism")) << error;
   EXPECT_FALSE(planJob(d.m, d.p, 16, virt, {{"WORLD_SIZE", "2"}, {"RANK", "0"}}, job, error));
+}
+
+TEST(GpuJob, PlansASoloRankOfATensorParallelArtifact) {
+  Decoder d;
+  d.m.parallel = ParallelPlan{};
+  d.m.parallel->plan = "tensor";
+  d.m.parallel->gpus = 4;
+  d.m.parallel->tensorParallel = 4;
+  GpuJob job;
+  std::string error;
+  GpuJobRequest solo;
+  solo.gpus = 4;
+  solo.soloRank = 2;
+  ASSERT_TRUE(planJob(d.m, d.p, 16, solo, {}, job, error)) << error;
+  EXPECT_EQ(job.mode, RankMode::Single); // one process: no launcher, no NCCL
+  EXPECT_EQ(job.load.ncclRanks, 0);
+  EXPECT_EQ(job.load.tensorParallelRank, 2);
+  EXPECT_EQ(job.virtualTpRanks, 0);
+  EXPECT_TRUE(job.run.soloTensorParallel);
+  EXPECT_EQ(job.plan.mode, RunMode::SoloTensorParallel);
+  solo.soloRank = 4;
+  EXPECT_FALSE(planJob(d.m, d.p, 16, solo, {}, job, error));
+  EXPECT_TRUE(contains(error, "0 to 3")) << error;
+  Decoder single;
+  GpuJobRequest notTp;
+  notTp.soloRank = 0;
+  EXPECT_FALSE(planJob(single.m, single.p, 16, notTp, {}, job, error));
+  EXPECT_TRUE(contains(error, "runs on one GPU")) << error;
 }
 
 TEST(RunFiles, RefusesOutputsThatCannotBeWritten) {

@@ -65,6 +65,10 @@ const char *kUsage =
     "  --virtual-ranks     with --gpus N: simulate the N ranks on one GPU (context\n"
     "                      parallel: N a power of two, 2N zigzag chunks, the logits equal\n"
     "                      --gpus 1's; tensor parallel: T threads, outputs checked equal)\n"
+    "  --solo-rank R       with --gpus T of a tensor-parallel artifact: run rank R alone on\n"
+    "                      one GPU at full shapes, its all-reduces counted but skipped (a\n"
+    "                      timing of one rank, e.g. with --dummy-weights --profile-steps; the\n"
+    "                      logits are not the model's)\n"
     "\n"
     "MESSAGES\n"
     "  --quiet             errors only: no progress, notes or summary (the files hold the\n"
@@ -92,7 +96,8 @@ struct CountFlag {
 const CountFlag kCountFlags[] = {
     {"--warmup", &Options::warmup, 0, 100, "--warmup takes a count from 0 to 100"},
     {"--repeat", &Options::repeat, 1, 100, "--repeat takes a count from 1 to 100"},
-    {"--gpus", &Options::gpus, 1, 1024, "--gpus takes a GPU count from 1"}};
+    {"--gpus", &Options::gpus, 1, 1024, "--gpus takes a GPU count from 1"},
+    {"--solo-rank", &Options::soloRank, 0, 1023, "--solo-rank takes a rank from 0"}};
 const std::pair<const char *, bool Options::*> kSwitches[] = {
     {"--no-cuda-graph", &Options::noCudaGraph}, {"--profile-steps", &Options::profileSteps},
     {"--dummy-weights", &Options::dummyWeights}, {"--tune-gemms", &Options::tuneGemms},
@@ -110,6 +115,12 @@ bool checkCombinations(const Options &o, std::string &error) {
             "with N = 2, 4, 8, ...";
   else if (o.virtualRanks && generic)
     error = "--virtual-ranks runs a token-id prefill: give --ids, not --input / --inputs-from";
+  else if (o.soloRank >= 0 && (o.gpus < 2 || o.virtualRanks || generic))
+    error = "--solo-rank R runs rank R of a tensor-parallel artifact alone: give --gpus T (its "
+            "ranks) and --ids, without --virtual-ranks";
+  else if (o.soloRank >= o.gpus && o.soloRank >= 0)
+    error = "--solo-rank " + std::to_string(o.soloRank) + " is not below --gpus " +
+            std::to_string(o.gpus);
   else if (o.gpus > 1 && !o.virtualRanks && generic)
     error = "--gpus N > 1 runs a token-id prefill: give --ids, not --input / --inputs-from";
   return error.empty();

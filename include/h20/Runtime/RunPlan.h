@@ -34,9 +34,12 @@ enum class RunMode {
   NcclContextParallel,    ///< this process is one of N context-parallel ranks
   VirtualTensorParallel,  ///< this executor is one of T ranks on one GPU
   NcclTensorParallel,     ///< this process is one of T tensor-parallel ranks
+  /// One rank of T alone (h20-run --solo-rank): its steps at full shapes,
+  /// the collectives skipped; a timing of one rank, not the model's outputs.
+  SoloTensorParallel,
 };
 
-/// "single", "virtual-cp", "nccl-cp", "virtual-tp", "nccl-tp".
+/// "single", "virtual-cp", "nccl-cp", "virtual-tp", "nccl-tp", "solo-tp".
 const char *runModeName(RunMode mode);
 
 /// What the caller asks of a run beside its inputs: GpuRunOptions' mode
@@ -53,6 +56,9 @@ struct RunRequest {
   /// the virtual group (0: the ranks are NCCL's).
   int tpRanks = 1, tpRank = 0;
   int virtualTpRanks = 0;
+  /// With T > 1 and no virtual group: run rank tpRank alone, skipping the
+  /// collectives (RunMode::SoloTensorParallel).
+  bool soloTp = false;
   /// The NCCL communicator the executor joined: 0 ranks when none.
   int ncclRanks = 0, ncclRank = 0;
 };
@@ -91,7 +97,8 @@ struct RunPlan {
     return mode == RunMode::VirtualContextParallel || mode == RunMode::NcclContextParallel;
   }
   bool tensorParallel() const {
-    return mode == RunMode::VirtualTensorParallel || mode == RunMode::NcclTensorParallel;
+    return mode == RunMode::VirtualTensorParallel || mode == RunMode::NcclTensorParallel ||
+           mode == RunMode::SoloTensorParallel;
   }
   bool overNccl() const {
     return mode == RunMode::NcclContextParallel || mode == RunMode::NcclTensorParallel;
@@ -131,6 +138,10 @@ struct RunFlags {
   bool profileSteps = false; ///< --profile-steps
   int64_t warmup = 1;        ///< --warmup: GPU prefills before the measured ones
   int64_t repeat = 1;        ///< --repeat: measured GPU prefills (the report gives their median)
+  /// --solo-rank R: of a tensor-parallel artifact (--gpus T), run rank R
+  /// alone on one GPU, its collectives skipped (a timing, not the model's
+  /// outputs); -1: not given.
+  int64_t soloRank = -1;
 };
 
 /// Where a run is asked to go, before the artifact's own plan: h20-run's

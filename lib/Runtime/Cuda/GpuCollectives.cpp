@@ -160,7 +160,9 @@ bool GpuExecutor::Impl::allReduce(size_t index, const ResolvedAllReduce &r) {
   const CUdeviceptr src = address(r.src) + r.srcOffsetBytes;
   const CUdeviceptr dst = address(r.dst) + r.dstOffsetBytes;
   const size_t bytes = static_cast<size_t>(r.bytes);
-  if (tpRanks <= 1) {
+  // A solo rank (GpuRunOptions::soloTensorParallel): counted above, not run
+  // (its own partial stands in for the sum: a copy when not in place).
+  if (tpRanks <= 1 || tpSolo) {
     if (r.inPlace())
       return true;
     CUresult res = c.cuMemcpyDtoDAsync(dst, src, bytes, stream);

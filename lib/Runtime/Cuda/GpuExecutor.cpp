@@ -361,6 +361,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   request.tpRank = I.tpRank;
   request.virtualTpRanks =
       options.virtualTensorParallel ? options.virtualTensorParallel->ranks() : 0;
+  request.soloTp = options.soloTensorParallel;
   request.ncclRanks = I.nccl ? I.nccl->ranks() : 0;
   request.ncclRank = I.nccl ? I.nccl->rank() : 0;
   RunPlan plan;
@@ -374,6 +375,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   const bool virtualTp = plan.mode == RunMode::VirtualTensorParallel;
   const bool ncclTp = plan.mode == RunMode::NcclTensorParallel;
   I.tpGroup = virtualTp ? options.virtualTensorParallel : nullptr;
+  I.tpSolo = plan.mode == RunMode::SoloTensorParallel;
   I.tpStats = &stats;
   I.tpChunk = 0;
   I.arPending = false;
@@ -393,7 +395,7 @@ GpuStatus GpuExecutor::run(const std::vector<HostTensor> &inputs, const GpuRunOp
   if (plan.tensorParallel()) {
     stats.tpRanks = plan.tpRanks;
     stats.tpRank = I.tpRank;
-    stats.tpMode = virtualTp ? "virtual" : "nccl";
+    stats.tpMode = virtualTp ? "virtual" : I.tpSolo ? "solo" : "nccl";
   }
   outputs.assign(m.outputs.size(), HostTensor());
   for (size_t o = 0; o < m.outputs.size(); ++o) {

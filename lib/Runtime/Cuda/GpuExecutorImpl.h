@@ -104,6 +104,7 @@ struct GpuExecutor::Impl {
   // Tensor parallelism (GpuExecutor.h).
   int tpRanks = 1, tpRank = 0;            ///< T (manifest) and this executor's rank
   HostAllReduceGroup *tpGroup = nullptr;  ///< a virtual run's group (during run())
+  bool tpSolo = false;                    ///< a solo rank's run: all-reduces skipped
   GpuRunStats *tpStats = nullptr;         ///< the current run's stats (during run())
   int64_t tpChunk = 0;                    ///< the chunk (or piece) being run
   std::vector<uint8_t> tpHost;            ///< virtual: a rank's all-reduce bytes

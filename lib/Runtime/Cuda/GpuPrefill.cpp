@@ -100,9 +100,19 @@ bool planGpuJob(const Manifest &m, const GpuProgram &program,
   if (!readRankEnvironment(getenv, env, error))
     return false;
   const int T = m.tensorParallel();
+  const bool solo = rq.soloRank >= 0;
+  if (solo && (T <= 1 || rq.soloRank >= T)) {
+    error = T <= 1 ? "--solo-rank runs one rank of a tensor-parallel artifact (h20-opt --gpus T "
+                     "--parallel tensor); '" +
+                         rq.artifact + "' runs on one GPU"
+                   : "--solo-rank " + std::to_string(rq.soloRank) + " is not a rank of '" +
+                         rq.artifact + "' (0 to " + std::to_string(T - 1) + ")";
+    return false;
+  }
   RankRequest ranks;
   ranks.gpus = rq.gpus;
-  ranks.virtualRanks = rq.virtualRanks;
+  // A solo rank is one process on one GPU, like a virtual group: no NCCL.
+  ranks.virtualRanks = rq.virtualRanks || solo;
   ranks.tensorParallel = T;
   ranks.tensorInputs = rq.tokens == 0;
   RankAssignment ra;
@@ -115,7 +125,9 @@ bool planGpuJob(const Manifest &m, const GpuProgram &program,
   lo.ncclRanks = ra.ncclRanks;
   lo.ncclRank = ra.ncclRank;
   lo.device = ra.device;
-  if (!rq.virtualRanks) {
+  if (solo) {
+    lo.tensorParallelRank = static_cast<int>(rq.soloRank);
+  } else if (!rq.virtualRanks) {
     lo.ncclTimeoutS = ra.ncclTimeoutS;
     lo.tensorParallelRank = ra.tensorParallelRank;
     lo.ncclIdFile = ra.ncclIdFile;
@@ -141,6 +153,7 @@ bool planGpuJob(const Manifest &m, const GpuProgram &program,
   run.tpRanks = T;
   run.tpRank = lo.tensorParallelRank;
   run.virtualTpRanks = job.virtualTpRanks;
+  run.soloTp = solo;
   run.ncclRanks = job.virtualTpRanks ? 0 : lo.ncclRanks;
   run.ncclRank = lo.ncclRank;
   if (!planRun(m, program, inputs, run, job.plan, error)) {
@@ -152,6 +165,7 @@ bool planGpuJob(const Manifest &m, const GpuProgram &program,
   ro.cudaGraph = !rq.noCudaGraph && !cp;
   ro.profileSteps = rq.profileSteps;
   ro.virtualRanks = virtualCp;
+  ro.soloTensorParallel = solo;
   ro.contextParallel = ra.mode == RankMode::Worker && T == 1;
   return true;
 }

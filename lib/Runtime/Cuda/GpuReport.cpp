@@ -141,7 +141,10 @@ nlohmann::json contextParallelReport(const GpuRunStats &st, const GpuProgram &pr
 /// matched.
 nlohmann::json tensorParallelReport(const GpuRunStats &st, int T, bool virtualTp, int ncclRank,
                                     const nlohmann::json &perRank, const TpCheck &check) {
-  nlohmann::json tp{{"mode", virtualTp ? "virtual" : "nccl"},
+  const bool solo = st.tpMode == "solo";
+  nlohmann::json tp{{"mode", virtualTp ? "virtual"
+                             : solo    ? "solo"
+                                       : "nccl"},
                     {"ranks", T},
                     {"all_reduces", st.allReduces},
                     {"all_reduce_bytes", st.allReduceBytes},
@@ -154,6 +157,11 @@ nlohmann::json tensorParallelReport(const GpuRunStats &st, int T, bool virtualTp
     if (!check.outputsNote.empty())
       tp["outputs_note"] = check.outputsNote;
     tp["ranks_log"] = perRank;
+  } else if (solo) {
+    tp["rank"] = st.tpRank;
+    tp["note"] = "one rank alone (--solo-rank): its all-reduces were counted, not run; the "
+                 "outputs are not the model's";
+    tp["ranks_log"] = perRank; // this rank's
   } else {
     // Each process knows only its own log; the launcher compares them.
     tp["rank"] = ncclRank;
@@ -237,7 +245,13 @@ void printParallelSummary(const GpuRunStats &st, const GpuLoadStats &ls, int T, 
                 ls.nccl.c_str(), st.cpRank, st.ncclRanks, st.ncclRanks,
                 static_cast<long long>(st.cpChunkTokens),
                 static_cast<double>(ringBytes) / (1ull << 30), st.cpRing.size(), ringMs);
-  if (T > 1)
+  if (T > 1 && st.tpMode == "solo")
+    std::fprintf(out,
+                 "tensor parallel (solo): rank %d of %d alone; %lld all-reduces of %.2f MiB "
+                 "skipped (its outputs are not the model's)\n",
+                 st.tpRank, T, static_cast<long long>(st.allReduces),
+                 static_cast<double>(st.allReduceBytes) / (1 << 20));
+  else if (T > 1)
     std::fprintf(out, "tensor parallel (%s): %d ranks; %lld all-reduces of %.2f MiB in %.1f ms (rank "
                 "0)%s%s\n",
                 virtualTp ? "virtual" : ("NCCL " + ls.nccl).c_str(), T,

@@ -209,6 +209,11 @@ struct GpuRunOptions {
   /// run() calls); all_reduce steps meet there. Not owned. Null: T = 1, or
   /// T > 1 over NCCL.
   HostAllReduceGroup *virtualTensorParallel = nullptr;
+  /// One tensor-parallel rank alone (h20-run --solo-rank; the executor was
+  /// loaded as that rank): every all_reduce step is counted but not run, so
+  /// each rank-local step runs at its full shapes while the outputs are
+  /// not the model's. For timing one rank of a job larger than this GPU.
+  bool soloTensorParallel = false;
 };
 
 /// Timings (ms) and sizes of one run().
@@ -260,7 +265,7 @@ struct GpuRunStats {
   // Tensor parallelism (all_reduce steps; with T = 1 they are copies).
   int tpRanks = 0;        ///< T of a tensor-parallel run (T > 1); 0 otherwise
   int tpRank = -1;        ///< this executor's rank (T > 1)
-  std::string tpMode;     ///< "virtual" or "nccl" (T > 1)
+  std::string tpMode;     ///< "virtual", "nccl" or "solo" (T > 1)
   std::vector<TpCollective> tpLog; ///< the all-reduces this rank issued, in order
   int64_t allReduces = 0, allReduceBytes = 0; ///< all_reduce steps run (not empty), their bytes
   /// Time in the all-reduces: virtual, host wall time (download, waiting for
