@@ -268,6 +268,18 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     done
     v41_art "$out/models/v41-chunked/model.onnx" "v41-chunked-c20.f32.tp$t" f32 --chunk=20 \
       --gpus $t --parallel tensor
+    # bf16 splits the sparse attention and indexers by query rows too
+    # (the kernels run 16-bit only; chunks of 20 divide over 2 and 4
+    # ranks, not 8, where the split is withdrawn); each beside the same
+    # split with --split-attention-rows=false (art/BASE.tpT.rows-off.h20),
+    # which must give the same logits to the bit (the all-reduce that
+    # gathers the rows adds zeros).
+    v41_art "$out/models/v41-chunked/model.onnx" "v41-chunked-c20.bf16.tp$t" bf16 --chunk=20 \
+      --gpus $t --parallel tensor
+    v41_art "$out/models/v41-chunked/model.onnx" "v41-chunked-c20.bf16.tp$t.rows-off" bf16 \
+      --chunk=20 --gpus $t --parallel tensor --split-attention-rows=false
+    v41_art "$out/models/v41-all-picks/model.onnx" "v41-all-picks.bf16.tp$t.rows-off" bf16 \
+      --gpus $t --parallel tensor --split-attention-rows=false
   done
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,

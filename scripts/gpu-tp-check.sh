@@ -119,6 +119,29 @@ for art in "$bundle"/art/v41-*.h20; do
   compare "$b.S129" "$art" "$bundle/models/$m/ids-129.npy" "$bundle/models/$m" $tol
 done
 
+# DeepSeek-V4.1's attention split by query rows (bf16; gpu-bundle.sh:
+# art/v41-*.tpT.rows-off.h20 beside art/v41-*.tpT.h20): the split and the
+# unsplit program of the same T must give the same logits to the bit.
+for off in "$bundle"/art/v41-*.tp[0-9]*.rows-off.h20; do
+  [[ -f $off ]] || continue
+  split=${off%.rows-off.h20}.h20
+  b=$(basename "$split" .h20)
+  t=${b##*.tp}
+  m=${b%%.*}
+  m=${m%-c[0-9]*}
+  o=$results/$b.rows
+  if ! "$bin/h20-run" "$split" --ids "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m" \
+      --warmup 0 --gpus "$t" --virtual-ranks --dump-logits "$o.split.npy" --report "$o.split.json" >>"$log" 2>&1 ||
+    ! "$bin/h20-run" "$off" --ids "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m" \
+      --warmup 0 --gpus "$t" --virtual-ranks --dump-logits "$o.whole.npy" --report "$o.whole.json" >>"$log" 2>&1; then
+    record "$b rows vs whole" FAIL "h20-run failed (see tp-check.log)"
+    continue
+  fi
+  if cmp=$("$bin/npy-compare" "$o.split.npy" "$o.whole.npy" --max-rel-l2 0 2>&1); then st=PASS; else st=FAIL; fi
+  echo "$cmp" >>"$log"
+  record "$b rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$o.split.json" tensor_parallel all_reduces) vs $(field "$o.whole.json" tensor_parallel all_reduces); TTFT $(field "$o.split.json" ttft_ms) vs $(field "$o.whole.json" ttft_ms) ms"
+done
+
 sd=$bundle/seed-dense-2l
 art=$bundle/art/seed-dense-2l.bf16.last.h20
 if [[ ! -f $art || ! -d $sd ]]; then

@@ -33,14 +33,15 @@ void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
     c.maxPositions = o.maxPositions;
     pm.addPass(createChunkedPrefill(c));
   }
-  // Query-row splits (h20-tensor-parallel) stay where the chunk's rows
-  // divide over the ranks.
-  pm.addPass(createCheckRowSplits());
   if (o.computeType != "f32") {
     ComputeTypeOptions t;
     t.type = o.computeType;
     pm.addNestedPass<func::FuncOp>(createComputeType(t));
   }
+  // Query-row splits (h20-tensor-parallel) stay where the chunk's rows
+  // divide over the ranks and the kernel that splits them runs (the
+  // storage type is known now).
+  pm.addPass(createCheckRowSplits());
   RenameEntryOptions entry;
   entry.entryName = o.entryName;
   pm.addPass(createRenameEntry(entry));

@@ -42,6 +42,19 @@ std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
     return (q.isDynamicDim(0) ? "chunks of " : "") + std::to_string(rows) +
            (q.isDynamicDim(0) ? " tokens" : " query rows") + " do not divide over " +
            std::to_string(ranks) + " ranks";
+  // The GPU target splits the rows of its sparse-attention kernel, which
+  // runs 16-bit query, latent, compressed rows and output of one type; the
+  // reference decomposition (f32) computes every row.
+  if (auto sa = dyn_cast<at::SparseAttentionOp>(op)) {
+    Type e = q.getElementType();
+    auto same = [&](Value v) {
+      return !v || cast<RankedTensorType>(v.getType()).getElementType() == e;
+    };
+    if (!(e.isBF16() || e.isF16()) || !same(sa.getLatent()) || !same(sa.getCompressed()) ||
+        !same(sa.getResult()))
+      return std::string("the sparse attention kernel runs f16/bf16 only (this one computes in ") +
+             (e.isF32() ? "f32" : "mixed types") + ")";
+  }
   return std::nullopt;
 }
 

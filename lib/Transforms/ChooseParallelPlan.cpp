@@ -59,7 +59,8 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
                     ? h20::predictContextParallel(work, t, gpus).totalMs
                     : -1;
     h20::PrefillPrediction tp;
-    tensorMs = h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why, chunk)
+    tensorMs = h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why, chunk,
+                                            attentionRows)
                    ? tp.totalMs
                    : -1;
     return success();
@@ -122,6 +123,7 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
     }
     Builder b(module.getContext());
     SmallVector<NamedAttribute> fields{
+        b.getNamedAttr("attention_rows", b.getBoolAttr(attentionRows)),
         b.getNamedAttr("chosen_by", b.getStringAttr(chosenBy)),
         b.getNamedAttr("context_ms", b.getF64FloatAttr(contextMs)),
         b.getNamedAttr("gpus", b.getI64IntegerAttr(gpus)),

@@ -320,7 +320,7 @@ PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const Prefi
 
 bool predictTensorParallelOf(ModuleOp module, const TargetDescription &t, int64_t gpus,
                              int64_t seqLen, int64_t elementBytes, PrefillPrediction &out,
-                             std::string &why, int64_t chunkTokens) {
+                             std::string &why, int64_t chunkTokens, bool attentionRows) {
   if (t.nvlinkBytesPerS <= 0) {
     why = "no NVLink on " + t.name.str() + " (the model prices all-reduces over NVLink only)";
     return false;
@@ -335,7 +335,7 @@ bool predictTensorParallelOf(ModuleOp module, const TargetDescription &t, int64_
         message = d.str();
       return success();
     });
-    split = applyTensorParallel(*copy, gpus);
+    split = applyTensorParallel(*copy, gpus, nullptr, attentionRows);
   }
   if (failed(split)) {
     why = message.empty() ? "the model cannot be split" : message;

@@ -488,7 +488,7 @@ int64_t splitAttentionRows(func::FuncOp f, int64_t ranks) {
 } // namespace
 
 LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
-                                       TensorParallelSummary *summary) {
+                                       TensorParallelSummary *summary, bool attentionRows) {
   if (ranks < 1)
     return module.emitError("h20-tensor-parallel: ranks must be >= 1, got ") << ranks;
   if (ranks == 1)
@@ -525,7 +525,8 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
                          : "experts";
       }
     }
-    rows += splitAttentionRows(f, ranks);
+    if (attentionRows)
+      rows += splitAttentionRows(f, ranks);
     SmallVector<ox::MatMulOp> matmuls;
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
@@ -567,7 +568,12 @@ namespace {
 struct TensorParallelPass : h20::impl::TensorParallelBase<TensorParallelPass> {
   using TensorParallelBase::TensorParallelBase;
   void runOnOperation() override {
-    if (failed(h20::applyTensorParallel(getOperation(), ranks)))
+    // The recorded plan's choice (h20-choose-parallel-plan), else the option.
+    bool rows = attentionRows;
+    if (auto plan = getOperation()->getAttrOfType<DictionaryAttr>("h20.parallel"))
+      if (auto r = plan.getAs<BoolAttr>("attention_rows"))
+        rows = r.getValue();
+    if (failed(h20::applyTensorParallel(getOperation(), ranks, nullptr, rows)))
       signalPassFailure();
   }
 };

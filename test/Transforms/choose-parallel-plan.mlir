@@ -9,12 +9,12 @@
 // RUN: not h20-opt %S/tensor-parallel.mlir --h20-choose-parallel-plan="target=h200 gpus=2 plan=data" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Asked for tensor parallelism: the user's choice, both plans priced.
-// TENSOR: module attributes {h20.parallel = {chosen_by = "user", context_ms = {{[0-9.e+-]+}} : f64, gpus = 2 : i64, plan = "tensor", tensor_ms = {{[0-9.e+-]+}} : f64, tokens = 64 : i64}
+// TENSOR: module attributes {h20.parallel = {attention_rows = true, chosen_by = "user", context_ms = {{[0-9.e+-]+}} : f64, gpus = 2 : i64, plan = "tensor", tensor_ms = {{[0-9.e+-]+}} : f64, tokens = 64 : i64}
 // TENSOR-NOT: h20.tensor_parallel
 // TENSOR: attn.attention
 // The cost model's choice among the two (at 64 tokens the ring's latency
 // is cheaper than two all-reduces per layer: context).
-// AUTO: h20.parallel = {chosen_by = "cost model", {{.*}}plan = "context"
+// AUTO: h20.parallel = {attention_rows = true, chosen_by = "cost model", {{.*}}plan = "context"
 // One GPU: no plan.
 // ONE-NOT: h20.parallel
 // TP3: error: --parallel tensor: {{.*}}3 ranks

@@ -145,6 +145,13 @@ static llvm::cl::opt<std::string> parallelPlan(
                    "exactly N), or auto (default: the plan the cost model predicts faster at "
                    "--max-positions tokens on --target)"),
     llvm::cl::cat(multiGpuCategory), llvm::cl::value_desc("auto|context|tensor"), llvm::cl::init("auto"));
+static llvm::cl::opt<bool> splitAttentionRows(
+    "split-attention-rows",
+    llvm::cl::desc("With --parallel tensor: split DeepSeek-V4.1's sparse attention and indexers "
+                   "by query rows over the ranks (default; each rank attends 1/N of a chunk's "
+                   "queries and an all-reduce gathers them); =false runs them whole on every "
+                   "rank"),
+    llvm::cl::cat(multiGpuCategory), llvm::cl::init(true));
 static llvm::cl::opt<bool> quiet(
     "quiet",
     llvm::cl::desc("Print errors and warnings only: no stage progress, plan notes, memory "
@@ -224,6 +231,7 @@ int64_t chooseParallelPlan(ModuleOp module, int64_t gpus, int64_t tokens, int64_
   o.elementBytes = elementBytes;
   o.logitsLast = logitsLast;
   o.plan = parallelPlan;
+  o.attentionRows = splitAttentionRows;
   pm.addPass(h20::createChooseParallelPlan(o));
   if (failed(pm.run(module)))
     return 0;

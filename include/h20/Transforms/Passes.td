@@ -197,7 +197,10 @@ def ChooseParallelPlan : Pass<"h20-choose-parallel-plan", "mlir::ModuleOp"> {
            "Bytes per activation / weight element (2: bf16, 4: f32)">,
     Option<"logitsLast", "logits-last", "bool", "false",
            "Price the LM head for the last position only">,
-    Option<"plan", "plan", "std::string", "\"auto\"", "auto, context or tensor">
+    Option<"plan", "plan", "std::string", "\"auto\"", "auto, context or tensor">,
+    Option<"attentionRows", "attention-rows", "bool", "true",
+           "Tensor plan: split DeepSeek-V4.1's sparse attention and indexers by query rows "
+           "(recorded as h20.parallel's attention_rows, which h20-tensor-parallel applies)">
   ];
 }
 
@@ -242,7 +245,9 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         ops read its result. The KV side (latents, compressed entries,
         indexer keys: cache rows every later query reads) stays whole.
         h20-check-row-splits withdraws the split where a chunk's rows do
-        not divide by T.
+        not divide by T. Off with `attention-rows=false`, or when the
+        module's `h20.parallel` (h20-choose-parallel-plan) says
+        `attention_rows = false`: every rank then runs every row.
       * Everything else (embedding, norms over the hidden size, residual
         adds, LM head, blocks whose shape does not match) stays replicated:
         correct, only not split.
@@ -260,6 +265,9 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", "2", "Tensor-parallel ranks T (>= 1)">,
+    Option<"attentionRows", "attention-rows", "bool", "true",
+           "Split DeepSeek-V4.1's sparse attention and indexers by query rows (the module's "
+           "h20.parallel attention_rows, when present, decides instead)">,
   ];
 }
 
@@ -269,10 +277,13 @@ def CheckRowSplits : Pass<"h20-check-row-splits", "mlir::ModuleOp"> {
   let description = [{
     h20-tensor-parallel splits DeepSeek-V4.1's sparse attention and
     indexers by query rows (`h20.split_rows = T`) before the chunk size is
-    known. After h20-chunked-prefill, every split op's query rows R must be
-    static and a multiple of T (rank r computes rows [r R / T, (r + 1) R /
-    T)). Where one is not (a chunk of 20 tokens over 8 ranks, a
-    whole-prompt program of dynamic length), the split is withdrawn from
+    known. After h20-chunked-prefill and h20-compute-type, every split op's
+    query rows R must be static or a chunk's (at most C tokens, C from
+    h20.chunked) and a multiple of T (rank r computes rows [r R / T,
+    (r + 1) R / T)), and a sparse attention must be one the GPU kernel
+    runs (f16/bf16: the f32 reference decomposition computes every row).
+    Where one is not (a chunk of 20 tokens over 8 ranks, a whole-prompt
+    program of dynamic length, an f32 model), the split is withdrawn from
     every op of the function, the attn.all_reduce after each sparse
     attention is removed, and every rank computes every row: correct, only
     not split. The module's `h20.tensor_parallel` then says

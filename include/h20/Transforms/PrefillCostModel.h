@@ -96,11 +96,13 @@ PrefillPrediction predictTensorParallel(const PrefillWork &rankWork, const Prefi
                                         int64_t chunks = 1);
 
 /// predictTensorParallel for a copy of `module` split over `gpus` ranks,
-/// run in chunks of `chunkTokens` (0: one pass of seqLen); false with `why`
-/// when the module cannot be split or the target has no NVLink.
+/// run in chunks of `chunkTokens` (0: one pass of seqLen), with
+/// DeepSeek-V4.1's attention split by query rows unless `attentionRows` is
+/// false (applyTensorParallel); false with `why` when the module cannot be
+/// split or the target has no NVLink.
 bool predictTensorParallelOf(mlir::ModuleOp module, const TargetDescription &t, int64_t gpus,
                              int64_t seqLen, int64_t elementBytes, PrefillPrediction &out,
-                             std::string &why, int64_t chunkTokens = 0);
+                             std::string &why, int64_t chunkTokens = 0, bool attentionRows = true);
 
 } // namespace h20
 

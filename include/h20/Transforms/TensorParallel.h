@@ -32,8 +32,11 @@ struct TensorParallelSummary {
 /// `h20.tensor_parallel`.
 /// ranks == 1 changes nothing. Fails (with a diagnostic on the module) for
 /// ranks < 1, or when ranks > 1 and no block can be split.
+/// `attentionRows` false leaves DeepSeek-V4.1's attention whole on every
+/// rank.
 mlir::LogicalResult applyTensorParallel(mlir::ModuleOp module, int64_t ranks,
-                                        TensorParallelSummary *summary = nullptr);
+                                        TensorParallelSummary *summary = nullptr,
+                                        bool attentionRows = true);
 
 } // namespace h20
 

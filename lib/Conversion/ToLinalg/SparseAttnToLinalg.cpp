@@ -448,6 +448,9 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
                        !qt.isDynamicDim(2) && qt.getDimSize(2) <= kSparseAttentionMaxDim &&
                        window >= 0 && window <= kSparseAttentionMaxSlots &&
                        (ShapedType::isDynamic(picks) || window + picks <= kSparseAttentionMaxSlots);
+  if (!kernelApplies && op->hasAttr(attn::kSplitRowsAttr))
+    return op.emitError("internal: a sparse attention split by query rows that the GPU kernel "
+                        "does not run (h20-check-row-splits withdraws such splits)");
   if (!kernelApplies)
     return lowerSparseAttention(b, op);
   // The kernel takes the queries as the last S of the latent's rows: with a
