@@ -39,6 +39,7 @@ void runRank(GpuExecutor &ex, const GpuProgram &program, const std::vector<HostT
     wo.n = options.n;
     wo.cudaGraph = options.cudaGraph;
     wo.virtualTensorParallel = options.virtualTensorParallel;
+    wo.soloTensorParallel = options.soloTensorParallel;
     rr.status = ex.run(firstChunkInputs(program, inputs), wo, rr.outputs, rr.st, rr.error);
     if (rr.status != GpuStatus::Ok)
       return;
