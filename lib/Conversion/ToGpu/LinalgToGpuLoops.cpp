@@ -35,6 +35,8 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <numeric>
@@ -566,6 +568,89 @@ SmallVector<unsigned> dynamicDimsOutermost(scf::ParallelOp loop) {
   return {};
 }
 
+/// Keeps the output element that a sequential reduction loop of a thread
+/// (linalgOpToParallelLoops' scf.for over a reduction dim) loads and stores
+/// back every iteration in a register: one load before the loop, the value
+/// carried through it, one store after. The loop body must load and store
+/// that element once each (the same memref and loop-invariant indices,
+/// the load first) and touch the memref no other way. The values computed
+/// are the same, without a round trip through memory per iteration (the
+/// mHC stream mixes, [S, 4, 4] x [S, 4, C], did 4 of them per element).
+/// A linalg op's input is never its output's buffer where it reads other
+/// elements (bufferization does not place a reduction in place), so no
+/// other access can see the element in between.
+void accumulateInRegisters(RewriterBase &rw, Operation *root) {
+  SmallVector<scf::ForOp> loops;
+  root->walk([&](scf::ForOp f) { loops.push_back(f); });
+  // Equal indices: one value, or the results of two equal affine.apply ops
+  // (linalgOpToParallelLoops makes one per access).
+  auto sameIndex = [](Value a, Value b) {
+    if (a == b)
+      return true;
+    auto x = a.getDefiningOp<affine::AffineApplyOp>(), y = b.getDefiningOp<affine::AffineApplyOp>();
+    return x && y && x.getAffineMap() == y.getAffineMap() &&
+           llvm::equal(x.getMapOperands(), y.getMapOperands());
+  };
+  for (scf::ForOp f : loops) {
+    if (f.getNumResults() != 0)
+      continue;
+    // The index arithmetic that does not depend on the reduction goes
+    // before the loop (the element's indices must be available there).
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(f.getOperation()));
+    memref::LoadOp load;
+    memref::StoreOp store;
+    bool ok = true;
+    for (Operation &op : f.getBody()->without_terminator()) {
+      if (auto s = dyn_cast<memref::StoreOp>(op)) {
+        ok &= !store;
+        store = s;
+      } else if (op.getNumRegions() != 0) {
+        ok = false; // nested loops or branches: leave them
+      }
+    }
+    if (!ok || !store)
+      continue;
+    Value m = store.getMemRef();
+    auto invariant = [&](Value v) { return !f->isAncestor(v.getParentBlock()->getParentOp()); };
+    if (!invariant(m) || !llvm::all_of(store.getIndices(), invariant))
+      continue;
+    for (Operation &op : f.getBody()->without_terminator()) {
+      if (&op == store.getOperation())
+        break;
+      if (auto l = dyn_cast<memref::LoadOp>(op); l && l.getMemRef() == m) {
+        ok &= !load && l.getIndices().size() == store.getIndices().size() &&
+              llvm::all_of(llvm::zip(l.getIndices(), store.getIndices()),
+                           [&](auto p) { return sameIndex(std::get<0>(p), std::get<1>(p)); });
+        load = l;
+      }
+    }
+    // The only other access to `m` after the store would be another load.
+    for (Operation *o = store->getNextNode(); o; o = o->getNextNode())
+      if (auto l = dyn_cast<memref::LoadOp>(o); l && l.getMemRef() == m)
+        ok = false;
+    if (!ok || !load)
+      continue;
+    rw.setInsertionPoint(f);
+    Value init = memref::LoadOp::create(rw, load.getLoc(), m, load.getIndices());
+    Value stored = store.getValue();
+    const SmallVector<Value> indices(store.getIndices());
+    auto yields = [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+      return SmallVector<Value>{stored};
+    };
+    FailureOr<LoopLikeOpInterface> carried =
+        cast<LoopLikeOpInterface>(f.getOperation())
+            .replaceWithAdditionalYields(rw, ValueRange{init}, false, yields);
+    if (failed(carried))
+      continue;
+    auto nf = cast<scf::ForOp>(carried->getOperation());
+    rw.replaceAllUsesWith(load.getResult(), nf.getRegionIterArgs().back());
+    rw.eraseOp(load);
+    rw.eraseOp(store);
+    rw.setInsertionPointAfter(nf);
+    memref::StoreOp::create(rw, nf.getLoc(), nf.getResults().back(), m, indices);
+  }
+}
+
 /// The allocation (or global) a memref view is taken of.
 Value rootOf(Value v) {
   while (Operation *def = v.getDefiningOp()) {
@@ -795,6 +880,8 @@ struct LinalgToGpuLoopsPass : h20::impl::LinalgToGpuLoopsBase<LinalgToGpuLoopsPa
         return signalPassFailure();
       }
       rewriter.eraseOp(op);
+      if (!loops->empty())
+        accumulateInRegisters(rewriter, loops->front());
       auto outer = single ? single
                           : (loops->empty() ? scf::ParallelOp()
                                             : dyn_cast<scf::ParallelOp>(loops->front()));

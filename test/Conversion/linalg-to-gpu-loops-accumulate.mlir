@@ -1,0 +1,32 @@
+// RUN: h20-opt %s --pass-pipeline='builtin.module(func.func(h20-linalg-to-gpu-loops{block-size=256}))' | FileCheck %s
+// DeepSeek-V4.1's mHC stream mix, out[t, i, c] += sum_j m[t, i, j] x[t, j, c]
+// ([S, 4, 4] x [S, 4, C], a generated kernel: a contraction over 4): each
+// thread's reduction loop carries its output element in a register (one
+// load before the loop, one store after) instead of loading and storing
+// it back every iteration.
+
+// CHECK-LABEL: func.func @mix
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: %[[INIT:.*]] = memref.load %arg2[{{.*}}] : memref<?x4x5120xbf16>
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (bf16)
+// CHECK-NOT: memref.store
+// CHECK-NOT: memref.load %arg2
+// CHECK: %[[P:.*]] = arith.mulf
+// CHECK: %[[N:.*]] = arith.addf %[[ACC]], %[[P]]
+// CHECK: scf.yield %[[N]]
+// CHECK: memref.store %[[SUM]], %arg2[{{.*}}] : memref<?x4x5120xbf16>
+#m = affine_map<(t, i, c, j) -> (t, i, j)>
+#x = affine_map<(t, i, c, j) -> (t, j, c)>
+#o = affine_map<(t, i, c, j) -> (t, i, c)>
+func.func @mix(%m: memref<?x4x4xbf16>, %x: memref<?x4x5120xbf16>, %out: memref<?x4x5120xbf16>) {
+  linalg.generic {indexing_maps = [#m, #x, #o],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%m, %x : memref<?x4x4xbf16>, memref<?x4x5120xbf16>) outs(%out : memref<?x4x5120xbf16>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: bf16):
+    %p = arith.mulf %a, %b : bf16
+    %s = arith.addf %acc, %p : bf16
+    linalg.yield %s : bf16
+  }
+  return
+}
