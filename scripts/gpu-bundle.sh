@@ -274,8 +274,8 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     # (the kernels run 16-bit only; chunks of 20 divide over 2 and 4
     # ranks, not 8, where the split is withdrawn); each beside the same
     # split with --split-attention-rows=false (art/BASE.tpT.rows-off.h20),
-    # which must give the same logits to the bit (the all-reduce that
-    # gathers the rows adds zeros).
+    # which must give the same logits but for the output projection's GEMM
+    # run on 1/T of the rows (gpu-tp-check.sh).
     v41_art "$out/models/v41-chunked/model.onnx" "v41-chunked-c20.bf16.tp$t" bf16 --chunk=20 \
       --gpus $t --parallel tensor
     v41_art "$out/models/v41-chunked/model.onnx" "v41-chunked-c20.bf16.tp$t.rows-off" bf16 \

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,6 +26,7 @@ namespace h20 {
 
 using namespace mlir;
 namespace at = h20::attn;
+namespace onnx = h20::onnx;
 
 namespace {
 
@@ -35,12 +37,16 @@ std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
   auto q = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   if (!q || q.getRank() < 1)
     return std::string("its query is not a ranked tensor");
-  const int64_t rows = q.isDynamicDim(0) ? chunk : q.getDimSize(0);
+  // The rows: the query's first dim, or a GEMM's M (its input's rank - 2).
+  const int64_t axis = isa<onnx::MatMulOp>(op) ? q.getRank() - 2 : 0;
+  if (axis < 0)
+    return std::string("a GEMM input of rank < 2");
+  const int64_t rows = q.isDynamicDim(axis) ? chunk : q.getDimSize(axis);
   if (rows <= 0)
     return std::string("its query rows are not bounded (a whole-prompt program: give --chunk)");
   if (rows % ranks != 0)
-    return (q.isDynamicDim(0) ? "chunks of " : "") + std::to_string(rows) +
-           (q.isDynamicDim(0) ? " tokens" : " query rows") + " do not divide over " +
+    return (q.isDynamicDim(axis) ? "chunks of " : "") + std::to_string(rows) +
+           (q.isDynamicDim(axis) ? " tokens" : " query rows") + " do not divide over " +
            std::to_string(ranks) + " ranks";
   // The GPU target splits the rows of its sparse-attention kernel, which
   // runs 16-bit query, latent, compressed rows and output of one type; the
@@ -58,8 +64,8 @@ std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
   return std::nullopt;
 }
 
-/// Removes every split of `func`: the attribute, and the all-reduce after
-/// each split sparse attention (the op's result is whole again).
+/// Removes every split of `func`: the attributes, and the all-reduce after
+/// each gathered op (its result is whole again).
 void withdraw(func::FuncOp func) {
   SmallVector<Operation *> split;
   func.walk([&](Operation *op) {
@@ -68,7 +74,7 @@ void withdraw(func::FuncOp func) {
   });
   for (Operation *op : split) {
     op->removeAttr(at::kSplitRowsAttr);
-    if (!isa<at::SparseAttentionOp>(op))
+    if (!op->removeAttr(at::kSplitGatherAttr))
       continue;
     for (Operation *u : llvm::make_early_inc_range(op->getResult(0).getUsers()))
       if (auto sum = dyn_cast<at::AllReduceOp>(u)) {
@@ -92,11 +98,12 @@ struct CheckRowSplitsPass : h20::impl::CheckRowSplitsBase<CheckRowSplitsPass> {
         if (blocker || !split)
           return;
         if (split.getInt() < 2 ||
-            !isa<at::SparseAttentionOp, at::IndexerTopKOp, at::IndexerCandidatesOp>(op)) {
+            !isa<at::SparseAttentionOp, at::IndexerTopKOp, at::IndexerCandidatesOp, onnx::MatMulOp>(
+                op)) {
           op->emitError("h20-check-row-splits: ")
               << at::kSplitRowsAttr << " = " << split.getInt()
-              << " on an op that cannot be split by query rows (sparse attention and indexers, "
-                 "over >= 2 ranks)";
+              << " on an op that cannot be split by query rows (sparse attention, indexers and "
+                 "the GEMMs of their output, over >= 2 ranks)";
           return signalPassFailure();
         }
         if (std::optional<std::string> w = whyNot(op, split.getInt(), chunk)) {

@@ -239,6 +239,10 @@ PrefillWork collectPrefillWork(ModuleOp module, int64_t seqLen, int64_t elementB
         s.m = 1;
         for (int64_t d : x.getShape().drop_back())
           s.m *= dim(d);
+        // A GEMM split by query rows computes 1/N of them on a rank.
+        if (auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr);
+            split && split.getInt() > 1)
+          s.m = std::max<int64_t>(1, s.m / split.getInt());
         s.k = dim(m.getShape()[m.getRank() - 2]);
         s.n = dim(m.getShape().back());
         s.elementBytes = elementBytes;

@@ -13,6 +13,8 @@
 #include "h20/Transforms/Passes.h"
 #include "h20/Transforms/TensorParallel.h"
 
+#include "RowSplitRegion.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -455,10 +457,18 @@ int64_t splitAttentionRows(func::FuncOp f, int64_t ranks) {
   SmallVector<at::SparseAttentionOp> attns;
   f.walk([&](at::SparseAttentionOp a) { attns.push_back(a); });
   for (at::SparseAttentionOp a : attns) {
+    // The split reaches through the output projection where it can
+    // (h20::findRowSplitRegion): the gather then moves its smaller result.
+    h20::RowSplitRegion region = h20::findRowSplitRegion(a);
     mark(a);
-    b.setInsertionPointAfter(a);
-    auto sum = at::AllReduceOp::create(b, a.getLoc(), a.getType(), a.getResult());
-    a.getResult().replaceAllUsesExcept(sum.getResult(), sum);
+    for (Operation *g : region.gemms)
+      mark(g);
+    Operation *gather = region.end ? region.end : a.getOperation();
+    gather->setAttr(at::kSplitGatherAttr, b.getUnitAttr());
+    b.setInsertionPointAfter(gather);
+    Value part = gather->getResult(0);
+    auto sum = at::AllReduceOp::create(b, gather->getLoc(), part.getType(), part);
+    part.replaceAllUsesExcept(sum.getResult(), sum);
   }
   // Readers before producers: a candidates op is split when the top-k ops
   // that read it are.
@@ -531,7 +541,8 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
       // A product already split (an output projection) is not a down projection.
-      if (llvm::any_of(m->getUsers(), [](Operation *u) { return isa<at::AllReduceOp>(u); }))
+      if (m->hasAttr(at::kSplitRowsAttr) ||
+          llvm::any_of(m->getUsers(), [](Operation *u) { return isa<at::AllReduceOp>(u); }))
         continue;
       if (auto p = split.planMlp(m)) {
         split.apply(*p);

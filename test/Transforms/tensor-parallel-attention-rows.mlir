@@ -1,8 +1,8 @@
 // RUN: h20-opt %s --split-input-file --h20-tensor-parallel=ranks=4 | FileCheck %s
 // DeepSeek-V4.1's attention by query rows: every attn.sparse_attention is
-// marked h20.split_rows = T (rank r computes rows [r R / T, (r + 1) R / T),
-// the others are zero) and followed by an attn.all_reduce that gathers the
-// rows; an indexer is split too when only split ops read its result (a
+// marked h20.split_rows = T (rank r computes rows [r R / T, (r + 1) R / T))
+// and, when its result is what gets gathered (h20.split_gather: the other
+// rows are zero), followed by an attn.all_reduce; an indexer is split too when only split ops read its result (a
 // sparse attention's indices, an indexer_topk's candidates). The latent,
 // compressed entries and indexer keys (the KV side) stay whole.
 
@@ -10,7 +10,7 @@
 // CHECK-LABEL: func.func @rows
 // CHECK: %[[C:.*]] = attn.indexer_candidates {{.*}} {block_size = 2 : i64, blocks = 4 : i64, h20.split_rows = 4 : i64
 // CHECK: %[[I:.*]] = attn.indexer_topk {{.*}} candidates(%[[C]] : tensor<?x?xi64>) {block_size = 2 : i64, h20.split_rows = 4 : i64
-// CHECK: %[[O:.*]] = attn.sparse_attention %arg0, %arg1, %{{.*}} compressed(%arg2 : tensor<?x16xf32>, %[[I]] : tensor<?x?xi64>) {h20.split_rows = 4 : i64
+// CHECK: %[[O:.*]] = attn.sparse_attention %arg0, %arg1, %{{.*}} compressed(%arg2 : tensor<?x16xf32>, %[[I]] : tensor<?x?xi64>) {h20.split_gather, h20.split_rows = 4 : i64
 // CHECK: %[[S:.*]] = attn.all_reduce %[[O]]
 // CHECK: return %[[S]]
 module attributes {onnx.model_dir = "."} {
@@ -32,7 +32,7 @@ func.func @rows(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %cmp: tensor<?x1
 // CHECK: %[[I:.*]] = attn.indexer_topk
 // CHECK-NOT: h20.split_rows
 // CHECK-SAME: -> tensor<?x?xi64>
-// CHECK: attn.sparse_attention {{.*}} {h20.split_rows = 4 : i64
+// CHECK: attn.sparse_attention {{.*}} {h20.split_gather, h20.split_rows = 4 : i64
 // CHECK: attn.all_reduce
 module attributes {onnx.model_dir = "."} {
 func.func @shared_indices(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %cmp: tensor<?x16xf32>, %iq: tensor<?x2x8xf32>, %ik: tensor<?x8xf32>, %iw: tensor<?x2xf32>) -> (tensor<?x4x16xf32>, tensor<?x?xi64>) {
@@ -40,5 +40,63 @@ func.func @shared_indices(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %cmp: 
   %idx = attn.indexer_topk %iq, %ik, %iw {ratio = 1 : i64, scale = 1.0 : f64, topk = 4 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> tensor<?x?xi64>
   %o = attn.sparse_attention %q, %lat, %sink compressed(%cmp : tensor<?x16xf32>, %idx : tensor<?x?xi64>) {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
   return %o, %idx : tensor<?x4x16xf32>, tensor<?x?xi64>
+}
+}
+
+// -----
+
+// The split reaches through the output projection: row-local ops (head
+// transpose, reshape) and then two weight GEMMs joined by shape-only ops;
+// both GEMMs compute the rank's rows, the last one is gathered
+// (h20.split_gather, the all-reduce after it), the attention is not
+// (its other rows are unspecified, read only on the way). The add of the
+// residual after the last GEMM ends the split.
+// CHECK-LABEL: func.func @output_projection
+// CHECK: %[[O:.*]] = attn.sparse_attention {{.*}} {h20.split_rows = 4 : i64, scale
+// CHECK-NOT: attn.all_reduce %[[O]]
+// CHECK: %[[A:.*]] = onnx.MatMul({{.*}}) {h20.split_rows = 4 : i64} : (tensor<2x?x32xf32>, tensor<2x32x16xf32>)
+// CHECK-NOT: attn.all_reduce %[[A]]
+// CHECK: %[[B:.*]] = onnx.MatMul({{.*}}) {h20.split_gather, h20.split_rows = 4 : i64} : (tensor<?x32xf32>, tensor<32x24xf32>)
+// CHECK: %[[S:.*]] = attn.all_reduce %[[B]]
+// CHECK: onnx.Add(%[[S]], %arg2)
+module attributes {onnx.model_dir = "."} {
+func.func @output_projection(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %res: tensor<?x24xf32>) -> tensor<?x24xf32> {
+  %sink = onnx.Weight {name = "sink"} : tensor<4xf32>
+  %o = attn.sparse_attention %q, %lat, %sink {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %shape = onnx.Constant() {value = dense<[-1, 2, 32]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %g = onnx.Reshape(%o, %shape) : (tensor<?x4x16xf32>, tensor<3xi64>) -> tensor<?x2x32xf32>
+  %t = onnx.Transpose(%g) {perm = array<i64: 1, 0, 2>} : (tensor<?x2x32xf32>) -> tensor<2x?x32xf32>
+  %wa = onnx.Weight {name = "wo_a"} : tensor<2x32x16xf32>
+  %a = onnx.MatMul(%t, %wa) : (tensor<2x?x32xf32>, tensor<2x32x16xf32>) -> tensor<2x?x16xf32>
+  %at = onnx.Transpose(%a) {perm = array<i64: 1, 0, 2>} : (tensor<2x?x16xf32>) -> tensor<?x2x16xf32>
+  %flat = onnx.Constant() {value = dense<[-1, 32]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %af = onnx.Reshape(%at, %flat) : (tensor<?x2x16xf32>, tensor<2xi64>) -> tensor<?x32xf32>
+  %wb = onnx.Weight {name = "wo_b"} : tensor<32x24xf32>
+  %b = onnx.MatMul(%af, %wb) : (tensor<?x32xf32>, tensor<32x24xf32>) -> tensor<?x24xf32>
+  %y = onnx.Add(%b, %res) : (tensor<?x24xf32>, tensor<?x24xf32>) -> tensor<?x24xf32>
+  return %y : tensor<?x24xf32>
+}
+}
+
+// -----
+
+// A value on the way read elsewhere (here: the head transpose, returned)
+// keeps the split at the attention: gathered there.
+// CHECK-LABEL: func.func @read_elsewhere
+// CHECK: %[[O:.*]] = attn.sparse_attention {{.*}} {h20.split_gather, h20.split_rows = 4 : i64
+// CHECK: attn.all_reduce %[[O]]
+// CHECK: onnx.MatMul
+// CHECK-NOT: h20.split_rows
+module attributes {onnx.model_dir = "."} {
+func.func @read_elsewhere(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>) -> (tensor<?x32xf32>, tensor<4x?x16xf32>) {
+  %sink = onnx.Weight {name = "sink"} : tensor<4xf32>
+  %o = attn.sparse_attention %q, %lat, %sink {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %t = onnx.Transpose(%o) {perm = array<i64: 1, 0, 2>} : (tensor<?x4x16xf32>) -> tensor<4x?x16xf32>
+  %u = onnx.Transpose(%t) {perm = array<i64: 1, 0, 2>} : (tensor<4x?x16xf32>) -> tensor<?x4x16xf32>
+  %flat = onnx.Constant() {value = dense<[-1, 64]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %f = onnx.Reshape(%u, %flat) : (tensor<?x4x16xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+  %w = onnx.Weight {name = "wo"} : tensor<64x32xf32>
+  %b = onnx.MatMul(%f, %w) : (tensor<?x64xf32>, tensor<64x32xf32>) -> tensor<?x32xf32>
+  return %b, %t : tensor<?x32xf32>, tensor<4x?x16xf32>
 }
 }

@@ -238,11 +238,16 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         shares. The tokens are replicated.
       * DeepSeek-V4.1's attention by query rows: every
         attn.sparse_attention gets `h20.split_rows = T` (rank r computes
-        query rows [r R / T, (r + 1) R / T) of its R rows, the others are
-        zero) and an attn.all_reduce after it (the sum gathers every row
-        on every rank); an indexer (attn.indexer_topk,
-        attn.indexer_candidates) is split the same way when only split
-        ops read its result. The KV side (latents, compressed entries,
+        query rows [r R / T, (r + 1) R / T) of its R rows); an indexer
+        (attn.indexer_topk, attn.indexer_candidates) is split the same way
+        when only split ops read its result. The split reaches on through
+        row-local ops (head transposes, the output RoPE, reshapes) to the
+        weight GEMMs of the output projection while every value on the
+        way is used only on the way (RowSplitRegion.h; DeepSeek-V4.1's
+        wo_a, and wo_b when it is not FP8); those GEMMs compute the rank's
+        rows. The last op of the split gets `h20.split_gather` (its other
+        rows are zero) and an attn.all_reduce after it that gathers every
+        row on every rank. The KV side (latents, compressed entries,
         indexer keys: cache rows every later query reads) stays whole.
         h20-check-row-splits withdraws the split where a chunk's rows do
         not divide by T. Off with `attention-rows=false`, or when the

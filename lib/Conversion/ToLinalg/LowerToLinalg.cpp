@@ -224,9 +224,21 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
           return a && a.getRank() >= 1 && !a.isDynamicDim(a.getRank() - 1) &&
                  a.getDimSize(a.getRank() - 1) <= 8;
         };
+        linalg::GenericOp gemm;
         if (libraryCalls && isa<h20::onnx::MatMulOp>(op) && !tinyContraction(op))
-          if (auto g = (*lowered)[0].getDefiningOp<linalg::GenericOp>())
-            g.setLibraryCallAttr(b.getStringAttr(h20::lowering::kGemmLibraryCall));
+          if ((gemm = (*lowered)[0].getDefiningOp<linalg::GenericOp>()))
+            gemm.setLibraryCallAttr(b.getStringAttr(h20::lowering::kGemmLibraryCall));
+        // A GEMM split by query rows (h20-tensor-parallel) keeps its split:
+        // the GPU target computes only the rank's rows of the call.
+        if (op->hasAttr(h20::attn::kSplitRowsAttr) && isa<h20::onnx::MatMulOp>(op)) {
+          if (!gemm) {
+            op->emitError("internal: a GEMM split by query rows that is not one library call");
+            return signalPassFailure();
+          }
+          for (StringRef a : {h20::attn::kSplitRowsAttr, h20::attn::kSplitGatherAttr})
+            if (Attribute v = op->getAttr(a))
+              gemm->setAttr(a, v);
+        }
         for (auto [from, to] : llvm::zip(op->getResults(), *lowered))
           from.replaceAllUsesWith(to);
       }

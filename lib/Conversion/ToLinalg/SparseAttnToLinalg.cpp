@@ -506,6 +506,8 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
     attrs.push_back(b.getNamedAttr("ring", b.getUnitAttr()));
   if (auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr))
     attrs.push_back(b.getNamedAttr("split_rows", split));
+  if (op->hasAttr(attn::kSplitGatherAttr))
+    attrs.push_back(b.getNamedAttr("split_gather", b.getUnitAttr()));
   g->setAttr(kSparseAttentionAttrs, b.getDictionaryAttr(attrs));
   return g.getResult(0);
 }

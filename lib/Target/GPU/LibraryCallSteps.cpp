@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "HostEvaluator.h"
 
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+
 #include "h20/Runtime/Cuda/AttentionParams.h"
 
 #include <cstddef>
@@ -134,6 +136,55 @@ runtime::LaunchStep attentionStep(const AttentionVariant &variant, const Attenti
 
 } // namespace
 
+/// The query-row split a call records (`split_rows` in an attention's
+/// attribute dict, or attn::kSplitRowsAttr on a GEMM of its output
+/// projection: h20-tensor-parallel's choice, kept by
+/// h20-check-row-splits): rank r of N computes rows [r B, (r + 1) B)
+/// with B = R / N for R static rows, or B = C / N for the dynamic rows of
+/// a chunk of a chunked prefill (C = `chunk`, the chunk size: the last
+/// chunk's n < C tokens leave the rows from n on as padding, which the
+/// buffers sized for C hold and nothing reads). Returns B, or 0 when the
+/// call is not split.
+static FailureOr<int64_t> rankRowsOf(linalg::GenericOp op, IntegerAttr split, const Lin &rows,
+                                     int64_t chunk) {
+  if (!split || split.getInt() <= 1)
+    return int64_t(0);
+  const int64_t n = split.getInt();
+  const int64_t all = rows.isConst() ? rows.c : rows == Lin{0, 0, 1} ? chunk : 0;
+  if (all <= 0 || all % n != 0)
+    return op->emitError("GPU target: internal: a query-row split over ")
+           << n << " ranks of rows that are neither a static multiple of it nor a chunk's";
+  return all / n;
+}
+
+/// Rows [rank * rows, (rank + 1) * rows) of `v` (its first dimension, of
+/// constant stride): the program's `rank` symbol in the offset.
+static View rankRows(const View &v, int64_t rows) {
+  View r = v;
+  Lin first;
+  first.r = rows;
+  r.offset = v.offset + first.scaled(v.strides[0].c);
+  r.sizes[0] = Lin{rows};
+  return r;
+}
+
+/// The element count of `v` when it is contiguous (row-major, no gaps).
+static std::optional<Lin> contiguousElements(const View &v) {
+  Lin expect{1};
+  for (size_t k = v.sizes.size(); k-- > 0;) {
+    const bool one = v.sizes[k].isConst() && v.sizes[k].c == 1;
+    if (!one && v.strides[k] != expect)
+      return std::nullopt;
+    if (v.sizes[k].isConst())
+      expect = expect.scaled(v.sizes[k].c);
+    else if (expect.isConst())
+      expect = v.sizes[k].scaled(expect.c);
+    else
+      return std::nullopt;
+  }
+  return expect;
+}
+
 LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   auto maps = op.getIndexingMapsArray();
   auto a = view(op.getDpsInputs()[0], op), b = view(op.getDpsInputs()[1], op),
@@ -179,13 +230,43 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
     int k = &v == &*a ? 0 : &v == &*b ? 1 : 2;
     return gemmOperand(v, batchStride[k], strideAlong(v, m, rowDim), strideAlong(v, m, colDim));
   };
+  // Split by query rows (rankRowsOf; a GEMM of a sparse attention's output
+  // projection): this rank computes rows [r B, (r + 1) B) of M. The last
+  // GEMM of the split (split_gather) zeroes C first: the all-reduce after
+  // it gathers the rows.
+  Lin m = c->sizes[r - 2];
+  auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr);
+  auto rankRowCount = rankRowsOf(op, split, m, chunkedInt("chunk"));
+  if (failed(rankRowCount))
+    return failure();
+  if (*rankRowCount > 0) {
+    const Lin rowA = strideAlong(*a, maps[0], r - 2), rowC = strideAlong(*c, maps[2], r - 2);
+    if (!rowA.isConst() || !rowC.isConst())
+      return op->emitError("GPU target: internal: split GEMM rows of non-constant stride");
+    if (op->hasAttr(attn::kSplitGatherAttr)) {
+      std::optional<Lin> n = contiguousElements(*c);
+      if (!n)
+        return op->emitError("GPU target: internal: a gathered split GEMM output that is not "
+                             "contiguous");
+      use(c->buffer);
+      runtime::MemsetStep clear;
+      clear.buffer = c->buffer;
+      clear.offsetBytes = c->offset.scaled(elementBytes(c->element)).expr();
+      clear.bytes = n->scaled(elementBytes(c->element)).expr();
+      steps.push_back(clear);
+    }
+    const Lin first{0, 0, 0, 0, *rankRowCount};
+    a->offset = a->offset + first.scaled(rowA.c);
+    c->offset = c->offset + first.scaled(rowC.c);
+    m = Lin{*rankRowCount};
+  }
   // Loop dims: batch..., m (r-2), n (r-1), k (r).
   runtime::GemmStep g;
   g.dtypeA = dtypeName(a->element);
   g.dtypeB = dtypeName(b->element);
   g.dtypeC = dtypeName(c->element);
   g.batch = batch.expr();
-  g.m = c->sizes[r - 2].expr();
+  g.m = m.expr();
   g.n = c->sizes[r - 1].expr();
   g.k = a->sizes.back().expr();
   g.a = mat(*a, maps[0], r - 2, r);
@@ -340,38 +421,6 @@ static LogicalResult takeStartCarrier(linalg::GenericOp op, SmallVector<View> &v
   return success();
 }
 
-/// The query-row split an attention call records (`split_rows` in its
-/// attribute dict, h20-tensor-parallel's choice, kept by
-/// h20-check-row-splits): rank r of N computes query rows [r B, (r + 1) B)
-/// with B = R / N for R static rows, or B = C / N for the dynamic rows of
-/// a chunk of a chunked prefill (C = `chunk`, the chunk size: the last
-/// chunk's n < C tokens leave the rows from n on as padding, which the
-/// buffers sized for C hold and nothing reads). Returns B, or 0 when the
-/// call is not split.
-static FailureOr<int64_t> rankRowsOf(linalg::GenericOp op, DictionaryAttr attrs, const Lin &rows,
-                                     int64_t chunk) {
-  auto split = attrs.getAs<IntegerAttr>("split_rows");
-  if (!split || split.getInt() <= 1)
-    return int64_t(0);
-  const int64_t n = split.getInt();
-  const int64_t all = rows.isConst() ? rows.c : rows == Lin{0, 0, 1} ? chunk : 0;
-  if (all <= 0 || all % n != 0)
-    return op->emitError("GPU target: internal: a query-row split over ")
-           << n << " ranks of rows that are neither a static multiple of it nor a chunk's";
-  return all / n;
-}
-
-/// Rows [rank * rows, (rank + 1) * rows) of `v` (its first dimension, of
-/// constant stride): the program's `rank` symbol in the offset.
-static View rankRows(const View &v, int64_t rows) {
-  View r = v;
-  Lin first;
-  first.r = rows;
-  r.offset = v.offset + first.scaled(v.strides[0].c);
-  r.sizes[0] = Lin{rows};
-  return r;
-}
-
 LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   auto attrs = op->getAttrOfType<DictionaryAttr>("h20.indexer");
   if (!attrs)
@@ -392,7 +441,8 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   // Split query rows (rankRowsOf): this rank scores its rows only; the
   // other rows of `out` are left as they are (only calls split the same
   // way read them, each its own rows).
-  auto rankRowCount = rankRowsOf(op, attrs, v[0].sizes[0], chunkedInt("chunk"));
+  auto rankRowCount =
+      rankRowsOf(op, attrs.getAs<IntegerAttr>("split_rows"), v[0].sizes[0], chunkedInt("chunk"));
   if (failed(rankRowCount))
     return failure();
   if (*rankRowCount > 0) {
@@ -498,7 +548,8 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   // Split query rows (rankRowsOf): this rank attends its rows; the others
   // are zeroed first, so the all-reduce after the call (the sum over the
   // ranks) gathers the whole output on every rank.
-  auto rankRowCount = rankRowsOf(op, attrs, v[0].sizes[0], chunkedInt("chunk"));
+  auto rankRowCount =
+      rankRowsOf(op, attrs.getAs<IntegerAttr>("split_rows"), v[0].sizes[0], chunkedInt("chunk"));
   if (failed(rankRowCount))
     return failure();
   if (*rankRowCount > 0) {
@@ -506,17 +557,20 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
     if (!v[0].strides[0].isConst() || !o.strides[0].isConst() ||
         (compressed && !v[4].strides[0].isConst()))
       return op->emitError("GPU target: internal: split attention rows of non-constant stride");
-    if (!o.offset.isConst() || !o.strides[2].isConst() || o.strides[2].c != 1 ||
-        o.strides[1] != o.sizes[2] || !o.sizes[1].isConst() || !o.sizes[2].isConst() ||
-        o.strides[0].c != o.sizes[1].c * o.sizes[2].c)
-      return op->emitError("GPU target: internal: a split attention output that is not "
-                           "contiguous");
-    use(o.buffer);
-    runtime::MemsetStep clear;
-    clear.buffer = o.buffer;
-    clear.offsetBytes = o.offset.scaled(elementBytes(o.element)).expr();
-    clear.bytes = v[0].sizes[0].scaled(o.strides[0].c * elementBytes(o.element)).expr();
-    steps.push_back(clear);
+    // Gathered here (no GEMM of the output projection took the split
+    // over): the other rows are zeroed for the all-reduce's sum.
+    if (attrs.get("split_gather")) {
+      std::optional<Lin> n = contiguousElements(o);
+      if (!n)
+        return op->emitError("GPU target: internal: a split attention output that is not "
+                             "contiguous");
+      use(o.buffer);
+      runtime::MemsetStep clear;
+      clear.buffer = o.buffer;
+      clear.offsetBytes = o.offset.scaled(elementBytes(o.element)).expr();
+      clear.bytes = n->scaled(elementBytes(o.element)).expr();
+      steps.push_back(clear);
+    }
     // The kernel takes its queries as the last rows of the latent (query
     // row i is latent row L - S + i): the latent ends after this rank's
     // last row, L' = L - R + (r + 1) B (the rows after it are no real

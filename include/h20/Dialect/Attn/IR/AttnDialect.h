@@ -25,11 +25,17 @@ namespace h20::attn {
 /// (i64 N; chosen by h20-tensor-parallel, withdrawn by
 /// h20-check-row-splits where a chunk's rows do not divide): rank r
 /// computes query rows [r R / N, (r + 1) R / N) of the op's R rows. Its
-/// other result rows are zero for attn.sparse_attention (an attn.all_reduce
-/// after it gathers every row on every rank) and unspecified for the
-/// indexers (read only by ops split the same way, each its own rows). The
-/// CPU target runs one rank and never sees it.
+/// other result rows are unspecified (read only by row-local ops and ops
+/// split the same way), or zero where it carries kSplitGatherAttr (an
+/// attn.all_reduce after it gathers every row on every rank). The CPU
+/// target runs one rank and never sees it.
 inline constexpr llvm::StringLiteral kSplitRowsAttr = "h20.split_rows";
+/// On the op of a query-row split whose result the attn.all_reduce after
+/// it gathers (unit): its other ranks' rows are zero, not unspecified. The
+/// attention itself, or the last GEMM of its output projection that the
+/// split reaches (onnx.MatMul with kSplitRowsAttr: rank r computes rows
+/// [r M / N, (r + 1) M / N) of its M; RowSplitRegion.h).
+inline constexpr llvm::StringLiteral kSplitGatherAttr = "h20.split_gather";
 } // namespace h20::attn
 
 #endif // H20_DIALECT_ATTN_IR_ATTNDIALECT_H

@@ -1,0 +1,204 @@
+//===- RowSplitRegion.cpp - how far a query-row split can reach -----------===//
+//
+// See RowSplitRegion.h. The region is found on the attn-level graph (before
+// chunking), where the token dim is the one dynamic dim of the values it
+// follows; each rule below says where that dim goes through an op.
+//
+//===----------------------------------------------------------------------===//
+#include "RowSplitRegion.h"
+
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+
+using namespace mlir;
+namespace ox = h20::onnx;
+namespace at = h20::attn;
+
+namespace {
+
+RankedTensorType tensorOf(Value v) { return dyn_cast<RankedTensorType>(v.getType()); }
+
+/// The one dynamic dim of `t`, or nothing when it has none or several.
+std::optional<int64_t> onlyDynamicDim(RankedTensorType t) {
+  std::optional<int64_t> at;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d)) {
+      if (at)
+        return std::nullopt;
+      at = d;
+    }
+  return at;
+}
+
+/// Product of the static dims of `t` in [from, to).
+int64_t staticProduct(RankedTensorType t, int64_t from, int64_t to) {
+  int64_t p = 1;
+  for (int64_t d = from; d < to; ++d)
+    p *= t.isDynamicDim(d) ? 1 : t.getDimSize(d);
+  return p;
+}
+
+bool isWeight(Value v) { return v.getDefiningOp<ox::WeightOp>() != nullptr; }
+
+/// A MatMul of a region value (rows on its M dim, `axis` == rank - 2) by
+/// an initializer, K static and over 8 (a cuBLASLt GEMM: the lowering runs
+/// smaller contractions as generated kernels, which are not split).
+bool splittableGemm(Operation *op, int64_t axis) {
+  auto mm = dyn_cast<ox::MatMulOp>(op);
+  if (!mm || !isWeight(op->getOperand(1)))
+    return false;
+  auto x = tensorOf(op->getOperand(0)), w = tensorOf(op->getOperand(1));
+  return x && w && x.getRank() >= 2 && axis == x.getRank() - 2 && w.getRank() >= 2 &&
+         w.getRank() <= x.getRank() && !x.isDynamicDim(x.getRank() - 1) &&
+         x.getDimSize(x.getRank() - 1) > 8;
+}
+
+/// Ops that only move elements (rows stay rows).
+bool shapeOnly(Operation *op) {
+  return isa<ox::TransposeOp, ox::ReshapeOp, ox::UnsqueezeOp, ox::SqueezeOp>(op);
+}
+
+bool elementwise(Operation *op) {
+  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::NegOp, ox::CastOp>(op);
+}
+
+/// The rows' axis in `op`'s results when `op` is row-local for the region
+/// values it reads (their axes in `axes`): result row i depends only on
+/// row i of every operand that has rows (region values, or values from
+/// outside whose rows are whole on every rank), nothing when not.
+std::optional<int64_t> resultAxis(Operation *op, const llvm::DenseMap<Value, int64_t> &axes) {
+  // The region operand the rule starts from (all must agree, checked below).
+  Value in;
+  int64_t a = -1;
+  for (Value v : op->getOperands())
+    if (auto it = axes.find(v); it != axes.end()) {
+      in = v;
+      a = it->second;
+      break;
+    }
+  auto it = tensorOf(in);
+  if (!it || op->getNumResults() == 0)
+    return std::nullopt;
+  auto out = tensorOf(op->getResult(0));
+  if (!out)
+    return std::nullopt;
+  // Region operands other than `in` must carry rows on `expect`.
+  auto othersAt = [&](unsigned first, int64_t expect) {
+    for (unsigned k = first; k < op->getNumOperands(); ++k)
+      if (auto f = axes.find(op->getOperand(k)); f != axes.end() && f->second != expect)
+        return false;
+    return true;
+  };
+  if (auto tr = dyn_cast<ox::TransposeOp>(op)) {
+    SmallVector<int64_t> perm;
+    if (tr.getPerm())
+      perm.assign(tr.getPerm()->begin(), tr.getPerm()->end());
+    else
+      for (int64_t d = it.getRank() - 1; d >= 0; --d)
+        perm.push_back(d);
+    for (int64_t j = 0; j < static_cast<int64_t>(perm.size()); ++j)
+      if (perm[j] == a)
+        return j;
+    return std::nullopt;
+  }
+  if (isa<ox::ReshapeOp, ox::UnsqueezeOp, ox::SqueezeOp>(op)) {
+    // The rows are the only dynamic dim before and after; a reshape keeps
+    // the elements before and after them.
+    auto from = onlyDynamicDim(it), to = onlyDynamicDim(out);
+    if (op->getOperand(0) != in || !from || *from != a || !to)
+      return std::nullopt;
+    if (isa<ox::ReshapeOp>(op) &&
+        (staticProduct(it, 0, a) != staticProduct(out, 0, *to) ||
+         staticProduct(it, a + 1, it.getRank()) != staticProduct(out, *to + 1, out.getRank())))
+      return std::nullopt;
+    return *to;
+  }
+  if (auto split = dyn_cast<ox::SplitOp>(op)) {
+    int64_t axis = split.getAxis().value_or(0);
+    axis = axis < 0 ? axis + it.getRank() : axis;
+    return op->getOperand(0) == in && axis != a ? std::optional<int64_t>(a) : std::nullopt;
+  }
+  if (auto concat = dyn_cast<ox::ConcatOp>(op)) {
+    int64_t axis = concat.getAxis();
+    axis = axis < 0 ? axis + it.getRank() : axis;
+    if (axis == a || !othersAt(0, a))
+      return std::nullopt;
+    for (Value v : op->getOperands())
+      if (auto t = tensorOf(v); !t || !t.isDynamicDim(a))
+        return std::nullopt;
+    return a;
+  }
+  if (elementwise(op)) {
+    // Broadcast from the right: an operand's dim at the rows' position is
+    // the rows (dynamic), 1, or absent.
+    const int64_t ra = a + (out.getRank() - it.getRank());
+    for (Value v : op->getOperands()) {
+      auto t = tensorOf(v);
+      if (!t)
+        return std::nullopt;
+      const int64_t i = ra - (out.getRank() - t.getRank());
+      if (auto f = axes.find(v); f != axes.end() && f->second != i)
+        return std::nullopt;
+      if (i >= 0 && !t.isDynamicDim(i) && t.getDimSize(i) != 1)
+        return std::nullopt;
+    }
+    return ra;
+  }
+  if (auto rope = dyn_cast<at::RopeOp>(op)) {
+    // input [B, H, S, D]: rows on S, positions [.., S] whole on every rank.
+    return rope.getInput() == in && a == it.getRank() - 2 && !axes.count(rope.getPositions())
+               ? std::optional<int64_t>(a)
+               : std::nullopt;
+  }
+  if (splittableGemm(op, a) && op->getOperand(0) == in)
+    return a + (out.getRank() - it.getRank());
+  return std::nullopt;
+}
+
+} // namespace
+
+h20::RowSplitRegion h20::findRowSplitRegion(Operation *attention) {
+  RowSplitRegion best;
+  if (attention->getNumResults() != 1)
+    return best;
+  llvm::DenseMap<Value, int64_t> axes{{attention->getResult(0), 0}};
+  // Uses of each region value not yet met; `live` counts values with some.
+  llvm::DenseMap<Value, int64_t> pending;
+  int64_t live = 0;
+  auto add = [&](Value v, int64_t axis) {
+    axes[v] = axis;
+    const int64_t uses = std::distance(v.use_begin(), v.use_end());
+    pending[v] = uses;
+    live += uses > 0;
+  };
+  add(attention->getResult(0), 0);
+  SmallVector<Operation *> gemms;
+  for (Operation *op = attention->getNextNode(); op && live > 0; op = op->getNextNode()) {
+    if (llvm::none_of(op->getOperands(), [&](Value v) { return axes.count(v); }))
+      continue;
+    std::optional<int64_t> axis = resultAxis(op, axes);
+    // After the first GEMM the split may only move on to a later GEMM
+    // through shape-only ops; anything else ends it there.
+    const bool gemm = axis && isa<ox::MatMulOp>(op);
+    if (!axis || (best.end && !gemm && !shapeOnly(op)))
+      break;
+    for (Value v : op->getOperands())
+      if (auto p = pending.find(v); p != pending.end() && --p->second == 0)
+        --live;
+    for (Value r : op->getResults())
+      add(r, *axis);
+    if (gemm) {
+      gemms.push_back(op);
+      if (live == 1) {
+        best.gemms = gemms;
+        best.end = op;
+      }
+    }
+  }
+  return best;
+}

@@ -1,0 +1,45 @@
+//===- RowSplitRegion.h - how far a query-row split can reach -*- C++ -*-===//
+//
+// h20-tensor-parallel splits DeepSeek-V4.1's sparse attention by query
+// rows. Its output feeds row-local ops (head transposes, the output RoPE,
+// reshapes) and then the output projection; splitting that projection by
+// the same rows and gathering after it moves fewer bytes than gathering
+// the attention output itself (Flash: C x 8 x 1024 after wo_a instead of
+// C x 64 x 512) and gives each rank 1/N of the projection's GEMM.
+//
+//===----------------------------------------------------------------------===//
+#ifndef H20_LIB_TRANSFORMS_ROWSPLITREGION_H
+#define H20_LIB_TRANSFORMS_ROWSPLITREGION_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace h20 {
+
+/// Where a query-row split that starts at `attention` (an
+/// attn.sparse_attention, rows on axis 0 of its result) can end.
+struct RowSplitRegion {
+  /// The weight GEMMs (onnx.MatMul of a region value by an initializer,
+  /// rows on the M dim, K > 8: a cuBLASLt call) that compute only the
+  /// rank's rows, in program order; empty when the split cannot reach one.
+  llvm::SmallVector<mlir::Operation *> gemms;
+  /// The last of them, whose result is gathered (every op between the
+  /// attention and it row-local, every value made on the way used only on
+  /// the way), or null: then the attention's own result is gathered.
+  mlir::Operation *end = nullptr;
+};
+
+/// Walks forward from `attention` through row-local ops (output row i
+/// depends on row i of the region's values only: transposes, reshapes,
+/// unsqueeze / squeeze, split / concat along other axes, broadcasting
+/// elementwise ops, attn.rope along the rows, weight MatMuls along M) and
+/// returns the last weight GEMM the split can end at: one where the
+/// region's only live value is that GEMM's result; after the first such
+/// GEMM only shape-only ops (transpose, reshape, unsqueeze, squeeze) may
+/// lead to a later one (DeepSeek-V4.1's wo_a then wo_b). Stops at the
+/// first op that is not row-local or not splittable.
+RowSplitRegion findRowSplitRegion(mlir::Operation *attention);
+
+} // namespace h20
+
+#endif // H20_LIB_TRANSFORMS_ROWSPLITREGION_H
