@@ -95,7 +95,7 @@ bool chooseMode(const GpuProgram &p, const RunRequest &r, RunPlan &plan, std::st
   plan.tpRanks = T > 1 ? T : 1;
   if (r.soloTp && (T <= 1 || r.virtualTpRanks > 0 || r.ncclRanks > 0)) {
     error = T <= 1 ? "a solo rank (--solo-rank) runs one rank of a tensor-parallel artifact; this "
-                     "one runs on one GPU"
+                     "one is not one"
                    : "a solo rank (--solo-rank) runs alone, without virtual or NCCL peers";
     return false;
   }

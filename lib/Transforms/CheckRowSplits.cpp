@@ -9,6 +9,7 @@
 // rows per rank as given).
 //
 //===----------------------------------------------------------------------===//
+#include "h20/Conversion/SparseAttentionKernelShape.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
@@ -48,19 +49,14 @@ std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
     return (q.isDynamicDim(axis) ? "chunks of " : "") + std::to_string(rows) +
            (q.isDynamicDim(axis) ? " tokens" : " query rows") + " do not divide over " +
            std::to_string(ranks) + " ranks";
-  // The GPU target splits the rows of its sparse-attention kernel, which
-  // runs 16-bit query, latent, compressed rows and output of one type; the
-  // reference decomposition (f32) computes every row.
-  if (auto sa = dyn_cast<at::SparseAttentionOp>(op)) {
-    Type e = q.getElementType();
-    auto same = [&](Value v) {
-      return !v || cast<RankedTensorType>(v.getType()).getElementType() == e;
-    };
-    if (!(e.isBF16() || e.isF16()) || !same(sa.getLatent()) || !same(sa.getCompressed()) ||
-        !same(sa.getResult()))
-      return std::string("the sparse attention kernel runs f16/bf16 only (this one computes in ") +
-             (e.isF32() ? "f32" : "mixed types") + ")";
-  }
+  // The GPU target splits the rows of its sparse-attention kernel; the
+  // reference decomposition it runs otherwise (f32, shapes the kernel does
+  // not take) computes every row.
+  if (auto sa = dyn_cast<at::SparseAttentionOp>(op); sa && !h20::sparseAttentionKernelApplies(sa))
+    return std::string("the sparse attention kernel does not run this op (") +
+           (q.getElementType().isF32() ? "f32: it runs f16/bf16 only"
+                                       : "its types or shape: see sparseAttentionKernelApplies") +
+           ")";
   return std::nullopt;
 }
 
@@ -128,6 +124,20 @@ struct CheckRowSplitsPass : h20::impl::CheckRowSplitsBase<CheckRowSplitsPass> {
     fields.set("attention_rows", b.getI64IntegerAttr(0));
     fields.set("attention_rows_withdrawn", b.getStringAttr(why));
     module->setAttr("h20.tensor_parallel", fields.getDictionary(module.getContext()));
+    // Without the rows, a tensor-parallel program that splits nothing else
+    // would run the whole model on every rank: refuse it, as
+    // h20-tensor-parallel refuses a model with nothing to split.
+    auto count = [&](StringRef k) {
+      auto v = tp.getAs<IntegerAttr>(k);
+      return v ? v.getInt() : int64_t(0);
+    };
+    if (count("attention_blocks") + count("mlp_blocks") + count("expert_blocks") == 0) {
+      module.emitError("h20-check-row-splits: nothing is left to split over ")
+          << count("ranks") << " tensor-parallel ranks: the attention's split by query rows was "
+          << "withdrawn (" << why << "), and no attention head, MLP or routed-experts block "
+          << "was split";
+      return signalPassFailure();
+    }
   }
 };
 

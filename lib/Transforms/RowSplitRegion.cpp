@@ -194,7 +194,9 @@ h20::RowSplitRegion h20::findRowSplitRegion(Operation *attention) {
       add(r, *axis);
     if (gemm) {
       gemms.push_back(op);
-      if (live == 1) {
+      // The end: this GEMM's result is the only value of the region still
+      // to be read (a dead GEMM is no end: the live value is another).
+      if (live == 1 && pending.lookup(op->getResult(0)) > 0) {
         best.gemms = gemms;
         best.end = op;
       }

@@ -464,6 +464,10 @@ int64_t splitAttentionRows(func::FuncOp f, int64_t ranks) {
     for (Operation *g : region.gemms)
       mark(g);
     Operation *gather = region.end ? region.end : a.getOperation();
+    // Two split attentions whose paths meet (their outputs added before
+    // one projection) end at the same GEMM: gathered once.
+    if (gather->hasAttr(at::kSplitGatherAttr))
+      continue;
     gather->setAttr(at::kSplitGatherAttr, b.getUnitAttr());
     b.setInsertionPointAfter(gather);
     Value part = gather->getResult(0);

@@ -30,3 +30,31 @@ func.func @mix(%m: memref<?x4x4xbf16>, %x: memref<?x4x5120xbf16>, %out: memref<?
   }
   return
 }
+
+// Another view of the output's allocation read in the loop (a running sum
+// that reads the previous row of its own buffer): the loop stays as it is,
+// loading and storing the element every iteration.
+// CHECK-LABEL: func.func @aliased
+// CHECK-NOT: iter_args
+// CHECK: scf.for
+// CHECK: memref.load %subview
+// CHECK: memref.store
+func.func @aliased(%x: memref<?x4xf32>, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %out, %c0 : memref<?xf32>
+  %m = arith.subi %n, %c1 : index
+  %prev = memref.subview %out[0] [%m] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+  %tail = memref.subview %out[1] [%m] [1] : memref<?xf32> to memref<?xf32, strided<[1], offset: 1>>
+  %xs = memref.subview %x[1, 0] [%m, 4] [1, 1] : memref<?x4xf32> to memref<?x4xf32, strided<[4, 1], offset: 4>>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%xs, %prev : memref<?x4xf32, strided<[4, 1], offset: 4>>, memref<?xf32, strided<[1]>>)
+      outs(%tail : memref<?xf32, strided<[1], offset: 1>>) {
+  ^bb0(%a: f32, %p: f32, %acc: f32):
+    %s = arith.addf %a, %p : f32
+    %t = arith.addf %acc, %s : f32
+    linalg.yield %t : f32
+  }
+  return
+}

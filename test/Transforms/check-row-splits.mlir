@@ -25,12 +25,12 @@ func.func @chunk_divides(%q: tensor<?x4x16xbf16>, %lat: tensor<?x16xbf16>, %cmp:
 // Chunks of 20 tokens over 8 ranks: withdrawn (every rank runs every row,
 // no all-reduce).
 // DIAG: warning: h20-check-row-splits: the attention runs every query row on every rank: chunks of 20 tokens do not divide over 8 ranks
-// CHECK: module attributes {h20.tensor_parallel = {attention_rows = 0 : i64, attention_rows_withdrawn = "chunks of 20 tokens do not divide over 8 ranks", ranks = 8 : i64}}
+// CHECK: module attributes {h20.tensor_parallel = {attention_rows = 0 : i64, attention_rows_withdrawn = "chunks of 20 tokens do not divide over 8 ranks", expert_blocks = 2 : i64, ranks = 8 : i64}}
 // CHECK-LABEL: func.func @chunk_does_not_divide
 // CHECK-NOT: h20.split_rows
 // CHECK-NOT: attn.all_reduce
 // CHECK: return %{{.*}} : tensor<?x4x16xf32>
-module attributes {h20.tensor_parallel = {attention_rows = 1 : i64, ranks = 8 : i64}} {
+module attributes {h20.tensor_parallel = {attention_rows = 1 : i64, expert_blocks = 2 : i64, ranks = 8 : i64}} {
 func.func @chunk_does_not_divide(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %cmp: tensor<?x16xf32>, %iq: tensor<?x2x8xf32>, %ik: tensor<?x8xf32>, %iw: tensor<?x2xf32>, %sink: tensor<4xf32>) -> tensor<?x4x16xf32> attributes {h20.chunked = {chunk = 20 : i64}} {
   %idx = attn.indexer_topk %iq, %ik, %iw {h20.split_rows = 8 : i64, ratio = 1 : i64, scale = 1.0 : f64, topk = 4 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> tensor<?x?xi64>
   %o = attn.sparse_attention %q, %lat, %sink compressed(%cmp : tensor<?x16xf32>, %idx : tensor<?x?xi64>) {h20.split_gather, h20.split_rows = 8 : i64, scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
@@ -82,7 +82,7 @@ func.func @bad(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 // -----
 
 // f32: the reference decomposition computes every row; withdrawn.
-// DIAG: warning: h20-check-row-splits: {{.*}}: the sparse attention kernel runs f16/bf16 only (this one computes in f32)
+// DIAG: warning: h20-check-row-splits: {{.*}}: the sparse attention kernel does not run this op (f32: it runs f16/bf16 only)
 // CHECK-LABEL: func.func @f32_attention
 // CHECK-NOT: h20.split_rows
 // CHECK-NOT: attn.all_reduce
@@ -111,5 +111,20 @@ func.func @gemm_gather(%q: tensor<?x4x16xbf16>, %lat: tensor<?x16xbf16>, %sink: 
   %b = onnx.MatMul(%f, %w) {h20.split_gather, h20.split_rows = 8 : i64} : (tensor<?x64xbf16>, tensor<64x32xbf16>) -> tensor<?x32xbf16>
   %s = attn.all_reduce %b : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
   return %s : tensor<?x32xbf16>
+}
+}
+
+// -----
+
+// A bf16 sparse attention the kernel does not take (window + picks over
+// 4096 key slots): the decomposition would compute every row; withdrawn.
+// And with nothing else split over the ranks, the program is refused.
+// DIAG: warning: h20-check-row-splits: {{.*}}: the sparse attention kernel does not run this op (its types or shape
+// DIAG: error: h20-check-row-splits: nothing is left to split over 4 tensor-parallel ranks: the attention's split by query rows was withdrawn (the sparse attention kernel does not run this op
+module attributes {h20.tensor_parallel = {attention_blocks = 0 : i64, attention_rows = 1 : i64, expert_blocks = 0 : i64, mlp_blocks = 0 : i64, ranks = 4 : i64}} {
+func.func @kernel_does_not_take(%q: tensor<8x4x16xbf16>, %lat: tensor<8x16xbf16>, %sink: tensor<4xf32>) -> tensor<8x4x16xbf16> {
+  %o = attn.sparse_attention %q, %lat, %sink {h20.split_gather, h20.split_rows = 4 : i64, scale = 0.25 : f64, window = 5000 : i64} : (tensor<8x4x16xbf16>, tensor<8x16xbf16>, tensor<4xf32>) -> tensor<8x4x16xbf16>
+  %s = attn.all_reduce %o : (tensor<8x4x16xbf16>) -> tensor<8x4x16xbf16>
+  return %s : tensor<8x4x16xbf16>
 }
 }

@@ -100,3 +100,50 @@ func.func @read_elsewhere(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>) -> (te
   return %b, %t : tensor<?x32xf32>, tensor<4x?x16xf32>
 }
 }
+
+// -----
+
+// Two split attentions added before one projection: both splits end at
+// the same GEMM, which is gathered once (two all-reduces would multiply
+// the sum by the ranks).
+// CHECK-LABEL: func.func @two_attentions
+// CHECK: attn.sparse_attention {{.*}} {h20.split_rows = 4 : i64
+// CHECK: attn.sparse_attention {{.*}} {h20.split_rows = 4 : i64
+// CHECK: %[[B:.*]] = onnx.MatMul({{.*}}) {h20.split_gather, h20.split_rows = 4 : i64}
+// CHECK-NEXT: %[[S:.*]] = attn.all_reduce %[[B]]
+// CHECK-NOT: attn.all_reduce
+// CHECK: return %[[S]]
+module attributes {onnx.model_dir = "."} {
+func.func @two_attentions(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>, %q2: tensor<?x4x16xf32>) -> tensor<?x24xf32> {
+  %sink = onnx.Weight {name = "sink"} : tensor<4xf32>
+  %o1 = attn.sparse_attention %q, %lat, %sink {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %o2 = attn.sparse_attention %q2, %lat, %sink {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %s = onnx.Add(%o1, %o2) : (tensor<?x4x16xf32>, tensor<?x4x16xf32>) -> tensor<?x4x16xf32>
+  %flat = onnx.Constant() {value = dense<[-1, 64]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %f = onnx.Reshape(%s, %flat) : (tensor<?x4x16xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+  %w = onnx.Weight {name = "wo"} : tensor<64x24xf32>
+  %b = onnx.MatMul(%f, %w) : (tensor<?x64xf32>, tensor<64x24xf32>) -> tensor<?x24xf32>
+  return %b : tensor<?x24xf32>
+}
+}
+
+// -----
+
+// A GEMM whose result nobody reads is no end: the attention's other reader
+// (Neg) needs whole rows, so the attention itself is gathered.
+// CHECK-LABEL: func.func @dead_gemm
+// CHECK: %[[O:.*]] = attn.sparse_attention {{.*}} {h20.split_gather, h20.split_rows = 4 : i64
+// CHECK: %[[S:.*]] = attn.all_reduce %[[O]]
+// CHECK: onnx.MatMul(%[[S]]
+// CHECK-NOT: h20.split
+// CHECK: onnx.Neg(%[[S]])
+module attributes {onnx.model_dir = "."} {
+func.func @dead_gemm(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>) -> tensor<?x4x16xf32> {
+  %sink = onnx.Weight {name = "sink"} : tensor<4xf32>
+  %o = attn.sparse_attention %q, %lat, %sink {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  %w = onnx.Weight {name = "wo"} : tensor<16x24xf32>
+  %b = onnx.MatMul(%o, %w) : (tensor<?x4x16xf32>, tensor<16x24xf32>) -> tensor<?x4x24xf32>
+  %r = onnx.Neg(%o) : (tensor<?x4x16xf32>) -> tensor<?x4x16xf32>
+  return %r : tensor<?x4x16xf32>
+}
+}

@@ -218,7 +218,7 @@ TEST(RunPlan, PlansASoloRank) {
   RunRequest one;
   one.soloTp = true;
   EXPECT_FALSE(planRun(b.m, b.p, {ids(16)}, one, plan, error));
-  EXPECT_TRUE(contains(error, "runs on one GPU")) << error;
+  EXPECT_TRUE(contains(error, "is not one")) << error;
   RunRequest peers = solo;
   peers.virtualTpRanks = 4;
   EXPECT_FALSE(planRun(b.m, b.p, {ids(16)}, peers, plan, error));
@@ -339,7 +339,11 @@ TEST(GpuJob, PlansASoloRankOfATensorParallelArtifact) {
   GpuJobRequest notTp;
   notTp.soloRank = 0;
   EXPECT_FALSE(planJob(single.m, single.p, 16, notTp, {}, job, error));
-  EXPECT_TRUE(contains(error, "runs on one GPU")) << error;
+  EXPECT_TRUE(contains(error, "is not one")) << error;
+  // One process alone: not a rank of a launched job.
+  solo.soloRank = 1;
+  EXPECT_FALSE(planJob(d.m, d.p, 16, solo, {{"WORLD_SIZE", "4"}, {"RANK", "1"}}, job, error));
+  EXPECT_TRUE(contains(error, "WORLD_SIZE=4")) << error;
 }
 
 TEST(RunFiles, RefusesOutputsThatCannotBeWritten) {

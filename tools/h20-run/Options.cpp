@@ -97,7 +97,7 @@ const CountFlag kCountFlags[] = {
     {"--warmup", &Options::warmup, 0, 100, "--warmup takes a count from 0 to 100"},
     {"--repeat", &Options::repeat, 1, 100, "--repeat takes a count from 1 to 100"},
     {"--gpus", &Options::gpus, 1, 1024, "--gpus takes a GPU count from 1"},
-    {"--solo-rank", &Options::soloRank, 0, 1023, "--solo-rank takes a rank from 0"}};
+    {"--solo-rank", &Options::soloRank, 0, 1023, "--solo-rank takes a rank from 0 to 1023"}};
 const std::pair<const char *, bool Options::*> kSwitches[] = {
     {"--no-cuda-graph", &Options::noCudaGraph}, {"--profile-steps", &Options::profileSteps},
     {"--dummy-weights", &Options::dummyWeights}, {"--tune-gemms", &Options::tuneGemms},

@@ -568,6 +568,8 @@ SmallVector<unsigned> dynamicDimsOutermost(scf::ParallelOp loop) {
   return {};
 }
 
+Value rootOf(Value v);
+
 /// Keeps the output element that a sequential reduction loop of a thread
 /// (linalgOpToParallelLoops' scf.for over a reduction dim) loads and stores
 /// back every iteration in a register: one load before the loop, the value
@@ -576,9 +578,8 @@ SmallVector<unsigned> dynamicDimsOutermost(scf::ParallelOp loop) {
 /// the load first) and touch the memref no other way. The values computed
 /// are the same, without a round trip through memory per iteration (the
 /// mHC stream mixes, [S, 4, 4] x [S, 4, C], did 4 of them per element).
-/// A linalg op's input is never its output's buffer where it reads other
-/// elements (bufferization does not place a reduction in place), so no
-/// other access can see the element in between.
+/// A load of another view of the output's allocation in the loop leaves the
+/// loop as it is (it would read the element from memory).
 void accumulateInRegisters(RewriterBase &rw, Operation *root) {
   SmallVector<scf::ForOp> loops;
   root->walk([&](scf::ForOp f) { loops.push_back(f); });
@@ -614,6 +615,13 @@ void accumulateInRegisters(RewriterBase &rw, Operation *root) {
     auto invariant = [&](Value v) { return !f->isAncestor(v.getParentBlock()->getParentOp()); };
     if (!invariant(m) || !llvm::all_of(store.getIndices(), invariant))
       continue;
+    // No other view of the same allocation may be read in the loop: it
+    // would see the element in memory, not the running value.
+    const Value root = rootOf(m);
+    for (Operation &op : f.getBody()->without_terminator())
+      if (auto l = dyn_cast<memref::LoadOp>(op);
+          l && l.getMemRef() != m && rootOf(l.getMemRef()) == root)
+        ok = false;
     for (Operation &op : f.getBody()->without_terminator()) {
       if (&op == store.getOperation())
         break;

@@ -2,6 +2,7 @@
 #ifndef H20_LIB_CONVERSION_TOLINALG_ATTNTOLINALG_H
 #define H20_LIB_CONVERSION_TOLINALG_ATTNTOLINALG_H
 
+#include "h20/Conversion/SparseAttentionKernelShape.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 
 namespace h20::lowering {
@@ -77,10 +78,10 @@ mlir::FailureOr<mlir::Value> lowerIndexerToLibraryCall(mlir::OpBuilder &b, mlir:
 /// carries: a dictionary of scale (f64) and window (i64).
 inline constexpr llvm::StringLiteral kSparseAttentionLibraryCall = "h20_sparse_attention";
 inline constexpr llvm::StringLiteral kSparseAttentionAttrs = "h20.sparse_attention";
-/// What that kernel takes: head dim <= 512 and window + K <= 4096 key slots
-/// (its compacted slot list lives in shared memory beside the tiles).
-inline constexpr int64_t kSparseAttentionMaxDim = 512;
-inline constexpr int64_t kSparseAttentionMaxSlots = 4096;
+/// What that kernel takes: h20::sparseAttentionKernelApplies
+/// (h20/Conversion/SparseAttentionKernelShape.h).
+using h20::kSparseAttentionMaxDim;
+using h20::kSparseAttentionMaxSlots;
 
 /// attn.sparse_attention as one `h20_sparse_attention` library-call generic
 /// (a carrier, like lowerAttentionToLibraryCall's): ins q [S, H, D], latent

@@ -436,18 +436,8 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
   auto qt = cast<RankedTensorType>(q.getType());
   auto rt = cast<RankedTensorType>(op.getResult().getType());
   Type et = qt.getElementType();
-  auto sameType = [&](Value v) {
-    return !v || cast<RankedTensorType>(v.getType()).getElementType() == et;
-  };
   int64_t window = static_cast<int64_t>(op.getWindow());
-  int64_t picks = indices ? cast<RankedTensorType>(indices.getType()).getDimSize(1) : 0;
-  Type st = cast<RankedTensorType>(sink.getType()).getElementType();
-  bool kernelApplies = (et.isBF16() || et.isF16()) && rt.getElementType() == et &&
-                       (st.isF32() || st.isF16() || st.isBF16()) &&
-                       sameType(latent) && sameType(compressed) && !qt.isDynamicDim(1) &&
-                       !qt.isDynamicDim(2) && qt.getDimSize(2) <= kSparseAttentionMaxDim &&
-                       window >= 0 && window <= kSparseAttentionMaxSlots &&
-                       (ShapedType::isDynamic(picks) || window + picks <= kSparseAttentionMaxSlots);
+  const bool kernelApplies = h20::sparseAttentionKernelApplies(op);
   if (!kernelApplies && op->hasAttr(attn::kSplitRowsAttr))
     return op.emitError("internal: a sparse attention split by query rows that the GPU kernel "
                         "does not run (h20-check-row-splits withdraws such splits)");

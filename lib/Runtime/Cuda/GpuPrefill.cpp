@@ -105,9 +105,14 @@ bool planGpuJob(const Manifest &m, const GpuProgram &program,
   if (solo && (T <= 1 || rq.soloRank >= T)) {
     error = T <= 1 ? "--solo-rank runs one rank of a tensor-parallel artifact (h20-opt --gpus T "
                      "--parallel tensor); '" +
-                         rq.artifact + "' runs on one GPU"
+                         rq.artifact + "' is not one"
                    : "--solo-rank " + std::to_string(rq.soloRank) + " is not a rank of '" +
                          rq.artifact + "' (0 to " + std::to_string(T - 1) + ")";
+    return false;
+  }
+  if (solo && env.worldSize && *env.worldSize > 1) {
+    error = "--solo-rank runs one rank alone in one process; do not launch it as WORLD_SIZE=" +
+            std::to_string(*env.worldSize) + " processes";
     return false;
   }
   RankRequest ranks;

@@ -275,6 +275,8 @@ llvm::json::Object parallelJson(ModuleOp module, DictionaryAttr plan) {
                         "replicated_attention"})
       if (auto v = tp.getAs<IntegerAttr>(k))
         split[k] = v.getInt();
+    if (auto why = tp.getAs<StringAttr>("attention_rows_withdrawn"))
+      split["attention_rows_withdrawn"] = why.getValue().str();
     o["split"] = std::move(split);
   }
   return o;
