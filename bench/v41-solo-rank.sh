@@ -19,8 +19,10 @@
 # Run: per artifact one warm-up (the first chunk) and one timed prefill,
 # then a --profile-steps prefill of the split program at the first S whose
 # step times are summed per kernel (generated kernels, named kernels, GEMM
-# shapes). Results: H20_BENCH_RESULTS (default /tmp/h20-bench/results), and
-# $OUT/bench/ when OUT is set: v41-solo-rank.json and .md (printed), logs.
+# shapes), and bench/v41-project.py's projection of the 8-GPU TTFT on H20,
+# H100 and H200 from them (a model). Results: H20_BENCH_RESULTS (default
+# /tmp/h20-bench/results), and $OUT/bench/ when OUT is set:
+# v41-solo-rank.json, .md and .projection.md (printed), logs.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:?usage: v41-solo-rank.sh compile|run BUNDLE}
@@ -44,7 +46,7 @@ if [[ $mode == compile ]]; then
         { cat "$bundle/art/v41-solo.S$S.rows-$rows.log" >&2; exit 1; }
     done
   done
-  cp "$0" "$bundle/bench/"
+  cp "$0" "$here/v41-project.py" "$bundle/bench/"
   exit 0
 fi
 [[ $mode == run ]] || { echo "v41-solo-rank.sh: mode must be compile or run" >&2; exit 2; }
@@ -122,6 +124,10 @@ md = "\n".join([f"One rank of the full V4.1-Flash 8-GPU program alone on {gpu}",
 open(f"{res}/v41-solo-rank.md", "w").write(md + "\n")
 print(md)
 PY
+# The 8-GPU projection from this rank (a model: bench/v41-project.py).
+if [[ -f $here/v41-project.py ]]; then
+  python3 "$here/v41-project.py" "$res/v41-solo-rank.json" | tee "$res/v41-solo-rank.projection.md"
+fi
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT/bench"
   cp "$res"/v41-solo-rank.* "$res"/v41-solo.*.log "$OUT/bench/" 2>/dev/null
