@@ -545,9 +545,10 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   // its last S: start = L - S.
   if (!hasStart)
     start = lat.sizes[0] - v[0].sizes[0];
-  // Split query rows (rankRowsOf): this rank attends its rows; the others
-  // are zeroed first, so the all-reduce after the call (the sum over the
-  // ranks) gathers the whole output on every rank.
+  // Split query rows (rankRowsOf): this rank attends its rows. Where the
+  // call is gathered (split_gather) the others are zeroed first, so the
+  // all-reduce after it (the sum over the ranks) gathers the whole output
+  // on every rank; otherwise only the split's own path reads them.
   auto rankRowCount =
       rankRowsOf(op, attrs.getAs<IntegerAttr>("split_rows"), v[0].sizes[0], chunkedInt("chunk"));
   if (failed(rankRowCount))

@@ -277,7 +277,10 @@ def Attn_AllReduceOp : Attn_Op<"all_reduce", [Pure, AllTypesMatch<["input", "res
     projection); the result, on every rank, is the elementwise sum of the
     `input`s of all ranks. Inserted by h20-tensor-parallel after a
     row-parallel MatMul (Shoeybi et al., "Megatron-LM", 2019, section 3,
-    the "g" operator); the GPU target runs it as one ncclAllReduce (sum).
+    the "g" operator), after a routed-experts op split by expert, and after
+    the last op of a query-row split (h20.split_gather: each rank holds its
+    rows and zeros, so the sum gathers the rows); the GPU target runs it as
+    one ncclAllReduce (sum).
     With one rank it is the identity. The CPU target has no lowering (it
     runs one rank; a sharded graph there would be wrong).
 
