@@ -282,6 +282,10 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       --chunk=20 --gpus $t --parallel tensor --split-attention-rows=false
     v41_art "$out/models/v41-all-picks/model.onnx" "v41-all-picks.bf16.tp$t.rows-off" bf16 \
       --gpus $t --parallel tensor --split-attention-rows=false
+    # The FP8 checkpoint: its FP8 output projection is split by rows too.
+    v41_art "$v8/model.onnx" "v41-all-picks-fp8.bf16.tp$t" bf16 --gpus $t --parallel tensor
+    v41_art "$v8/model.onnx" "v41-all-picks-fp8.bf16.tp$t.rows-off" bf16 --gpus $t \
+      --parallel tensor --split-attention-rows=false
   done
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,

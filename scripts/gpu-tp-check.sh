@@ -126,6 +126,10 @@ for art in "$bundle"/art/v41-*.h20; do
   m=${m%-c[0-9]*}
   tol=2e-2
   [[ $b == *.f32* ]] && tol=1e-5
+  # FP8 activations (an FP8 checkpoint's linears): each rank's share of the
+  # experts is summed before the next layer's 1 x 128 quantisation; the
+  # bound gpu-test.sh gives that model against its reference.
+  [[ $b == *-fp8.* ]] && tol=1e-1
   compare "$b.S129" "$art" "$bundle/models/$m/ids-129.npy" "$bundle/models/$m" $tol
 done
 

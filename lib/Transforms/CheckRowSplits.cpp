@@ -39,7 +39,7 @@ std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
   if (!q || q.getRank() < 1)
     return std::string("its query is not a ranked tensor");
   // The rows: the query's first dim, or a GEMM's M (its input's rank - 2).
-  const int64_t axis = isa<onnx::MatMulOp>(op) ? q.getRank() - 2 : 0;
+  const int64_t axis = isa<onnx::MatMulOp, onnx::H20BlockScaledMatMulOp>(op) ? q.getRank() - 2 : 0;
   if (axis < 0)
     return std::string("a GEMM input of rank < 2");
   const int64_t rows = q.isDynamicDim(axis) ? chunk : q.getDimSize(axis);
@@ -94,8 +94,8 @@ struct CheckRowSplitsPass : h20::impl::CheckRowSplitsBase<CheckRowSplitsPass> {
         if (blocker || !split)
           return;
         if (split.getInt() < 2 ||
-            !isa<at::SparseAttentionOp, at::IndexerTopKOp, at::IndexerCandidatesOp, onnx::MatMulOp>(
-                op)) {
+            !isa<at::SparseAttentionOp, at::IndexerTopKOp, at::IndexerCandidatesOp, onnx::MatMulOp,
+                 onnx::H20BlockScaledMatMulOp>(op)) {
           op->emitError("h20-check-row-splits: ")
               << at::kSplitRowsAttr << " = " << split.getInt()
               << " on an op that cannot be split by query rows (sparse attention, indexers and "

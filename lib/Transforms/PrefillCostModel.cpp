@@ -168,7 +168,7 @@ template <typename Dim> static bool addV41Work(Operation *op, Dim dim, PrefillWo
     double m = 1;
     for (size_t i = 0; i + 1 < x.size(); ++i)
       m *= x[i];
-    w.fp8GemmFlops += 2.0 * m * wt[0] * wt[1];
+    w.fp8GemmFlops += 2.0 * m * wt[0] * wt[1] * rankShare(op);
     return true;
   }
   return false;

@@ -47,8 +47,14 @@ bool isWeight(Value v) { return v.getDefiningOp<ox::WeightOp>() != nullptr; }
 
 /// A MatMul of a region value (rows on its M dim, `axis` == rank - 2) by
 /// an initializer, K static and over 8 (a cuBLASLt GEMM: the lowering runs
-/// smaller contractions as generated kernels, which are not split).
+/// smaller contractions as generated kernels, which are not split); or a
+/// block-scaled FP8 linear of X [M, K] (rows on M) by FP8 weights.
 bool splittableGemm(Operation *op, int64_t axis) {
+  if (isa<ox::H20BlockScaledMatMulOp>(op)) {
+    auto x = tensorOf(op->getOperand(0));
+    return x && x.getRank() == 2 && axis == 0 && op->getNumOperands() == 3 &&
+           isWeight(op->getOperand(1)) && isWeight(op->getOperand(2));
+  }
   auto mm = dyn_cast<ox::MatMulOp>(op);
   if (!mm || !isWeight(op->getOperand(1)))
     return false;
@@ -184,7 +190,7 @@ h20::RowSplitRegion h20::findRowSplitRegion(Operation *attention) {
     std::optional<int64_t> axis = resultAxis(op, axes);
     // After the first GEMM the split may only move on to a later GEMM
     // through shape-only ops; anything else ends it there.
-    const bool gemm = axis && isa<ox::MatMulOp>(op);
+    const bool gemm = axis && isa<ox::MatMulOp, ox::H20BlockScaledMatMulOp>(op);
     if (!axis || (best.end && !gemm && !shapeOnly(op)))
       break;
     for (Value v : op->getOperands())

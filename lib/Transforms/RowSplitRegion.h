@@ -20,8 +20,9 @@ namespace h20 {
 /// attn.sparse_attention, rows on axis 0 of its result) can end.
 struct RowSplitRegion {
   /// The weight GEMMs (onnx.MatMul of a region value by an initializer,
-  /// rows on the M dim, K > 8: a cuBLASLt call) that compute only the
-  /// rank's rows, in program order; empty when the split cannot reach one.
+  /// rows on the M dim, K > 8: a cuBLASLt call; or ai.h20
+  /// BlockScaledMatMul of X [M, K]) that compute only the rank's rows, in
+  /// program order; empty when the split cannot reach one.
   llvm::SmallVector<mlir::Operation *> gemms;
   /// The last of them, whose result is gathered (every op between the
   /// attention and it row-local, every value made on the way used only on

@@ -147,3 +147,24 @@ func.func @dead_gemm(%q: tensor<?x4x16xf32>, %lat: tensor<?x16xf32>) -> tensor<?
   return %r : tensor<?x4x16xf32>
 }
 }
+
+// -----
+
+// A block-scaled FP8 output projection (ai.h20 BlockScaledMatMul of X
+// [M, K]) is split and gathered like a MatMul.
+// CHECK-LABEL: func.func @fp8_projection
+// CHECK: attn.sparse_attention {{.*}} {h20.split_rows = 4 : i64, scale
+// CHECK: %[[B:.*]] = onnx.h20.BlockScaledMatMul({{.*}}) {block_k = 128 : si64, block_n = 128 : si64, h20.split_gather, h20.split_rows = 4 : i64}
+// CHECK-NEXT: attn.all_reduce %[[B]]
+module attributes {onnx.model_dir = "."} {
+func.func @fp8_projection(%q: tensor<?x4x32xbf16>, %lat: tensor<?x32xbf16>) -> tensor<?x256xbf16> {
+  %sink = onnx.Weight {name = "sink"} : tensor<4xf32>
+  %o = attn.sparse_attention %q, %lat, %sink {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x32xbf16>, tensor<?x32xbf16>, tensor<4xf32>) -> tensor<?x4x32xbf16>
+  %flat = onnx.Constant() {value = dense<[-1, 128]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %f = onnx.Reshape(%o, %flat) : (tensor<?x4x32xbf16>, tensor<2xi64>) -> tensor<?x128xbf16>
+  %w = onnx.Weight {name = "wo_b"} : tensor<256x128xf8E4M3FN>
+  %s = onnx.Weight {name = "wo_b.scale"} : tensor<2x1xf32>
+  %b = onnx.h20.BlockScaledMatMul(%f, %w, %s) {block_k = 128 : si64, block_n = 128 : si64} : (tensor<?x128xbf16>, tensor<256x128xf8E4M3FN>, tensor<2x1xf32>) -> tensor<?x256xbf16>
+  return %b : tensor<?x256xbf16>
+}
+}

@@ -244,8 +244,8 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         row-local ops (head transposes, the output RoPE, reshapes) to the
         weight GEMMs of the output projection while every value on the
         way is used only on the way (RowSplitRegion.h; DeepSeek-V4.1's
-        wo_a, and wo_b when it is not FP8); those GEMMs compute the rank's
-        rows. The last op of the split gets `h20.split_gather` (its other
+        wo_a and wo_b, bf16 or block-scaled FP8); those GEMMs compute the
+        rank's rows. The last op of the split gets `h20.split_gather` (its other
         rows are zero) and an attn.all_reduce after it that gathers every
         row on every rank. The KV side (latents, compressed entries,
         indexer keys: cache rows every later query reads) stays whole.

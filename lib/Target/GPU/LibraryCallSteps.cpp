@@ -816,13 +816,37 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
 /// Whether `v` is a 2-D view with unit column stride (row-major rows).
 static bool rowMajor2d(const View &v) { return v.sizes.size() == 2 && v.strides[1] == Lin{1}; }
 
+/// A block-scaled FP8 linear split by query rows (its calls' `split_rows`):
+/// this rank's rows of X and Xq, and X's scales packed as [ceil(K / 128),
+/// B] at the start of their buffer (cuBLASLt reads the scales of a GEMM of
+/// M = B rows packed so); false when the calls are not split.
+static FailureOr<bool> splitFp8Rows(linalg::GenericOp op, DictionaryAttr attrs, int64_t chunk,
+                                    View &x, View &xq, View &xs) {
+  auto rows = rankRowsOf(op, attrs ? attrs.getAs<IntegerAttr>("split_rows") : IntegerAttr(),
+                         xq.sizes[0], chunk);
+  if (failed(rows))
+    return failure();
+  if (*rows == 0)
+    return false;
+  if (!x.strides[0].isConst() || !xq.strides[0].isConst() || !xs.sizes[0].isConst())
+    return op->emitError("GPU target: internal: split FP8 rows of non-constant stride");
+  x = rankRows(x, *rows);
+  xq = rankRows(xq, *rows);
+  xs.sizes[1] = Lin{*rows};
+  xs.strides[0] = Lin{*rows};
+  return true;
+}
+
 LogicalResult Evaluator::evalFp8Quantize(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 2)
     return op->emitError("GPU target: internal: malformed FP8 quantisation call");
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
-  const View &x = (*operands)[0], &xq = (*operands)[1], &xs = (*operands)[2];
+  View &x = (*operands)[0], &xq = (*operands)[1], &xs = (*operands)[2];
+  if (failed(splitFp8Rows(op, op->getAttrOfType<DictionaryAttr>("h20.fp8"), chunkedInt("chunk"), x,
+                          xq, xs)))
+    return failure();
   auto code = kernelElementCode;
   const int dt = code(x.element);
   if (dt < 0 || x.sizes.size() != 2 || !rowMajor2d(xq) || !rowMajor2d(xs) ||
@@ -848,8 +872,32 @@ LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
-  const View &xq = (*operands)[0], &xs = (*operands)[1], &w = (*operands)[2],
-             &scale = (*operands)[3], &y = (*operands)[4];
+  View &xq = (*operands)[0], &xs = (*operands)[1], &w = (*operands)[2], &scale = (*operands)[3],
+       &y = (*operands)[4];
+  // Split by query rows: the rank's rows of Xq (X's scales packed, as the
+  // quantising call wrote them) and of Y, zeroed first where gathered.
+  auto fp8 = op->getAttrOfType<DictionaryAttr>("h20.fp8");
+  View unused = xq;
+  auto split = splitFp8Rows(op, fp8, chunkedInt("chunk"), unused, xq, xs);
+  if (failed(split))
+    return failure();
+  if (*split) {
+    if (!y.strides[0].isConst())
+      return op->emitError("GPU target: internal: split FP8 rows of non-constant stride");
+    if (fp8.get("split_gather")) {
+      std::optional<Lin> n = contiguousElements(y);
+      if (!n)
+        return op->emitError("GPU target: internal: a gathered split FP8 GEMM output that is "
+                             "not contiguous");
+      use(y.buffer);
+      runtime::MemsetStep clear;
+      clear.buffer = y.buffer;
+      clear.offsetBytes = y.offset.scaled(elementBytes(y.element)).expr();
+      clear.bytes = n->scaled(elementBytes(y.element)).expr();
+      steps.push_back(clear);
+    }
+    y = rankRows(y, xq.sizes[0].c);
+  }
   if (!rowMajor2d(xq) || !rowMajor2d(xs) || !rowMajor2d(w) || !rowMajor2d(scale) || !rowMajor2d(y))
     return op->emitError("GPU target: the FP8 GEMM needs row-major X, its scales, W, W's "
                          "scales and Y");
