@@ -443,8 +443,10 @@ struct Splitter {
 /// DeepSeek-V4.1's attention split by query rows over `ranks` (the
 /// attention is not split by heads: one latent serves every head, and the
 /// indexer's top-k needs every head's score): every attn.sparse_attention
-/// gets attn::kSplitRowsAttr and an attn.all_reduce after it (its other
-/// ranks' rows are zero, so the sum gathers the whole output); an indexer
+/// gets attn::kSplitRowsAttr, and so do the output projection's GEMMs its
+/// split reaches (h20::findRowSplitRegion); the last op of the split gets
+/// attn::kSplitGatherAttr and an attn.all_reduce after it (its other
+/// ranks' rows are zero, so the sum gathers the whole result). An indexer
 /// is split too when only split ops read its result (a sparse attention's
 /// indices, or an indexer_topk's candidates). Every rank still computes
 /// the whole chunk's KV side (latents, compressed entries, indexer keys:
