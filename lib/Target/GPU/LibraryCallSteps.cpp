@@ -185,6 +185,20 @@ static std::optional<Lin> contiguousElements(const View &v) {
   return expect;
 }
 
+/// A memset of the whole of `v` (contiguous; nothing otherwise): zero rows
+/// for the other ranks before a query-row split's gather.
+static std::optional<runtime::MemsetStep> zeroFill(const View &v) {
+  std::optional<Lin> n = contiguousElements(v);
+  if (!n)
+    return std::nullopt;
+  const int64_t eb = elementBytes(v.element);
+  runtime::MemsetStep clear;
+  clear.buffer = v.buffer;
+  clear.offsetBytes = v.offset.scaled(eb).expr();
+  clear.bytes = n->scaled(eb).expr();
+  return clear;
+}
+
 LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   auto maps = op.getIndexingMapsArray();
   auto a = view(op.getDpsInputs()[0], op), b = view(op.getDpsInputs()[1], op),
@@ -244,16 +258,12 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
     if (!rowA.isConst() || !rowC.isConst())
       return op->emitError("GPU target: internal: split GEMM rows of non-constant stride");
     if (op->hasAttr(attn::kSplitGatherAttr)) {
-      std::optional<Lin> n = contiguousElements(*c);
-      if (!n)
+      std::optional<runtime::MemsetStep> clear = zeroFill(*c);
+      if (!clear)
         return op->emitError("GPU target: internal: a gathered split GEMM output that is not "
                              "contiguous");
       use(c->buffer);
-      runtime::MemsetStep clear;
-      clear.buffer = c->buffer;
-      clear.offsetBytes = c->offset.scaled(elementBytes(c->element)).expr();
-      clear.bytes = n->scaled(elementBytes(c->element)).expr();
-      steps.push_back(clear);
+      steps.push_back(*clear);
     }
     const Lin first{0, 0, 0, 0, *rankRowCount};
     a->offset = a->offset + first.scaled(rowA.c);
@@ -561,16 +571,12 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
     // Gathered here (no GEMM of the output projection took the split
     // over): the other rows are zeroed for the all-reduce's sum.
     if (attrs.get("split_gather")) {
-      std::optional<Lin> n = contiguousElements(o);
-      if (!n)
+      std::optional<runtime::MemsetStep> clear = zeroFill(o);
+      if (!clear)
         return op->emitError("GPU target: internal: a split attention output that is not "
                              "contiguous");
       use(o.buffer);
-      runtime::MemsetStep clear;
-      clear.buffer = o.buffer;
-      clear.offsetBytes = o.offset.scaled(elementBytes(o.element)).expr();
-      clear.bytes = n->scaled(elementBytes(o.element)).expr();
-      steps.push_back(clear);
+      steps.push_back(*clear);
     }
     // The kernel takes its queries as the last rows of the latent (query
     // row i is latent row L - S + i): the latent ends after this rank's
@@ -885,16 +891,12 @@ LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
     if (!y.strides[0].isConst())
       return op->emitError("GPU target: internal: split FP8 rows of non-constant stride");
     if (fp8.get("split_gather")) {
-      std::optional<Lin> n = contiguousElements(y);
-      if (!n)
+      std::optional<runtime::MemsetStep> clear = zeroFill(y);
+      if (!clear)
         return op->emitError("GPU target: internal: a gathered split FP8 GEMM output that is "
                              "not contiguous");
       use(y.buffer);
-      runtime::MemsetStep clear;
-      clear.buffer = y.buffer;
-      clear.offsetBytes = y.offset.scaled(elementBytes(y.element)).expr();
-      clear.bytes = n->scaled(elementBytes(y.element)).expr();
-      steps.push_back(clear);
+      steps.push_back(*clear);
     }
     y = rankRows(y, xq.sizes[0].c);
   }
