@@ -48,7 +48,9 @@ std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
   if (rows % ranks != 0)
     return (q.isDynamicDim(axis) ? "chunks of " : "") + std::to_string(rows) +
            (q.isDynamicDim(axis) ? " tokens" : " query rows") + " do not divide over " +
-           std::to_string(ranks) + " ranks";
+           std::to_string(ranks) + " ranks" +
+           (q.isDynamicDim(axis) ? " (give --chunk a multiple of " + std::to_string(ranks) + ")"
+                                 : std::string());
   // The GPU target splits the rows of its sparse-attention kernel; the
   // reference decomposition it runs otherwise (f32, shapes the kernel does
   // not take) computes every row.
