@@ -31,7 +31,9 @@ sizes=${H20_SOLO_S:-131072 524288}
 if [[ $mode == compile ]]; then
   root=$(cd "$here/.." && pwd)
   bin=${H20_BUILD_DIR:-$root/build}/bin
+  # A Python with onnx and numpy (Debian's when the first on PATH has not).
   py=${PYTHON:-python3}
+  [[ -n ${PYTHON:-} ]] || "$py" -c "import onnx, numpy" 2>/dev/null || py=/usr/bin/python3
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   echo '{"name": "flash-full"}' >"$work/config.json"

@@ -358,7 +358,7 @@ if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
   # 8-GPU program, attention split by rows and whole, at 128K and 512K
   # (H20_V41_SOLO=0: skipped).
   if [[ ${H20_V41_SOLO:-1} != 0 ]]; then
-    "$root/bench/v41-solo-rank.sh" compile "$out" || exit 1
+    PYTHON=$py "$root/bench/v41-solo-rank.sh" compile "$out" || exit 1
   fi
   # Issue 30 (bench/v41-flash-deep.sh): eight Flash-shaped layers of every
   # kind (configs/flash-8.json) with FP8 linears and MXFP4 routed experts,
