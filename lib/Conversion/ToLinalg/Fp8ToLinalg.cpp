@@ -176,9 +176,7 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
   auto x2 = cast<RankedTensorType>(x.getType());
   // A query-row split (h20-tensor-parallel) of a [M, K] input: both calls
   // carry it (the GPU target quantises and multiplies the rank's rows).
-  auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr);
-  const bool gather = op->hasAttr(attn::kSplitGatherAttr);
-  if (split && lead > 1)
+  if (op->hasAttr(attn::kSplitRowsAttr) && lead > 1)
     return op->emitError("internal: a block-scaled FP8 linear split by query rows must take "
                          "X [M, K]");
   SmallVector<Value> mDyn;
@@ -187,14 +185,14 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
   auto y2Type = RankedTensorType::get({x2.getDimSize(0), n}, et);
   Value out;
   if (why.empty() && !dequantize) {
-    SmallVector<NamedAttribute> fields{b.getNamedAttr("block_n", b.getI64IntegerAttr(bn)),
-                                       b.getNamedAttr("block_k", b.getI64IntegerAttr(bk))};
-    if (split)
-      fields.push_back(b.getNamedAttr("split_rows", split));
-    if (gather)
-      fields.push_back(b.getNamedAttr("split_gather", b.getUnitAttr()));
-    out = fp8Gemm(b, loc, x, op->getOperand(1), op->getOperand(2), kb, y2Type, mDyn,
-                  b.getDictionaryAttr(fields));
+    DictionaryAttr attrs =
+        b.getDictionaryAttr({b.getNamedAttr("block_n", b.getI64IntegerAttr(bn)),
+                             b.getNamedAttr("block_k", b.getI64IntegerAttr(bk))});
+    out = fp8Gemm(b, loc, x, op->getOperand(1), op->getOperand(2), kb, y2Type, mDyn, attrs);
+    // Both calls carry the split: the GEMM's input is the quantising call's.
+    auto gemm = out.getDefiningOp<linalg::GenericOp>();
+    attn::copyRowSplit(op, gemm);
+    attn::copyRowSplit(op, gemm.getDpsInputs()[0].getDefiningOp());
   } else if (dequantize) {
     out = dequantisedGemm(b, loc, x, op->getOperand(1), op->getOperand(2), bn, bk, y2Type, mDyn);
   } else {
@@ -206,12 +204,8 @@ FailureOr<Value> lowerBlockScaledMatMulToLibraryCalls(OpBuilder &b,
   }
   // The dequantised path's GEMM is an ordinary h20_gemm: the split's marks
   // go on it, as on a split onnx.MatMul's.
-  if (split && (dequantize || !why.empty()))
-    if (auto g = out.getDefiningOp<linalg::GenericOp>()) {
-      g->setAttr(attn::kSplitRowsAttr, split);
-      if (gather)
-        g->setAttr(attn::kSplitGatherAttr, b.getUnitAttr());
-    }
+  if (dequantize || !why.empty())
+    attn::copyRowSplit(op, out.getDefiningOp());
   if (lead > 1) {
     SmallVector<OpFoldResult> shape;
     for (int64_t d = 0; d < rt.getRank(); ++d)

@@ -14,8 +14,8 @@ namespace h20::lowering {
 /// 1 x 128 block of a row) and h20_gemm_fp8 (ins Xq, Xs, W [N, K] f8E4M3FN,
 /// Scale [ceil(N / 128), kp] f32 with kp = ceil(K / 128) rounded up to a
 /// multiple of 4, zero-padded; outs Y [M, N] of X's type).
-/// Both carry kFp8Attrs: block_n, block_k (i64), and for a linear split by
-/// query rows (h20-tensor-parallel) split_rows (i64) and split_gather (unit).
+/// Both carry kFp8Attrs: block_n, block_k (i64), and the marks of a query-row
+/// split (attn::copyRowSplit).
 inline constexpr llvm::StringLiteral kFp8QuantizeLibraryCall = "h20_fp8_quantize";
 inline constexpr llvm::StringLiteral kFp8GemmLibraryCall = "h20_gemm_fp8";
 inline constexpr llvm::StringLiteral kFp8Attrs = "h20.fp8";

@@ -235,9 +235,7 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
             op->emitError("internal: a GEMM split by query rows that is not one library call");
             return signalPassFailure();
           }
-          for (StringRef a : {h20::attn::kSplitRowsAttr, h20::attn::kSplitGatherAttr})
-            if (Attribute v = op->getAttr(a))
-              gemm->setAttr(a, v);
+          h20::attn::copyRowSplit(op, gemm);
         }
         for (auto [from, to] : llvm::zip(op->getResults(), *lowered))
           from.replaceAllUsesWith(to);

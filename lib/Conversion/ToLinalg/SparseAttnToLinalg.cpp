@@ -494,11 +494,8 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
                                     b.getNamedAttr("window", b.getI64IntegerAttr(window))};
   if (latentStart) // the last input carries the start
     attrs.push_back(b.getNamedAttr("ring", b.getUnitAttr()));
-  if (auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr))
-    attrs.push_back(b.getNamedAttr("split_rows", split));
-  if (op->hasAttr(attn::kSplitGatherAttr))
-    attrs.push_back(b.getNamedAttr("split_gather", b.getUnitAttr()));
   g->setAttr(kSparseAttentionAttrs, b.getDictionaryAttr(attrs));
+  attn::copyRowSplit(op, g);
   return g.getResult(0);
 }
 
@@ -588,13 +585,12 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
         linalg::YieldOp::create(nb, nl, ValueRange{i, f});
       });
   g.setLibraryCallAttr(b.getStringAttr(kIndexerLibraryCall));
-  SmallVector<NamedAttribute> attrs{b.getNamedAttr("mode", b.getI64IntegerAttr(mode)),
-                                    b.getNamedAttr("ratio", b.getI64IntegerAttr(ratio)),
-                                    b.getNamedAttr("block", b.getI64IntegerAttr(block)),
-                                    b.getNamedAttr("scale", b.getF64FloatAttr(scale))};
-  if (auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr))
-    attrs.push_back(b.getNamedAttr("split_rows", split));
-  g->setAttr(kIndexerAttrs, b.getDictionaryAttr(attrs));
+  g->setAttr(kIndexerAttrs,
+             b.getDictionaryAttr({b.getNamedAttr("mode", b.getI64IntegerAttr(mode)),
+                                  b.getNamedAttr("ratio", b.getI64IntegerAttr(ratio)),
+                                  b.getNamedAttr("block", b.getI64IntegerAttr(block)),
+                                  b.getNamedAttr("scale", b.getF64FloatAttr(scale))}));
+  attn::copyRowSplit(op, g);
   return g.getResult(0);
 }
 

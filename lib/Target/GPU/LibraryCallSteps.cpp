@@ -136,17 +136,16 @@ runtime::LaunchStep attentionStep(const AttentionVariant &variant, const Attenti
 
 } // namespace
 
-/// The query-row split a call records (`split_rows` in an attention's
-/// attribute dict, or attn::kSplitRowsAttr on a GEMM of its output
-/// projection: h20-tensor-parallel's choice, kept by
+/// The query-row split a call carries (attn::kSplitRowsAttr, copied from
+/// the op it lowers: h20-tensor-parallel's choice, kept by
 /// h20-check-row-splits): rank r of N computes rows [r B, (r + 1) B)
 /// with B = R / N for R static rows, or B = C / N for the dynamic rows of
 /// a chunk of a chunked prefill (C = `chunk`, the chunk size: the last
 /// chunk's n < C tokens leave the rows from n on as padding, which the
 /// buffers sized for C hold and nothing reads). Returns B, or 0 when the
 /// call is not split.
-static FailureOr<int64_t> rankRowsOf(linalg::GenericOp op, IntegerAttr split, const Lin &rows,
-                                     int64_t chunk) {
+static FailureOr<int64_t> rankRowsOf(linalg::GenericOp op, const Lin &rows, int64_t chunk) {
+  auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr);
   if (!split || split.getInt() <= 1)
     return int64_t(0);
   const int64_t n = split.getInt();
@@ -157,15 +156,20 @@ static FailureOr<int64_t> rankRowsOf(linalg::GenericOp op, IntegerAttr split, co
   return all / n;
 }
 
-/// Rows [rank * rows, (rank + 1) * rows) of `v` (its first dimension, of
-/// constant stride): the program's `rank` symbol in the offset.
-static View rankRows(const View &v, int64_t rows) {
+/// Rows [first, first + count) of `v` (its first dimension; `first` or
+/// the dimension's stride a constant).
+static View rowSlice(const View &v, const Lin &first, int64_t count) {
   View r = v;
-  Lin first;
-  first.r = rows;
-  r.offset = v.offset + first.scaled(v.strides[0].c);
-  r.sizes[0] = Lin{rows};
+  r.offset =
+      v.offset + (first.isConst() ? v.strides[0].scaled(first.c) : first.scaled(v.strides[0].c));
+  r.sizes[0] = Lin{count};
   return r;
+}
+
+/// Rows [rank * rows, (rank + 1) * rows) of `v`: the program's `rank`
+/// symbol in the offset.
+static View rankRows(const View &v, int64_t rows) {
+  return rowSlice(v, Lin{0, 0, 0, 0, rows}, rows);
 }
 
 /// The element count of `v` when it is contiguous (row-major, no gaps).
@@ -249,8 +253,7 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   // GEMM of the split (split_gather) zeroes C first: the all-reduce after
   // it gathers the rows.
   Lin m = c->sizes[r - 2];
-  auto split = op->getAttrOfType<IntegerAttr>(attn::kSplitRowsAttr);
-  auto rankRowCount = rankRowsOf(op, split, m, chunkedInt("chunk"));
+  auto rankRowCount = rankRowsOf(op, m, chunkedInt("chunk"));
   if (failed(rankRowCount))
     return failure();
   if (*rankRowCount > 0) {
@@ -294,24 +297,12 @@ LogicalResult Evaluator::evalAllReduce(linalg::GenericOp op) {
   if (failed(operands))
     return failure();
   const View &src = (*operands)[0], &dst = (*operands)[1];
-  auto contiguousBytes = [&](const View &v) -> FailureOr<Lin> {
-    Lin expect{1};
-    for (size_t k = v.sizes.size(); k-- > 0;) {
-      const Lin &st = v.strides[k];
-      bool one = v.sizes[k].isConst() && v.sizes[k].c == 1;
-      if (!one && st != expect)
-        return op->emitError("GPU target: an all-reduce of a strided (non-contiguous) view");
-      auto next = mul(expect, v.sizes[k], op);
-      if (failed(next))
-        return failure();
-      expect = *next;
-    }
-    return expect.scaled(elementBytes(v.element));
-  };
-  auto srcBytes = contiguousBytes(src), dstBytes = contiguousBytes(dst);
-  if (failed(srcBytes) || failed(dstBytes))
-    return failure();
-  if (*srcBytes != *dstBytes || src.element != dst.element)
+  std::optional<Lin> srcElements = contiguousElements(src), dstElements = contiguousElements(dst);
+  if (!srcElements || !dstElements)
+    return op->emitError("GPU target: an all-reduce of a strided (non-contiguous) view");
+  const Lin srcBytes = srcElements->scaled(elementBytes(src.element)),
+            dstBytes = dstElements->scaled(elementBytes(dst.element));
+  if (srcBytes != dstBytes || src.element != dst.element)
     return op->emitError("GPU target: all-reduce source and destination differ in size or type");
   use(src.buffer);
   use(dst.buffer);
@@ -325,7 +316,7 @@ LogicalResult Evaluator::evalAllReduce(linalg::GenericOp op) {
   step.srcOffsetBytes = src.offset.scaled(eb).expr();
   step.dst = dst.buffer;
   step.dstOffsetBytes = dst.offset.scaled(eb).expr();
-  step.bytes = srcBytes->expr();
+  step.bytes = srcBytes.expr();
   steps.push_back(std::move(step));
   return success();
 }
@@ -451,8 +442,7 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   // Split query rows (rankRowsOf): this rank scores its rows only; the
   // other rows of `out` are left as they are (only calls split the same
   // way read them, each its own rows).
-  auto rankRowCount =
-      rankRowsOf(op, attrs.getAs<IntegerAttr>("split_rows"), v[0].sizes[0], chunkedInt("chunk"));
+  auto rankRowCount = rankRowsOf(op, v[0].sizes[0], chunkedInt("chunk"));
   if (failed(rankRowCount))
     return failure();
   if (*rankRowCount > 0) {
@@ -559,8 +549,7 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   // call is gathered (split_gather) the others are zeroed first, so the
   // all-reduce after it (the sum over the ranks) gathers the whole output
   // on every rank; otherwise only the split's own path reads them.
-  auto rankRowCount =
-      rankRowsOf(op, attrs.getAs<IntegerAttr>("split_rows"), v[0].sizes[0], chunkedInt("chunk"));
+  auto rankRowCount = rankRowsOf(op, v[0].sizes[0], chunkedInt("chunk"));
   if (failed(rankRowCount))
     return failure();
   if (*rankRowCount > 0) {
@@ -570,7 +559,7 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
       return op->emitError("GPU target: internal: split attention rows of non-constant stride");
     // Gathered here (no GEMM of the output projection took the split
     // over): the other rows are zeroed for the all-reduce's sum.
-    if (attrs.get("split_gather")) {
+    if (op->hasAttr(attn::kSplitGatherAttr)) {
       std::optional<runtime::MemsetStep> clear = zeroFill(o);
       if (!clear)
         return op->emitError("GPU target: internal: a split attention output that is not "
@@ -722,12 +711,6 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
       sizes.push_back(Lin{d});
     return identityView(buffer, t, sizes);
   };
-  auto rowSlice = [&](const View &base, int64_t first, int64_t count) {
-    View r = base;
-    r.offset = base.offset + base.strides[0].scaled(first);
-    r.sizes[0] = Lin{count};
-    return r;
-  };
   auto mat = [&](const View &w, unsigned rowDim, unsigned colDim, Lin batchStride) {
     return gemmOperand(w, batchStride, w.strides[rowDim], w.strides[colDim]);
   };
@@ -785,7 +768,7 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     limit = std::numeric_limits<float>::max();
   for (int64_t t0 = 0; t0 < n; t0 += tile) {
     const int64_t tt = std::min(tile, n - t0), r = tt * k;
-    const View xt = rowSlice(x, t0, tt), yt = rowSlice(y, t0, tt);
+    const View xt = rowSlice(x, Lin{t0}, tt), yt = rowSlice(y, Lin{t0}, tt);
     const View logits = rows(bLogits, {tt, e}, f32), ids = rows(bIds, {tt, k}, i32),
                weights = rows(bW, {tt, k}, f32), counts = rows(bCounts, {el}, i32),
                offsets = rows(bOff, {el + 1}, i32), pos = rows(bPos, {tt, k}, i32),
@@ -822,14 +805,13 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
 /// Whether `v` is a 2-D view with unit column stride (row-major rows).
 static bool rowMajor2d(const View &v) { return v.sizes.size() == 2 && v.strides[1] == Lin{1}; }
 
-/// A block-scaled FP8 linear split by query rows (its calls' `split_rows`):
+/// A block-scaled FP8 linear split by query rows (its calls' marks):
 /// this rank's rows of X and Xq, and X's scales packed as [ceil(K / 128),
 /// B] at the start of their buffer (cuBLASLt reads the scales of a GEMM of
 /// M = B rows packed so); false when the calls are not split.
-static FailureOr<bool> splitFp8Rows(linalg::GenericOp op, DictionaryAttr attrs, int64_t chunk,
-                                    View &x, View &xq, View &xs) {
-  auto rows = rankRowsOf(op, attrs ? attrs.getAs<IntegerAttr>("split_rows") : IntegerAttr(),
-                         xq.sizes[0], chunk);
+static FailureOr<bool> splitFp8Rows(linalg::GenericOp op, int64_t chunk, View &x, View &xq,
+                                    View &xs) {
+  auto rows = rankRowsOf(op, xq.sizes[0], chunk);
   if (failed(rows))
     return failure();
   if (*rows == 0)
@@ -850,8 +832,7 @@ LogicalResult Evaluator::evalFp8Quantize(linalg::GenericOp op) {
   if (failed(operands))
     return failure();
   View &x = (*operands)[0], &xq = (*operands)[1], &xs = (*operands)[2];
-  if (failed(splitFp8Rows(op, op->getAttrOfType<DictionaryAttr>("h20.fp8"), chunkedInt("chunk"), x,
-                          xq, xs)))
+  if (failed(splitFp8Rows(op, chunkedInt("chunk"), x, xq, xs)))
     return failure();
   auto code = kernelElementCode;
   const int dt = code(x.element);
@@ -882,15 +863,14 @@ LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
        &y = (*operands)[4];
   // Split by query rows: the rank's rows of Xq (X's scales packed, as the
   // quantising call wrote them) and of Y, zeroed first where gathered.
-  auto fp8 = op->getAttrOfType<DictionaryAttr>("h20.fp8");
   View unused = xq;
-  auto split = splitFp8Rows(op, fp8, chunkedInt("chunk"), unused, xq, xs);
+  auto split = splitFp8Rows(op, chunkedInt("chunk"), unused, xq, xs);
   if (failed(split))
     return failure();
   if (*split) {
     if (!y.strides[0].isConst())
       return op->emitError("GPU target: internal: split FP8 rows of non-constant stride");
-    if (fp8.get("split_gather")) {
+    if (op->hasAttr(attn::kSplitGatherAttr)) {
       std::optional<runtime::MemsetStep> clear = zeroFill(y);
       if (!clear)
         return op->emitError("GPU target: internal: a gathered split FP8 GEMM output that is "

@@ -36,6 +36,14 @@ inline constexpr llvm::StringLiteral kSplitRowsAttr = "h20.split_rows";
 /// split reaches (onnx.MatMul with kSplitRowsAttr: rank r computes rows
 /// [r M / N, (r + 1) M / N) of its M; RowSplitRegion.h).
 inline constexpr llvm::StringLiteral kSplitGatherAttr = "h20.split_gather";
+
+/// Puts `from`'s query-row split marks (kSplitRowsAttr, kSplitGatherAttr)
+/// on `to`, a library call that lowers it: the GPU target reads them there.
+inline void copyRowSplit(mlir::Operation *from, mlir::Operation *to) {
+  for (llvm::StringRef name : {kSplitRowsAttr, kSplitGatherAttr})
+    if (mlir::Attribute a = from->getAttr(name))
+      to->setAttr(name, a);
+}
 } // namespace h20::attn
 
 #endif // H20_DIALECT_ATTN_IR_ATTNDIALECT_H
