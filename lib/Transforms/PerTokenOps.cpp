@@ -136,16 +136,6 @@ bool boundedByPosition(Value v, bool upper) {
 
 /// Ops that compute each element from the elements at the same (broadcast)
 /// index of their operands.
-bool isElementwise(Operation *op) {
-  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp, ox::AndOp, ox::OrOp,
-             ox::EqualOp, ox::LessOp, ox::LessOrEqualOp, ox::GreaterOp, ox::GreaterOrEqualOp,
-             ox::MaxOp, ox::MinOp, ox::SumOp, ox::NegOp, ox::NotOp, ox::AbsOp, ox::SqrtOp,
-             ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp, ox::CosOp, ox::TanhOp, ox::ErfOp,
-             ox::GeluOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp, ox::IsNaNOp, ox::IdentityOp,
-             ox::RoundOp, ox::FloorOp, ox::CeilOp, ox::SignOp, ox::ClipOp, ox::ModOp,
-             ox::BitwiseAndOp, ox::BitwiseOrOp, ox::BitwiseXorOp, ox::BitwiseNotOp, ox::WhereOp,
-             ox::CastOp>(op);
-}
 
 /// The operands whose values (not only sizes) reach `op`'s results: a
 /// shape, bound or axes operand only sizes them.
@@ -170,6 +160,17 @@ SmallVector<Value> dataOperands(Operation *op) {
 }
 
 } // namespace
+
+bool h20::isOnnxElementwise(Operation *op) {
+  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp, ox::AndOp, ox::OrOp,
+             ox::EqualOp, ox::LessOp, ox::LessOrEqualOp, ox::GreaterOp, ox::GreaterOrEqualOp,
+             ox::MaxOp, ox::MinOp, ox::SumOp, ox::NegOp, ox::NotOp, ox::AbsOp, ox::SqrtOp,
+             ox::ReciprocalOp, ox::ExpOp, ox::LogOp, ox::SinOp, ox::CosOp, ox::TanhOp, ox::ErfOp,
+             ox::GeluOp, ox::SigmoidOp, ox::SoftplusOp, ox::ReluOp, ox::IsNaNOp, ox::IdentityOp,
+             ox::RoundOp, ox::FloorOp, ox::CeilOp, ox::SignOp, ox::ClipOp, ox::ModOp,
+             ox::BitwiseAndOp, ox::BitwiseOrOp, ox::BitwiseXorOp, ox::BitwiseNotOp, ox::WhereOp,
+             ox::CastOp>(op);
+}
 
 namespace h20 {
 
@@ -252,7 +253,7 @@ bool PerTokenOps::isPositionExpr(Value v) const {
     yes = x == ids && token && tokenLength && shape.getStart().value_or(0) == *token &&
           shape.getEnd() && *shape.getEnd() == *token + 1 && constantInt(r->getOperand(0)) == 0 &&
           constantInt(r->getOperand(2)) == 1;
-  } else if (op && isElementwise(op) && t && dynamicDims(v) == 1 && t.getRank() == 1) {
+  } else if (op && isOnnxElementwise(op) && t && dynamicDims(v) == 1 && t.getRank() == 1) {
     yes = llvm::any_of(op->getOperands(), [&](Value o) { return dependsOnPrompt(o); }) &&
           llvm::all_of(op->getOperands(),
                        [&](Value o) { return !dependsOnPrompt(o) || isPositionExpr(o); });
@@ -278,7 +279,7 @@ SmallVector<unsigned> PerTokenOps::positionOperands(Operation *op) const {
   if (isLookbackGather(op))
     return {1};
   SmallVector<unsigned> out;
-  if (!isElementwise(op) || llvm::none_of(op->getOperands(), [&](Value v) {
+  if (!isOnnxElementwise(op) || llvm::none_of(op->getOperands(), [&](Value v) {
         return dependsOnPrompt(v) && !fromSizes.contains(v);
       }))
     return out;
@@ -308,8 +309,8 @@ std::optional<std::string> PerTokenOps::whyNotSizes(Operation *op) const {
     return axis && *axis == rt.getRank() - 1;
   };
   if (sizes && activations &&
-      (isLookbackGather(op) || (isElementwise(op) && op->getNumResults() == 1 && onTokenAxis() &&
-                                llvm::all_of(data, [&](Value v) {
+      (isLookbackGather(op) || (isOnnxElementwise(op) && op->getNumResults() == 1 &&
+                                onTokenAxis() && llvm::all_of(data, [&](Value v) {
                                   return !fromSizes.contains(v) ||
                                          (isPositionExpr(v) && rankedOf(v).getRank() == 1);
                                 }))))
@@ -593,7 +594,7 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
         return !dependsOnPrompt(v) || fromSizes.contains(v);
       }))
     return std::nullopt;
-  if (isElementwise(op) || isa<ox::ExpandOp>(op)) {
+  if (isOnnxElementwise(op) || isa<ox::ExpandOp>(op)) {
     // Broadcasting [.., S, 1] against [.., 1, S] would pair tokens.
     for (Value r : op->getResults())
       if (dynamicDims(r) > 1)

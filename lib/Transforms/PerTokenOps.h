@@ -11,6 +11,11 @@
 
 namespace h20 {
 
+/// Whether `op` is an ONNX elementwise op (unary, binary or variadic with
+/// broadcasting, Where, Clip, Cast): result element i reads element i of
+/// every operand, after broadcasting.
+bool isOnnxElementwise(mlir::Operation *op);
+
 /// Decides, op by op, whether running a decoder graph C tokens at a time
 /// gives the same rows as running the whole prompt (chunked prefill).
 ///

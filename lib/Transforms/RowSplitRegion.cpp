@@ -7,11 +7,16 @@
 //===----------------------------------------------------------------------===//
 #include "RowSplitRegion.h"
 
+#include "PerTokenOps.h"
+
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <optional>
 
@@ -69,8 +74,39 @@ bool shapeOnly(Operation *op) {
   return isa<ox::TransposeOp, ox::ReshapeOp, ox::UnsqueezeOp, ox::SqueezeOp>(op);
 }
 
-bool elementwise(Operation *op) {
-  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::NegOp, ox::CastOp>(op);
+bool elementwise(Operation *op) { return h20::isOnnxElementwise(op); }
+
+/// The constant integers of `v` (onnx.Constant), or nothing.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  auto c = v ? v.getDefiningOp<ox::ConstantOp>() : nullptr;
+  auto attr = c ? dyn_cast<DenseIntElementsAttr>(c.getValue()) : DenseIntElementsAttr();
+  if (!attr)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &x : attr.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
+}
+
+/// The rows' axis after a ReduceMax / ReduceSum / ReduceMean of `in`
+/// (rows on `a`) along constant axes other than the rows', or nothing.
+template <typename ReduceOp>
+std::optional<int64_t> reducedAxis(ReduceOp op, RankedTensorType in, int64_t a) {
+  std::optional<SmallVector<int64_t>> axes;
+  if (op->getNumOperands() > 1)
+    axes = constantInts(op->getOperand(1));
+  else if (op.getAxes())
+    axes = SmallVector<int64_t>(op.getAxes()->begin(), op.getAxes()->end());
+  if (!axes || axes->empty()) // all axes (or none: noop_with_empty_axes)
+    return std::nullopt;
+  int64_t before = 0;
+  for (int64_t d : *axes) {
+    d = d < 0 ? d + in.getRank() : d;
+    if (d == a)
+      return std::nullopt;
+    before += d < a;
+  }
+  return op.getKeepdims().value_or(1) ? a : a - before;
 }
 
 /// The rows' axis in `op`'s results when `op` is row-local for the region
@@ -155,9 +191,26 @@ std::optional<int64_t> resultAxis(Operation *op, const llvm::DenseMap<Value, int
     }
     return ra;
   }
+  if (auto r = dyn_cast<ox::ReduceMaxOp>(op))
+    return op->getOperand(0) == in ? reducedAxis(r, it, a) : std::nullopt;
+  if (auto r = dyn_cast<ox::ReduceSumOp>(op))
+    return op->getOperand(0) == in ? reducedAxis(r, it, a) : std::nullopt;
+  if (auto r = dyn_cast<ox::ReduceMeanOp>(op))
+    return op->getOperand(0) == in ? reducedAxis(r, it, a) : std::nullopt;
   if (auto rope = dyn_cast<at::RopeOp>(op)) {
-    // input [B, H, S, D]: rows on S, positions [.., S] whole on every rank.
-    return rope.getInput() == in && a == it.getRank() - 2 && !axes.count(rope.getPositions())
+    // input [B, H, S, D]: rows on S; positions [.., S] whole on every rank,
+    // or rows themselves on their last dim (row i rotated by position i).
+    Value pos = rope.getPositions();
+    auto p = axes.find(pos);
+    const bool posOk = p == axes.end() || p->second == tensorOf(pos).getRank() - 1;
+    return rope.getInput() == in && a == it.getRank() - 2 && posOk ? std::optional<int64_t>(a)
+                                                                   : std::nullopt;
+  }
+  if (auto norm = dyn_cast<at::RmsNormOp>(op)) {
+    // Normalises dims [axis, rank): row-local when the rows come before.
+    int64_t from = norm.getAxis();
+    from = from < 0 ? from + it.getRank() : from;
+    return norm.getInput() == in && a < from && !axes.count(norm.getWeight())
                ? std::optional<int64_t>(a)
                : std::nullopt;
   }
@@ -209,4 +262,85 @@ h20::RowSplitRegion h20::findRowSplitRegion(Operation *attention) {
     }
   }
   return best;
+}
+
+namespace {
+
+/// Whether `use` reads only the rank's rows of its value once the query
+/// side is split (`side`: the query-side ops found so far): a per-query
+/// operand of an op split by query rows, rows on axis 0 (a sparse
+/// attention's query; an indexer's query and head weights), an op of the
+/// query side, or a query of the shape alone.
+bool readsRankRowsOnly(OpOperand &use, const llvm::DenseSet<Operation *> &side) {
+  Operation *u = use.getOwner();
+  if (side.contains(u) || isa<ox::ShapeOp, tensor::DimOp>(u))
+    return true;
+  if (!u->hasAttr(at::kSplitRowsAttr))
+    return false;
+  auto rowsOnZero = [&] {
+    auto t = tensorOf(use.get());
+    return t && onlyDynamicDim(t) == std::optional<int64_t>(0);
+  };
+  if (auto a = dyn_cast<at::SparseAttentionOp>(u))
+    return &use == &a.getQueryMutable() && rowsOnZero();
+  if (auto k = dyn_cast<at::IndexerTopKOp>(u))
+    return (&use == &k.getQueryMutable() || &use == &k.getWeightsMutable()) && rowsOnZero();
+  if (auto c = dyn_cast<at::IndexerCandidatesOp>(u))
+    return (&use == &c.getQueryMutable() || &use == &c.getWeightsMutable()) && rowsOnZero();
+  return false;
+}
+
+/// The rows' axis of `op`'s results when `op` is row-local with every
+/// operand's rows on its one dynamic dim (the token dim of the attn-level
+/// graph) and every result's rows on its one dynamic dim too; nothing
+/// otherwise. `axes` receives the operands' axes.
+std::optional<int64_t> rowLocalOnTokenDims(Operation *op, llvm::DenseMap<Value, int64_t> &axes) {
+  for (Value v : op->getOperands()) {
+    auto t = tensorOf(v);
+    if (!t || isWeight(v) || t.hasStaticShape())
+      continue;
+    std::optional<int64_t> d = onlyDynamicDim(t);
+    if (!d)
+      return std::nullopt;
+    axes[v] = *d;
+  }
+  if (axes.empty() || op->getNumResults() == 0)
+    return std::nullopt;
+  std::optional<int64_t> axis = resultAxis(op, axes);
+  if (!axis)
+    return std::nullopt;
+  for (Value r : op->getResults()) {
+    auto t = tensorOf(r);
+    if (!t || onlyDynamicDim(t) != axis)
+      return std::nullopt;
+  }
+  return axis;
+}
+
+} // namespace
+
+SmallVector<Operation *> h20::findQuerySideGemms(Block &body) {
+  // Readers before producers: an op joins the query side when every use
+  // of its results reads only the rank's rows (readsRankRowsOnly).
+  llvm::DenseSet<Operation *> side;
+  SmallVector<Operation *> gemms;
+  for (Operation &op : llvm::reverse(body)) {
+    if (op.getNumResults() == 0 || op.hasAttr(at::kSplitRowsAttr) || op.use_empty())
+      continue;
+    const bool onlyRankRows = llvm::all_of(op.getResults(), [&](Value r) {
+      return llvm::all_of(r.getUses(), [&](OpOperand &u) { return readsRankRowsOnly(u, side); });
+    });
+    if (!onlyRankRows)
+      continue;
+    llvm::DenseMap<Value, int64_t> axes;
+    std::optional<int64_t> axis = rowLocalOnTokenDims(&op, axes);
+    if (!axis)
+      continue;
+    side.insert(&op);
+    if (isa<ox::MatMulOp, ox::H20BlockScaledMatMulOp>(op) && axes.count(op.getOperand(0)) &&
+        splittableGemm(&op, axes.lookup(op.getOperand(0))))
+      gemms.push_back(&op);
+  }
+  std::reverse(gemms.begin(), gemms.end());
+  return gemms;
 }

@@ -41,6 +41,18 @@ struct RowSplitRegion {
 /// first op that is not row-local or not splittable.
 RowSplitRegion findRowSplitRegion(mlir::Operation *attention);
 
+/// The weight GEMMs (as for RowSplitRegion::gemms) on the query side of
+/// the ops of `body` already split by query rows (attn::kSplitRowsAttr):
+/// GEMMs whose result reaches only those ops' per-query operands (a sparse
+/// attention's query, an indexer's query and head weights) through
+/// row-local ops (the rules of findRowSplitRegion, plus attn.rms_norm over
+/// trailing dims), every value on the way read by nothing else but shape
+/// queries. Such a GEMM may compute only the rank's rows: no other row of
+/// its result is ever read. DeepSeek-V4.1-Flash: wq_a, wq_b, the indexer's
+/// wq_b and weights_proj; not the KV side (latent, compressor and indexer
+/// key projections), whose input rows every rank needs. In program order.
+llvm::SmallVector<mlir::Operation *> findQuerySideGemms(mlir::Block &body);
+
 } // namespace h20
 
 #endif // H20_LIB_TRANSFORMS_ROWSPLITREGION_H

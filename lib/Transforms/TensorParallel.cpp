@@ -450,9 +450,10 @@ struct Splitter {
 /// is split too when only split ops read its result (a sparse attention's
 /// indices, or an indexer_topk's candidates). Every rank still computes
 /// the whole chunk's KV side (latents, compressed entries, indexer keys:
-/// each row's cache entries, needed by every later query). Returns the
-/// number of sparse attention ops split.
-int64_t splitAttentionRows(func::FuncOp f, int64_t ranks) {
+/// each row's cache entries, needed by every later query); the query-side
+/// projections compute the rank's rows only (added to `queryGemms`).
+/// Returns the number of sparse attention ops split.
+int64_t splitAttentionRows(func::FuncOp f, int64_t ranks, int64_t &queryGemms) {
   OpBuilder b(f.getContext());
   auto mark = [&](Operation *op) { op->setAttr(at::kSplitRowsAttr, b.getI64IntegerAttr(ranks)); };
   auto split = [](Operation *op) { return op->hasAttr(at::kSplitRowsAttr); };
@@ -498,6 +499,13 @@ int64_t splitAttentionRows(func::FuncOp f, int64_t ranks) {
     if (onlySplitReaders(c))
       mark(c);
   });
+  // The query side: projections whose rows only the split ops read
+  // (h20::findQuerySideGemms) compute the rank's rows too.
+  if (!attns.empty())
+    for (Operation *g : h20::findQuerySideGemms(f.getBody().front())) {
+      mark(g);
+      ++queryGemms;
+    }
   return static_cast<int64_t>(attns.size());
 }
 
@@ -510,7 +518,8 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
   if (ranks == 1)
     return success();
   Splitter split{module.getContext(), ranks};
-  int64_t attention = 0, mlp = 0, skipped = 0, experts = 0, expertsSkipped = 0, rows = 0;
+  int64_t attention = 0, mlp = 0, skipped = 0, experts = 0, expertsSkipped = 0, rows = 0,
+          queryGemms = 0;
   std::string expertsWhy; // the first routed-experts op that did not split
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     SmallVector<at::AttentionOp> attns;
@@ -542,7 +551,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
       }
     }
     if (attentionRows)
-      rows += splitAttentionRows(f, ranks);
+      rows += splitAttentionRows(f, ranks, queryGemms);
     SmallVector<ox::MatMulOp> matmuls;
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
@@ -557,7 +566,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
     }
   }
   if (summary)
-    *summary = {attention, mlp, skipped, experts, rows};
+    *summary = {attention, mlp, skipped, experts, rows, queryGemms};
   if (attention + mlp + experts + rows == 0) {
     InFlightDiagnostic d = module.emitError("h20-tensor-parallel: found no attention, MLP or "
                                             "routed-experts block to split over ")
@@ -577,6 +586,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
                            b.getNamedAttr("mlp_blocks", b.getI64IntegerAttr(mlp)),
                            b.getNamedAttr("expert_blocks", b.getI64IntegerAttr(experts)),
                            b.getNamedAttr("attention_rows", b.getI64IntegerAttr(rows)),
+                           b.getNamedAttr("query_gemms", b.getI64IntegerAttr(queryGemms)),
                            b.getNamedAttr("replicated_attention", b.getI64IntegerAttr(skipped))}));
   return success();
 }

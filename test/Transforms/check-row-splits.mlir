@@ -121,7 +121,7 @@ func.func @gemm_gather(%q: tensor<?x4x16xbf16>, %lat: tensor<?x16xbf16>, %sink: 
 // And with nothing else split over the ranks, the program is refused.
 // DIAG: warning: h20-check-row-splits: {{.*}}: the sparse attention kernel does not run this op (its types or shape
 // DIAG: error: h20-check-row-splits: nothing is left to split over 4 tensor-parallel ranks: the attention's split by query rows was withdrawn (the sparse attention kernel does not run this op
-module attributes {h20.tensor_parallel = {attention_blocks = 0 : i64, attention_rows = 1 : i64, expert_blocks = 0 : i64, mlp_blocks = 0 : i64, ranks = 4 : i64}} {
+module attributes {h20.tensor_parallel = {attention_blocks = 0 : i64, attention_rows = 1 : i64, expert_blocks = 0 : i64, mlp_blocks = 0 : i64, query_gemms = 0 : i64, ranks = 4 : i64}} {
 func.func @kernel_does_not_take(%q: tensor<8x4x16xbf16>, %lat: tensor<8x16xbf16>, %sink: tensor<4xf32>) -> tensor<8x4x16xbf16> {
   %o = attn.sparse_attention %q, %lat, %sink {h20.split_gather, h20.split_rows = 4 : i64, scale = 0.25 : f64, window = 5000 : i64} : (tensor<8x4x16xbf16>, tensor<8x16xbf16>, tensor<4xf32>) -> tensor<8x4x16xbf16>
   %s = attn.all_reduce %o : (tensor<8x4x16xbf16>) -> tensor<8x4x16xbf16>

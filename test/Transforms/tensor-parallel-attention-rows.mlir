@@ -168,3 +168,66 @@ func.func @fp8_projection(%q: tensor<?x4x32xbf16>, %lat: tensor<?x32xbf16>) -> t
   return %b : tensor<?x256xbf16>
 }
 }
+
+// -----
+
+// The query side: the projections whose rows only split ops read (a sparse
+// attention's query, an indexer's query and head weights) compute the
+// rank's rows too, through row-local ops on the way (rms_norm over the
+// head dim, RoPE by each row's position, a max-abs scaling reduced over
+// the head dim, reshapes, transposes). Not the KV side: the latent's GEMM
+// reads the same normalised input, but every rank needs all its rows; nor
+// a projection whose result is also read elsewhere (%keep, returned).
+// CHECK: module attributes {h20.tensor_parallel = {{{.*}}query_gemms = 4 : i64
+// CHECK-LABEL: func.func @query_side
+// CHECK: attn.rms_norm %arg0
+// CHECK-NOT: h20.split_rows
+// CHECK-SAME: -> tensor<?x32xf32>
+// CHECK: onnx.MatMul({{.*}}) : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x16xf32>
+// CHECK: onnx.MatMul({{.*}}) {h20.split_rows = 4 : i64} : (tensor<?x32xf32>, tensor<32x24xf32>)
+// CHECK: onnx.MatMul({{.*}}) {h20.split_rows = 4 : i64} : (tensor<?x24xf32>, tensor<24x64xf32>)
+// CHECK: attn.rope
+// CHECK: onnx.MatMul({{.*}}) {h20.split_rows = 4 : i64} : (tensor<?x24xf32>, tensor<24x16xf32>)
+// CHECK: onnx.MatMul({{.*}}) {h20.split_rows = 4 : i64} : (tensor<?x32xf32>, tensor<32x2xf32>)
+// CHECK: onnx.MatMul({{.*}}) : (tensor<?x32xf32>, tensor<32x8xf32>)
+// CHECK: attn.indexer_topk {{.*}} {h20.split_rows = 4 : i64
+// CHECK: attn.sparse_attention {{.*}} {h20.split_gather, h20.split_rows = 4 : i64
+module attributes {onnx.model_dir = "."} {
+func.func @query_side(%x: tensor<?x32xf32>, %pos: tensor<1x?xi64>, %ik: tensor<?x8xf32>) -> (tensor<?x4x16xf32>, tensor<?x8xf32>) {
+  %nw = onnx.Weight {name = "attn_norm"} : tensor<32xf32>
+  %xn = attn.rms_norm %x, %nw {epsilon = 1.0e-6 : f64} : (tensor<?x32xf32>, tensor<32xf32>) -> tensor<?x32xf32>
+  %wkv = onnx.Weight {name = "wkv"} : tensor<32x16xf32>
+  %lat = onnx.MatMul(%xn, %wkv) : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x16xf32>
+  %wqa = onnx.Weight {name = "wq_a"} : tensor<32x24xf32>
+  %qa = onnx.MatMul(%xn, %wqa) : (tensor<?x32xf32>, tensor<32x24xf32>) -> tensor<?x24xf32>
+  %qnw = onnx.Weight {name = "q_norm"} : tensor<24xf32>
+  %qn = attn.rms_norm %qa, %qnw {epsilon = 1.0e-6 : f64} : (tensor<?x24xf32>, tensor<24xf32>) -> tensor<?x24xf32>
+  %wqb = onnx.Weight {name = "wq_b"} : tensor<24x64xf32>
+  %qb = onnx.MatMul(%qn, %wqb) : (tensor<?x24xf32>, tensor<24x64xf32>) -> tensor<?x64xf32>
+  %hs = onnx.Constant() {value = dense<[-1, 4, 16]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %qh = onnx.Reshape(%qb, %hs) : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x4x16xf32>
+  %qt = onnx.Transpose(%qh) {perm = array<i64: 1, 0, 2>} : (tensor<?x4x16xf32>) -> tensor<4x?x16xf32>
+  %zero = onnx.Constant() {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %qu = onnx.Unsqueeze(%qt, %zero) : (tensor<4x?x16xf32>, tensor<1xi64>) -> tensor<1x4x?x16xf32>
+  %qr = attn.rope %qu, %pos {theta = 1.0e4 : f64, rotary_dim = 16 : i64, interleaved = true} : (tensor<1x4x?x16xf32>, tensor<1x?xi64>) -> tensor<1x4x?x16xf32>
+  %qs = onnx.Squeeze(%qr, %zero) : (tensor<1x4x?x16xf32>, tensor<1xi64>) -> tensor<4x?x16xf32>
+  %q = onnx.Transpose(%qs) {perm = array<i64: 1, 0, 2>} : (tensor<4x?x16xf32>) -> tensor<?x4x16xf32>
+  %wiq = onnx.Weight {name = "indexer.wq_b"} : tensor<24x16xf32>
+  %iqf = onnx.MatMul(%qn, %wiq) : (tensor<?x24xf32>, tensor<24x16xf32>) -> tensor<?x16xf32>
+  %is = onnx.Constant() {value = dense<[-1, 2, 8]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %iq0 = onnx.Reshape(%iqf, %is) : (tensor<?x16xf32>, tensor<3xi64>) -> tensor<?x2x8xf32>
+  %abs = onnx.Abs(%iq0) : (tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
+  %last = onnx.Constant() {value = dense<[2]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %amax = onnx.ReduceMax(%abs, %last) {keepdims = 1 : si64} : (tensor<?x2x8xf32>, tensor<1xi64>) -> tensor<?x2x1xf32>
+  %iq = onnx.Div(%iq0, %amax) : (tensor<?x2x8xf32>, tensor<?x2x1xf32>) -> tensor<?x2x8xf32>
+  %wiw = onnx.Weight {name = "indexer.weights_proj"} : tensor<32x2xf32>
+  %iw = onnx.MatMul(%xn, %wiw) : (tensor<?x32xf32>, tensor<32x2xf32>) -> tensor<?x2xf32>
+  %wk = onnx.Weight {name = "keep"} : tensor<32x8xf32>
+  %keep = onnx.MatMul(%xn, %wk) : (tensor<?x32xf32>, tensor<32x8xf32>) -> tensor<?x8xf32>
+  %ik2 = onnx.Add(%ik, %keep) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %idx = attn.indexer_topk %iq, %ik2, %iw {ratio = 1 : i64, scale = 1.0 : f64, topk = 4 : i64} : (tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> tensor<?x?xi64>
+  %sink = onnx.Weight {name = "sink"} : tensor<4xf32>
+  %o = attn.sparse_attention %q, %lat, %sink compressed(%lat : tensor<?x16xf32>, %idx : tensor<?x?xi64>) {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x4x16xf32>, tensor<?x16xf32>, tensor<4xf32>) -> tensor<?x4x16xf32>
+  return %o, %keep : tensor<?x4x16xf32>, tensor<?x8xf32>
+}
+}

@@ -613,8 +613,11 @@ int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
     llvm::errs() << "h20-opt: tensor parallel split: " << count("attention_blocks")
                  << " attention block(s), " << count("mlp_blocks") << " MLP block(s), "
                  << count("expert_blocks") << " routed-experts block(s) by expert, "
-                 << count("attention_rows") << " sparse attention(s) by query rows; "
-                 << count("replicated_attention") << " attention op(s) left whole\n";
+                 << count("attention_rows") << " sparse attention(s) by query rows"
+                 << (count("query_gemms")
+                         ? " (and " + std::to_string(count("query_gemms")) + " query-side GEMM(s))"
+                         : std::string())
+                 << "; " << count("replicated_attention") << " attention op(s) left whole\n";
   }
   return 0;
 }

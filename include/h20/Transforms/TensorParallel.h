@@ -21,6 +21,7 @@ struct TensorParallelSummary {
   int64_t replicatedAttention = 0; ///< attention ops left whole (did not fit)
   int64_t expertBlocks = 0;        ///< routed-experts ops split by expert (expert parallelism)
   int64_t attentionRows = 0; ///< sparse attention ops split by query rows (attn::kSplitRowsAttr)
+  int64_t queryGemms = 0;    ///< their query-side projections split by rows too
 };
 
 /// Rewrites the attn-level `module` into the program of one of `ranks`
