@@ -5,10 +5,12 @@
 # chunked prefill at 128K and 512K tokens.
 # Usage: BUNDLE/bench/v41-flash-deep.sh [BUNDLE]
 #
-# Artifacts: art/v41-flash-deep.SN.h20 (gpu-bundle.sh with
-# H20_BUNDLE_BENCH=1 or v41: a --graph-only export of configs/flash-8.json
-# with --fp8-linears --fp4-experts, compiled --compute-type=bf16; the model
-# has every layer kind of the released 40 layers in about its share).
+# Artifacts: art/v41-flash-deep-CONFIG.SN.h20 (gpu-bundle.sh with
+# H20_BUNDLE_BENCH=1 or v41: a --graph-only export of configs/CONFIG.json,
+# H20_V41_DEEP_CONFIG, default flash-16 for a 141 GB H200, flash-8 for 80 GB
+# cards, with --fp8-linears --fp4-experts, compiled --compute-type=bf16;
+# each model has every layer kind of the released 40 layers in about its
+# share).
 # Weights: h20-run --dummy-weights (FP8 codes and FP4 bytes of the right
 # scale, see h20-run --help) with H20_DUMMY_SHARE=0: every layer its own
 # weights, so the peak memory is the model's; ids random (seed S).
@@ -36,9 +38,9 @@ res=${H20_BENCH_RESULTS:-/tmp/h20-bench/results}
 repeat=${H20_V41_REPEAT:-2}
 mkdir -p "$res"
 shopt -s nullglob
-arts=("$bundle"/art/v41-flash-deep.S*.h20)
+arts=("$bundle"/art/v41-flash-deep*.S*.h20)
 if [[ ${#arts[@]} == 0 ]]; then
-  echo "v41-flash-deep: no art/v41-flash-deep.S*.h20 in $bundle" >&2
+  echo "v41-flash-deep: no art/v41-flash-deep*.S*.h20 in $bundle" >&2
   exit 2
 fi
 rates=$(python3 - <<'PY' 2>/dev/null
@@ -134,7 +136,7 @@ def per_layer(prog, profile):
     return layers, dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 rows = []
-for p in sorted(glob.glob(f"{res}/v41-flash-deep.S*.report.json")):
+for p in sorted(glob.glob(f"{res}/v41-flash-deep*.S*.report.json")):
     name = os.path.basename(p)[:-len(".report.json")]
     S = int(name.split(".S")[-1])
     rep = json.load(open(p))

@@ -360,15 +360,18 @@ if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
   if [[ ${H20_V41_SOLO:-1} != 0 ]]; then
     PYTHON=$py "$root/bench/v41-solo-rank.sh" compile "$out" || exit 1
   fi
-  # Issue 30 (bench/v41-flash-deep.sh): eight Flash-shaped layers of every
-  # kind (configs/flash-8.json) with FP8 linears and MXFP4 routed experts,
-  # chunked, at 128K and 512K (H20_V41_DEEP=0: skipped).
+  # Issue 30 (bench/v41-flash-deep.sh): the deepest Flash-shaped model of
+  # every layer kind that fits the GPU, with FP8 linears and MXFP4 routed
+  # experts, chunked, at 128K and 512K: H20_V41_DEEP_CONFIG, default
+  # flash-16 (16 layers, 117 GiB at 512K: a 141 GB H200); flash-8 (8
+  # layers, 61 GiB) for 80 GB cards. H20_V41_DEEP=0: skipped.
   if [[ ${H20_V41_DEEP:-1} != 0 ]]; then
-    "$py" "$root/models/deepseek_v41/export.py" --graph-only flash-8 "$fl/deep" --logits last \
+    deep=${H20_V41_DEEP_CONFIG:-flash-16}
+    "$py" "$root/models/deepseek_v41/export.py" --graph-only "$deep" "$fl/deep" --logits last \
       --fp8-linears --fp4-experts >/dev/null
     for S in 131072 524288; do
       "$build/bin/h20-opt" "$fl/deep/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
-        --max-positions=$S -o "$out/art/v41-flash-deep.S$S.h20" 2>/dev/null
+        --max-positions=$S -o "$out/art/v41-flash-deep-$deep.S$S.h20" 2>/dev/null
     done
   fi
   rm -rf "$fl"
