@@ -247,7 +247,11 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         wo_a and wo_b, bf16 or block-scaled FP8); those GEMMs compute the
         rank's rows. The last op of the split gets `h20.split_gather` (its other
         rows are zero) and an attn.all_reduce after it that gathers every
-        row on every rank. The KV side (latents, compressed entries,
+        row on every rank. On the query side, the weight GEMMs whose rows
+        only the split ops' per-query operands read (through row-local
+        ops: wq_a, wq_b, the indexer's query and head-weight projections)
+        compute the rank's rows too (findQuerySideGemms; counted as
+        `query_gemms`). The KV side (latents, compressed entries,
         indexer keys: cache rows every later query reads) stays whole.
         h20-check-row-splits withdraws the split where a chunk's rows do
         not divide by T. Off with `attention-rows=false`, or when the

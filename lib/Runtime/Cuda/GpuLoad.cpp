@@ -248,9 +248,12 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   // (fan_in: the second-to-last dim, the reduced one of a [.., K, N] MatMul
   // weight), so activations keep their scale through the layers and router
   // logits differ between tokens (balanced expert loads); 1-D weights (norm
-  // scales, biases, sinks) are 1, integer ones 0. A splitmix64 stream seeded by the weight's
-  // index; one staging buffer of values is generated and repeated over the
-  // weight: reproducible, and cheap for tens of GB.
+  // scales, biases, sinks) are 1, integer ones 0. A splitmix64 stream
+  // seeded by the weight's name gives P values V, and stored element j of
+  // the weight (its index in the unsplit tensor) is V[j mod P]: cheap for
+  // tens of GB, reproducible, and a tensor-parallel rank's slice holds the
+  // values the unsplit weight holds there, so virtual ranks with dummy
+  // weights can be compared with one GPU at full shapes.
   //
   // Block-quantised weights (DeepSeek's checkpoint convention: P.scale holds
   // the block scales of P.weight) get values of the same scale: FP8 e4m3
@@ -268,11 +271,25 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
     return check(cu->cuMemsetD8Async(address(bi), 0, static_cast<size_t>(b.bytes), stream),
                  "zeroing dummy weight '" + w.name + "'");
   const int64_t es = dtypeSize(b.dtype);
-  const int64_t count = b.bytes / es;
+  ShardSlice slice;
+  std::string err;
+  if (!shardSlice(w, tpRank, slice, err))
+    return fail(GpuStatus::BadInput, err);
+  if (slice.deviceElements() * es != b.bytes)
+    return fail(GpuStatus::BadInput, "dummy weight '" + w.name + "': its buffer has " +
+                                         std::to_string(b.bytes) + " bytes, the slice needs " +
+                                         std::to_string(slice.deviceElements() * es));
   const int64_t fanIn = w.shape.size() >= 2 ? std::max<int64_t>(1, w.shape[w.shape.size() - 2]) : 0;
   const double a = fanIn ? std::sqrt(3.0 / static_cast<double>(fanIn)) : 0.0;
-  const int64_t perPiece = std::min<int64_t>(count, static_cast<int64_t>(stageBytes) / es);
-  uint64_t state = 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(b.index) + 1);
+  // The staging buffers hold V twice, so any P elements from V[j mod P] on
+  // are contiguous there.
+  const int64_t period =
+      std::min<int64_t>(slice.fullElements, static_cast<int64_t>(stageBytes) / es / 2);
+  // Seeded by the weight's name (FNV-1a): the same in every artifact of a
+  // model, however its weights are ordered or split.
+  uint64_t state = 0xCBF29CE484222325ull;
+  for (unsigned char c : w.name)
+    state = (state ^ c) * 0x100000001B3ull;
   auto next = [&state] {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -282,7 +299,7 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   std::vector<float> values;
   std::vector<uint8_t> bytes;
   if (isFloat) {
-    values.resize(static_cast<size_t>(perPiece));
+    values.resize(static_cast<size_t>(period));
     const double blockK = isScale ? 128.0 * static_cast<double>(w.shape.back()) : 0.0;
     for (float &v : values) {
       const double u = static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
@@ -291,7 +308,7 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
                   : 1.0f;
     }
   } else {
-    bytes.resize(static_cast<size_t>(perPiece));
+    bytes.resize(static_cast<size_t>(period));
     const double k = 32.0 * static_cast<double>(w.shape.back());
     const auto e8m0 =
         static_cast<uint8_t>(127 + std::lround(std::log2(1.0 / (2.25 * std::sqrt(k)))));
@@ -308,22 +325,30 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
       return false;
     used[s] = false;
   }
-  // Both staging buffers hold the same values: uploads alternate without
-  // waiting on one buffer.
-  for (int s = 0; s < 2; ++s) {
-    if (isFloat)
-      convertElements("float32", values.data(), b.dtype, stage[s], values.size());
-    else
-      std::memcpy(stage[s], bytes.data(), bytes.size());
-  }
+  // Both staging buffers hold the same values (V, V), for either slot.
+  for (int s = 0; s < 2; ++s)
+    for (int copy = 0; copy < 2; ++copy) {
+      char *to = static_cast<char *>(stage[s]) + copy * period * es;
+      if (isFloat)
+        convertElements("float32", values.data(), b.dtype, to, values.size());
+      else
+        std::memcpy(to, bytes.data(), bytes.size());
+    }
+  // Each run of the slice (ShardSlice: stored elements [runStart(o),
+  // runStart(o) + runElements), placed one after the other on the device)
+  // in pieces of at most P elements starting at V[j mod P].
   const CUdeviceptr dst = address(bi);
-  for (int64_t doneElems = 0; doneElems < count;) {
-    const int64_t n = std::min(perPiece, count - doneElems);
-    if (!check(cu->cuMemcpyHtoDAsync(dst + doneElems * es, stage[slot], n * es, stream),
-               "uploading " + name))
-      return false;
-    doneElems += n;
-  }
+  int64_t device = 0;
+  for (int64_t o = 0; o < slice.outer; ++o)
+    for (int64_t j = slice.runStart(o), end = j + slice.runElements; j < end;) {
+      const int64_t n = std::min(period, end - j);
+      const char *from = static_cast<const char *>(stage[slot]) + (j % period) * es;
+      if (!check(cu->cuMemcpyHtoDAsync(dst + device * es, from, n * es, stream),
+                 "uploading " + name))
+        return false;
+      device += n;
+      j += n;
+    }
   return check(cu->cuStreamSynchronize(stream), "uploading " + name);
 }
 
