@@ -287,6 +287,26 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     v41_art "$v8/model.onnx" "v41-all-picks-fp8.bf16.tp$t.rows-off" bf16 --gpus $t \
       --parallel tensor --split-attention-rows=false
   done
+  # DeepSeek-V4.1-Flash-shaped layers at full width (gpu-tp-check.sh): two
+  # flash-layers (--graph-only: h20-run makes dummy weights) with FP8
+  # linears and MXFP4 experts, prompts up to 32768 tokens, on one GPU and
+  # split over T = 2, 4, 8 ranks, and at T = 8 with the attention whole
+  # (art/v41-flash-l2.S32768(.tpT)(.rows-off).h20).
+  flg=$(mktemp -d)
+  "$py" "$root/models/deepseek_v41/export.py" --graph-only flash-layers "$flg" --layers 2 \
+    --logits last --fp8-linears --fp4-experts >/dev/null
+  flash_art() { # NAME H20-OPT ARGS...
+    local name=$1
+    shift
+    "$build/bin/h20-opt" "$flg/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
+      --max-positions=32768 "$@" -o "$out/art/$name.h20" 2>/dev/null
+  }
+  flash_art v41-flash-l2.S32768
+  for t in 2 4 8; do
+    flash_art v41-flash-l2.S32768.tp$t --gpus $t --parallel tensor
+  done
+  flash_art v41-flash-l2.S32768.tp8.rows-off --gpus 8 --parallel tensor --split-attention-rows=false
+  rm -rf "$flg"
   # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py): weights
   # kept FP8 on the GPU, its inputs and both references (models/fp8-linear*,
   # art/fp8-linear*.h20).

@@ -58,11 +58,13 @@ if [[ -x $bin/h20-gpu-unittests ]]; then
 fi
 
 # compare NAME BASE_ART IDS WEIGHTS_DIR TOL: the unsplit run, then each
-# BASE.tpT.h20 on T virtual ranks, compared with it.
+# BASE.tpT.h20 on T virtual ranks, compared with it (h20-run also gets the
+# arguments in the array `extra`).
+extra=()
 compare() {
   local name=$1 art=$2 ids=$3 wdir=$4 tol=$5
   local base=$results/$name
-  if ! "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" --warmup 0 \
+  if ! "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" --warmup 0 "${extra[@]}" \
       --dump-logits "$base.t1.npy" --report "$base.t1.json" >>"$log" 2>&1; then
     record "$name T=1" FAIL "the unsplit run failed (see tp-check.log)"
     return
@@ -76,7 +78,7 @@ compare() {
       continue
     fi
     echo "== $name T=$t" >>"$log"
-    "$bin/h20-run" "$tart" --ids "$ids" --weights-dir "$wdir" --warmup 0 --gpus "$t" --virtual-ranks \
+    "$bin/h20-run" "$tart" --ids "$ids" --weights-dir "$wdir" --warmup 0 --gpus "$t" --virtual-ranks "${extra[@]}" \
       --dump-logits "$o.npy" --report "$o.json" >"$o.out" 2>&1
     local rc=$?
     cat "$o.out" >>"$log"
@@ -121,7 +123,7 @@ done
 # all-reduce), the same next token.
 for art in "$bundle"/art/v41-*.h20; do
   b=$(basename "$art" .h20)
-  [[ $b == *.tp[0-9]* || ! -f ${art%.h20}.tp2.h20 ]] && continue
+  [[ $b == *.tp[0-9]* || $b == v41-flash-* || ! -f ${art%.h20}.tp2.h20 ]] && continue
   m=${b%%.*}
   m=${m%-c[0-9]*}
   tol=2e-2
@@ -141,7 +143,7 @@ done
 # that GEMM runs with M / T rows, for which cuBLASLt may choose another
 # algorithm (another summation order).
 for off in "$bundle"/art/v41-*.tp[0-9]*.rows-off.h20; do
-  [[ -f $off ]] || continue
+  [[ -f $off && $off != */v41-flash-* ]] || continue
   split=${off%.rows-off.h20}.h20
   b=$(basename "$split" .h20)
   t=${b##*.tp}
@@ -159,6 +161,39 @@ for off in "$bundle"/art/v41-*.tp[0-9]*.rows-off.h20; do
   echo "$cmp" >>"$log"
   record "$b rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$o.split.json" tensor_parallel all_reduces) vs $(field "$o.whole.json" tensor_parallel all_reduces); TTFT $(field "$o.split.json" ttft_ms) vs $(field "$o.whole.json" ttft_ms) ms"
 done
+
+# DeepSeek-V4.1-Flash-shaped layers at full width (gpu-bundle.sh:
+# art/v41-flash-l2.S32768(.tpT)(.rows-off).h20, a --graph-only export of
+# two flash-layers, a window-only one and a ratio-2 one with its indexer,
+# with FP8 linears and MXFP4 experts, 8448-token chunks): dummy weights
+# (h20-run --dummy-weights: a rank's slice holds the values the unsplit
+# weight holds there; H20_DUMMY_SHARE=0: every weight its own), 32768
+# random ids. T = 2, 4, 8 virtual ranks against one GPU (bf16: 2e-2, the
+# same next token); then at T = 8 the attention split by rows (query-side
+# and output GEMMs on 1/T of the rows) against --split-attention-rows=false
+# (1e-2).
+fl=$bundle/art/v41-flash-l2.S32768.h20
+if [[ -f $fl ]]; then
+  fids=$results/flash-ids-32768.npy
+  python3 -c "import numpy as np; np.save('$fids', np.random.default_rng(32).integers(0, 129280, (1, 32768), dtype=np.int64))"
+  export H20_DUMMY_SHARE=0
+  extra=(--dummy-weights)
+  compare v41-flash-l2.S32768 "$fl" "$fids" "$bundle/art" 2e-2
+  off=${fl%.h20}.tp8.rows-off.h20
+  o=$results/v41-flash-l2.S32768.tp8.rows
+  if [[ ! -f $off ]]; then
+    record "v41-flash-l2 T=8 rows vs whole" FAIL "no $(basename "$off")"
+  elif "$bin/h20-run" "$off" --ids "$fids" --warmup 0 --gpus 8 --virtual-ranks --dummy-weights \
+      --dump-logits "$o.whole.npy" --report "$o.whole.json" >>"$log" 2>&1; then
+    if cmp=$("$bin/npy-compare" "$results/v41-flash-l2.S32768.t8.npy" "$o.whole.npy" --max-rel-l2 1e-2 2>&1); then st=PASS; else st=FAIL; fi
+    echo "$cmp" >>"$log"
+    record "v41-flash-l2 T=8 rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$results/v41-flash-l2.S32768.t8.json" tensor_parallel all_reduces) vs $(field "$o.whole.json" tensor_parallel all_reduces); TTFT $(field "$results/v41-flash-l2.S32768.t8.json" ttft_ms) vs $(field "$o.whole.json" ttft_ms) ms"
+  else
+    record "v41-flash-l2 T=8 rows vs whole" FAIL "h20-run failed (see tp-check.log)"
+  fi
+  extra=()
+  unset H20_DUMMY_SHARE
+fi
 
 sd=$bundle/seed-dense-2l
 art=$bundle/art/seed-dense-2l.bf16.last.h20
