@@ -28,7 +28,9 @@ namespace {
 void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   if (o.chunk > 0) {
     ChunkedPrefillOptions c;
-    c.wholePromptFallback = true;
+    // A chunk the user chose is kept or refused, never replaced by the
+    // whole prompt.
+    c.wholePromptFallback = !o.chunkGiven;
     c.chunk = o.chunk;
     c.maxPositions = o.maxPositions;
     pm.addPass(createChunkedPrefill(c));

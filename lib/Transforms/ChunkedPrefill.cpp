@@ -398,6 +398,13 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       // (attn.sparse_attention) are by construction.
       bool causalByConstruction = false;
       func.walk([&](h20::attn::SparseAttentionOp) { causalByConstruction = true; });
+      if (!wholePromptFallback && causalByConstruction && chunk > 0)
+        return op->emitError("chunked prefill: ")
+               << why << "; this graph cannot run chunks of " << static_cast<int64_t>(chunk)
+               << " tokens (a chunk size the user chose): choose one it accepts, or leave "
+                  "it to the target (h20-opt without --chunk: the target's chunk, or the whole "
+                  "prompt as one chunk where chunks cannot run)"
+               << blockerSummary(blockers);
       if (!wholePromptFallback || !causalByConstruction)
         return op->emitError("chunked prefill: ")
                << why << "; this graph cannot run a chunk at a time (compile it for --target=cpu)"

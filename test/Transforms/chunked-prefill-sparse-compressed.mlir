@@ -1,5 +1,6 @@
 // RUN: h20-opt %s --split-input-file --verify-diagnostics --h20-chunked-prefill="whole-prompt-fallback=true chunk=4 max-positions=10" | FileCheck %s
 // RUN: h20-opt %s --split-input-file --h20-chunked-prefill="whole-prompt-fallback=true chunk=6 max-positions=10" 2>&1 | FileCheck %s --check-prefix=ODD
+// RUN: not h20-opt %s --split-input-file --h20-chunked-prefill="chunk=6 max-positions=10" 2>&1 | FileCheck %s --check-prefix=GIVEN
 // DeepSeek-V4.1's compressed layers run a chunk at a time when every chunk
 // holds whole groups of `ratio` tokens (chunk 4, ratio 2): the compressor's
 // Slice to whole groups and its grouping Reshape are then per token, and
@@ -66,6 +67,9 @@ func.func @compressed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
 
 // -----
 
+// A chunk the user chose (no whole-prompt fallback) that the groups do not
+// divide is refused, saying why and what to do.
+// GIVEN: error: chunked prefill: a Slice to whole groups of 4 tokens needs a chunk size that is a multiple of 4 (the chunk is 6); this graph cannot run chunks of 6 tokens (a chunk size the user chose): choose one it accepts, or leave it to the target
 // ODD: h20.chunked = {chunk = 10 : i64, {{.*}}whole = "'onnx.Slice': a Slice to whole groups of 4 tokens needs a chunk size that is a multiple of 4 (the chunk is 6)"
 // CHECK-LABEL: func.func @ratio4
 // CHECK-SAME: h20.chunked = {capacity = 12 : i64, chunk = 4 : i64

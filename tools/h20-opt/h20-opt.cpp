@@ -653,6 +653,7 @@ int compileGpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
   options.logitsLast = logitsMode == "last";
   options.maxPositions = chunks.maxPositions;
   options.chunk = chunks.chunk;
+  options.chunkGiven = chunkTokens > 0;
   options.computeType = computeType;
   options.attentionKernel = attentionKernel;
   options.fp8Gemm = fp8Gemm;

@@ -39,6 +39,9 @@ struct GpuPipelineOptions {
   /// taking token ids [1, S]) and records the chunk; 0 for a graph that
   /// runs whole.
   int64_t chunk = 0;
+  /// The user chose `chunk`: no whole-prompt fallback (h20-chunked-prefill
+  /// fails, saying why, where chunks of it cannot run).
+  bool chunkGiven = false;
   /// Longest accepted prompt: the chunk of a whole-prompt graph.
   int64_t maxPositions = 0;
   /// h20-compute-type's storage type: f32 (the pass does not run), bf16, f16.

@@ -22,6 +22,9 @@ struct GpuTargetOptions {
   int64_t maxPositions = 0;
   /// Tokens per prefill chunk (decoders with token-id input).
   int64_t chunk = 0;
+  /// The user chose `chunk` (h20-opt --chunk): a graph that cannot run
+  /// chunks of it is an error, not a whole-prompt chunk.
+  bool chunkGiven = false;
   /// Storage type of activations, weights and KV cache: f32, bf16 or f16
   /// (h20-compute-type); accumulation is float32 either way.
   std::string computeType = "bf16";

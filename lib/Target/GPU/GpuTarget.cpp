@@ -437,6 +437,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
 
   GpuPipelineOptions pipeline;
   pipeline.chunk = decoder ? options.chunk : 0;
+  pipeline.chunkGiven = options.chunkGiven;
   pipeline.maxPositions = options.maxPositions;
   pipeline.computeType = options.computeType;
   pipeline.attentionKernel = options.attentionKernel;
