@@ -64,6 +64,8 @@ extra=()
 compare() {
   local name=$1 art=$2 ids=$3 wdir=$4 tol=$5
   local base=$results/$name
+  # No result of an earlier run may stand in for a failed one.
+  rm -f "$base".t[0-9]*.{npy,json,out}
   if ! "$bin/h20-run" "$art" --ids "$ids" --weights-dir "$wdir" --warmup 0 "${extra[@]}" \
       --dump-logits "$base.t1.npy" --report "$base.t1.json" >>"$log" 2>&1; then
     record "$name T=1" FAIL "the unsplit run failed (see tp-check.log)"
@@ -181,8 +183,9 @@ if [[ -f $fl ]]; then
   compare v41-flash-l2.S32768 "$fl" "$fids" "$bundle/art" 2e-2
   off=${fl%.h20}.tp8.rows-off.h20
   o=$results/v41-flash-l2.S32768.tp8.rows
-  if [[ ! -f $off ]]; then
-    record "v41-flash-l2 T=8 rows vs whole" FAIL "no $(basename "$off")"
+  rm -f "$o".whole.{npy,json}
+  if [[ ! -f $off || ! -f $results/v41-flash-l2.S32768.t8.npy ]]; then
+    record "v41-flash-l2 T=8 rows vs whole" FAIL "no $(basename "$off"), or the split T=8 run failed"
   elif "$bin/h20-run" "$off" --ids "$fids" --warmup 0 --gpus 8 --virtual-ranks --dummy-weights \
       --dump-logits "$o.whole.npy" --report "$o.whole.json" >>"$log" 2>&1; then
     if cmp=$("$bin/npy-compare" "$results/v41-flash-l2.S32768.t8.npy" "$o.whole.npy" --max-rel-l2 1e-2 2>&1); then st=PASS; else st=FAIL; fi

@@ -401,9 +401,9 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       if (!wholePromptFallback && causalByConstruction && chunk > 0)
         return op->emitError("chunked prefill: ")
                << why << "; this graph cannot run chunks of " << static_cast<int64_t>(chunk)
-               << " tokens (a chunk size the user chose): choose one it accepts, or leave "
-                  "it to the target (h20-opt without --chunk: the target's chunk, or the whole "
-                  "prompt as one chunk where chunks cannot run)"
+               << " tokens (no whole-prompt fallback: a chunk the user chose): choose a chunk "
+                  "size it accepts, or leave it to the target (h20-opt without --chunk: the "
+                  "target's chunk, or the whole prompt as one chunk where chunks cannot run)"
                << blockerSummary(blockers);
       if (!wholePromptFallback || !causalByConstruction)
         return op->emitError("chunked prefill: ")

@@ -134,9 +134,6 @@ bool boundedByPosition(Value v, bool upper) {
   return false;
 }
 
-/// Ops that compute each element from the elements at the same (broadcast)
-/// index of their operands.
-
 /// The operands whose values (not only sizes) reach `op`'s results: a
 /// shape, bound or axes operand only sizes them.
 SmallVector<Value> dataOperands(Operation *op) {

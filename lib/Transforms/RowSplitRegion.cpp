@@ -74,8 +74,6 @@ bool shapeOnly(Operation *op) {
   return isa<ox::TransposeOp, ox::ReshapeOp, ox::UnsqueezeOp, ox::SqueezeOp>(op);
 }
 
-bool elementwise(Operation *op) { return h20::isOnnxElementwise(op); }
-
 /// The constant integers of `v` (onnx.Constant), or nothing.
 std::optional<SmallVector<int64_t>> constantInts(Value v) {
   auto c = v ? v.getDefiningOp<ox::ConstantOp>() : nullptr;
@@ -175,7 +173,7 @@ std::optional<int64_t> resultAxis(Operation *op, const llvm::DenseMap<Value, int
         return std::nullopt;
     return a;
   }
-  if (elementwise(op)) {
+  if (h20::isOnnxElementwise(op)) {
     // Broadcast from the right: an operand's dim at the rows' position is
     // the rows (dynamic), 1, or absent.
     const int64_t ra = a + (out.getRank() - it.getRank());
@@ -266,6 +264,19 @@ h20::RowSplitRegion h20::findRowSplitRegion(Operation *attention) {
 
 namespace {
 
+/// Whether operand `idx` of `op` is one whose rows resultAxis follows (a
+/// data operand), not a shape, axes or sizes operand whose every element
+/// each row reads.
+bool rowsOperand(Operation *op, unsigned idx) {
+  if (isa<ox::TransposeOp, ox::ReshapeOp, ox::UnsqueezeOp, ox::SqueezeOp, ox::SplitOp,
+          ox::ReduceMaxOp, ox::ReduceSumOp, ox::ReduceMeanOp, at::RmsNormOp, ox::MatMulOp,
+          ox::H20BlockScaledMatMulOp>(op))
+    return idx == 0;
+  if (isa<at::RopeOp>(op))
+    return idx <= 1; // input and positions
+  return isa<ox::ConcatOp>(op) || h20::isOnnxElementwise(op);
+}
+
 /// Whether `use` reads only the rank's rows of its value once the query
 /// side is split (`side`: the query-side ops found so far): a per-query
 /// operand of an op split by query rows, rows on axis 0 (a sparse
@@ -273,7 +284,8 @@ namespace {
 /// query side, or a query of the shape alone.
 bool readsRankRowsOnly(OpOperand &use, const llvm::DenseSet<Operation *> &side) {
   Operation *u = use.getOwner();
-  if (side.contains(u) || isa<ox::ShapeOp, tensor::DimOp>(u))
+  if ((side.contains(u) && rowsOperand(u, use.getOperandNumber())) ||
+      isa<ox::ShapeOp, tensor::DimOp>(u))
     return true;
   if (!u->hasAttr(at::kSplitRowsAttr))
     return false;
@@ -291,14 +303,19 @@ bool readsRankRowsOnly(OpOperand &use, const llvm::DenseSet<Operation *> &side) 
 }
 
 /// The rows' axis of `op`'s results when `op` is row-local with every
-/// operand's rows on its one dynamic dim (the token dim of the attn-level
-/// graph) and every result's rows on its one dynamic dim too; nothing
-/// otherwise. `axes` receives the operands' axes.
+/// data operand's rows on its one dynamic dim (the token dim of the
+/// attn-level graph) and every result's rows on its one dynamic dim too;
+/// nothing otherwise, and nothing when a shape or axes operand has a
+/// dynamic size (made from the rows: every row reads all of it). `axes`
+/// receives the operands' axes.
 std::optional<int64_t> rowLocalOnTokenDims(Operation *op, llvm::DenseMap<Value, int64_t> &axes) {
-  for (Value v : op->getOperands()) {
+  for (OpOperand &o : op->getOpOperands()) {
+    Value v = o.get();
     auto t = tensorOf(v);
     if (!t || isWeight(v) || t.hasStaticShape())
       continue;
+    if (!rowsOperand(op, o.getOperandNumber()))
+      return std::nullopt;
     std::optional<int64_t> d = onlyDynamicDim(t);
     if (!d)
       return std::nullopt;

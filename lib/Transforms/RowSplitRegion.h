@@ -32,8 +32,9 @@ struct RowSplitRegion {
 
 /// Walks forward from `attention` through row-local ops (output row i
 /// depends on row i of the region's values only: transposes, reshapes,
-/// unsqueeze / squeeze, split / concat along other axes, broadcasting
-/// elementwise ops, attn.rope along the rows, weight MatMuls along M) and
+/// unsqueeze / squeeze, split / concat along other axes, broadcasting ONNX
+/// elementwise ops, ReduceMax / Sum / Mean and attn.rms_norm over other
+/// axes, attn.rope along the rows, weight MatMuls along M) and
 /// returns the last weight GEMM the split can end at: one where the
 /// region's only live value is that GEMM's result; after the first such
 /// GEMM only shape-only ops (transpose, reshape, unsqueeze, squeeze) may
@@ -45,9 +46,9 @@ RowSplitRegion findRowSplitRegion(mlir::Operation *attention);
 /// the ops of `body` already split by query rows (attn::kSplitRowsAttr):
 /// GEMMs whose result reaches only those ops' per-query operands (a sparse
 /// attention's query, an indexer's query and head weights) through
-/// row-local ops (the rules of findRowSplitRegion, plus attn.rms_norm over
-/// trailing dims), every value on the way read by nothing else but shape
-/// queries. Such a GEMM may compute only the rank's rows: no other row of
+/// row-local ops (the rules of findRowSplitRegion, data operands only),
+/// every value on the way read by nothing else but shape queries (ops in
+/// nested regions are not followed: their GEMMs stay whole). Such a GEMM may compute only the rank's rows: no other row of
 /// its result is ever read. DeepSeek-V4.1-Flash: wq_a, wq_b, the indexer's
 /// wq_b and weights_proj; not the KV side (latent, compressor and indexer
 /// key projections), whose input rows every rank needs. In program order.

@@ -69,7 +69,7 @@ func.func @compressed(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
 
 // A chunk the user chose (no whole-prompt fallback) that the groups do not
 // divide is refused, saying why and what to do.
-// GIVEN: error: chunked prefill: a Slice to whole groups of 4 tokens needs a chunk size that is a multiple of 4 (the chunk is 6); this graph cannot run chunks of 6 tokens (a chunk size the user chose): choose one it accepts, or leave it to the target
+// GIVEN: error: chunked prefill: a Slice to whole groups of 4 tokens needs a chunk size that is a multiple of 4 (the chunk is 6); this graph cannot run chunks of 6 tokens (no whole-prompt fallback: a chunk the user chose): choose a chunk size it accepts, or leave it to the target
 // ODD: h20.chunked = {chunk = 10 : i64, {{.*}}whole = "'onnx.Slice': a Slice to whole groups of 4 tokens needs a chunk size that is a multiple of 4 (the chunk is 6)"
 // CHECK-LABEL: func.func @ratio4
 // CHECK-SAME: h20.chunked = {capacity = 12 : i64, chunk = 4 : i64

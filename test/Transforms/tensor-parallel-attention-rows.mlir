@@ -231,3 +231,28 @@ func.func @query_side(%x: tensor<?x32xf32>, %pos: tensor<1x?xi64>, %ik: tensor<?
   return %o, %keep : tensor<?x4x16xf32>, tensor<?x8xf32>
 }
 }
+
+// -----
+
+// A value read as a shape (here: a Reshape's dynamic-length shape operand,
+// made from a GEMM) is read whole by every row: neither that GEMM nor the
+// one behind the reshaped query is split.
+// CHECK: module attributes {h20.tensor_parallel = {{{.*}}query_gemms = 0 : i64
+// CHECK-LABEL: func.func @shape_from_gemm
+// CHECK-NOT: onnx.MatMul({{.*}}) {h20.split_rows
+// CHECK: attn.sparse_attention {{.*}} {h20.split_gather, h20.split_rows = 4 : i64
+module attributes {onnx.model_dir = "."} {
+func.func @shape_from_gemm(%x: tensor<?x32xf32>, %lat: tensor<?x16xf32>) -> tensor<?x1x16xf32> {
+  %w = onnx.Weight {name = "wq"} : tensor<32x16xf32>
+  %q0 = onnx.MatMul(%x, %w) : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x16xf32>
+  %w2 = onnx.Weight {name = "ws"} : tensor<32x1xf32>
+  %s0 = onnx.MatMul(%x, %w2) : (tensor<?x32xf32>, tensor<32x1xf32>) -> tensor<?x1xf32>
+  %one = onnx.Constant() {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %s1 = onnx.Squeeze(%s0, %one) : (tensor<?x1xf32>, tensor<1xi64>) -> tensor<?xf32>
+  %s2 = onnx.Cast(%s1) {to = 7 : si64} : (tensor<?xf32>) -> tensor<?xi64>
+  %q = onnx.Reshape(%q0, %s2) : (tensor<?x16xf32>, tensor<?xi64>) -> tensor<?x1x16xf32>
+  %sink = onnx.Weight {name = "sink"} : tensor<1xf32>
+  %o = attn.sparse_attention %q, %lat, %sink {scale = 0.25 : f64, window = 4 : i64} : (tensor<?x1x16xf32>, tensor<?x16xf32>, tensor<1xf32>) -> tensor<?x1x16xf32>
+  return %o : tensor<?x1x16xf32>
+}
+}

@@ -253,7 +253,10 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   // the weight (its index in the unsplit tensor) is V[j mod P]: cheap for
   // tens of GB, reproducible, and a tensor-parallel rank's slice holds the
   // values the unsplit weight holds there, so virtual ranks with dummy
-  // weights can be compared with one GPU at full shapes.
+  // weights can be compared with one GPU at full shapes. (With
+  // H20_DUMMY_SHARE unset, weights of one shape and type share one buffer,
+  // keyed by their device bytes: a sharded and an unsharded weight of one
+  // shape share on one GPU but not on a rank. Comparisons set it to 0.)
   //
   // Block-quantised weights (DeepSeek's checkpoint convention: P.scale holds
   // the block scales of P.weight) get values of the same scale: FP8 e4m3
