@@ -48,10 +48,10 @@ RowSplitRegion findRowSplitRegion(mlir::Operation *attention);
 /// attention's query, an indexer's query and head weights) through
 /// row-local ops (the rules of findRowSplitRegion, data operands only),
 /// every value on the way read by nothing else but shape queries (ops in
-/// nested regions are not followed: their GEMMs stay whole). Such a GEMM may compute only the rank's rows: no other row of
-/// its result is ever read. DeepSeek-V4.1-Flash: wq_a, wq_b, the indexer's
-/// wq_b and weights_proj; not the KV side (latent, compressor and indexer
-/// key projections), whose input rows every rank needs. In program order.
+/// nested regions are not followed: their GEMMs stay whole). Such a GEMM may compute only the
+/// rank's rows: no other row of its result is ever read. DeepSeek-V4.1-Flash: wq_a, wq_b, the
+/// indexer's wq_b and weights_proj; not the KV side (latent, compressor and indexer key
+/// projections), whose input rows every rank needs. In program order.
 llvm::SmallVector<mlir::Operation *> findQuerySideGemms(mlir::Block &body);
 
 } // namespace h20
