@@ -72,6 +72,9 @@ for a in "${arts[@]}"; do
   timeout 600 "$bin/h20-run" "$a" --ids "$res/ids-$S.npy" --dummy-weights --warmup 1 \
     --repeat "$repeat" --report "$res/$name.report.json" >"$res/$name.log" 2>&1 || {
     echo "v41-flash-deep: $name failed (see $res/$name.log)" >&2; failed=1; continue; }
+  # H20_V41_PROFILE_MAX_S: profile only prompts up to this many tokens
+  # (default: all; a 16-layer 512K profile run costs another ~90 s).
+  [[ $S -gt ${H20_V41_PROFILE_MAX_S:-$S} ]] && continue
   timeout 600 "$bin/h20-run" "$a" --ids "$res/ids-$S.npy" --dummy-weights --warmup 0 \
     --profile-steps --report "$res/$name.profile.json" >"$res/$name.profile.log" 2>&1 || {
     echo "v41-flash-deep: $name profile failed (see $res/$name.profile.log)" >&2; failed=1; }
