@@ -65,6 +65,9 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(createFuseElementwise());
   // 16-bit bodies compute in f32 and round once per kernel.
   pm.addNestedPass<func::FuncOp>(createWidenElementwise());
+  // Short reductions (V4.1's mHC mixes over 4 streams) as elementwise
+  // ops, which the kernel lowering vectorizes.
+  pm.addNestedPass<func::FuncOp>(createUnrollSmallReductions());
   // cuBLASLt writes C with beta = 0: a GEMM's zero fill is dead.
   pm.addNestedPass<func::FuncOp>(createDropGemmInitFill());
 }
