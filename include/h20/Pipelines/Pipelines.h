@@ -67,7 +67,7 @@ struct GpuPipelineOptions {
 ///             h20-rename-entry;
 ///   linalg  — h20-choose-attention-kernels, h20-lower-to-linalg with
 ///             library calls, h20-fuse-elementwise, h20-widen-elementwise,
-///             h20-drop-gemm-init-fill;
+///             h20-unroll-small-reductions, h20-drop-gemm-init-fill;
 ///   buffers — h20-caches-to-arguments, h20-outputs-to-destinations,
 ///             empty-tensor elimination, one-shot bufferization,
 ///             h20-copies-to-linalg, h20-choose-launch-shapes;
