@@ -23,20 +23,6 @@ namespace ox = h20::onnx;
 
 namespace {
 
-/// The values of a constant integer tensor (onnx.Constant), or nothing.
-std::optional<SmallVector<int64_t>> constantInts(Value v) {
-  auto c = v ? v.getDefiningOp<ox::ConstantOp>() : nullptr;
-  if (!c)
-    return std::nullopt;
-  auto attr = dyn_cast<DenseIntElementsAttr>(c.getValue());
-  if (!attr)
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  for (const APInt &x : attr.getValues<APInt>())
-    out.push_back(x.getSExtValue());
-  return out;
-}
-
 RankedTensorType rankedOf(Value v) { return dyn_cast<RankedTensorType>(v.getType()); }
 
 /// Whether axis `axis` (negative: from the end) of `v` has a static size.
@@ -66,7 +52,7 @@ int64_t dynamicDims(Value v) {
 
 /// The single value of a constant one-element integer tensor, or nothing.
 std::optional<int64_t> constantInt(Value v) {
-  auto vals = constantInts(v);
+  auto vals = h20::constantInts(v);
   if (!vals || vals->size() != 1)
     return std::nullopt;
   return (*vals)[0];
@@ -167,6 +153,19 @@ bool h20::isOnnxElementwise(Operation *op) {
              ox::RoundOp, ox::FloorOp, ox::CeilOp, ox::SignOp, ox::ClipOp, ox::ModOp,
              ox::BitwiseAndOp, ox::BitwiseOrOp, ox::BitwiseXorOp, ox::BitwiseNotOp, ox::WhereOp,
              ox::CastOp>(op);
+}
+
+std::optional<SmallVector<int64_t>> h20::constantInts(Value v) {
+  auto c = v ? v.getDefiningOp<ox::ConstantOp>() : nullptr;
+  if (!c)
+    return std::nullopt;
+  auto attr = dyn_cast<DenseIntElementsAttr>(c.getValue());
+  if (!attr)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &x : attr.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
 }
 
 namespace h20 {

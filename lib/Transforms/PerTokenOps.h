@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@ namespace h20 {
 /// broadcasting, Where, Clip, Cast): result element i reads element i of
 /// every operand, after broadcasting.
 bool isOnnxElementwise(mlir::Operation *op);
+
+/// The values of a constant integer tensor (onnx.Constant, any integer
+/// type, sign-extended), or nothing when `v` is not one.
+std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
 
 /// Decides, op by op, whether running a decoder graph C tokens at a time
 /// gives the same rows as running the whole prompt (chunked prefill).

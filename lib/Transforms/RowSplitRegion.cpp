@@ -74,25 +74,13 @@ bool shapeOnly(Operation *op) {
   return isa<ox::TransposeOp, ox::ReshapeOp, ox::UnsqueezeOp, ox::SqueezeOp>(op);
 }
 
-/// The constant integers of `v` (onnx.Constant), or nothing.
-std::optional<SmallVector<int64_t>> constantInts(Value v) {
-  auto c = v ? v.getDefiningOp<ox::ConstantOp>() : nullptr;
-  auto attr = c ? dyn_cast<DenseIntElementsAttr>(c.getValue()) : DenseIntElementsAttr();
-  if (!attr)
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  for (const APInt &x : attr.getValues<APInt>())
-    out.push_back(x.getSExtValue());
-  return out;
-}
-
 /// The rows' axis after a ReduceMax / ReduceSum / ReduceMean of `in`
 /// (rows on `a`) along constant axes other than the rows', or nothing.
 template <typename ReduceOp>
 std::optional<int64_t> reducedAxis(ReduceOp op, RankedTensorType in, int64_t a) {
   std::optional<SmallVector<int64_t>> axes;
   if (op->getNumOperands() > 1)
-    axes = constantInts(op->getOperand(1));
+    axes = h20::constantInts(op->getOperand(1));
   else if (op.getAxes())
     axes = SmallVector<int64_t>(op.getAxes()->begin(), op.getAxes()->end());
   if (!axes || axes->empty()) // all axes (or none: noop_with_empty_axes)
