@@ -60,6 +60,9 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   lower.fp8Gemm = o.fp8Gemm;
   pm.addPass(createLowerToLinalg(lower));
   pm.addPass(createCanonicalizerPass());
+  // A concat of a tensor's own slices (RoPE on part of the channels)
+  // updates that tensor instead of copying it.
+  pm.addNestedPass<func::FuncOp>(createConcatInPlace());
   // Elementwise producers (head transposes included) fuse into their single
   // consumer: one kernel and one pass over memory instead of several.
   pm.addNestedPass<func::FuncOp>(createFuseElementwise());

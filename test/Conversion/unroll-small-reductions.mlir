@@ -71,3 +71,20 @@ func.func @kept(%x: tensor<8x16xf32>, %y: tensor<8x?xf32>, %z: tensor<8x2x2xf32>
   } -> tensor<8xf32>
   return %0, %1, %2, %3 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A reduction along an input's innermost dim (a row's sum over 4
+// elements) keeps its reduction kernel.
+// CHECK-LABEL: func.func @row
+// CHECK: iterator_types = ["parallel", "reduction"]
+#a2 = affine_map<(i, j) -> (i, j)>
+#r2 = affine_map<(i, j) -> (i)>
+func.func @row(%x: tensor<8x4xf32>, %o: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = linalg.generic {indexing_maps = [#a2, #r2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<8x4xf32>) outs(%o : tensor<8xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

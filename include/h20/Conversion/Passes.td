@@ -182,13 +182,34 @@ def WidenElementwise : Pass<"h20-widen-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def ConcatInPlace : Pass<"h20-concat-in-place", "mlir::func::FuncOp"> {
+  let summary = "Insert a concat's other pieces into the tensor its own slices come from";
+  let description = [{
+    GPU target, linalg stage (after h20-lower-to-linalg and the
+    canonicalizer): a chain of tensor.insert_slice ops (unit strides) into
+    a tensor.empty that tiles it along one static axis, where some pieces
+    are tensor.extract_slice ops of one tensor X of the same type and
+    provably the same sizes (read off X's producer: tensor.empty,
+    tensor.reshape by tensor.from_elements, tensor.expand_shape, a
+    destination-style op's init), taken at the very offsets and sizes they
+    are inserted at, becomes a chain of inserts of the other pieces into X.
+    Same values; the pieces of X are not copied (one-shot bufferization
+    updates X in place where it is dead afterwards). Why: DeepSeek-V4.1's
+    RoPE on 64 of 512 channels (split, rotate, concat) copied the other
+    448 channels of the query and of the attention output, the largest
+    generated kernel of a Flash rank.
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def UnrollSmallReductions : Pass<"h20-unroll-small-reductions", "mlir::func::FuncOp"> {
   let summary = "Rewrite a generic's short static reduction as an all-parallel generic";
   let description = [{
     GPU target, after h20-widen-elementwise: a linalg.generic on tensors
     (not a library call) with exactly one reduction loop, of static extent
-    R in [2, 8], no linalg.index in its body and outputs that do not read
-    that loop, becomes an all-parallel generic. Each input whose map reads
+    R in [2, 8], that no input reads along its innermost dim (row
+    reductions keep their kernel), no linalg.index in its body and outputs
+    that do not read that loop, becomes an all-parallel generic. Each input whose map reads
     the reduction dim is passed R times (the dim replaced by j = 0 .. R-1);
     the body applies the old body R times in order, each taking the
     previous one's yields as its outputs. Same operations, order and

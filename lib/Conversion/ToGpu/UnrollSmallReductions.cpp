@@ -35,9 +35,9 @@ namespace {
 constexpr int64_t kMaxUnroll = 8;
 
 /// The reduction dim of `g` when it has exactly one, of a static extent in
-/// [2, kMaxUnroll], every indexing map a plain affine map, the body without
-/// linalg.index (which would see the dim) and `g` not a library call;
-/// nothing otherwise.
+/// [2, kMaxUnroll], read by no input along its innermost dim, the body
+/// without linalg.index (which would see the dim) and `g` not a library
+/// call; nothing otherwise.
 std::optional<unsigned> smallReductionDim(linalg::GenericOp g) {
   if (g.getLibraryCallAttr() || !g.hasPureTensorSemantics())
     return std::nullopt;
@@ -58,6 +58,15 @@ std::optional<unsigned> smallReductionDim(linalg::GenericOp g) {
   for (OpOperand &init : g.getDpsInitsMutable())
     if (g.getMatchingIndexingMap(&init).isFunctionOfDim(*red))
       return std::nullopt;
+  // Only where the reduced values lie across the contiguous dim (the mHC
+  // mixes: x[t, j, c] over j): a reduction along an operand's innermost
+  // dim (a row's sum of squares, softmax, a short dot product) gains no
+  // vector access from the rewrite, and keeps its row-reduction kernel.
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    AffineMap map = g.getMatchingIndexingMap(in);
+    if (map.getNumResults() > 0 && map.getResults().back().isFunctionOfDim(*red))
+      return std::nullopt;
+  }
   return red;
 }
 
