@@ -66,8 +66,9 @@ struct GpuPipelineOptions {
 ///   chunked — h20-chunked-prefill (chunk recorded), h20-compute-type,
 ///             h20-rename-entry;
 ///   linalg  — h20-choose-attention-kernels, h20-lower-to-linalg with
-///             library calls, h20-fuse-elementwise, h20-widen-elementwise,
-///             h20-unroll-small-reductions, h20-drop-gemm-init-fill;
+///             library calls, h20-concat-in-place, h20-fuse-elementwise,
+///             h20-widen-elementwise, h20-unroll-small-reductions,
+///             h20-drop-gemm-init-fill;
 ///   buffers — h20-caches-to-arguments, h20-outputs-to-destinations,
 ///             empty-tensor elimination, one-shot bufferization,
 ///             h20-copies-to-linalg, h20-choose-launch-shapes;
