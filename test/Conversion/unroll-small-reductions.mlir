@@ -88,3 +88,23 @@ func.func @row(%x: tensor<8x4xf32>, %o: tensor<8xf32>) -> tensor<8xf32> {
   } -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// A reduction dim inside an index expression (a short convolution,
+// x[i + j]) is left alone: with j = 0 the expression would become a plain
+// loop index, from which linalg would take the loop's range.
+// CHECK-LABEL: func.func @conv
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+#xc = affine_map<(i, c, j) -> (i + j, c)>
+#wc = affine_map<(i, c, j) -> (j, c)>
+#oc = affine_map<(i, c, j) -> (i, c)>
+func.func @conv(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %o: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = linalg.generic {indexing_maps = [#xc, #wc, #oc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<?x8xf32>, tensor<4x8xf32>) outs(%o : tensor<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}

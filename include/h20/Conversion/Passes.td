@@ -207,10 +207,12 @@ def UnrollSmallReductions : Pass<"h20-unroll-small-reductions", "mlir::func::Fun
   let description = [{
     GPU target, after h20-widen-elementwise: a linalg.generic on tensors
     (not a library call) with exactly one reduction loop, of static extent
-    R in [2, 8], that no input reads along its innermost dim (row
+    R in [2, 8], that inputs read only as a plain index (never inside an
+    expression such as i + j) and never along their innermost dim (row
     reductions keep their kernel), no linalg.index in its body and outputs
-    that do not read that loop, becomes an all-parallel generic. Each input whose map reads
-    the reduction dim is passed R times (the dim replaced by j = 0 .. R-1);
+    that do not read that loop, becomes an all-parallel generic. Each
+    input whose map reads the reduction dim is passed R times (the dim
+    replaced by j = 0 .. R-1);
     the body applies the old body R times in order, each taking the
     previous one's yields as its outputs. Same operations, order and
     rounding as the reduction loop; the elementwise kernel path then

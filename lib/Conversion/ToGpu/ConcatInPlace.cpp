@@ -50,6 +50,7 @@ std::optional<OpFoldResult> knownDim(Value v, int64_t k) {
   return std::nullopt;
 }
 
+/// Whether `a` and `b` are the same constant or the same SSA value.
 bool same(OpFoldResult a, OpFoldResult b) { return isEqualConstantIntOrValue(a, b); }
 
 /// A chain of insert_slice ops (unit strides) into a tensor.empty that
@@ -58,13 +59,15 @@ bool same(OpFoldResult a, OpFoldResult b) { return isEqualConstantIntOrValue(a, 
 SmallVector<tensor::InsertSliceOp> tilingChain(tensor::InsertSliceOp last) {
   SmallVector<tensor::InsertSliceOp> chain{last};
   while (auto prev = chain.back().getDest().getDefiningOp<tensor::InsertSliceOp>()) {
-    if (!prev->hasOneUse())
+    // One block: the new inserts go where `last` is (not into a loop
+    // body that the chain's start is outside of).
+    if (!prev->hasOneUse() || prev->getBlock() != last->getBlock())
       return {};
     chain.push_back(prev);
   }
   std::reverse(chain.begin(), chain.end());
   auto base = chain.front().getDest().getDefiningOp<tensor::EmptyOp>();
-  if (!base || chain.size() < 2)
+  if (!base || chain.size() < 2 || base->getBlock() != last->getBlock())
     return {};
   auto t = base.getType();
   std::optional<int64_t> axis;
@@ -126,7 +129,7 @@ Value ownSliceSource(tensor::InsertSliceOp ins, tensor::EmptyOp base) {
 
 /// Rewrites the chain ending at `last` into inserts into X (every piece
 /// that is not X's own slice), when some piece is X's own slice.
-void rewrite(tensor::InsertSliceOp last) {
+void insertIntoOwnSource(tensor::InsertSliceOp last) {
   SmallVector<tensor::InsertSliceOp> chain = tilingChain(last);
   if (chain.empty())
     return;
@@ -160,6 +163,7 @@ void rewrite(tensor::InsertSliceOp last) {
       op->erase();
 }
 
+/// Collects the ends of insert chains first, then rewrites each.
 struct ConcatInPlacePass : h20::impl::ConcatInPlaceBase<ConcatInPlacePass> {
   void runOnOperation() override {
     SmallVector<tensor::InsertSliceOp> lasts;
@@ -171,7 +175,7 @@ struct ConcatInPlacePass : h20::impl::ConcatInPlaceBase<ConcatInPlacePass> {
         lasts.push_back(ins);
     });
     for (tensor::InsertSliceOp last : lasts)
-      rewrite(last);
+      insertIntoOwnSource(last);
   }
 };
 

@@ -35,9 +35,9 @@ namespace {
 constexpr int64_t kMaxUnroll = 8;
 
 /// The reduction dim of `g` when it has exactly one, of a static extent in
-/// [2, kMaxUnroll], read by no input along its innermost dim, the body
-/// without linalg.index (which would see the dim) and `g` not a library
-/// call; nothing otherwise.
+/// [2, kMaxUnroll], read by inputs only as a plain index and never along
+/// their innermost dim, the body without linalg.index (which would see the
+/// dim) and `g` not a library call; nothing otherwise.
 std::optional<unsigned> smallReductionDim(linalg::GenericOp g) {
   if (g.getLibraryCallAttr() || !g.hasPureTensorSemantics())
     return std::nullopt;
@@ -62,10 +62,17 @@ std::optional<unsigned> smallReductionDim(linalg::GenericOp g) {
   // mixes: x[t, j, c] over j): a reduction along an operand's innermost
   // dim (a row's sum of squares, softmax, a short dot product) gains no
   // vector access from the rewrite, and keeps its row-reduction kernel.
+  // The dim must appear as itself (x[t, j, c]), never inside an
+  // expression (x[i + j]): with j replaced by 0 such a result becomes a
+  // plain dim, and linalg would take that loop's range from x instead.
+  AffineExpr plain = getAffineDimExpr(*red, g.getContext());
   for (OpOperand *in : g.getDpsInputOperands()) {
     AffineMap map = g.getMatchingIndexingMap(in);
     if (map.getNumResults() > 0 && map.getResults().back().isFunctionOfDim(*red))
       return std::nullopt;
+    for (AffineExpr e : map.getResults())
+      if (e.isFunctionOfDim(*red) && e != plain)
+        return std::nullopt;
   }
   return red;
 }
@@ -135,6 +142,8 @@ void unroll(linalg::GenericOp g, unsigned red) {
   g.erase();
 }
 
+/// Collects the generics first, then rewrites them (the walk must not see
+/// the ops it creates).
 struct UnrollSmallReductionsPass
     : h20::impl::UnrollSmallReductionsBase<UnrollSmallReductionsPass> {
   void runOnOperation() override {
