@@ -134,16 +134,17 @@ void insertIntoOwnSource(tensor::InsertSliceOp last) {
   if (chain.empty())
     return;
   auto base = chain.front().getDest().getDefiningOp<tensor::EmptyOp>();
-  Value x;
-  for (tensor::InsertSliceOp ins : chain)
-    if (Value s = ownSliceSource(ins, base); s && (!x || s == x))
-      x = s;
-  if (!x)
+  // X: the first piece's own source; the pieces from elsewhere are kept.
+  SmallVector<Value> own = llvm::map_to_vector(
+      chain, [&](tensor::InsertSliceOp ins) { return ownSliceSource(ins, base); });
+  auto first = llvm::find_if(own, [](Value v) { return v != nullptr; });
+  if (first == own.end())
     return;
+  Value x = *first;
   OpBuilder b(last);
   Value acc = x;
-  for (tensor::InsertSliceOp ins : chain) {
-    if (ownSliceSource(ins, base) == x)
+  for (auto [ins, src] : llvm::zip(chain, own)) {
+    if (src == x)
       continue;
     acc = tensor::InsertSliceOp::create(b, ins.getLoc(), ins.getSource(), acc,
                                         ins.getMixedOffsets(), ins.getMixedSizes(),

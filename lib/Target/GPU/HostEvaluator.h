@@ -293,6 +293,12 @@ private:
   LogicalResult evalAlloc(Operation *op, MemRefType t, ValueRange dynamic);
   LogicalResult evalGlobal(memref::GetGlobalOp op);
   LogicalResult evalLaunch(mlir::gpu::LaunchFuncOp op);
+  /// The gathered op of a query-row split (attn::kSplitGatherAttr on
+  /// `op`): a memset step zeroing its whole output `out` first, so that
+  /// the all-reduce after it sums only each rank's rows. Nothing for an op
+  /// that is not gathered; an error naming `what` when `out` is not
+  /// contiguous.
+  LogicalResult clearIfGathered(Operation *op, const View &out, StringRef what);
   LogicalResult evalGemm(linalg::GenericOp op);
   LogicalResult evalAllReduce(linalg::GenericOp op);
   LogicalResult evalAttention(linalg::GenericOp op);

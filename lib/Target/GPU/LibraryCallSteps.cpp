@@ -203,6 +203,18 @@ static std::optional<runtime::MemsetStep> zeroFill(const View &v) {
   return clear;
 }
 
+LogicalResult Evaluator::clearIfGathered(Operation *op, const View &out, StringRef what) {
+  if (!op->hasAttr(attn::kSplitGatherAttr))
+    return success();
+  std::optional<runtime::MemsetStep> clear = zeroFill(out);
+  if (!clear)
+    return op->emitError("GPU target: internal: a gathered split ")
+           << what << " output that is not contiguous";
+  use(out.buffer);
+  steps.push_back(*clear);
+  return success();
+}
+
 LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   auto maps = op.getIndexingMapsArray();
   auto a = view(op.getDpsInputs()[0], op), b = view(op.getDpsInputs()[1], op),
@@ -260,14 +272,8 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
     const Lin rowA = strideAlong(*a, maps[0], r - 2), rowC = strideAlong(*c, maps[2], r - 2);
     if (!rowA.isConst() || !rowC.isConst())
       return op->emitError("GPU target: internal: split GEMM rows of non-constant stride");
-    if (op->hasAttr(attn::kSplitGatherAttr)) {
-      std::optional<runtime::MemsetStep> clear = zeroFill(*c);
-      if (!clear)
-        return op->emitError("GPU target: internal: a gathered split GEMM output that is not "
-                             "contiguous");
-      use(c->buffer);
-      steps.push_back(*clear);
-    }
+    if (failed(clearIfGathered(op, *c, "GEMM")))
+      return failure();
     const Lin first{0, 0, 0, 0, *rankRowCount};
     a->offset = a->offset + first.scaled(rowA.c);
     c->offset = c->offset + first.scaled(rowC.c);
@@ -559,14 +565,8 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
       return op->emitError("GPU target: internal: split attention rows of non-constant stride");
     // Gathered here (no GEMM of the output projection took the split
     // over): the other rows are zeroed for the all-reduce's sum.
-    if (op->hasAttr(attn::kSplitGatherAttr)) {
-      std::optional<runtime::MemsetStep> clear = zeroFill(o);
-      if (!clear)
-        return op->emitError("GPU target: internal: a split attention output that is not "
-                             "contiguous");
-      use(o.buffer);
-      steps.push_back(*clear);
-    }
+    if (failed(clearIfGathered(op, o, "attention")))
+      return failure();
     // The kernel takes its queries as the last rows of the latent (query
     // row i is latent row L - S + i): the latent ends after this rank's
     // last row, L' = L - R + (r + 1) B (the rows after it are no real
@@ -870,14 +870,8 @@ LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
   if (*split) {
     if (!y.strides[0].isConst())
       return op->emitError("GPU target: internal: split FP8 rows of non-constant stride");
-    if (op->hasAttr(attn::kSplitGatherAttr)) {
-      std::optional<runtime::MemsetStep> clear = zeroFill(y);
-      if (!clear)
-        return op->emitError("GPU target: internal: a gathered split FP8 GEMM output that is "
-                             "not contiguous");
-      use(y.buffer);
-      steps.push_back(*clear);
-    }
+    if (failed(clearIfGathered(op, y, "FP8 GEMM")))
+      return failure();
     y = rankRows(y, xq.sizes[0].c);
   }
   if (!rowMajor2d(xq) || !rowMajor2d(xs) || !rowMajor2d(w) || !rowMajor2d(scale) || !rowMajor2d(y))
