@@ -144,6 +144,23 @@ done
 # the bit (the gather adds zeros); where it reaches the output projection,
 # that GEMM runs with M / T rows, for which cuBLASLt may choose another
 # algorithm (another summation order).
+# rows_vs_whole LABEL T SPLIT OFF_ART IDS H20-RUN-ARGS...: the unsplit
+# program OFF_ART on T virtual ranks against the split run already made
+# (SPLIT.npy, SPLIT.json), within 1e-2 and on the next token.
+rows_vs_whole() {
+  local label=$1 t=$2 split=$3 off=$4 ids=$5
+  shift 5
+  local o=$split.rows-off cmp st
+  rm -f "$o".{npy,json}
+  if [[ ! -f $split.npy ]] || ! "$bin/h20-run" "$off" --ids "$ids" --warmup 0 --gpus "$t" \
+      --virtual-ranks "$@" --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1; then
+    record "$label rows vs whole" FAIL "h20-run failed, or the split run did (see tp-check.log)"
+    return
+  fi
+  if cmp=$("$bin/npy-compare" "$split.npy" "$o.npy" --max-rel-l2 1e-2 2>&1); then st=PASS; else st=FAIL; fi
+  echo "$cmp" >>"$log"
+  record "$label rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$split.json" tensor_parallel all_reduces) vs $(field "$o.json" tensor_parallel all_reduces); TTFT $(field "$split.json" ttft_ms) vs $(field "$o.json" ttft_ms) ms"
+}
 for off in "$bundle"/art/v41-*.tp[0-9]*.rows-off.h20; do
   [[ -f $off && $off != */v41-flash-* ]] || continue
   split=${off%.rows-off.h20}.h20
@@ -151,17 +168,11 @@ for off in "$bundle"/art/v41-*.tp[0-9]*.rows-off.h20; do
   t=${b##*.tp}
   m=${b%%.*}
   m=${m%-c[0-9]*}
-  o=$results/$b.rows
-  if ! "$bin/h20-run" "$split" --ids "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m" \
-      --warmup 0 --gpus "$t" --virtual-ranks --dump-logits "$o.split.npy" --report "$o.split.json" >>"$log" 2>&1 ||
-    ! "$bin/h20-run" "$off" --ids "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m" \
-      --warmup 0 --gpus "$t" --virtual-ranks --dump-logits "$o.whole.npy" --report "$o.whole.json" >>"$log" 2>&1; then
-    record "$b rows vs whole" FAIL "h20-run failed (see tp-check.log)"
-    continue
-  fi
-  if cmp=$("$bin/npy-compare" "$o.split.npy" "$o.whole.npy" --max-rel-l2 1e-2 2>&1); then st=PASS; else st=FAIL; fi
-  echo "$cmp" >>"$log"
-  record "$b rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$o.split.json" tensor_parallel all_reduces) vs $(field "$o.whole.json" tensor_parallel all_reduces); TTFT $(field "$o.split.json" ttft_ms) vs $(field "$o.whole.json" ttft_ms) ms"
+  o=$results/$b.rows-split
+  rm -f "$o".{npy,json}
+  "$bin/h20-run" "$split" --ids "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m" \
+    --warmup 0 --gpus "$t" --virtual-ranks --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1
+  rows_vs_whole "$b" "$t" "$o" "$off" "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m"
 done
 
 # DeepSeek-V4.1-Flash-shaped layers at full width (gpu-bundle.sh:
@@ -183,19 +194,8 @@ if [[ -f $fl && ${H20_TP_FLASH:-1} != 0 ]]; then
   export H20_DUMMY_SHARE=0
   extra=(--dummy-weights)
   compare v41-flash-l2.S32768 "$fl" "$fids" "$bundle/art" 2e-2
-  off=${fl%.h20}.tp8.rows-off.h20
-  o=$results/v41-flash-l2.S32768.tp8.rows
-  rm -f "$o".whole.{npy,json}
-  if [[ ! -f $off || ! -f $results/v41-flash-l2.S32768.t8.npy ]]; then
-    record "v41-flash-l2 T=8 rows vs whole" FAIL "no $(basename "$off"), or the split T=8 run failed"
-  elif "$bin/h20-run" "$off" --ids "$fids" --warmup 0 --gpus 8 --virtual-ranks --dummy-weights \
-      --dump-logits "$o.whole.npy" --report "$o.whole.json" >>"$log" 2>&1; then
-    if cmp=$("$bin/npy-compare" "$results/v41-flash-l2.S32768.t8.npy" "$o.whole.npy" --max-rel-l2 1e-2 2>&1); then st=PASS; else st=FAIL; fi
-    echo "$cmp" >>"$log"
-    record "v41-flash-l2 T=8 rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$results/v41-flash-l2.S32768.t8.json" tensor_parallel all_reduces) vs $(field "$o.whole.json" tensor_parallel all_reduces); TTFT $(field "$results/v41-flash-l2.S32768.t8.json" ttft_ms) vs $(field "$o.whole.json" ttft_ms) ms"
-  else
-    record "v41-flash-l2 T=8 rows vs whole" FAIL "h20-run failed (see tp-check.log)"
-  fi
+  rows_vs_whole "v41-flash-l2 T=8" 8 "$results/v41-flash-l2.S32768.t8" "${fl%.h20}.tp8.rows-off.h20" \
+    "$fids" --dummy-weights
   extra=()
   unset H20_DUMMY_SHARE
 fi
