@@ -48,6 +48,8 @@ llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRe
     pm.addNestedPass<mlir::func::FuncOp>(createFoldShapes());
     pm.addNestedPass<mlir::func::FuncOp>(createAnalyzeMasks());
     pm.addNestedPass<mlir::func::FuncOp>(createRaiseToAttn());
+    // After raising: the RoPE a round trip of transposes wraps is one op.
+    pm.addNestedPass<mlir::func::FuncOp>(createCancelTransposes());
     pm.addPass(mlir::createCSEPass());
     pm.addNestedPass<mlir::func::FuncOp>(createCanonicalOrder());
     return llvm::success();

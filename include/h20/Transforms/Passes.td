@@ -63,6 +63,28 @@ def RaiseToAttn : Pass<"h20-raise-attn", "mlir::func::FuncOp"> {
   let dependentDialects = ["h20::attn::AttnDialect", "mlir::tensor::TensorDialect"];
 }
 
+def CancelTransposes : Pass<"h20-cancel-transposes", "mlir::func::FuncOp"> {
+  let summary = "Run the ops between a Transpose and its inverse in the source layout";
+  let description = [{
+    For each onnx.Transpose whose uses (in one block) lead through
+    layout-transparent ops (Unsqueeze, Squeeze and Split with constant axes,
+    Concat, other Transposes) and other single-result ops of the same rank
+    ("islands") to Transposes that cancel it, rewrites the transparent ops
+    with remapped axes in the source layout, gives each island its operands
+    transposed into the layouts it read before (its result goes back to the
+    source layout where a transparent op or an end reads it), and replaces
+    the cancelling Transposes by source-layout values. Applied only when
+    the islands' transposes move fewer elements than the Transposes they
+    replace (counted over static dims; every tensor of the region shares
+    the source's dynamic dims). Results are bit-identical: only copies move.
+    DeepSeek-V4.1 rotates 64 of 512 channels of [S, 64, 512] queries and
+    attention outputs through [1, 64, S, 512]; the round trip becomes two
+    [S, 64, 64] transposes around each RoPE (1/8 of the bytes). ONNX
+    Runtime's transpose optimizer pushes transposes through the same ops.
+  }];
+  let dependentDialects = ["h20::onnx::OnnxDialect"];
+}
+
 def LogitsLast : Pass<"h20-logits-last", "mlir::ModuleOp"> {
   let dependentDialects = ["h20::onnx::OnnxDialect"];
   let summary = "Compute the LM head for the last position only";
