@@ -71,6 +71,8 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   // Short reductions (V4.1's mHC mixes over 4 streams) as elementwise
   // ops, which the kernel lowering vectorizes.
   pm.addNestedPass<func::FuncOp>(createUnrollSmallReductions());
+  // Those are elementwise now: a short row sum fuses into its consumer.
+  pm.addNestedPass<func::FuncOp>(createFuseElementwise());
   // cuBLASLt writes C with beta = 0: a GEMM's zero fill is dead.
   pm.addNestedPass<func::FuncOp>(createDropGemmInitFill());
 }

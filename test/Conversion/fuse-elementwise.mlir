@@ -246,3 +246,43 @@ func.func @computing_producer_read_twice(%p: tensor<1x?x4xf32>, %x: tensor<1x2x?
   } -> tensor<1x2x?x8xf32>
   return %r : tensor<1x2x?x8xf32>
 }
+
+// -----
+
+// A [t, 4] row sum rounded to bf16, reshaped to [t, 4, 1] and divided into
+// [t, 4, 4] (a V4.1 Sinkhorn step): the divide reads the rounded sum
+// through the unit dim it was given, so the cast fuses into it and one
+// generic is left (the reshape's inserted dim, read at 0, is dropped from
+// the map).
+// CHECK-LABEL: func.func @unit_reshape
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%arg0, %arg1 : tensor<?x4x4xf32>, tensor<?x4xf32>)
+// CHECK: arith.truncf
+// CHECK: arith.divf
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: tensor.reshape
+#i2 = affine_map<(d0, d1) -> (d0, d1)>
+#i3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#s3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+func.func @unit_reshape(%x: tensor<?x4x4xf32>, %sum: tensor<?x4xf32>) -> tensor<?x4x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t = tensor.dim %x, %c0 : tensor<?x4x4xf32>
+  %e = tensor.empty(%t) : tensor<?x4xbf16>
+  %r = linalg.generic {indexing_maps = [#i2, #i2], iterator_types = ["parallel", "parallel"]} ins(%sum : tensor<?x4xf32>) outs(%e : tensor<?x4xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %b = arith.truncf %a : f32 to bf16
+    linalg.yield %b : bf16
+  } -> tensor<?x4xbf16>
+  %shape = tensor.from_elements %t, %c4, %c1 : tensor<3xindex>
+  %rs = tensor.reshape %r(%shape) : (tensor<?x4xbf16>, tensor<3xindex>) -> tensor<?x4x1xbf16>
+  %e2 = tensor.empty(%t) : tensor<?x4x4xf32>
+  %y = linalg.generic {indexing_maps = [#i3, #s3, #i3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %rs : tensor<?x4x4xf32>, tensor<?x4x1xbf16>) outs(%e2 : tensor<?x4x4xf32>) {
+  ^bb0(%v: f32, %s: bf16, %o: f32):
+    %w = arith.extf %s : bf16 to f32
+    %q = arith.divf %v, %w : f32
+    linalg.yield %q : f32
+  } -> tensor<?x4x4xf32>
+  return %y : tensor<?x4x4xf32>
+}

@@ -75,12 +75,26 @@ func.func @kept(%x: tensor<8x16xf32>, %y: tensor<8x?xf32>, %z: tensor<8x2x2xf32>
 // -----
 
 // A reduction along an input's innermost dim (a row's sum over 4
-// elements) keeps its reduction kernel.
+// elements) unrolls too, and an init filled with a scalar for it alone
+// becomes the body's starting value: the fill is gone, and the result can
+// fuse into its consumer like any elementwise op.
 // CHECK-LABEL: func.func @row
-// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%[[X]], %[[X]], %[[X]], %[[X]] : {{.*}}) outs(%[[E]] : tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[V0:.*]]: f32, %[[V1:.*]]: f32, %[[V2:.*]]: f32, %[[V3:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[S0:.*]] = arith.addf %[[ZERO:.*]], %[[V0]] : f32
+// CHECK-NEXT: %[[S1:.*]] = arith.addf %[[S0]], %[[V1]] : f32
+// CHECK-NEXT: %[[S2:.*]] = arith.addf %[[S1]], %[[V2]] : f32
+// CHECK-NEXT: %[[S3:.*]] = arith.addf %[[S2]], %[[V3]] : f32
+// CHECK-NEXT: linalg.yield %[[S3]]
 #a2 = affine_map<(i, j) -> (i, j)>
 #r2 = affine_map<(i, j) -> (i)>
-func.func @row(%x: tensor<8x4xf32>, %o: tensor<8xf32>) -> tensor<8xf32> {
+func.func @row(%x: tensor<8x4xf32>) -> tensor<8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %o = linalg.fill ins(%zero : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
   %0 = linalg.generic {indexing_maps = [#a2, #r2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<8x4xf32>) outs(%o : tensor<8xf32>) {
   ^bb0(%v: f32, %acc: f32):
     %s = arith.addf %acc, %v : f32

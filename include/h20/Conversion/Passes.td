@@ -157,6 +157,15 @@ def FuseElementwise : Pass<"h20-fuse-elementwise", "mlir::func::FuncOp"> {
     non-library generic's input is generalized, and fuses into it as any
     elementwise producer does. On seed-dense this removes the Q and K
     head transposes (16 KiB moved per token and layer each in bf16).
+
+    Unit reshapes: a generic input that is a tensor with unit dims
+    inserted (tensor.reshape by a tensor.from_elements shape whose other
+    sizes are the tensor's own, or tensor.expand_shape), read at index 0
+    along each inserted dim, is read from the tensor itself with those map
+    results dropped, so the reshape does not keep its producer apart.
+    The pass runs twice: again after h20-unroll-small-reductions, whose
+    unrolled reductions are elementwise by then (V4.1's Sinkhorn steps:
+    a row sum and the division by it become one kernel).
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
@@ -208,17 +217,22 @@ def UnrollSmallReductions : Pass<"h20-unroll-small-reductions", "mlir::func::Fun
     GPU target, after h20-widen-elementwise: a linalg.generic on tensors
     (not a library call) with exactly one reduction loop, of static extent
     R in [2, 8], that inputs read only as a plain index (never inside an
-    expression such as i + j) and never along their innermost dim (row
-    reductions keep their kernel), no linalg.index in its body and outputs
+    expression such as i + j), no linalg.index in its body and outputs
     that do not read that loop, becomes an all-parallel generic. Each
     input whose map reads the reduction dim is passed R times (the dim
     replaced by j = 0 .. R-1);
     the body applies the old body R times in order, each taking the
     previous one's yields as its outputs. Same operations, order and
     rounding as the reduction loop; the elementwise kernel path then
-    vectorizes it (h20-linalg-to-gpu-loops). Why: DeepSeek-V4.1's mHC
-    mixes (sums over 4 residual streams) ran one scalar element per thread
-    at about a fifth of HBM bandwidth, 16% of a Flash rank's steps.
+    vectorizes it (h20-linalg-to-gpu-loops). An output initialised by a
+    linalg.fill used by nothing else starts from the fill's scalar in the
+    body (its init becomes the fill's destination; the fill goes), so the
+    generic can fuse into its consumer (h20-fuse-elementwise runs again
+    after this pass). Why: DeepSeek-V4.1's mHC mixes (sums over 4 residual
+    streams) ran one scalar element per thread at about a fifth of HBM
+    bandwidth, 16% of a Flash rank's steps; its Sinkhorn normalisations
+    (20 iterations of row and column sums over [4, 4] per token) were five
+    kernel launches per step: 82% of the rank's 15154 launches per chunk.
   }];
 }
 

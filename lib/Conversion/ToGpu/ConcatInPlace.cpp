@@ -12,6 +12,8 @@
 // in place where X is dead afterwards, else copies it once.
 //
 //===----------------------------------------------------------------------===//
+#include "KnownDim.h"
+
 #include "h20/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -26,29 +28,9 @@ namespace h20 {
 } // namespace h20
 
 using namespace mlir;
+using h20::knownDim;
 
 namespace {
-
-/// The size of dim `k` of `v` as an OpFoldResult when it can be read off
-/// `v`'s producer without building IR (a static dim; tensor.empty's sizes;
-/// tensor.reshape by a tensor.from_elements shape; tensor.expand_shape's
-/// output shape; a destination-style op's init), else nothing.
-std::optional<OpFoldResult> knownDim(Value v, int64_t k) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (!t.isDynamicDim(k))
-    return OpFoldResult(IntegerAttr::get(IndexType::get(v.getContext()), t.getDimSize(k)));
-  Operation *def = v.getDefiningOp();
-  if (auto e = dyn_cast_or_null<tensor::EmptyOp>(def))
-    return e.getMixedSizes()[k];
-  if (auto r = dyn_cast_or_null<tensor::ReshapeOp>(def))
-    if (auto shape = r.getShape().getDefiningOp<tensor::FromElementsOp>())
-      return OpFoldResult(shape.getElements()[k]);
-  if (auto x = dyn_cast_or_null<tensor::ExpandShapeOp>(def))
-    return x.getMixedOutputShape()[k];
-  if (auto d = dyn_cast_or_null<DestinationStyleOpInterface>(def))
-    return knownDim(d.getDpsInitOperand(cast<OpResult>(v).getResultNumber())->get(), k);
-  return std::nullopt;
-}
 
 /// Whether `a` and `b` are the same constant or the same SSA value.
 bool same(OpFoldResult a, OpFoldResult b) { return isEqualConstantIntOrValue(a, b); }

@@ -16,7 +16,10 @@
 // See Passes.td.
 //
 //===----------------------------------------------------------------------===//
+#include "KnownDim.h"
+
 #include "h20/Conversion/Passes.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -99,11 +102,65 @@ struct GeneralizeFusableTranspose : OpRewritePattern<linalg::TransposeOp> {
   }
 };
 
+/// A generic input that is a tensor `x` with unit dims inserted
+/// (tensor.reshape by a tensor.from_elements shape, or
+/// tensor.expand_shape), read at index 0 along each inserted dim: the
+/// generic reads `x` itself, those map results dropped. The reshape is
+/// then no barrier between `x`'s producer and the generic (V4.1's Sinkhorn
+/// steps divide [t, 4, 4] by a [t, 4] sum reshaped to [t, 1, 4]).
+struct ReadThroughUnitReshape : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp g, PatternRewriter &rw) const override {
+    if (g.getLibraryCallAttr() || !g.hasPureTensorSemantics())
+      return failure();
+    for (OpOperand *in : g.getDpsInputOperands()) {
+      Value r = in->get(), x;
+      if (auto rs = r.getDefiningOp<tensor::ReshapeOp>())
+        x = rs.getSource();
+      else if (auto ex = r.getDefiningOp<tensor::ExpandShapeOp>())
+        x = ex.getSrc();
+      auto rt = dyn_cast<RankedTensorType>(r.getType());
+      auto xt = x ? dyn_cast<RankedTensorType>(x.getType()) : RankedTensorType();
+      if (!rt || !xt || xt.getRank() >= rt.getRank())
+        continue;
+      AffineMap map = g.getMatchingIndexingMap(in);
+      SmallVector<AffineExpr> kept;
+      int64_t k = 0;
+      bool ok = true;
+      for (int64_t i = 0; i < rt.getRank() && ok; ++i) {
+        auto c = dyn_cast<AffineConstantExpr>(map.getResult(i));
+        bool xUnit = k < xt.getRank() && xt.getDimSize(k) == 1;
+        if (rt.getDimSize(i) == 1 && !xUnit) { // an inserted unit dim
+          ok = c && c.getValue() == 0;
+          continue;
+        }
+        std::optional<OpFoldResult> a = h20::knownDim(r, i), b;
+        if (k < xt.getRank())
+          b = h20::knownDim(x, k);
+        ok = a && b && isEqualConstantIntOrValue(*a, *b);
+        kept.push_back(map.getResult(i));
+        ++k;
+      }
+      if (!ok || k != xt.getRank())
+        continue;
+      SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+      maps[in->getOperandNumber()] =
+          AffineMap::get(map.getNumDims(), map.getNumSymbols(), kept, g.getContext());
+      rw.modifyOpInPlace(g, [&] {
+        in->set(x);
+        g.setIndexingMapsAttr(rw.getAffineMapArrayAttr(maps));
+      });
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct FuseElementwisePass : h20::impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    patterns.add<ExtractOfTranspose, GeneralizeFusableTranspose>(ctx);
+    patterns.add<ExtractOfTranspose, GeneralizeFusableTranspose, ReadThroughUnitReshape>(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
       return producer && fusesInto(producer, operand->getOwner()) &&

@@ -9,7 +9,11 @@
 // reduction loop's (same order, same types); what changes is the kernel:
 // h20-linalg-to-gpu-loops vectorizes elementwise generics (one
 // vector<8 x bf16> per thread along the contiguous innermost dim) but runs
-// reductions one scalar element per thread. On the full V4.1-Flash rank
+// reductions one scalar element per thread; and an all-parallel generic
+// fuses into its consumer (h20-fuse-elementwise runs again after this
+// pass), so a short row sum and the division by it (mHC's Sinkhorn
+// normalisations over [4, 4] per token) become one kernel instead of a
+// fill, a reduction, a cast and an elementwise op. On the full V4.1-Flash rank
 // at 128K those two mixes took 1.76 of 11.1 s on an H100 at about a fifth
 // of HBM bandwidth (bench/results/issue32-h100-qside).
 //
@@ -35,9 +39,8 @@ namespace {
 constexpr int64_t kMaxUnroll = 8;
 
 /// The reduction dim of `g` when it has exactly one, of a static extent in
-/// [2, kMaxUnroll], read by inputs only as a plain index and never along
-/// their innermost dim, the body without linalg.index (which would see the
-/// dim) and `g` not a library call; nothing otherwise.
+/// [2, kMaxUnroll], read by inputs only as a plain index, the body without linalg.index (which
+/// would see the dim) and `g` not a library call; nothing otherwise.
 std::optional<unsigned> smallReductionDim(linalg::GenericOp g) {
   if (g.getLibraryCallAttr() || !g.hasPureTensorSemantics())
     return std::nullopt;
@@ -58,18 +61,12 @@ std::optional<unsigned> smallReductionDim(linalg::GenericOp g) {
   for (OpOperand &init : g.getDpsInitsMutable())
     if (g.getMatchingIndexingMap(&init).isFunctionOfDim(*red))
       return std::nullopt;
-  // Only where the reduced values lie across the contiguous dim (the mHC
-  // mixes: x[t, j, c] over j): a reduction along an operand's innermost
-  // dim (a row's sum of squares, softmax, a short dot product) gains no
-  // vector access from the rewrite, and keeps its row-reduction kernel.
   // The dim must appear as itself (x[t, j, c]), never inside an
   // expression (x[i + j]): with j replaced by 0 such a result becomes a
   // plain dim, and linalg would take that loop's range from x instead.
   AffineExpr plain = getAffineDimExpr(*red, g.getContext());
   for (OpOperand *in : g.getDpsInputOperands()) {
     AffineMap map = g.getMatchingIndexingMap(in);
-    if (map.getNumResults() > 0 && map.getResults().back().isFunctionOfDim(*red))
-      return std::nullopt;
     for (AffineExpr e : map.getResults())
       if (e.isFunctionOfDim(*red) && e != plain)
         return std::nullopt;
@@ -106,9 +103,18 @@ void unroll(linalg::GenericOp g, unsigned red) {
     }
     argOf.push_back(at);
   }
-  SmallVector<Value> outs;
+  // An init filled with a scalar only for this generic starts the
+  // accumulation from that scalar in the body: the fill is one kernel
+  // launch less, and the result then fuses like any elementwise op.
+  SmallVector<Value> outs, start;
   for (OpOperand &init : g.getDpsInitsMutable()) {
-    outs.push_back(init.get());
+    auto fill = init.get().getDefiningOp<linalg::FillOp>();
+    Value scalar =
+        fill && fill->hasOneUse() && fill.hasPureTensorSemantics() ? fill.getInputs()[0] : Value();
+    if (scalar && scalar.getType() != getElementTypeOrSelf(init.get().getType()))
+      scalar = Value();
+    outs.push_back(scalar ? fill.getOutputs()[0] : init.get());
+    start.push_back(scalar);
     maps.push_back(withoutDim(g.getMatchingIndexingMap(&init), red, 0));
   }
   SmallVector<utils::IteratorType> iters(g.getNumLoops() - 1, utils::IteratorType::parallel);
@@ -123,6 +129,9 @@ void unroll(linalg::GenericOp g, unsigned red) {
   b.setInsertionPointToStart(body);
   const unsigned numIns = g.getNumDpsInputs();
   SmallVector<Value> acc(body->getArguments().begin() + ins.size(), body->getArguments().end());
+  for (auto [a, v] : llvm::zip(acc, start))
+    if (v)
+      a = v;
   // The reduction loop's iterations in order: each reads the previous
   // accumulators as its outputs.
   for (int64_t j = 0; j < extent; ++j) {
@@ -139,7 +148,14 @@ void unroll(linalg::GenericOp g, unsigned red) {
   }
   linalg::YieldOp::create(b, g.getLoc(), acc);
   g.replaceAllUsesWith(p.getResults());
+  SmallVector<Operation *> fills;
+  for (OpOperand &init : g.getDpsInitsMutable())
+    if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
+      fills.push_back(fill);
   g.erase();
+  for (Operation *fill : fills)
+    if (fill->use_empty())
+      fill->erase();
 }
 
 /// Collects the generics first, then rewrites them (the walk must not see
