@@ -28,6 +28,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <algorithm>
 #include <set>
 
 namespace h20 {
@@ -96,6 +97,8 @@ std::optional<Perm> axesOf(Operation *op, int64_t rank) {
     a.push_back(n);
   }
   llvm::sort(a);
+  if (std::adjacent_find(a.begin(), a.end()) != a.end())
+    return std::nullopt; // an axis twice (ONNX forbids it)
   return a;
 }
 
@@ -251,6 +254,11 @@ std::optional<Region> collect(ox::TransposeOp start) {
       if (!count(op->getResult(0), before) || !needSource(op->getOperand(0)))
         return std::nullopt;
       if (isIdentity(s->resultPerm)) {
+        // The source-layout value replaces the end: same type required (a
+        // shape refined or relaxed along the chain would not match).
+        auto vt = cast<RankedTensorType>(op->getOperand(0).getType());
+        if (sourceType(vt, in) != op->getResult(0).getType())
+          return std::nullopt;
         region.ends.push_back(op);
         return false;
       }
@@ -267,6 +275,9 @@ std::optional<Region> collect(ox::TransposeOp start) {
       if (samePerm)
         s = transparent(op, in);
     }
+    // Results of unknown rank cannot be given a source-layout type.
+    if (s && !llvm::all_of(op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }))
+      return std::nullopt;
     if (s) {
       for (Value v : op->getOperands()) {
         if (!layout.count(v)) {

@@ -106,3 +106,29 @@ func.func @escapes(%x: tensor<?x4x32xf32>) -> (tensor<?x4x32xf32>, tensor<1x4x?x
   %b = onnx.Transpose(%q) {perm = array<i64: 1, 0, 2>} : (tensor<4x?x32xf32>) -> tensor<?x4x32xf32>
   return %b, %u : tensor<?x4x32xf32>, tensor<1x4x?x32xf32>
 }
+
+// -----
+
+// The end's declared type differs from the source-layout value's (a shape
+// refined along the chain): the end could not be replaced, so nothing is.
+// CHECK-LABEL: func.func @end_type
+// CHECK-COUNT-2: onnx.Transpose
+func.func @end_type(%x: tensor<?x4xf32>) -> tensor<1x?x4xf32> {
+  %zero = onnx.Constant() {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %t = onnx.Transpose(%x) {perm = array<i64: 1, 0>} : (tensor<?x4xf32>) -> tensor<4x?xf32>
+  %u = onnx.Unsqueeze(%t, %zero) : (tensor<4x?xf32>, tensor<1xi64>) -> tensor<1x4x6xf32>
+  %b = onnx.Transpose(%u) {perm = array<i64: 0, 2, 1>} : (tensor<1x4x6xf32>) -> tensor<1x?x4xf32>
+  return %b : tensor<1x?x4xf32>
+}
+
+// -----
+
+// A transparent op with a result of unknown rank: left alone.
+// CHECK-LABEL: func.func @unranked
+// CHECK-COUNT-2: onnx.Transpose
+func.func @unranked(%x: tensor<2x3x8xf32>) -> tensor<2x3x4xf32> {
+  %t = onnx.Transpose(%x) {perm = array<i64: 1, 0, 2>} : (tensor<2x3x8xf32>) -> tensor<3x2x8xf32>
+  %s:2 = onnx.Split(%t) {axis = 2 : si64, num_outputs = 2 : si64} : (tensor<3x2x8xf32>) -> (tensor<3x2x4xf32>, tensor<*xf32>)
+  %b = onnx.Transpose(%s#0) {perm = array<i64: 1, 0, 2>} : (tensor<3x2x4xf32>) -> tensor<2x3x4xf32>
+  return %b : tensor<2x3x4xf32>
+}

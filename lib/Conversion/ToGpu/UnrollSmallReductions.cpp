@@ -109,13 +109,18 @@ void unroll(linalg::GenericOp g, unsigned red) {
   SmallVector<Value> outs, start;
   for (OpOperand &init : g.getDpsInitsMutable()) {
     auto fill = init.get().getDefiningOp<linalg::FillOp>();
-    Value scalar =
-        fill && fill->hasOneUse() && fill.hasPureTensorSemantics() ? fill.getInputs()[0] : Value();
+    AffineMap outMap = withoutDim(g.getMatchingIndexingMap(&init), red, 0);
+    // Each output element must be one iteration's (every loop left in its
+    // map); else the loop nest accumulated across iterations.
+    Value scalar = fill && fill->hasOneUse() && fill.hasPureTensorSemantics() &&
+                           outMap.isPermutation()
+                       ? fill.getInputs()[0]
+                       : Value();
     if (scalar && scalar.getType() != getElementTypeOrSelf(init.get().getType()))
       scalar = Value();
     outs.push_back(scalar ? fill.getOutputs()[0] : init.get());
     start.push_back(scalar);
-    maps.push_back(withoutDim(g.getMatchingIndexingMap(&init), red, 0));
+    maps.push_back(outMap);
   }
   SmallVector<utils::IteratorType> iters(g.getNumLoops() - 1, utils::IteratorType::parallel);
   auto p = linalg::GenericOp::create(b, g.getLoc(), g.getResultTypes(), ins, outs, maps, iters);
