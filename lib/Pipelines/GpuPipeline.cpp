@@ -60,6 +60,9 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   lower.fp8Gemm = o.fp8Gemm;
   pm.addPass(createLowerToLinalg(lower));
   pm.addPass(createCanonicalizerPass());
+  // A batched GEMM reads and writes head-transposed operands with
+  // strides (cuBLASLt's ld and batch stride) instead of copies.
+  pm.addNestedPass<func::FuncOp>(createTransposesIntoGemms());
   // A concat of a tensor's own slices (RoPE on part of the channels)
   // updates that tensor instead of copying it.
   pm.addNestedPass<func::FuncOp>(createConcatInPlace());

@@ -717,6 +717,38 @@ TEST(GemmPlan, MatchesTheRowMajorDefinition) {
   }
 }
 
+// A grouped projection's operands stored with the group inside the row
+// ([m, G, k] and [m, G, n], h20-transposes-into-gemms): batch strides
+// smaller than a matrix, rows G times longer than a matrix row.
+TEST(GemmPlan, InterleavedBatches) {
+  const int64_t G = 3, m = 4, n = 2, k = 5;
+  GemmProblem p;
+  p.batch = G, p.m = m, p.n = n, p.k = k;
+  p.a = {k, G * k, 1};
+  p.b = {k * n, n, 1};
+  p.c = {n, G * n, 1};
+  std::vector<double> A(m * G * k), B(G * k * n), C(m * G * n, 0.0);
+  for (size_t i = 0; i < A.size(); ++i)
+    A[i] = static_cast<double>((i * 7) % 11) - 5;
+  for (size_t i = 0; i < B.size(); ++i)
+    B[i] = static_cast<double>((i * 5) % 7) - 3;
+  std::vector<double> ref = C;
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t l = 0; l < k; ++l)
+          acc += A[(i * G + g) * k + l] * B[(g * k + l) * n + j];
+        ref[(i * G + g) * n + j] = acc;
+      }
+  GemmPlan plan;
+  std::string error;
+  ASSERT_TRUE(planGemm(p, plan, error)) << error;
+  std::vector<double> got = C;
+  emulateLibrary(plan, plan.swapped ? B : A, plan.swapped ? A : B, got, 1.0, 0.0);
+  EXPECT_EQ(got, ref);
+}
+
 // --- Conversions ------------------------------------------------------------------
 
 namespace {

@@ -140,6 +140,26 @@ def ChooseLaunchShapes : Pass<"h20-choose-launch-shapes", "mlir::func::FuncOp"> 
   ];
 }
 
+def TransposesIntoGemms : Pass<"h20-transposes-into-gemms", "mlir::func::FuncOp"> {
+  let summary = "Read and write a batched GEMM's transposed operands through its indexing maps";
+  let description = [{
+    GPU target, after h20-lower-to-linalg: for an `h20_gemm` generic with a
+    batch loop (loops batch..., m, n, k), an input that is a
+    linalg.transpose used only there is read from the transpose's input
+    (its map composed with the permutation), and a result used only by a
+    linalg.transpose is written in that transpose's layout (its init a
+    tensor.empty whose sizes are known before the GEMM; a fill init is
+    re-created on it). Applied only where the operand stays contiguous
+    along one of its matrix's loops (m or k for A, k or n for B, m or n for
+    C), so that cuBLASLt reads it with a leading dimension and a batch
+    stride (the host evaluator takes every extent from the maps). No copy
+    is left: DeepSeek-V4.1's grouped output projection wo_a read its
+    [C, 8, 4096] input as [8, C, 4096] and wrote [8, C, 1024] for a
+    [C, 8, 1024] consumer, two transposes per layer.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 def FuseElementwise : Pass<"h20-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Fuse chains of elementwise linalg ops on tensors, transposes included";
   let description = [{

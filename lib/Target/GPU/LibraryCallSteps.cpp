@@ -232,11 +232,26 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
     return Lin{0};
   };
   const View *ops[3] = {&*a, &*b, &*c};
+  // Extent of loop dim `d`, from the first operand whose map reads it as a
+  // plain dim (an operand may be stored transposed: h20-transposes-into-gemms).
+  auto extentOf = [&](int64_t d) -> std::optional<Lin> {
+    for (int k : {2, 0, 1})
+      for (unsigned j = 0; j < maps[k].getNumResults(); ++j)
+        if (auto e = dyn_cast<AffineDimExpr>(maps[k].getResult(j)); e && e.getPosition() == d)
+          return ops[k]->sizes[j];
+    return std::nullopt;
+  };
+  std::optional<Lin> mExt = extentOf(r - 2), nExt = extentOf(r - 1), kExt = extentOf(r);
+  if (!mExt || !nExt || !kExt)
+    return op->emitError("GPU target: internal: a GEMM loop no operand reads");
   Lin batch{1};
   Lin batchStride[3] = {Lin{0}, Lin{0}, Lin{0}};
   bool haveBatch = false;
   for (int64_t d = r - 3; d >= 0; --d) {
-    Lin extent = c->sizes[d];
+    std::optional<Lin> ext = extentOf(d);
+    if (!ext)
+      return op->emitError("GPU target: internal: a GEMM batch loop no operand reads");
+    Lin extent = *ext;
     if (!extent.isConst())
       return op->emitError("GPU target: a GEMM batch that depends on the chunk position");
     if (extent.c == 1)
@@ -264,7 +279,7 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   // projection): this rank computes rows [r B, (r + 1) B) of M. The last
   // GEMM of the split (split_gather) zeroes C first: the all-reduce after
   // it gathers the rows.
-  Lin m = c->sizes[r - 2];
+  Lin m = *mExt;
   auto rankRowCount = rankRowsOf(op, m, chunkedInt("chunk"));
   if (failed(rankRowCount))
     return failure();
@@ -286,8 +301,8 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   g.dtypeC = dtypeName(c->element);
   g.batch = batch.expr();
   g.m = m.expr();
-  g.n = c->sizes[r - 1].expr();
-  g.k = a->sizes.back().expr();
+  g.n = nExt->expr();
+  g.k = kExt->expr();
   g.a = mat(*a, maps[0], r - 2, r);
   g.b = mat(*b, maps[1], r, r - 1);
   g.c = mat(*c, maps[2], r - 2, r - 1);
