@@ -147,9 +147,9 @@ def TransposesIntoGemms : Pass<"h20-transposes-into-gemms", "mlir::func::FuncOp"
     batch loop (loops batch..., m, n, k), an input that is a
     linalg.transpose used only there is read from the transpose's input
     (its map composed with the permutation), and a result used only by a
-    linalg.transpose is written in that transpose's layout (its init a
-    tensor.empty whose sizes are known before the GEMM; a fill init is
-    re-created on it). Applied only where the operand stays contiguous
+    linalg.transpose is written in that transpose's layout when its init
+    is a linalg.fill (re-created on the transpose's tensor.empty, which
+    must be movable before the GEMM). Applied only where the operand stays contiguous
     along one of its matrix's loops (m or k for A, k or n for B, m or n for
     C), so that cuBLASLt reads it with a leading dimension and a batch
     stride (the host evaluator takes every extent from the maps). No copy

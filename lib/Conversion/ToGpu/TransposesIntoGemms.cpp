@@ -94,20 +94,21 @@ void foldInto(linalg::GenericOp g) {
                      Operation *d = v.getDefiningOp();
                      return !d || (d->getBlock() == g->getBlock() && d->isBeforeInBlock(g));
                    });
-    if (movable && contiguousAlongMatrix(write, rows[2], cols[2]) &&
-        (!fill || fill.hasPureTensorSemantics())) {
+    // Only a filled init (the GEMM's zero start) is re-created; another
+    // init's contents would be lost.
+    if (movable && fill && fill.hasPureTensorSemantics() &&
+        contiguousAlongMatrix(write, rows[2], cols[2])) {
       empty->moveBefore(g);
       OpBuilder b(g);
       Value dest = empty.getResult();
       // The GEMM accumulates into its init: the same start value there.
-      if (fill)
-        dest = linalg::FillOp::create(b, fill.getLoc(), fill.getInputs()[0], dest).getResult(0);
+      dest = linalg::FillOp::create(b, fill.getLoc(), fill.getInputs()[0], dest).getResult(0);
       maps[2] = write;
       init.set(dest);
       c.setType(t->getResult(0).getType());
       t->getResult(0).replaceAllUsesWith(c);
       t->erase();
-      if (fill && fill->use_empty())
+      if (fill->use_empty())
         fill->erase();
       changed = true;
     }
