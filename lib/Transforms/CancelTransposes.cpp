@@ -199,6 +199,13 @@ struct Region {
 /// Layouts of the region's values during analysis and rewriting.
 using Layouts = llvm::DenseMap<Value, Perm>;
 
+/// Whether `v` is the result of an island of `region` (kept as it is).
+bool isIslandResult(Region &region, Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && def != region.start.getOperation() && !region.rewrites.count(def) &&
+         llvm::is_contained(region.ops, def);
+}
+
 /// Collects the region that starts at `start`, or nothing when some use
 /// leaves it (another block, a terminator, an op with several results
 /// that is not a Split, ...) or when it does not pay: the elements the
@@ -241,9 +248,7 @@ std::optional<Region> collect(ox::TransposeOp start) {
     // Island results read by a transparent op or an end go back to the
     // source layout once.
     auto needSource = [&](Value v) -> bool {
-      Operation *def = v.getDefiningOp();
-      bool islandResult = def != start.getOperation() && !region.rewrites.count(def);
-      if (islandResult && materialised.insert(v).second)
+      if (isIslandResult(region, v) && materialised.insert(v).second)
         return count(v, after);
       return true;
     };
@@ -302,9 +307,7 @@ std::optional<Region> collect(ox::TransposeOp start) {
     if (!rt || rt.getRank() != static_cast<int64_t>(in.size()))
       return std::nullopt;
     for (Value v : inRegion) {
-      Operation *def = v.getDefiningOp();
-      bool islandResult = def != start.getOperation() && !region.rewrites.count(def);
-      if (!islandResult && originals.insert(v).second && !count(v, after))
+      if (!isIslandResult(region, v) && originals.insert(v).second && !count(v, after))
         return std::nullopt;
     }
     region.ops.push_back(op);
@@ -337,13 +340,6 @@ std::optional<Region> collect(ox::TransposeOp start) {
   if (region.ends.empty() || after >= before)
     return std::nullopt;
   return region;
-}
-
-/// Whether `v` is the result of an island of `region` (kept as it is).
-bool isIslandResult(Region &region, Value v) {
-  Operation *def = v.getDefiningOp();
-  return def && def != region.start.getOperation() && !region.rewrites.count(def) &&
-         llvm::is_contained(region.ops, def);
 }
 
 /// Rewrites `region`: transparent ops in the source layout, islands on

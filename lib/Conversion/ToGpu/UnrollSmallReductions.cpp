@@ -107,6 +107,7 @@ void unroll(linalg::GenericOp g, unsigned red) {
   // accumulation from that scalar in the body: the fill is one kernel
   // launch less, and the result then fuses like any elementwise op.
   SmallVector<Value> outs, start;
+  SmallVector<Operation *> folded; // fills now unused
   for (OpOperand &init : g.getDpsInitsMutable()) {
     auto fill = init.get().getDefiningOp<linalg::FillOp>();
     AffineMap outMap = withoutDim(g.getMatchingIndexingMap(&init), red, 0);
@@ -120,6 +121,8 @@ void unroll(linalg::GenericOp g, unsigned red) {
       scalar = Value();
     outs.push_back(scalar ? fill.getOutputs()[0] : init.get());
     start.push_back(scalar);
+    if (scalar)
+      folded.push_back(fill);
     maps.push_back(outMap);
   }
   SmallVector<utils::IteratorType> iters(g.getNumLoops() - 1, utils::IteratorType::parallel);
@@ -153,14 +156,9 @@ void unroll(linalg::GenericOp g, unsigned red) {
   }
   linalg::YieldOp::create(b, g.getLoc(), acc);
   g.replaceAllUsesWith(p.getResults());
-  SmallVector<Operation *> fills;
-  for (OpOperand &init : g.getDpsInitsMutable())
-    if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
-      fills.push_back(fill);
   g.erase();
-  for (Operation *fill : fills)
-    if (fill->use_empty())
-      fill->erase();
+  for (Operation *fill : folded)
+    fill->erase();
 }
 
 /// Collects the generics first, then rewrites them (the walk must not see

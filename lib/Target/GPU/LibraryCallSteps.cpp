@@ -224,21 +224,25 @@ LogicalResult Evaluator::evalGemm(linalg::GenericOp op) {
   int64_t r = static_cast<int64_t>(c->sizes.size());
   if (r < 2 || maps[2].getNumResults() != r)
     return op->emitError("GPU target: GEMM output of rank < 2");
-  // Stride of each operand along loop dim `d` (0 when broadcast).
-  auto strideAlong = [&](const View &v, AffineMap m, int64_t d) {
+  // The operand dim that map `m` reads loop dim `d` at, as a plain dim.
+  auto dimReading = [](AffineMap m, int64_t d) -> std::optional<unsigned> {
     for (unsigned k = 0; k < m.getNumResults(); ++k)
       if (auto e = dyn_cast<AffineDimExpr>(m.getResult(k)); e && e.getPosition() == d)
-        return v.strides[k];
-    return Lin{0};
+        return k;
+    return std::nullopt;
+  };
+  // Stride of each operand along loop dim `d` (0 when broadcast).
+  auto strideAlong = [&](const View &v, AffineMap m, int64_t d) {
+    std::optional<unsigned> k = dimReading(m, d);
+    return k ? v.strides[*k] : Lin{0};
   };
   const View *ops[3] = {&*a, &*b, &*c};
-  // Extent of loop dim `d`, from the first operand whose map reads it as a
-  // plain dim (an operand may be stored transposed: h20-transposes-into-gemms).
+  // Extent of loop dim `d`, from the first operand that reads it (an
+  // operand may be stored transposed: h20-transposes-into-gemms).
   auto extentOf = [&](int64_t d) -> std::optional<Lin> {
     for (int k : {2, 0, 1})
-      for (unsigned j = 0; j < maps[k].getNumResults(); ++j)
-        if (auto e = dyn_cast<AffineDimExpr>(maps[k].getResult(j)); e && e.getPosition() == d)
-          return ops[k]->sizes[j];
+      if (std::optional<unsigned> j = dimReading(maps[k], d))
+        return ops[k]->sizes[*j];
     return std::nullopt;
   };
   std::optional<Lin> mExt = extentOf(r - 2), nExt = extentOf(r - 1), kExt = extentOf(r);
