@@ -79,46 +79,12 @@ for a in "${arts[@]}"; do
     --profile-steps --report "$res/$name.profile.json" >"$res/$name.profile.log" 2>&1 || {
     echo "v41-flash-deep: $name profile failed (see $res/$name.profile.log)" >&2; failed=1; }
 done
-python3 - "$res" "${bf16_rate:-0}" "${fp8_rate:-0}" <<'PY'
+python3 - "$res" "${bf16_rate:-0}" "${fp8_rate:-0}" "$here" <<'PY'
 import glob, json, os, sys
 res, bf16, fp8 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 
-def const(e):
-    return e if isinstance(e, int) else e.get("c", 0)
-
-def sizes(s, i):
-    return s["args"][i]["memref"]["sizes"]
-
-def flops(prog, S):
-    """FLOPs of one S-token prefill by kind (see the header)."""
-    g = prog["gpu"]
-    C = g["chunking"]["chunk"] if g.get("chunking") else S
-    f = {"gemm_bf16": 0.0, "gemm_fp8": 0.0, "experts_fp4": 0.0, "attention": 0.0, "indexer": 0.0}
-    for s in g["steps"]:
-        if s["op"] == "gemm":
-            per_row = 2.0 * const(s["batch"]) * const(s["n"]) * const(s["k"]) * const(s["m"]) / C
-            f["gemm_fp8" if s["dtype_a"].startswith("float8") else "gemm_bf16"] += per_row * S
-        elif s["op"] != "launch":
-            continue
-        elif s["kernel"].startswith("h20_moe_fp4_gemm"):
-            rows, k = (const(d) for d in sizes(s, 0))
-            n = const(sizes(s, 4)[1])
-            f["experts_fp4"] += 2.0 * n * k * rows / C * S
-        elif s["kernel"].startswith("h20_sparse_attn"):
-            q, idx = sizes(s, 0), sizes(s, 4)
-            w = s["args"][7]["i64"]
-            picks = const(idx[1]) if s["kernel"].endswith("_c") else 0
-            f["attention"] += 4.0 * const(q[1]) * const(q[2]) * (w + picks) * S
-        elif s["kernel"].startswith("h20_indexer"):
-            q = sizes(s, 0)
-            hd = 2.0 * const(q[1]) * const(q[2])
-            if "_m1_" in s["kernel"]:  # within candidate blocks
-                cand, block = sizes(s, 3), s["args"][7]["i64"]
-                f["indexer"] += hd * const(cand[1]) * block * S
-            else:  # every visible entry: sum over queries of (i + 1) / ratio
-                ratio = s["args"][6]["i64"]
-                f["indexer"] += hd * S * (S + 1) / (2.0 * ratio)
-    return f
+sys.path.insert(0, sys.argv[4])  # bench/, for v41_flops.py
+from v41_flops import flops  # noqa: E402
 
 def per_layer(prog, profile):
     """Profiled ms per layer (a layer ends at its experts' last combine) and per step kind."""

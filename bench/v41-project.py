@@ -16,14 +16,26 @@ the same rank on other GPUs, plus its all-reduces, labelled a model:
       rate (the cost model's assumption; no all-reduce rate was measured)
   TTFT = rank time + all-reduce time (nothing overlapped)
 
+With --program (the rank's `artifact-info ART --program`), also the rank's
+FLOP floor on each GPU (bench/v41_flops.py's counts at the datasheet
+rates): all of it at the bf16 rate; the FP8 GEMMs at the FP8 rate and the
+rest at bf16 (today's kernels); and everything at the FP8 rate (FP8 experts,
+attention and indexer too). A projection below a floor is wrong; a goal
+below a floor needs that precision's kernels.
+
 Rates: the datasheet figures h20's cost model uses
 (lib/Analysis/TargetDescription.cpp). Printed beside vLLM's published
 17.3 s for V4.1-Flash on 8 x H20 at 128K (issue 32).
-Usage: bench/v41-project.py v41-solo-rank.json [--measured-on h100]
+Usage: bench/v41-project.py v41-solo-rank.json [--measured-on h100|h200|h20]
+           [--program RANK-PROGRAM.json]
 """
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from v41_flops import flops  # noqa: E402
 
 # HBM bytes/s, dense bf16 and FP8 FLOP/s, NVLink bytes/s (bidirectional).
 GPUS = {
@@ -66,12 +78,29 @@ def project(report, measured_on, gpus=8):
     return run, rows
 
 
+def floors(program, S):
+    """The rank's FLOP floor in seconds per GPU: (TFLOP by kind, {gpu: (bf16, fp8 GEMMs, all fp8)})."""
+    f = flops(program, S)
+    total = sum(f.values())
+    out = {}
+    for gpu, (_, bf, fp, _) in GPUS.items():
+        out[gpu] = (total / bf, f["gemm_fp8"] / fp + (total - f["gemm_fp8"]) / bf, total / fp)
+    return {k: v / 1e12 for k, v in f.items()}, out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report")
-    ap.add_argument("--measured-on", default="h100", choices=sorted(GPUS))
+    ap.add_argument("--measured-on", choices=sorted(GPUS),
+                    help="the GPU the rank ran on (default: read off the report's GPU name)")
+    ap.add_argument("--program", help="the rank's program (artifact-info ART --program)")
     a = ap.parse_args()
     report = json.load(open(a.report))
+    if not a.measured_on:
+        name = report.get("gpu", "").upper().replace("NVIDIA", "")
+        a.measured_on = next((g for g in ("h200", "h100", "h20") if g.upper() in name), None)
+        if not a.measured_on:
+            sys.exit(f"v41-project: cannot tell the GPU from '{report.get('gpu')}': pass --measured-on")
     if not report.get("profile"):
         sys.exit("v41-project: the report has no step profile (run bench/v41-solo-rank.sh)")
     run, rows = project(report, a.measured_on)
@@ -86,6 +115,14 @@ def main():
         print(f"| {r['gpu'].upper()} | {b['bf16'] / 1e3:.2f} s | {b['fp8'] / 1e3:.2f} s | "
               f"{b['hbm'] / 1e3:.2f} s | {r['all_reduce_ms'] / 1e3:.2f} s | "
               f"{r['ttft_ms'] / 1e3:.2f} s |")
+    if a.program:
+        tflop, fl = floors(json.load(open(a.program)), run["S"])
+        print(f"\nThe rank's FLOP floor at S = {run['S']} (bench/v41_flops.py; TFLOP: "
+              + ", ".join(f"{k} {v:.1f}" for k, v in tflop.items()) + "), datasheet rates:\n")
+        print("| 8 x | all at bf16 | FP8 GEMMs at FP8, the rest bf16 | all at FP8 |")
+        print("| --- | --- | --- | --- |")
+        for gpu, (b, m, e) in fl.items():
+            print(f"| {gpu.upper()} | {b:.2f} s | {m:.2f} s | {e:.2f} s |")
     if run["S"] == 131072:
         print(f"\nvLLM, published, 8 x H20 at 128K: {VLLM_8XH20_128K_S} s (issue 32's goal: 4 s)")
     json.dump({"model": "bench/v41-project.py", "measured": run, "projected": rows},

@@ -48,7 +48,7 @@ if [[ $mode == compile ]]; then
         { cat "$bundle/art/v41-solo.S$S.rows-$rows.log" >&2; exit 1; }
     done
   done
-  cp "$0" "$here/v41-project.py" "$bundle/bench/"
+  cp "$0" "$here/v41-project.py" "$here/v41_flops.py" "$bundle/bench/"
   exit 0
 fi
 [[ $mode == run ]] || { echo "v41-solo-rank.sh: mode must be compile or run" >&2; exit 2; }
@@ -127,8 +127,13 @@ open(f"{res}/v41-solo-rank.md", "w").write(md + "\n")
 print(md)
 PY
 # The 8-GPU projection from this rank (a model: bench/v41-project.py).
+# With the profiled program, also the rank's FLOP floor on each GPU.
 if [[ -f $here/v41-project.py ]]; then
-  python3 "$here/v41-project.py" "$res/v41-solo-rank.json" | tee "$res/v41-solo-rank.projection.md"
+  prog=()
+  [[ -n $first ]] && "$bin/artifact-info" "$bundle/art/v41-solo.S$first.rows-true.h20" --program \
+    >"$res/v41-solo.program.json" 2>/dev/null && prog=(--program "$res/v41-solo.program.json")
+  python3 "$here/v41-project.py" "$res/v41-solo-rank.json" "${prog[@]}" |
+    tee "$res/v41-solo-rank.projection.md"
 fi
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT/bench"

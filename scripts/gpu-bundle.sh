@@ -395,7 +395,7 @@ if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
     done
   fi
   rm -rf "$fl"
-  cp "$root/bench/v41-flash-deep.sh" "$out/bench/"
+  cp "$root/bench/v41-flash-deep.sh" "$root/bench/v41_flops.py" "$out/bench/"
   cp "$root"/bench/{run-bench.sh,l2-attribution.sh,cp-scaling.sh,attn_torch.py,attn_check_torch.py,attn-variants.sh,ttft_torch.py,cuda_timing.py,summarize.py,plot.py} "$out/bench/"
   commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   dirty=false
