@@ -44,6 +44,8 @@ void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   // divide over the ranks and the kernel that splits them runs (the
   // storage type is known now).
   pm.addPass(createCheckRowSplits());
+  // Then the routed and shared experts' shares are summed in one all-reduce.
+  pm.addNestedPass<func::FuncOp>(createMergeAllReduces());
   RenameEntryOptions entry;
   entry.entryName = o.entryName;
   pm.addPass(createRenameEntry(entry));

@@ -265,17 +265,17 @@ bool rowsOperand(Operation *op, unsigned idx) {
   return isa<ox::ConcatOp>(op) || h20::isOnnxElementwise(op);
 }
 
-/// Whether `use` reads only the rank's rows of its value once the query
-/// side is split (`side`: the query-side ops found so far): a per-query
-/// operand of an op split by query rows, rows on axis 0 (a sparse
-/// attention's query; an indexer's query and head weights), an op of the
-/// query side, or a query of the shape alone.
-bool readsRankRowsOnly(OpOperand &use, const llvm::DenseSet<Operation *> &side) {
+/// Whether `use` reads only the rank's rows of its value once the ops of
+/// `side` compute only those rows: a data operand of an op of `side`, a
+/// query of the shape alone, or (`viaSplitOps`) a per-query operand of an
+/// op split by query rows, rows on axis 0 (a sparse attention's query; an
+/// indexer's query and head weights).
+bool readsRankRowsOnly(OpOperand &use, const llvm::DenseSet<Operation *> &side, bool viaSplitOps) {
   Operation *u = use.getOwner();
   if ((side.contains(u) && rowsOperand(u, use.getOperandNumber())) ||
       isa<ox::ShapeOp, tensor::DimOp>(u))
     return true;
-  if (!u->hasAttr(at::kSplitRowsAttr))
+  if (!viaSplitOps || !u->hasAttr(at::kSplitRowsAttr))
     return false;
   auto rowsOnZero = [&] {
     auto t = tensorOf(use.get());
@@ -324,16 +324,24 @@ std::optional<int64_t> rowLocalOnTokenDims(Operation *op, llvm::DenseMap<Value, 
 
 } // namespace
 
-SmallVector<Operation *> h20::findQuerySideGemms(Block &body) {
-  // Readers before producers: an op joins the query side when every use
-  // of its results reads only the rank's rows (readsRankRowsOnly).
-  llvm::DenseSet<Operation *> side;
+namespace {
+
+/// Grows `side` backwards over the ops of `body` before `from` (all of
+/// them when null), readers before producers: an op joins when every use of
+/// its results reads only the rank's rows (readsRankRowsOnly) and it is
+/// row-local on the token dims. Returns the splittable GEMMs that joined,
+/// in program order.
+SmallVector<Operation *> growRankRowsSide(Block &body, Operation *from,
+                                          llvm::DenseSet<Operation *> &side, bool viaSplitOps) {
   SmallVector<Operation *> gemms;
-  for (Operation &op : llvm::reverse(body)) {
+  auto ops = from ? llvm::make_range(Block::reverse_iterator(from->getIterator()), body.rend())
+                  : llvm::make_range(body.rbegin(), body.rend());
+  for (Operation &op : ops) {
     if (op.getNumResults() == 0 || op.hasAttr(at::kSplitRowsAttr) || op.use_empty())
       continue;
     const bool onlyRankRows = llvm::all_of(op.getResults(), [&](Value r) {
-      return llvm::all_of(r.getUses(), [&](OpOperand &u) { return readsRankRowsOnly(u, side); });
+      return llvm::all_of(r.getUses(),
+                          [&](OpOperand &u) { return readsRankRowsOnly(u, side, viaSplitOps); });
     });
     if (!onlyRankRows)
       continue;
@@ -347,5 +355,27 @@ SmallVector<Operation *> h20::findQuerySideGemms(Block &body) {
       gemms.push_back(&op);
   }
   std::reverse(gemms.begin(), gemms.end());
+  return gemms;
+}
+
+} // namespace
+
+SmallVector<Operation *> h20::findQuerySideGemms(Block &body) {
+  llvm::DenseSet<Operation *> side;
+  return growRankRowsSide(body, nullptr, side, /*viaSplitOps=*/true);
+}
+
+SmallVector<Operation *> h20::findRowSplitTail(Operation *end) {
+  Block *body = end->getBlock();
+  if (!body || end->getNumResults() != 1 || end->hasAttr(at::kSplitRowsAttr))
+    return {};
+  llvm::DenseMap<Value, int64_t> axes;
+  std::optional<int64_t> axis = rowLocalOnTokenDims(end, axes);
+  if (!axis || !axes.count(end->getOperand(0)) ||
+      !splittableGemm(end, axes.lookup(end->getOperand(0))))
+    return {};
+  llvm::DenseSet<Operation *> side{end};
+  SmallVector<Operation *> gemms = growRankRowsSide(*body, end, side, /*viaSplitOps=*/false);
+  gemms.push_back(end);
   return gemms;
 }

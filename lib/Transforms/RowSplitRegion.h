@@ -54,6 +54,16 @@ RowSplitRegion findRowSplitRegion(mlir::Operation *attention);
 /// projections), whose input rows every rank needs. In program order.
 llvm::SmallVector<mlir::Operation *> findQuerySideGemms(mlir::Block &body);
 
+/// The weight GEMMs that may compute only the rank's rows when the result
+/// of `end` (a weight GEMM, rows on its M dim) is needed on this rank only
+/// at the rank's rows, its other rows zero (its caller gathers it with an
+/// all-reduce): `end` and the GEMMs before it whose result reaches only
+/// `end` through row-local ops (the rules of findQuerySideGemms, without
+/// split ops), in program order; empty when `end` is not such a GEMM.
+/// DeepSeek-V4.1: a shared expert's w1, w3 and w2, whose output joins the
+/// routed experts' sum over the ranks.
+llvm::SmallVector<mlir::Operation *> findRowSplitTail(mlir::Operation *end);
+
 } // namespace h20
 
 #endif // H20_LIB_TRANSFORMS_ROWSPLITREGION_H

@@ -509,6 +509,51 @@ int64_t splitAttentionRows(func::FuncOp f, int64_t ranks, int64_t &queryGemms) {
   return static_cast<int64_t>(attns.size());
 }
 
+/// DeepSeek-V4.1's shared experts split by rows: where a routed-experts
+/// op's sum over the ranks (the attn.all_reduce its expert split put after
+/// it) is added to a product of weight GEMMs of the replicated tokens
+/// (the shared expert, w2(silu(w1 x) * w3 x)), those GEMMs compute only the
+/// rank's rows of each chunk (h20::findRowSplitTail: the rows the ranks of
+/// a query-row split take), the last one is gathered (`h20.split_gather`:
+/// its other rows zero, an attn.all_reduce after it). h20-merge-all-reduces
+/// later sums the two shares in one all-reduce. Every rank then computes
+/// 1/T of the shared expert instead of all of it (V4.1-Flash at 128K:
+/// 371 of a rank's 598 TFLOP of linears were the replicated shared
+/// experts). h20-check-row-splits withdraws it with the attention's rows.
+/// Returns the number of GEMMs split.
+int64_t splitSharedExpertRows(func::FuncOp f, int64_t ranks) {
+  OpBuilder b(f.getContext());
+  SmallVector<Operation *> ends;
+  f.walk([&](at::AllReduceOp sum) {
+    Operation *moe = sum.getInput().getDefiningOp();
+    if (!moe || !isa<ox::H20RoutedExpertsOp, ox::H20RoutedExpertsMxfp4Op>(moe) || !sum->hasOneUse())
+      return;
+    auto add = dyn_cast<ox::AddOp>(*sum->user_begin());
+    if (!add)
+      return;
+    Value other = add->getOperand(0) == sum.getResult() ? add->getOperand(1) : add->getOperand(0);
+    Operation *end = other.getDefiningOp();
+    if (end && other.hasOneUse() && other.getType() == sum.getType() &&
+        isa<ox::MatMulOp, ox::H20BlockScaledMatMulOp>(end))
+      ends.push_back(end);
+  });
+  int64_t split = 0;
+  for (Operation *end : ends) {
+    SmallVector<Operation *> gemms = h20::findRowSplitTail(end);
+    if (gemms.empty())
+      continue;
+    for (Operation *g : gemms)
+      g->setAttr(at::kSplitRowsAttr, b.getI64IntegerAttr(ranks));
+    end->setAttr(at::kSplitGatherAttr, b.getUnitAttr());
+    b.setInsertionPointAfter(end);
+    Value part = end->getResult(0);
+    auto sum = at::AllReduceOp::create(b, end->getLoc(), part.getType(), part);
+    part.replaceAllUsesExcept(sum.getResult(), sum);
+    split += static_cast<int64_t>(gemms.size());
+  }
+  return split;
+}
+
 } // namespace
 
 LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
@@ -519,7 +564,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
     return success();
   Splitter split{module.getContext(), ranks};
   int64_t attention = 0, mlp = 0, skipped = 0, experts = 0, expertsSkipped = 0, rows = 0,
-          queryGemms = 0;
+          queryGemms = 0, sharedGemms = 0;
   std::string expertsWhy; // the first routed-experts op that did not split
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     SmallVector<at::AttentionOp> attns;
@@ -550,8 +595,10 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
                          : "experts";
       }
     }
-    if (attentionRows)
+    if (attentionRows) {
       rows += splitAttentionRows(f, ranks, queryGemms);
+      sharedGemms += splitSharedExpertRows(f, ranks);
+    }
     SmallVector<ox::MatMulOp> matmuls;
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
@@ -566,7 +613,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
     }
   }
   if (summary)
-    *summary = {attention, mlp, skipped, experts, rows, queryGemms};
+    *summary = {attention, mlp, skipped, experts, rows, queryGemms, sharedGemms};
   if (attention + mlp + experts + rows == 0) {
     InFlightDiagnostic d = module.emitError("h20-tensor-parallel: found no attention, MLP or "
                                             "routed-experts block to split over ")
@@ -587,6 +634,7 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
                            b.getNamedAttr("expert_blocks", b.getI64IntegerAttr(experts)),
                            b.getNamedAttr("attention_rows", b.getI64IntegerAttr(rows)),
                            b.getNamedAttr("query_gemms", b.getI64IntegerAttr(queryGemms)),
+                           b.getNamedAttr("shared_expert_gemms", b.getI64IntegerAttr(sharedGemms)),
                            b.getNamedAttr("replicated_attention", b.getI64IntegerAttr(skipped))}));
   return success();
 }

@@ -9,7 +9,7 @@
 // MLP 64; bias on Q, a per-head norm on K) the way the importer raises
 // transformers' Llama: MatMul -> Reshape to heads -> Transpose -> RoPE.
 
-// TP2: module attributes {h20.tensor_parallel = {attention_blocks = 1 : i64, attention_rows = 0 : i64, expert_blocks = 0 : i64, mlp_blocks = 1 : i64, query_gemms = 0 : i64, ranks = 2 : i64, replicated_attention = 0 : i64}
+// TP2: module attributes {h20.tensor_parallel = {attention_blocks = 1 : i64, attention_rows = 0 : i64, expert_blocks = 0 : i64, mlp_blocks = 1 : i64, query_gemms = 0 : i64, ranks = 2 : i64, replicated_attention = 0 : i64, shared_expert_gemms = 0 : i64}
 // Q keeps 2 of 4 heads: columns [0, 16) on rank 0, [16, 32) on rank 1; the
 // bias likewise; the head reshape asks for 2 heads.
 // TP2-DAG: %[[WQ:.*]] = onnx.Weight {h20.shard = {axis = 1 : i64, full_shape = array<i64: 32, 32>, starts = array<i64: 0, 16>}, name = "wq"} : tensor<32x16xf32>

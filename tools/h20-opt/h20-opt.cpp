@@ -617,6 +617,10 @@ int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
                  << (count("query_gemms")
                          ? " (and " + std::to_string(count("query_gemms")) + " query-side GEMM(s))"
                          : std::string())
+                 << (count("shared_expert_gemms")
+                         ? ", " + std::to_string(count("shared_expert_gemms")) +
+                               " shared-expert GEMM(s) by rows"
+                         : std::string())
                  << "; " << count("replicated_attention") << " attention op(s) left whole\n";
   }
   return 0;

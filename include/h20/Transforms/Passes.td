@@ -275,6 +275,12 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         compute the rank's rows too (findQuerySideGemms; counted as
         `query_gemms`). The KV side (latents, compressed entries,
         indexer keys: cache rows every later query reads) stays whole.
+        With them, a shared expert beside split routed experts (weight
+        GEMMs of the replicated tokens through row-local ops, added to the
+        routed experts' all-reduced share: DeepSeek-V4.1's w1, w3, w2) computes
+        the rank's rows too, its last GEMM gathered like the attention's
+        (`shared_expert_gemms`; h20::findRowSplitTail); h20-merge-all-reduces
+        later sums both shares in one all-reduce.
         h20-check-row-splits withdraws the split where a chunk's rows do
         not divide by T. Off with `attention-rows=false`, or when the
         module's `h20.parallel` (h20-choose-parallel-plan) says
@@ -288,7 +294,8 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
     the first index along `axis` for each rank); its type is the rank's
     slice, and the runtime reads only that slice. The module gets
     `h20.tensor_parallel = {ranks = T, attention_blocks, mlp_blocks,
-    expert_blocks, attention_rows, replicated_attention}` (what was split, what stayed
+    expert_blocks, attention_rows, query_gemms, shared_expert_gemms,
+    replicated_attention}` (what was split, what stayed
     whole). Fails when T > 1 and no block could be split, saying how many
     attention ops did
     not fit. Runs at the attn level, before RoPE lowering and
@@ -320,6 +327,23 @@ def CheckRowSplits : Pass<"h20-check-row-splits", "mlir::ModuleOp"> {
     not split. The module's `h20.tensor_parallel` then says
     `attention_rows = 0` and why (`attention_rows_withdrawn`), and the pass
     warns once naming the first op.
+  }];
+}
+
+def MergeAllReduces : Pass<"h20-merge-all-reduces", "mlir::func::FuncOp"> {
+  let dependentDialects = ["h20::attn::AttnDialect", "h20::onnx::OnnxDialect"];
+  let summary = "Sum two all-reduced values with one all-reduce";
+  let description = [{
+    Rewrites `onnx.Add(attn.all_reduce(a), attn.all_reduce(b))`, where the
+    Add is the only reader of each all-reduce and a, b and the sum have one
+    type, into `attn.all_reduce(onnx.Add(a, b))`: the sum over the ranks is
+    linear, so one collective moves the bytes of two. Each rank adds its
+    two shares before the collective instead of after it (the roundings
+    move; the operations are the same). DeepSeek-V4.1 under
+    h20-tensor-parallel: the routed experts' sum and the gathered rows of
+    the shared expert (split by rows) become one all-reduce per MoE layer.
+    Runs after h20-check-row-splits, which may withdraw a row split (and
+    the all-reduce after it) and needs the two apart.
   }];
 }
 

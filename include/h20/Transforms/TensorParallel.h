@@ -22,6 +22,7 @@ struct TensorParallelSummary {
   int64_t expertBlocks = 0;        ///< routed-experts ops split by expert (expert parallelism)
   int64_t attentionRows = 0; ///< sparse attention ops split by query rows (attn::kSplitRowsAttr)
   int64_t queryGemms = 0;    ///< their query-side projections split by rows too
+  int64_t sharedExpertGemms = 0; ///< shared-expert GEMMs split by rows (beside routed experts)
 };
 
 /// Rewrites the attn-level `module` into the program of one of `ranks`
@@ -29,7 +30,8 @@ struct TensorParallelSummary {
 /// follows each row-parallel MatMul and each routed-experts op, whose
 /// expert weights are split by expert: expert parallelism; DeepSeek-V4.1's
 /// sparse attention and indexers split by query rows, attn::kSplitRowsAttr,
-/// an attn.all_reduce after each sparse attention) and sets
+/// an attn.all_reduce after each sparse attention or the output projection
+/// it reaches, and its shared experts by the same rows) and sets
 /// `h20.tensor_parallel`.
 /// ranks == 1 changes nothing. Fails (with a diagnostic on the module) for
 /// ranks < 1, or when ranks > 1 and no block can be split.
