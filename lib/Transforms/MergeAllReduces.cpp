@@ -9,6 +9,7 @@
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Transforms/Passes.h"
+#include "h20/Transforms/TensorParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -31,27 +32,32 @@ at::AllReduceOp soleSum(Value v, Operation *add) {
 }
 
 struct MergeAllReducesPass : h20::impl::MergeAllReducesBase<MergeAllReducesPass> {
-  void runOnOperation() override {
-    SmallVector<ox::AddOp> adds;
-    getOperation().walk([&](ox::AddOp add) { adds.push_back(add); });
-    for (ox::AddOp add : adds) {
-      at::AllReduceOp lhs = soleSum(add->getOperand(0), add);
-      at::AllReduceOp rhs = soleSum(add->getOperand(1), add);
-      // Same type on both sides and the result: no broadcast, no cast.
-      if (!lhs || !rhs || lhs == rhs || lhs.getType() != rhs.getType() ||
-          add->getResult(0).getType() != lhs.getType())
-        continue;
-      OpBuilder b(add);
-      Value partial = ox::AddOp::create(b, add.getLoc(), TypeRange{lhs.getType()},
-                                        ValueRange{lhs.getInput(), rhs.getInput()})
-                          ->getResult(0);
-      auto sum = at::AllReduceOp::create(b, add.getLoc(), partial.getType(), partial);
-      add->getResult(0).replaceAllUsesWith(sum.getResult());
-      add->erase();
-      lhs->erase();
-      rhs->erase();
-    }
-  }
+  void runOnOperation() override { h20::mergeAllReduces(getOperation()); }
 };
 
 } // namespace
+
+int64_t h20::mergeAllReduces(Operation *root) {
+  SmallVector<ox::AddOp> adds;
+  root->walk([&](ox::AddOp add) { adds.push_back(add); });
+  int64_t merged = 0;
+  for (ox::AddOp add : adds) {
+    at::AllReduceOp lhs = soleSum(add->getOperand(0), add);
+    at::AllReduceOp rhs = soleSum(add->getOperand(1), add);
+    // Same type on both sides and the result: no broadcast, no cast.
+    if (!lhs || !rhs || lhs == rhs || lhs.getType() != rhs.getType() ||
+        add->getResult(0).getType() != lhs.getType())
+      continue;
+    OpBuilder b(add);
+    Value partial = ox::AddOp::create(b, add.getLoc(), TypeRange{lhs.getType()},
+                                      ValueRange{lhs.getInput(), rhs.getInput()})
+                        ->getResult(0);
+    auto sum = at::AllReduceOp::create(b, add.getLoc(), partial.getType(), partial);
+    add->getResult(0).replaceAllUsesWith(sum.getResult());
+    add->erase();
+    lhs->erase();
+    rhs->erase();
+    ++merged;
+  }
+  return merged;
+}

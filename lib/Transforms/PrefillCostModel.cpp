@@ -341,6 +341,10 @@ bool predictTensorParallelOf(ModuleOp module, const TargetDescription &t, int64_
     });
     split = applyTensorParallel(*copy, gpus, nullptr, attentionRows);
   }
+  // As the GPU pipeline will (h20-merge-all-reduces): one all-reduce for
+  // the routed and the shared experts' shares.
+  if (succeeded(split))
+    mergeAllReduces(copy->getOperation());
   if (failed(split)) {
     why = message.empty() ? "the model cannot be split" : message;
     return false;

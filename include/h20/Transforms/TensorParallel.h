@@ -41,6 +41,13 @@ mlir::LogicalResult applyTensorParallel(mlir::ModuleOp module, int64_t ranks,
                                         TensorParallelSummary *summary = nullptr,
                                         bool attentionRows = true);
 
+/// h20-merge-all-reduces on every function under `root`: each
+/// `onnx.Add(attn.all_reduce(a), attn.all_reduce(b))` whose Add is the only
+/// reader of both, with one type throughout, becomes
+/// `attn.all_reduce(onnx.Add(a, b))` (the sum over ranks is linear).
+/// Returns the number of pairs merged.
+int64_t mergeAllReduces(mlir::Operation *root);
+
 } // namespace h20
 
 #endif // H20_TRANSFORMS_TENSORPARALLEL_H
