@@ -63,13 +63,22 @@ std::optional<std::string> whyNot(Operation *op, int64_t ranks, int64_t chunk) {
 }
 
 /// Removes every split of `func`: the attributes, and the all-reduce after
-/// each gathered op (its result is whole again).
-void withdraw(func::FuncOp func) {
+/// each gathered op (its result is whole again). Fails when a gathered op
+/// is read by anything but its all-reduce: h20-merge-all-reduces ran
+/// first, and the sum it made would count the whole result T times.
+LogicalResult withdraw(func::FuncOp func) {
   SmallVector<Operation *> split;
   func.walk([&](Operation *op) {
     if (op->hasAttr(at::kSplitRowsAttr))
       split.push_back(op);
   });
+  for (Operation *op : split) {
+    if (op->hasAttr(at::kSplitGatherAttr) &&
+        !llvm::all_of(op->getResult(0).getUsers(),
+                      [](Operation *u) { return isa<at::AllReduceOp>(u); }))
+      return op->emitError("internal: h20-check-row-splits: a gathered op read by something other "
+                           "than its all-reduce (h20-merge-all-reduces must run after this pass)");
+  }
   for (Operation *op : split) {
     op->removeAttr(at::kSplitRowsAttr);
     if (!op->removeAttr(at::kSplitGatherAttr))
@@ -80,6 +89,7 @@ void withdraw(func::FuncOp func) {
         sum.erase();
       }
   }
+  return success();
 }
 
 struct CheckRowSplitsPass : h20::impl::CheckRowSplitsBase<CheckRowSplitsPass> {
@@ -111,10 +121,11 @@ struct CheckRowSplitsPass : h20::impl::CheckRowSplitsBase<CheckRowSplitsPass> {
       });
       if (!blocker)
         continue;
-      blocker->emitWarning("h20-check-row-splits: the attention runs every query row on every "
-                           "rank: ")
+      blocker->emitWarning("h20-check-row-splits: the attention (and any shared expert split "
+                           "with it) runs every query row on every rank: ")
           << why;
-      withdraw(func);
+      if (failed(withdraw(func)))
+        return signalPassFailure();
     }
     if (why.empty())
       return;
@@ -123,7 +134,10 @@ struct CheckRowSplitsPass : h20::impl::CheckRowSplitsBase<CheckRowSplitsPass> {
       return;
     Builder b(module.getContext());
     NamedAttrList fields(tp);
-    fields.set("attention_rows", b.getI64IntegerAttr(0));
+    // Every split is withdrawn: the query-side and shared-expert GEMMs too.
+    for (StringRef k : {"attention_rows", "query_gemms", "shared_expert_gemms"})
+      if (fields.get(k))
+        fields.set(k, b.getI64IntegerAttr(0));
     fields.set("attention_rows_withdrawn", b.getStringAttr(why));
     module->setAttr("h20.tensor_parallel", fields.getDictionary(module.getContext()));
     // Without the rows, a tensor-parallel program that splits nothing else

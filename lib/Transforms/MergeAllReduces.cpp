@@ -44,9 +44,12 @@ int64_t h20::mergeAllReduces(Operation *root) {
   for (ox::AddOp add : adds) {
     at::AllReduceOp lhs = soleSum(add->getOperand(0), add);
     at::AllReduceOp rhs = soleSum(add->getOperand(1), add);
-    // Same type on both sides and the result: no broadcast, no cast.
+    // Same type on both sides and the result: no broadcast, no cast. And
+    // one block: a collective every rank ran must not move under control
+    // flow that only some ranks might take.
     if (!lhs || !rhs || lhs == rhs || lhs.getType() != rhs.getType() ||
-        add->getResult(0).getType() != lhs.getType())
+        add->getResult(0).getType() != lhs.getType() || lhs->getBlock() != add->getBlock() ||
+        rhs->getBlock() != add->getBlock())
       continue;
     OpBuilder b(add);
     Value partial = ox::AddOp::create(b, add.getLoc(), TypeRange{lhs.getType()},

@@ -595,10 +595,8 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
                          : "experts";
       }
     }
-    if (attentionRows) {
+    if (attentionRows)
       rows += splitAttentionRows(f, ranks, queryGemms);
-      sharedGemms += splitSharedExpertRows(f, ranks);
-    }
     SmallVector<ox::MatMulOp> matmuls;
     f.walk([&](ox::MatMulOp m) { matmuls.push_back(m); });
     for (ox::MatMulOp m : matmuls) {
@@ -611,6 +609,11 @@ LogicalResult h20::applyTensorParallel(ModuleOp module, int64_t ranks,
         ++mlp;
       }
     }
+    // After the MLP split: a shared expert whose columns split (weights
+    // sharded too) keeps that split; one that cannot (V4.1's block-scaled
+    // FP8, 2304 / T columns not a multiple of 128) is split by rows.
+    if (attentionRows)
+      sharedGemms += splitSharedExpertRows(f, ranks);
   }
   if (summary)
     *summary = {attention, mlp, skipped, experts, rows, queryGemms, sharedGemms};

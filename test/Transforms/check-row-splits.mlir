@@ -24,7 +24,7 @@ func.func @chunk_divides(%q: tensor<?x4x16xbf16>, %lat: tensor<?x16xbf16>, %cmp:
 
 // Chunks of 20 tokens over 8 ranks: withdrawn (every rank runs every row,
 // no all-reduce).
-// DIAG: warning: h20-check-row-splits: the attention runs every query row on every rank: chunks of 20 tokens do not divide over 8 ranks
+// DIAG: warning: h20-check-row-splits: the attention (and any shared expert split with it) runs every query row on every rank: chunks of 20 tokens do not divide over 8 ranks
 // CHECK: module attributes {h20.tensor_parallel = {attention_rows = 0 : i64, attention_rows_withdrawn = "chunks of 20 tokens do not divide over 8 ranks (give --chunk a multiple of 8)", expert_blocks = 2 : i64, ranks = 8 : i64}}
 // CHECK-LABEL: func.func @chunk_does_not_divide
 // CHECK-NOT: h20.split_rows

@@ -30,3 +30,25 @@ func.func @kept(%a: tensor<?x8xbf16>, %b: tensor<?x8xbf16>, %c: tensor<1x8xbf16>
   %z = onnx.Add(%sd, %sc) : (tensor<?x8xbf16>, tensor<1x8xbf16>) -> tensor<?x8xbf16>
   return %y, %sa, %z : tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16>
 }
+
+// -----
+
+// An add under control flow that some ranks might not take keeps both
+// collectives outside it (every rank still runs them).
+// CHECK-LABEL: func.func @nested
+// CHECK: attn.all_reduce %arg0
+// CHECK: attn.all_reduce %arg1
+// CHECK: scf.if
+// CHECK-NOT: attn.all_reduce
+// CHECK: onnx.Add
+func.func @nested(%a: tensor<?x8xbf16>, %b: tensor<?x8xbf16>, %p: i1) -> tensor<?x8xbf16> {
+  %sa = attn.all_reduce %a : (tensor<?x8xbf16>) -> tensor<?x8xbf16>
+  %sb = attn.all_reduce %b : (tensor<?x8xbf16>) -> tensor<?x8xbf16>
+  %r = scf.if %p -> tensor<?x8xbf16> {
+    %y = onnx.Add(%sa, %sb) : (tensor<?x8xbf16>, tensor<?x8xbf16>) -> tensor<?x8xbf16>
+    scf.yield %y : tensor<?x8xbf16>
+  } else {
+    scf.yield %a : tensor<?x8xbf16>
+  }
+  return %r : tensor<?x8xbf16>
+}
