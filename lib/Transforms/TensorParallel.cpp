@@ -104,8 +104,11 @@ bool isElementwiseUnary(Operation *op) {
   return isa<ox::SigmoidOp, ox::TanhOp, ox::ErfOp, ox::GeluOp, ox::ReluOp, ox::NegOp, ox::CastOp, ox::SqrtOp,
              ox::ExpOp, ox::SoftplusOp, ox::IdentityOp, ox::AbsOp, ox::ReciprocalOp>(op);
 }
+/// Broadcasting elementwise ops of several operands (Min / Max / Clip with
+/// scalar bounds: a clamped SwiGLU, as DeepSeek-V4.1's swiglu_limit).
 bool isElementwiseBinary(Operation *op) {
-  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp>(op);
+  return isa<ox::AddOp, ox::SubOp, ox::MulOp, ox::DivOp, ox::PowOp, ox::MinOp, ox::MaxOp,
+             ox::ClipOp>(op);
 }
 
 /// What applying one block changes.

@@ -66,9 +66,10 @@ func.func @shared(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
 
 // -----
 
-// A shared expert of plain MatMuls keeps the MLP split by columns
-// (Megatron: w1 / w3 columns and w2 rows sharded, an all-reduce after
-// w2), which also shards its weights; the two all-reduces then merge.
+// A shared expert of plain MatMuls (a SwiGLU clamped by Min and Clip, as
+// V4.1's bf16 exports) keeps the MLP split by columns (Megatron: w1 / w3
+// columns and w2 rows sharded, an all-reduce after w2), which also shards
+// its weights; the two all-reduces then merge.
 // CHECK-LABEL: func.func @columns
 // CHECK: name = "shared.w1"} : tensor<64x8xbf16>
 // CHECK-NOT: h20.split_rows
@@ -96,9 +97,13 @@ func.func @columns(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
   %sw2 = onnx.Weight {name = "shared.w2"} : tensor<32x64xbf16>
   %gate = onnx.MatMul(%x, %sw1) : (tensor<?x64xbf16>, tensor<64x32xbf16>) -> tensor<?x32xbf16>
   %up = onnx.MatMul(%x, %sw3) : (tensor<?x64xbf16>, tensor<64x32xbf16>) -> tensor<?x32xbf16>
-  %sig = onnx.Sigmoid(%gate) : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
-  %silu = onnx.Mul(%gate, %sig) : (tensor<?x32xbf16>, tensor<?x32xbf16>) -> tensor<?x32xbf16>
-  %act = onnx.Mul(%silu, %up) : (tensor<?x32xbf16>, tensor<?x32xbf16>) -> tensor<?x32xbf16>
+  %lim = onnx.Constant() {value = dense<10.0> : tensor<bf16>} : () -> tensor<bf16>
+  %nlim = onnx.Constant() {value = dense<-10.0> : tensor<bf16>} : () -> tensor<bf16>
+  %gl = onnx.Min(%gate, %lim) : (tensor<?x32xbf16>, tensor<bf16>) -> tensor<?x32xbf16>
+  %uc = onnx.Clip(%up, %nlim, %lim) : (tensor<?x32xbf16>, tensor<bf16>, tensor<bf16>) -> tensor<?x32xbf16>
+  %sig = onnx.Sigmoid(%gl) : (tensor<?x32xbf16>) -> tensor<?x32xbf16>
+  %silu = onnx.Mul(%gl, %sig) : (tensor<?x32xbf16>, tensor<?x32xbf16>) -> tensor<?x32xbf16>
+  %act = onnx.Mul(%silu, %uc) : (tensor<?x32xbf16>, tensor<?x32xbf16>) -> tensor<?x32xbf16>
   %down = onnx.MatMul(%act, %sw2) : (tensor<?x32xbf16>, tensor<32x64xbf16>) -> tensor<?x64xbf16>
   %y = onnx.Add(%routed, %down) : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>

@@ -244,7 +244,8 @@ def TensorParallel : Pass<"h20-tensor-parallel", "mlir::ModuleOp"> {
         attn.all_reduce (sum over ranks). A sink is sliced like the query
         heads. Needs Hq % T == 0 and Hkv % T == 0 or T % Hkv == 0.
       * MLP block: a MatMul whose input is an elementwise tree (SwiGLU,
-        GELU, ...) whose leaves are MatMuls of unsplit activations by
+        GELU, clamps by Min / Max / Clip with scalar bounds, ...) whose
+        leaves are MatMuls of unsplit activations by
         weights keeps 1/T of the tree's columns (F % T == 0); the down
         projection keeps the matching rows and is followed by
         attn.all_reduce.
