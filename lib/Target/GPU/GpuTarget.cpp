@@ -272,7 +272,7 @@ llvm::json::Object parallelJson(ModuleOp module, DictionaryAttr plan) {
   if (auto tp = module->getAttrOfType<DictionaryAttr>("h20.tensor_parallel")) {
     llvm::json::Object split;
     for (StringRef k : {"attention_blocks", "mlp_blocks", "expert_blocks", "attention_rows",
-                        "replicated_attention"})
+                        "query_gemms", "shared_expert_gemms", "replicated_attention"})
       if (auto v = tp.getAs<IntegerAttr>(k))
         split[k] = v.getInt();
     if (auto why = tp.getAs<StringAttr>("attention_rows_withdrawn"))
