@@ -111,6 +111,15 @@ bool isElementwiseBinary(Operation *op) {
              ox::ClipOp>(op);
 }
 
+/// Sums `op`'s one result over the ranks: an attn.all_reduce right after
+/// it takes over every other use.
+void sumOverRanks(OpBuilder &b, Operation *op) {
+  b.setInsertionPointAfter(op);
+  Value part = op->getResult(0);
+  auto sum = at::AllReduceOp::create(b, op->getLoc(), part.getType(), part);
+  part.replaceAllUsesExcept(sum.getResult(), sum);
+}
+
 /// What applying one block changes.
 struct BlockPlan {
   int64_t ranks = 1;
@@ -433,12 +442,8 @@ struct Splitter {
       v.setType(shardedType(cast<RankedTensorType>(v.getType()), s));
     if (p.kvGroup)
       p.kvGroup->first.setKvGroup(p.kvGroup->second);
-    for (Operation *mm : p.reducers) {
-      b.setInsertionPointAfter(mm);
-      Value partial = mm->getResult(0);
-      auto sum = at::AllReduceOp::create(b, mm->getLoc(), partial.getType(), partial);
-      partial.replaceAllUsesExcept(sum.getResult(), sum);
-    }
+    for (Operation *mm : p.reducers)
+      sumOverRanks(b, mm);
   }
 
 };
@@ -475,10 +480,7 @@ int64_t splitAttentionRows(func::FuncOp f, int64_t ranks, int64_t &queryGemms) {
     if (gather->hasAttr(at::kSplitGatherAttr))
       continue;
     gather->setAttr(at::kSplitGatherAttr, b.getUnitAttr());
-    b.setInsertionPointAfter(gather);
-    Value part = gather->getResult(0);
-    auto sum = at::AllReduceOp::create(b, gather->getLoc(), part.getType(), part);
-    part.replaceAllUsesExcept(sum.getResult(), sum);
+    sumOverRanks(b, gather);
   }
   // Readers before producers: a candidates op is split when the top-k ops
   // that read it are.
@@ -548,10 +550,7 @@ int64_t splitSharedExpertRows(func::FuncOp f, int64_t ranks) {
     for (Operation *g : gemms)
       g->setAttr(at::kSplitRowsAttr, b.getI64IntegerAttr(ranks));
     end->setAttr(at::kSplitGatherAttr, b.getUnitAttr());
-    b.setInsertionPointAfter(end);
-    Value part = end->getResult(0);
-    auto sum = at::AllReduceOp::create(b, end->getLoc(), part.getType(), part);
-    part.replaceAllUsesExcept(sum.getResult(), sum);
+    sumOverRanks(b, end);
     split += static_cast<int64_t>(gemms.size());
   }
   return split;
