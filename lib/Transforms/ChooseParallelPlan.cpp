@@ -45,7 +45,8 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
   /// priced; context parallelism only where `contextRuns`), and why tensor
   /// parallelism is not possible when it is not.
   LogicalResult price(ModuleOp module, const h20::TargetDescription &t, bool contextRuns,
-                      double &contextMs, double &tensorMs, std::string &why) {
+                      double &contextMs, double &tensorMs, h20::PrefillPrediction &tp,
+                      std::string &why) {
     OwningOpRef<ModuleOp> priced(cast<ModuleOp>(module->clone()));
     if (logitsLast) {
       PassManager pm(module.getContext());
@@ -58,7 +59,6 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
     contextMs = t.nvlinkBytesPerS > 0 && contextRuns
                     ? h20::predictContextParallel(work, t, gpus).totalMs
                     : -1;
-    h20::PrefillPrediction tp;
     tensorMs = h20::predictTensorParallelOf(*priced, t, gpus, tokens, elementBytes, tp, why, chunk,
                                             attentionRows)
                    ? tp.totalMs
@@ -80,9 +80,10 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
       return signalPassFailure();
     }
     double contextMs = -1, tensorMs = -1;
+    h20::PrefillPrediction tp;
     std::string why;
     const std::string noContext = contextWhy(module);
-    if (failed(price(module, *t, noContext.empty(), contextMs, tensorMs, why)))
+    if (failed(price(module, *t, noContext.empty(), contextMs, tensorMs, tp, why)))
       return signalPassFailure();
     // h20-run's context parallelism cuts the prompt into 2N equal chunks.
     const bool contextRuns = (gpus & (gpus - 1)) == 0;
@@ -132,6 +133,18 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
         b.getNamedAttr("tokens", b.getI64IntegerAttr(tokens))};
     if (!note.empty())
       fields.push_back(b.getNamedAttr("note", b.getStringAttr(note)));
+    // Where one rank's predicted time goes, so a user (and the next kernel
+    // work) sees what bounds the plan: kernels by kind, and the
+    // all-reduces, which the model does not overlap.
+    if (tensorMs >= 0)
+      fields.push_back(b.getNamedAttr(
+          "tensor_breakdown_ms",
+          b.getDictionaryAttr(
+              {b.getNamedAttr("all_reduce", b.getF64FloatAttr(tp.exposedCommMs)),
+               b.getNamedAttr("attention", b.getF64FloatAttr(tp.attentionMs)),
+               b.getNamedAttr("gemm", b.getF64FloatAttr(tp.gemmMs)),
+               b.getNamedAttr("memory_bound", b.getF64FloatAttr(tp.memoryMs)),
+               b.getNamedAttr("rows", b.getF64FloatAttr(tp.rowsMs))})));
     module->setAttr("h20.parallel", b.getDictionaryAttr(fields));
   }
 };

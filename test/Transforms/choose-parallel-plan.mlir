@@ -8,8 +8,9 @@
 // RUN: not h20-opt %S/tensor-parallel.mlir --h20-choose-parallel-plan="target=h200 gpus=6 plan=context" 2>&1 | FileCheck %s --check-prefix=CP6
 // RUN: not h20-opt %S/tensor-parallel.mlir --h20-choose-parallel-plan="target=h200 gpus=2 plan=data" 2>&1 | FileCheck %s --check-prefix=BAD
 
-// Asked for tensor parallelism: the user's choice, both plans priced.
-// TENSOR: module attributes {h20.parallel = {attention_rows = true, chosen_by = "user", context_ms = {{[0-9.e+-]+}} : f64, gpus = 2 : i64, plan = "tensor", tensor_ms = {{[0-9.e+-]+}} : f64, tokens = 64 : i64}
+// Asked for tensor parallelism: the user's choice, both plans priced; one
+// rank's tensor_ms split by kind (what bounds the plan).
+// TENSOR: module attributes {h20.parallel = {attention_rows = true, chosen_by = "user", context_ms = {{[0-9.e+-]+}} : f64, gpus = 2 : i64, plan = "tensor", tensor_breakdown_ms = {all_reduce = {{[0-9.e+-]+}} : f64, attention = {{[0-9.e+-]+}} : f64, gemm = {{[0-9.e+-]+}} : f64, memory_bound = {{[0-9.e+-]+}} : f64, rows = {{[0-9.e+-]+}} : f64}, tensor_ms = {{[0-9.e+-]+}} : f64, tokens = 64 : i64}
 // TENSOR-NOT: h20.tensor_parallel
 // TENSOR: attn.attention
 // The cost model's choice among the two (at 64 tokens the ring's latency

@@ -254,6 +254,16 @@ int64_t chooseParallelPlan(ModuleOp module, int64_t gpus, int64_t tokens, int64_
     if (!str("note").empty())
       llvm::errs() << "; " << str("note");
     llvm::errs() << "\n";
+    if (auto parts = plan.getAs<DictionaryAttr>("tensor_breakdown_ms"); parts && verbose) {
+      llvm::errs() << "h20-opt: tensor plan, one rank (a model):";
+      for (NamedAttribute p : parts)
+        if (auto v = dyn_cast<FloatAttr>(p.getValue())) {
+          char text[48];
+          std::snprintf(text, sizeof text, " %.4g ms", v.getValueAsDouble());
+          llvm::errs() << " " << p.getName().getValue() << text;
+        }
+      llvm::errs() << "\n";
+    }
   }
   return str("plan") == "tensor" ? gpus : 1;
 }

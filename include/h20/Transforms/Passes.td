@@ -201,8 +201,11 @@ def ChooseParallelPlan : Pass<"h20-choose-parallel-plan", "mlir::ModuleOp"> {
     `tokens` tokens in `chunk`-token chunks, the LM head for the last
     position only with `logits-last`, and records the plan on the module:
     `h20.parallel = {gpus, plan = "context" | "tensor", chosen_by =
-    "cost model" | "user", tokens, context_ms, tensor_ms, note?}` (a
-    prediction < 0: the plan is not possible or not priced). `plan`
+    "cost model" | "user", tokens, context_ms, tensor_ms, note?,
+    tensor_breakdown_ms?}` (a prediction < 0: the plan is not possible or
+    not priced; tensor_breakdown_ms, where tensor parallelism is priced,
+    splits one rank's tensor_ms into attention, gemm, rows, memory_bound
+    and all_reduce). `plan`
     (auto, context or tensor) is the user's request: auto takes the faster
     plan that runs. Context parallelism needs N a power of two (h20-run
     cuts the prompt into 2N equal chunks); tensor parallelism a model
