@@ -6,13 +6,18 @@
 #include "mlir/Transforms/Passes.h"
 
 void h20::buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t maxSeq,
-                            int64_t kvElementBytes, int64_t tensorParallel) {
+                            int64_t kvElementBytes, int64_t tensorParallel,
+                            llvm::StringRef computeType) {
   if (tensorParallel > 1) {
     TensorParallelOptions tp;
     tp.ranks = tensorParallel;
     pm.addPass(createTensorParallel(tp));
     pm.addPass(mlir::createCSEPass());
   }
+  // A unit-gain RMS norm before a narrow GEMM scales the GEMM's result
+  // instead (V4.1's mHC mixes): the normalised copy is never written.
+  if (computeType != "f16")
+    pm.addNestedPass<mlir::func::FuncOp>(createNormScaleAfterMatMul());
   LowerRopeOptions rope;
   if (maxSeq > 0)
     rope.maxPositions = maxSeq;

@@ -608,7 +608,8 @@ int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
   PassManager plan(ctx);
   if (failed(h20::applyDeveloperOptions(plan)))
     return kExitBadInput;
-  h20::buildPlanPipeline(plan, targetName, chunks.capacity, kvElementBytes, tensorRanks);
+  h20::buildPlanPipeline(plan, targetName, chunks.capacity, kvElementBytes, tensorRanks,
+                         computeType);
   if (failed(plan.run(module)))
     return kExitBadInput;
   progress.stage("plan", "KV cache and RoPE tables for " + std::to_string(chunks.capacity) +

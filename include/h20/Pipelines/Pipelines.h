@@ -30,8 +30,12 @@ llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef lev
 
 /// The "planned" passes that follow the attn level (what buildEmitPipeline's
 /// "planned" adds after "attn"), for a module already at the attn level.
+/// `computeType` is the storage type the GPU target will apply ("f16"
+/// leaves unit-gain RMS norms before narrow GEMMs as they are: a mean of
+/// squares stored in f16 overflows above an RMS of 256).
 void buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t maxSeq,
-                       int64_t kvElementBytes, int64_t tensorParallel);
+                       int64_t kvElementBytes, int64_t tensorParallel,
+                       llvm::StringRef computeType = "");
 
 /// What the GPU pipeline is built for (GpuTarget fills it from its options).
 struct GpuPipelineOptions {

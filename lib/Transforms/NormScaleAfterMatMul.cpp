@@ -1,0 +1,134 @@
+//===- NormScaleAfterMatMul.cpp - normalise a GEMM's narrow result --------===//
+//
+// See Passes.td (h20-norm-scale-after-matmul). With a unit gain, an RMS
+// norm scales each row by one number, and a row's scale commutes with a
+// linear map of that row:
+//
+//   rms_norm(x) W = (x W) / sqrt(mean(x^2) + eps)
+//
+// When W is narrow (N << K: DeepSeek-V4.1's mHC maps the 4 x 5120
+// hyper-connection streams to 24 mixing logits), the left side writes and
+// reads back a normalised copy of x ([rows, K]) only to shrink it to N
+// columns; the right side reads x twice (the sum of squares and the GEMM)
+// and scales [rows, N]. DeepSeek's own reference computes the mHC mixes in
+// this order (inference/model.py of DeepSeek-V4: hc_pre, F.linear(x, hc_fn)
+// * rsqrt(x.square().mean(-1) + eps)).
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Dialect/Attn/IR/AttnDialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
+#include "h20/Transforms/Passes.h"
+#include "h20/Transforms/WeightData.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace h20 {
+#define GEN_PASS_DEF_NORMSCALEAFTERMATMUL
+#include "h20/Transforms/Passes.h.inc"
+} // namespace h20
+
+using namespace mlir;
+namespace at = h20::attn;
+namespace ox = h20::onnx;
+
+namespace {
+
+/// Whether `gain` is a constant or weight whose every element is 1.0 (read
+/// from the model; false when it cannot be read).
+bool unitGain(Value gain) {
+  auto t = dyn_cast<RankedTensorType>(gain.getType());
+  if (!t || !t.hasStaticShape() || t.getNumElements() > (int64_t(1) << 20))
+    return false;
+  std::optional<std::vector<double>> v = h20::readFloatElements(gain, 0, t.getNumElements());
+  return v && !v->empty() && llvm::all_of(*v, [](double e) { return e == 1.0; });
+}
+
+/// A MatMul reading `n` as its left operand, by a 2-D weight [K, N] with
+/// N * `minRatio` <= K; null otherwise.
+ox::MatMulOp narrowProjection(OpOperand &use, int64_t k, int64_t minRatio) {
+  auto mm = dyn_cast<ox::MatMulOp>(use.getOwner());
+  if (!mm || use.getOperandNumber() != 0 || !mm->getOperand(1).getDefiningOp<ox::WeightOp>())
+    return {};
+  auto w = dyn_cast<RankedTensorType>(mm->getOperand(1).getType());
+  if (!w || w.getRank() != 2 || !w.hasStaticShape() || w.getDimSize(0) != k ||
+      w.getDimSize(1) * minRatio > k)
+    return {};
+  return mm;
+}
+
+/// Rewrites `norm` when every reader is a narrow projection; true if it did.
+bool rewrite(at::RmsNormOp norm, int64_t minRatio) {
+  Value x = norm.getInput();
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  // f16's range does not hold a mean of squares above 65504 (nor the
+  // small epsilons V4.1 uses); f32 and bf16 do.
+  if (!xt || xt.getRank() < 1 || xt.isDynamicDim(xt.getRank() - 1) ||
+      !(xt.getElementType().isF32() || xt.getElementType().isBF16()))
+    return false;
+  const int64_t r = xt.getRank(), k = xt.getDimSize(r - 1);
+  const int64_t axis = norm.getAxis() < 0 ? norm.getAxis() + r : norm.getAxis();
+  // Only a norm over the contracted dim alone commutes with the GEMM.
+  if (axis != r - 1 || norm->use_empty() || !unitGain(norm.getWeight()))
+    return false;
+  SmallVector<ox::MatMulOp> gemms;
+  for (OpOperand &use : norm->getUses()) {
+    ox::MatMulOp mm = narrowProjection(use, k, minRatio);
+    if (!mm)
+      return false;
+    gemms.push_back(mm);
+  }
+  OpBuilder b(norm);
+  Location loc = norm.getLoc();
+  // 1 / rms per row, [..., 1]: mean(x^2) over the last dim, + eps, sqrt.
+  SmallVector<int64_t> rowShape(xt.getShape());
+  rowShape.back() = 1;
+  auto rowType = RankedTensorType::get(rowShape, xt.getElementType());
+  Value sq = ox::MulOp::create(b, loc, TypeRange{xt}, ValueRange{x, x})->getResult(0);
+  auto si64 = [&](int64_t v) { return b.getIntegerAttr(b.getIntegerType(64, true), v); };
+  Value mean = ox::ReduceMeanOp::create(b, loc, TypeRange{rowType}, ValueRange{sq}, si64(1),
+                                        IntegerAttr(), b.getDenseI64ArrayAttr({r - 1}))
+                   ->getResult(0);
+  auto scalar = RankedTensorType::get({1}, xt.getElementType());
+  Value eps = ox::ConstantOp::create(
+                  b, loc, TypeRange{scalar}, ValueRange{},
+                  DenseElementsAttr::get(scalar, b.getFloatAttr(xt.getElementType(),
+                                                                norm.getEpsilon().convertToDouble())))
+                  ->getResult(0);
+  Value var = ox::AddOp::create(b, loc, TypeRange{rowType}, ValueRange{mean, eps})->getResult(0);
+  Value rms = ox::SqrtOp::create(b, loc, TypeRange{rowType}, ValueRange{var})->getResult(0);
+  for (ox::MatMulOp mm : gemms) {
+    b.setInsertionPoint(mm);
+    Type yt = mm->getResult(0).getType();
+    Value y = ox::MatMulOp::create(b, mm.getLoc(), TypeRange{yt}, ValueRange{x, mm->getOperand(1)})
+                  ->getResult(0);
+    Value scaled = ox::DivOp::create(b, mm.getLoc(), TypeRange{yt}, ValueRange{y, rms})->getResult(0);
+    mm->getResult(0).replaceAllUsesWith(scaled);
+    mm->erase();
+  }
+  Operation *gain = norm.getWeight().getDefiningOp();
+  norm->erase();
+  if (gain && gain->use_empty())
+    gain->erase();
+  return true;
+}
+
+struct NormScaleAfterMatMulPass
+    : h20::impl::NormScaleAfterMatMulBase<NormScaleAfterMatMulPass> {
+  using NormScaleAfterMatMulBase::NormScaleAfterMatMulBase;
+  void runOnOperation() override {
+    if (minRatio < 1) {
+      getOperation().emitError("h20-norm-scale-after-matmul: min-ratio must be >= 1, got ")
+          << static_cast<int64_t>(minRatio);
+      return signalPassFailure();
+    }
+    SmallVector<at::RmsNormOp> norms;
+    getOperation().walk([&](at::RmsNormOp n) { norms.push_back(n); });
+    for (at::RmsNormOp n : norms)
+      rewrite(n, static_cast<int64_t>(minRatio));
+  }
+};
+
+} // namespace
