@@ -16,6 +16,21 @@ the same rank on other GPUs, plus its all-reduces, labelled a model:
       rate (the cost model's assumption; no all-reduce rate was measured)
   TTFT = rank time + all-reduce time (nothing overlapped)
 
+With --program, also a second projection for the tensor-core kinds, since
+an H20 has a sixth of an H100's tensor-core rate but 78 of its 132 SMs
+(DESIGN.md section 1): a kernel far below the tensor peak is bound by its
+SMs' other work (dequantisation, softmax, loads, top-k), which an H20 runs
+at the SM ratio, not the tensor ratio. Per kind (bench/v41_flops.py's
+FLOPs F, measured time T on GPU M):
+
+  time on X = F / X's peak  +  max(0, T - F / M's peak) x M's SMs / X's SMs
+
+(the tensor-core work at X's peak, then the rest of the kernel's time
+scaled by the SM count, not overlapped; equal clocks assumed). The first
+table is the bound where today's kernels keep their share of the tensor
+peak; this one, where their non-tensor time moves with the SMs. Neither is
+a measurement on an H20.
+
 With --program (the rank's `artifact-info ART --program`), also the rank's
 FLOP floor on each GPU (bench/v41_flops.py's counts at the datasheet
 rates): all of it at the bf16 rate; the FP8 GEMMs at the FP8 rate and the
@@ -43,6 +58,14 @@ GPUS = {
     "h100": (3.35e12, 989e12, 1979e12, 900e9),
     "h200": (4.8e12, 989e12, 1979e12, 900e9),
 }
+SMS = {"h20": 78, "h100": 132, "h200": 132}
+# bench/v41_flops.py's kinds: which profiled kernels run them, at which peak.
+FLOP_KINDS = {"gemm_fp8": ("fp8", lambda k: k.startswith("gemm float8")),
+              "gemm_bf16": ("bf16", lambda k: k.startswith("gemm ") and
+                            not k.startswith("gemm float8")),
+              "experts_fp4": ("bf16", lambda k: "moe_fp4_gemm" in k),
+              "attention": ("bf16", lambda k: "sparse_attn" in k),
+              "indexer": ("bf16", lambda k: "indexer" in k)}
 VLLM_8XH20_128K_S = 17.3
 
 
@@ -56,11 +79,22 @@ def kind_rate(kind):
     return "hbm"
 
 
-def project(report, measured_on, gpus=8):
+def profiled_run(report):
     prof = report["profile"]
-    run = next(r for r in report["runs"] if r["S"] == prof["S"] and r["attention_rows"])
-    scale = run["ttft_ms"] / prof["total_ms"]  # profile mode runs step by step
-    kinds = {k["kind"]: k["ms"] * scale for k in prof["top"]}
+    return next(r for r in report["runs"] if r["S"] == prof["S"] and r["attention_rows"])
+
+
+def measured_kinds(report):
+    """ms per profiled kind, scaled to the run's TTFT (profile mode runs step by step)."""
+    run = profiled_run(report)
+    prof = report["profile"]
+    scale = run["ttft_ms"] / prof["total_ms"]
+    return {k["kind"]: k["ms"] * scale for k in prof["top"]}
+
+
+def project(report, measured_on, gpus=8):
+    run = profiled_run(report)
+    kinds = measured_kinds(report)
     kinds.pop("all_reduce", None)  # a solo rank's copy; priced below instead
     kinds["other (memory-bound)"] = max(0.0, run["ttft_ms"] - sum(kinds.values()))
     hbm0, bf0, fp0, _ = GPUS[measured_on]
@@ -76,6 +110,25 @@ def project(report, measured_on, gpus=8):
         rows.append({"gpu": gpu, "gpus": gpus, "S": run["S"], "rank_ms": rank_ms,
                      "rank_ms_by_rate": by, "all_reduce_ms": ar_ms, "ttft_ms": rank_ms + ar_ms})
     return run, rows
+
+
+def project_sm_bound(run, rows, kinds_ms, tflop, measured_on):
+    """Per GPU: the rank's tensor-core kinds as F / peak + (T - F / peak_M) x SMs_M / SMs_X
+    (see the module doc), the other kinds as in `rows`; {gpu: (tensor ms, TTFT ms)}."""
+    _, bf0, fp0, _ = GPUS[measured_on]
+    peak0 = {"bf16": bf0, "fp8": fp0}
+    out = {}
+    for r in rows:
+        _, bf, fp, _ = GPUS[r["gpu"]]
+        peak = {"bf16": bf, "fp8": fp}
+        tensor = 0.0
+        for key, (rate, match) in FLOP_KINDS.items():
+            t = sum(ms for k, ms in kinds_ms.items() if match(k)) / 1e3
+            f = tflop.get(key, 0.0) * 1e12
+            tensor += f / peak[rate] + max(0.0, t - f / peak0[rate]) * SMS[measured_on] / SMS[r["gpu"]]
+        b = r["rank_ms_by_rate"]
+        out[r["gpu"]] = (tensor * 1e3, tensor * 1e3 + b["hbm"] + r["all_reduce_ms"])
+    return out
 
 
 def floors(program, S):
@@ -123,9 +176,20 @@ def main():
         print("| --- | --- | --- | --- |")
         for gpu, (b, m, e) in fl.items():
             print(f"| {gpu.upper()} | {b:.2f} s | {m:.2f} s | {e:.2f} s |")
+        sm = project_sm_bound(run, rows, measured_kinds(report), tflop, a.measured_on)
+        print(f"\nThe same rank with each tensor-core kind's time beyond its tensor floor "
+              f"scaled by the SM count ({SMS[a.measured_on]} on the measured GPU), not the "
+              f"tensor peak (a model; the first table is the other bound):\n")
+        print("| 8 x | rank: tensor-core kinds | TTFT |")
+        print("| --- | --- | --- |")
+        for gpu, (t, ttft) in sm.items():
+            print(f"| {gpu.upper()} | {t / 1e3:.2f} s | {ttft / 1e3:.2f} s |")
     if run["S"] == 131072:
         print(f"\nvLLM, published, 8 x H20 at 128K: {VLLM_8XH20_128K_S} s (issue 32's goal: 4 s)")
-    json.dump({"model": "bench/v41-project.py", "measured": run, "projected": rows},
+    out = {"model": "bench/v41-project.py", "measured": run, "projected": rows}
+    if a.program:
+        out["projected_sm_bound"] = {g: {"tensor_ms": t, "ttft_ms": v} for g, (t, v) in sm.items()}
+    json.dump(out,
               open(a.report.replace(".json", "") + ".projection.json", "w"), indent=1)
 
 

@@ -60,6 +60,21 @@ struct Compute {
   double total() const { return attentionMs + gemmMs + rowsMs + memoryMs; }
 };
 
+} // namespace
+
+double v41KernelMs(double flops, double share, bool fp8, const TargetDescription &t) {
+  const double refPeak = fp8 ? kV41ReferenceFp8Flops : kV41ReferenceBf16Flops;
+  const double peak = fp8 ? t.fp8Flops : t.bf16Flops;
+  if (flops <= 0 || share <= 0 || peak <= 0 || t.sms <= 0)
+    return 0;
+  const double tensor = flops / peak;
+  const double rest = std::max(0.0, flops / (share * refPeak) - flops / refPeak) *
+                      double(kV41ReferenceSms) / double(t.sms);
+  return (tensor + rest) * 1e3;
+}
+
+namespace {
+
 Compute computeOn(const PrefillWork &w, const TargetDescription &t) {
   Compute c;
   for (const AttentionShape &s : w.attention) {
@@ -71,14 +86,16 @@ Compute computeOn(const PrefillWork &w, const TargetDescription &t) {
     c.gemmMs += chooseGemmTiles(g, t).estUs / 1e3;
   for (const RowsShape &r : w.rows)
     c.rowsMs += chooseRowsTiles(r, t).estUs / 1e3;
-  // DeepSeek-V4.1's kernels at their measured shares of the peak.
-  auto ms = [](double flops, double rate) { return rate > 0 ? flops / rate * 1e3 : 0.0; };
+  // DeepSeek-V4.1's kernels from their rates on the reference Hopper
+  // (kV41Rates): the tensor-core work at the target's peak, the rest of the
+  // measured time scaled by the SM count (v41KernelMs).
   const V41Rates &r = kV41Rates;
-  c.attentionMs += ms(w.sparseAttentionFlops, r.sparseAttention * t.bf16Flops) +
-                   ms(w.indexerFlops, r.indexer * t.bf16Flops);
-  c.gemmMs += ms(w.fp4ExpertFlops, r.fp4Experts * t.bf16Flops) +
-              ms(w.expertFlops, r.experts * t.bf16Flops) +
-              ms(w.fp8GemmFlops, t.fp8Flops > 0 ? r.fp8Gemm * t.fp8Flops : r.experts * t.bf16Flops);
+  const bool fp8 = t.fp8Flops > 0;
+  c.attentionMs += v41KernelMs(w.sparseAttentionFlops, r.sparseAttention, false, t) +
+                   v41KernelMs(w.indexerFlops, r.indexer, false, t);
+  c.gemmMs += v41KernelMs(w.fp4ExpertFlops, r.fp4Experts, false, t) +
+              v41KernelMs(w.expertFlops, r.experts, false, t) +
+              v41KernelMs(w.fp8GemmFlops, fp8 ? r.fp8Gemm : r.experts, fp8, t);
   c.memoryMs = w.memoryBytes / (kMemoryEfficiency * t.hbmBytesPerS) * 1e3;
   return c;
 }

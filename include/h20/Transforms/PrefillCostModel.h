@@ -44,19 +44,36 @@ struct PrefillWork {
          fp8GemmFlops = 0;
 };
 
-/// The fraction of the target's dense tensor-core peak (bf16Flops, or
-/// fp8Flops for the FP8 GEMMs) that h20's DeepSeek-V4.1 kernels reach
-/// today, from their measured rates (BENCHMARKS.md: sparse attention 166
-/// TFLOP/s and the indexer 147-189 on an H200; the MXFP4 expert GEMM
-/// 183-233 and cuBLASLt's block-scaled FP8 GEMM 1158 in the 8-layer Flash
-/// model on an H100; grouped cuBLASLt bf16 expert GEMMs about 0.6 of
-/// peak), against 989 (bf16) and 1979 (FP8) TFLOP/s dense peaks. A
-/// calibration of this model to today's kernels, not a property of the
-/// hardware: update them with the kernels.
+/// The fraction of the reference Hopper's dense tensor-core peak
+/// (kV41ReferenceBf16Flops, or kV41ReferenceFp8Flops for the FP8 GEMMs)
+/// that h20's DeepSeek-V4.1 kernels reach today, from their measured rates
+/// (BENCHMARKS.md: sparse attention 166 TFLOP/s and the indexer 147-189 on
+/// an H200; the MXFP4 expert GEMM 183-233 and cuBLASLt's block-scaled FP8
+/// GEMM 1158 in the 8-layer Flash model on an H100; grouped cuBLASLt bf16
+/// expert GEMMs about 0.6 of peak). A calibration of this model to today's
+/// kernels, not a property of the hardware: update them with the kernels.
 struct V41Rates {
   double sparseAttention = 0.17, indexer = 0.17, fp4Experts = 0.2, experts = 0.6, fp8Gemm = 0.59;
 };
 constexpr V41Rates kV41Rates{};
+/// The GPU kV41Rates were measured on: an H100 / H200 (132 SMs, 989 bf16
+/// and 1979 FP8 dense TFLOP/s; DESIGN.md section 1).
+constexpr int64_t kV41ReferenceSms = 132;
+constexpr double kV41ReferenceBf16Flops = 989e12, kV41ReferenceFp8Flops = 1979e12;
+
+/// Time (ms) of `flops` of a DeepSeek-V4.1 kernel that reaches `share` of
+/// the reference Hopper's peak (bf16, or FP8 when `fp8`), on target `t`:
+///   flops / t's peak + (flops / (share x ref peak) - flops / ref peak)
+///                      x ref SMs / t's SMs
+/// i.e. its tensor-core work at t's peak and the rest of its measured time
+/// (gathers, softmax, dequantisation, top-k: SM work, not tensor work)
+/// scaled by the SM count, not overlapped, clocks taken equal. On an H100
+/// or H200 this is flops / (share x peak); on an H20 (148 TFLOP/s but 78
+/// SMs) a kernel far below the tensor peak keeps most of its rate, where
+/// "the same share of the H20's peak" would divide it by 6.7. A model,
+/// not a measurement: no H20 has run these kernels. 0 when `t` has no
+/// such peak.
+double v41KernelMs(double flops, double share, bool fp8, const TargetDescription &t);
 
 /// Collects the work of every op of `module` (attn level; dynamic dims are
 /// `seqLen`; float elements are `elementBytes` wide).
