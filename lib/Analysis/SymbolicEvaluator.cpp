@@ -1293,7 +1293,8 @@ std::optional<SymTensor> OpResultEvaluator::run() {
             ox::AbsOp, ox::IsNaNOp, ox::SoftmaxOp, ox::RoundOp, ox::FloorOp, ox::CeilOp,
             ox::SignOp, ox::ClipOp, ox::BitwiseNotOp, ox::ScatterElementsOp, ox::RMSNormalizationOp,
             ox::RotaryEmbeddingOp, ox::TriluOp, ox::MsSimplifiedLayerNormalizationOp,
-            attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp, ox::H20SinkAttentionOp,
+            attn::RmsNormOp, attn::RmsScaleOp, attn::RopeOp, attn::RopeApplyOp,
+            ox::H20SinkAttentionOp,
             ox::H20SparseSinkAttentionOp, attn::SparseAttentionOp, ox::H20RoutedExpertsOp,
             ox::H20RoutedExpertsMxfp4Op,
             attn::AllReduceOp>(

@@ -36,13 +36,14 @@ void h20::buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64
 
 llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
                                            llvm::StringRef target, int64_t maxSeq,
-                                           int64_t kvElementBytes, int64_t tensorParallel) {
+                                           int64_t kvElementBytes, int64_t tensorParallel,
+                                           llvm::StringRef computeType) {
   if (level == "onnx")
     return llvm::success();
   if (level == "planned") {
     if (failed(buildEmitPipeline(pm, "attn")))
       return llvm::failure();
-    buildPlanPipeline(pm, target, maxSeq, kvElementBytes, tensorParallel);
+    buildPlanPipeline(pm, target, maxSeq, kvElementBytes, tensorParallel, computeType);
     return llvm::success();
   }
   if (level == "attn") {

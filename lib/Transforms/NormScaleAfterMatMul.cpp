@@ -4,7 +4,7 @@
 // norm scales each row by one number, and a row's scale commutes with a
 // linear map of that row:
 //
-//   rms_norm(x) W = (x W) / sqrt(mean(x^2) + eps)
+//   rms_norm(x) W = (x W) / sqrt(mean(x^2) + eps) = attn.rms_scale(x W, x)
 //
 // When W is narrow (N << K: DeepSeek-V4.1's mHC maps the 4 x 5120
 // hyper-connection streams to 24 mixing logits), the left side writes and
@@ -22,7 +22,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace h20 {
@@ -46,15 +45,20 @@ bool unitGain(Value gain) {
   return v && !v->empty() && llvm::all_of(*v, [](double e) { return e == 1.0; });
 }
 
-/// A MatMul reading `n` as its left operand, by a 2-D weight [K, N] with
-/// N * `minRatio` <= K; null otherwise.
-ox::MatMulOp narrowProjection(OpOperand &use, int64_t k, int64_t minRatio) {
+/// A MatMul reading the norm (of type `xt`, rows of K) as its left operand
+/// only, by a 2-D weight [K, N] of x's element type with N <= K /
+/// `minRatio`, its result ranked; null otherwise.
+ox::MatMulOp narrowProjection(OpOperand &use, RankedTensorType xt, int64_t minRatio) {
   auto mm = dyn_cast<ox::MatMulOp>(use.getOwner());
-  if (!mm || use.getOperandNumber() != 0 || !mm->getOperand(1).getDefiningOp<ox::WeightOp>())
+  if (!mm || use.getOperandNumber() != 0 || mm->getOperand(1) == use.get() ||
+      !mm->getOperand(1).getDefiningOp<ox::WeightOp>())
     return {};
+  const int64_t k = xt.getDimSize(xt.getRank() - 1);
   auto w = dyn_cast<RankedTensorType>(mm->getOperand(1).getType());
-  if (!w || w.getRank() != 2 || !w.hasStaticShape() || w.getDimSize(0) != k ||
-      w.getDimSize(1) * minRatio > k)
+  auto y = dyn_cast<RankedTensorType>(mm->getResult(0).getType());
+  if (!w || !y || y.getRank() != xt.getRank() || w.getRank() != 2 || !w.hasStaticShape() ||
+      w.getElementType() != xt.getElementType() || y.getElementType() != xt.getElementType() ||
+      w.getDimSize(0) != k || w.getDimSize(1) > k / minRatio)
     return {};
   return mm;
 }
@@ -63,49 +67,35 @@ ox::MatMulOp narrowProjection(OpOperand &use, int64_t k, int64_t minRatio) {
 bool rewrite(at::RmsNormOp norm, int64_t minRatio) {
   Value x = norm.getInput();
   auto xt = dyn_cast<RankedTensorType>(x.getType());
-  // f16's range does not hold a mean of squares above 65504 (nor the
-  // small epsilons V4.1 uses); f32 and bf16 do.
+  // x . W in f16 can overflow where the normalised x . W does not; f32
+  // and bf16 have the range.
   if (!xt || xt.getRank() < 1 || xt.isDynamicDim(xt.getRank() - 1) ||
       !(xt.getElementType().isF32() || xt.getElementType().isBF16()))
     return false;
-  const int64_t r = xt.getRank(), k = xt.getDimSize(r - 1);
-  const int64_t axis = norm.getAxis() < 0 ? norm.getAxis() + r : norm.getAxis();
+  const int64_t r = xt.getRank();
+  int64_t axis = static_cast<int64_t>(norm.getAxis());
+  if (axis < 0)
+    axis += r;
   // Only a norm over the contracted dim alone commutes with the GEMM.
   if (axis != r - 1 || norm->use_empty() || !unitGain(norm.getWeight()))
     return false;
   SmallVector<ox::MatMulOp> gemms;
   for (OpOperand &use : norm->getUses()) {
-    ox::MatMulOp mm = narrowProjection(use, k, minRatio);
+    ox::MatMulOp mm = narrowProjection(use, xt, minRatio);
     if (!mm)
       return false;
     gemms.push_back(mm);
   }
-  OpBuilder b(norm);
-  Location loc = norm.getLoc();
-  // 1 / rms per row, [..., 1]: mean(x^2) over the last dim, + eps, sqrt.
-  SmallVector<int64_t> rowShape(xt.getShape());
-  rowShape.back() = 1;
-  auto rowType = RankedTensorType::get(rowShape, xt.getElementType());
-  Value sq = ox::MulOp::create(b, loc, TypeRange{xt}, ValueRange{x, x})->getResult(0);
-  auto si64 = [&](int64_t v) { return b.getIntegerAttr(b.getIntegerType(64, true), v); };
-  Value mean = ox::ReduceMeanOp::create(b, loc, TypeRange{rowType}, ValueRange{sq}, si64(1),
-                                        IntegerAttr(), b.getDenseI64ArrayAttr({r - 1}))
-                   ->getResult(0);
-  auto scalar = RankedTensorType::get({1}, xt.getElementType());
-  Value eps = ox::ConstantOp::create(
-                  b, loc, TypeRange{scalar}, ValueRange{},
-                  DenseElementsAttr::get(scalar, b.getFloatAttr(xt.getElementType(),
-                                                                norm.getEpsilon().convertToDouble())))
-                  ->getResult(0);
-  Value var = ox::AddOp::create(b, loc, TypeRange{rowType}, ValueRange{mean, eps})->getResult(0);
-  Value rms = ox::SqrtOp::create(b, loc, TypeRange{rowType}, ValueRange{var})->getResult(0);
+  // Each GEMM reads x itself; attn.rms_scale divides its result by the
+  // row's RMS, computed in the norm's compute type like the norm did.
   for (ox::MatMulOp mm : gemms) {
-    b.setInsertionPoint(mm);
+    OpBuilder b(mm);
     Type yt = mm->getResult(0).getType();
     Value y = ox::MatMulOp::create(b, mm.getLoc(), TypeRange{yt}, ValueRange{x, mm->getOperand(1)})
                   ->getResult(0);
-    Value scaled = ox::DivOp::create(b, mm.getLoc(), TypeRange{yt}, ValueRange{y, rms})->getResult(0);
-    mm->getResult(0).replaceAllUsesWith(scaled);
+    auto scaled = at::RmsScaleOp::create(b, mm.getLoc(), yt, y, x, norm.getEpsilonAttr(),
+                                         norm.getComputeTypeAttr());
+    mm->getResult(0).replaceAllUsesWith(scaled.getResult());
     mm->erase();
   }
   Operation *gain = norm.getWeight().getDefiningOp();

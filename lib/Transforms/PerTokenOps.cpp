@@ -615,6 +615,9 @@ std::optional<std::string> PerTokenOps::whyNot(Operation *op) const {
           h20::attn::AllReduceOp, h20::kv::AllocOp, h20::kv::WriteOp, h20::kv::ViewOp>(op) ||
       op->getDialect()->getNamespace() == "arith" || op->getDialect()->getNamespace() == "tensor")
     return std::nullopt;
+  // attn.rms_scale: each row of the value scaled by its own row's RMS.
+  if (isa<h20::attn::RmsScaleOp>(op))
+    return std::nullopt;
   if (auto n = dyn_cast<h20::attn::RmsNormOp>(op)) {
     if (isStaticAxis(n.getInput(), static_cast<int64_t>(n.getAxis())) &&
         static_cast<int64_t>(n.getAxis()) == rankedOf(n.getInput()).getRank() - 1)

@@ -6,15 +6,11 @@
 
 // CHECK-LABEL: func.func @mhc_mixes
 // CHECK-NOT: attn.rms_norm
-// CHECK: %[[SQ:.*]] = onnx.Mul(%arg0, %arg0)
-// CHECK: %[[MS:.*]] = onnx.ReduceMean(%[[SQ]]) {axes = array<i64: 1>, keepdims = 1 : si64} : (tensor<?x256xf32>) -> tensor<?x1xf32>
-// CHECK: %[[EPS:.*]] = onnx.Constant() {value = dense<9.99999997E-7> : tensor<1xf32>}
-// CHECK: %[[V:.*]] = onnx.Add(%[[MS]], %[[EPS]])
-// CHECK: %[[R:.*]] = onnx.Sqrt(%[[V]])
 // CHECK: %[[Y:.*]] = onnx.MatMul(%arg0, %{{.*}}) : (tensor<?x256xf32>, tensor<256x24xf32>) -> tensor<?x24xf32>
-// CHECK: %[[S:.*]] = onnx.Div(%[[Y]], %[[R]]) : (tensor<?x24xf32>, tensor<?x1xf32>) -> tensor<?x24xf32>
+// CHECK: %[[S:.*]] = attn.rms_scale %[[Y]], %arg0 {epsilon = 9.9999999999999995E-7 : f64} : (tensor<?x24xf32>, tensor<?x256xf32>) -> tensor<?x24xf32>
 // CHECK: %[[Y2:.*]] = onnx.MatMul(%arg0, %{{.*}}) : (tensor<?x256xf32>, tensor<256x16xf32>) -> tensor<?x16xf32>
-// CHECK: %[[S2:.*]] = onnx.Div(%[[Y2]], %[[R]])
+// CHECK: %[[S2:.*]] = attn.rms_scale %[[Y2]], %arg0
+// CHECK-NOT: onnx.Constant
 // CHECK: return %[[S]], %[[S2]]
 func.func @mhc_mixes(%x: tensor<?x256xf32>) -> (tensor<?x24xf32>, tensor<?x16xf32>) {
   %g = onnx.Constant() {value = dense<1.0> : tensor<256xf32>} : () -> tensor<256xf32>
@@ -58,20 +54,21 @@ func.func @kept(%x: tensor<?x256xf32>, %x3: tensor<?x4x64xf32>, %sq: tensor<256x
 
 // -----
 
-// f16 values stay normalised first (a mean of squares above 65504 would
-// overflow); bf16 ones are rewritten.
+// f16 values stay normalised first (x . W before the scale can overflow
+// f16's range); bf16 ones are rewritten, keeping the norm's compute type
+// (and its axis may be negative).
 // CHECK-LABEL: func.func @storage_types
 // RATIO2-LABEL: func.func @storage_types
 // CHECK: attn.rms_norm %arg0
 // CHECK-NOT: attn.rms_norm
-// CHECK: onnx.Div({{.*}}) : (tensor<?x24xbf16>, tensor<?x1xbf16>) -> tensor<?x24xbf16>
+// CHECK: attn.rms_scale {{.*}}compute_type = f32{{.*}} : (tensor<?x24xbf16>, tensor<?x256xbf16>) -> tensor<?x24xbf16>
 func.func @storage_types(%h: tensor<?x256xf16>, %b: tensor<?x256xbf16>) -> (tensor<?x24xf16>, tensor<?x24xbf16>) {
   %gh = onnx.Constant() {value = dense<1.0> : tensor<256xf16>} : () -> tensor<256xf16>
   %gb = onnx.Constant() {value = dense<1.0> : tensor<256xbf16>} : () -> tensor<256xbf16>
   %wh = onnx.Weight {file = "none.bin", length = 12288 : i64, name = "wh", offset = 0 : i64} : tensor<256x24xf16>
   %wb = onnx.Weight {file = "none.bin", length = 12288 : i64, name = "wb", offset = 0 : i64} : tensor<256x24xbf16>
   %nh = attn.rms_norm %h, %gh {axis = 1 : i64, epsilon = 1.0e-06 : f64} : (tensor<?x256xf16>, tensor<256xf16>) -> tensor<?x256xf16>
-  %nb = attn.rms_norm %b, %gb {axis = 1 : i64, epsilon = 1.0e-06 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+  %nb = attn.rms_norm %b, %gb {axis = -1 : i64, epsilon = 1.0e-06 : f64, compute_type = f32} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
   %yh = onnx.MatMul(%nh, %wh) : (tensor<?x256xf16>, tensor<256x24xf16>) -> tensor<?x24xf16>
   %yb = onnx.MatMul(%nb, %wb) : (tensor<?x256xbf16>, tensor<256x24xbf16>) -> tensor<?x24xbf16>
   return %yh, %yb : tensor<?x24xf16>, tensor<?x24xbf16>

@@ -756,7 +756,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     PassManager pm(&ctx);
     if (failed(h20::applyDeveloperOptions(pm)))
       return kExitBadInput;
-    if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes)))
+    if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes,
+                                      1, computeType)))
       return fail("unknown --emit level '" + level +
                   "' (expected onnx, attn or planned; with a GPU --target also chunked, linalg, "
                   "buffers, gpu, host; with --target=cpu llvm)");

@@ -13,7 +13,8 @@ namespace h20 {
 /// Fills `pm` with the passes that take imported onnx-dialect IR to `level`:
 ///   onnx    — nothing (the importer's output);
 ///   attn    — shape/constant folding, mask analysis, raising to attn ops;
-///   planned — attn, then h20-lower-rope, h20-fuse-kv-caches and
+///   planned — attn, then h20-norm-scale-after-matmul (not for
+///             `computeType` "f16"), h20-lower-rope, h20-fuse-kv-caches and
 ///             h20-select-tiles for `target` (h20, h100, h200, h800, a100,
 ///             l20, cpu), with `maxSeq` as the cache capacity and the RoPE
 ///             table length (0: prompt-sized cache, 1M-position tables);
@@ -26,7 +27,8 @@ namespace h20 {
 llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
                                       llvm::StringRef target = "h200",
                                       int64_t maxSeq = 0, int64_t kvElementBytes = 0,
-                                      int64_t tensorParallel = 1);
+                                      int64_t tensorParallel = 1,
+                                      llvm::StringRef computeType = "");
 
 /// The "planned" passes that follow the attn level (what buildEmitPipeline's
 /// "planned" adds after "attn"), for a module already at the attn level.

@@ -27,6 +27,44 @@ namespace h20::lowering {
 
 /// y = cast(x * rsqrt(mean(x^2 over [axis, rank)) + eps)) * w, statistics in
 /// compute_type (f32 by default).
+/// Sum over dims [axis, rank) of x^2, each element cast to `ct` before it
+/// is squared: [x's dims before axis] in `ct`. `dims` are x's sizes.
+static Value sumOfSquares(OpBuilder &b, Location loc, Value x, int64_t axis, Type ct,
+                          ArrayRef<Value> dims) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  const int64_t rank = xt.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<int64_t> outerShape(xt.getShape().begin(), xt.getShape().begin() + axis);
+  auto sumType = RankedTensorType::get(outerShape, ct);
+  Value zero = floatConst(b, loc, ct, 0.0);
+  Value acc = filledTensor(b, loc, sumType, dims.take_front(axis), zero);
+  SmallVector<AffineExpr> outer;
+  for (int64_t k = 0; k < axis; ++k)
+    outer.push_back(getAffineDimExpr(k, ctx));
+  SmallVector<bool> reduce(rank, false);
+  for (int64_t k = axis; k < rank; ++k)
+    reduce[k] = true;
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{sumType}, ValueRange{x}, ValueRange{acc},
+             {AffineMap::getMultiDimIdentityMap(rank, ctx), AffineMap::get(rank, 0, outer, ctx)},
+             iterators(reduce),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value v = castScalar(nb, nl, a[0], ct);
+               Value sq = arith::MulFOp::create(nb, nl, v, v);
+               linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[1], sq)});
+             })
+      .getResult(0);
+}
+
+/// The element count of dims [axis, rank), as a `ct` float.
+static Value countOf(OpBuilder &b, Location loc, ArrayRef<Value> dims, int64_t axis, Type ct) {
+  Value count = arith::ConstantIndexOp::create(b, loc, 1);
+  for (size_t k = axis; k < dims.size(); ++k)
+    count = arith::MulIOp::create(b, loc, count, dims[k]);
+  return arith::SIToFPOp::create(b, loc, ct,
+                                 arith::IndexCastOp::create(b, loc, b.getI64Type(), count));
+}
+
 FailureOr<Value> lowerRmsNorm(OpBuilder &b, attn::RmsNormOp op) {
   Location loc = op.getLoc();
   Value x = op.getInput(), w = op.getWeight();
@@ -41,34 +79,11 @@ FailureOr<Value> lowerRmsNorm(OpBuilder &b, attn::RmsNormOp op) {
   SmallVector<Value> dims;
   for (int64_t k = 0; k < rank; ++k)
     dims.push_back(dimOf(b, loc, x, k));
-  SmallVector<int64_t> outerShape(xt.getShape().begin(), xt.getShape().begin() + axis);
-  auto sumType = RankedTensorType::get(outerShape, ct);
-  Value zero = floatConst(b, loc, ct, 0.0);
-  Value acc = filledTensor(b, loc, sumType, ArrayRef<Value>(dims).take_front(axis), zero);
   SmallVector<AffineExpr> outer;
   for (int64_t k = 0; k < axis; ++k)
     outer.push_back(getAffineDimExpr(k, ctx));
-  SmallVector<bool> reduce(rank, false);
-  for (int64_t k = axis; k < rank; ++k)
-    reduce[k] = true;
-  Value sumsq =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{sumType}, ValueRange{x}, ValueRange{acc},
-          {AffineMap::getMultiDimIdentityMap(rank, ctx), AffineMap::get(rank, 0, outer, ctx)},
-          iterators(reduce),
-          [&](OpBuilder &nb, Location nl, ValueRange a) {
-            Value v = castScalar(nb, nl, a[0], ct);
-            Value sq = arith::MulFOp::create(nb, nl, v, v);
-            linalg::YieldOp::create(nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[1], sq)});
-          })
-          .getResult(0);
-
-  // Element count of the normalised dims, as a float.
-  Value count = arith::ConstantIndexOp::create(b, loc, 1);
-  for (int64_t k = axis; k < rank; ++k)
-    count = arith::MulIOp::create(b, loc, count, dims[k]);
-  Value countF = arith::SIToFPOp::create(
-      b, loc, ct, arith::IndexCastOp::create(b, loc, b.getI64Type(), count));
+  Value sumsq = sumOfSquares(b, loc, x, axis, ct, dims);
+  Value countF = countOf(b, loc, dims, axis, ct);
   Value eps = floatConst(b, loc, ct, op.getEpsilon().convertToDouble());
 
   SmallVector<AffineExpr> wExprs;
@@ -91,6 +106,40 @@ FailureOr<Value> lowerRmsNorm(OpBuilder &b, attn::RmsNormOp op) {
                Value y = arith::MulFOp::create(nb, nl, castScalar(nb, nl, n, xt.getElementType()),
                                                castScalar(nb, nl, a[2], xt.getElementType()));
                linalg::YieldOp::create(nb, nl, y);
+             })
+      .getResult(0);
+}
+
+FailureOr<Value> lowerRmsScale(OpBuilder &b, attn::RmsScaleOp op) {
+  Location loc = op.getLoc();
+  Value x = op.getInput(), v = op.getValue();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto vt = cast<RankedTensorType>(v.getType());
+  const int64_t rank = xt.getRank(), axis = rank - 1;
+  Type ct = op.getComputeType() ? *op.getComputeType() : b.getF32Type();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> xDims, vDims;
+  for (int64_t k = 0; k < rank; ++k) {
+    xDims.push_back(dimOf(b, loc, x, k));
+    vDims.push_back(dimOf(b, loc, v, k));
+  }
+  Value sumsq = sumOfSquares(b, loc, x, axis, ct, xDims);
+  Value countF = countOf(b, loc, xDims, axis, ct);
+  Value eps = floatConst(b, loc, ct, op.getEpsilon().convertToDouble());
+  SmallVector<AffineExpr> outer;
+  for (int64_t k = 0; k < axis; ++k)
+    outer.push_back(getAffineDimExpr(k, ctx));
+  Value init = emptyTensor(b, loc, vt, vDims);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{vt}, ValueRange{v, sumsq}, ValueRange{init},
+             {AffineMap::getMultiDimIdentityMap(rank, ctx), AffineMap::get(rank, 0, outer, ctx),
+              AffineMap::getMultiDimIdentityMap(rank, ctx)},
+             parallel(rank),
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value mean = arith::DivFOp::create(nb, nl, a[1], countF);
+               Value inv = math::RsqrtOp::create(nb, nl, arith::AddFOp::create(nb, nl, mean, eps));
+               Value y = arith::MulFOp::create(nb, nl, castScalar(nb, nl, a[0], ct), inv);
+               linalg::YieldOp::create(nb, nl, castScalar(nb, nl, y, vt.getElementType()));
              })
       .getResult(0);
 }

@@ -10,6 +10,9 @@ namespace h20::lowering {
 /// Each returns the value replacing the op's result (built at `b`'s
 /// insertion point), or failure after emitting an error on the op.
 mlir::FailureOr<mlir::Value> lowerRmsNorm(mlir::OpBuilder &b, attn::RmsNormOp op);
+/// attn.rms_scale: the sum of squares of `input`'s rows in the compute
+/// type (as lowerRmsNorm), then value * rsqrt(mean + eps) per element.
+mlir::FailureOr<mlir::Value> lowerRmsScale(mlir::OpBuilder &b, attn::RmsScaleOp op);
 mlir::FailureOr<mlir::Value> lowerRope(mlir::OpBuilder &b, attn::RopeOp op);
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> lowerRopeTable(mlir::OpBuilder &b,
                                                                attn::RopeTableOp op);

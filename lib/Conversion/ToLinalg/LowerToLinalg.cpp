@@ -165,6 +165,7 @@ struct LowerToLinalgPass : h20::impl::LowerToLinalgBase<LowerToLinalgPass> {
         FailureOr<SmallVector<Value>> lowered =
             llvm::TypeSwitch<Operation *, FailureOr<SmallVector<Value>>>(op)
                 .Case([&](h20::attn::RmsNormOp o) { return one(h20::lowering::lowerRmsNorm(b, o)); })
+                .Case([&](h20::attn::RmsScaleOp o) { return one(h20::lowering::lowerRmsScale(b, o)); })
                 .Case([&](h20::attn::RopeOp o) { return one(h20::lowering::lowerRope(b, o)); })
                 .Case([&](h20::attn::RopeTableOp o) { return h20::lowering::lowerRopeTable(b, o); })
                 .Case([&](h20::attn::RopeApplyOp o) { return one(h20::lowering::lowerRopeApply(b, o)); })

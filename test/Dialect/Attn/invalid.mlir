@@ -9,6 +9,38 @@ func.func @rms_norm_eps(%x: tensor<4x128xf32>, %w: tensor<128xf32>) -> tensor<4x
 
 // -----
 
+func.func @rms_scale_eps(%y: tensor<4x24xf32>, %x: tensor<4x128xf32>) -> tensor<4x24xf32> {
+  // expected-error @+1 {{epsilon must be > 0, got -1}}
+  %0 = attn.rms_scale %y, %x {epsilon = -1.0 : f64} : (tensor<4x24xf32>, tensor<4x128xf32>) -> tensor<4x24xf32>
+  return %0 : tensor<4x24xf32>
+}
+
+// -----
+
+func.func @rms_scale_rank(%y: tensor<4x24xf32>, %x: tensor<2x4x128xf32>) -> tensor<4x24xf32> {
+  // expected-error @+1 {{value and input must have one rank >= 1, got 2 and 3}}
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64} : (tensor<4x24xf32>, tensor<2x4x128xf32>) -> tensor<4x24xf32>
+  return %0 : tensor<4x24xf32>
+}
+
+// -----
+
+func.func @rms_scale_rows(%y: tensor<4x24xf32>, %x: tensor<5x128xf32>) -> tensor<4x24xf32> {
+  // expected-error @+1 {{value dimension 0 (4) does not match input dimension 0 (5)}}
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64} : (tensor<4x24xf32>, tensor<5x128xf32>) -> tensor<4x24xf32>
+  return %0 : tensor<4x24xf32>
+}
+
+// -----
+
+func.func @rms_scale_compute_type(%y: tensor<4x24xf32>, %x: tensor<4x128xf32>) -> tensor<4x24xf32> {
+  // expected-error @+1 {{compute_type must be a float type, got 'i32'}}
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64, compute_type = i32} : (tensor<4x24xf32>, tensor<4x128xf32>) -> tensor<4x24xf32>
+  return %0 : tensor<4x24xf32>
+}
+
+// -----
+
 func.func @rms_norm_axis(%x: tensor<4x128xf32>, %w: tensor<128xf32>) -> tensor<4x128xf32> {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}
   %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64, axis = 2 : i64} : (tensor<4x128xf32>, tensor<128xf32>) -> tensor<4x128xf32>

@@ -8,6 +8,13 @@ func.func @rms_norm(%x: tensor<1x?x128xf32>, %w: tensor<128xf32>) -> tensor<1x?x
   return %0 : tensor<1x?x128xf32>
 }
 
+// CHECK-LABEL: func.func @rms_scale
+// CHECK: attn.rms_scale %{{.*}}, %{{.*}} {compute_type = f32, epsilon = 9.9999999999999995E-21 : f64} : (tensor<?x24xbf16>, tensor<?x20480xbf16>) -> tensor<?x24xbf16>
+func.func @rms_scale(%y: tensor<?x24xbf16>, %x: tensor<?x20480xbf16>) -> tensor<?x24xbf16> {
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-20 : f64, compute_type = f32} : (tensor<?x24xbf16>, tensor<?x20480xbf16>) -> tensor<?x24xbf16>
+  return %0 : tensor<?x24xbf16>
+}
+
 // CHECK-LABEL: func.func @rms_norm_bf16_stash
 // CHECK: attn.rms_norm {{.*}}compute_type = f32
 func.func @rms_norm_bf16_stash(%x: tensor<1x?x128xbf16>, %w: tensor<128xbf16>) -> tensor<1x?x128xbf16> {

@@ -69,7 +69,25 @@ LogicalResult RmsNormOp::verify() {
   return success();
 }
 
-/// attn.rope's and attn.rope_apply's positions: [B, S] or [1, S] (a batch
+LogicalResult RmsScaleOp::verify() {
+  auto v = cast<RankedTensorType>(getValue().getType());
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (!(getEpsilon().convertToDouble() > 0.0))
+    return emitOpError("epsilon must be > 0, got ") << getEpsilon().convertToDouble();
+  if (v.getRank() != in.getRank() || v.getRank() < 1)
+    return emitOpError("value and input must have one rank >= 1, got ")
+           << v.getRank() << " and " << in.getRank();
+  for (int64_t i = 0; i + 1 < v.getRank(); ++i)
+    if (!compatible(v.getDimSize(i), in.getDimSize(i)))
+      return emitOpError("value dimension ")
+             << i << " (" << dimStr(v.getDimSize(i)) << ") does not match input dimension " << i
+             << " (" << dimStr(in.getDimSize(i)) << ")";
+  if (auto ct = getComputeType(); ct && !isa<FloatType>(*ct))
+    return emitOpError("compute_type must be a float type, got ") << *ct;
+  return success();
+}
+
+/// attn.rope's and attn.rope_apply's positions:/// attn.rope's and attn.rope_apply's positions: [B, S] or [1, S] (a batch
 /// of 1 broadcasts) for an input [B, H, S, D]; errors name both shapes.
 static LogicalResult verifyPositions(Operation *op, RankedTensorType in, Value positions) {
   auto pos = cast<RankedTensorType>(positions.getType());
