@@ -16,10 +16,12 @@
 //              strided ids / pos view).
 //   gather     bit-exact rows, f32 / f16 / bf16, 16-byte and element paths
 //              (a strided, unaligned view); nothing outside Xp's view
-//              written.
+//              written, nor its rows from offsets[E] on (an expert-parallel
+//              rank places only its experts' picks).
 //   swiglu     values around +-limit (exactly at, just past, far past,
 //              large negative gates), f32 / f16 / bf16, contiguous, G and U
-//              as halves of one [R, 2I] buffer, an unaligned view.
+//              as halves of one [R, 2I] buffer, an unaligned view; rows
+//              from offsets[E] on untouched.
 //   combine    f32 / f16 / bf16 outputs, contiguous, a strided Y, an
 //              unaligned Y and Yp (element path); nothing outside Y's view
 //              written.
@@ -544,7 +546,12 @@ bool runRouteChecks() {
 
 // ---- gather -----------------------------------------------------------------------------
 
-bool runGather(int dt, int64_t T, int64_t D, int64_t R, bool strided, const char *label = nullptr) {
+/// `placed` (default R): the rows the positions kernel placed (offsets'
+/// last entry); the rows from it on must be left untouched.
+bool runGather(int dt, int64_t T, int64_t D, int64_t R, bool strided, const char *label = nullptr,
+               int64_t placed = -1) {
+  if (placed < 0)
+    placed = R;
   std::mt19937_64 rng(uint64_t(T + D * 3 + R * 5 + dt + strided));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
   const int64_t xOff = strided ? 1 : 0, xPitch = strided ? D + 3 : D;
@@ -557,18 +564,21 @@ bool runGather(int dt, int64_t T, int64_t D, int64_t R, bool strided, const char
     r = int32_t(rng() % uint64_t(T));
   const uint32_t canary = dt == 0 ? 0x7fc00123u : 0x7fc1u;
   HostArray xp(dt, size_t(pOff + R * pPitch + 3), canary);
+  // offsets [E + 1] with E = 2: the last entry is what the kernel reads.
+  std::vector<int32_t> offsets = {0, int32_t(placed / 2), int32_t(placed)};
   Buffer dx(x.bytes.data(), x.bytes.size()), drt(rowToken.data(), rowToken.size() * 4),
-      dxp(xp.bytes.data(), xp.bytes.size());
+      dxp(xp.bytes.data(), xp.bytes.size()), doff(offsets.data(), offsets.size() * 4);
   std::vector<uint64_t> slots;
   pushMemref(slots, dx.ptr, xOff, {T, D}, {xPitch, 1});
   pushMemref(slots, drt.ptr, 0, {R}, {1});
   pushMemref(slots, dxp.ptr, pOff, {R, D}, {pPitch, 1});
+  pushMemref(slots, doff.ptr, 0, {3}, {1});
   launch(moeGatherKernel(dt), moeGatherGrid(R), slots);
   HostArray got(dt, xp.size());
   dxp.download(got.bytes.data());
   std::string why;
   std::vector<char> inView(xp.size(), 0);
-  for (int64_t r = 0; r < R && why.empty(); ++r)
+  for (int64_t r = 0; r < placed && why.empty(); ++r)
     for (int64_t d = 0; d < D && why.empty(); ++d) {
       const size_t at = size_t(pOff + r * pPitch + d);
       inView[at] = 1;
@@ -579,8 +589,9 @@ bool runGather(int dt, int64_t T, int64_t D, int64_t R, bool strided, const char
     if (!inView[i] && got.bits(i) != canary)
       why = "wrote outside Xp's view (element " + std::to_string(i) + ")";
   char detail[200];
-  std::snprintf(detail, sizeof detail, "T=%lld Dm=%lld R=%lld%s%s", (long long)T, (long long)D,
-                (long long)R, why.empty() ? " bit-exact" : ": ", why.c_str());
+  std::snprintf(detail, sizeof detail, "T=%lld Dm=%lld R=%lld placed=%lld%s%s", (long long)T,
+                (long long)D, (long long)R, (long long)placed,
+                why.empty() ? " bit-exact, the rest untouched" : ": ", why.c_str());
   return report(why.empty(),
                 std::string("gather ") + typeName(dt) + " " +
                     (label     ? label
@@ -597,6 +608,9 @@ bool runGatherChecks() {
   }
   ok &= runGather(2, 20, 100, 61, false, "Dm 100, not whole 16-byte chunks (element path)");
   ok &= runGather(2, 300, 5120, 90, false, "Dm 5120");
+  // A rank of an expert-parallel split: only its experts' rows placed.
+  ok &= runGather(2, 300, 5120, 90, false, "11 of 90 rows placed", 11);
+  ok &= runGather(0, 37, 200, 123, true, "none placed", 0);
   return ok;
 }
 
@@ -610,7 +624,9 @@ double swigluRef(float g, float u, float limit) {
   return double(gc) / (1.0 + std::exp(-double(gc))) * double(uc);
 }
 
-bool runSwiglu(int dt, int64_t R, int64_t I, Layout layout) {
+bool runSwiglu(int dt, int64_t R, int64_t I, Layout layout, int64_t placed = -1) {
+  if (placed < 0)
+    placed = R;
   std::mt19937_64 rng(uint64_t(R * 3 + I + dt * 11 + layout));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
   const float limit = 7.0f;
@@ -657,12 +673,14 @@ bool runSwiglu(int dt, int64_t R, int64_t I, Layout layout) {
   }
   const uint32_t canary = dt == 0 ? 0x7fc00123u : 0x7fc1u;
   HostArray a(dt, size_t(aOff + R * aPitch + 2), canary);
+  std::vector<int32_t> offsets = {0, int32_t(placed)};
   Buffer dg(gBuf->data(), gBuf->size() * 4), du(uBuf->data(), uBuf->size() * 4),
-      da(a.bytes.data(), a.bytes.size());
+      da(a.bytes.data(), a.bytes.size()), doff(offsets.data(), offsets.size() * 4);
   std::vector<uint64_t> slots;
   pushMemref(slots, dg.ptr, gOff, {R, I}, {gPitch, 1});
   pushMemref(slots, layout == kHalves ? dg.ptr : du.ptr, uOff, {R, I}, {uPitch, 1});
   pushMemref(slots, da.ptr, aOff, {R, I}, {aPitch, 1});
+  pushMemref(slots, doff.ptr, 0, {2}, {1});
   pushF32(slots, limit);
   launch(moeSwigluKernel(dt), moeSwigluGrid(R * I), slots);
   HostArray got(dt, a.size());
@@ -673,7 +691,7 @@ bool runSwiglu(int dt, int64_t R, int64_t I, Layout layout) {
   // f32: float32 arithmetic (expf, the division) vs float64; 16-bit: the
   // rounding of that (half an ulp) and a possible flip of it.
   const double relTol = dt == 0 ? 2e-6 : dt == 1 ? 1.0 / 1024 : 1.0 / 128;
-  for (int64_t r = 0; r < R && why.empty(); ++r)
+  for (int64_t r = 0; r < placed && why.empty(); ++r)
     for (int64_t i = 0; i < I && why.empty(); ++i) {
       const size_t at = size_t(aOff + r * aPitch + i);
       inView[at] = 1;
@@ -693,9 +711,9 @@ bool runSwiglu(int dt, int64_t R, int64_t I, Layout layout) {
   const char *names[] = {"contiguous", "G|U halves of [R, 2I]", "unaligned (element path)",
                          "strided A"};
   char detail[260];
-  std::snprintf(detail, sizeof detail, "R=%lld I=%lld grid=%lld max_rel=%.1e%s%s", (long long)R,
-                (long long)I, (long long)moeSwigluGrid(R * I), maxErr, why.empty() ? "" : ": ",
-                why.c_str());
+  std::snprintf(detail, sizeof detail, "R=%lld placed=%lld I=%lld grid=%lld max_rel=%.1e%s%s",
+                (long long)R, (long long)placed, (long long)I, (long long)moeSwigluGrid(R * I),
+                maxErr, why.empty() ? "" : ": ", why.c_str());
   return report(why.empty(), std::string("swiglu ") + typeName(dt) + " " + names[layout], detail);
 }
 
@@ -708,6 +726,9 @@ bool runSwigluChecks() {
     ok &= runSwiglu(dt, 33, 128, kStrided);
   }
   ok &= runSwiglu(2, 600, 2048, kContiguous); // grid-stride: 1.2M elements over 300 CTAs
+  // An expert-parallel rank: 75 of 600 rows placed; the rest untouched.
+  ok &= runSwiglu(2, 600, 2048, kContiguous, 75);
+  ok &= runSwiglu(0, 41, 67, kUnaligned, 0);
   return ok;
 }
 

@@ -805,16 +805,15 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     launch(moePositionsKernel(), moePositionsGrid(el), {&ids, &counts, &offsets, &pos, &rowTok},
            {first});
     // Under expert parallelism only this rank's picks (offsets[el] of the
-    // r rows) are placed: gather and SwiGLU still cover all r rows (the
-    // rest are unused rows of the scratch, never read by the GEMMs, which
-    // stop at the offsets, nor by the combine, which skips pos -1): up to
-    // (1 - 1/N) of their memory-bound work is spent for nothing; bounding
-    // them by offsets[el] on the device is the next step.
-    launch(moeGatherKernel(dt), moeGatherGrid(r),
-           {&xt, &rowTok, &xp}, {});
+    // r rows, about r / N) are placed: gather and SwiGLU read offsets[el]
+    // on the device and stop there (the rest are unused rows of the
+    // scratch, never read by the GEMMs, which stop at the offsets, nor by
+    // the combine, which skips pos -1). Their grids still cover r rows.
+    launch(moeGatherKernel(dt), moeGatherGrid(r), {&xt, &rowTok, &xp, &offsets}, {});
     expertGemm(xp, w1, s1, g, r, inter, dm);
     expertGemm(xp, w3, s3, u, r, inter, dm);
-    launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a}, {f32Arg(limit)});
+    launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a, &offsets},
+           {f32Arg(limit)});
     expertGemm(a, w2, s2, yp, r, dm, inter);
     launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
   }

@@ -28,11 +28,14 @@
 //      of each permuted row). Expert e's rows are offsets[e] ..
 //      offsets[e + 1] - 1, its picks in increasing (t, j) order: the
 //      permutation is a stable counting sort, deterministic (no atomics).
-//   4. h20_moe_gather_{f32,f16,bf16}: Xp [R, Dm] = X[rowToken[r], :]
+//   4. h20_moe_gather_{f32,f16,bf16}: Xp [R, Dm] = X[rowToken[r], :] for
+//      the placed rows r < offsets[E] (all R on one GPU; a rank of an
+//      expert-parallel split places only its experts' picks, about R / N)
 //   5. (runtime) G [R, I] f32 = Xp . W1[e], U [R, I] f32 = Xp . W3[e] per
 //      expert row range
 //   6. h20_moe_swiglu_{f32,f16,bf16}: A [R, I] = silu(min(G, limit)) *
-//      clamp(U, -limit, limit), rounded to the element type
+//      clamp(U, -limit, limit), rounded to the element type, for the placed
+//      rows r < offsets[E]
 //   7. (runtime) Yp [R, Dm] f32 = A . W2[e] per expert row range
 //   8. h20_moe_combine_{f32,f16,bf16}: Y[t, :] = sum_j weights[t, j] *
 //      Yp[pos[t, j], :] (float32, j in order), rounded to the element type
@@ -350,17 +353,27 @@ __device__ __forceinline__ void moePositions(MoeView2<const int> ids, MoeView1<c
 
 // ---- 4. GATHER ----------------------------------------------------------------------
 
+/// The rows the positions kernel placed: offsets' last entry (offsets[E],
+/// the picks of this rank's experts), clamped to [0, rows]. Rows past it
+/// are scratch no GEMM (they stop at the offsets) and no combine (it skips
+/// pos -1) reads, so the gather and the SwiGLU stop there too.
+__device__ __forceinline__ i64 moePlacedRows(MoeView1<const int> offsets, i64 rows) {
+  const i64 placed = *offsets.at(offsets.d0 - 1);
+  return placed < 0 ? 0 : (placed < rows ? placed : rows);
+}
+
 /// One warp per permuted row r = blockIdx.x * 8 + warp: Xp[r, :] =
 /// X[rowToken[r], :], as 16-byte chunks when both views have contiguous,
 /// 16-byte aligned rows, else element by element. The kernel moves bits,
 /// so it depends only on the element size. A token outside [0, T) (never
-/// produced by POSITIONS) gives a zero row rather than a wild read.
+/// produced by POSITIONS) gives a zero row rather than a wild read. Rows from
+/// moePlacedRows on are left as they are.
 template <int BYTES, typename T>
 __device__ __forceinline__ void moeGather(MoeView2<const T> x, MoeView1<const int> rowToken,
-                                          MoeView2<T> xp) {
+                                          MoeView2<T> xp, MoeView1<const int> offsets) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const i64 r = static_cast<i64>(blockIdx.x) * H20_MOE_GATHER_ROWS + warp;
-  if (r >= xp.d0)
+  if (r >= moePlacedRows(offsets, xp.d0))
     return;
   const i64 D = xp.d1;
   const int tok = *rowToken.at(r);
@@ -398,9 +411,10 @@ __device__ __forceinline__ float moeSwigluValue(float g, float u, float limit) {
 /// column) advances by the grid's stride without a division per item.
 template <int DT>
 __device__ __forceinline__ void moeSwiglu(MoeView2<const float> g, MoeView2<const float> u,
-                                          MoeView2<MoeElemT<DT>> a, float limit) {
+                                          MoeView2<MoeElemT<DT>> a, MoeView1<const int> offsets,
+                                          float limit) {
   typedef MoeElemT<DT> T;
-  const i64 R = a.d0, I = a.d1;
+  const i64 R = moePlacedRows(offsets, a.d0), I = a.d1;
   const bool vec = I % 4 == 0 && g.s1 == 1 && u.s1 == 1 && a.s1 == 1 && g.s0 % 4 == 0 &&
                    u.s0 % 4 == 0 && a.s0 % 4 == 0 && moeAligned(g.origin(), 16) &&
                    moeAligned(u.origin(), 16) && moeAligned(a.origin(), 4 * sizeof(T));
@@ -527,24 +541,26 @@ extern "C" __global__ void __launch_bounds__(H20_MOE_THREADS)
                H20_MOE_V1(rowToken), first);
 }
 
-/// X [T, Dm], rowToken [R] i32, Xp [R, Dm] (DT). Grid ceil(R / 8).
+/// X [T, Dm], rowToken [R] i32, Xp [R, Dm] (DT), offsets [E + 1] i32.
+/// Grid ceil(R / 8).
 #define H20_MOE_GATHER(NAME, DT)                                                                   \
   extern "C" __global__ void __launch_bounds__(H20_MOE_THREADS)                                    \
       NAME(H20_MR2(const MoeElemT<DT>, x), H20_MR1(const int, rowToken),                           \
-           H20_MR2(MoeElemT<DT>, xp)) {                                                            \
+           H20_MR2(MoeElemT<DT>, xp), H20_MR1(const int, offsets)) {                               \
     moeGather<sizeof(MoeElemT<DT>), MoeElemT<DT>>(H20_MOE_V2(x), H20_MOE_V1(rowToken),             \
-                                                  H20_MOE_V2(xp));                                 \
+                                                  H20_MOE_V2(xp), H20_MOE_V1(offsets));            \
   }
 H20_MOE_GATHER(h20_moe_gather_f32, 0)
 H20_MOE_GATHER(h20_moe_gather_f16, 1)
 H20_MOE_GATHER(h20_moe_gather_bf16, 2)
 
-/// G [R, I] f32, U [R, I] f32, A [R, I] (DT). Grid moeSwigluGrid(R * I).
+/// G [R, I] f32, U [R, I] f32, A [R, I] (DT), offsets [E + 1] i32. Grid
+/// moeSwigluGrid(R * I).
 #define H20_MOE_SWIGLU(NAME, DT)                                                                   \
   extern "C" __global__ void __launch_bounds__(H20_MOE_THREADS)                                    \
       NAME(H20_MR2(const float, g), H20_MR2(const float, u), H20_MR2(MoeElemT<DT>, a),             \
-           float limit) {                                                                          \
-    moeSwiglu<DT>(H20_MOE_V2(g), H20_MOE_V2(u), H20_MOE_V2(a), limit);                             \
+           H20_MR1(const int, offsets), float limit) {                                             \
+    moeSwiglu<DT>(H20_MOE_V2(g), H20_MOE_V2(u), H20_MOE_V2(a), H20_MOE_V1(offsets), limit);        \
   }
 H20_MOE_SWIGLU(h20_moe_swiglu_f32, 0)
 H20_MOE_SWIGLU(h20_moe_swiglu_f16, 1)
