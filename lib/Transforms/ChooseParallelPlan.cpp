@@ -10,6 +10,7 @@
 #include "h20/Transforms/Passes.h"
 #include "h20/Transforms/PrefillCostModel.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -48,13 +49,17 @@ struct ChooseParallelPlanPass : h20::impl::ChooseParallelPlanBase<ChooseParallel
                       double &contextMs, double &tensorMs, h20::PrefillPrediction &tp,
                       std::string &why) {
     OwningOpRef<ModuleOp> priced(cast<ModuleOp>(module->clone()));
-    if (logitsLast) {
-      PassManager pm(module.getContext());
+    // Priced as it will be compiled: the last position's logits only, and
+    // unit-gain norms before narrow GEMMs applied after them (attn.rms_scale,
+    // a row kernel; the split does not touch them).
+    PassManager pm(module.getContext());
+    if (logitsLast)
       pm.addPass(h20::createLogitsLast());
-      if (failed(pm.run(*priced)))
-        return module.emitError("h20-choose-parallel-plan: the cost model could not apply "
-                                "--logits=last to the model");
-    }
+    if (normScales)
+      pm.addNestedPass<func::FuncOp>(h20::createNormScaleAfterMatMul());
+    if (failed(pm.run(*priced)))
+      return module.emitError("h20-choose-parallel-plan: the cost model could not apply "
+                              "--logits=last or h20-norm-scale-after-matmul to the model");
     h20::PrefillWork work = h20::collectPrefillWork(*priced, tokens, elementBytes);
     contextMs = t.nvlinkBytesPerS > 0 && contextRuns
                     ? h20::predictContextParallel(work, t, gpus).totalMs

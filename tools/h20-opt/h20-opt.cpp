@@ -232,6 +232,7 @@ int64_t chooseParallelPlan(ModuleOp module, int64_t gpus, int64_t tokens, int64_
   o.logitsLast = logitsLast;
   o.plan = parallelPlan;
   o.attentionRows = splitAttentionRows;
+  o.normScales = computeType != "f16"; // as buildPlanPipeline
   pm.addPass(h20::createChooseParallelPlan(o));
   if (failed(pm.run(module)))
     return 0;

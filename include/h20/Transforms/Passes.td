@@ -225,7 +225,10 @@ def ChooseParallelPlan : Pass<"h20-choose-parallel-plan", "mlir::ModuleOp"> {
     Option<"plan", "plan", "std::string", "\"auto\"", "auto, context or tensor">,
     Option<"attentionRows", "attention-rows", "bool", "true",
            "Tensor plan: split DeepSeek-V4.1's sparse attention and indexers by query rows "
-           "(recorded as h20.parallel's attention_rows, which h20-tensor-parallel applies)">
+           "(recorded as h20.parallel's attention_rows, which h20-tensor-parallel applies)">,
+    Option<"normScales", "norm-scales", "bool", "true",
+           "Price the model as h20-norm-scale-after-matmul leaves it (what the planned stage "
+           "compiles unless the compute type is f16)">
   ];
 }
 
