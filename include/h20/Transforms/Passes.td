@@ -359,27 +359,27 @@ def NormScaleAfterMatMul : Pass<"h20-norm-scale-after-matmul", "mlir::func::Func
   let summary = "Apply a unit-gain RMS norm to a narrow GEMM's result instead of its input";
   let description = [{
     Rewrites `onnx.MatMul(attn.rms_norm(x, g), W)` into
-    `onnx.Div(onnx.MatMul(x, W), sqrt(mean(x^2) + eps))` (onnx.Mul,
-    ReduceMean over the last dim with keepdims, Add, Sqrt) when the norm
-    runs over x's last dim K alone, its gain g is a constant or weight of
-    ones (read from the model), and every reader of the norm is a MatMul by
-    a 2-D weight [K, N] with N * `min-ratio` <= K. A row's scale commutes
-    with a linear map of the row (exact in real arithmetic; the roundings
-    move from the normalised input to the GEMM's result), so the
-    normalised [rows, K] copy is neither written nor read: x is read twice
-    (sum of squares, GEMM) and only [rows, N] is scaled.
-    DeepSeek-V4.1's mHC (hc_pre of every attention and MoE block: RMS over
-    the 4 x 5120 streams, then a [20480, 24] projection) saves two
+    `attn.rms_scale(onnx.MatMul(x, W), x)` (= (x W) / sqrt(mean(x^2) +
+    eps), the statistics in the norm's compute type, f32 by default) when
+    the norm runs over x's last dim K alone, its gain g is a constant or
+    weight of ones (read from the model), and every reader of the norm is
+    a MatMul by a 2-D weight [K, N] of x's element type with N <= K /
+    `min-ratio`. A row's scale commutes with a linear map of the row (exact
+    in real arithmetic; the roundings move from the normalised input to
+    the GEMM's result), so the normalised [rows, K] copy is neither written
+    nor read: x is read twice (sum of squares, GEMM) and only [rows, N] is
+    scaled. DeepSeek-V4.1's mHC (hc_pre of every attention and MoE block:
+    RMS over the 4 x 5120 streams, then a [20480, 24] projection) saves two
     [C, 20480] passes per block: 55 GB per 8448-token chunk of the full
     V4.1-Flash. DeepSeek's reference computes the mixes in this order
     (inference/model.py, hc_pre). Other norms (a learned gain, a wide
     projection such as a Llama block's Q/K/V) are left as they are, and so
-    are f16 values (a mean of squares above 65504 overflows f16); h20-opt
-    does not run it for --compute-type=f16.
+    are f16 values (x W can overflow f16 where the normalised product does
+    not); h20-opt does not run it for --compute-type=f16.
   }];
   let options = [
     Option<"minRatio", "min-ratio", "int64_t", "8",
-           "Rewrite only when K >= N * min-ratio (the narrow projections)">
+           "Rewrite only when N <= K / min-ratio (the narrow projections)">
   ];
 }
 
