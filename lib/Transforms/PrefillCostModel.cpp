@@ -270,25 +270,25 @@ PrefillWork collectPrefillWork(ModuleOp module, int64_t seqLen, int64_t elementB
     }
     // attn.rms_scale reads its input's rows once (the sum of squares) and
     // scales the value's: a row kernel of K + 2 N elements a row.
-    if (auto sc = dyn_cast<attn::RmsScaleOp>(op)) {
-      auto x = cast<RankedTensorType>(sc.getInput().getType());
-      auto v = cast<RankedTensorType>(sc.getValue().getType());
+    // A row kernel over the rows of `x` (every dim but the last), moving
+    // `elements` elements a row.
+    auto rowKernel = [&](RankedTensorType x, int64_t elements) {
       RowsShape s;
       s.rows = 1;
       for (int64_t d : x.getShape().drop_back())
         s.rows *= dim(d);
-      s.bytesPerRow = (dim(x.getShape().back()) + 2 * dim(v.getShape().back())) * elementBytes;
+      s.bytesPerRow = elements * elementBytes;
       w.rows.push_back(s);
+    };
+    if (auto sc = dyn_cast<attn::RmsScaleOp>(op)) {
+      auto x = cast<RankedTensorType>(sc.getInput().getType());
+      auto v = cast<RankedTensorType>(sc.getValue().getType());
+      rowKernel(x, dim(x.getShape().back()) + 2 * dim(v.getShape().back()));
       return;
     }
     if (isa<attn::RmsNormOp, attn::RopeOp, attn::RopeApplyOp>(op)) {
       auto x = cast<RankedTensorType>(op->getOperand(0).getType());
-      RowsShape s;
-      s.rows = 1;
-      for (int64_t d : x.getShape().drop_back())
-        s.rows *= dim(d);
-      s.bytesPerRow = 2 * dim(x.getShape().back()) * elementBytes;
-      w.rows.push_back(s);
+      rowKernel(x, 2 * dim(x.getShape().back()));
       return;
     }
     // Any other kernel: unfused and memory-bound.
