@@ -198,8 +198,21 @@ struct ComputeTypePass : h20::impl::ComputeTypeBase<ComputeTypePass> {
           }))
         kept.insert(def);
     });
+    // A MatMul that only attn.rms_scale reads (as its value) keeps its
+    // float32 sums: its operands take the compute type, the rms_scale
+    // rounds the scaled row once (h20-norm-scale-after-matmul's narrow mHC
+    // GEMMs; cuBLASLt sums 16-bit products in float32 either way).
+    llvm::DenseSet<Operation *> keepSums;
+    func.walk([&](ox::MatMulOp mm) {
+      if (!mm->use_empty() && llvm::all_of(mm->getUses(), [](OpOperand &u) {
+            auto s = dyn_cast<h20::attn::RmsScaleOp>(u.getOwner());
+            return s && u.get() == s.getValue() && u.get() != s.getInput();
+          }))
+        keepSums.insert(mm);
+    });
     WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
-      if (isa<h20::attn::RopeTableOp>(op) || op->getParentOp() != func || kept.contains(op))
+      if (isa<h20::attn::RopeTableOp>(op) || op->getParentOp() != func || kept.contains(op) ||
+          keepSums.contains(op))
         return WalkResult::advance();
       if (auto c = dyn_cast<ox::CastOp>(op)) {
         if (c->hasAttr("h20.entry_cast"))

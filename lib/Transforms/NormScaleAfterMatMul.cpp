@@ -87,12 +87,17 @@ bool rewrite(at::RmsNormOp norm, int64_t minRatio) {
     gemms.push_back(mm);
   }
   // Each GEMM reads x itself; attn.rms_scale divides its result by the
-  // row's RMS, computed in the norm's compute type like the norm did.
+  // row's RMS, computed in the norm's compute type like the norm did. The
+  // GEMM keeps its float32 sums ([rows, N], small): one rounding of the
+  // scaled row, where the norm rounded the normalised x and the GEMM its
+  // sums (h20-compute-type keeps them float32 for a 16-bit compute type).
   for (ox::MatMulOp mm : gemms) {
     OpBuilder b(mm);
-    Type yt = mm->getResult(0).getType();
-    Value y = ox::MatMulOp::create(b, mm.getLoc(), TypeRange{yt}, ValueRange{x, mm->getOperand(1)})
-                  ->getResult(0);
+    auto yt = cast<RankedTensorType>(mm->getResult(0).getType());
+    auto sums = RankedTensorType::get(yt.getShape(), b.getF32Type(), yt.getEncoding());
+    Value y =
+        ox::MatMulOp::create(b, mm.getLoc(), TypeRange{sums}, ValueRange{x, mm->getOperand(1)})
+            ->getResult(0);
     auto scaled = at::RmsScaleOp::create(b, mm.getLoc(), yt, y, x, norm.getEpsilonAttr(),
                                          norm.getComputeTypeAttr());
     mm->getResult(0).replaceAllUsesWith(scaled.getResult());

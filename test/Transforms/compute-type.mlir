@@ -138,3 +138,24 @@ func.func @readers(%x: tensor<?xf32>, %pos: tensor<?xi64>) -> (tensor<?xf32>, te
   %m = onnx.Mul(%x, %p) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
   return %a, %l, %i, %m : tensor<?xf32>, tensor<?xi1>, tensor<?xi64>, tensor<?xf32>
 }
+
+// -----
+
+// A MatMul that only attn.rms_scale reads (as its value: the mHC mixes of
+// h20-norm-scale-after-matmul) keeps its float32 sums; its operands take
+// bf16 and the rms_scale rounds once, to bf16. A MatMul with another reader
+// takes bf16 as any other.
+// CHECK-LABEL: func.func @rms_scale_sums
+// CHECK: %[[X:.*]] = onnx.Cast(%arg0) {h20.entry_cast
+// CHECK: %[[Y:.*]] = onnx.MatMul(%[[X]], %{{.*}}) : (tensor<?x64xbf16>, tensor<64x8xbf16>) -> tensor<?x8xf32>
+// CHECK: attn.rms_scale %[[Y]], %[[X]] {{.*}} : (tensor<?x8xf32>, tensor<?x64xbf16>) -> tensor<?x8xbf16>
+// CHECK: %[[Z:.*]] = onnx.MatMul(%[[X]], %{{.*}}) : (tensor<?x64xbf16>, tensor<64x8xbf16>) -> tensor<?x8xbf16>
+// CHECK: attn.rms_scale %[[Z]], %[[X]] {{.*}} : (tensor<?x8xbf16>, tensor<?x64xbf16>) -> tensor<?x8xbf16>
+func.func @rms_scale_sums(%x: tensor<?x64xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  %w = onnx.Weight {file = "w.bin", length = 2048 : i64, name = "w", offset = 0 : i64} : tensor<64x8xf32>
+  %y = onnx.MatMul(%x, %w) : (tensor<?x64xf32>, tensor<64x8xf32>) -> tensor<?x8xf32>
+  %s = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64} : (tensor<?x8xf32>, tensor<?x64xf32>) -> tensor<?x8xf32>
+  %z = onnx.MatMul(%x, %w) : (tensor<?x64xf32>, tensor<64x8xf32>) -> tensor<?x8xf32>
+  %t = attn.rms_scale %z, %x {epsilon = 1.0e-6 : f64} : (tensor<?x8xf32>, tensor<?x64xf32>) -> tensor<?x8xf32>
+  return %s, %t, %z : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}

@@ -56,12 +56,14 @@ func.func @kept(%x: tensor<?x256xf32>, %x3: tensor<?x4x64xf32>, %sq: tensor<256x
 
 // f16 values stay normalised first (x . W before the scale can overflow
 // f16's range); bf16 ones are rewritten, keeping the norm's compute type
-// (and its axis may be negative).
+// (and its axis may be negative). The bf16 GEMM keeps its float32 sums,
+// rounded once by the rms_scale.
 // CHECK-LABEL: func.func @storage_types
 // RATIO2-LABEL: func.func @storage_types
 // CHECK: attn.rms_norm %arg0
 // CHECK-NOT: attn.rms_norm
-// CHECK: attn.rms_scale {{.*}}compute_type = f32{{.*}} : (tensor<?x24xbf16>, tensor<?x256xbf16>) -> tensor<?x24xbf16>
+// CHECK: %[[SUMS:.*]] = onnx.MatMul(%arg1, %{{.*}}) : (tensor<?x256xbf16>, tensor<256x24xbf16>) -> tensor<?x24xf32>
+// CHECK: attn.rms_scale %[[SUMS]], %arg1 {{.*}}compute_type = f32{{.*}} : (tensor<?x24xf32>, tensor<?x256xbf16>) -> tensor<?x24xbf16>
 func.func @storage_types(%h: tensor<?x256xf16>, %b: tensor<?x256xbf16>) -> (tensor<?x24xf16>, tensor<?x24xbf16>) {
   %gh = onnx.Constant() {value = dense<1.0> : tensor<256xf16>} : () -> tensor<256xf16>
   %gb = onnx.Constant() {value = dense<1.0> : tensor<256xbf16>} : () -> tensor<256xbf16>

@@ -180,7 +180,9 @@ def ComputeType : Pass<"h20-compute-type", "mlir::func::FuncOp"> {
     positions) and the shape ops, arithmetic and constants that turn them
     into RoPE angles, up to their Cos / Sin (bf16 holds integers exactly
     only up to 256: an angle of 1000 rad would be off by up to 2 rad);
-    Casts join these to the rest. The attn ops compute in
+    Casts join these to the rest. A MatMul that only attn.rms_scale reads
+    (as its value) keeps its float32 result: its sums, rounded once by the
+    rms_scale (h20-norm-scale-after-matmul). The attn ops compute in
     float32 internally whatever their operand type (RMSNorm's mean of
     squares, RoPE's products, attention's softmax), and GEMMs accumulate in
     float32, so only storage is rounded.
@@ -365,10 +367,12 @@ def NormScaleAfterMatMul : Pass<"h20-norm-scale-after-matmul", "mlir::func::Func
     weight of ones (read from the model), and every reader of the norm is
     a MatMul by a 2-D weight [K, N] of x's element type with N <= K /
     `min-ratio`. A row's scale commutes with a linear map of the row (exact
-    in real arithmetic; the roundings move from the normalised input to
-    the GEMM's result), so the normalised [rows, K] copy is neither written
+    in real arithmetic), so the normalised [rows, K] copy is neither written
     nor read: x is read twice (sum of squares, GEMM) and only [rows, N] is
-    scaled. DeepSeek-V4.1's mHC (hc_pre of every attention and MoE block:
+    scaled. The new MatMul's result is float32 (its sums, [rows, N]; 16-bit
+    operands stay 16-bit, and h20-compute-type keeps those sums float32),
+    so a 16-bit model rounds once, the scaled row, where the norm rounded
+    the normalised x and the GEMM its sums. DeepSeek-V4.1's mHC (hc_pre of every attention and MoE block:
     RMS over the 4 x 5120 streams, then a [20480, 24] projection) saves two
     [C, 20480] passes per block: 55 GB per 8448-token chunk of the full
     V4.1-Flash. DeepSeek's reference computes the mixes in this order

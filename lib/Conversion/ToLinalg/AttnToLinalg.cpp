@@ -114,7 +114,9 @@ FailureOr<Value> lowerRmsScale(OpBuilder &b, attn::RmsScaleOp op) {
   Location loc = op.getLoc();
   Value x = op.getInput(), v = op.getValue();
   auto xt = cast<RankedTensorType>(x.getType());
-  auto vt = cast<RankedTensorType>(v.getType());
+  // The result may be narrower than `value` (a GEMM's float32 sums): the
+  // product is rounded once, to the result's type.
+  auto rt = cast<RankedTensorType>(op.getResult().getType());
   const int64_t rank = xt.getRank(), axis = rank - 1;
   Type ct = op.getComputeType() ? *op.getComputeType() : b.getF32Type();
   MLIRContext *ctx = b.getContext();
@@ -129,9 +131,9 @@ FailureOr<Value> lowerRmsScale(OpBuilder &b, attn::RmsScaleOp op) {
   SmallVector<AffineExpr> outer;
   for (int64_t k = 0; k < axis; ++k)
     outer.push_back(getAffineDimExpr(k, ctx));
-  Value init = emptyTensor(b, loc, vt, vDims);
+  Value init = emptyTensor(b, loc, rt, vDims);
   return linalg::GenericOp::create(
-             b, loc, TypeRange{vt}, ValueRange{v, sumsq}, ValueRange{init},
+             b, loc, TypeRange{rt}, ValueRange{v, sumsq}, ValueRange{init},
              {AffineMap::getMultiDimIdentityMap(rank, ctx), AffineMap::get(rank, 0, outer, ctx),
               AffineMap::getMultiDimIdentityMap(rank, ctx)},
              parallel(rank),
@@ -139,7 +141,7 @@ FailureOr<Value> lowerRmsScale(OpBuilder &b, attn::RmsScaleOp op) {
                Value mean = arith::DivFOp::create(nb, nl, a[1], countF);
                Value inv = math::RsqrtOp::create(nb, nl, arith::AddFOp::create(nb, nl, mean, eps));
                Value y = arith::MulFOp::create(nb, nl, castScalar(nb, nl, a[0], ct), inv);
-               linalg::YieldOp::create(nb, nl, castScalar(nb, nl, y, vt.getElementType()));
+               linalg::YieldOp::create(nb, nl, castScalar(nb, nl, y, rt.getElementType()));
              })
       .getResult(0);
 }

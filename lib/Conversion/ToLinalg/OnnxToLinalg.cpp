@@ -311,7 +311,9 @@ elementwiseBody(Operation *op) {
 
 /// `libraryCalls`: the GPU target's form, whose GEMMs become cuBLASLt calls
 /// (float32 accumulation inside the library): one generic of the result's
-/// dtype, which the GPU target matches as a GEMM.
+/// dtype, which the GPU target matches as a GEMM. A float32 result of
+/// 16-bit operands (attn.rms_scale's value) is a GEMM that stores its
+/// float32 sums.
 FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op, bool libraryCalls) {
   Location loc = op->getLoc();
   Value a = op->getOperand(0), c = op->getOperand(1);
@@ -352,9 +354,14 @@ FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op, bool libraryCalls) {
   // 16-bit floats accumulate in float32 and round once at the end, as
   // cuBLASLt and PyTorch do: a bf16 accumulator rounds at every one of the
   // K steps (measured: 3x PyTorch bf16's distance from float32 on a tiny
-  // Llama export).
+  // Llama export). A result wider than the operands (16-bit operands,
+  // float32 sums kept: h20-norm-scale-after-matmul's narrow GEMMs) is
+  // that accumulator itself.
   bool wide = !libraryCalls && isFloat(elt) && elt.getIntOrFloatBitWidth() < 32;
   Type acc = wide ? b.getF32Type() : elt;
+  auto widen = [&](OpBuilder &nb, Location nl, Value v) -> Value {
+    return v.getType() == acc ? v : arith::ExtFOp::create(nb, nl, acc, v).getResult();
+  };
   auto accType = RankedTensorType::get(rt.getShape(), acc);
   Value zero = isFloat(acc) ? floatConst(b, loc, acc, 0.0)
                             : arith::ConstantOp::create(b, loc, acc, b.getIntegerAttr(acc, 0)).getResult();
@@ -367,12 +374,8 @@ FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op, bool libraryCalls) {
                       [&](OpBuilder &nb, Location nl, ValueRange x) {
                         Value p, s;
                         if (isFloat(acc)) {
-                          Value l = x[0], m = x[1];
-                          if (wide) {
-                            l = arith::ExtFOp::create(nb, nl, acc, l);
-                            m = arith::ExtFOp::create(nb, nl, acc, m);
-                          }
-                          p = arith::MulFOp::create(nb, nl, l, m);
+                          p = arith::MulFOp::create(nb, nl, widen(nb, nl, x[0]),
+                                                    widen(nb, nl, x[1]));
                           s = arith::AddFOp::create(nb, nl, x[2], p);
                         } else {
                           p = arith::MulIOp::create(nb, nl, x[0], x[1]);

@@ -33,6 +33,22 @@ func.func @rms_scale_rows(%y: tensor<4x24xf32>, %x: tensor<5x128xf32>) -> tensor
 
 // -----
 
+func.func @rms_scale_result_shape(%y: tensor<4x24xf32>, %x: tensor<4x128xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{result dimension 1 (16) does not match value dimension 1 (24)}}
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64} : (tensor<4x24xf32>, tensor<4x128xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @rms_scale_result_wider(%y: tensor<4x24xbf16>, %x: tensor<4x128xbf16>) -> tensor<4x24xf32> {
+  // expected-error @+1 {{result element type 'f32' is wider than value's 'bf16'}}
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64} : (tensor<4x24xbf16>, tensor<4x128xbf16>) -> tensor<4x24xf32>
+  return %0 : tensor<4x24xf32>
+}
+
+// -----
+
 func.func @rms_scale_compute_type(%y: tensor<4x24xf32>, %x: tensor<4x128xf32>) -> tensor<4x24xf32> {
   // expected-error @+1 {{compute_type must be a float type, got 'i32'}}
   %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64, compute_type = i32} : (tensor<4x24xf32>, tensor<4x128xf32>) -> tensor<4x24xf32>

@@ -15,6 +15,14 @@ func.func @rms_scale(%y: tensor<?x24xbf16>, %x: tensor<?x20480xbf16>) -> tensor<
   return %0 : tensor<?x24xbf16>
 }
 
+// A GEMM's float32 sums scaled and rounded once to bf16.
+// CHECK-LABEL: func.func @rms_scale_sums
+// CHECK: attn.rms_scale {{.*}} : (tensor<?x24xf32>, tensor<?x20480xbf16>) -> tensor<?x24xbf16>
+func.func @rms_scale_sums(%y: tensor<?x24xf32>, %x: tensor<?x20480xbf16>) -> tensor<?x24xbf16> {
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-20 : f64} : (tensor<?x24xf32>, tensor<?x20480xbf16>) -> tensor<?x24xbf16>
+  return %0 : tensor<?x24xbf16>
+}
+
 // CHECK-LABEL: func.func @rms_norm_bf16_stash
 // CHECK: attn.rms_norm {{.*}}compute_type = f32
 func.func @rms_norm_bf16_stash(%x: tensor<1x?x128xbf16>, %w: tensor<128xbf16>) -> tensor<1x?x128xbf16> {

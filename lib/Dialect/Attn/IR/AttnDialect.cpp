@@ -82,12 +82,24 @@ LogicalResult RmsScaleOp::verify() {
       return emitOpError("value dimension ")
              << i << " (" << dimStr(v.getDimSize(i)) << ") does not match input dimension " << i
              << " (" << dimStr(in.getDimSize(i)) << ")";
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (out.getRank() != v.getRank())
+    return emitOpError("result rank ") << out.getRank() << " differs from value rank "
+                                      << v.getRank();
+  for (int64_t i = 0; i < v.getRank(); ++i)
+    if (!compatible(out.getDimSize(i), v.getDimSize(i)))
+      return emitOpError("result dimension ")
+             << i << " (" << dimStr(out.getDimSize(i)) << ") does not match value dimension " << i
+             << " (" << dimStr(v.getDimSize(i)) << ")";
+  if (out.getElementTypeBitWidth() > v.getElementTypeBitWidth())
+    return emitOpError("result element type ")
+           << out.getElementType() << " is wider than value's " << v.getElementType();
   if (auto ct = getComputeType(); ct && !isa<FloatType>(*ct))
     return emitOpError("compute_type must be a float type, got ") << *ct;
   return success();
 }
 
-/// attn.rope's and attn.rope_apply's positions:/// attn.rope's and attn.rope_apply's positions: [B, S] or [1, S] (a batch
+/// attn.rope's and attn.rope_apply's positions: [B, S] or [1, S] (a batch
 /// of 1 broadcasts) for an input [B, H, S, D]; errors name both shapes.
 static LogicalResult verifyPositions(Operation *op, RankedTensorType in, Value positions) {
   auto pos = cast<RankedTensorType>(positions.getType());

@@ -45,8 +45,7 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def Attn_RmsScaleOp : Attn_Op<"rms_scale", [Pure,
-    AllTypesMatch<["value", "result"]>]> {
+def Attn_RmsScaleOp : Attn_Op<"rms_scale", [Pure]> {
   let summary = "Scale rows by the reciprocal RMS of other rows";
   let description = [{
     Divides each row of `value` by the root mean square of the same row of
@@ -56,21 +55,25 @@ def Attn_RmsScaleOp : Attn_Op<"rms_scale", [Pure,
 
     The sum of squares, the mean and the reciprocal square root are
     computed in `compute_type` (f32 when absent), then the product is
-    rounded to the element type of `value`. Made by
+    rounded once, to the result's element type. Made by
     h20-norm-scale-after-matmul from `rms_norm(input, ones) . W`, which
     equals `rms_scale(input . W, input)`: the row's scale commutes with a
-    linear map of the row, so the normalised input is never stored.
+    linear map of the row, so the normalised input is never stored. There
+    `value` is the GEMM's float32 sums when `input` is 16-bit (a narrow
+    [rows, N] result: the GEMM's own rounding to bf16 would be a second
+    one).
 
     Shapes: input [d0, ..., d_(r-2), K], value [d0, ..., d_(r-2), N] (rank
-    r >= 1, the same leading dims); result = value. Dtypes: f16, bf16,
-    f32, f64. Source: Zhang & Sennrich, "Root Mean Square Layer
+    r >= 1, the same leading dims); result: value's shape, any float
+    element type (value's, or narrower). Dtypes: f16, bf16, f32, f64.
+    Source: Zhang & Sennrich, "Root Mean Square Layer
     Normalization" (2019), eq. 4; DeepSeek-V4's reference (hc_pre) scales
     its mHC mixes this way.
 
     Example:
     ```mlir
     %y = attn.rms_scale %mixes, %streams {epsilon = 1.0e-20 : f64}
-        : (tensor<?x24xbf16>, tensor<?x20480xbf16>) -> tensor<?x24xbf16>
+        : (tensor<?x24xf32>, tensor<?x20480xbf16>) -> tensor<?x24xbf16>
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$value, Attn_FloatTensor:$input,
