@@ -143,23 +143,40 @@ done
 # token. Where the split ends at the attention itself the two are equal to
 # the bit (the gather adds zeros); where it reaches the output projection,
 # that GEMM runs with M / T rows, for which cuBLASLt may choose another
-# algorithm (another summation order).
-# rows_vs_whole LABEL T SPLIT OFF_ART IDS H20-RUN-ARGS...: the unsplit
-# program OFF_ART on T virtual ranks against the split run already made
-# (SPLIT.npy, SPLIT.json), within 1e-2 and on the next token.
+# algorithm (another summation order). FP8 activations (the FP8
+# checkpoint, -fp8): its block-scaled shared expert splits by rows only
+# when the attention does (a column split would cut its 128-wide scale
+# blocks), and its rows' share then joins the routed experts' share in
+# one bf16 all-reduce (h20-merge-all-reduces), where the unsplit program
+# adds the whole shared expert after it: another bf16 rounding, which the next layer's
+# 1 x 128 FP8 quantisation magnifies (H100, 7b9b74d: 4.9-5.0e-2 at T =
+# 2, 4, 8, where before the shared-expert split the two were equal to the
+# bit). Its bound is then every FP8 gate's, 1e-1, with the next token
+# equal, and both programs' distances from the reference are reported.
+# rows_vs_whole LABEL T SPLIT OFF_ART IDS REF TOL H20-RUN-ARGS...: the
+# unsplit program OFF_ART on T virtual ranks against the split run already
+# made (SPLIT.npy, SPLIT.json), within TOL (1e-2; 1e-1 with FP8
+# activations) and on the next token; REF (a reference's logits, or "")
+# as information.
 rows_vs_whole() {
-  local label=$1 t=$2 split=$3 off=$4 ids=$5
-  shift 5
-  local o=$split.rows-off cmp st
+  local label=$1 t=$2 split=$3 off=$4 ids=$5 ref=$6 tol=$7
+  shift 7
+  local o=$split.rows-off cmp st vs=""
   rm -f "$o".{npy,json}
   if [[ ! -f $split.npy ]] || ! "$bin/h20-run" "$off" --ids "$ids" --warmup 0 --gpus "$t" \
       --virtual-ranks "$@" --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1; then
     record "$label rows vs whole" FAIL "h20-run failed, or the split run did (see tp-check.log)"
     return
   fi
-  if cmp=$("$bin/npy-compare" "$split.npy" "$o.npy" --max-rel-l2 1e-2 2>&1); then st=PASS; else st=FAIL; fi
+  if cmp=$("$bin/npy-compare" "$split.npy" "$o.npy" --max-rel-l2 "$tol" 2>&1); then st=PASS; else st=FAIL; fi
   echo "$cmp" >>"$log"
-  record "$label rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$split.json" tensor_parallel all_reduces) vs $(field "$o.json" tensor_parallel all_reduces); TTFT $(field "$split.json" ttft_ms) vs $(field "$o.json" ttft_ms) ms"
+  if [[ -n $ref && -f $ref ]]; then
+    local a b
+    a=$("$bin/npy-compare" "$split.npy" "$ref" --max-rel-l2 1 2>&1 | grep -o 'rel_l2 [0-9.e+-]*')
+    b=$("$bin/npy-compare" "$o.npy" "$ref" --max-rel-l2 1 2>&1 | grep -o 'rel_l2 [0-9.e+-]*')
+    vs="; vs reference: split ${a#rel_l2 }, whole ${b#rel_l2 }"
+  fi
+  record "$label rows vs whole" $st "${cmp%%:*}; all-reduces $(field "$split.json" tensor_parallel all_reduces) vs $(field "$o.json" tensor_parallel all_reduces); TTFT $(field "$split.json" ttft_ms) vs $(field "$o.json" ttft_ms) ms$vs"
 }
 for off in "$bundle"/art/v41-*.tp[0-9]*.rows-off.h20; do
   [[ -f $off && $off != */v41-flash-* ]] || continue
@@ -172,7 +189,10 @@ for off in "$bundle"/art/v41-*.tp[0-9]*.rows-off.h20; do
   rm -f "$o".{npy,json}
   "$bin/h20-run" "$split" --ids "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m" \
     --warmup 0 --gpus "$t" --virtual-ranks --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1
-  rows_vs_whole "$b" "$t" "$o" "$off" "$bundle/models/$m/ids-129.npy" --weights-dir "$bundle/models/$m"
+  tol=1e-2
+  [[ $b == *-fp8.* ]] && tol=1e-1
+  rows_vs_whole "$b" "$t" "$o" "$off" "$bundle/models/$m/ids-129.npy" "$bundle/models/$m/ref-129.npy" \
+    "$tol" --weights-dir "$bundle/models/$m"
 done
 
 # DeepSeek-V4.1-Flash-shaped layers at full width (gpu-bundle.sh:
@@ -184,7 +204,7 @@ done
 # random ids. T = 2, 4, 8 virtual ranks against one GPU (bf16: 2e-2, the
 # same next token); then at T = 8 the attention split by rows (query-side
 # and output GEMMs on 1/T of the rows) against --split-attention-rows=false
-# (1e-2).
+# (1e-1: FP8 linears, see rows_vs_whole; H100, 7b9b74d: 1.25e-2).
 # About 7 minutes on an H100 (the virtual ranks' all-reduces of 1.3 GB are
 # summed on the host): H20_TP_FLASH=0 skips it.
 fl=$bundle/art/v41-flash-l2.S32768.h20
@@ -195,7 +215,7 @@ if [[ -f $fl && ${H20_TP_FLASH:-1} != 0 ]]; then
   extra=(--dummy-weights)
   compare v41-flash-l2.S32768 "$fl" "$fids" "$bundle/art" 2e-2
   rows_vs_whole "v41-flash-l2 T=8" 8 "$results/v41-flash-l2.S32768.t8" "${fl%.h20}.tp8.rows-off.h20" \
-    "$fids" --dummy-weights
+    "$fids" "" 1e-1 --dummy-weights
   extra=()
   unset H20_DUMMY_SHARE
 fi
