@@ -351,6 +351,14 @@ FailureOr<Values> lowerMatMul(OpBuilder &b, Operation *op, bool libraryCalls) {
   for (int64_t k = 0; k < r; ++k)
     oe.push_back(d(k));
   Type elt = rt.getElementType();
+  // Operands narrower than the result (float32 sums of 16-bit operands)
+  // are extended in the body; a result narrower than its operands has no
+  // GEMM form.
+  for (Value v : {a, c})
+    if (getElementTypeOrSelf(v.getType()) != elt &&
+        (!isFloat(elt) || !isFloat(getElementTypeOrSelf(v.getType())) ||
+         getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth() >= elt.getIntOrFloatBitWidth()))
+      return unsupported(op, "MatMul whose result type is not its operands' or wider floats");
   // 16-bit floats accumulate in float32 and round once at the end, as
   // cuBLASLt and PyTorch do: a bf16 accumulator rounds at every one of the
   // K steps (measured: 3x PyTorch bf16's distance from float32 on a tiny

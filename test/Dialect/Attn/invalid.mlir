@@ -42,9 +42,17 @@ func.func @rms_scale_result_shape(%y: tensor<4x24xf32>, %x: tensor<4x128xf32>) -
 // -----
 
 func.func @rms_scale_result_wider(%y: tensor<4x24xbf16>, %x: tensor<4x128xbf16>) -> tensor<4x24xf32> {
-  // expected-error @+1 {{result element type 'f32' is wider than value's 'bf16'}}
+  // expected-error @+1 {{result element type 'f32' is neither value's 'bf16' nor narrower than its f32 / f64}}
   %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64} : (tensor<4x24xbf16>, tensor<4x128xbf16>) -> tensor<4x24xf32>
   return %0 : tensor<4x24xf32>
+}
+
+// -----
+
+func.func @rms_scale_result_f16(%y: tensor<4x24xbf16>, %x: tensor<4x128xbf16>) -> tensor<4x24xf16> {
+  // expected-error @+1 {{result element type 'f16' is neither value's 'bf16' nor narrower than its f32 / f64}}
+  %0 = attn.rms_scale %y, %x {epsilon = 1.0e-6 : f64} : (tensor<4x24xbf16>, tensor<4x128xbf16>) -> tensor<4x24xf16>
+  return %0 : tensor<4x24xf16>
 }
 
 // -----

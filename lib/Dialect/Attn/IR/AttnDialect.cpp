@@ -91,9 +91,14 @@ LogicalResult RmsScaleOp::verify() {
       return emitOpError("result dimension ")
              << i << " (" << dimStr(out.getDimSize(i)) << ") does not match value dimension " << i
              << " (" << dimStr(v.getDimSize(i)) << ")";
-  if (out.getElementTypeBitWidth() > v.getElementTypeBitWidth())
+  // The result is value's type, or narrower than value's float32 / f64
+  // sums (a 16-bit GEMM's accumulator).
+  if (out.getElementType() != v.getElementType() &&
+      (v.getElementTypeBitWidth() < 32 ||
+       out.getElementTypeBitWidth() >= v.getElementTypeBitWidth()))
     return emitOpError("result element type ")
-           << out.getElementType() << " is wider than value's " << v.getElementType();
+           << out.getElementType() << " is neither value's " << v.getElementType()
+           << " nor narrower than its f32 / f64";
   if (auto ct = getComputeType(); ct && !isa<FloatType>(*ct))
     return emitOpError("compute_type must be a float type, got ") << *ct;
   return success();
