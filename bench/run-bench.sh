@@ -20,6 +20,10 @@
 #      models/llama/reference.py) on the same weights, plus the GEMM peak.
 #      Weights: 10.8 GB of float32 generated once into H20_BENCH_WORK
 #      (default /tmp/h20-bench; reused while the machine stays up): ~1 min.
+#      Then the same PyTorch prefill with every layer through torch.compile
+#      (TorchInductor; H20_BENCH_COMPILE=0 skips it): one compiling warm-up
+#      prefill of all S tokens per S, then the timed runs (its time on an
+#      H200 not yet measured; a compilation is typically 0.5-2 min).
 #      H20_BENCH_H20_ARGS: extra h20-run arguments (default none: the
 #      cuBLASLt heuristic's first algorithm; --tune-gemms, which times up
 #      to 8 candidates per GEMM shape in the warm-up run, measured no gain
@@ -165,6 +169,13 @@ if want B; then
   # shellcheck disable=SC2086
   "$py" "$here/ttft_torch.py" --model-dir "$sd" --S $ttft_s --results "$res" --runs "$runs" \
     --long-from $long_from --long-runs "$long_runs" 2>&1 | tee -a "$log" || step_failed "ttft_torch.py"
+  if [[ ${H20_BENCH_COMPILE:-1} != 0 ]]; then
+    say "B: PyTorch with torch.compile (S = $ttft_s; each S compiles once)"
+    # shellcheck disable=SC2086
+    "$py" "$here/ttft_torch.py" --model-dir "$sd" --S $ttft_s --results "$res" --runs "$runs" \
+      --long-from $long_from --long-runs "$long_runs" --no-gemm --compile 2>&1 | tee -a "$log" ||
+      step_failed "ttft_torch.py --compile"
+  fi
   rm -f "$sd"/ids-*.npy
   say "B: done"
 fi

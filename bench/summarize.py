@@ -93,6 +93,9 @@ def merge(dirs):
         m = re.match(r"ttft-torch-S(\d+)\.json$", n)
         if m:
             ttft.setdefault(int(m[1]), {"S": int(m[1])})["pytorch"] = load(p)
+        m = re.match(r"ttft-torch-compile-S(\d+)\.json$", n)
+        if m:
+            ttft.setdefault(int(m[1]), {"S": int(m[1])})["compile"] = load(p)
     for S, e in ttft.items():
         pt = e.get("pytorch", {})
         flops = pt.get("flops") or (flops_of(rec["model"], S) if "model" in rec else None)
@@ -107,6 +110,9 @@ def merge(dirs):
             e["h20_over_pytorch"] = h["ttft_ms"] / pt["ttft_ms"]
         if "ttft_ms" in pt and "floor_ms" in e:
             e["pytorch_over_floor"] = pt["ttft_ms"] / e["floor_ms"]
+        tc = e.get("compile", {})
+        if "ttft_ms" in h and "ttft_ms" in tc:
+            e["h20_over_compile"] = h["ttft_ms"] / tc["ttft_ms"]
     rec["ttft"] = [ttft[S] for S in sorted(ttft)]
 
     # C: the cost model (not a measurement).
@@ -187,17 +193,21 @@ def tables(rec):
     out.append(f"**B. seed-dense TTFT** ({cfg.get('num_hidden_layers', 8)} layers, DESIGN.md §2; bf16, "
                "last-position logits; h20: chunked prefill, ids on host to logits on host after a "
                "warm-up chunk; PyTorch: models/llama/reference.py on the same weights, SDPA cuDNN, "
-               "cuBLAS, same run; floor = FLOPs / "
+               "cuBLAS, same run; torch.compile: the same reference with every layer through "
+               "TorchInductor, SDPA's default backend, after a compiling warm-up; floor = FLOPs / "
                + (f"{gp['peak_tflops']:.1f} TFLOP/s, " if gp.get("peak_tflops") else "")
                + "the best large bf16 torch.matmul of the run; "
                "time ratios: > 1 means h20 is slower; peak memory: h20's includes its KV cache, "
                "64 GiB at 512K, PyTorch's reference keeps none)")
     out.append("")
     out.append("| S | FLOPs | floor (ms) | h20 TTFT (ms) | h20 / floor | PyTorch (ms) | h20 / PyTorch | "
+               "torch.compile (ms) | h20 / torch.compile | "
                "h20 peak (GiB) | PyTorch peak (GiB) | rel. L2 vs PyTorch | same next token | runs h20 / PyTorch |")
-    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for e in rec.get("ttft", []):
         h, p = e.get("h20", {}), e.get("pytorch", {})
+        tc = e.get("compile", {})
+        tc_ms = NA if not tc else (num(tc.get("ttft_ms")) if "error" not in tc else tc["error"][:40])
         cmp = p.get("vs_h20", {})
         fl = (e.get("flops") or {}).get("total")
         same = NA if "same_next_token" not in cmp else ("yes" if cmp["same_next_token"] else
@@ -205,12 +215,13 @@ def tables(rec):
         out.append(f"| {k(e['S'])} | {num(fl, '{:.3g}')} | {num(e.get('floor_ms'), '{:.0f}')} | "
                    f"{num(h.get('ttft_ms'))} | {ratio(e.get('h20_over_floor'))} | "
                    f"{num(p.get('ttft_ms')) if 'error' not in p else p['error'][:40]} | "
-                   f"{ratio(e.get('h20_over_pytorch'))} | {num(gib(h.get('peak_gpu_memory_bytes')))} | "
+                   f"{ratio(e.get('h20_over_pytorch'))} | {tc_ms} | {ratio(e.get('h20_over_compile'))} | "
+                   f"{num(gib(h.get('peak_gpu_memory_bytes')))} | "
                    f"{num(gib(p.get('peak_gpu_memory_bytes')))} | {num(cmp.get('rel_l2'), '{:.2e}')} | {same} | "
                    f"{len(h.get('ttft_runs_ms') or ([1] if 'ttft_ms' in h else []))} / "
                    f"{len(p.get('runs_ms') or [])} |")
     if not rec.get("ttft"):
-        out.append(f"| {NA} | | | | | | | | | | | |")
+        out.append(f"| {NA} | | | | | | | | | | | | | |")
     out.append("")
     out.append("**C. Predicted TTFT — h20's cost model, not a measurement** (`h20-opt --h20-predict-prefill`, "
                "TileCostModel.h: the FlashAttention-3-style kernel the tile model assumes, GEMM and "

@@ -4,6 +4,7 @@ PyTorch prefill of the same seed-dense model h20 ran, on the same weights.
 
   ttft_torch.py --model-dir DIR --S 32768 131072 --results RES [--runs 5]
                 [--long-from 262144 --long-runs 1] [--gemm-only] [--no-gemm]
+                [--compile]
 
 GEMM peak: torch.matmul of bf16 N x N by N x N (N = 8192 and 16384), 3
 warm-ups, median of 10 (CUDA events); RES/gemm-peak.json. The floor of a
@@ -23,7 +24,16 @@ h20's peak_gpu_memory_bytes) and max_memory_reserved.
 If RES/ttft-h20-S{S}.npy (h20's last-position logits) exists, records the
 relative L2 of h20 against PyTorch and whether the next token agrees.
 Writes RES/ttft-torch-S{S}.json per S.
+
+--compile: the same prefill with every layer through torch.compile
+(TorchInductor, static shapes: reference.compiled_layer), the baseline a
+user would try before h20 (issue 33): SDPA's default backend choice (no
+backend list), whole prompt only (out of memory is recorded, not retried
+in rows), the first prefill at each S the warm-up that compiles (its time,
+compilation included, recorded as compile_and_first_run_s). Writes
+RES/ttft-torch-compile-S{S}.json / .npy.
 """
+import contextlib
 import argparse
 import json
 import os
@@ -95,7 +105,11 @@ def main():
     ap.add_argument("--rows-on-oom", type=int, default=65536)
     ap.add_argument("--gemm-only", action="store_true")
     ap.add_argument("--no-gemm", action="store_true")
+    ap.add_argument("--compile", action="store_true",
+                    help="every layer through torch.compile (TorchInductor)")
     a = ap.parse_args()
+    impl, tag = ("pytorch-compile", "ttft-torch-compile") if a.compile else ("pytorch", "ttft-torch")
+    layer_fn = reference.compiled_layer() if a.compile else None
     os.makedirs(a.results, exist_ok=True)
     env = env_info()
     dump(os.path.join(a.results, "torch-env.json"), env)
@@ -112,16 +126,22 @@ def main():
     for S in a.S:
         ids_np = np.load(os.path.join(a.model_dir, f"ids-{S}.npy")).astype(np.int64).reshape(1, -1)
         runs_n = a.long_runs if S >= a.long_from else a.runs
-        rec = {"impl": "pytorch", "S": S, "layers": cfg["num_hidden_layers"], "env": env,
+        rec = {"impl": impl, "S": S, "layers": cfg["num_hidden_layers"], "env": env,
                "weights_load_s": load_s, "flops": prefill_flops(cfg, S)}
         rows = 0
         while True:
             try:
-                with reference.sdpa_backends():
+                # Eager: SDPA cuDNN first; compiled: SDPA's own choice.
+                with contextlib.nullcontext() if a.compile else reference.sdpa_backends():
                     ids_gpu = torch.from_numpy(ids_np).cuda()
-                    reference.prefill(cfg, W, ids_gpu[:, :min(S, 1024)], rows)  # warm-up
+                    t_warm = time.perf_counter()
+                    # Warm-up: 1024 tokens; compiled: all S (it compiles).
+                    warm = S if a.compile else min(S, 1024)
+                    reference.prefill(cfg, W, ids_gpu[:, :warm], rows, layer_fn)
                     del ids_gpu
                     torch.cuda.synchronize()
+                    if a.compile:
+                        rec["compile_and_first_run_s"] = time.perf_counter() - t_warm
                     torch.cuda.reset_peak_memory_stats()
                     runs, logits = [], None
                     for _ in range(runs_n):
@@ -129,7 +149,7 @@ def main():
                                     torch.cuda.Event(enable_timing=True))
                         ev0.record()
                         ids_gpu = torch.from_numpy(ids_np).cuda()
-                        out = reference.prefill(cfg, W, ids_gpu, rows)
+                        out = reference.prefill(cfg, W, ids_gpu, rows, layer_fn)
                         logits = out.cpu().numpy().astype(np.float32)
                         ev1.record()
                         ev1.synchronize()
@@ -140,14 +160,14 @@ def main():
                 oom = str(e).splitlines()[0]
             # Outside the handler: the traceback no longer pins the tensors.
             torch.cuda.empty_cache()
-            if rows or not a.rows_on_oom:
+            if rows or not a.rows_on_oom or a.compile:
                 rec["error"] = "out of memory: " + oom
                 break
             rows = a.rows_on_oom
             print(f"torch S={S}: out of memory on the whole prompt; rows of {rows}", flush=True)
         if "error" in rec:
-            print(f"torch S={S}: {rec['error']}", flush=True)
-            dump(os.path.join(a.results, f"ttft-torch-S{S}.json"), rec)
+            print(f"{impl} S={S}: {rec['error']}", flush=True)
+            dump(os.path.join(a.results, f"{tag}-S{S}.json"), rec)
             status = 1
             continue
         rec.update({
@@ -157,7 +177,9 @@ def main():
             "peak_gpu_reserved_bytes": torch.cuda.max_memory_reserved(),
             "next_token_id": int(logits.reshape(-1).argmax()),
         })
-        np.save(os.path.join(a.results, f"ttft-torch-S{S}.npy"), logits)
+        if a.compile:
+            rec["sdpa"] = "default backend choice (torch.compile)"
+        np.save(os.path.join(a.results, f"{tag}-S{S}.npy"), logits)
         h20_npy = os.path.join(a.results, f"ttft-h20-S{S}.npy")
         if os.path.exists(h20_npy):
             h = np.load(h20_npy).astype(np.float64).reshape(-1)
@@ -171,15 +193,15 @@ def main():
             c = rec["vs_h20"]
             if c.get("rel_l2", 1.0) > 2e-2 or not c.get("same_next_token", False):
                 # DESIGN.md section 6: bf16 within 2e-2 and the same next token.
-                print(f"torch S={S}: WARNING: h20 and PyTorch disagree ({c}); "
+                print(f"{impl} S={S}: WARNING: h20 and PyTorch disagree ({c}); "
                       "the time of a wrong result is no benchmark", flush=True)
                 status = 1
-        print(f"torch S={S}: {rec['ttft_ms']:.1f} ms (median of {len(runs)}; {rec['mode']}), "
+        print(f"{impl} S={S}: {rec['ttft_ms']:.1f} ms (median of {len(runs)}; {rec['mode']}), "
               f"peak {rec['peak_gpu_memory_bytes'] / 2**30:.1f} GiB"
               + (f", h20 rel L2 {rec['vs_h20'].get('rel_l2', float('nan')):.2e}"
                  f" same token {rec['vs_h20'].get('same_next_token')}" if "vs_h20" in rec else ""),
               flush=True)
-        dump(os.path.join(a.results, f"ttft-torch-S{S}.json"), rec)
+        dump(os.path.join(a.results, f"{tag}-S{S}.json"), rec)
         torch.cuda.empty_cache()
     return status
 

@@ -58,16 +58,53 @@ def rope(x, cos, sin):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).to(x.dtype)
 
 
+LAYER_WEIGHTS = ("input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                 "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+                 "post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+                 "mlp.down_proj.weight")
+
+
+def layer(x, cos, sin, ln1, wq, wk, wv, wo, ln2, wg, wu, wd, nh: int, nkv: int, d: int,
+          eps: float):
+    """One decoder layer on the whole prompt x [S, hidden] (prefill's rows = 0
+    path), the weights in LAYER_WEIGHTS order; a function of tensors alone,
+    so that torch.compile (compiled_layer) traces it once for every layer."""
+    S = x.shape[0]
+    hN = rms(x, ln1, eps)
+    q = (hN @ wq).view(S, nh, d).transpose(0, 1)
+    k = (hN @ wk).view(S, nkv, d).transpose(0, 1)
+    v = (hN @ wv).view(S, nkv, d).transpose(0, 1)
+    q, k = rope(q, cos, sin), rope(k, cos, sin)
+    del hN
+    a = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True,
+                                       scale=d ** -0.5, enable_gqa=nh != nkv)[0]
+    del q, k, v
+    x = x + a.transpose(0, 1).reshape(S, nh * d) @ wo
+    del a
+    hN = rms(x, ln2, eps)
+    g = hN @ wg
+    return x + (F.silu(g) * (hN @ wu)) @ wd
+
+
+def compiled_layer():
+    """`layer` through torch.compile (TorchInductor, static shapes: one
+    compilation per prompt length, reused by every layer): the baseline a
+    user would try before h20 (issue 33). Its first call at a length
+    compiles; time the calls after it."""
+    return torch.compile(layer, dynamic=False)
+
+
 @torch.no_grad()
-def prefill(cfg, W, ids, rows=0):
+def prefill(cfg, W, ids, rows=0, layer_fn=None):
     """Last-position logits [1, 1, vocab] (float32) of the prompt `ids` [1, S].
 
     rows = 0: every layer on the whole prompt at once (fastest; at S = 512K
     the largest temporaries, the MLP's [S, 11008] products and RoPE's float32
-    copies, peak at ~70 GiB). rows > 0: the per-token parts (projections,
+    copies, peak at ~70 GiB), through `layer_fn` (default `layer`; e.g.
+    compiled_layer()). rows > 0: the per-token parts (projections,
     RoPE, MLP) run `rows` tokens at a time into preallocated Q/K/V and
     residual buffers, attention still on the whole prompt: the same
-    arithmetic on each row, far less memory at 512K.
+    arithmetic on each row, far less memory at 512K (eager only).
     """
     h, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = cfg.get("head_dim", h // nh)
@@ -79,26 +116,23 @@ def prefill(cfg, W, ids, rows=0):
     x = W["model.embed_tokens.weight"][ids[0]]
     blocks = [(r, min(S, r + rows)) for r in range(0, S, rows)] if rows > 0 else [(0, S)]
     chunked = len(blocks) > 1
+    if chunked and layer_fn is not None:
+        raise ValueError("a layer_fn runs the whole prompt (rows = 0) only")
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         if not chunked:
-            hN = rms(x, W[p + "input_layernorm.weight"], eps)
-            q = (hN @ W[p + "self_attn.q_proj.weight"]).view(S, nh, d).transpose(0, 1)
-            k = (hN @ W[p + "self_attn.k_proj.weight"]).view(S, nkv, d).transpose(0, 1)
-            v = (hN @ W[p + "self_attn.v_proj.weight"]).view(S, nkv, d).transpose(0, 1)
-            q, k = rope(q, cos, sin), rope(k, cos, sin)
+            x = (layer_fn or layer)(x, cos, sin, *[W[p + n] for n in LAYER_WEIGHTS], nh, nkv, d, eps)
+            continue
+        q = torch.empty(nh, S, d, device=x.device, dtype=x.dtype)
+        k = torch.empty(nkv, S, d, device=x.device, dtype=x.dtype)
+        v = torch.empty(nkv, S, d, device=x.device, dtype=x.dtype)
+        for r0, r1 in blocks:
+            n, c, s = r1 - r0, cos[r0:r1], sin[r0:r1]
+            hN = rms(x[r0:r1], W[p + "input_layernorm.weight"], eps)
+            q[:, r0:r1] = rope((hN @ W[p + "self_attn.q_proj.weight"]).view(n, nh, d).transpose(0, 1), c, s)
+            k[:, r0:r1] = rope((hN @ W[p + "self_attn.k_proj.weight"]).view(n, nkv, d).transpose(0, 1), c, s)
+            v[:, r0:r1] = (hN @ W[p + "self_attn.v_proj.weight"]).view(n, nkv, d).transpose(0, 1)
             del hN
-        else:
-            q = torch.empty(nh, S, d, device=x.device, dtype=x.dtype)
-            k = torch.empty(nkv, S, d, device=x.device, dtype=x.dtype)
-            v = torch.empty(nkv, S, d, device=x.device, dtype=x.dtype)
-            for r0, r1 in blocks:
-                n, c, s = r1 - r0, cos[r0:r1], sin[r0:r1]
-                hN = rms(x[r0:r1], W[p + "input_layernorm.weight"], eps)
-                q[:, r0:r1] = rope((hN @ W[p + "self_attn.q_proj.weight"]).view(n, nh, d).transpose(0, 1), c, s)
-                k[:, r0:r1] = rope((hN @ W[p + "self_attn.k_proj.weight"]).view(n, nkv, d).transpose(0, 1), c, s)
-                v[:, r0:r1] = (hN @ W[p + "self_attn.v_proj.weight"]).view(n, nkv, d).transpose(0, 1)
-                del hN
         a = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True,
                                            scale=d ** -0.5, enable_gqa=nh != nkv)[0]
         del q, k, v
@@ -108,10 +142,7 @@ def prefill(cfg, W, ids, rows=0):
             g = hN @ W[p + "mlp.gate_proj.weight"]
             xr = xr + (F.silu(g) * (hN @ W[p + "mlp.up_proj.weight"])) @ W[p + "mlp.down_proj.weight"]
             del hN, g
-            if chunked:
-                x[r0:r1] = xr
-            else:
-                x = xr
+            x[r0:r1] = xr
             del xr
         del a
     last = rms(x[-1:], W["model.norm.weight"], eps)
