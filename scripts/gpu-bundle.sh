@@ -96,6 +96,11 @@ for m in "${models[@]}"; do
     "$build/bin/h20-opt" "$fixtures/$m.onnx" --target=h200 --compute-type=$ct \
       --max-positions=1024 --chunk=64 --logits=last -o "$out/art/$m.$ct.last.h20"
   done
+  # The float linears as block-scaled FP8 GEMMs, weights quantised on load
+  # (--quantize-linears=fp8; gpu-test.sh: "fp8 linears").
+  "$build/bin/h20-opt" "$fixtures/$m.onnx" --target=h200 --compute-type=bf16 \
+    --max-positions=1024 --chunk=64 --quantize-linears=fp8 -o "$out/art/$m.bf16.fp8lin.h20" \
+    2>/dev/null
 done
 # Tensor parallelism: each last-position fixture artifact split over T ranks.
 if [[ $tp_tests == 1 ]]; then

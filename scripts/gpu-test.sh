@@ -9,7 +9,11 @@
 # fixtures end to end: 3 models x {f32, bf16} x S = 8, 64, 1024 (chunked
 # prefill, 64-token chunks) against the PyTorch float32 logits: relative L2
 # <= 1e-3 (f32) / 2e-2 (bf16) and the same next token; plus the
-# last-position LM head against the reference's last row.
+# last-position LM head against the reference's last row; and each bf16
+# with its linears as block-scaled FP8 GEMMs (--quantize-linears=fp8:
+# weights quantised per 128 x 128 block on load, activations per 1 x 128
+# on the fly) at 1e-1 (FP8 activations, as the V4.1 FP8 checkpoint's
+# gate) and the same next token.
 # Results: BUNDLE/results/gpu-tests.json (and $OUT/ when set). Exit 1 if any
 # test failed; 0 with every test SKIPped when there is no GPU.
 set -uo pipefail
@@ -114,6 +118,19 @@ want fixtures && for m in llama_gqa_op18 llama_gqa_op23 llama_mha_op23; do
         --weights-dir "$bundle/models" --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1 &&
        cmp=$("$bin/npy-compare" "$o.npy" "$bundle/models/$m.logits1024.npy" --max-rel-l2 $tol \
              --ref-last-row 2>&1); then
+      record "$name" PASS "$(tr '\n' ' ' <<<"$cmp")"
+    else
+      record "$name" FAIL "$(tr '\n' ' ' <<<"${cmp:-h20-run failed}")"
+    fi
+  done
+  [[ -f $bundle/art/$m.bf16.fp8lin.h20 ]] || continue
+  for S in 8 1024; do
+    name="$m bf16 fp8 linears S=$S"
+    if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
+    o=$results/$m.fp8lin.$S
+    if "$bin/h20-run" "$bundle/art/$m.bf16.fp8lin.h20" --ids "$bundle/models/$m.ids$S.npy" \
+        --weights-dir "$bundle/models" --dump-logits "$o.npy" --report "$o.json" >>"$log" 2>&1 &&
+       cmp=$("$bin/npy-compare" "$o.npy" "$bundle/models/$m.logits$S.npy" --max-rel-l2 1e-1 2>&1); then
       record "$name" PASS "$(tr '\n' ' ' <<<"$cmp")"
     else
       record "$name" FAIL "$(tr '\n' ' ' <<<"${cmp:-h20-run failed}")"

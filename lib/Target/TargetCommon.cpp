@@ -232,10 +232,22 @@ llvm::json::Array describeWeights(ModuleOp module, StringRef entry) {
       // (they differ after h20-compute-type; the runtime converts).
       Type device = d.getAs<TypeAttr>("type").getValue();
       auto stored = d.getAs<TypeAttr>("stored_type");
+      auto derive = d.getAs<DictionaryAttr>("derive");
+      if (derive) // the file holds the source tensor (h20-quantize-linears)
+        stored = derive.getAs<TypeAttr>("source_type");
       llvm::json::Object w{{"name", d.getAs<StringAttr>("name").str()},
                            {"dtype", dtypeName(stored ? stored.getValue() : device)},
                            {"device_dtype", dtypeName(device)},
                            {"shape", std::move(shape)}};
+      // "derive": the device tensor is computed from the stored one, of
+      // "source_shape" (GpuProgram.h's weights: WeightSpec::derive).
+      if (derive) {
+        llvm::json::Array src;
+        for (int64_t x : derive.getAs<DenseI64ArrayAttr>("source_shape").asArrayRef())
+          src.push_back(x);
+        w["derive"] = derive.getAs<StringAttr>("kind").str();
+        w["source_shape"] = std::move(src);
+      }
       if (auto f = d.getAs<StringAttr>("file")) {
         w["file"] = f.str();
         // Recorded so h20-run notices a replaced or truncated weight file.

@@ -112,6 +112,13 @@ static llvm::cl::opt<std::string> fp8Gemm(
                    "runs them) or dequantize (the weight dequantised per chunk, a GEMM of the "
                    "compute type: bf16 accuracy, bf16 speed; the weight stays FP8 at rest)"),
     llvm::cl::cat(gpuCategory), llvm::cl::value_desc("fp8|dequantize"), llvm::cl::init("fp8"));
+static llvm::cl::opt<std::string> quantizeLinears(
+    "quantize-linears",
+    llvm::cl::desc("GPU targets: none (default) or fp8: the float linears' weights quantised "
+                   "when loaded (128 x 128 blocks, scale max|w| / 448) and run as block-scaled "
+                   "FP8 GEMMs, their inputs quantised per 1 x 128 block on the fly; the LM head "
+                   "and tensor-parallel shards stay in the compute type (h20-quantize-linears)"),
+    llvm::cl::cat(gpuCategory), llvm::cl::value_desc("none|fp8"), llvm::cl::init("none"));
 static llvm::cl::opt<int> cpuOptLevel(
     "cpu-opt-level",
     llvm::cl::desc("--target=cpu: LLVM optimisation level 0..3 (default 3: fastest code; 0 "
@@ -475,6 +482,11 @@ std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode
     return "--attention-kernel must be auto or mma, got '" + attentionKernel + "'";
   if (!llvm::is_contained({"fp8", "dequantize"}, fp8Gemm.getValue()))
     return "--fp8-gemm must be fp8 or dequantize, got '" + fp8Gemm + "'";
+  if (!llvm::is_contained({"none", "fp8"}, quantizeLinears.getValue()))
+    return "--quantize-linears must be none or fp8, got '" + quantizeLinears + "'";
+  if (quantizeLinears == "fp8" && !mode.gpuArtifact)
+    return "--quantize-linears=fp8 needs a GPU --target (h20, h100, h200, h800): the CPU "
+           "target has no FP8 linears";
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
     return "--chunk must be between 1 and 1048576 tokens (0: automatic)";
   if (gpuCount < 1 || gpuCount > 8)
@@ -611,8 +623,22 @@ int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
     return kExitBadInput;
   h20::buildPlanPipeline(plan, targetName, chunks.capacity, kvElementBytes, tensorRanks,
                          computeType);
+  if (quantizeLinears == "fp8")
+    plan.addNestedPass<func::FuncOp>(h20::createQuantizeLinears());
   if (failed(plan.run(module)))
     return kExitBadInput;
+  if (quantizeLinears == "fp8" && !quiet)
+    module.walk([](func::FuncOp f) {
+      auto q = f->getAttrOfType<DictionaryAttr>("h20.quantized_linears");
+      if (!q)
+        return;
+      llvm::errs() << "h20-opt: --quantize-linears=fp8: " << q.getAs<IntegerAttr>("fp8").getInt()
+                   << " linear(s) as block-scaled FP8 GEMMs, "
+                   << q.getAs<IntegerAttr>("kept").getInt() << " kept in the compute type";
+      if (auto first = q.getAs<StringAttr>("first_kept"))
+        llvm::errs() << " (the first: " << first.getValue() << ")";
+      llvm::errs() << "\n";
+    });
   progress.stage("plan", "KV cache and RoPE tables for " + std::to_string(chunks.capacity) +
                              " positions, chunks of " + std::to_string(chunks.chunk) + " tokens");
   // What the split covered: a block that did not fit stays whole on every

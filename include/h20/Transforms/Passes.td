@@ -387,6 +387,36 @@ def NormScaleAfterMatMul : Pass<"h20-norm-scale-after-matmul", "mlir::func::Func
   ];
 }
 
+def QuantizeLinears : Pass<"h20-quantize-linears", "mlir::func::FuncOp"> {
+  let dependentDialects = ["h20::onnx::OnnxDialect"];
+  let summary = "Run float linears as block-scaled FP8 GEMMs (weights quantised on load)";
+  let description = [{
+    Rewrites `onnx.MatMul(X [..., K], W [K, N])`, W a float32 / bf16 /
+    f16 initializer of X's type with K and N multiples of 16, into
+    `onnx.h20.BlockScaledMatMul(X, Wq [N, K] float8e4m3fn, Ws [ceil(N /
+    128), ceil(K / 128)] float32)` with block_n = block_k = 128: the
+    FP8 linear DeepSeek-V3 stores, which the GPU target runs as a
+    quantising kernel (X per 1 x 128 block, on the fly) and a cuBLASLt
+    block-scaled FP8 GEMM. Wq and Ws are onnx.Weight ops of W's bytes with
+    `h20.derive` (kind fp8_block128 / fp8_block128_scale, source_type,
+    source_shape): the runtime computes them when it loads the weights,
+    per 128 x 128 block of W^T, scale = max |w| / 448 (1 for a zero
+    block), Wq = w / scale rounded to nearest even e4m3 (DeepSeek-V3
+    technical report section 3.3; inference/kernel.py). So the weights
+    are quantised from the model's own values, no calibration, and the
+    activations per block at run time.
+    Left in the compute type, counted in the function's
+    `h20.quantized_linears = {fp8, kept, first_kept}` (why the first one
+    was kept, and its ONNX node; h20-opt prints it): the LM head (a MatMul whose result the function returns: the
+    logits keep the compute type's accuracy), tensor-parallel shards and
+    query-row splits (h20-tensor-parallel's; not derived per rank yet),
+    K or N not multiples of 16 (the FP8 GEMM's alignment), weights not
+    stored as raw bytes. Activation products (attention's) are no linears.
+    Run by h20-opt --quantize-linears=fp8 on GPU targets only (the CPU
+    target has no lowering for the derived weights).
+  }];
+}
+
 def LowerRope : Pass<"h20-lower-rope", "mlir::func::FuncOp"> {
   let summary = "Replace attn.rope by table gathers (no sin/cos per token)";
   let description = [{

@@ -55,6 +55,9 @@ void weightsToArguments(func::FuncOp func) {
     // h20-tensor-parallel: the argument is one rank's slice of the weight.
     if (auto shard = w->getAttrOfType<DictionaryAttr>("h20.shard"))
       d.push_back(b.getNamedAttr("shard", shard));
+    // h20-quantize-linears: the argument is derived from the stored tensor.
+    if (auto derive = w->getAttrOfType<DictionaryAttr>("h20.derive"))
+      d.push_back(b.getNamedAttr("derive", derive));
     descriptions.push_back(b.getDictionaryAttr(d));
     w.erase();
   }

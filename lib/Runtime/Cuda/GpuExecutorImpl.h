@@ -232,6 +232,14 @@ struct GpuExecutor::Impl {
   /// weight `w`) through the staging buffers instead of reading its file.
   bool uploadDummyWeight(int bi, const WeightSpec &w, void **stage, CUevent *done, bool *used,
                          int &slot, uint64_t stageBytes);
+  /// The file of weight `w` (its model's directory, or --weights-dir),
+  /// checked to hold `fileBytes` bytes at w's offset and to be the size it
+  /// had when compiled; "" after fail() otherwise.
+  std::string weightFile(const WeightSpec &w, const GpuLoadOptions &o, int64_t fileBytes);
+  /// A derived weight (WeightSpec::derive, h20-quantize-linears): reads the
+  /// stored tensor whole, computes buffer `bi`'s bytes on the host
+  /// (deriveWeight) and uploads them.
+  bool uploadDerivedWeight(int bi, const WeightSpec &w, const GpuLoadOptions &o);
   bool uploadConsts(const Artifact &artifact);
   bool initNccl(const GpuLoadOptions &o);
   std::string where(size_t index) const;

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "GpuExecutorImpl.h"
 #include "h20/Runtime/Format/FileUtil.h"
+#include "h20/Runtime/Format/WeightDerive.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -179,6 +180,11 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
     if (!w.offset || w.file.empty())
       return fail(GpuStatus::BadInput, name + " is stored in typed protobuf fields, not raw bytes; "
                                               "re-export the model with raw_data or external data");
+    if (!w.derive.empty()) {
+      if (!uploadDerivedWeight(static_cast<int>(bi), w, o))
+        return false;
+      continue;
+    }
     // The rank's slice of the stored tensor (all of it without a shard).
     ShardSlice slice;
     std::string err;
@@ -195,18 +201,9 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
       return fail(GpuStatus::BadInput, name + ": its buffer has " + std::to_string(b.bytes) +
                                            " bytes, the slice needs " +
                                            std::to_string(slice.deviceElements() * dstEs));
-    std::string file = (o.weightsDir.empty() ? m.modelDir : o.weightsDir) + "/" + w.file;
-    int64_t size = fileSize(file);
-    if (size < 0)
-      return fail(GpuStatus::BadInput,
-                  name + ": file '" + file + "' is missing (moved? give --weights-dir)");
-    if (w.fileSize && size != *w.fileSize)
-      return fail(GpuStatus::BadInput, "weight file '" + file + "' has " + std::to_string(size) +
-                                           " bytes, but had " + std::to_string(*w.fileSize) +
-                                           " when the artifact was compiled: recompile it");
-    if (*w.offset < 0 || *w.offset > size || fileBytes > size - *w.offset)
-      return fail(GpuStatus::BadInput, name + ": file '" + file + "' ends before byte " +
-                                           std::to_string(*w.offset + fileBytes));
+    std::string file = weightFile(w, o, fileBytes);
+    if (file.empty())
+      return false;
     bool convert = w.dtype != b.dtype;
     int64_t perPiece = static_cast<int64_t>(stageBytes) / std::max(srcEs, dstEs);
     CUdeviceptr dst = address(static_cast<int>(bi));
@@ -239,6 +236,52 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
     }
   }
   return check(cu->cuStreamSynchronize(stream), "uploading the weights");
+}
+
+std::string GpuExecutor::Impl::weightFile(const WeightSpec &w, const GpuLoadOptions &o,
+                                          int64_t fileBytes) {
+  const std::string name = "weight '" + w.name + "'";
+  std::string file = (o.weightsDir.empty() ? m.modelDir : o.weightsDir) + "/" + w.file;
+  int64_t size = fileSize(file);
+  std::string why;
+  if (size < 0)
+    why = name + ": file '" + file + "' is missing (moved? give --weights-dir)";
+  else if (w.fileSize && size != *w.fileSize)
+    why = "weight file '" + file + "' has " + std::to_string(size) + " bytes, but had " +
+          std::to_string(*w.fileSize) + " when the artifact was compiled: recompile it";
+  else if (*w.offset < 0 || *w.offset > size || fileBytes > size - *w.offset)
+    why = name + ": file '" + file + "' ends before byte " + std::to_string(*w.offset + fileBytes);
+  if (why.empty())
+    return file;
+  fail(GpuStatus::BadInput, why);
+  return "";
+}
+
+bool GpuExecutor::Impl::uploadDerivedWeight(int bi, const WeightSpec &w,
+                                            const GpuLoadOptions &o) {
+  const std::string name = "weight '" + w.name + "'";
+  const GpuBuffer &b = p.buffers[static_cast<size_t>(bi)];
+  const int64_t elements = w.shape[0] * w.shape[1];
+  const int64_t fileBytes = w.sourceShape[0] * w.sourceShape[1] * dtypeSize(w.dtype);
+  if (w.length && *w.length != fileBytes)
+    return fail(GpuStatus::BadInput, name + " is " + std::to_string(*w.length) +
+                                         " bytes in the model but its source shape needs " +
+                                         std::to_string(fileBytes));
+  if (elements * dtypeSize(b.dtype) != b.bytes)
+    return fail(GpuStatus::BadInput, name + ": its buffer has " + std::to_string(b.bytes) +
+                                         " bytes, the derived tensor needs " +
+                                         std::to_string(elements * dtypeSize(b.dtype)));
+  std::string file = weightFile(w, o, fileBytes);
+  if (file.empty())
+    return false;
+  std::vector<uint8_t> source(static_cast<size_t>(fileBytes)), bytes(static_cast<size_t>(b.bytes));
+  std::string err;
+  if (!readFileRange(file, static_cast<uint64_t>(*w.offset), source.size(), source.data(), err))
+    return fail(GpuStatus::BadInput, name + ": " + err);
+  deriveWeight(w, source.data(), bytes.data());
+  return check(cu->cuMemcpyHtoDAsync(address(bi), bytes.data(), bytes.size(), stream),
+               "uploading " + name) &&
+         check(cu->cuStreamSynchronize(stream), "uploading " + name);
 }
 
 bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **stage,

@@ -433,7 +433,15 @@ private:
       const WeightSpec &w = m.weights[b.index];
       if (b.dtype.empty())
         invalid(where, "a weight buffer needs \"dtype\"");
-      if (!canConvert(w.dtype, b.dtype))
+      // A derived weight (h20-quantize-linears) is made in its kind's
+      // dtype; any other is the stored tensor, converted.
+      const std::string derivedDtype = w.derive == "fp8_block128"         ? "float8_e4m3fn"
+                                       : w.derive == "fp8_block128_scale" ? "float32"
+                                                                          : "";
+      if (!w.derive.empty() && b.dtype != derivedDtype)
+        invalid(sub(where, "dtype"), "weight '" + w.name + "' is derived (" + w.derive +
+                                         ") as " + derivedDtype + ", not " + b.dtype);
+      if (w.derive.empty() && !canConvert(w.dtype, b.dtype))
         invalid(sub(where, "dtype"), "weight '" + w.name + "' is " + w.dtype +
                                          " in the model; cannot convert it to " + b.dtype);
       int64_t n = elementCount(w.shape, "weight '" + w.name + "' " + shapeText(w.shape));

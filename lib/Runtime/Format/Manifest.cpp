@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "h20/Runtime/Format/Manifest.h"
+#include "h20/Runtime/Format/WeightDerive.h"
 
 #include "h20/Runtime/Format/TensorIO.h"
 
@@ -279,6 +280,14 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
       if (w.contains("shard") && !w.at("shard").is_null())
         s.shard = weightShard(w.at("shard"), what + " ('" + s.name + "') shard", s.shape,
                               m.tensorParallel());
+      if (w.contains("derive")) {
+        s.derive = stringOf(w.at("derive"), what + " derive");
+        s.sourceShape = shapeOf(w.at("source_shape"), what + " source_shape", false);
+        std::string err;
+        if (s.shard || !checkDerivedWeight(s, err))
+          throw Invalid(what + " ('" + s.name + "'): " + (s.shard ? "a derived weight cannot "
+                                                                    "be sharded" : err));
+      }
       m.weights.push_back(std::move(s));
     }
     for (const json &b : arrayOf(j.at("blobs"), "blobs")) {

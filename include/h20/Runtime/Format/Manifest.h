@@ -66,6 +66,15 @@ struct WeightSpec {
   std::optional<int64_t> offset, length; ///< bytes of the full (stored) tensor
   std::optional<int64_t> fileSize; ///< size of `file` at compile time
   std::optional<WeightShard> shard; ///< tensor parallelism: which slice each rank holds
+  /// A weight computed from the stored tensor when loaded (manifest
+  /// "derive", h20-quantize-linears; empty: the stored tensor itself, maybe
+  /// converted): the file holds a float [K, N] tensor (`sourceShape`, of
+  /// `dtype`); "fp8_block128": its transpose [N, K] in float8_e4m3fn, each
+  /// 128 x 128 block divided by its scale; "fp8_block128_scale": the
+  /// scales [ceil(N / 128), ceil(K / 128)] float32. See deriveWeight
+  /// (WeightDerive.h). Validated by parseManifest against `shape`.
+  std::string derive;
+  std::vector<int64_t> sourceShape;
 };
 
 /// The manifest's "parallel" object: how many GPUs the artifact was

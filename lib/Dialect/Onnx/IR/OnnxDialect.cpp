@@ -355,6 +355,31 @@ LogicalResult WeightOp::verify() {
         return emitOpError("h20.shard start ") << s << " + " << type.getDimSize(a)
                << " exceeds dim " << full[a];
   }
+  // h20-quantize-linears: the result is derived from the stored tensor
+  // (h20.derive: its kind, source_type and source_shape) when loaded.
+  if (auto derive = (*this)->getAttrOfType<DictionaryAttr>("h20.derive")) {
+    auto kind = derive.getAs<StringAttr>("kind");
+    auto from = derive.getAs<TypeAttr>("source_type");
+    auto shape = derive.getAs<DenseI64ArrayAttr>("source_shape");
+    if (!kind || !from || !shape || shape.size() != 2 || shape[0] < 1 || shape[1] < 1 ||
+        !isa<FloatType>(from.getValue()) || (*this)->hasAttr("h20.shard"))
+      return emitOpError("h20.derive of '")
+             << getName() << "' needs kind, a float source_type and a 2-D source_shape, "
+             << "and no h20.shard";
+    // Stored W [K, N]; derived W^T [N, K] in FP8, or its scales per 128 x 128.
+    const int64_t k = shape[0], n = shape[1];
+    SmallVector<int64_t> want;
+    if (kind.getValue() == "fp8_block128" && isa<Float8E4M3FNType>(type.getElementType()))
+      want = {n, k};
+    else if (kind.getValue() == "fp8_block128_scale" && type.getElementType().isF32())
+      want = {(n + 127) / 128, (k + 127) / 128};
+    if (want.empty() || type.getShape() != ArrayRef<int64_t>(want))
+      return emitOpError("h20.derive '")
+             << kind.getValue() << "' of '" << getName() << "' [" << k << ", " << n
+             << "] cannot give " << type;
+    elements = k * n;
+    bits = from.getValue().getIntOrFloatBitWidth();
+  }
   if (len && bits % 8 == 0) {
     int64_t expected = elements * (bits / 8);
     if (*len != expected)

@@ -27,8 +27,15 @@ def Onnx_WeightOp : Onnx_Op<"Weight", [Pure]> {
     directory, or the model file itself for inline raw_data). `offset` and
     `length` are absent when the data is stored in typed fields (float_data
     etc.) rather than raw bytes. The result's type is the initializer's shape
-    and dtype. Errors: empty name; a negative offset or length; a length that
-    differs from the byte size of a statically shaped result.
+    and dtype. With `h20.derive = {kind, source_type, source_shape}`
+    (h20-quantize-linears) the bytes hold a float [K, N] tensor of
+    `source_type` and the result is derived from it when loaded: kind
+    "fp8_block128", its transpose [N, K] in float8e4m3fn, each 128 x 128
+    block divided by its scale; "fp8_block128_scale", those scales,
+    [ceil(N / 128), ceil(K / 128)] float32 (the block's max |w| / 448).
+    Errors: empty name; a negative offset or length; a length that
+    differs from the byte size of a statically shaped result (of the
+    source, when derived); an h20.derive that does not give the result.
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<StrAttr>:$file,
                    OptionalAttr<I64Attr>:$offset, OptionalAttr<I64Attr>:$length);

@@ -1,0 +1,108 @@
+//===- WeightDerive.cpp - weights computed from the stored ones -----------===//
+//
+// See WeightDerive.h.
+//
+//===----------------------------------------------------------------------===//
+#include "h20/Runtime/Format/WeightDerive.h"
+
+#include "h20/Runtime/Format/GpuProgram.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace h20::runtime {
+
+namespace {
+constexpr int64_t kBlock = 128;
+constexpr float kE4m3Max = 448.0f;
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+} // namespace
+
+uint8_t encodeE4m3(float v) {
+  if (std::isnan(v))
+    return 0x7F;
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  const double a = std::fabs(static_cast<double>(v));
+  // Subnormals (and zero): multiples of 2^-9 below 2^-6; 8 x 2^-9 rounds
+  // up into the smallest normal, whose code is 8 as well.
+  if (a < std::ldexp(1.0, -6))
+    return sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(a, 9)));
+  int e;
+  const double f = std::frexp(a, &e); // a = f 2^e, f in [0.5, 1)
+  int exponent = e - 1;               // a in [2^exponent, 2^(exponent + 1))
+  int mantissa = static_cast<int>(std::nearbyint((2.0 * f - 1.0) * 8.0));
+  if (mantissa == 8) {
+    mantissa = 0;
+    ++exponent;
+  }
+  const int biased = exponent + 7;
+  if (biased > 15 || (biased == 15 && mantissa == 7))
+    return sign | 0x7E; // 448: no infinities, 0x7F is NaN
+  return sign | static_cast<uint8_t>(biased << 3 | mantissa);
+}
+
+float decodeE4m3(uint8_t code) {
+  const int biased = (code >> 3) & 0xF, mantissa = code & 7;
+  if (biased == 15 && mantissa == 7)
+    return std::nanf("");
+  const double m = biased == 0 ? std::ldexp(mantissa, -9)
+                               : std::ldexp(1.0 + mantissa / 8.0, biased - 7);
+  return static_cast<float>(code & 0x80 ? -m : m);
+}
+
+bool checkDerivedWeight(const WeightSpec &spec, std::string &error) {
+  if (spec.dtype != "float32" && spec.dtype != "bfloat16" && spec.dtype != "float16") {
+    error = "derive '" + spec.derive + "' needs a float32, bfloat16 or float16 source, got " +
+            spec.dtype;
+    return false;
+  }
+  if (spec.sourceShape.size() != 2 || spec.sourceShape[0] < 1 || spec.sourceShape[1] < 1) {
+    error = "derive '" + spec.derive + "' needs a 2-D source_shape [K, N] of positive dims";
+    return false;
+  }
+  const int64_t k = spec.sourceShape[0], n = spec.sourceShape[1];
+  std::vector<int64_t> want;
+  if (spec.derive == "fp8_block128")
+    want = {n, k};
+  else if (spec.derive == "fp8_block128_scale")
+    want = {ceilDiv(n, kBlock), ceilDiv(k, kBlock)};
+  else {
+    error = "unknown derive '" + spec.derive + "' (fp8_block128, fp8_block128_scale)";
+    return false;
+  }
+  if (spec.shape != want) {
+    error = "derive '" + spec.derive + "' of a [" + std::to_string(k) + ", " + std::to_string(n) +
+            "] source gives [" + std::to_string(want[0]) + ", " + std::to_string(want[1]) +
+            "], not the weight's shape";
+    return false;
+  }
+  return true;
+}
+
+void deriveWeight(const WeightSpec &spec, const void *source, void *dst) {
+  const int64_t k = spec.sourceShape[0], n = spec.sourceShape[1];
+  std::vector<float> w(static_cast<size_t>(k * n));
+  convertElements(spec.dtype, source, "float32", w.data(), w.size());
+  const int64_t nb = ceilDiv(n, kBlock), kb = ceilDiv(k, kBlock);
+  std::vector<float> scale(static_cast<size_t>(nb * kb));
+  for (int64_t bk = 0; bk < kb; ++bk)
+    for (int64_t i = bk * kBlock; i < std::min(k, (bk + 1) * kBlock); ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float &s = scale[static_cast<size_t>((j / kBlock) * kb + bk)];
+        s = std::max(s, std::fabs(w[static_cast<size_t>(i * n + j)]));
+      }
+  for (float &s : scale)
+    s = s > 0.0f ? s / kE4m3Max : 1.0f;
+  if (spec.derive == "fp8_block128_scale") {
+    std::copy(scale.begin(), scale.end(), static_cast<float *>(dst));
+    return;
+  }
+  auto *q = static_cast<uint8_t *>(dst);
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      q[j * k + i] = encodeE4m3(w[static_cast<size_t>(i * n + j)] /
+                                scale[static_cast<size_t>((j / kBlock) * kb + i / kBlock)]);
+}
+
+} // namespace h20::runtime
