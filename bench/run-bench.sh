@@ -20,6 +20,9 @@
 #      models/llama/reference.py) on the same weights, plus the GEMM peak.
 #      Weights: 10.8 GB of float32 generated once into H20_BENCH_WORK
 #      (default /tmp/h20-bench; reused while the machine stays up): ~1 min.
+#      h20 also runs the model with its linears as block-scaled FP8 GEMMs
+#      (art/seed-dense-8l.S*.fp8lin.h20, --quantize-linears=fp8;
+#      H20_BENCH_FP8=0 skips it), compared with the same PyTorch bf16 logits.
 #      Then the same PyTorch prefill with every layer through torch.compile
 #      (TorchInductor; H20_BENCH_COMPILE=0 skips it): one compiling warm-up
 #      prefill of all S tokens per S, then the timed runs (its time on an
@@ -163,6 +166,25 @@ if want B; then
       say "B: h20 S=$S: $(grep -o '"ttft_ms": [0-9.]*' "$res/ttft-h20-S$S.report.json" | head -1) (wall $(($(date +%s) - t0)) s)"
     else
       step_failed "h20-run S=$S (exit $?): $(tail -1 "$res/ttft-h20-S$S.log")"
+    fi
+  done
+  # Issue 33: the same model with its linears as block-scaled FP8 GEMMs
+  # (h20-opt --quantize-linears=fp8; H20_BENCH_FP8=0 skips it).
+  for S in $ttft_s; do
+    art=$bundle/art/seed-dense-8l.S$S.fp8lin.h20
+    [[ ${H20_BENCH_FP8:-1} != 0 && -f $art ]] || continue
+    n=$runs
+    ((S >= long_from)) && n=$long_runs
+    rep=()
+    ((repeat_ok)) && rep=(--repeat "$n")
+    say "B: h20 FP8 linears S=$S (${n} run(s))"
+    # shellcheck disable=SC2086
+    if "$bin/h20-run" "$art" --ids "$sd/ids-$S.npy" --weights-dir "$sd" "${rep[@]}" $h20_args \
+         --dump-logits "$res/ttft-h20fp8-S$S.npy" --report "$res/ttft-h20fp8-S$S.report.json" \
+         >"$res/ttft-h20fp8-S$S.log" 2>&1; then
+      say "B: h20 FP8 linears S=$S: $(grep -o '"ttft_ms": [0-9.]*' "$res/ttft-h20fp8-S$S.report.json" | head -1)"
+    else
+      step_failed "h20-run FP8 linears S=$S (exit $?): $(tail -1 "$res/ttft-h20fp8-S$S.log")"
     fi
   done
   say "B: PyTorch (GEMM peak, then S = $ttft_s)"

@@ -93,6 +93,9 @@ def merge(dirs):
         m = re.match(r"ttft-torch-S(\d+)\.json$", n)
         if m:
             ttft.setdefault(int(m[1]), {"S": int(m[1])})["pytorch"] = load(p)
+        m = re.match(r"ttft-h20fp8-S(\d+)\.report\.json$", n)
+        if m:
+            ttft.setdefault(int(m[1]), {"S": int(m[1])})["h20_fp8"] = load(p)
         m = re.match(r"ttft-torch-compile-S(\d+)\.json$", n)
         if m:
             ttft.setdefault(int(m[1]), {"S": int(m[1])})["compile"] = load(p)
@@ -113,6 +116,11 @@ def merge(dirs):
         tc = e.get("compile", {})
         if "ttft_ms" in h and "ttft_ms" in tc:
             e["h20_over_compile"] = h["ttft_ms"] / tc["ttft_ms"]
+        f8 = e.get("h20_fp8", {})
+        if "ttft_ms" in f8 and "floor_ms" in e:
+            e["h20_fp8_over_floor"] = f8["ttft_ms"] / e["floor_ms"]
+        if "ttft_ms" in f8 and "ttft_ms" in h:
+            e["h20_fp8_over_bf16"] = f8["ttft_ms"] / h["ttft_ms"]
     rec["ttft"] = [ttft[S] for S in sorted(ttft)]
 
     # C: the cost model (not a measurement).
@@ -223,6 +231,23 @@ def tables(rec):
     if not rec.get("ttft"):
         out.append(f"| {NA} | | | | | | | | | | | | | |")
     out.append("")
+    fp8 = [e for e in rec.get("ttft", []) if e.get("h20_fp8")]
+    if fp8:
+        out.append("**B, FP8 linears** (issue 33: the same model and runs, `h20-opt "
+                   "--quantize-linears=fp8`: weights per 128 x 128 block quantised on load, "
+                   "inputs per 1 x 128 on the fly, block-scaled cuBLASLt FP8 GEMMs; attention and "
+                   "the LM head bf16; floor: the bf16 one above)")
+        out.append("")
+        out.append("| S | h20 FP8 linears (ms) | / bf16 floor | / h20 bf16 | rel. L2 vs PyTorch bf16 | "
+                   "same next token |")
+        out.append("| --- | --- | --- | --- | --- | --- |")
+        for e in fp8:
+            c = e.get("pytorch", {}).get("vs_h20_fp8", {})
+            same = NA if "same_next_token" not in c else ("yes" if c["same_next_token"] else "no")
+            out.append(f"| {k(e['S'])} | {num(e['h20_fp8'].get('ttft_ms'))} | "
+                       f"{ratio(e.get('h20_fp8_over_floor'))} | {ratio(e.get('h20_fp8_over_bf16'))} | "
+                       f"{num(c.get('rel_l2'), '{:.2e}')} | {same} |")
+        out.append("")
     out.append("**C. Predicted TTFT — h20's cost model, not a measurement** (`h20-opt --h20-predict-prefill`, "
                "TileCostModel.h: the FlashAttention-3-style kernel the tile model assumes, GEMM and "
                "memory-bound estimates from datasheet rates; N GPUs: context parallelism, ring K/V "

@@ -180,6 +180,16 @@ def main():
         if a.compile:
             rec["sdpa"] = "default backend choice (torch.compile)"
         np.save(os.path.join(a.results, f"{tag}-S{S}.npy"), logits)
+        # h20 with its linears as FP8 GEMMs (issue 33): compared, not gated
+        # (FP8 activations: the V4.1 FP8 gate is 1e-1).
+        fp8_npy = os.path.join(a.results, f"ttft-h20fp8-S{S}.npy")
+        if os.path.exists(fp8_npy):
+            h = np.load(fp8_npy).astype(np.float64).reshape(-1)
+            r = logits.astype(np.float64).reshape(-1)
+            if h.shape == r.shape:
+                rec["vs_h20_fp8"] = {"rel_l2": float(np.linalg.norm(h - r) / np.linalg.norm(r)),
+                                     "h20_next_token_id": int(h.argmax()),
+                                     "same_next_token": bool(h.argmax() == r.argmax())}
         h20_npy = os.path.join(a.results, f"ttft-h20-S{S}.npy")
         if os.path.exists(h20_npy):
             h = np.load(h20_npy).astype(np.float64).reshape(-1)

@@ -344,6 +344,9 @@ if [[ $bench == 1 || $bench == only ]]; then
       --logits=last --max-positions="$S" -o "$out/art/seed-dense-8l.S$S.h20"
     "$build/bin/h20-opt" "$sd/model.onnx" --target=h200 --compute-type=bf16 \
       --logits=last --max-positions="$S" --chunk=8192 -o "$out/art/seed-dense-8l.S$S.c8192.h20"
+    # Issue 33: the linears as block-scaled FP8 GEMMs (run-bench.sh B).
+    "$build/bin/h20-opt" "$sd/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
+      --max-positions="$S" --quantize-linears=fp8 -o "$out/art/seed-dense-8l.S$S.fp8lin.h20"
   done
   "$build/bin/h20-opt" "$sd/model.onnx" --emit=attn -o "$sd/model.attn.mlir"
   for S in ${H20_BENCH_TTFT_S:-32768 131072 524288}; do
