@@ -27,12 +27,53 @@ namespace at = h20::attn;
 
 namespace {
 
+/// The linears whose result a function returns with its last dim
+/// (the LM head: the logits keep the compute type's accuracy), looking
+/// back from each returned value through casts, reshapes and a softcap's
+/// elementwise ops with constants (tanh(x / c) * c), as long as the
+/// last dim stays N. A present-KV output ([.., heads, S, D]) is not one.
+llvm::DenseSet<Operation *> lmHeads(func::FuncOp f) {
+  llvm::DenseSet<Operation *> heads;
+  auto constant = [](Value v) {
+    return isa_and_nonnull<ox::ConstantOp, ox::WeightOp>(v.getDefiningOp());
+  };
+  f.walk([&](func::ReturnOp ret) {
+    for (Value out : ret.getOperands()) {
+      auto ot = dyn_cast<RankedTensorType>(out.getType());
+      Value v = out;
+      for (int step = 0; step < 16 && v; ++step) {
+        Operation *d = v.getDefiningOp();
+        if (!d)
+          break;
+        if (auto mm = dyn_cast<ox::MatMulOp>(d)) {
+          auto yt = dyn_cast<RankedTensorType>(mm->getResult(0).getType());
+          if (ot && yt && ot.getRank() >= 1 && yt.getRank() >= 1 &&
+              ot.getShape().back() == yt.getShape().back())
+            heads.insert(mm);
+          break;
+        }
+        if (isa<ox::CastOp, ox::IdentityOp, ox::ReshapeOp, ox::SqueezeOp, ox::UnsqueezeOp,
+                ox::FlattenOp, ox::TanhOp>(d)) {
+          v = d->getOperand(0);
+        } else if (isa<ox::MulOp, ox::DivOp>(d) && d->getNumOperands() == 2 &&
+                   constant(d->getOperand(1))) {
+          v = d->getOperand(0);
+        } else if (isa<ox::MulOp>(d) && d->getNumOperands() == 2 && constant(d->getOperand(0))) {
+          v = d->getOperand(1);
+        } else {
+          break;
+        }
+      }
+    }
+  });
+  return heads;
+}
+
 /// Why `mm` stays a float GEMM, or "" when it is quantised: a float
 /// weight [K, N] (an initializer, not a tensor-parallel shard) with K and
 /// N multiples of 16 (cuBLASLt's FP8 GEMM), read by a float X [..., K]; not
-/// the LM head (its result a function result: the logits keep the
-/// compute type's accuracy), not split by query rows.
-std::string whyNot(ox::MatMulOp mm) {
+/// the LM head (`heads`), not split by query rows.
+std::string whyNot(ox::MatMulOp mm, const llvm::DenseSet<Operation *> &heads) {
   auto w = mm->getOperand(1).getDefiningOp<ox::WeightOp>();
   if (!w)
     return "the right operand is not a weight";
@@ -45,17 +86,18 @@ std::string whyNot(ox::MatMulOp mm) {
   Type e = wt.getElementType();
   if (!(e.isF32() || e.isBF16() || e.isF16()) || xt.getElementType() != e)
     return "not a float32 / bfloat16 / float16 linear";
-  if (w->hasAttr("h20.shard") || w->hasAttr("h20.derive"))
+  if (w->hasAttr("h20.shard"))
     return "a tensor-parallel shard";
+  if (w->hasAttr("h20.derive"))
+    return "already derived";
   if (mm->hasAttr(at::kSplitRowsAttr) || mm->hasAttr(at::kSplitGatherAttr))
     return "split by query rows";
   if (wt.getDimSize(0) % 16 != 0 || wt.getDimSize(1) % 16 != 0)
     return "K and N are not multiples of 16";
   if (!w.getFileAttr() || !w.getOffsetAttr())
     return "the weight is not stored as raw bytes";
-  for (Operation *u : mm->getUsers())
-    if (isa<func::ReturnOp>(u))
-      return "the LM head";
+  if (heads.contains(mm))
+    return "the LM head";
   return "";
 }
 
@@ -84,10 +126,13 @@ struct QuantizeLinearsPass : h20::impl::QuantizeLinearsBase<QuantizeLinearsPass>
     func::FuncOp f = getOperation();
     SmallVector<ox::MatMulOp> all;
     f.walk([&](ox::MatMulOp mm) { all.push_back(mm); });
+    const llvm::DenseSet<Operation *> heads = lmHeads(f);
+    // One derived pair per stored weight, however many linears read it.
+    llvm::DenseMap<Operation *, std::pair<Value, Value>> derivedOf;
     int64_t done = 0, kept = 0;
     std::string first; // the first linear kept float, and why
     for (ox::MatMulOp mm : all) {
-      std::string why = whyNot(mm);
+      std::string why = whyNot(mm, heads);
       if (!why.empty()) {
         // Activation x activation products (attention's) are no linears.
         if (mm->getOperand(1).getDefiningOp<ox::WeightOp>() && kept++ == 0) {
@@ -101,20 +146,30 @@ struct QuantizeLinearsPass : h20::impl::QuantizeLinearsBase<QuantizeLinearsPass>
       auto wt = cast<RankedTensorType>(w.getResult().getType());
       const int64_t k = wt.getDimSize(0), n = wt.getDimSize(1);
       OpBuilder b(mm);
-      Value q = derived(b, w, "fp8_block128",
-                        RankedTensorType::get({n, k}, b.getType<Float8E4M3FNType>()));
-      Value s = derived(b, w, "fp8_block128_scale",
-                        RankedTensorType::get({(n + 127) / 128, (k + 127) / 128}, b.getF32Type()));
+      auto [it, fresh] = derivedOf.try_emplace(w.getOperation());
+      if (fresh) {
+        OpBuilder at(w); // beside the weight: it dominates every reader
+        at.setInsertionPointAfter(w);
+        it->second = {
+            derived(at, w, "fp8_block128",
+                    RankedTensorType::get({n, k}, b.getType<Float8E4M3FNType>())),
+            derived(at, w, "fp8_block128_scale",
+                    RankedTensorType::get({(n + 127) / 128, (k + 127) / 128}, b.getF32Type()))};
+      }
+      auto [q, s] = it->second;
       auto y = ox::H20BlockScaledMatMulOp::create(b, mm.getLoc(), mm->getResultTypes(),
                                                   ValueRange{mm->getOperand(0), q, s});
       y->setAttr("block_n", b.getIntegerAttr(b.getIntegerType(64, true), 128));
       y->setAttr("block_k", b.getIntegerAttr(b.getIntegerType(64, true), 128));
       mm->replaceAllUsesWith(y->getResults());
       mm->erase();
-      if (w->use_empty())
-        w->erase();
       ++done;
     }
+    // The stored weights only derived ones read now (after the loop:
+    // derivedOf is keyed by them).
+    for (auto &[w, pair] : derivedOf)
+      if (w->use_empty())
+        w->erase();
     // What h20-opt reports: how many, and why the first kept one was.
     Builder b(&getContext());
     SmallVector<NamedAttribute> summary{b.getNamedAttr("fp8", b.getI64IntegerAttr(done)),

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <random>
 
@@ -48,6 +49,10 @@ TEST(WeightDerive, E4m3EncodesTheNearestValue) {
   EXPECT_EQ(encodeE4m3(1000.0f), 0x7E);  // saturates
   EXPECT_EQ(encodeE4m3(-1000.0f), 0xFE);
   EXPECT_EQ(encodeE4m3(NAN), 0x7F);
+  EXPECT_EQ(encodeE4m3(INFINITY), 0x7E);
+  EXPECT_EQ(encodeE4m3(-INFINITY), 0xFE);
+  EXPECT_EQ(encodeE4m3(464.0f), 0x7E); // the midpoint to 480 (NaN) saturates
+  EXPECT_EQ(encodeE4m3(-0.0f), 0x80);
   // Midpoints round to the even code: 1 + 1/16 lies between 1 (0x38) and
   // 1.125 (0x39); 1 + 3/16 between 1.125 and 1.25 (0x3A).
   EXPECT_EQ(encodeE4m3(1.0625f), 0x38);
@@ -122,6 +127,42 @@ TEST(WeightDerive, BlockScalesAndTransposedCodes) {
         for (int64_t i = kb * 128; i < std::min<int64_t>(k, kb * 128 + 128); ++i)
           top = std::max(top, std::fabs(decodeE4m3(q[static_cast<size_t>(j * k + i)])));
       EXPECT_EQ(top, nb == 1 && kb == 1 ? 0.0f : 448.0f) << "block " << nb << ", " << kb;
+    }
+}
+
+TEST(WeightDerive, TinyBlocksAndThreads) {
+  // A block whose max |w| / 448 underflows float32 gets a scale of at
+  // least FLT_MIN: finite codes, no division by zero.
+  {
+    WeightSpec qs = derived("fp8_block128", 16, 16), ss = derived("fp8_block128_scale", 16, 16);
+    std::vector<float> w(256, 1e-44f);
+    std::vector<uint8_t> q(256);
+    float scale = 0;
+    deriveWeight(qs, w.data(), q.data());
+    deriveWeight(ss, w.data(), &scale);
+    EXPECT_GE(scale, FLT_MIN);
+    for (uint8_t c : q)
+      ASSERT_TRUE(std::isfinite(decodeE4m3(c))) << int(c);
+  }
+  // 1024 x 1536 (2^20 and more elements: the threaded path) against the
+  // rule on every element of a few blocks.
+  const int64_t k = 1024, n = 1536;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(k * n));
+  for (float &v : w)
+    v = g(rng);
+  WeightSpec qs = derived("fp8_block128", k, n), ss = derived("fp8_block128_scale", k, n);
+  std::vector<uint8_t> q(static_cast<size_t>(k * n));
+  std::vector<float> scale(static_cast<size_t>((n / 128) * (k / 128)));
+  deriveWeight(qs, w.data(), q.data());
+  deriveWeight(ss, w.data(), scale.data());
+  const int64_t kb = k / 128;
+  for (int64_t j : {0L, 127L, 128L, 777L, 1535L})
+    for (int64_t i = 0; i < k; ++i) {
+      const float s = scale[static_cast<size_t>((j / 128) * kb + i / 128)];
+      ASSERT_EQ(q[static_cast<size_t>(j * k + i)], nearestE4m3(w[static_cast<size_t>(i * n + j)] / s))
+          << "n " << j << ", k " << i;
     }
 }
 

@@ -484,7 +484,8 @@ std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode
     return "--fp8-gemm must be fp8 or dequantize, got '" + fp8Gemm + "'";
   if (!llvm::is_contained({"none", "fp8"}, quantizeLinears.getValue()))
     return "--quantize-linears must be none or fp8, got '" + quantizeLinears + "'";
-  if (quantizeLinears == "fp8" && !mode.gpuArtifact)
+  if (quantizeLinears == "fp8" && !mode.gpuArtifact &&
+      !(emitLevel == "planned" && !targetName.empty() && targetName != "cpu"))
     return "--quantize-linears=fp8 needs a GPU --target (h20, h100, h200, h800): the CPU "
            "target has no FP8 linears";
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
@@ -788,6 +789,8 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
       return fail("unknown --emit level '" + level +
                   "' (expected onnx, attn or planned; with a GPU --target also chunked, linalg, "
                   "buffers, gpu, host; with --target=cpu llvm)");
+    if (quantizeLinears == "fp8") // --emit=planned on a GPU target, as planForGpu
+      pm.addNestedPass<func::FuncOp>(h20::createQuantizeLinears());
     if (failed(pm.run(*module)))
       return kExitBadInput;
     progress.stage(level);

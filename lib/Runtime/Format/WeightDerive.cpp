@@ -8,7 +8,9 @@
 #include "h20/Runtime/Format/GpuProgram.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 namespace h20::runtime {
@@ -24,6 +26,8 @@ uint8_t encodeE4m3(float v) {
     return 0x7F;
   const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
   const double a = std::fabs(static_cast<double>(v));
+  if (a >= 448.0)
+    return sign | 0x7E; // saturates (infinities too): 0x7F is NaN
   // Subnormals (and zero): multiples of 2^-9 below 2^-6; 8 x 2^-9 rounds
   // up into the smallest normal, whose code is 8 as well.
   if (a < std::ldexp(1.0, -6))
@@ -82,27 +86,56 @@ bool checkDerivedWeight(const WeightSpec &spec, std::string &error) {
 
 void deriveWeight(const WeightSpec &spec, const void *source, void *dst) {
   const int64_t k = spec.sourceShape[0], n = spec.sourceShape[1];
-  std::vector<float> w(static_cast<size_t>(k * n));
-  convertElements(spec.dtype, source, "float32", w.data(), w.size());
   const int64_t nb = ceilDiv(n, kBlock), kb = ceilDiv(k, kBlock);
-  std::vector<float> scale(static_cast<size_t>(nb * kb));
-  for (int64_t bk = 0; bk < kb; ++bk)
-    for (int64_t i = bk * kBlock; i < std::min(k, (bk + 1) * kBlock); ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float &s = scale[static_cast<size_t>((j / kBlock) * kb + bk)];
-        s = std::max(s, std::fabs(w[static_cast<size_t>(i * n + j)]));
+  const bool scales = spec.derive == "fp8_block128_scale";
+  const size_t srcEs = static_cast<size_t>(dtypeSize(spec.dtype));
+  // One 128 x 128 block of W^T at a time (rows j of W^T, columns i):
+  // its 128 rows of W converted to float32, the scale, then the codes
+  // (cache-sized tiles: the transposed writes stay within the block).
+  // Row-blocks of W^T are independent: one thread each, in turns.
+  auto blockRow = [&](int64_t bn) {
+    const int64_t j0 = bn * kBlock, j1 = std::min(n, j0 + kBlock);
+    std::vector<float> tile(static_cast<size_t>(kBlock * (j1 - j0)));
+    for (int64_t bk = 0; bk < kb; ++bk) {
+      const int64_t i0 = bk * kBlock, i1 = std::min(k, i0 + kBlock);
+      float amax = 0.0f;
+      for (int64_t i = i0; i < i1; ++i) {
+        float *row = tile.data() + (i - i0) * (j1 - j0);
+        convertElements(spec.dtype, static_cast<const char *>(source) +
+                                        static_cast<size_t>(i * n + j0) * srcEs,
+                        "float32", row, static_cast<size_t>(j1 - j0));
+        for (int64_t j = 0; j < j1 - j0; ++j)
+          amax = std::max(amax, std::fabs(row[j]));
       }
-  for (float &s : scale)
-    s = s > 0.0f ? s / kE4m3Max : 1.0f;
-  if (spec.derive == "fp8_block128_scale") {
-    std::copy(scale.begin(), scale.end(), static_cast<float *>(dst));
+      // A block of zeros (or of values below float32's normal range,
+      // whose max / 448 would underflow) gets a scale that divides
+      // without overflow.
+      const float s = amax > 0.0f ? std::max(amax / kE4m3Max, FLT_MIN) : 1.0f;
+      if (scales) {
+        static_cast<float *>(dst)[bn * kb + bk] = s;
+        continue;
+      }
+      auto *q = static_cast<uint8_t *>(dst);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i)
+          q[j * k + i] = encodeE4m3(tile[static_cast<size_t>((i - i0) * (j1 - j0) + (j - j0))] / s);
+    }
+  };
+  const int64_t workers =
+      std::min<int64_t>(nb, std::max(1u, std::thread::hardware_concurrency()));
+  if (workers <= 1 || k * n < (int64_t(1) << 20)) {
+    for (int64_t bn = 0; bn < nb; ++bn)
+      blockRow(bn);
     return;
   }
-  auto *q = static_cast<uint8_t *>(dst);
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      q[j * k + i] = encodeE4m3(w[static_cast<size_t>(i * n + j)] /
-                                scale[static_cast<size_t>((j / kBlock) * kb + i / kBlock)]);
+  std::vector<std::thread> pool;
+  for (int64_t t = 0; t < workers; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t bn = t; bn < nb; bn += workers)
+        blockRow(bn);
+    });
+  for (std::thread &th : pool)
+    th.join();
 }
 
 } // namespace h20::runtime

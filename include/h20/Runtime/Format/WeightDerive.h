@@ -37,11 +37,13 @@ bool checkDerivedWeight(const WeightSpec &spec, std::string &error);
 /// stored tensor `source`: K x N elements of spec.dtype, row-major. Per
 /// 128 x 128 block of W^T (rows n, columns k; the last blocks may be
 /// partial) the scale is max |w| / 448 in float32 (1 for an all-zero
-/// block) and the quantised weight encodeE4m3(w / scale), DeepSeek-V3's
+/// block; at least FLT_MIN) and the quantised weight encodeE4m3(w /
+/// scale), DeepSeek-V3's
 /// block-scaled FP8 weights (technical report section 3.3; its
 /// inference/kernel.py dequantises q * scale). "fp8_block128" writes N x K
 /// bytes of W^T, "fp8_block128_scale" ceil(N / 128) x ceil(K / 128)
-/// float32 to `dst`.
+/// float32 to `dst`. Blocks of 128 rows of W^T run on the host's threads
+/// (tensors of at least 2^20 elements).
 void deriveWeight(const WeightSpec &spec, const void *source, void *dst);
 
 } // namespace h20::runtime
