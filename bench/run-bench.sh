@@ -150,42 +150,33 @@ if want B; then
   done
   # h20 first (its logits are compared in the PyTorch step).
   if "$bin/h20-run" --help 2>&1 | grep -q -- --repeat; then repeat_ok=1; else repeat_ok=0; fi
-  for S in $ttft_s; do
-    art=$bundle/art/seed-dense-8l.S$S.h20
-    if [[ ! -f $art ]]; then step_failed "no artifact $art (bundle made with other H20_BENCH_TTFT_S?)"; continue; fi
-    n=$runs
+  # h20_ttft ART TAG LABEL S: the prefill of S tokens with ART, its logits
+  # and report as RES/ttft-TAG-S$S.{npy,report.json}.
+  h20_ttft() {
+    local art=$1 tag=$2 label=$3 S=$4 n=$runs rep=() t0
     ((S >= long_from)) && n=$long_runs
-    rep=()
     ((repeat_ok)) && rep=(--repeat "$n")
-    say "B: h20 S=$S (${n} run(s))"
+    say "B: $label S=$S (${n} run(s))"
     t0=$(date +%s)
     # shellcheck disable=SC2086
     if "$bin/h20-run" "$art" --ids "$sd/ids-$S.npy" --weights-dir "$sd" "${rep[@]}" $h20_args \
-         --dump-logits "$res/ttft-h20-S$S.npy" --report "$res/ttft-h20-S$S.report.json" \
-         >"$res/ttft-h20-S$S.log" 2>&1; then
-      say "B: h20 S=$S: $(grep -o '"ttft_ms": [0-9.]*' "$res/ttft-h20-S$S.report.json" | head -1) (wall $(($(date +%s) - t0)) s)"
+         --dump-logits "$res/ttft-$tag-S$S.npy" --report "$res/ttft-$tag-S$S.report.json" \
+         >"$res/ttft-$tag-S$S.log" 2>&1; then
+      say "B: $label S=$S: $(grep -o '"ttft_ms": [0-9.]*' "$res/ttft-$tag-S$S.report.json" | head -1) (wall $(($(date +%s) - t0)) s)"
     else
-      step_failed "h20-run S=$S (exit $?): $(tail -1 "$res/ttft-h20-S$S.log")"
+      step_failed "h20-run $label S=$S (exit $?): $(tail -1 "$res/ttft-$tag-S$S.log")"
     fi
+  }
+  for S in $ttft_s; do
+    art=$bundle/art/seed-dense-8l.S$S.h20
+    if [[ ! -f $art ]]; then step_failed "no artifact $art (bundle made with other H20_BENCH_TTFT_S?)"; continue; fi
+    h20_ttft "$art" h20 h20 "$S"
   done
   # Issue 33: the same model with its linears as block-scaled FP8 GEMMs
   # (h20-opt --quantize-linears=fp8; H20_BENCH_FP8=0 skips it).
   for S in $ttft_s; do
     art=$bundle/art/seed-dense-8l.S$S.fp8lin.h20
-    [[ ${H20_BENCH_FP8:-1} != 0 && -f $art ]] || continue
-    n=$runs
-    ((S >= long_from)) && n=$long_runs
-    rep=()
-    ((repeat_ok)) && rep=(--repeat "$n")
-    say "B: h20 FP8 linears S=$S (${n} run(s))"
-    # shellcheck disable=SC2086
-    if "$bin/h20-run" "$art" --ids "$sd/ids-$S.npy" --weights-dir "$sd" "${rep[@]}" $h20_args \
-         --dump-logits "$res/ttft-h20fp8-S$S.npy" --report "$res/ttft-h20fp8-S$S.report.json" \
-         >"$res/ttft-h20fp8-S$S.log" 2>&1; then
-      say "B: h20 FP8 linears S=$S: $(grep -o '"ttft_ms": [0-9.]*' "$res/ttft-h20fp8-S$S.report.json" | head -1)"
-    else
-      step_failed "h20-run FP8 linears S=$S (exit $?): $(tail -1 "$res/ttft-h20fp8-S$S.log")"
-    fi
+    [[ ${H20_BENCH_FP8:-1} != 0 && -f $art ]] && h20_ttft "$art" h20fp8 "h20 FP8 linears" "$S"
   done
   say "B: PyTorch (GEMM peak, then S = $ttft_s)"
   # shellcheck disable=SC2086

@@ -88,6 +88,17 @@ def prefill_flops(cfg, S):
     return {"linear": float(linear), "attention": attention, "total": linear + attention}
 
 
+def compare_logits(h20_npy, logits):
+    """h20's logits (a .npy) against PyTorch's: relative L2 and next tokens."""
+    h = np.load(h20_npy).astype(np.float64).reshape(-1)
+    r = logits.astype(np.float64).reshape(-1)
+    if h.shape != r.shape:
+        return {"error": f"shapes differ: h20 {h.shape}, pytorch {r.shape}"}
+    return {"rel_l2": float(np.linalg.norm(h - r) / np.linalg.norm(r)),
+            "h20_next_token_id": int(h.argmax()),
+            "same_next_token": bool(h.argmax() == r.argmax())}
+
+
 def env_info():
     p = torch.cuda.get_device_properties(0)
     return {"gpu": p.name, "gpu_memory_bytes": p.total_memory, "torch": torch.__version__,
@@ -184,22 +195,10 @@ def main():
         # (FP8 activations: the V4.1 FP8 gate is 1e-1).
         fp8_npy = os.path.join(a.results, f"ttft-h20fp8-S{S}.npy")
         if os.path.exists(fp8_npy):
-            h = np.load(fp8_npy).astype(np.float64).reshape(-1)
-            r = logits.astype(np.float64).reshape(-1)
-            if h.shape == r.shape:
-                rec["vs_h20_fp8"] = {"rel_l2": float(np.linalg.norm(h - r) / np.linalg.norm(r)),
-                                     "h20_next_token_id": int(h.argmax()),
-                                     "same_next_token": bool(h.argmax() == r.argmax())}
+            rec["vs_h20_fp8"] = compare_logits(fp8_npy, logits)
         h20_npy = os.path.join(a.results, f"ttft-h20-S{S}.npy")
         if os.path.exists(h20_npy):
-            h = np.load(h20_npy).astype(np.float64).reshape(-1)
-            r = logits.astype(np.float64).reshape(-1)
-            if h.shape == r.shape:
-                rec["vs_h20"] = {"rel_l2": float(np.linalg.norm(h - r) / np.linalg.norm(r)),
-                                 "h20_next_token_id": int(h.argmax()),
-                                 "same_next_token": bool(h.argmax() == r.argmax())}
-            else:
-                rec["vs_h20"] = {"error": f"shapes differ: h20 {h.shape}, pytorch {r.shape}"}
+            rec["vs_h20"] = compare_logits(h20_npy, logits)
             c = rec["vs_h20"]
             if c.get("rel_l2", 1.0) > 2e-2 or not c.get("same_next_token", False):
                 # DESIGN.md section 6: bf16 within 2e-2 and the same next token.

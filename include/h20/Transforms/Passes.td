@@ -401,13 +401,16 @@ def QuantizeLinears : Pass<"h20-quantize-linears", "mlir::func::FuncOp"> {
     `h20.derive` (kind fp8_block128 / fp8_block128_scale, source_type,
     source_shape): the runtime computes them when it loads the weights,
     per 128 x 128 block of W^T, scale = max |w| / 448 (1 for a zero
-    block), Wq = w / scale rounded to nearest even e4m3 (DeepSeek-V3
+    block, at least FLT_MIN), Wq = w / scale rounded to nearest even e4m3 (DeepSeek-V3
     technical report section 3.3; inference/kernel.py). So the weights
     are quantised from the model's own values, no calibration, and the
-    activations per block at run time.
+    activations per block at run time. A weight several linears read is
+    derived once.
     Left in the compute type, counted in the function's
     `h20.quantized_linears = {fp8, kept, first_kept}` (why the first one
-    was kept, and its ONNX node; h20-opt prints it): the LM head (a MatMul whose result the function returns: the
+    was kept, and its ONNX node; h20-opt prints it): the LM head (a
+    MatMul a function result comes from through casts, reshapes and a
+    softcap's elementwise ops with constants, its last dim kept: the
     logits keep the compute type's accuracy), tensor-parallel shards and
     query-row splits (h20-tensor-parallel's; not derived per rank yet),
     K or N not multiples of 16 (the FP8 GEMM's alignment), weights not
