@@ -18,6 +18,7 @@
 #include "h20/Runtime/Format/Manifest.h"
 #include "h20/Runtime/Parallel/NcclComm.h"
 #include "h20/Runtime/Format/Npy.h"
+#include "h20/Runtime/Format/WeightDerive.h"
 #if H20_HAVE_CUDA_HEADERS
 #include "h20/Runtime/Cuda/CudaDriver.h"
 
@@ -384,6 +385,52 @@ TEST_F(GpuExecutorTest, GemmFloat32) {
             GpuStatus::Ok)
       << error;
   EXPECT_EQ(again[0].data, outs[0].data);
+}
+
+// Weights derived when loaded (h20-quantize-linears): a float32 W [K, N]
+// in the file becomes W^T in e4m3 and its 128 x 128 block scales on the
+// GPU, byte-equal to deriveWeight on the host (copied to two outputs).
+TEST_F(GpuExecutorTest, DerivedWeightsAreUploaded) {
+  const int64_t K = 200, N = 144, nb = 2, kb = 2;
+  std::vector<float> w = randomFloats(K * N, 9);
+  writeBytes(dir.path + "/w.bin", w.data(), w.size() * 4);
+  TestArtifact t(dir.path);
+  t.manifest["outputs"] = {{{"name", "q"}, {"dtype", "int8"}, {"shape", {N, K}}},
+                           {{"name", "s"}, {"dtype", "float32"}, {"shape", {nb, kb}}}};
+  t.manifest["weights"] = {
+      {{"name", "w.fp8"}, {"file", "w.bin"}, {"dtype", "float32"}, {"shape", {N, K}},
+       {"offset", 0}, {"length", K * N * 4}, {"derive", "fp8_block128"}, {"source_shape", {K, N}}},
+      {{"name", "w.fp8.scale"}, {"file", "w.bin"}, {"dtype", "float32"}, {"shape", {nb, kb}},
+       {"offset", 0}, {"length", K * N * 4}, {"derive", "fp8_block128_scale"},
+       {"source_shape", {K, N}}}};
+  json gpu = {
+      {"arch", "sm_90"}, {"symbols", {"p0", "n"}}, {"chunking", nullptr},
+      {"outputs", {{{"mode", "whole"}}, {{"mode", "whole"}}}},
+      {"modules", json::array()}, {"arena_bytes", 0},
+      {"buffers",
+       {{{"kind", "output"}, {"index", 0}, {"bytes", N * K}},
+        {{"kind", "output"}, {"index", 1}, {"bytes", nb * kb * 4}},
+        {{"kind", "weight"}, {"index", 0}, {"bytes", N * K}, {"dtype", "float8_e4m3fn"}},
+        {{"kind", "weight"}, {"index", 1}, {"bytes", nb * kb * 4}, {"dtype", "float32"}}}},
+      {"steps",
+       {{{"op", "copy"}, {"src", 2}, {"src_offset_bytes", 0}, {"dst", 0},
+         {"dst_offset_bytes", 0}, {"bytes", N * K}},
+        {{"op", "copy"}, {"src", 3}, {"src_offset_bytes", 0}, {"dst", 1},
+         {"dst_offset_bytes", 0}, {"bytes", nb * kb * 4}}}}};
+  t.finish(gpu);
+  GpuExecutor ex;
+  std::string error;
+  ASSERT_EQ(ex.load(t.artifact, t.m, t.program, GpuLoadOptions(), error), GpuStatus::Ok) << error;
+  std::vector<HostTensor> outs;
+  GpuRunStats stats;
+  ASSERT_EQ(ex.run({}, GpuRunOptions(), outs, stats, error), GpuStatus::Ok) << error;
+  ASSERT_EQ(outs.size(), 2u);
+  std::vector<uint8_t> q(static_cast<size_t>(N * K));
+  std::vector<float> s(static_cast<size_t>(nb * kb));
+  deriveWeight(t.m.weights[0], w.data(), q.data());
+  deriveWeight(t.m.weights[1], w.data(), s.data());
+  EXPECT_EQ(outs[0].data, q);
+  EXPECT_EQ(asFloats(outs[1]), s);
 }
 
 // A grouped GEMM (a mixture-of-experts layer's experts): rows [off[g],
