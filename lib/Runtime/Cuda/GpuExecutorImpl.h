@@ -31,6 +31,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace h20::runtime {
@@ -240,6 +241,11 @@ struct GpuExecutor::Impl {
   /// stored tensor whole, computes buffer `bi`'s bytes on the host
   /// (deriveWeight) and uploads them.
   bool uploadDerivedWeight(int bi, const WeightSpec &w, const GpuLoadOptions &o);
+  /// The stored tensor uploadDerivedWeight read last (file, offset), kept
+  /// for the next weight derived from it (a linear's codes, then its
+  /// scales: one read, not two); emptied when the weights are loaded.
+  std::pair<std::string, int64_t> derivedSourceKey;
+  std::vector<uint8_t> derivedSource;
   bool uploadConsts(const Artifact &artifact);
   bool initNccl(const GpuLoadOptions &o);
   std::string where(size_t index) const;

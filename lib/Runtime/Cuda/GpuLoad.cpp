@@ -235,6 +235,8 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
       slot ^= 1;
     }
   }
+  derivedSourceKey = {};
+  std::vector<uint8_t>().swap(derivedSource);
   return check(cu->cuStreamSynchronize(stream), "uploading the weights");
 }
 
@@ -274,11 +276,19 @@ bool GpuExecutor::Impl::uploadDerivedWeight(int bi, const WeightSpec &w,
   std::string file = weightFile(w, o, fileBytes);
   if (file.empty())
     return false;
-  std::vector<uint8_t> source(static_cast<size_t>(fileBytes)), bytes(static_cast<size_t>(b.bytes));
-  std::string err;
-  if (!readFileRange(file, static_cast<uint64_t>(*w.offset), source.size(), source.data(), err))
-    return fail(GpuStatus::BadInput, name + ": " + err);
-  deriveWeight(w, source.data(), bytes.data());
+  std::pair<std::string, int64_t> key{file, *w.offset};
+  if (derivedSourceKey != key || derivedSource.size() != static_cast<size_t>(fileBytes)) {
+    derivedSource.resize(static_cast<size_t>(fileBytes));
+    std::string err;
+    if (!readFileRange(file, static_cast<uint64_t>(*w.offset), derivedSource.size(),
+                       derivedSource.data(), err)) {
+      derivedSourceKey = {};
+      return fail(GpuStatus::BadInput, name + ": " + err);
+    }
+    derivedSourceKey = std::move(key);
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(b.bytes));
+  deriveWeight(w, derivedSource.data(), bytes.data());
   return check(cu->cuMemcpyHtoDAsync(address(bi), bytes.data(), bytes.size(), stream),
                "uploading " + name) &&
          check(cu->cuStreamSynchronize(stream), "uploading " + name);

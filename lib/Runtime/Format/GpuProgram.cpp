@@ -1,5 +1,6 @@
 //===- GpuProgram.cpp - parse, validate and resolve a GPU program --------===//
 #include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/WeightDerive.h"
 
 #include "h20/Runtime/Cuda/AttentionParams.h"
 #include "h20/Runtime/Cuda/GemmPlan.h"
@@ -435,12 +436,9 @@ private:
         invalid(where, "a weight buffer needs \"dtype\"");
       // A derived weight (h20-quantize-linears) is made in its kind's
       // dtype; any other is the stored tensor, converted.
-      const std::string derivedDtype = w.derive == "fp8_block128"         ? "float8_e4m3fn"
-                                       : w.derive == "fp8_block128_scale" ? "float32"
-                                                                          : "";
-      if (!w.derive.empty() && b.dtype != derivedDtype)
+      if (!w.derive.empty() && b.dtype != derivedDtype(w.derive))
         invalid(sub(where, "dtype"), "weight '" + w.name + "' is derived (" + w.derive +
-                                         ") as " + derivedDtype + ", not " + b.dtype);
+                                         ") as " + derivedDtype(w.derive) + ", not " + b.dtype);
       if (w.derive.empty() && !canConvert(w.dtype, b.dtype))
         invalid(sub(where, "dtype"), "weight '" + w.name + "' is " + w.dtype +
                                          " in the model; cannot convert it to " + b.dtype);

@@ -55,6 +55,12 @@ float decodeE4m3(uint8_t code) {
   return static_cast<float>(code & 0x80 ? -m : m);
 }
 
+std::string derivedDtype(const std::string &kind) {
+  return kind == "fp8_block128"         ? "float8_e4m3fn"
+         : kind == "fp8_block128_scale" ? "float32"
+                                        : "";
+}
+
 bool checkDerivedWeight(const WeightSpec &spec, std::string &error) {
   if (spec.dtype != "float32" && spec.dtype != "bfloat16" && spec.dtype != "float16") {
     error = "derive '" + spec.derive + "' needs a float32, bfloat16 or float16 source, got " +

@@ -25,6 +25,11 @@ uint8_t encodeE4m3(float v);
 /// The value of e4m3fn byte `code` (NaN for 0x7F and 0xFF).
 float decodeE4m3(uint8_t code);
 
+/// The device dtype of derivation `kind`: "float8_e4m3fn" for
+/// "fp8_block128", "float32" for "fp8_block128_scale", "" for an unknown
+/// kind.
+std::string derivedDtype(const std::string &kind);
+
 /// Whether `spec` (WeightSpec::derive set) is a derivation deriveWeight
 /// makes: a known kind, a float32 / bfloat16 / float16 source, a 2-D
 /// source shape of positive dims, and the device shape that kind gives
