@@ -36,11 +36,13 @@ TEST(IndexerKernel, NamesAndSharedMemory) {
 TEST(IndexerKernel, TensorCoreVariantChoice) {
   IndexerKernel k;
   ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 0, 32, 128, 512, k));
-  EXPECT_EQ(k.name(), "h20_indexer_mma_m0_bf16_f32_h32_d128_c1024");
+  EXPECT_EQ(k.name(), "h20_indexer_mma_m0_bf16_f32_h32_d128_c1024_o4");
   EXPECT_EQ(k.rowsPerCta(), 2);
   // 2 x 64 x 128 x 2 (key tiles) + max(64 x 128 x 2 (query), 2 x 1024 x 8
-  // (buffers)) + 2 x 8 + 256 + 1024 + 12 -> 16.
-  EXPECT_EQ(indexerMmaSmemBytes(k), 32768 + 16384 + 16 + 1280 + 16);
+  // (buffers)) + 2 x 8 + 32 (tau, a cut's state) + 256 + 1024 + 12 -> 16.
+  // Every buffer from 576 to 1024 entries fits 4 CTAs an SM: the largest.
+  EXPECT_EQ(indexerMmaSmemBytes(k), 32768 + 16384 + 48 + 1280 + 16);
+  EXPECT_EQ(k.ctasPerSm, 4);
   ASSERT_TRUE(chooseIndexerMma(0, 1, 1, 1, 4, 24, 8, k));
   EXPECT_EQ(k.paddedHeads, 16);
   EXPECT_EQ(k.paddedDim, 64);
@@ -50,16 +52,29 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   // Mode 1: V4.1-Flash's reindex layer at 512K (T = 524288, blocks of 8):
   // after the mode-0 layout, 2 rows x 65536 block bits and 8192 tile bits.
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 524288));
-  EXPECT_EQ(k.name(), "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024");
-  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 16 + 1280 + 16 + 2 * 8192 + 1024);
+  EXPECT_EQ(k.name(), "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024_o3");
+  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 48 + 1280 + 16 + 2 * 8192 + 1024);
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 4, 24, 8, k, 3, 0)) << "any block size, no entries";
   EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 1, 4 << 20)) << "bits over 227 KiB";
   EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 0, 2048)) << "block 0";
   // Mode 2 (candidate blocks) with a block size dividing 32: V4.1-Flash's
-  // 2048 blocks of 8.
+  // 2048 blocks of 8. Buffers of 4096 (2K) would leave room for 2 CTAs an
+  // SM; 2624 is the largest that fits 3 ((76096 + 1024) x 3 <= 228 KiB,
+  // 64 more entries a row would not); 4 need buffers under K + 64.
   ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 2048, k, 8));
-  EXPECT_EQ(k.name(), "h20_indexer_mma_m2_bf16_bf16_h32_d128_c4096");
-  EXPECT_EQ(indexerMmaSmemBytes(k), 32768 + 65536 + 16 + 1280 + 16) << "buffers over the query block";
+  EXPECT_EQ(k.name(), "h20_indexer_mma_m2_bf16_bf16_h32_d128_c2624_o3");
+  EXPECT_EQ(indexerMmaSmemBytes(k), 32768 + 2 * 2624 * 8 + 48 + 1280 + 16)
+      << "buffers over the query block";
+  EXPECT_EQ(k.ctasPerSm, 3);
+  IndexerKernel bigger = k;
+  bigger.cap += 64;
+  EXPECT_GT((indexerMmaSmemBytes(bigger) + kIndexerMmaSmemReservedPerCta) * 3,
+            kIndexerMmaSmemPerSm);
+  // K not a power of two: the buffer also holds the power of two >= K that
+  // the final sort takes.
+  ASSERT_TRUE(chooseIndexerMma(0, 2, 2, 2, 32, 128, 600, k));
+  EXPECT_GE(k.cap, 1024);
+  EXPECT_EQ(k.cap % 64, 0);
   EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k, 64)) << "block over a warp";
   EXPECT_FALSE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 512, k, 6)) << "block not a power of two";
   EXPECT_FALSE(chooseIndexerMma(0, 0, 0, 0, 32, 128, 512, k)) << "f32: scalar kernel";

@@ -21,26 +21,36 @@ inline constexpr int64_t kIndexerMaxK = 2048;
 
 /// Threads per CTA of the tensor-core indexer (H20_IDXM_THREADS).
 inline constexpr int kIndexerMmaThreads = 128;
+/// Shared memory of one CTA of it, at most (sm_90: 227 KiB), of one SM
+/// (228 KiB) and what the driver reserves per CTA (1 KiB): the CUDA C
+/// Programming Guide's compute capability 9.0 limits.
+inline constexpr int64_t kIndexerMmaMaxSmem = 227 * 1024;
+inline constexpr int64_t kIndexerMmaSmemPerSm = 228 * 1024;
+inline constexpr int64_t kIndexerMmaSmemReservedPerCta = 1024;
+/// CTAs per SM the tensor-core indexer is compiled for, at most: 4 CTAs of
+/// 128 threads leave 128 registers a thread (65536 per SM).
+inline constexpr int kIndexerMmaMaxCtasPerSm = 4;
 
 /// One instantiation: element types (0 f32, 1 f16, 2 bf16) of query, keys
 /// and weights, and the mode (0 top-k, 1 top-k within candidate blocks,
 /// 2 candidate blocks). With `mma`, the tensor-core streaming top-k of
 /// kernels/indexer_mma.cuh (16-bit query = keys) for heads padded to
 /// `paddedHeads` (16/32/64), head dim padded to `paddedDim` (64..256) and
-/// a candidate buffer of `cap` entries per query row.
+/// a candidate buffer of `cap` entries per query row, compiled for
+/// `ctasPerSm` resident CTAs per SM (__launch_bounds__' minimum blocks).
 struct IndexerKernel {
   int queryType = 0, keyType = 0, weightType = 0;
   int mode = 0;
   bool mma = false;
-  int paddedHeads = 0, paddedDim = 0, cap = 0;
-  /// e.g. "h20_indexer_m0_bf16_bf16_bf16", "h20_indexer_mma_m0_bf16_bf16_h32_d128_c1024".
+  int paddedHeads = 0, paddedDim = 0, cap = 0, ctasPerSm = 1;
+  /// e.g. "h20_indexer_m0_bf16_bf16_bf16", "h20_indexer_mma_m0_bf16_bf16_h32_d128_c1024_o4".
   std::string name() const;
   /// Query rows per CTA of the mma kernel (64 / paddedHeads).
   int rowsPerCta() const { return paddedHeads > 0 ? 64 / paddedHeads : 1; }
   bool operator==(const IndexerKernel &o) const {
     return queryType == o.queryType && keyType == o.keyType && weightType == o.weightType &&
            mode == o.mode && mma == o.mma && paddedHeads == o.paddedHeads &&
-           paddedDim == o.paddedDim && cap == o.cap;
+           paddedDim == o.paddedDim && cap == o.cap && ctasPerSm == o.ctasPerSm;
   }
 };
 

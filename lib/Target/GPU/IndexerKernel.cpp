@@ -28,7 +28,7 @@ std::string IndexerKernel::name() const {
   if (mma)
     return std::string("h20_indexer_mma_m") + std::to_string(mode) + "_" + typeName(queryType) + "_" + typeName(weightType) +
            "_h" + std::to_string(paddedHeads) + "_d" + std::to_string(paddedDim) + "_c" +
-           std::to_string(cap);
+           std::to_string(cap) + "_o" + std::to_string(ctasPerSm);
   return std::string("h20_indexer_m") + std::to_string(mode) + "_" + typeName(queryType) + "_" +
          typeName(keyType) + "_" + typeName(weightType);
 }
@@ -44,7 +44,7 @@ int64_t indexerMmaSmemBytes(const IndexerKernel &k, int64_t entries, int64_t blo
   const int64_t rows = k.rowsPerCta();
   int64_t bytes = 2 * 64 * int64_t(k.paddedDim) * 2;               // 2 key tiles
   bytes += std::max<int64_t>(64 * int64_t(k.paddedDim) * 2, rows * k.cap * 8); // query block, then the candidate buffers
-  bytes += rows * 8;                                               // tau
+  bytes += rows * 8 + 32;                                          // tau, a cut's state
   bytes += 64 * 4 + 4 * 64 * 4;                      // weights, per-warp head sums
   bytes += rows * 4 + 4;                             // counts, flag
   if (k.mode == 1) {
@@ -73,17 +73,35 @@ bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int6
   c.mma = true;
   c.paddedHeads = heads <= 16 ? 16 : heads <= 32 ? 32 : 64;
   c.paddedDim = static_cast<int>((dim + 63) / 64 * 64);
-  // Room for K kept + one tile of 64 newcomers; at least 2K so that a cut
-  // (a sort) happens at most once per K new candidates.
-  int64_t need = std::max<int64_t>({k + 64, 2 * k, 128});
-  int cap = 128;
-  while (cap < need)
-    cap <<= 1;
-  c.cap = cap;
-  if (indexerMmaSmemBytes(c, entries, block) > 227 * 1024)
+  // The buffer holds the K kept and one tile of 64 newcomers, and the
+  // power of two >= K that the final sort takes. A larger buffer cuts less
+  // often (a cut per cap - K newcomers; beyond 2K cuts are rare), a smaller
+  // one lets more CTAs share an SM (the kernel is latency-bound: the top-k
+  // at 4 CTAs per SM ran at twice the rate of the candidate blocks at 2).
+  // So: the most CTAs per SM, then the largest buffer with them.
+  int64_t pow2 = 1;
+  while (pow2 < k)
+    pow2 <<= 1;
+  const int64_t minCap = std::max<int64_t>({(k + 64 + 63) / 64 * 64, pow2, 128});
+  const int64_t maxCap = std::max<int64_t>(minCap, (2 * k + 63) / 64 * 64);
+  int bestCtas = 0;
+  for (int64_t cap = minCap; cap <= maxCap; cap += 64) {
+    c.cap = static_cast<int>(cap);
+    const int64_t smem = indexerMmaSmemBytes(c, entries, block);
+    if (smem > kIndexerMmaMaxSmem)
+      break;
+    const int ctas = static_cast<int>(std::min<int64_t>(
+        kIndexerMmaMaxCtasPerSm, kIndexerMmaSmemPerSm / (smem + kIndexerMmaSmemReservedPerCta)));
+    if (ctas >= bestCtas) {
+      bestCtas = ctas;
+      kernel = c;
+      kernel.ctasPerSm = ctas;
+    }
+  }
+  if (bestCtas == 0)
     return false;
-  kernel = c;
   return true;
+
 }
 
 std::string indexerProgramSource(const std::vector<IndexerKernel> &kernels) {
@@ -101,6 +119,7 @@ std::string indexerProgramSource(const std::vector<IndexerKernel> &kernels) {
                                     {"H20_IDXM_HP", std::to_string(k.paddedHeads)},
                                     {"H20_IDXM_DP", std::to_string(k.paddedDim)},
                                     {"H20_IDXM_CAP", std::to_string(k.cap)},
+                                    {"H20_IDXM_MINB", std::to_string(k.ctasPerSm)},
                                     {"H20_IDXM_MODE", std::to_string(k.mode)},
                                     {"H20_IDXM_NAME", name}});
       continue;
@@ -125,7 +144,7 @@ bool compileIndexerPtx(const std::vector<IndexerKernel> &kernels, const std::str
       ok = ok && k.queryType == k.keyType && k.queryType != 0 &&
            (k.paddedHeads == 16 || k.paddedHeads == 32 || k.paddedHeads == 64) &&
            k.paddedDim >= 64 && k.paddedDim <= 256 && k.paddedDim % 64 == 0 && k.cap >= 128 &&
-           (k.cap & (k.cap - 1)) == 0;
+           k.cap % 64 == 0 && k.ctasPerSm >= 1 && k.ctasPerSm <= kIndexerMmaMaxCtasPerSm;
     if (!ok) {
       log = "indexer: unsupported kernel variant " + k.name();
       return false;

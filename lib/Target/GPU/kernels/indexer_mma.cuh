@@ -15,10 +15,11 @@
 // and, per instantiation, defines H20_IDXM_DT (query and key type: 1 f16,
 // 2 bf16), H20_IDXM_W (weights: 0 f32, 1 f16, 2 bf16), H20_IDXM_HP (heads
 // padded to 16, 32 or 64), H20_IDXM_DP (head dim padded to a multiple of
-// 64, at most 256), H20_IDXM_CAP (candidate buffer per query row, a power
-// of two >= K + 64), H20_IDXM_MODE (0 entries, 1 entries within candidate
-// blocks, 2 candidate blocks of a block size dividing 32) and
-// H20_IDXM_NAME, then includes it.
+// 64, at most 256), H20_IDXM_CAP (candidate buffer per query row, a
+// multiple of 64 >= K + 64 and >= the power of two >= K), H20_IDXM_MODE
+// (0 entries, 1 entries within candidate blocks, 2 candidate blocks of a
+// block size dividing 32), H20_IDXM_MINB (the CTAs per SM it is compiled
+// for: __launch_bounds__' minimum) and H20_IDXM_NAME, then includes it.
 //
 // Work split: a CTA of 4 warps owns R = 64 / HP consecutive query rows, the
 // 64 (row, head) pairs forming the MMA's M (padding rows are zero); CTAs
@@ -30,8 +31,9 @@
 // buffer of candidate keys (score, then lower index, as one 64-bit key)
 // and the key `tau` of its K-th best so far; an entry enters only if its
 // key beats tau (all entries do until K are held). When a buffer could
-// overflow on the next tile, it is bitonic-sorted and cut to its K best,
-// raising tau. At the end each buffer is sorted and its K best written,
+// overflow on the next tile, it is cut to its K best by a radix select
+// (unsorted), raising tau to the K-th key. At the end each buffer is cut
+// to K, sorted and written,
 // largest first; slots without a visible entry hold T. Mode 2 streams
 // blocks instead of entries: a block's score is the maximum over its
 // visible entries (a segmented shuffle over `block` lanes of a warp), the
@@ -69,11 +71,12 @@ __device__ __forceinline__ u64 idxmKey(float s, u32 t) {
 }
 __device__ __forceinline__ u32 idxmIndex(u64 key) { return 0xffffffffu - static_cast<u32>(key); }
 
-/// Sorts buf[0, CAP) descending (bitonic; all threads of the CTA).
-template <int CAP> __device__ void idxmSortDescending(u64 *buf) {
-  for (int k = 2; k <= CAP; k <<= 1)
+/// Sorts buf[0, n) descending, n a power of two (bitonic; all threads of
+/// the CTA).
+__device__ void idxmSortDescending(u64 *buf, int n) {
+  for (int k = 2; k <= n; k <<= 1)
     for (int j = k >> 1; j > 0; j >>= 1) {
-      for (int i = threadIdx.x; i < CAP; i += H20_IDXM_THREADS) {
+      for (int i = threadIdx.x; i < n; i += H20_IDXM_THREADS) {
         const int p = i ^ j;
         if (p > i) {
           const u64 a = buf[i], b = buf[p];
@@ -88,13 +91,118 @@ template <int CAP> __device__ void idxmSortDescending(u64 *buf) {
     }
 }
 
+/// The selection's shared state for one cut (idxmCut): the K-th key's
+/// prefix found so far and its mask, the smallest kept key, how many of
+/// the keys under the prefix are still to keep, and the count after the
+/// cut.
+struct IdxmCutState {
+  u64 prefix, mask, minKept;
+  int remaining, kept;
+};
+
+/// Keeps the K largest of the n (> K >= 1) distinct nonzero keys of
+/// buf[0, n), in any order, in buf[0, K); buf[K, n) is zeroed. Returns (in
+/// st->minKept) the smallest key kept. An MSD radix select, 8 bits per
+/// pass: a pass histograms the keys under the prefix found so far into
+/// `hist` (256 words of shared memory) by their next byte, and one warp
+/// finds the byte of the K-th key from the top; it stops when every key of
+/// that byte's bucket is kept (at the latest when the bucket holds one
+/// key: the keys are distinct). Then every thread keeps its keys at or
+/// above the prefix (registers first: the compaction is in place). Work
+/// O(n) per pass and at most 8 passes, against the O(n log^2 n) of a
+/// bitonic sort; the buffer needs no power-of-two size. All threads of the
+/// CTA; CAP bounds n.
+template <int CAP>
+__device__ void idxmCut(u64 *buf, int n, int K, u32 *hist, IdxmCutState *st, int tid) {
+  constexpr int PER = (CAP + H20_IDXM_THREADS - 1) / H20_IDXM_THREADS;
+  if (tid == 0) {
+    st->prefix = 0;
+    st->mask = 0;
+    st->minKept = ~0ull;
+    st->remaining = K;
+    st->kept = 0;
+  }
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    for (int b = tid; b < 256; b += H20_IDXM_THREADS)
+      hist[b] = 0;
+    __syncthreads(); // the state of the last pass and the zeroed histogram
+    const u64 prefix = st->prefix, mask = st->mask;
+    for (int j = tid; j < n; j += H20_IDXM_THREADS) {
+      const u64 key = buf[j];
+      if ((key & mask) == prefix)
+        atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (tid < 32) {
+      // Lane L holds the bytes 255 - 8L down to 248 - 8L (largest first).
+      const int lane = tid;
+      u32 local = 0;
+#pragma unroll
+      for (int b = 0; b < 8; ++b)
+        local += hist[255 - 8 * lane - b];
+      u32 incl = local;
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        const u32 v = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off)
+          incl += v;
+      }
+      const u32 need = static_cast<u32>(st->remaining);
+      u32 above = incl - local;
+      if (above < need && need <= incl) {
+        for (int b = 0; b < 8; ++b) {
+          const int byte = 255 - 8 * lane - b;
+          const u32 h = hist[byte];
+          if (above + h >= need) {
+            st->prefix = prefix | (static_cast<u64>(byte) << shift);
+            st->mask = mask | (255ull << shift);
+            st->remaining = static_cast<int>(need - above);
+            // Every key of this bucket kept: the prefix alone decides.
+            if (h == need - above)
+              st->remaining = 0;
+            break;
+          }
+          above += h;
+        }
+      }
+    }
+    __syncthreads();
+    if (st->remaining == 0)
+      break;
+  }
+  // Keys at or above the K-th key's bucket: (key & mask) >= prefix, as the
+  // mask covers whole top bytes.
+  const u64 prefix = st->prefix, mask = st->mask;
+  u64 v[PER];
+#pragma unroll
+  for (int x = 0; x < PER; ++x) {
+    const int j = x * H20_IDXM_THREADS + tid;
+    v[x] = j < n ? buf[j] : 0;
+  }
+  __syncthreads(); // every key read before any is moved
+  for (int j = K + tid; j < n; j += H20_IDXM_THREADS)
+    buf[j] = 0;
+  __syncthreads(); // (a kept key may land below K only: K keys are kept)
+  u64 mine = ~0ull;
+#pragma unroll
+  for (int x = 0; x < PER; ++x)
+    if (v[x] != 0 && (v[x] & mask) >= prefix) {
+      buf[atomicAdd(&st->kept, 1)] = v[x];
+      mine = v[x] < mine ? v[x] : mine;
+    }
+  if (mine != ~0ull)
+    atomicMin(&st->minKept, mine);
+  __syncthreads();
+}
+
 /// Cuts every row buffer that could overflow on the next tile (more than
-/// CAP - 64 held) to its K best, sorted, raising the row's tau to its K-th
-/// key (K = 0: nothing enters any more). All threads of the CTA; `flag`:
-/// one word of shared memory.
+/// CAP - 64 held) to its K best, unsorted, raising the row's tau to its
+/// K-th key (K = 0: nothing enters any more). All threads of the CTA;
+/// `flag`: one word of shared memory; `hist`: 256 words the scores'
+/// reduction does not use meanwhile.
 template <int CAP, int R>
-__device__ __forceinline__ void idxmCutFullBuffers(u64 *buf, u64 *tau, int *cnt, int *flag, i64 K,
-                                                   int tid) {
+__device__ __forceinline__ void idxmCutFullBuffers(u64 *buf, u64 *tau, int *cnt, int *flag,
+                                                   u32 *hist, IdxmCutState *st, i64 K, int tid) {
   if (tid == 0)
     *flag = 0;
   __syncthreads();
@@ -106,13 +214,21 @@ __device__ __forceinline__ void idxmCutFullBuffers(u64 *buf, u64 *tau, int *cnt,
   for (int r = 0; r < R; ++r) {
     if (cnt[r] <= CAP - H20_IDXM_TILE)
       continue;
-    idxmSortDescending<CAP>(buf + r * CAP);
-    for (int e = static_cast<int>(K) + tid; e < CAP; e += H20_IDXM_THREADS)
-      buf[r * CAP + e] = 0;
-    __syncthreads();
+    if (K == 0) {
+      for (int e = tid; e < CAP; e += H20_IDXM_THREADS)
+        buf[r * CAP + e] = 0;
+      __syncthreads();
+      if (tid == 0) {
+        cnt[r] = 0;
+        tau[r] = ~0ull; // nothing enters
+      }
+      __syncthreads();
+      continue;
+    }
+    idxmCut<CAP>(buf + r * CAP, cnt[r], static_cast<int>(K), hist, st, tid);
     if (tid == 0) {
       cnt[r] = static_cast<int>(K);
-      tau[r] = K > 0 ? buf[r * CAP + K - 1] : ~0ull; // K = 0: nothing enters
+      tau[r] = st->minKept;
     }
     __syncthreads();
   }
@@ -120,18 +236,28 @@ __device__ __forceinline__ void idxmCutFullBuffers(u64 *buf, u64 *tau, int *cnt,
 
 /// Writes the K best of each row buffer (rows i0 + r < S), largest first,
 /// to out[i, 0..K) (strides s0, s1); slots past a row's count hold `none`.
-/// All threads of the CTA.
+/// A row holding more than K is cut to K first; then its first P entries
+/// (P the power of two >= K, at most CAP; those past the count are zero,
+/// below every key) are sorted. All threads of the CTA.
 template <int CAP, int R>
 __device__ __forceinline__ void idxmWriteBest(i64 *out, i64 s0, i64 s1, u64 *buf, const int *cnt,
-                                              i64 i0, i64 S, i64 K, i64 none, int tid) {
+                                              u32 *hist, IdxmCutState *st, i64 i0, i64 S, i64 K,
+                                              i64 none, int tid) {
+  int P = 1;
+  while (P < K)
+    P <<= 1;
   for (int r = 0; r < R; ++r) {
     const i64 i = i0 + r;
     if (i >= S)
       break;
-    idxmSortDescending<CAP>(buf + r * CAP);
+    u64 *row = buf + r * CAP;
+    if (K > 0 && cnt[r] > K)
+      idxmCut<CAP>(row, cnt[r], static_cast<int>(K), hist, st, tid);
     const int n = cnt[r] < K ? cnt[r] : static_cast<int>(K);
+    if (K > 0)
+      idxmSortDescending(row, P);
     for (i64 j = tid; j < K; j += H20_IDXM_THREADS)
-      out[i * s0 + j * s1] = j < n ? static_cast<i64>(idxmIndex(buf[r * CAP + j])) : none;
+      out[i * s0 + j * s1] = j < n ? static_cast<i64>(idxmIndex(row[j])) : none;
     __syncthreads();
   }
 }
@@ -147,7 +273,7 @@ __device__ __forceinline__ void idxmWriteBest(i64 *out, i64 s0, i64 s1, u64 *buf
 /// entries per candidate block (mode 2: a power of two <= 32; mode 0:
 /// unused); scale: the score scale; start: the prompt position of query
 /// row 0 (a later prefill chunk; 0 for a whole prompt).
-extern "C" __global__ void __launch_bounds__(H20_IDXM_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(H20_IDXM_THREADS, H20_IDXM_MINB)
 H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, w),
               H20_MR2(const i64, cand), H20_MR2(i64, out), H20_MR2(float, scratch), i64 ratio,
               i64 block, float scale, i64 start) {
@@ -157,7 +283,7 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   constexpr int R = 64 / HP, CHUNKS = DP / 8, KSTEPS = DP / 16;
   static_assert(HP == 16 || HP == 32 || HP == 64, "HP: 16, 32 or 64");
   static_assert(DP % 64 == 0 && DP <= 256, "DP: a multiple of 64, at most 256");
-  static_assert((CAP & (CAP - 1)) == 0 && CAP >= 128, "CAP: a power of two >= 128");
+  static_assert(CAP % 64 == 0 && CAP >= 128, "CAP: a multiple of 64, at least 128");
   extern __shared__ __align__(128) unsigned char smem[];
   // The query block is only read once, into registers: the candidate
   // buffers take its place afterwards (more CTAs fit an SM).
@@ -166,8 +292,11 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   unsigned char *qs = ks + 2 * H20_IDXM_TILE * DP * 2;           // [64][DP], then:
   u64 *buf = reinterpret_cast<u64 *>(qs);                        // [R][CAP]
   u64 *tau = buf + UNION;                                        // [R]
-  float *ws = reinterpret_cast<float *>(tau + R);    // [64]: weight x scale per M row
+  IdxmCutState *st = reinterpret_cast<IdxmCutState *>(tau + R); // a cut's state
+  float *ws = reinterpret_cast<float *>(st + 1);     // [64]: weight x scale per M row
   float *red = ws + 64;                              // [4][64]: per-warp head sums
+  // A cut's histogram reuses red: the scores of a tile are summed before it.
+  u32 *hist = reinterpret_cast<u32 *>(red);          // [256]
   int *cnt = reinterpret_cast<int *>(red + 4 * 64);  // [R]
   int *flag = cnt + R;                               // [1]
 
@@ -377,7 +506,7 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
 #endif
     }
     // A buffer that could overflow on the next tile is cut to its K best.
-    idxmCutFullBuffers<CAP, R>(buf, tau, cnt, flag, K, tid);
+    idxmCutFullBuffers<CAP, R>(buf, tau, cnt, flag, hist, st, K, tid);
     cur = nxt;
 #if H20_IDXM_MODE == 1
     nxt = cur != kNoTile ? nextTile(cur + 1) : kNoTile;
@@ -392,7 +521,8 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
 #else
   const i64 none = T;
 #endif
-  idxmWriteBest<CAP, R>(out + out_off, out_s0, out_s1, buf, cnt, i0, S, K, none, tid);
+  idxmWriteBest<CAP, R>(out + out_off, out_s0, out_s1, buf, cnt, hist, st, i0, S, K, none,
+                        tid);
 }
 
 #endif // H20_IDXM_NAME
