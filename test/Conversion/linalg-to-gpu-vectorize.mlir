@@ -237,3 +237,51 @@ func.func @shifted_read_by_width(%x: memref<?x136xf32>, %y: memref<?x128xf32>) {
   }
   return
 }
+
+// -----
+
+// A scalar weight read in the body at an index the loops do not change
+// (DeepSeek-V4.1's mHC scale, hc_scale[1], after fusion): one scalar load
+// per vector, broadcast; the generic still vectorizes. A load whose index
+// is a loop value (a gather) keeps the scalar path: see @gather_in_body.
+// CHECK-LABEL: func.func @uniform_load_in_body
+// CHECK: scf.parallel
+// CHECK: vector.load %{{.*}} : memref<?x5120xbf16>, vector<8xbf16>
+// CHECK: %[[S:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<3xbf16>
+// CHECK: vector.broadcast %[[S]] : bf16 to vector<8xbf16>
+// CHECK: arith.mulf %{{.*}} : vector<8xbf16>
+// CHECK: vector.store
+// SCALAR-LABEL: func.func @uniform_load_in_body
+// SCALAR-NOT: vector.
+func.func @uniform_load_in_body(%x: memref<?x5120xbf16>, %scale: memref<3xbf16>,
+                                %y: memref<?x5120xbf16>) {
+  %c1 = arith.constant 1 : index
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<?x5120xbf16>) outs(%y : memref<?x5120xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %s = memref.load %scale[%c1] : memref<3xbf16>
+    %m = arith.mulf %a, %s : bf16
+    linalg.yield %m : bf16
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather_in_body
+// CHECK-NOT: vector.load
+// CHECK: memref.load %{{.*}} : memref<64xbf16>
+func.func @gather_in_body(%x: memref<?x64xbf16>, %table: memref<64xbf16>,
+                          %y: memref<?x64xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<?x64xbf16>) outs(%y : memref<?x64xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %j = linalg.index 1 : index
+    %s = memref.load %table[%j] : memref<64xbf16>
+    %m = arith.mulf %a, %s : bf16
+    linalg.yield %m : bf16
+  }
+  return
+}

@@ -76,7 +76,9 @@ def LinalgToGpuLoops : Pass<"h20-linalg-to-gpu-loops", "mlir::func::FuncOp"> {
     W, whose memref operands are indexed by projected permutations that end
     in the innermost loop dim with unit innermost stride (a contiguous
     vector) or do not use it (broadcast; outputs must be contiguous), and
-    whose body is arith/math ops on int/float scalars, becomes an
+    whose body is arith/math ops on int/float scalars (and loads of one
+    element at an index the loops do not change, such as a scalar weight
+    fused into the body: loaded once per vector and broadcast), becomes an
     scf.parallel over the loops with the innermost one divided by W: per
     iteration one vector.load of W elements per operand, the body on
     vector<W> values, one vector.store per output. The loop is then

@@ -308,6 +308,18 @@ bool unitInnermostStride(Type t) {
   return succeeded(m.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
+/// A memref.load in `op`'s body of a scalar element whose memref and
+/// indices are all defined outside `op`: the same value at every
+/// iteration.
+bool isUniformLoad(linalg::GenericOp op, Operation *x) {
+  auto load = dyn_cast<memref::LoadOp>(x);
+  if (!load || !load.getType().isIntOrFloat())
+    return false;
+  Region &r = op.getRegion();
+  return llvm::all_of(load->getOperands(),
+                      [&](Value v) { return !r.isAncestor(v.getParentRegion()); });
+}
+
 /// An elementwise linalg.generic that vectorizes by `width` along its
 /// innermost loop: every loop parallel, the innermost of a static trip count
 /// divisible by `width`; every memref operand indexed by a map that either
@@ -315,7 +327,9 @@ bool unitInnermostStride(Type t) {
 /// stride and any further term a multiple of `width`: a contiguous,
 /// aligned vector) or does not use it (one element, broadcast); outputs of
 /// the first kind; a body of arith/math ops on int or
-/// float scalars (no linalg.index, no memory access, no regions).
+/// float scalars (no linalg.index, no regions) and loads of one element at
+/// an index the loops do not change (isUniformLoad: a scalar weight such as
+/// V4.1's mHC scales, read once per vector and broadcast).
 bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
   if (width < 2 || op->getNumResults() != 0 || op.getNumDpsInits() == 0)
     return false;
@@ -351,6 +365,8 @@ bool vectorizableElementwise(linalg::GenericOp op, int64_t width) {
       return false;
   }
   for (Operation &x : op.getRegion().front().without_terminator()) {
+    if (isUniformLoad(op, &x))
+      continue;
     Dialect *d = x.getDialect();
     if (!d || (d->getNamespace() != "arith" && d->getNamespace() != "math") ||
         x.getNumRegions() != 0 || !isMemoryEffectFree(&x))
@@ -492,6 +508,10 @@ scf::ParallelOp lowerVectorized(RewriterBase &rw, linalg::GenericOp op, int64_t 
             map.map(arg, splat(memref::LoadOp::create(b, l, v, idx)));
         }
         for (Operation &x : body.without_terminator()) {
+          if (isUniformLoad(op, &x)) { // one scalar load, broadcast
+            map.map(x.getResult(0), splat(b.clone(x)->getResult(0)));
+            continue;
+          }
           if (auto cst = dyn_cast<arith::ConstantOp>(x)) {
             auto attr = DenseElementsAttr::get(vec(cst.getType()), cst.getValue());
             map.map(cst.getResult(), arith::ConstantOp::create(b, l, attr));
