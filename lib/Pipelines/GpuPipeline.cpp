@@ -78,6 +78,9 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(createUnrollSmallReductions());
   // Those are elementwise now: a short row sum fuses into its consumer.
   pm.addNestedPass<func::FuncOp>(createFuseElementwise());
+  // And their bodies compute in f32 too (the unrolled sums and the mixes'
+  // divisions: one rounding per kernel, as for every other elementwise op).
+  pm.addNestedPass<func::FuncOp>(createWidenElementwise());
   // cuBLASLt writes C with beta = 0: a GEMM's zero fill is dead.
   pm.addNestedPass<func::FuncOp>(createDropGemmInitFill());
 }

@@ -209,6 +209,11 @@ def WidenElementwise : Pass<"h20-widen-elementwise", "mlir::func::FuncOp"> {
     PyTorch's kernels compute such chains in f32 and round per kernel
     (XLA does the same). Measured on a Llama-3-8B-shaped bf16 export at
     32K tokens on an H200 (BENCHMARKS.md, MODELS.md).
+
+    The GPU pipeline runs it twice: again after h20-unroll-small-reductions
+    and the second h20-fuse-elementwise, since a short reduction (V4.1's
+    mHC mixes over 4 streams, the Sinkhorn sums) is elementwise only once
+    unrolled; its sums then accumulate in f32, as a GEMM's do.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
