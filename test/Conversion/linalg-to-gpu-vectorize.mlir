@@ -285,3 +285,23 @@ func.func @gather_in_body(%x: memref<?x64xbf16>, %table: memref<64xbf16>,
   }
   return
 }
+
+// -----
+
+// A load of memory the generic itself writes is not uniform (another
+// iteration may have stored there): the scalar path.
+// CHECK-LABEL: func.func @load_of_own_output
+// CHECK-NOT: vector.load
+// CHECK: memref.load %{{.*}} : memref<?x64xbf16>
+func.func @load_of_own_output(%x: memref<?x64xbf16>, %y: memref<?x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<?x64xbf16>) outs(%y : memref<?x64xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %s = memref.load %y[%c0, %c0] : memref<?x64xbf16>
+    %m = arith.mulf %a, %s : bf16
+    linalg.yield %m : bf16
+  }
+  return
+}

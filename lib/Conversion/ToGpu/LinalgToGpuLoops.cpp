@@ -308,16 +308,21 @@ bool unitInnermostStride(Type t) {
   return succeeded(m.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
+Value rootOf(Value v);
+
 /// A memref.load in `op`'s body of a scalar element whose memref and
-/// indices are all defined outside `op`: the same value at every
-/// iteration.
+/// indices are all defined outside `op`, of memory `op` does not write:
+/// the same value at every iteration.
 bool isUniformLoad(linalg::GenericOp op, Operation *x) {
   auto load = dyn_cast<memref::LoadOp>(x);
   if (!load || !load.getType().isIntOrFloat())
     return false;
   Region &r = op.getRegion();
-  return llvm::all_of(load->getOperands(),
-                      [&](Value v) { return !r.isAncestor(v.getParentRegion()); });
+  if (!llvm::all_of(load->getOperands(),
+                    [&](Value v) { return !r.isAncestor(v.getParentRegion()); }))
+    return false;
+  const Value root = rootOf(load.getMemRef());
+  return llvm::none_of(op.getDpsInits(), [&](Value out) { return rootOf(out) == root; });
 }
 
 /// An elementwise linalg.generic that vectorizes by `width` along its

@@ -136,6 +136,7 @@ __device__ void idxmCut(u64 *buf, int n, int K, u32 *hist, IdxmCutState *st, int
     if (tid < 32) {
       // Lane L holds the bytes 255 - 8L down to 248 - 8L (largest first).
       const int lane = tid;
+      const u32 need = static_cast<u32>(st->remaining);
       u32 local = 0;
 #pragma unroll
       for (int b = 0; b < 8; ++b)
@@ -147,7 +148,7 @@ __device__ void idxmCut(u64 *buf, int n, int K, u32 *hist, IdxmCutState *st, int
         if (lane >= off)
           incl += v;
       }
-      const u32 need = static_cast<u32>(st->remaining);
+      __syncwarp(); // every lane has read `remaining` before one writes it
       u32 above = incl - local;
       if (above < need && need <= incl) {
         for (int b = 0; b < 8; ++b) {
