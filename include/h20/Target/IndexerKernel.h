@@ -60,7 +60,11 @@ struct IndexerKernel {
 /// `block` (entries per candidate block) a power of two <= 32; f16/bf16
 /// query and keys of one type, heads <= 64, head dim <= 256, K (entries or
 /// blocks) <= kIndexerMaxK and its shared memory within 227 KiB. False
-/// otherwise (the op then runs on indexer.cuh's kernel).
+/// otherwise (the op then runs on indexer.cuh's kernel). The candidate
+/// buffer (`cap`, a multiple of 64 >= K + 64 and >= the power of two >= K,
+/// at most ~2K) is the largest that keeps the most CTAs on an sm_90 SM
+/// (`ctasPerSm`, at most kIndexerMmaMaxCtasPerSm): the kernel is
+/// latency-bound, so residency first, fewer cuts second.
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
                       int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1,
                       int64_t entries = -1);

@@ -101,7 +101,6 @@ bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int6
   if (bestCtas == 0)
     return false;
   return true;
-
 }
 
 std::string indexerProgramSource(const std::vector<IndexerKernel> &kernels) {
