@@ -7,7 +7,7 @@
 
 void h20::buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t maxSeq,
                             int64_t kvElementBytes, int64_t tensorParallel,
-                            llvm::StringRef computeType) {
+                            llvm::StringRef computeType, bool quantizeLinears) {
   if (tensorParallel > 1) {
     TensorParallelOptions tp;
     tp.ranks = tensorParallel;
@@ -32,18 +32,21 @@ void h20::buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64
   if (maxSeq > 0)
     tiles.seqLen = maxSeq;
   pm.addNestedPass<mlir::func::FuncOp>(createSelectTiles(tiles));
+  if (quantizeLinears)
+    pm.addNestedPass<mlir::func::FuncOp>(createQuantizeLinears());
 }
 
 llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
                                            llvm::StringRef target, int64_t maxSeq,
                                            int64_t kvElementBytes, int64_t tensorParallel,
-                                           llvm::StringRef computeType) {
+                                           llvm::StringRef computeType, bool quantizeLinears) {
   if (level == "onnx")
     return llvm::success();
   if (level == "planned") {
     if (failed(buildEmitPipeline(pm, "attn")))
       return llvm::failure();
-    buildPlanPipeline(pm, target, maxSeq, kvElementBytes, tensorParallel, computeType);
+    buildPlanPipeline(pm, target, maxSeq, kvElementBytes, tensorParallel, computeType,
+                      quantizeLinears);
     return llvm::success();
   }
   if (level == "attn") {

@@ -623,9 +623,7 @@ int planForGpu(ModuleOp module, const ChunkPlan &chunks, int64_t kvElementBytes,
   if (failed(h20::applyDeveloperOptions(plan)))
     return kExitBadInput;
   h20::buildPlanPipeline(plan, targetName, chunks.capacity, kvElementBytes, tensorRanks,
-                         computeType);
-  if (quantizeLinears == "fp8")
-    plan.addNestedPass<func::FuncOp>(h20::createQuantizeLinears());
+                         computeType, quantizeLinears == "fp8");
   if (failed(plan.run(module)))
     return kExitBadInput;
   if (quantizeLinears == "fp8" && !quiet)
@@ -785,12 +783,10 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     if (failed(h20::applyDeveloperOptions(pm)))
       return kExitBadInput;
     if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes,
-                                      1, computeType)))
+                                      1, computeType, quantizeLinears == "fp8")))
       return fail("unknown --emit level '" + level +
                   "' (expected onnx, attn or planned; with a GPU --target also chunked, linalg, "
                   "buffers, gpu, host; with --target=cpu llvm)");
-    if (quantizeLinears == "fp8") // --emit=planned on a GPU target, as planForGpu
-      pm.addNestedPass<func::FuncOp>(h20::createQuantizeLinears());
     if (failed(pm.run(*module)))
       return kExitBadInput;
     progress.stage(level);

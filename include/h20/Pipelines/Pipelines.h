@@ -22,22 +22,26 @@ namespace h20 {
 ///             elements (0: the IR's element type); with
 ///             `tensorParallel` T > 1, h20-tensor-parallel splits the heads
 ///             and MLP columns over T ranks first (before the KV cache is
-///             planned, so it holds one rank's KV heads).
+///             planned, so it holds one rank's KV heads);
+///             `quantizeLinears` as buildPlanPipeline's.
 /// Fails for an unknown level.
 llvm::LogicalResult buildEmitPipeline(mlir::PassManager &pm, llvm::StringRef level,
                                       llvm::StringRef target = "h200",
                                       int64_t maxSeq = 0, int64_t kvElementBytes = 0,
                                       int64_t tensorParallel = 1,
-                                      llvm::StringRef computeType = "");
+                                      llvm::StringRef computeType = "",
+                                      bool quantizeLinears = false);
 
 /// The "planned" passes that follow the attn level (what buildEmitPipeline's
 /// "planned" adds after "attn"), for a module already at the attn level.
 /// `computeType` is the storage type the GPU target will apply ("f16"
 /// leaves unit-gain RMS norms before narrow GEMMs as they are: a mean of
-/// squares stored in f16 overflows above an RMS of 256).
+/// squares stored in f16 overflows above an RMS of 256). `quantizeLinears`
+/// (h20-opt --quantize-linears=fp8, GPU targets) ends it with
+/// h20-quantize-linears.
 void buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t maxSeq,
                        int64_t kvElementBytes, int64_t tensorParallel,
-                       llvm::StringRef computeType = "");
+                       llvm::StringRef computeType = "", bool quantizeLinears = false);
 
 /// What the GPU pipeline is built for (GpuTarget fills it from its options).
 struct GpuPipelineOptions {
