@@ -57,14 +57,78 @@ func.func @unsupported(%q: tensor<1x2x8x64xbf16>, %q2: tensor<1x2x8x100xbf16>, %
 // RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-choose-attention-kernels{target=h20}))' | FileCheck %s --check-prefix=H20
 // RUN: not h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-choose-attention-kernels{target=v100}))' 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // CHECK-LABEL: func.func @indexer
-// CHECK: attn.indexer_topk {{.*}}h20.kernel = {ctas = 264 : i64}
-// CHECK: attn.indexer_candidates {{.*}}h20.kernel = {ctas = 264 : i64}
+// CHECK: attn.indexer_topk {{.*}}h20.kernel = {ctas = 264 : i64, kind = "fma"}
+// CHECK: attn.indexer_candidates {{.*}}h20.kernel = {ctas = 264 : i64, kind = "fma"}
 // H20-LABEL: func.func @indexer
-// H20: attn.indexer_topk {{.*}}h20.kernel = {ctas = 156 : i64}
-// H20: attn.indexer_candidates {{.*}}h20.kernel = {ctas = 156 : i64}
+// H20: attn.indexer_topk {{.*}}h20.kernel = {ctas = 156 : i64, kind = "fma"}
+// H20: attn.indexer_candidates {{.*}}h20.kernel = {ctas = 156 : i64, kind = "fma"}
 // BADTARGET: h20-choose-attention-kernels: unknown GPU target 'v100'
 func.func @indexer(%q: tensor<?x4x24xbf16>, %k: tensor<?x24xbf16>, %w: tensor<?x4xbf16>) -> (tensor<?x?xi64>, tensor<?x?xi64>) {
   %t = attn.indexer_topk %q, %k, %w {ratio = 1 : i64, scale = 2.500000e-01 : f64, topk = 8 : i64} : (tensor<?x4x24xbf16>, tensor<?x24xbf16>, tensor<?x4xbf16>) -> tensor<?x?xi64>
   %b = attn.indexer_candidates %q, %k, %w {block_size = 4 : i64, blocks = 6 : i64, ratio = 1 : i64, scale = 2.500000e-01 : f64} : (tensor<?x4x24xbf16>, tensor<?x24xbf16>, tensor<?x4xbf16>) -> tensor<?x?xi64>
   return %t, %b : tensor<?x?xi64>, tensor<?x?xi64>
+}
+
+// -----
+
+// The tensor-core indexer (16-bit query and keys, static K): its variant
+// recorded beside the FMA grid. Top-k 512 of 32 heads x 128: a candidate
+// buffer of 1024 entries a row at 4 CTAs per SM (c1024_o4); 16 candidate
+// blocks: 128 entries; top-k within the candidate blocks (mode 1) sized
+// for the last chunk's entries, capacity / ratio = 131072. The H20 has the
+// H200's shared memory per SM, so only the FMA grid differs.
+// CHECK-LABEL: func.func @v41_indexers
+// CHECK: attn.indexer_topk {{.*}}h20.kernel = {cap = 1024 : i64, ctas = 264 : i64, ctas_per_sm = 4 : i64, kind = "mma", padded_dim = 128 : i64, padded_heads = 32 : i64}
+// CHECK: attn.indexer_candidates {{.*}}h20.kernel = {cap = 128 : i64, ctas = 264 : i64, ctas_per_sm = 4 : i64, kind = "mma", padded_dim = 128 : i64, padded_heads = 32 : i64}
+// CHECK: attn.indexer_topk {{.*}}candidates{{.*}}h20.kernel = {cap = 1024 : i64, ctas = 264 : i64, ctas_per_sm = 4 : i64, entries = 131072 : i64, kind = "mma", padded_dim = 128 : i64, padded_heads = 32 : i64}
+// H20-LABEL: func.func @v41_indexers
+// H20: attn.indexer_topk {{.*}}h20.kernel = {cap = 1024 : i64, ctas = 156 : i64, ctas_per_sm = 4 : i64, kind = "mma"
+// H20: attn.indexer_candidates {{.*}}h20.kernel = {cap = 128 : i64, ctas = 156 : i64, ctas_per_sm = 4 : i64, kind = "mma"
+func.func @v41_indexers(%q: tensor<?x32x128xbf16>, %k: tensor<?x128xbf16>, %w: tensor<?x32xbf16>, %c: tensor<?x16xi64>, %s: index) -> (tensor<?x512xi64>, tensor<?x16xi64>, tensor<?x512xi64>) attributes {h20.chunked = {capacity = 131072 : i64, chunk = 8192 : i64, dim = 1 : i64, input = 0 : i64, output = "last"}} {
+  %t = attn.indexer_topk %q, %k, %w start(%s) {ratio = 4 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x512xi64>
+  %b = attn.indexer_candidates %q, %k, %w start(%s) {block_size = 16 : i64, blocks = 16 : i64, ratio = 1 : i64, scale = 0.088 : f64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x16xi64>
+  %w1 = attn.indexer_topk %q, %k, %w candidates(%c : tensor<?x16xi64>) start(%s) {block_size = 16 : i64, ratio = 1 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x512xi64>
+  return %t, %b, %w1 : tensor<?x512xi64>, tensor<?x16xi64>, tensor<?x512xi64>
+}
+
+// -----
+
+// Top-k within candidate blocks in a whole-prompt program of dynamic
+// length: the entries are unknown, so its shared memory cannot be sized:
+// the FMA kernel. f32: the FMA kernel too.
+// CHECK-LABEL: func.func @indexer_fma
+// CHECK: attn.indexer_topk {{.*}}candidates{{.*}}h20.kernel = {ctas = 264 : i64, kind = "fma"}
+// CHECK: attn.indexer_topk {{.*}}h20.kernel = {ctas = 264 : i64, kind = "fma"}
+func.func @indexer_fma(%q: tensor<?x32x128xbf16>, %k: tensor<?x128xbf16>, %w: tensor<?x32xbf16>, %c: tensor<?x16xi64>, %qf: tensor<?x32x128xf32>, %kf: tensor<?x128xf32>, %wf: tensor<?x32xf32>) -> (tensor<?x512xi64>, tensor<?x512xi64>) {
+  %w1 = attn.indexer_topk %q, %k, %w candidates(%c : tensor<?x16xi64>) {block_size = 16 : i64, ratio = 1 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x512xi64>
+  %t = attn.indexer_topk %qf, %kf, %wf {ratio = 4 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xf32>, tensor<?x128xf32>, tensor<?x32xf32>) -> tensor<?x512xi64>
+  return %w1, %t : tensor<?x512xi64>, tensor<?x512xi64>
+}
+
+// -----
+
+// Sparse attention: its mma.sync kernel for the latent's width padded to
+// a multiple of 64, all 64 heads in one CTA.
+// CHECK-LABEL: func.func @sparse
+// CHECK: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 512 : i64, threads = 256 : i64}
+// CHECK: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 192 : i64, threads = 256 : i64}
+func.func @sparse(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<64xf32>, %c: tensor<?x512xbf16>, %i: tensor<?x512xi64>, %q2: tensor<?x64x136xbf16>, %l2: tensor<?x136xbf16>) -> (tensor<?x64x512xbf16>, tensor<?x64x136xbf16>) {
+  %0 = attn.sparse_attention %q, %l, %s compressed(%c : tensor<?x512xbf16>, %i : tensor<?x512xi64>) {scale = 0.044 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
+  %1 = attn.sparse_attention %q2, %l2, %s {scale = 0.085 : f64, window = 128 : i64} : (tensor<?x64x136xbf16>, tensor<?x136xbf16>, tensor<64xf32>) -> tensor<?x64x136xbf16>
+  return %0, %1 : tensor<?x64x512xbf16>, tensor<?x64x136xbf16>
+}
+
+// -----
+
+// Routed experts: the token tile whose scratch fits 8 GiB (8 experts, 2
+// picks, 64 wide, 32 intermediate: 1472 bytes a token, 5835520 tokens)
+// and the expert GEMM: the MXFP4 kernel, or cuBLASLt's grouped GEMMs on
+// float weights.
+// CHECK-LABEL: func.func @experts
+// CHECK: onnx.h20.RoutedExpertsMxfp4{{.*}}h20.kernel = {expert_gemm = "mxfp4", tile_tokens = 5835520 : i64}
+// CHECK: onnx.h20.RoutedExperts({{.*}}h20.kernel = {expert_gemm = "cublaslt", tile_tokens = 5835520 : i64}
+func.func @experts(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf32>, %w1: tensor<8x32x32xi8>, %s1: tensor<8x32x2xi8>, %w3: tensor<8x32x32xi8>, %s3: tensor<8x32x2xi8>, %w2: tensor<8x64x16xi8>, %s2: tensor<8x64x1xi8>, %f1: tensor<8x64x32xbf16>, %f3: tensor<8x64x32xbf16>, %f2: tensor<8x32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w3, %s3, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x64x16xi8>, tensor<8x64x1xi8>) -> tensor<?x64xbf16>
+  %1 = onnx.h20.RoutedExperts(%x, %r, %b, %f1, %f3, %f2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x64x32xbf16>, tensor<8x64x32xbf16>, tensor<8x32x64xbf16>) -> tensor<?x64xbf16>
+  return %0, %1 : tensor<?x64xbf16>, tensor<?x64xbf16>
 }

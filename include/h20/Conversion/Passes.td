@@ -264,7 +264,7 @@ def UnrollSmallReductions : Pass<"h20-unroll-small-reductions", "mlir::func::Fun
 }
 
 def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::FuncOp"> {
-  let summary = "Choose the GPU kernel of every attn.attention and record it in the IR";
+  let summary = "Choose the GPU kernel of every attention, indexer and MoE op; record it in the IR";
   let description = [{
     GPU target, on attn-level IR before h20-lower-to-linalg: the one place
     the attention kernel is chosen (chooseAttentionVariant,
@@ -284,13 +284,30 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
     the wgmma kernel would run, for comparisons (h20-opt
     --attention-kernel=mma).
 
-    DeepSeek-V4.1's lightning indexer (attn.indexer_topk,
-    attn.indexer_candidates) gets `h20.kernel = {ctas = C}`: the CTAs of
-    its FMA kernel's persistent grid (each loops over query rows; one
-    scratch row per CTA), two per SM of `target` (the occupancy its
-    264-CTA grid has on an H200's 132 SMs): 156 on an H20 (78 SMs), where
-    264 would leave a partial third wave. The 16-bit mma kernel's grid (a
-    CTA per tile of query rows) does not depend on it.
+    DeepSeek-V4.1's kernels are chosen here too, for `target`, and the
+    host program builds what the IR names (IndexerKernel.h,
+    SparseAttentionKernel.h, MoeKernel.h):
+    - the lightning indexer (attn.indexer_topk, attn.indexer_candidates):
+      `h20.kernel = {ctas = C, kind, ...}`. `ctas` is the FMA kernel's
+      persistent grid (each CTA loops over query rows; one scratch row per
+      CTA), two per SM of `target` (the occupancy its 264-CTA grid has on
+      an H200's 132 SMs): 156 on an H20 (78 SMs), where 264 would leave a
+      partial third wave. kind "mma" (16-bit query and keys, static K) adds
+      the tensor-core kernel's padded_heads, padded_dim, cap (candidate
+      buffer entries per query row) and ctas_per_sm, sized to the target's
+      shared memory per CTA and per SM (chooseIndexerMma), and for top-k
+      within candidate blocks the entries its shared memory was sized for
+      (the keys' static count, or the last chunk's: h20.chunked's capacity
+      / ratio); kind "fma" otherwise (f32, or entries unknown).
+    - sparse attention: `h20.kernel = {kind = "mma", padded_dim,
+      heads_per_cta, threads}`; window + picks that do not fit its shared
+      memory are an error naming the op.
+    - routed experts (onnx.h20.RoutedExperts[Mxfp4]): `h20.kernel =
+      {tile_tokens, expert_gemm}`, the token tile whose scratch fits 8 GiB
+      (moeTileTokens) and "mxfp4" (dequantised in the GEMM's load path)
+      or "cublaslt" (grouped GEMMs on float weights).
+    Hopper GPUs share shared memory and registers per SM, so today only the
+    FMA indexer's grid differs between them.
   }];
   let options = [
     Option<"kernel", "kernel", "std::string", "\"auto\"",

@@ -63,11 +63,14 @@ struct IndexerKernel {
 /// otherwise (the op then runs on indexer.cuh's kernel). The candidate
 /// buffer (`cap`, a multiple of 64 >= K + 64 and >= the power of two >= K,
 /// at most ~2K) is the largest that keeps the most CTAs on an sm_90 SM
-/// (`ctasPerSm`, at most kIndexerMmaMaxCtasPerSm): the kernel is
-/// latency-bound, so residency first, fewer cuts second.
+/// (`ctasPerSm`, at most kIndexerMmaMaxCtasPerSm) of a GPU with
+/// `smemPerCta` bytes of shared memory per CTA at most and `smemPerSm` per
+/// SM (sm_90's by default; TargetDescription's for a target): the kernel
+/// is latency-bound, so residency first, fewer cuts second.
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
                       int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1,
-                      int64_t entries = -1);
+                      int64_t entries = -1, int64_t smemPerCta = kIndexerMmaMaxSmem,
+                      int64_t smemPerSm = kIndexerMmaSmemPerSm);
 
 /// Dynamic shared memory of one CTA of the mma kernel, in bytes: two key
 /// tiles (64 rows of paddedDim 16-bit elements each), the larger of the

@@ -84,6 +84,19 @@ int64_t moeFp4GemmSmemBytes(int dt);
 int64_t moeFp4GemmGridX(int64_t cols, int dt);
 int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt);
 
+/// Token rows of one routed-experts tile (the host program runs a layer's
+/// experts a tile of tokens at a time and reuses one scratch): the most
+/// whose scratch (router logits, picks, the permuted rows Xp, G, U, A, Yp
+/// of `experts` experts, `topK` picks, hidden `dm`, intermediate `inter`,
+/// `elementBytes` per token element) fits in `scratchBytes`, a multiple of
+/// 256 from 256 on, and with topK rows per token at most kMoeMaxRows
+/// picked rows. Larger tiles give each expert's GEMM more rows. >= 1.
+int64_t moeTileTokens(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
+                      int64_t elementBytes, int64_t scratchBytes);
+/// The scratch the routed experts' tile may take: 8 GiB, beside a
+/// layer's other temporaries in the arena.
+inline constexpr int64_t kMoeTileScratchBytes = int64_t(8) << 30;
+
 /// Grids (CTAs along x; all kernels take kMoeThreads threads and no
 /// dynamic shared memory). Each is at least 1; the kernels skip the CTAs
 /// past their work, so an empty tile still launches validly.

@@ -11,7 +11,11 @@
 #include "h20/Conversion/Passes.h"
 #include "h20/Dialect/Attn/IR/AttnDialect.h"
 #include "h20/Dialect/H20/IR/H20Dialect.h"
+#include "h20/Dialect/Onnx/IR/OnnxDialect.h"
 #include "h20/Target/AttentionKernel.h"
+#include "h20/Target/IndexerKernel.h"
+#include "h20/Target/MoeKernel.h"
+#include "h20/Target/SparseAttentionKernel.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -60,6 +64,130 @@ std::string typeName(Type t) {
   return s;
 }
 
+NamedAttribute i64(Builder &b, StringRef name, int64_t v) {
+  return b.getNamedAttr(name, b.getI64IntegerAttr(v));
+}
+
+/// The most entries (compressed keys) an indexer over `keys` sees: their
+/// static count, or in a chunked prefill (the function's h20.chunked
+/// capacity of positions) capacity / ratio, the keys of the last chunk;
+/// -1 when unknown (a whole-prompt program of dynamic length).
+int64_t indexerEntriesBound(Operation *op, Value keys, int64_t ratio) {
+  auto kt = cast<RankedTensorType>(keys.getType());
+  if (!kt.isDynamicDim(0))
+    return kt.getDimSize(0);
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto info = func ? func->getAttrOfType<DictionaryAttr>("h20.chunked") : DictionaryAttr();
+  auto capacity = info ? info.getAs<IntegerAttr>("capacity") : IntegerAttr();
+  if (!capacity || capacity.getInt() <= 0 || ratio < 1)
+    return -1;
+  return capacity.getInt() / ratio;
+}
+
+/// DeepSeek-V4.1's lightning indexer (attn.indexer_topk with or without
+/// candidates: modes 0 and 1; attn.indexer_candidates: mode 2). Records
+/// `h20.kernel = {ctas, kind, ...}`: `ctas` the FMA kernel's persistent
+/// grid (two CTAs per SM of the target); kind "mma" with the tensor-core
+/// kernel's padded_heads, padded_dim, cap (candidate buffer entries per
+/// query row), ctas_per_sm (its __launch_bounds__ residency, from the
+/// target's shared memory) and, in mode 1, entries (the keys its shared
+/// memory was sized for), when chooseIndexerMma takes the op; else kind
+/// "fma" (indexer.cuh's kernel).
+void chooseIndexer(Operation *op, const h20::TargetDescription &desc) {
+  auto topk = dyn_cast<h20::attn::IndexerTopKOp>(op);
+  auto cands = dyn_cast<h20::attn::IndexerCandidatesOp>(op);
+  const int mode = cands ? 2 : topk.getCandidates() ? 1 : 0;
+  const int64_t ratio = static_cast<int64_t>(topk ? topk.getRatio() : cands.getRatio());
+  const int64_t block = cands                  ? static_cast<int64_t>(cands.getBlockSize())
+                        : topk.getBlockSize() ? static_cast<int64_t>(*topk.getBlockSize())
+                                              : 1;
+  auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto k = cast<RankedTensorType>(op->getOperand(1).getType());
+  auto w = cast<RankedTensorType>(op->getOperand(2).getType());
+  auto rt = cast<RankedTensorType>(op->getResult(0).getType());
+  Builder b(op->getContext());
+  SmallVector<NamedAttribute> fields{i64(b, "ctas", 2 * desc.sms)};
+  const int64_t entries = mode == 1 ? indexerEntriesBound(op, op->getOperand(1), ratio) : -1;
+  h20::IndexerKernel mma;
+  const bool useMma =
+      !rt.isDynamicDim(1) && !q.isDynamicDim(1) && !q.isDynamicDim(2) &&
+      h20::chooseIndexerMma(mode, dtypeOf(q.getElementType()), dtypeOf(k.getElementType()),
+                            dtypeOf(w.getElementType()), q.getDimSize(1), q.getDimSize(2),
+                            rt.getDimSize(1), mma, block, entries, desc.smemPerBlock,
+                            desc.smemPerSM);
+  fields.push_back(b.getNamedAttr("kind", b.getStringAttr(useMma ? "mma" : "fma")));
+  if (useMma) {
+    fields.append({i64(b, "padded_heads", mma.paddedHeads), i64(b, "padded_dim", mma.paddedDim),
+                   i64(b, "cap", mma.cap), i64(b, "ctas_per_sm", mma.ctasPerSm)});
+    if (mode == 1)
+      fields.push_back(i64(b, "entries", entries));
+  }
+  op->setAttr("h20.kernel", b.getDictionaryAttr(fields));
+}
+
+/// DeepSeek-V4.1's sparse attention: its one kernel family
+/// (sparse_attention.cuh, mma.sync), recorded as `h20.kernel = {kind =
+/// "mma", padded_dim, heads_per_cta, threads}`. An op whose key slots
+/// (window + picks) do not fit its shared memory on the target is an
+/// error here, at compile time, naming the op.
+LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
+                                    const h20::TargetDescription &desc) {
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  const int64_t window = static_cast<int64_t>(op.getWindow());
+  // The picks per query (a dynamic count, e.g. behind a tensor.cast, is
+  // checked by the host program once known).
+  int64_t picks = 0;
+  if (Value idx = op.getIndices())
+    picks = cast<RankedTensorType>(idx.getType()).getDimSize(1);
+  if (q.isDynamicDim(1) || q.isDynamicDim(2))
+    return op.emitError("GPU target: sparse attention heads and head dim must be static");
+  const int64_t dim = q.getDimSize(2);
+  const int64_t paddedDim = h20::sparseAttentionPaddedDim(dim);
+  const int64_t smem = h20::sparseAttentionSmemBytes(
+      paddedDim, window + (ShapedType::isDynamic(picks) ? 0 : picks));
+  if (dim > h20::kSparseAttentionMaxHeadDim || smem > std::min<int64_t>(desc.smemPerBlock,
+                                                                          h20::kSparseAttentionSmemLimit))
+    return op.emitError("GPU target: sparse attention with head dim ")
+           << dim << " and " << window + picks
+           << " key slots does not fit the kernel's shared memory";
+  Builder b(op.getContext());
+  op->setAttr("h20.kernel",
+              b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr("mma")),
+                                   i64(b, "padded_dim", paddedDim),
+                                   i64(b, "heads_per_cta", h20::kSparseAttentionHeadsPerCta),
+                                   i64(b, "threads", h20::kSparseAttentionThreads)}));
+  return success();
+}
+
+/// DeepSeek-V4.1's routed experts (onnx.h20.RoutedExperts[Mxfp4]): the
+/// token tile the host program runs them in (moeTileTokens within
+/// kMoeTileScratchBytes) and the expert GEMM, recorded as `h20.kernel =
+/// {tile_tokens, expert_gemm}`: "mxfp4" (moe_fp4_gemm.cuh, the weights
+/// dequantised in its load path) or "cublaslt" (grouped GEMMs on float
+/// weights). Ops of dynamic weight shapes get nothing (the lowering
+/// rejects them).
+void chooseRoutedExperts(Operation *op) {
+  const bool mxfp4 = isa<h20::onnx::H20RoutedExpertsMxfp4Op>(op);
+  auto x = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto router = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  auto w1 = dyn_cast<RankedTensorType>(op->getOperand(3).getType());
+  auto topK = op->getAttrOfType<IntegerAttr>("top_k");
+  if (!x || !router || !w1 || !topK || x.getRank() != 2 || x.isDynamicDim(1) ||
+      !router.hasStaticShape() || router.getRank() != 2 || !w1.hasStaticShape() ||
+      w1.getRank() != 3)
+    return;
+  const int64_t dm = x.getDimSize(1), e = router.getDimSize(1);
+  // Float W1 [E, Dm, I]; MXFP4 W1 [E, I, Dm / 2].
+  const int64_t inter = mxfp4 ? w1.getDimSize(1) : w1.getDimSize(2);
+  const int64_t es = x.getElementType().getIntOrFloatBitWidth() / 8;
+  Builder b(op->getContext());
+  op->setAttr("h20.kernel",
+              b.getDictionaryAttr(
+                  {i64(b, "tile_tokens", h20::moeTileTokens(e, topK.getInt(), dm, inter, es,
+                                                            h20::kMoeTileScratchBytes)),
+                   b.getNamedAttr("expert_gemm", b.getStringAttr(mxfp4 ? "mxfp4" : "cublaslt"))}));
+}
+
 struct ChooseAttentionKernelsPass
     : h20::impl::ChooseAttentionKernelsBase<ChooseAttentionKernelsPass> {
   using ChooseAttentionKernelsBase::ChooseAttentionKernelsBase;
@@ -76,14 +204,18 @@ struct ChooseAttentionKernelsPass
           << target << "'";
       return signalPassFailure();
     }
-    // The indexer's persistent grid: two CTAs per SM.
+    // DeepSeek-V4.1's kernels.
+    bool failed = false;
     getOperation().walk([&](Operation *op) {
-      if (!isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op))
-        return;
-      Builder b(op->getContext());
-      op->setAttr("h20.kernel", b.getDictionaryAttr({b.getNamedAttr(
-                                    "ctas", b.getI64IntegerAttr(2 * desc->sms))}));
+      if (isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op))
+        chooseIndexer(op, *desc);
+      else if (auto sparse = dyn_cast<h20::attn::SparseAttentionOp>(op))
+        failed |= mlir::failed(chooseSparseAttention(sparse, *desc));
+      else if (isa<h20::onnx::H20RoutedExpertsOp, h20::onnx::H20RoutedExpertsMxfp4Op>(op))
+        chooseRoutedExperts(op);
     });
+    if (failed)
+      return signalPassFailure();
     auto family =
         kernel == "mma" ? h20::AttentionKernelFamily::Mma : h20::AttentionKernelFamily::Auto;
     getOperation().walk([&](h20::attn::AttentionOp op) {

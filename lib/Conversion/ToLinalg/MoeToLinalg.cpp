@@ -136,6 +136,9 @@ FailureOr<Value> lowerRoutedExpertsToLibraryCall(OpBuilder &b, Operation *op) {
                   b.getNamedAttr("limit", op->getAttr("limit")),
                   b.getNamedAttr("temp", op->getAttr("temp")),
                   b.getNamedAttr("weights", b.getStringAttr(mxfp4 ? "mxfp4" : "float"))}));
+  // h20-choose-attention-kernels' choice (GPU), read by the host program.
+  if (Attribute kernel = op->getAttr("h20.kernel"))
+    g->setAttr("h20.kernel", kernel);
   return g.getResult(0);
 }
 

@@ -495,6 +495,9 @@ FailureOr<Value> lowerSparseAttentionToLibraryCall(OpBuilder &b, attn::SparseAtt
   if (latentStart) // the last input carries the start
     attrs.push_back(b.getNamedAttr("ring", b.getUnitAttr()));
   g->setAttr(kSparseAttentionAttrs, b.getDictionaryAttr(attrs));
+  // h20-choose-attention-kernels' choice, read by the host program.
+  if (Attribute kernel = op->getAttr("h20.kernel"))
+    g->setAttr("h20.kernel", kernel);
   attn::copyRowSplit(op, g);
   return g.getResult(0);
 }
@@ -590,6 +593,8 @@ FailureOr<Value> lowerIndexerToLibraryCall(OpBuilder &b, Operation *op) {
                                   b.getNamedAttr("ratio", b.getI64IntegerAttr(ratio)),
                                   b.getNamedAttr("block", b.getI64IntegerAttr(block)),
                                   b.getNamedAttr("scale", b.getF64FloatAttr(scale))}));
+  if (Attribute kernel = op->getAttr("h20.kernel"))
+    g->setAttr("h20.kernel", kernel);
   attn::copyRowSplit(op, g);
   return g.getResult(0);
 }

@@ -59,7 +59,7 @@ int64_t indexerMmaSmemBytes(const IndexerKernel &k, int64_t entries, int64_t blo
 
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
                       int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block,
-                      int64_t entries) {
+                      int64_t entries, int64_t smemPerCta, int64_t smemPerSm) {
   // Mode 2's block maxima are segmented shuffles within a warp.
   const bool blockOk = block >= 1 && block <= 32 && (block & (block - 1)) == 0;
   const bool candidatesOk = block >= 1 && entries >= 0 && entries < (int64_t(1) << 31);
@@ -88,10 +88,10 @@ bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int6
   for (int64_t cap = minCap; cap <= maxCap; cap += 64) {
     c.cap = static_cast<int>(cap);
     const int64_t smem = indexerMmaSmemBytes(c, entries, block);
-    if (smem > kIndexerMmaMaxSmem)
+    if (smem > smemPerCta)
       break;
     const int ctas = static_cast<int>(std::min<int64_t>(
-        kIndexerMmaMaxCtasPerSm, kIndexerMmaSmemPerSm / (smem + kIndexerMmaSmemReservedPerCta)));
+        kIndexerMmaMaxCtasPerSm, smemPerSm / (smem + kIndexerMmaSmemReservedPerCta)));
     if (ctas >= bestCtas) {
       bestCtas = ctas;
       kernel = c;

@@ -499,19 +499,36 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     return op->emitError("GPU target: the indexer kernel selects at most ")
            << kIndexerMaxK << " entries per query, this op " << out.sizes[1].c;
   int64_t smem = indexerSmemBytes(mode, q.sizes[1].c, q.sizes[2].c, cand.sizes[1].c);
-  // 16-bit top-k (mode 0), top-k within candidate blocks (mode 1) and
-  // candidate blocks (mode 2): the tensor-core kernel with the streaming
-  // top-k.
-  IndexerKernel mma;
+  // The kernel h20-choose-attention-kernels chose and recorded: the
+  // tensor-core kernel with the streaming top-k ("mma") or indexer.cuh's.
+  auto choice = op->getAttrOfType<DictionaryAttr>("h20.kernel");
+  auto kind = choice ? choice.getAs<StringAttr>("kind") : StringAttr();
+  if (!kind)
+    return op->emitError("GPU target: internal: indexer call without its recorded kernel "
+                         "(h20-choose-attention-kernels did not run)");
+  const bool useMma = kind.getValue() == "mma";
   const int64_t block = attrs.getAs<IntegerAttr>("block").getInt();
-  // Sizes mode 1's bits: the entries, or in a chunked prefill (where a
-  // chunk sees more entries than the one before) the last chunk's.
+  // Mode 1's bits are sized by the entries: the keys', or in a chunked
+  // prefill (where a chunk sees more entries than the one before) the
+  // last chunk's, at most what the chooser sized the kernel for.
   const int64_t entries =
       k.sizes[0].isConst() ? k.sizes[0].c : lastChunkValue(k.sizes[0]).value_or(-1);
-  const bool useMma = chooseIndexerMma(mode, kernel.queryType, kernel.keyType, kernel.weightType,
-                                       q.sizes[1].c, q.sizes[2].c, out.sizes[1].c, mma, block,
-                                       mode == 1 ? entries : -1);
+  IndexerKernel mma = kernel;
   if (useMma) {
+    auto field = [&](StringRef name) {
+      auto a = choice.getAs<IntegerAttr>(name);
+      return a ? static_cast<int>(a.getInt()) : -1;
+    };
+    mma.mma = true;
+    mma.paddedHeads = field("padded_heads");
+    mma.paddedDim = field("padded_dim");
+    mma.cap = field("cap");
+    mma.ctasPerSm = field("ctas_per_sm");
+    if (mma.paddedHeads < q.sizes[1].c || mma.paddedDim < q.sizes[2].c || mma.cap < 1 ||
+        mma.ctasPerSm < 1 || (mode == 1 && (entries < 0 || entries > field("entries"))))
+      return op->emitError("GPU target: internal: the indexer's recorded mma kernel does not fit "
+                           "this call (")
+             << entries << " entries)";
     kernel = mma;
     smem = indexerMmaSmemBytes(mma, std::max<int64_t>(entries, 0), block);
   }
@@ -609,10 +626,20 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   const int64_t window = attrs.getAs<IntegerAttr>("window").getInt();
   const int64_t heads = q.sizes[1].c, dim = q.sizes[2].c;
   const int64_t slots = window + (compressed ? idx.sizes[1].c : 0);
-  SparseAttentionKernel kernel{dt, code(sink.element),
-                               static_cast<int>(sparseAttentionPaddedDim(dim)), compressed};
+  // The variant h20-choose-attention-kernels recorded (it checked the fit).
+  auto choice = op->getAttrOfType<DictionaryAttr>("h20.kernel");
+  auto paddedDim = choice ? choice.getAs<IntegerAttr>("padded_dim") : IntegerAttr();
+  auto headsPerCta = choice ? choice.getAs<IntegerAttr>("heads_per_cta") : IntegerAttr();
+  if (!paddedDim || !headsPerCta)
+    return op->emitError("GPU target: internal: sparse attention call without its recorded "
+                         "kernel (h20-choose-attention-kernels did not run)");
+  SparseAttentionKernel kernel{dt, code(sink.element), static_cast<int>(paddedDim.getInt()),
+                               compressed};
   const int64_t smem = sparseAttentionSmemBytes(kernel.paddedDim, slots);
-  if (dim > kSparseAttentionMaxHeadDim || smem > kSparseAttentionSmemLimit)
+  if (dim > kernel.paddedDim || headsPerCta.getInt() != kSparseAttentionHeadsPerCta)
+    return op->emitError("GPU target: internal: the recorded sparse attention kernel (head dim ")
+           << kernel.paddedDim << ") does not fit this call (head dim " << dim << ")";
+  if (smem > kSparseAttentionSmemLimit)
     return op->emitError("GPU target: sparse attention with head dim ")
            << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
   if (llvm::find(program.sparseAttentionKernels, kernel) == program.sparseAttentionKernels.end())
@@ -632,12 +659,6 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   steps.push_back(std::move(launch));
   return success();
 }
-
-/// Token rows of one routed-experts tile: its scratch (router logits, the
-/// permuted rows Xp, G, U, A, Yp) is at most about this many bytes. Larger
-/// tiles give each expert's GEMM more rows (better tensor-core use); the
-/// scratch lives in the arena beside the layer's other temporaries.
-constexpr int64_t kMoeTileScratchBytes = int64_t(8) << 30;
 
 LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   auto attrs = op->getAttrOfType<DictionaryAttr>("h20.routed_experts");
@@ -701,19 +722,19 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   if (n == 0)
     return success();
   const std::string dtype = dtypeName(x.element);
-  const int64_t es = elementBytes(x.element);
   Builder types(op.getContext());
   Type f32 = types.getF32Type(), i32 = types.getI32Type();
 
-  // Tile of tokens and its scratch, allocated once and reused by every tile.
-  const int64_t perToken = e * 4 + k * (4 + 4 + 4 + 4) + k * dm * es + 2 * k * inter * 4 +
-                           k * inter * es + k * dm * 4;
-  int64_t tile = std::max<int64_t>(1, kMoeTileScratchBytes / perToken);
-  if (tile >= 256)
-    tile = tile / 256 * 256;
-  tile = std::min(tile, n);
-  if (tile * k > kMoeMaxRows)
-    tile = kMoeMaxRows / k;
+  // Tile of tokens (h20-choose-attention-kernels' choice) and its
+  // scratch, allocated once and reused by every tile.
+  auto choice = op->getAttrOfType<DictionaryAttr>("h20.kernel");
+  auto tileAttr = choice ? choice.getAs<IntegerAttr>("tile_tokens") : IntegerAttr();
+  auto gemmAttr = choice ? choice.getAs<StringAttr>("expert_gemm") : StringAttr();
+  if (!tileAttr || tileAttr.getInt() < 1 || !gemmAttr ||
+      gemmAttr.getValue() != (mxfp4 ? "mxfp4" : "cublaslt") || tileAttr.getInt() * k > kMoeMaxRows)
+    return op->emitError("GPU target: internal: routed experts call without a valid recorded "
+                         "kernel (h20-choose-attention-kernels did not run)");
+  const int64_t tile = std::min(tileAttr.getInt(), n);
   auto temp = [&](int64_t elems, Type t) {
     return addBuffer(Buffer{"temp", -1, checkedMul(elems, elementBytes(t)), dtypeName(t)});
   };
