@@ -75,20 +75,39 @@ func.func @indexer(%q: tensor<?x4x24xbf16>, %k: tensor<?x24xbf16>, %w: tensor<?x
 // recorded beside the FMA grid. Top-k 512 of 32 heads x 128: a candidate
 // buffer of 1024 entries a row at 4 CTAs per SM (c1024_o4); 16 candidate
 // blocks: 128 entries; top-k within the candidate blocks (mode 1) sized
-// for the last chunk's entries, capacity / ratio = 131072. The H20 has the
-// H200's shared memory per SM, so only the FMA grid differs.
+// for the last chunk's entries, capacity / ratio = 131072: with 16 blocks
+// of 16 a row it gathers the picked entries (2 rows x 256 entries, under
+// half of 131072), with 4096 blocks of 16 it streams the key tiles they
+// touch. The H20 has the H200's shared memory per SM, so only the FMA
+// grid differs.
 // CHECK-LABEL: func.func @v41_indexers
 // CHECK: attn.indexer_topk {{.*}}h20.kernel = {cap = 1024 : i64, ctas = 264 : i64, ctas_per_sm = 4 : i64, kind = "mma", padded_dim = 128 : i64, padded_heads = 32 : i64}
 // CHECK: attn.indexer_candidates {{.*}}h20.kernel = {cap = 128 : i64, ctas = 264 : i64, ctas_per_sm = 4 : i64, kind = "mma", padded_dim = 128 : i64, padded_heads = 32 : i64}
-// CHECK: attn.indexer_topk {{.*}}candidates{{.*}}h20.kernel = {cap = 1024 : i64, ctas = 264 : i64, ctas_per_sm = 4 : i64, entries = 131072 : i64, kind = "mma", padded_dim = 128 : i64, padded_heads = 32 : i64}
+// CHECK: attn.indexer_topk {{.*}}candidates{{.*}}h20.kernel = {cap = 1024 : i64, ctas = 264 : i64, ctas_per_sm = 4 : i64, entries = 131072 : i64, gather = true, kind = "mma", padded_dim = 128 : i64, padded_heads = 32 : i64}
+// CHECK: attn.indexer_topk {{.*}}candidates{{.*}}h20.kernel = {{{.*}}entries = 131072 : i64, gather = false, kind = "mma"
 // H20-LABEL: func.func @v41_indexers
 // H20: attn.indexer_topk {{.*}}h20.kernel = {cap = 1024 : i64, ctas = 156 : i64, ctas_per_sm = 4 : i64, kind = "mma"
 // H20: attn.indexer_candidates {{.*}}h20.kernel = {cap = 128 : i64, ctas = 156 : i64, ctas_per_sm = 4 : i64, kind = "mma"
-func.func @v41_indexers(%q: tensor<?x32x128xbf16>, %k: tensor<?x128xbf16>, %w: tensor<?x32xbf16>, %c: tensor<?x16xi64>, %s: index) -> (tensor<?x512xi64>, tensor<?x16xi64>, tensor<?x512xi64>) attributes {h20.chunked = {capacity = 131072 : i64, chunk = 8192 : i64, dim = 1 : i64, input = 0 : i64, output = "last"}} {
+func.func @v41_indexers(%q: tensor<?x32x128xbf16>, %k: tensor<?x128xbf16>, %w: tensor<?x32xbf16>, %c: tensor<?x16xi64>, %c2: tensor<?x4096xi64>, %s: index) -> (tensor<?x512xi64>, tensor<?x16xi64>, tensor<?x512xi64>, tensor<?x512xi64>) attributes {h20.chunked = {capacity = 131072 : i64, chunk = 8192 : i64, dim = 1 : i64, input = 0 : i64, output = "last"}} {
   %t = attn.indexer_topk %q, %k, %w start(%s) {ratio = 4 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x512xi64>
   %b = attn.indexer_candidates %q, %k, %w start(%s) {block_size = 16 : i64, blocks = 16 : i64, ratio = 1 : i64, scale = 0.088 : f64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x16xi64>
   %w1 = attn.indexer_topk %q, %k, %w candidates(%c : tensor<?x16xi64>) start(%s) {block_size = 16 : i64, ratio = 1 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x512xi64>
-  return %t, %b, %w1 : tensor<?x512xi64>, tensor<?x16xi64>, tensor<?x512xi64>
+  %w2 = attn.indexer_topk %q, %k, %w candidates(%c2 : tensor<?x4096xi64>) start(%s) {block_size = 16 : i64, ratio = 1 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x512xi64>
+  return %t, %b, %w1, %w2 : tensor<?x512xi64>, tensor<?x16xi64>, tensor<?x512xi64>, tensor<?x512xi64>
+}
+
+// -----
+
+// V4.1's spelling: the candidate blocks' [S, 2048] behind a tensor.cast
+// to [?, ?]: the count is read before the cast (2 rows x 2048 blocks of 8
+// under half of 131072 entries: gathered).
+// CHECK-LABEL: func.func @candidates_through_cast
+// CHECK: attn.indexer_topk {{.*}}candidates{{.*}}h20.kernel = {{{.*}}entries = 131072 : i64, gather = true, kind = "mma"
+func.func @candidates_through_cast(%q: tensor<?x32x128xbf16>, %k: tensor<?x128xbf16>, %w: tensor<?x32xbf16>, %s: index) -> tensor<?x512xi64> attributes {h20.chunked = {capacity = 131072 : i64, chunk = 8192 : i64, dim = 1 : i64, input = 0 : i64, output = "last"}} {
+  %b = attn.indexer_candidates %q, %k, %w start(%s) {block_size = 8 : i64, blocks = 2048 : i64, ratio = 1 : i64, scale = 0.088 : f64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x2048xi64>
+  %c = tensor.cast %b : tensor<?x2048xi64> to tensor<?x?xi64>
+  %t = attn.indexer_topk %q, %k, %w candidates(%c : tensor<?x?xi64>) start(%s) {block_size = 8 : i64, ratio = 1 : i64, scale = 0.088 : f64, topk = 512 : i64} : (tensor<?x32x128xbf16>, tensor<?x128xbf16>, tensor<?x32xbf16>) -> tensor<?x512xi64>
+  return %t : tensor<?x512xi64>
 }
 
 // -----

@@ -54,6 +54,21 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 524288));
   EXPECT_EQ(k.name(), "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024_o3");
   EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 48 + 1280 + 16 + 2 * 8192 + 1024);
+  // The same with its 2048 candidate blocks: 2 rows x 16K picked entries
+  // are under half of 524288, so it gathers them: three gathered tiles'
+  // entries and counts (784 bytes) instead of the tile bits.
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 524288, kIndexerMmaMaxSmem,
+                               kIndexerMmaSmemPerSm, 2048));
+  EXPECT_EQ(k.name(), "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024_o3_g");
+  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 48 + 1280 + 16 + 784 + 2 * 8192);
+  // At 32K entries (ratio 4 at 128K) the picks cover most key tiles: no.
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 32768, kIndexerMmaMaxSmem,
+                               kIndexerMmaSmemPerSm, 2048));
+  EXPECT_FALSE(k.gather);
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 32768, kIndexerMmaMaxSmem,
+                               kIndexerMmaSmemPerSm, 2048, 1))
+      << "forced";
+  EXPECT_TRUE(k.gather);
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 4, 24, 8, k, 3, 0)) << "any block size, no entries";
   EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 1, 4 << 20)) << "bits over 227 KiB";
   EXPECT_FALSE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 0, 2048)) << "block 0";
@@ -103,10 +118,16 @@ TEST(IndexerKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   IndexerKernel tinyBlocks, flashBlocks;
   ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 4, 24, 6, tinyBlocks, 4));
   ASSERT_TRUE(chooseIndexerMma(2, 2, 2, 2, 32, 128, 2048, flashBlocks, 8));
-  IndexerKernel tinyWithin, flashWithin;
+  IndexerKernel tinyWithin, flashWithin, tinyGather, flashGather;
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 4, 24, 8, tinyWithin, 4, 250));
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, flashWithin, 8, 131072));
-  kernels.insert(kernels.end(), {tiny, flash, f16, tinyBlocks, flashBlocks, tinyWithin, flashWithin});
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 4, 24, 8, tinyGather, 4, 250, kIndexerMmaMaxSmem,
+                               kIndexerMmaSmemPerSm, 0, 1));
+  ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, flashGather, 8, 131072,
+                               kIndexerMmaMaxSmem, kIndexerMmaSmemPerSm, 2048));
+  ASSERT_TRUE(flashGather.gather && tinyGather.gather && !flashWithin.gather);
+  kernels.insert(kernels.end(), {tiny, flash, f16, tinyBlocks, flashBlocks, tinyWithin, flashWithin,
+                                 tinyGather, flashGather});
   std::string ptx, log;
   ASSERT_TRUE(compileIndexerPtx(kernels, "sm_90", ptx, log)) << log;
   EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);

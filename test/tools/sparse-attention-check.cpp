@@ -23,7 +23,8 @@
 // equal keys), four candidate-block cases (blocks of 1, 4, 8, 32) and five
 // top-k-within-candidates cases (mode 1: 6 to 2048 blocks of 3, 4, 8 or
 // 100 entries per row, with repeated and out-of-range block indices and
-// rows without any valid block); every row is checked against float64
+// rows without any valid block), each run twice: streaming the key tiles
+// the picks touch and gathering the picked entries; every row is checked against float64
 // scores: distinct visible entries (blocks: blocks with a visible entry,
 // the newest pinned first; mode 1: entries of the row's valid candidate
 // blocks) in score order, none left out with a higher score, ties to the
@@ -43,7 +44,9 @@
 // attn.indexer_candidates the same way (V4.1-Flash: the 2048 best blocks
 // of 8 entries); --within-time S:R,... the top-512 within those blocks
 // (the reindex layer, mode 1; its candidates made by a mode-2 run on the
-// same inputs; FLOPs: the pairs inside the candidate blocks).
+// same inputs; FLOPs: the pairs inside the candidate blocks), streaming
+// the touched key tiles and gathering the picked entries
+// (indexer_within_candidates_mma[_gather]).
 //
 // Prints one line per case and timing, exits 1 on any failure, 0 with
 // "SKIP: no GPU (<reason>)" without a driver or device. --json writes the
@@ -574,10 +577,14 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
 
 // ---- indexer (tensor-core streaming top-k) cases ---------------------------------
 
-/// The mma indexer kernel for (heads, dim, K), compiled and loaded.
+/// The mma indexer kernel for (heads, dim, K), compiled and loaded; in
+/// mode 1 gathering the picked entries (gather 1) or streaming the key
+/// tiles they touch (0).
 CUfunction indexerMmaKernel(int dt, int wt, int64_t Hi, int64_t Di, int64_t K, IndexerKernel &k,
-                            int mode = 0, int64_t block = 1, int64_t entries = -1) {
-  if (!chooseIndexerMma(mode, dt, dt, wt, Hi, Di, K, k, block, entries)) {
+                            int mode = 0, int64_t block = 1, int64_t entries = -1,
+                            int gather = 0) {
+  if (!chooseIndexerMma(mode, dt, dt, wt, Hi, Di, K, k, block, entries, kIndexerMmaMaxSmem,
+                        kIndexerMmaSmemPerSm, 0, gather)) {
     std::fprintf(stderr, "sparse-attention-check: no mma indexer variant for %lld x %lld, K %lld\n",
                  (long long)Hi, (long long)Di, (long long)K);
     std::exit(1);
@@ -656,7 +663,7 @@ std::vector<int64_t> candidateLists(int64_t S, int64_t KB, int64_t NB, int64_t r
 /// lower index, and the other slots hold T. Query row i is prompt position
 /// cs.start + i; the keys are the entries of every position up to the
 /// last query's.
-bool runIndexerCase(const IndexerCase &cs) {
+bool runIndexerCase(const IndexerCase &cs, int gather = 0) {
   std::mt19937_64 rng(uint64_t(cs.S * 17 + cs.Hi * 5 + cs.Di + cs.K + cs.start));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
   const int64_t S = cs.S, Hi = cs.Hi, Di = cs.Di, T = (cs.start + S) / cs.ratio;
@@ -699,7 +706,7 @@ bool runIndexerCase(const IndexerCase &cs) {
   check(api->cuMemcpyHtoD(dw.ptr, hw.data(), dw.bytes), "copy");
   IndexerKernel kern;
   CUfunction f = cs.scalar ? indexerScalarKernel(cs.dt, cs.wt, mode, Hi, Di, KB, kern)
-                           : indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern, mode, bs, T);
+                           : indexerMmaKernel(cs.dt, cs.wt, Hi, Di, K, kern, mode, bs, T, gather);
   // The scalar kernel's scratch: a float32 row per CTA of T entry scores
   // (mode 2: + NB block scores; mode 1: the KB * block candidate entries).
   const int64_t ctas = 16;
@@ -815,7 +822,8 @@ bool runIndexerCase(const IndexerCase &cs) {
   }
   std::printf("%s indexer-%s m%d %-26s S=%-4lld Hi=%-2lld Di=%-3lld ratio=%lld K=%-3lld "
               "start=%lld %s%s%s\n",
-              bad ? "FAIL" : "PASS", cs.scalar ? "fma" : "mma", mode, cs.name, (long long)S,
+              bad ? "FAIL" : "PASS", cs.scalar ? "fma" : kern.gather ? "mma-gather" : "mma", mode,
+              cs.name, (long long)S,
               (long long)Hi, (long long)Di, (long long)cs.ratio, (long long)K, (long long)cs.start,
               cs.dt == 1 ? "f16" : "bf16", bad ? ", first: " : "", first.c_str());
   return bad == 0;
@@ -851,8 +859,12 @@ bool runIndexerChecks() {
       {"fma, whole prompt, within blocks", 2, 2, 300, 8, 64, 2, 40, true, 8, 16, 0, true},
   };
   bool all = true;
-  for (const IndexerCase &c : cases)
+  for (const IndexerCase &c : cases) {
     all &= runIndexerCase(c);
+    // Mode 1 on tensor cores: both ways to find the picked entries.
+    if (c.within > 0 && !c.scalar)
+      all &= runIndexerCase(c, 1);
+  }
   return all;
 }
 
@@ -861,7 +873,7 @@ bool runIndexerChecks() {
 /// mode 1: the top-512 entries within 2048 candidate blocks of 8 per row
 /// (the reindex layer; here the blocks of a mode-2 run on the same inputs,
 /// as in the model).
-bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0) {
+bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0, int gather = 0) {
   const int64_t Hi = 32, Di = 128, T = S / ratio, block = mode == 0 ? 1 : 8;
   const int64_t NB = (T + block - 1) / block, KB = std::min<int64_t>(2048, NB);
   const int64_t K = mode == 2 ? KB : 512;
@@ -891,7 +903,7 @@ bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0) {
     check(api->cuCtxSynchronize(), "candidate blocks");
   }
   IndexerKernel k;
-  CUfunction f = indexerMmaKernel(2, 2, Hi, Di, K, k, mode, block, T);
+  CUfunction f = indexerMmaKernel(2, 2, Hi, Di, K, k, mode, block, T, gather);
   const int64_t smem = indexerMmaSmemBytes(k, T, block);
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, Hi, Di}, {Hi * Di, Di, 1});
@@ -919,7 +931,8 @@ bool timeIndexer(int64_t S, int64_t ratio, int reps, int mode = 0) {
   double ms = medianMs(f, ctas, 1, kIndexerMmaThreads, unsigned(smem), slots, reps);
   double tflops = flops / (ms * 1e-3) / 1e12;
   const char *kname = mode == 2   ? "indexer_candidates_mma"
-                      : mode == 1 ? "indexer_within_candidates_mma"
+                      : mode == 1 ? (k.gather ? "indexer_within_candidates_mma_gather"
+                                              : "indexer_within_candidates_mma")
                                   : "indexer_topk_mma";
   std::printf("TIME %s S=%lld ratio=%lld Hi=32 Di=128 K=%lld bf16: %.3f ms, %.1f TFLOP/s "
               "(%.3e FLOPs)\n",
@@ -1010,8 +1023,11 @@ int main(int argc, char **argv) {
     ok &= timeIndexer(indexerTimes[p], indexerTimes[p + 1], std::max(1, reps / 2));
   for (size_t p = 0; p + 1 < candidateTimes.size(); p += 2)
     ok &= timeIndexer(candidateTimes[p], candidateTimes[p + 1], std::max(1, reps / 2), 2);
-  for (size_t p = 0; p + 1 < withinTimes.size(); p += 2)
-    ok &= timeIndexer(withinTimes[p], withinTimes[p + 1], std::max(1, reps / 2), 1);
+  for (size_t p = 0; p + 1 < withinTimes.size(); p += 2) {
+    // Both ways to find the picked entries (chooseIndexerMma's rule picks one).
+    ok &= timeIndexer(withinTimes[p], withinTimes[p + 1], std::max(1, reps / 2), 1, 0);
+    ok &= timeIndexer(withinTimes[p], withinTimes[p + 1], std::max(1, reps / 2), 1, 1);
+  }
   json += "]\n";
   if (!jsonPath.empty()) {
     std::string err;

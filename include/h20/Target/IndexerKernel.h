@@ -37,20 +37,25 @@ inline constexpr int kIndexerMmaMaxCtasPerSm = 4;
 /// kernels/indexer_mma.cuh (16-bit query = keys) for heads padded to
 /// `paddedHeads` (16/32/64), head dim padded to `paddedDim` (64..256) and
 /// a candidate buffer of `cap` entries per query row, compiled for
-/// `ctasPerSm` resident CTAs per SM (__launch_bounds__' minimum blocks).
+/// `ctasPerSm` resident CTAs per SM (__launch_bounds__' minimum blocks);
+/// in mode 1 `gather`: gathered tiles of the picked entries rather than
+/// every key tile a picked block touches (H20_IDXM_GATHER).
 struct IndexerKernel {
   int queryType = 0, keyType = 0, weightType = 0;
   int mode = 0;
   bool mma = false;
   int paddedHeads = 0, paddedDim = 0, cap = 0, ctasPerSm = 1;
-  /// e.g. "h20_indexer_m0_bf16_bf16_bf16", "h20_indexer_mma_m0_bf16_bf16_h32_d128_c1024_o4".
+  bool gather = false;
+  /// e.g. "h20_indexer_m0_bf16_bf16_bf16", "h20_indexer_mma_m0_bf16_bf16_h32_d128_c1024_o4",
+  /// "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024_o3_g" (gathered).
   std::string name() const;
   /// Query rows per CTA of the mma kernel (64 / paddedHeads).
   int rowsPerCta() const { return paddedHeads > 0 ? 64 / paddedHeads : 1; }
   bool operator==(const IndexerKernel &o) const {
     return queryType == o.queryType && keyType == o.keyType && weightType == o.weightType &&
            mode == o.mode && mma == o.mma && paddedHeads == o.paddedHeads &&
-           paddedDim == o.paddedDim && cap == o.cap && ctasPerSm == o.ctasPerSm;
+           paddedDim == o.paddedDim && cap == o.cap && ctasPerSm == o.ctasPerSm &&
+           gather == o.gather;
   }
 };
 
@@ -67,18 +72,28 @@ struct IndexerKernel {
 /// `smemPerCta` bytes of shared memory per CTA at most and `smemPerSm` per
 /// SM (sm_90's by default; TargetDescription's for a target): the kernel
 /// is latency-bound, so residency first, fewer cuts second.
+/// Mode 1 gathers the picked entries (`gather`) when `gather` is 1, or
+/// when it is -1 and the entries the CTA's rows picked at most (rows per
+/// CTA x `candidateBlocks` x `block`) are at most half of `entries`: the
+/// gathered tiles cost more per entry (their list is built serially and
+/// the key rows are loaded one by one), so they win only where the marked
+/// tiles would stream much more. Measured on an H100 with 2048 blocks of
+/// 8 (16K entries a row, 2 rows a CTA): 1.35x faster than the marked
+/// tiles at 128K entries and 2.3x at 512K, 1.7x slower at 32K.
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
                       int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1,
                       int64_t entries = -1, int64_t smemPerCta = kIndexerMmaMaxSmem,
-                      int64_t smemPerSm = kIndexerMmaSmemPerSm);
+                      int64_t smemPerSm = kIndexerMmaSmemPerSm, int64_t candidateBlocks = 0,
+                      int gather = -1);
 
 /// Dynamic shared memory of one CTA of the mma kernel, in bytes: two key
 /// tiles (64 rows of paddedDim 16-bit elements each), the larger of the
 /// query block (the same size as a tile) and the candidate buffers (rows x
 /// cap x 8; they replace the query block once its fragments are in
-/// registers), the small per-row state and, in
-/// mode 1, a bit per candidate block and row (ceil(entries / block)
-/// blocks) and a bit per key tile of 64 entries, in 32-bit words.
+/// registers), the small per-row state and, in mode 1, a bit per
+/// candidate block and row (ceil(entries / block) blocks) and either a bit
+/// per key tile of 64 entries or, gathering, the entry indices of three
+/// gathered key tiles and their counts (3 x 64 + 4 words), in 32-bit words.
 int64_t indexerMmaSmemBytes(const IndexerKernel &kernel, int64_t entries = 0, int64_t block = 1);
 
 /// Dynamic shared memory of one CTA, in bytes: q[i] and weights[i] as

@@ -17,6 +17,7 @@
 #include "h20/Target/MoeKernel.h"
 #include "h20/Target/SparseAttentionKernel.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 namespace h20 {
@@ -91,7 +92,8 @@ int64_t indexerEntriesBound(Operation *op, Value keys, int64_t ratio) {
 /// kernel's padded_heads, padded_dim, cap (candidate buffer entries per
 /// query row), ctas_per_sm (its __launch_bounds__ residency, from the
 /// target's shared memory) and, in mode 1, entries (the keys its shared
-/// memory was sized for), when chooseIndexerMma takes the op; else kind
+/// memory was sized for) and gather (whether it gathers the picked
+/// entries), when chooseIndexerMma takes the op; else kind
 /// "fma" (indexer.cuh's kernel).
 void chooseIndexer(Operation *op, const h20::TargetDescription &desc) {
   auto topk = dyn_cast<h20::attn::IndexerTopKOp>(op);
@@ -108,19 +110,31 @@ void chooseIndexer(Operation *op, const h20::TargetDescription &desc) {
   Builder b(op->getContext());
   SmallVector<NamedAttribute> fields{i64(b, "ctas", 2 * desc.sms)};
   const int64_t entries = mode == 1 ? indexerEntriesBound(op, op->getOperand(1), ratio) : -1;
+  // Mode 1: the candidate blocks per row, static here or before a
+  // tensor.cast (V4.1: indexer_candidates' [S, 2048]); 0 when unknown (no
+  // gathering).
+  int64_t candidateBlocks = 0;
+  for (Value c = mode == 1 ? topk.getCandidates() : Value(); c && candidateBlocks == 0;) {
+    if (auto ct = cast<RankedTensorType>(c.getType()); !ct.isDynamicDim(1))
+      candidateBlocks = ct.getDimSize(1);
+    auto castOp = c.getDefiningOp<tensor::CastOp>();
+    c = castOp ? castOp.getSource() : Value();
+  }
   h20::IndexerKernel mma;
   const bool useMma =
       !rt.isDynamicDim(1) && !q.isDynamicDim(1) && !q.isDynamicDim(2) &&
       h20::chooseIndexerMma(mode, dtypeOf(q.getElementType()), dtypeOf(k.getElementType()),
                             dtypeOf(w.getElementType()), q.getDimSize(1), q.getDimSize(2),
                             rt.getDimSize(1), mma, block, entries, desc.smemPerBlock,
-                            desc.smemPerSM);
+                            desc.smemPerSM, candidateBlocks);
   fields.push_back(b.getNamedAttr("kind", b.getStringAttr(useMma ? "mma" : "fma")));
   if (useMma) {
     fields.append({i64(b, "padded_heads", mma.paddedHeads), i64(b, "padded_dim", mma.paddedDim),
                    i64(b, "cap", mma.cap), i64(b, "ctas_per_sm", mma.ctasPerSm)});
-    if (mode == 1)
+    if (mode == 1) {
       fields.push_back(i64(b, "entries", entries));
+      fields.push_back(b.getNamedAttr("gather", b.getBoolAttr(mma.gather)));
+    }
   }
   op->setAttr("h20.kernel", b.getDictionaryAttr(fields));
 }

@@ -28,7 +28,7 @@ std::string IndexerKernel::name() const {
   if (mma)
     return std::string("h20_indexer_mma_m") + std::to_string(mode) + "_" + typeName(queryType) + "_" + typeName(weightType) +
            "_h" + std::to_string(paddedHeads) + "_d" + std::to_string(paddedDim) + "_c" +
-           std::to_string(cap) + "_o" + std::to_string(ctasPerSm);
+           std::to_string(cap) + "_o" + std::to_string(ctasPerSm) + (gather ? "_g" : "");
   return std::string("h20_indexer_m") + std::to_string(mode) + "_" + typeName(queryType) + "_" +
          typeName(keyType) + "_" + typeName(weightType);
 }
@@ -51,15 +51,19 @@ int64_t indexerMmaSmemBytes(const IndexerKernel &k, int64_t entries, int64_t blo
     const int64_t t = std::max<int64_t>(entries, 0), b = std::max<int64_t>(block, 1);
     const int64_t blocks = (t + b - 1) / b, tiles = (t + 63) / 64;
     bytes = (bytes + 15) / 16 * 16;
+    if (k.gather)
+      bytes += 3 * 64 * 4 + 4 * 4; // three gathered tiles' entries, their counts
     bytes += rows * ((blocks + 31) / 32) * 4; // a bit per candidate block and row
-    bytes += (tiles + 31) / 32 * 4;           // a bit per key tile
+    if (!k.gather)
+      bytes += (tiles + 31) / 32 * 4; // a bit per key tile
   }
   return (bytes + 15) / 16 * 16;
 }
 
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
                       int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block,
-                      int64_t entries, int64_t smemPerCta, int64_t smemPerSm) {
+                      int64_t entries, int64_t smemPerCta, int64_t smemPerSm,
+                      int64_t candidateBlocks, int gather) {
   // Mode 2's block maxima are segmented shuffles within a warp.
   const bool blockOk = block >= 1 && block <= 32 && (block & (block - 1)) == 0;
   const bool candidatesOk = block >= 1 && entries >= 0 && entries < (int64_t(1) << 31);
@@ -73,6 +77,10 @@ bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int6
   c.mma = true;
   c.paddedHeads = heads <= 16 ? 16 : heads <= 32 ? 32 : 64;
   c.paddedDim = static_cast<int>((dim + 63) / 64 * 64);
+  if (mode == 1)
+    c.gather = gather >= 0 ? gather != 0
+                           : candidateBlocks > 0 && entries > 0 &&
+                                 2 * c.rowsPerCta() * candidateBlocks * block <= entries;
   // The buffer holds the K kept and one tile of 64 newcomers, and the
   // power of two >= K that the final sort takes. A larger buffer cuts less
   // often (a cut per cap - K newcomers; beyond 2K cuts are rare), a smaller
@@ -120,6 +128,7 @@ std::string indexerProgramSource(const std::vector<IndexerKernel> &kernels) {
                                     {"H20_IDXM_CAP", std::to_string(k.cap)},
                                     {"H20_IDXM_MINB", std::to_string(k.ctasPerSm)},
                                     {"H20_IDXM_MODE", std::to_string(k.mode)},
+                                    {"H20_IDXM_GATHER", k.gather ? "1" : "0"},
                                     {"H20_IDXM_NAME", name}});
       continue;
     }

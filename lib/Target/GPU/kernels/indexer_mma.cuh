@@ -18,8 +18,10 @@
 // 64, at most 256), H20_IDXM_CAP (candidate buffer per query row, a
 // multiple of 64 >= K + 64 and >= the power of two >= K), H20_IDXM_MODE
 // (0 entries, 1 entries within candidate blocks, 2 candidate blocks of a
-// block size dividing 32), H20_IDXM_MINB (the CTAs per SM it is compiled
-// for: __launch_bounds__' minimum) and H20_IDXM_NAME, then includes it.
+// block size dividing 32), H20_IDXM_GATHER (mode 1: 1 gathers the picked
+// entries, 0 streams the key tiles they touch), H20_IDXM_MINB (the CTAs
+// per SM it is compiled for: __launch_bounds__' minimum) and
+// H20_IDXM_NAME, then includes it.
 //
 // Work split: a CTA of 4 warps owns R = 64 / HP consecutive query rows, the
 // 64 (row, head) pairs forming the MMA's M (padding rows are zero); CTAs
@@ -41,11 +43,16 @@
 // visible entry never enter, and empty slots hold NB = ceil(T / block).
 // Mode 1 reads each row's candidate blocks (cand [S, KB], indices into
 // the NB = ceil(T / block) blocks; others are ignored, repeats count once)
-// into a bit per block and row in shared memory, marks the key tiles
-// holding a visible candidate entry of any of the CTA's rows, and streams
-// only those tiles (a row with 2048 blocks of 8 among 64K skips most of
-// the keys); an entry enters the selection as in mode 0 when its block's
-// bit is set.
+// into a bit per block and row in shared memory. Then, with
+// H20_IDXM_GATHER 0, it marks the key tiles holding a visible candidate
+// entry of any of the CTA's rows and streams only those tiles (every tile
+// a picked block touches); with H20_IDXM_GATHER 1 it streams gathered
+// tiles: the visible entries of the blocks any of the CTA's rows picked,
+// 64 to a tile, their key rows loaded by index (a row with 2048 blocks of
+// 8 among 128K entries scores ~16K entries, not the ~7/8 of the key tiles
+// they touch; where the picks cover much of the keys the marked tiles are
+// cheaper: IndexerKernel.h, chooseIndexerMma). An entry enters the
+// selection as in mode 0 when its block's bit is set for the row.
 //
 // Kernel parameters follow MLIR's expanded memref descriptor, as
 // indexer.cuh's (the candidates and scratch views are not read).
@@ -303,7 +310,16 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, quad = lane & 3;
   const i64 S = q_d0, Hi = q_d1, Di = q_d2, T = k_d0, K = out_d1;
-#if H20_IDXM_MODE == 1
+#if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
+  // After the counts, 16-byte aligned (indexerMmaSmemBytes): the entries
+  // of three gathered tiles (gatherFill, below) and their counts, then per
+  // row a bit per candidate block.
+  const i64 NBall = (T + block - 1) / block, blockWords = (NBall + 31) / 32;
+  const u64 used = static_cast<u64>(reinterpret_cast<unsigned char *>(flag + 1) - smem);
+  int *tcol = reinterpret_cast<int *>(smem + (used + 15) / 16 * 16); // [3][64]
+  int *tcnt = tcol + 3 * H20_IDXM_TILE;                                // [4]
+  u32 *blockBits = reinterpret_cast<u32 *>(tcnt + 4);                  // [R][blockWords]
+#elif H20_IDXM_MODE == 1
   // After the counts, 16-byte aligned (indexerMmaSmemBytes): per row a bit
   // per candidate block, then a bit per key tile holding a visible
   // candidate entry of any of the CTA's rows.
@@ -364,14 +380,20 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     unsigned char *dstp = ks + stage * H20_IDXM_TILE * DP * 2;
     for (int e = tid; e < H20_IDXM_TILE * CHUNKS; e += H20_IDXM_THREADS) {
       const int r = e / CHUNKS, c = e % CHUNKS;
+#if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
+      const i64 t = tcol[(tile % 3) * H20_IDXM_TILE + r]; // -1: none (then t < T fails below)
+      const bool row = t >= 0;
+#else
       const i64 t = tile * H20_IDXM_TILE + r;
+      const bool row = true;
+#endif
       if (kVec) {
-        const bool in = t < T && c * 8 < Di;
+        const bool in = row && t < T && c * 8 < Di;
         h20CpAsync16(dst + h20Swizzle(r, c * 8, DP), in ? k + k_off + t * k_s0 + c * 8 : k + k_off, in ? 16 : 0);
       } else {
         for (int d = c * 8; d < c * 8 + 8; ++d)
           *reinterpret_cast<u16 *>(dstp + h20Swizzle(r, d, DP)) =
-              t < T && d < Di ? k[k_off + t * k_s0 + d * k_s1] : u16(0);
+              row && t < T && d < Di ? k[k_off + t * k_s0 + d * k_s1] : u16(0);
       }
     }
   };
@@ -383,7 +405,11 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   i64 cur = tiles > 0 ? 0 : kNoTile, nxt = tiles > 1 ? 1 : kNoTile;
 #if H20_IDXM_MODE == 1
   // The rows' candidate blocks as bits (out-of-range indices ignored,
-  // repeats count once) and the tiles their visible entries touch.
+  // repeats count once) and, streaming marked tiles, the tiles their
+  // visible entries touch.
+#if H20_IDXM_GATHER
+  constexpr i64 tileWords = 0;
+#endif
   for (i64 e = tid; e < R * blockWords + tileWords; e += H20_IDXM_THREADS)
     blockBits[e] = 0;
   __syncthreads();
@@ -395,11 +421,68 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     if (b < 0 || b >= NBall || b * block >= vis)
       continue;
     atomicOr(&blockBits[r * blockWords + b / 32], 1u << (b % 32));
+#if !H20_IDXM_GATHER
     const i64 last = ((b + 1) * block < vis ? (b + 1) * block : vis) - 1;
     for (i64 x = b * block / H20_IDXM_TILE; x <= last / H20_IDXM_TILE; ++x)
       atomicOr(&tileBits[x / 32], 1u << (x % 32));
+#endif
   }
   __syncthreads();
+#if H20_IDXM_GATHER
+  // Gathered tiles: the visible entries of the blocks any of the CTA's
+  // rows picked, in increasing order, 64 to a tile (ordinal j in slot
+  // j % 3 of tcol, -1 past the last; its count in tcnt). Thread 0 keeps the
+  // cursor: the block being emitted (-1: none), its next entry, and the
+  // block to search from.
+  i64 gBlock = -1, gNext = 0, gFrom = 0;
+  auto nextUnionBlock = [&](i64 from) -> i64 {
+    i64 wi = from / 32;
+    if (wi >= blockWords)
+      return -1;
+    auto unionWord = [&](i64 w) {
+      u32 u = 0;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        u |= blockBits[r * blockWords + w];
+      return u;
+    };
+    u32 word = unionWord(wi) & (~0u << (from % 32));
+    while (word == 0 && ++wi < blockWords)
+      word = unionWord(wi);
+    return word ? wi * 32 + __ffs(static_cast<int>(word)) - 1 : -1;
+  };
+  auto gatherFill = [&](int slot) {
+    int n = 0;
+    while (n < H20_IDXM_TILE) {
+      if (gBlock < 0) {
+        gBlock = nextUnionBlock(gFrom);
+        if (gBlock < 0)
+          break;
+        gNext = gBlock * block;
+      }
+      const i64 end = (gBlock + 1) * block < visMax ? (gBlock + 1) * block : visMax;
+      while (n < H20_IDXM_TILE && gNext < end)
+        tcol[slot * H20_IDXM_TILE + n++] = static_cast<int>(gNext++);
+      if (gNext >= end) {
+        gFrom = gBlock + 1;
+        gBlock = -1;
+      }
+    }
+    for (int c = n; c < H20_IDXM_TILE; ++c)
+      tcol[slot * H20_IDXM_TILE + c] = -1;
+    tcnt[slot] = n;
+  };
+  if (tid == 0) {
+    gatherFill(0);
+    if (tcnt[0] > 0)
+      gatherFill(1);
+    else
+      tcnt[1] = 0;
+  }
+  __syncthreads();
+  cur = tcnt[0] > 0 ? 0 : kNoTile;
+  nxt = tcnt[1] > 0 ? 1 : kNoTile;
+#else
   // The first marked tile >= from (every thread, the same answer).
   auto nextTile = [&](i64 from) -> i64 {
     i64 wi = from / 32;
@@ -412,6 +495,7 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   };
   cur = nextTile(0);
   nxt = cur != kNoTile ? nextTile(cur + 1) : kNoTile;
+#endif // H20_IDXM_GATHER
 #endif
   if (cur != kNoTile)
     loadTile(cur, 0);
@@ -435,10 +519,25 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     if (nxt != kNoTile) {
       loadTile(nxt, stage ^ 1);
       h20CpAsyncCommit();
-      h20CpAsyncWait<1>();
-    } else {
-      h20CpAsyncWait<0>();
     }
+#if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
+    // The tile after next, into the slot of the tile scored last time
+    // (while the loads are in flight). Safe because every thread finished
+    // scoring that tile before the barriers that open
+    // idxmCutFullBuffers; a change there must keep a barrier here.
+    // Thread 0 alone builds the list: where that shows in a profile, let
+    // warp 0 build it.
+    if (tid == 0) {
+      if (nxt != kNoTile)
+        gatherFill(static_cast<int>((tile + 2) % 3));
+      else
+        tcnt[(tile + 2) % 3] = 0;
+    }
+#endif
+    if (nxt != kNoTile)
+      h20CpAsyncWait<1>();
+    else
+      h20CpAsyncWait<0>();
     __syncthreads();
     const u32 kt = ksAddr + stage * H20_IDXM_TILE * DP * 2;
     float acc[8][4];
@@ -472,7 +571,11 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     // Row r's scores: the sum over its HP / 16 warps; candidates enter.
     for (int e = tid; e < R * 64; e += H20_IDXM_THREADS) {
       const int r = e / 64, c = e % 64;
+#if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
+      const i64 t = tcol[(tile % 3) * H20_IDXM_TILE + c]; // -1 past the gathered entries
+#else
       const i64 t = tile * H20_IDXM_TILE + c;
+#endif
       const i64 i = i0 + r;
       float s = 0.0f;
 #pragma unroll
@@ -494,8 +597,9 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
       }
 #else
 #if H20_IDXM_MODE == 1
-      const i64 b = t / block; // a visible entry of one of the row's candidate blocks
-      const bool enters = t < vis && ((blockBits[r * blockWords + b / 32] >> (b % 32)) & 1u);
+      // A visible entry of one of the row's own candidate blocks.
+      const bool enters = t >= 0 && t < vis &&
+                          ((blockBits[r * blockWords + t / block / 32] >> (t / block % 32)) & 1u);
 #else
       const bool enters = t < vis;
 #endif
@@ -509,7 +613,9 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     // A buffer that could overflow on the next tile is cut to its K best.
     idxmCutFullBuffers<CAP, R>(buf, tau, cnt, flag, hist, st, K, tid);
     cur = nxt;
-#if H20_IDXM_MODE == 1
+#if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
+    nxt = cur != kNoTile && tcnt[(cur + 1) % 3] > 0 ? cur + 1 : kNoTile;
+#elif H20_IDXM_MODE == 1
     nxt = cur != kNoTile ? nextTile(cur + 1) : kNoTile;
 #else
     nxt = cur != kNoTile && cur + 1 < tiles ? cur + 1 : kNoTile;
