@@ -79,12 +79,15 @@ for a in "${arts[@]}"; do
     --profile-steps --report "$res/$name.profile.json" >"$res/$name.profile.log" 2>&1 || {
     echo "v41-flash-deep: $name profile failed (see $res/$name.profile.log)" >&2; failed=1; }
 done
-python3 - "$res" "${bf16_rate:-0}" "${fp8_rate:-0}" "$here" <<'PY'
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+python3 - "$res" "${bf16_rate:-0}" "${fp8_rate:-0}" "$here" "$gpu" <<'PY'
 import glob, json, os, sys
 res, bf16, fp8 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 
 sys.path.insert(0, sys.argv[4])  # bench/, for v41_flops.py
-from v41_flops import flops  # noqa: E402
+from v41_flops import flops, model_table, rates_for  # noqa: E402
+# The cost model's rates for this GPU (gpu-bundle.sh writes cost-model.json).
+target, rates = rates_for(os.path.join(sys.argv[4], "cost-model.json"), sys.argv[5])
 
 def per_layer(prog, profile):
     """Profiled ms per layer (a layer ends at its experts' last combine) and per step kind."""
@@ -121,7 +124,10 @@ for p in sorted(glob.glob(f"{res}/v41-flash-deep*.S*.report.json")):
            "floor_fp8_ms": floor_fp8}
     prof = f"{res}/{name}.profile.json"
     if os.path.exists(prof):
-        row["profile_layer_ms"], row["profile_kind_ms"] = per_layer(prog, json.load(open(prof)))
+        profile = json.load(open(prof))
+        row["profile_layer_ms"], row["profile_kind_ms"] = per_layer(prog, profile)
+        if rates:
+            row["model_table"] = model_table(prog, S, profile, rates, target)
     rows.append(row)
 json.dump({"gemm_tflops_bf16": bf16, "gemm_tflops_fp8": fp8, "runs": rows},
           open(f"{res}/v41-flash-deep.json", "w"), indent=1)
@@ -146,6 +152,8 @@ with open(f"{res}/v41-flash-deep.md", "w") as out:
             out.write(f"\n{r['model']} step profile (ms, no CUDA graphs): per layer "
                       + ", ".join(f"{v:.0f}" for v in r["profile_layer_ms"]) + " (last: norm + head)\n")
             out.write("by kind: " + ", ".join(f"{k} {v:.0f}" for k, v in list(r["profile_kind_ms"].items())[:12]) + "\n")
+        if "model_table" in r:
+            out.write("\n" + r["model_table"] + "\n")
 print(open(f"{res}/v41-flash-deep.md").read())
 PY
 # One archive (the device tool returns a limited number of files).

@@ -49,6 +49,10 @@ if [[ $mode == compile ]]; then
     done
   done
   cp "$0" "$here/v41-project.py" "$here/v41_flops.py" "$bundle/bench/"
+  # The cost model's kernel rates per target (a module without work).
+  echo 'module {}' >"$work/empty.mlir"
+  "$bin/h20-opt" "$work/empty.mlir" -o /dev/null \
+    --h20-predict-prefill="targets=h20,h100,h200,h800 gpus=1 output=$bundle/bench/cost-model.json" >/dev/null
   exit 0
 fi
 [[ $mode == run ]] || { echo "v41-solo-rank.sh: mode must be compile or run" >&2; exit 2; }
@@ -134,6 +138,20 @@ if [[ -f $here/v41-project.py ]]; then
     >"$res/v41-solo.program.json" 2>/dev/null && prog=(--program "$res/v41-solo.program.json")
   python3 "$here/v41-project.py" "$res/v41-solo-rank.json" "${prog[@]}" |
     tee "$res/v41-solo-rank.projection.md"
+fi
+# The profiled rank beside h20's cost model, by kernel kind (cost-model.json
+# from the compile step; bench/v41_flops.py).
+if [[ -n $first && -s $res/v41-solo.program.json && -f $res/v41-solo.S$first.profile.json ]]; then
+  python3 - "$here" "$res/v41-solo.program.json" "$res/v41-solo.S$first.profile.json" "$first" \
+    "$gpu" <<'PY' | tee "$res/v41-solo-rank.model.md"
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from v41_flops import model_table, rates_for
+target, rates = rates_for(os.path.join(sys.argv[1], "cost-model.json"), sys.argv[5])
+if rates:
+    prog, prof = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+    print(model_table(prog, int(sys.argv[4]), prof, rates, target))
+PY
 fi
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT/bench"

@@ -65,3 +65,113 @@ def flops(prog, S):
                 ratio = s["args"][6]["i64"]
                 f["indexer"] += hd * S * (S + 1) / (2.0 * ratio)
     return f
+
+
+KINDS = ("gemm_bf16", "gemm_fp8", "experts_fp4", "attention", "indexer", "memory_bound", "other")
+
+
+def kind_of(s):
+    """The kind of a program step, as flops() and model_ms() count it."""
+    if s["op"] == "gemm":
+        return "gemm_fp8" if s["dtype_a"].startswith("float8") else "gemm_bf16"
+    if s["op"] != "launch":
+        return "other"
+    k = s["kernel"]
+    if k.startswith("h20_moe_fp4_gemm"):
+        return "experts_fp4"
+    if k.startswith("h20_sparse_attn"):
+        return "attention"
+    if k.startswith("h20_indexer"):
+        return "indexer"
+    if k.startswith("h20_main_kernel"):
+        return "memory_bound"
+    return "other"
+
+
+def launch_bytes(prog, s):
+    """Bytes a generated (memory-bound) kernel moves, a model: every memref
+    operand once at its constant (chunk-local) size, a weight's at most the
+    size of the largest other operand (a gather reads the rows it needs)."""
+    bufs = prog["gpu"]["buffers"]
+    width = {"float32": 4, "int64": 8, "int32": 4, "bfloat16": 2, "float16": 2, "int8": 1,
+             "uint8": 1, "float8_e4m3fn": 1, "bool": 1}
+    ops = []
+    for a in s["args"]:
+        m = a.get("memref")
+        if not m:
+            continue
+        n = 1
+        for d in m["sizes"]:
+            n *= max(const(d), 1)
+        b = bufs[m["buffer"]] if m["buffer"] < len(bufs) else {}
+        ops.append((n * width.get(b.get("dtype"), 2), b.get("kind") == "weight"))
+    act = max((n for n, w in ops if not w), default=0)
+    return sum(min(n, act) if w and act else n for n, w in ops)
+
+
+def model_ms(prog, S, rates):
+    """The cost model's time per kind for one S-token prefill of `prog`:
+    flops() of each V4.1 kernel kind at the rate h20's cost model assumes on
+    the target (`rates`: h20-predict-prefill's kernel_rates entry, i.e.
+    v41KernelRates in PrefillCostModel.h), the generated kernels'
+    launch_bytes() at its memory rate. bf16 GEMMs and the other steps are
+    not priced here (None)."""
+    f = flops(prog, S)
+    g = prog["gpu"]
+    C = g["chunking"]["chunk"] if g.get("chunking") else S
+    mem = sum(launch_bytes(prog, s) for s in g["steps"] if kind_of(s) == "memory_bound") * S / C
+
+    def at(x, tflops):
+        return x / (tflops * 1e12) * 1e3 if tflops else None
+
+    return {"gemm_bf16": None, "gemm_fp8": at(f["gemm_fp8"], rates.get("fp8_gemm_tflops")),
+            "experts_fp4": at(f["experts_fp4"], rates.get("fp4_experts_tflops")),
+            "attention": at(f["attention"], rates.get("sparse_attention_tflops")),
+            "indexer": at(f["indexer"], rates.get("indexer_tflops")),
+            "memory_bound": mem / (rates["memory_gbytes_per_s"] * 1e9) * 1e3
+            if rates.get("memory_gbytes_per_s") else None,
+            "other": None}
+
+
+def measured_ms(prog, profile):
+    """A --profile-steps report's step times summed by kind_of()."""
+    steps = prog["gpu"]["steps"]
+    out = dict.fromkeys(KINDS, 0.0)
+    for p in profile["step_profile"]["steps"]:
+        i = p.get("step")
+        if i is not None and i < len(steps):
+            out[kind_of(steps[i])] += p.get("ms", 0.0)
+    return out
+
+
+def model_table(prog, S, profile, rates, target):
+    """Markdown: measured ms beside the cost model's, per kind."""
+    m, p = measured_ms(prog, profile), model_ms(prog, S, rates)
+    lines = [f"Measured (--profile-steps) beside h20's cost model for {target} "
+             "(v41KernelRates; a model, not a measurement), by kind:", "",
+             "| kind | measured ms | model ms | measured / model |", "| --- | --- | --- | --- |"]
+    for k in KINDS:
+        mm, pp = m[k], p[k]
+        lines.append(f"| {k} | {mm:.0f} | " + (f"{pp:.0f} | {mm / pp:.2f}" if pp else "n/a | n/a") + " |")
+    return "\n".join(lines)
+
+
+def target_of(gpu_name):
+    """h20's target name for an nvidia-smi GPU name (None if not a Hopper it knows)."""
+    n = gpu_name.upper()
+    for t in ("H200", "H100", "H800", "H20"):
+        if t in n:
+            return t.lower()
+    return None
+
+
+def rates_for(path, gpu_name):
+    """(target, kernel rates) from a cost-model.json that h20-predict-prefill
+    wrote (kernel_rates), for this GPU; (None, None) when unavailable."""
+    import json
+    import os
+    t = target_of(gpu_name or "")
+    if not t or not os.path.exists(path):
+        return None, None
+    rates = json.load(open(path)).get("kernel_rates", {}).get(t)
+    return (t, rates) if rates else (None, None)

@@ -404,6 +404,12 @@ if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
   fi
   rm -rf "$fl"
   cp "$root/bench/v41-flash-deep.sh" "$root/bench/v41_flops.py" "$out/bench/"
+  # The cost model's kernel rates per target (a module without work), for
+  # the benchmarks' measured-beside-model tables.
+  echo 'module {}' >"$out/bench/empty.mlir"
+  "$build/bin/h20-opt" "$out/bench/empty.mlir" -o /dev/null \
+    --h20-predict-prefill="targets=h20,h100,h200,h800 gpus=1 output=$out/bench/cost-model.json" >/dev/null
+  rm -f "$out/bench/empty.mlir"
   cp "$root"/bench/{run-bench.sh,l2-attribution.sh,cp-scaling.sh,attn_torch.py,attn_check_torch.py,attn-variants.sh,ttft_torch.py,cuda_timing.py,summarize.py,plot.py} "$out/bench/"
   commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   dirty=false

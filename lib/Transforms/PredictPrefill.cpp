@@ -100,7 +100,8 @@ struct PredictPrefillPass : h20::impl::PredictPrefillBase<PredictPrefillPass> {
       os << line;
     }
     auto print = [&](const TargetDescription &t, const PrefillPrediction &p) {
-      double tflopsPerGpu = p.flops / (p.totalMs * 1e-3) / p.gpus / 1e12;
+      // 0 for a module without work (not NaN: the JSON must stay valid).
+      double tflopsPerGpu = p.totalMs > 0 ? p.flops / (p.totalMs * 1e-3) / p.gpus / 1e12 : 0.0;
       const char *commName = p.plan == "tensor" ? "all_reduce_ms" : "ring_comm_ms";
       std::snprintf(line, sizeof line,
                     "target=%s gpus=%lld %spredicted_ms=%.3f attention_ms=%.3f gemm_ms=%.3f "
@@ -149,6 +150,20 @@ struct PredictPrefillPass : h20::impl::PredictPrefillBase<PredictPrefillPass> {
     os.flush();
     if (output.empty())
       return;
+    // The rates behind the V4.1 kernel and memory-bound estimates, per
+    // target: what a benchmark divides its measured work by to print the
+    // model's time per kernel kind beside the measured one.
+    llvm::json::Object rates;
+    for (const TargetDescription *t : descs) {
+      const V41KernelRates k = v41KernelRates(*t);
+      rates[t->name.str()] = llvm::json::Object{
+          {"sparse_attention_tflops", k.sparseAttention / 1e12},
+          {"indexer_tflops", k.indexer / 1e12},
+          {"fp4_experts_tflops", k.fp4Experts / 1e12},
+          {"experts_tflops", k.experts / 1e12},
+          {"fp8_gemm_tflops", k.fp8Gemm / 1e12},
+          {"memory_gbytes_per_s", k.memoryBytesPerS / 1e9}};
+    }
     llvm::json::Object doc{
         {"what", "predicted prefill time from h20's cost model (TileCostModel.h, "
                  "h20-predict-prefill): a model, not a measurement"},
@@ -167,7 +182,8 @@ struct PredictPrefillPass : h20::impl::PredictPrefillBase<PredictPrefillPass> {
          "parallelism: one rank's split program, plus its all-reduces (2 (N-1)/N of the "
          "bytes at half the NVLink figure, and an assumed 20 us per call, one per op per "
          "chunk), not overlapped"},
-        {"predictions", std::move(predictions)}};
+        {"predictions", std::move(predictions)},
+        {"kernel_rates", std::move(rates)}};
     std::error_code ec;
     llvm::raw_fd_ostream f(output, ec);
     if (ec) {

@@ -73,6 +73,25 @@ double v41KernelMs(double flops, double share, bool fp8, const TargetDescription
   return (tensor + rest) * 1e3;
 }
 
+V41KernelRates v41KernelRates(const TargetDescription &t) {
+  // Any work size gives the same rate: the model is linear in flops.
+  constexpr double kFlops = 1e15;
+  auto rate = [&](double share, bool fp8) {
+    const double ms = v41KernelMs(kFlops, share, fp8, t);
+    return ms > 0 ? kFlops / (ms * 1e-3) : 0.0;
+  };
+  const V41Rates &r = kV41Rates;
+  const bool fp8 = t.fp8Flops > 0;
+  V41KernelRates k;
+  k.sparseAttention = rate(r.sparseAttention, false);
+  k.indexer = rate(r.indexer, false);
+  k.fp4Experts = rate(r.fp4Experts, false);
+  k.experts = rate(r.experts, false);
+  k.fp8Gemm = rate(fp8 ? r.fp8Gemm : r.experts, fp8);
+  k.memoryBytesPerS = kMemoryEfficiency * t.hbmBytesPerS;
+  return k;
+}
+
 namespace {
 
 Compute computeOn(const PrefillWork &w, const TargetDescription &t) {

@@ -32,6 +32,14 @@
 // JSON-DAG: "seq_len": 65536
 // JSON-DAG: "gpus": 8
 // JSON-DAG: "target": "h20"
+// The rates behind DeepSeek-V4.1's kernel estimates on the H20 (78 SMs,
+// 148 / 296 TFLOP/s): a kernel at 17% of an H200's peak keeps 66 TFLOP/s,
+// not 17% of 148; memory-bound kernels at 80% of 4.0 TB/s.
+// JSON-DAG: "kernel_rates": {
+// JSON-DAG: "indexer_tflops": 66.17
+// JSON-DAG: "fp4_experts_tflops": 73.52
+// JSON-DAG: "fp8_gemm_tflops": 251.7
+// JSON-DAG: "memory_gbytes_per_s": 3200
 
 // The L20 has no NVLink: one GPU only.
 // PCIE: target=l20 gpus=1 predicted_ms=

@@ -75,6 +75,18 @@ constexpr double kV41ReferenceBf16Flops = 989e12, kV41ReferenceFp8Flops = 1979e1
 /// such peak.
 double v41KernelMs(double flops, double share, bool fp8, const TargetDescription &t);
 
+/// The rates this model assumes on target `t` for DeepSeek-V4.1's kernel
+/// kinds (FLOP/s: flops / v41KernelMs(flops, share of kV41Rates, ...)) and
+/// for memory-bound kernels (bytes/s: 80% of HBM bandwidth), so that a
+/// benchmark can print the model's time per kernel kind beside the
+/// measured one (bench/v41-flash-deep.sh, bench/v41-solo-rank.sh). 0 for a
+/// kind the target has no peak for.
+struct V41KernelRates {
+  double sparseAttention = 0, indexer = 0, fp4Experts = 0, experts = 0, fp8Gemm = 0;
+  double memoryBytesPerS = 0;
+};
+V41KernelRates v41KernelRates(const TargetDescription &t);
+
 /// Collects the work of every op of `module` (attn level; dynamic dims are
 /// `seqLen`; float elements are `elementBytes` wide).
 PrefillWork collectPrefillWork(mlir::ModuleOp module, int64_t seqLen, int64_t elementBytes);
