@@ -300,11 +300,13 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   flg=$(mktemp -d)
   "$py" "$root/models/deepseek_v41/export.py" --graph-only flash-layers "$flg" --layers 2 \
     --logits last --fp8-linears --fp4-experts >/dev/null
+  # Chunks of 8448 (not the MoE default, 32768 here): up to 8 virtual
+  # ranks share one GPU, each with its own arena.
   flash_art() { # NAME H20-OPT ARGS...
     local name=$1
     shift
     "$build/bin/h20-opt" "$flg/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
-      --max-positions=32768 "$@" -o "$out/art/$name.h20" 2>/dev/null
+      --max-positions=32768 --chunk=8448 "$@" -o "$out/art/$name.h20" 2>/dev/null
   }
   flash_art v41-flash-l2.S32768
   for t in 2 4 8; do

@@ -241,6 +241,12 @@ TileChoice chooseRowsTiles(const RowsShape &s, const TargetDescription &t) {
   return c;
 }
 
+int64_t moePrefillChunkGoal(int64_t experts, int64_t topK) {
+  if (experts < 1 || topK < 1)
+    return 0;
+  return (kMoeRowsPerExpertPerChunk * experts + topK - 1) / topK;
+}
+
 int64_t defaultPrefillChunk(const TargetDescription &t, int64_t blockM, int64_t goal) {
   int64_t sms = std::max<int64_t>(t.sms, 1);
   int64_t unit = std::max<int64_t>(blockM, 1) * (sms % 2 == 0 ? sms / 2 : sms);

@@ -109,4 +109,17 @@ TEST(TileCostModel, DefaultPrefillChunkFillsWholeWaves) {
   EXPECT_EQ(defaultPrefillChunk(*findTarget("h200"), 64, 8192), 8448);
 }
 
+TEST(TileCostModel, MoeChunkGoalGivesEveryExpert512Rows) {
+  // V4.1-Flash: 384 experts, top 6: 512 x 384 / 6 = 32768 tokens, in whole
+  // waves 33792 on an H200 and 34944 (7 x 4992) on an H20.
+  EXPECT_EQ(moePrefillChunkGoal(384, 6), 32768);
+  EXPECT_EQ(defaultPrefillChunk(*findTarget("h200"), 128, moePrefillChunkGoal(384, 6)), 33792);
+  EXPECT_EQ(defaultPrefillChunk(*findTarget("h20"), 128, moePrefillChunkGoal(384, 6)), 34944);
+  // Few experts: under the dense goal (8192), which then decides.
+  EXPECT_EQ(moePrefillChunkGoal(8, 2), 2048);
+  EXPECT_EQ(moePrefillChunkGoal(5, 3), 854); // 853.3 tokens, rounded up
+  EXPECT_EQ(moePrefillChunkGoal(0, 6), 0);
+  EXPECT_EQ(moePrefillChunkGoal(384, 0), 0);
+}
+
 } // namespace

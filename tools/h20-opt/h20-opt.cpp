@@ -91,8 +91,9 @@ static llvm::cl::opt<std::string> logitsMode(
     llvm::cl::cat(compileCategory), llvm::cl::value_desc("all|last"), llvm::cl::init("all"));
 static llvm::cl::opt<int64_t> chunkTokens(
     "chunk",
-    llvm::cl::desc("GPU targets: tokens per prefill chunk (0: about 8192, a whole number of "
-                   "attention waves on the target, at most max-positions)"),
+    llvm::cl::desc("GPU targets: tokens per prefill chunk (0: about 8192, or with routed "
+                   "experts 512 rows an expert, a whole number of attention waves on the "
+                   "target, at most max-positions)"),
     llvm::cl::cat(gpuCategory), llvm::cl::value_desc("tokens"), llvm::cl::init(0));
 static llvm::cl::opt<std::string> computeType(
     "compute-type",
@@ -526,7 +527,22 @@ struct ChunkPlan {
   int64_t maxPositions = 0, chunk = 0, capacity = 0;
 };
 
-ChunkPlan chooseChunk() {
+/// The largest moePrefillChunkGoal of `module`'s routed-experts ops
+/// (onnx.h20.RoutedExperts[Mxfp4]: router [Dm, E], top_k), 0 without any.
+int64_t moeChunkGoal(ModuleOp module) {
+  int64_t goal = 0;
+  module.walk([&](Operation *op) {
+    if (!isa<h20::onnx::H20RoutedExpertsOp, h20::onnx::H20RoutedExpertsMxfp4Op>(op))
+      return;
+    auto router = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    auto topK = op->getAttrOfType<IntegerAttr>("top_k");
+    if (router && router.getRank() == 2 && !router.isDynamicDim(1) && topK)
+      goal = std::max(goal, h20::moePrefillChunkGoal(router.getDimSize(1), topK.getInt()));
+  });
+  return goal;
+}
+
+ChunkPlan chooseChunk(ModuleOp module) {
   ChunkPlan c;
   c.maxPositions = maxPositions > 0 ? maxPositions.getValue() : 8192;
   // A chunk longer than the longest prompt only costs memory: clamp it.
@@ -535,9 +551,13 @@ ChunkPlan chooseChunk() {
   // 2741 ms in 8192-token chunks against 2799 ms in 2048-token ones: bigger
   // GEMMs, fewer launches; bench/results/chunk-size-h200.json), rounded to
   // a whole number of attention waves on the target (defaultPrefillChunk).
+  // A model with routed experts: at least the chunk that gives each expert
+  // kMoeRowsPerExpertPerChunk rows (V4.1-Flash: 33792 on an H200).
   const h20::TargetDescription *desc = h20::findTarget(targetName);
-  int64_t defaultChunk = desc && desc->computeCapability > 0 ? h20::defaultPrefillChunk(*desc)
-                                                             : 8192;
+  const int64_t goal = std::max<int64_t>(8192, moeChunkGoal(module));
+  int64_t defaultChunk = desc && desc->computeCapability > 0
+                             ? h20::defaultPrefillChunk(*desc, 128, goal)
+                             : 8192;
   c.chunk = std::min<int64_t>(chunkTokens > 0 ? chunkTokens.getValue() : defaultChunk,
                               promptCap);
   c.capacity = (c.maxPositions + c.chunk - 1) / c.chunk * c.chunk;
@@ -769,7 +789,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
                       : mode.buildArtifact ? "attn"
                       : emitLevel.empty()  ? "onnx"
                                            : emitLevel.getValue();
-  const ChunkPlan chunks = chooseChunk();
+  const ChunkPlan chunks = chooseChunk(*module);
   if (printKVPlan && level != "planned")
     return fail("--print-kv-plan needs --emit=planned (or a GPU --target)");
   // The sparse KV plan is sized in the GPU targets' storage type.

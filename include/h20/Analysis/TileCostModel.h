@@ -69,6 +69,20 @@ TileChoice chooseAttentionTiles(const AttentionShape &s, const TargetDescription
 TileChoice chooseGemmTiles(const GemmShape &s, const TargetDescription &t);
 TileChoice chooseRowsTiles(const RowsShape &s, const TargetDescription &t);
 
+/// Rows a prefill chunk should give each routed expert on average: the
+/// grouped expert GEMMs tile every expert's rows by 128
+/// (moeFp4GemmTileRows), so an expert's last tile is part empty; with more
+/// rows that part is a smaller share. Measured on an H100 (moe-check,
+/// MXFP4 at V4.1-Flash shapes): 196 TFLOP/s at 132 rows a expert, 233 at
+/// 256 (BENCHMARKS.md, issue 30).
+inline constexpr int64_t kMoeRowsPerExpertPerChunk = 512;
+
+/// The chunk (tokens) that gives each of `experts` routed experts
+/// kMoeRowsPerExpertPerChunk rows on average when every token picks
+/// `topK` of them (rows per expert = chunk x topK / experts; the same on
+/// every rank under expert parallelism); 0 for experts or topK < 1.
+int64_t moePrefillChunkGoal(int64_t experts, int64_t topK);
+
 /// Default tokens per prefill chunk on GPU target `t`: the multiple of
 /// `blockM * u` tokens nearest `goal` (at least one), u = sms / gcd(sms, 2).
 /// Then a chunk's attention has H * chunk / blockM query tiles, a whole
