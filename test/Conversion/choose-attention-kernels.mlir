@@ -151,3 +151,23 @@ func.func @experts(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf3
   %1 = onnx.h20.RoutedExperts(%x, %r, %b, %f1, %f3, %f2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x64x32xbf16>, tensor<8x64x32xbf16>, tensor<8x32x64xbf16>) -> tensor<?x64xbf16>
   return %0, %1 : tensor<?x64xbf16>, tensor<?x64xbf16>
 }
+
+// -----
+
+// V4.1-Flash's MXFP4 experts (384, top 6, 5120 wide, 2304 intermediate:
+// 324192 scratch bytes a token). Alone, 8 GiB holds 26368 tokens; in a
+// chunked prefill of 33792-token chunks (h20.chunked) the scratch grows
+// to 10.2 GiB (at most 16) so that a chunk is one tile: every expert's
+// rows in one GEMM.
+// CHECK-LABEL: func.func @flash_experts_whole
+// CHECK: h20.kernel = {expert_gemm = "mxfp4", tile_tokens = 26368 : i64}
+// CHECK-LABEL: func.func @flash_experts_chunked
+// CHECK: h20.kernel = {expert_gemm = "mxfp4", tile_tokens = 33792 : i64}
+func.func @flash_experts_whole(%x: tensor<?x5120xbf16>, %r: tensor<5120x384xbf16>, %b: tensor<384xf32>, %w1: tensor<384x2304x2560xi8>, %s1: tensor<384x2304x160xi8>, %w2: tensor<384x5120x1152xi8>, %s2: tensor<384x5120x72xi8>) -> tensor<?x5120xbf16> {
+  %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w1, %s1, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 6 : si64} : (tensor<?x5120xbf16>, tensor<5120x384xbf16>, tensor<384xf32>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x5120x1152xi8>, tensor<384x5120x72xi8>) -> tensor<?x5120xbf16>
+  return %0 : tensor<?x5120xbf16>
+}
+func.func @flash_experts_chunked(%x: tensor<?x5120xbf16>, %r: tensor<5120x384xbf16>, %b: tensor<384xf32>, %w1: tensor<384x2304x2560xi8>, %s1: tensor<384x2304x160xi8>, %w2: tensor<384x5120x1152xi8>, %s2: tensor<384x5120x72xi8>) -> tensor<?x5120xbf16> attributes {h20.chunked = {capacity = 135168 : i64, chunk = 33792 : i64, dim = 1 : i64, input = 0 : i64, output = "last"}} {
+  %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w1, %s1, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 6 : si64} : (tensor<?x5120xbf16>, tensor<5120x384xbf16>, tensor<384xf32>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x5120x1152xi8>, tensor<384x5120x72xi8>) -> tensor<?x5120xbf16>
+  return %0 : tensor<?x5120xbf16>
+}

@@ -31,6 +31,10 @@ inline constexpr int64_t kIndexerMmaSmemReservedPerCta = 1024;
 /// 128 threads leave 128 registers a thread (65536 per SM).
 inline constexpr int kIndexerMmaMaxCtasPerSm = 4;
 
+/// (An FP8 variant would need wgmma: mma.sync with e4m3 operands is not
+/// native on sm_90, where ptxas converts them to f16 first; CUTLASS issue
+/// 1986.)
+///
 /// One instantiation: element types (0 f32, 1 f16, 2 bf16) of query, keys
 /// and weights, and the mode (0 top-k, 1 top-k within candidate blocks,
 /// 2 candidate blocks). With `mma`, the tensor-core streaming top-k of
@@ -78,8 +82,10 @@ struct IndexerKernel {
 /// gathered tiles cost more per entry (their list is built serially and
 /// the key rows are loaded one by one), so they win only where the marked
 /// tiles would stream much more. Measured on an H100 with 2048 blocks of
-/// 8 (16K entries a row, 2 rows a CTA): 1.35x faster than the marked
-/// tiles at 128K entries and 2.3x at 512K, 1.7x slower at 32K.
+/// 8 (16K entries a row, 2 rows a CTA): 1.20x faster than the marked
+/// tiles at 128K entries and 2.1x at 512K, 1.7x slower at 32K. One
+/// variant serves a whole program: a chunked prefill's `entries` are the
+/// last chunk's, so its early chunks (fewer entries) gather too.
 bool chooseIndexerMma(int mode, int queryType, int keyType, int weightType, int64_t heads,
                       int64_t dim, int64_t k, IndexerKernel &kernel, int64_t block = 1,
                       int64_t entries = -1, int64_t smemPerCta = kIndexerMmaMaxSmem,

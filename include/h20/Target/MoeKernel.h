@@ -93,9 +93,16 @@ int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt);
 /// picked rows. Larger tiles give each expert's GEMM more rows. >= 1.
 int64_t moeTileTokens(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
                       int64_t elementBytes, int64_t scratchBytes);
+/// The scratch bytes a token takes in that tile (the sum moeTileTokens
+/// divides by).
+int64_t moeTileBytesPerToken(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
+                             int64_t elementBytes);
 /// The scratch the routed experts' tile may take: 8 GiB, beside a
-/// layer's other temporaries in the arena.
+/// layer's other temporaries in the arena; up to kMoeTileScratchMaxBytes
+/// where that keeps a prefill chunk in one tile (every expert's rows in one
+/// GEMM: V4.1-Flash's 33792-token chunk needs 10.2 GiB).
 inline constexpr int64_t kMoeTileScratchBytes = int64_t(8) << 30;
+inline constexpr int64_t kMoeTileScratchMaxBytes = int64_t(16) << 30;
 
 /// Grids (CTAs along x; all kernels take kMoeThreads threads and no
 /// dynamic shared memory). Each is at least 1; the kernels skip the CTAs

@@ -20,6 +20,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
+
 namespace h20 {
 #define GEN_PASS_DEF_CHOOSEATTENTIONKERNELS
 #include "h20/Conversion/Passes.h.inc"
@@ -162,7 +164,7 @@ LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
   if (dim > h20::kSparseAttentionMaxHeadDim || smem > std::min<int64_t>(desc.smemPerBlock,
                                                                           h20::kSparseAttentionSmemLimit))
     return op.emitError("GPU target: sparse attention with head dim ")
-           << dim << " and " << window + picks
+           << dim << " and " << window + (ShapedType::isDynamic(picks) ? 0 : picks)
            << " key slots does not fit the kernel's shared memory";
   Builder b(op.getContext());
   op->setAttr("h20.kernel",
@@ -175,7 +177,10 @@ LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
 
 /// DeepSeek-V4.1's routed experts (onnx.h20.RoutedExperts[Mxfp4]): the
 /// token tile the host program runs them in (moeTileTokens within
-/// kMoeTileScratchBytes) and the expert GEMM, recorded as `h20.kernel =
+/// kMoeTileScratchBytes, or within up to kMoeTileScratchMaxBytes when that
+/// keeps the function's prefill chunk, h20.chunked's, in one tile: two
+/// tiles would split every expert's rows in two GEMMs, each with a part-
+/// empty last row tile) and the expert GEMM, recorded as `h20.kernel =
 /// {tile_tokens, expert_gemm}`: "mxfp4" (moe_fp4_gemm.cuh, the weights
 /// dequantised in its load path) or "cublaslt" (grouped GEMMs on float
 /// weights). Ops of dynamic weight shapes get nothing (the lowering
@@ -194,11 +199,21 @@ void chooseRoutedExperts(Operation *op) {
   // Float W1 [E, Dm, I]; MXFP4 W1 [E, I, Dm / 2].
   const int64_t inter = mxfp4 ? w1.getDimSize(1) : w1.getDimSize(2);
   const int64_t es = x.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t budget = h20::kMoeTileScratchBytes;
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto info = func ? func->getAttrOfType<DictionaryAttr>("h20.chunked") : DictionaryAttr();
+  if (auto chunk = info ? info.getAs<IntegerAttr>("chunk") : IntegerAttr();
+      chunk && chunk.getInt() > 0) {
+    // The chunk rounded up to the tile's multiple of 256 tokens.
+    const int64_t whole = (chunk.getInt() + 255) / 256 * 256;
+    const int64_t need = h20::moeTileBytesPerToken(e, topK.getInt(), dm, inter, es) * whole;
+    budget = std::clamp(need, h20::kMoeTileScratchBytes, h20::kMoeTileScratchMaxBytes);
+  }
   Builder b(op->getContext());
   op->setAttr("h20.kernel",
               b.getDictionaryAttr(
-                  {i64(b, "tile_tokens", h20::moeTileTokens(e, topK.getInt(), dm, inter, es,
-                                                            h20::kMoeTileScratchBytes)),
+                  {i64(b, "tile_tokens",
+                       h20::moeTileTokens(e, topK.getInt(), dm, inter, es, budget)),
                    b.getNamedAttr("expert_gemm", b.getStringAttr(mxfp4 ? "mxfp4" : "cublaslt"))}));
 }
 

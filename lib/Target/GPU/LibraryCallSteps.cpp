@@ -526,8 +526,11 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
     mma.ctasPerSm = field("ctas_per_sm");
     if (auto gather = choice.getAs<BoolAttr>("gather"))
       mma.gather = mode == 1 && gather.getValue();
-    if (mma.paddedHeads < q.sizes[1].c || mma.paddedDim < q.sizes[2].c || mma.cap < 1 ||
-        mma.ctasPerSm < 1 || (mode == 1 && (entries < 0 || entries > field("entries"))))
+    // The preconditions chooseIndexerMma checked, for this call's views.
+    if (mma.queryType != mma.keyType || (mma.queryType != 1 && mma.queryType != 2) ||
+        mma.paddedHeads < q.sizes[1].c || mma.paddedDim < q.sizes[2].c ||
+        mma.cap < out.sizes[1].c + 64 || mma.ctasPerSm < 1 ||
+        (mode == 1 && (entries < 0 || entries > field("entries"))))
       return op->emitError("GPU target: internal: the indexer's recorded mma kernel does not fit "
                            "this call (")
              << entries << " entries)";

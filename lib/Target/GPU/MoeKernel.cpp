@@ -80,10 +80,17 @@ int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt) {
   return ceilDiv(rows, moeFp4GemmTileRows(dt)) + experts;
 }
 
+int64_t moeTileBytesPerToken(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
+                             int64_t elementBytes) {
+  // Router logits, ids / weights / positions / row tokens, Xp, G and U (f32),
+  // A, Yp (f32).
+  return experts * 4 + topK * (4 + 4 + 4 + 4) + topK * dm * elementBytes + 2 * topK * inter * 4 +
+         topK * inter * elementBytes + topK * dm * 4;
+}
+
 int64_t moeTileTokens(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
                       int64_t elementBytes, int64_t scratchBytes) {
-  const int64_t perToken = experts * 4 + topK * (4 + 4 + 4 + 4) + topK * dm * elementBytes +
-                           2 * topK * inter * 4 + topK * inter * elementBytes + topK * dm * 4;
+  const int64_t perToken = moeTileBytesPerToken(experts, topK, dm, inter, elementBytes);
   int64_t tile = std::max<int64_t>(1, scratchBytes / std::max<int64_t>(perToken, 1));
   if (tile >= 256)
     tile = tile / 256 * 256;
