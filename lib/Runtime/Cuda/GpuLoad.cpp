@@ -302,7 +302,7 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   // weight), so activations keep their scale through the layers and router
   // logits differ between tokens (balanced expert loads); 1-D weights (norm
   // scales, biases, sinks) are 1, integer ones 0. A splitmix64 stream
-  // seeded by the weight's name gives P values V, and stored element j of
+  // seeded by the weight's name gives P values V (P <= 2M), and stored element j of
   // the weight (its index in the unsplit tensor) is V[j mod P]: cheap for
   // tens of GB, reproducible, and a tensor-parallel rank's slice holds the
   // values the unsplit weight holds there, so virtual ranks with dummy
@@ -338,9 +338,14 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   const int64_t fanIn = w.shape.size() >= 2 ? std::max<int64_t>(1, w.shape[w.shape.size() - 2]) : 0;
   const double a = fanIn ? std::sqrt(3.0 / static_cast<double>(fanIn)) : 0.0;
   // The staging buffers hold V twice, so any P elements from V[j mod P] on
-  // are contiguous there.
-  const int64_t period =
-      std::min<int64_t>(slice.fullElements, static_cast<int64_t>(stageBytes) / es / 2);
+  // are contiguous there. P is at most 2M values (the largest tensor all of
+  // whose values still differ: V4.1-Flash's router, 5120 x 384): making V
+  // costs host time per weight, and a full-scale rank has ~1000 weights
+  // (with P up to the 32 MB staging buffer, 43.65 GiB of dummy weights took
+  // 70 s to load on an H100, 4.9 GB/s for 8 layers' 57.8 GiB).
+  constexpr int64_t kMaxPeriod = int64_t(1) << 21;
+  const int64_t period = std::min<int64_t>(
+      {slice.fullElements, static_cast<int64_t>(stageBytes) / es / 2, kMaxPeriod});
   // Seeded by the weight's name (FNV-1a): the same in every artifact of a
   // model, however its weights are ordered or split.
   uint64_t state = 0xCBF29CE484222325ull;
