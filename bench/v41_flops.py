@@ -16,6 +16,9 @@ query rows holds q rows of each chunk, so its attention and indexer count
 q / C of the S queries.
 """
 
+import json
+import os
+
 
 def const(e):
     """A size's constant part (sizes may be {"c": .., "rank": ..} terms)."""
@@ -168,8 +171,6 @@ def target_of(gpu_name):
 def rates_for(path, gpu_name):
     """(target, kernel rates) from a cost-model.json that h20-predict-prefill
     wrote (kernel_rates), for this GPU; (None, None) when unavailable."""
-    import json
-    import os
     t = target_of(gpu_name or "")
     if not t or not os.path.exists(path):
         return None, None

@@ -84,25 +84,24 @@ int64_t moeFp4GemmSmemBytes(int dt);
 int64_t moeFp4GemmGridX(int64_t cols, int dt);
 int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt);
 
+/// The scratch the routed experts' tile may take: 8 GiB, beside a
+/// layer's other temporaries in the arena; up to kMoeTileScratchMaxBytes
+/// where that keeps a prefill chunk in one tile (every expert's rows in one
+/// GEMM, not two each with a part-empty last row tile: V4.1-Flash's
+/// 33792-token chunk needs 10.2 GiB).
+inline constexpr int64_t kMoeTileScratchBytes = int64_t(8) << 30;
+inline constexpr int64_t kMoeTileScratchMaxBytes = int64_t(16) << 30;
+
 /// Token rows of one routed-experts tile (the host program runs a layer's
 /// experts a tile of tokens at a time and reuses one scratch): the most
 /// whose scratch (router logits, picks, the permuted rows Xp, G, U, A, Yp
 /// of `experts` experts, `topK` picks, hidden `dm`, intermediate `inter`,
-/// `elementBytes` per token element) fits in `scratchBytes`, a multiple of
-/// 256 from 256 on, and with topK rows per token at most kMoeMaxRows
-/// picked rows. Larger tiles give each expert's GEMM more rows. >= 1.
+/// `elementBytes` per token element) fits in kMoeTileScratchBytes, or in
+/// up to kMoeTileScratchMaxBytes when that holds a whole prefill chunk of
+/// `chunkTokens` (0: unknown); a multiple of 256 from 256 on, and with
+/// topK rows per token at most kMoeMaxRows picked rows. >= 1.
 int64_t moeTileTokens(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
-                      int64_t elementBytes, int64_t scratchBytes);
-/// The scratch bytes a token takes in that tile (the sum moeTileTokens
-/// divides by).
-int64_t moeTileBytesPerToken(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
-                             int64_t elementBytes);
-/// The scratch the routed experts' tile may take: 8 GiB, beside a
-/// layer's other temporaries in the arena; up to kMoeTileScratchMaxBytes
-/// where that keeps a prefill chunk in one tile (every expert's rows in one
-/// GEMM: V4.1-Flash's 33792-token chunk needs 10.2 GiB).
-inline constexpr int64_t kMoeTileScratchBytes = int64_t(8) << 30;
-inline constexpr int64_t kMoeTileScratchMaxBytes = int64_t(16) << 30;
+                      int64_t elementBytes, int64_t chunkTokens = 0);
 
 /// Grids (CTAs along x; all kernels take kMoeThreads threads and no
 /// dynamic shared memory). Each is at least 1; the kernels skip the CTAs

@@ -71,6 +71,15 @@ NamedAttribute i64(Builder &b, StringRef name, int64_t v) {
   return b.getNamedAttr(name, b.getI64IntegerAttr(v));
 }
 
+/// The integer `key` of the h20.chunked attribute (h20-chunked-prefill's
+/// chunk, capacity) of `op`'s function; -1 when there is none.
+int64_t chunkedInt(Operation *op, StringRef key) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto info = func ? func->getAttrOfType<DictionaryAttr>("h20.chunked") : DictionaryAttr();
+  auto v = info ? info.getAs<IntegerAttr>(key) : IntegerAttr();
+  return v ? v.getInt() : -1;
+}
+
 /// The most entries (compressed keys) an indexer over `keys` sees: their
 /// static count, or in a chunked prefill (the function's h20.chunked
 /// capacity of positions) capacity / ratio, the keys of the last chunk;
@@ -79,12 +88,10 @@ int64_t indexerEntriesBound(Operation *op, Value keys, int64_t ratio) {
   auto kt = cast<RankedTensorType>(keys.getType());
   if (!kt.isDynamicDim(0))
     return kt.getDimSize(0);
-  auto func = op->getParentOfType<func::FuncOp>();
-  auto info = func ? func->getAttrOfType<DictionaryAttr>("h20.chunked") : DictionaryAttr();
-  auto capacity = info ? info.getAs<IntegerAttr>("capacity") : IntegerAttr();
-  if (!capacity || capacity.getInt() <= 0 || ratio < 1)
+  const int64_t capacity = chunkedInt(op, "capacity");
+  if (capacity <= 0 || ratio < 1)
     return -1;
-  return capacity.getInt() / ratio;
+  return capacity / ratio;
 }
 
 /// DeepSeek-V4.1's lightning indexer (attn.indexer_topk with or without
@@ -159,13 +166,12 @@ LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
     return op.emitError("GPU target: sparse attention heads and head dim must be static");
   const int64_t dim = q.getDimSize(2);
   const int64_t paddedDim = h20::sparseAttentionPaddedDim(dim);
-  const int64_t smem = h20::sparseAttentionSmemBytes(
-      paddedDim, window + (ShapedType::isDynamic(picks) ? 0 : picks));
-  if (dim > h20::kSparseAttentionMaxHeadDim || smem > std::min<int64_t>(desc.smemPerBlock,
-                                                                          h20::kSparseAttentionSmemLimit))
+  const int64_t slots = window + (ShapedType::isDynamic(picks) ? 0 : picks);
+  const int64_t smem = h20::sparseAttentionSmemBytes(paddedDim, slots);
+  if (dim > h20::kSparseAttentionMaxHeadDim ||
+      smem > std::min<int64_t>(desc.smemPerBlock, h20::kSparseAttentionSmemLimit))
     return op.emitError("GPU target: sparse attention with head dim ")
-           << dim << " and " << window + (ShapedType::isDynamic(picks) ? 0 : picks)
-           << " key slots does not fit the kernel's shared memory";
+           << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
   Builder b(op.getContext());
   op->setAttr("h20.kernel",
               b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr("mma")),
@@ -176,14 +182,11 @@ LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
 }
 
 /// DeepSeek-V4.1's routed experts (onnx.h20.RoutedExperts[Mxfp4]): the
-/// token tile the host program runs them in (moeTileTokens within
-/// kMoeTileScratchBytes, or within up to kMoeTileScratchMaxBytes when that
-/// keeps the function's prefill chunk, h20.chunked's, in one tile: two
-/// tiles would split every expert's rows in two GEMMs, each with a part-
-/// empty last row tile) and the expert GEMM, recorded as `h20.kernel =
-/// {tile_tokens, expert_gemm}`: "mxfp4" (moe_fp4_gemm.cuh, the weights
-/// dequantised in its load path) or "cublaslt" (grouped GEMMs on float
-/// weights). Ops of dynamic weight shapes get nothing (the lowering
+/// token tile the host program runs them in (moeTileTokens for the
+/// function's prefill chunk, h20.chunked's) and the expert GEMM, recorded
+/// as `h20.kernel = {tile_tokens, expert_gemm}`: "mxfp4" (moe_fp4_gemm.cuh,
+/// the weights dequantised in its load path) or "cublaslt" (grouped GEMMs
+/// on float weights). Ops of dynamic weight shapes get nothing (the lowering
 /// rejects them).
 void chooseRoutedExperts(Operation *op) {
   const bool mxfp4 = isa<h20::onnx::H20RoutedExpertsMxfp4Op>(op);
@@ -199,21 +202,12 @@ void chooseRoutedExperts(Operation *op) {
   // Float W1 [E, Dm, I]; MXFP4 W1 [E, I, Dm / 2].
   const int64_t inter = mxfp4 ? w1.getDimSize(1) : w1.getDimSize(2);
   const int64_t es = x.getElementType().getIntOrFloatBitWidth() / 8;
-  int64_t budget = h20::kMoeTileScratchBytes;
-  auto func = op->getParentOfType<func::FuncOp>();
-  auto info = func ? func->getAttrOfType<DictionaryAttr>("h20.chunked") : DictionaryAttr();
-  if (auto chunk = info ? info.getAs<IntegerAttr>("chunk") : IntegerAttr();
-      chunk && chunk.getInt() > 0) {
-    // The chunk rounded up to the tile's multiple of 256 tokens.
-    const int64_t whole = (chunk.getInt() + 255) / 256 * 256;
-    const int64_t need = h20::moeTileBytesPerToken(e, topK.getInt(), dm, inter, es) * whole;
-    budget = std::clamp(need, h20::kMoeTileScratchBytes, h20::kMoeTileScratchMaxBytes);
-  }
   Builder b(op->getContext());
   op->setAttr("h20.kernel",
               b.getDictionaryAttr(
                   {i64(b, "tile_tokens",
-                       h20::moeTileTokens(e, topK.getInt(), dm, inter, es, budget)),
+                       h20::moeTileTokens(e, topK.getInt(), dm, inter, es,
+                                          std::max<int64_t>(chunkedInt(op, "chunk"), 0))),
                    b.getNamedAttr("expert_gemm", b.getStringAttr(mxfp4 ? "mxfp4" : "cublaslt"))}));
 }
 

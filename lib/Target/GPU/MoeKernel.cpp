@@ -80,18 +80,19 @@ int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt) {
   return ceilDiv(rows, moeFp4GemmTileRows(dt)) + experts;
 }
 
-int64_t moeTileBytesPerToken(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
-                             int64_t elementBytes) {
+int64_t moeTileTokens(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
+                      int64_t elementBytes, int64_t chunkTokens) {
   // Router logits, ids / weights / positions / row tokens, Xp, G and U (f32),
   // A, Yp (f32).
-  return experts * 4 + topK * (4 + 4 + 4 + 4) + topK * dm * elementBytes + 2 * topK * inter * 4 +
-         topK * inter * elementBytes + topK * dm * 4;
-}
-
-int64_t moeTileTokens(int64_t experts, int64_t topK, int64_t dm, int64_t inter,
-                      int64_t elementBytes, int64_t scratchBytes) {
-  const int64_t perToken = moeTileBytesPerToken(experts, topK, dm, inter, elementBytes);
-  int64_t tile = std::max<int64_t>(1, scratchBytes / std::max<int64_t>(perToken, 1));
+  const int64_t perToken = std::max<int64_t>(
+      1, experts * 4 + topK * (4 + 4 + 4 + 4) + topK * dm * elementBytes +
+             2 * topK * inter * 4 + topK * inter * elementBytes + topK * dm * 4);
+  // A chunk (rounded up to the tile's multiple of 256) in one tile, within
+  // the larger budget.
+  const int64_t whole = (std::max<int64_t>(chunkTokens, 0) + 255) / 256 * 256;
+  const int64_t scratchBytes =
+      std::clamp(perToken * whole, kMoeTileScratchBytes, kMoeTileScratchMaxBytes);
+  int64_t tile = std::max<int64_t>(1, scratchBytes / perToken);
   if (tile >= 256)
     tile = tile / 256 * 256;
   if (topK > 0 && tile * topK > kMoeMaxRows)
