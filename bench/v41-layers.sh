@@ -75,7 +75,7 @@ def flops(prog):
         elif s["op"] == "launch" and s["kernel"].startswith("h20_sparse_attn"):
             q, idx = s["args"][0]["memref"]["sizes"], s["args"][4]["memref"]["sizes"]
             w = s["args"][7]["i64"]
-            picks = idx[1] if s["kernel"].endswith("_c") else 0
+            picks = idx[1] if "c" in s["kernel"].split("_")[6:] else 0  # _c or _c_wg
             f["attention"] += 4.0 * q[0] * q[1] * q[2] * (w + picks)
         elif s["op"] == "launch" and s["kernel"].startswith("h20_indexer"):
             q, k, cand = (s["args"][i]["memref"]["sizes"] for i in (0, 1, 3))

@@ -56,7 +56,8 @@ def flops(prog, S):
         elif s["kernel"].startswith("h20_sparse_attn"):
             q, idx = sizes(s, 0), sizes(s, 4)
             w = s["args"][7]["i64"]
-            picks = const(idx[1]) if s["kernel"].endswith("_c") else 0
+            # h20_sparse_attn_<dt>_s<dt>_d<D>_{c,w}[_wg]: "c" attends picks
+            picks = const(idx[1]) if "c" in s["kernel"].split("_")[6:] else 0
             f["attention"] += 4.0 * const(q[1]) * const(q[2]) * (w + picks) * S * const(q[0]) / C
         elif s["kernel"].startswith("h20_indexer"):
             q = sizes(s, 0)

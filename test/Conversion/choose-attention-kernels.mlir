@@ -126,11 +126,16 @@ func.func @indexer_fma(%q: tensor<?x32x128xbf16>, %k: tensor<?x128xbf16>, %w: te
 
 // -----
 
-// Sparse attention: its mma.sync kernel for the latent's width padded to
-// a multiple of 64, all 64 heads in one CTA.
+// Sparse attention, all 64 heads in one CTA, the latent's width padded to
+// a multiple of 64: the wgmma kernel where it takes that width (512; its
+// O columns per consumer warpgroup, 256, are a wgmma N), the mma.sync
+// kernel for 192; kernel=mma keeps mma.sync for both.
 // CHECK-LABEL: func.func @sparse
-// CHECK: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 512 : i64, threads = 256 : i64}
+// CHECK: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "wgmma", padded_dim = 512 : i64, threads = 384 : i64}
 // CHECK: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 192 : i64, threads = 256 : i64}
+// MMA-LABEL: func.func @sparse
+// MMA: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 512 : i64, threads = 256 : i64}
+// MMA: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 192 : i64, threads = 256 : i64}
 func.func @sparse(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<64xf32>, %c: tensor<?x512xbf16>, %i: tensor<?x512xi64>, %q2: tensor<?x64x136xbf16>, %l2: tensor<?x136xbf16>) -> (tensor<?x64x512xbf16>, tensor<?x64x136xbf16>) {
   %0 = attn.sparse_attention %q, %l, %s compressed(%c : tensor<?x512xbf16>, %i : tensor<?x512xi64>) {scale = 0.044 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
   %1 = attn.sparse_attention %q2, %l2, %s {scale = 0.085 : f64, window = 128 : i64} : (tensor<?x64x136xbf16>, tensor<?x136xbf16>, tensor<64xf32>) -> tensor<?x64x136xbf16>

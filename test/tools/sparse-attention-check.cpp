@@ -35,7 +35,8 @@
 // (--ratio, default 2) entries drawn from the visible ones (entry t visible
 // to row i iff t < (i + 1) / R), bf16 inputs generated on the device.
 // Before timing, 48 rows spread over the prompt are checked against the
-// float64 reference. CUDA events, one warm-up, median of --reps (default 5).
+// float64 reference. CUDA events, one warm-up, median of --reps (default 5);
+// both kernels (mma.sync, then wgmma) at each S.
 // FLOPs count only visible key slots: 4 * D * (window keys + picks) per
 // query row and head. --indexer-time times the GPU lightning indexer
 // (kernels/indexer_mma.cuh, mode 0) at V4.1-Flash shapes (32 heads x 128, top
@@ -179,7 +180,7 @@ CUfunction kernelOnce(const std::string &name, int64_t smem, Compile compile) {
 
 CUfunction sparseKernel(const SparseAttentionKernel &k) {
   return kernelOnce(k.name(), kSparseAttentionSmemLimit, [&](std::string &ptx, std::string &log) {
-    return compileSparseAttentionPtx({k}, "sm_90", ptx, log);
+    return compileSparseAttentionPtx({k}, sparseAttentionArch({k}), ptx, log);
   });
 }
 
@@ -290,8 +291,9 @@ struct Case {
   int64_t ring = -1;
 };
 
-/// Runs one case; returns the output as floats [S, H, D] (for bit compares).
-bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
+/// Runs one case on the kernel of `kind` (0 mma.sync, 1 wgmma); returns the
+/// output bits [S, H, D] (for bit compares).
+bool runCase(const Case &cs, int kind, std::vector<uint16_t> *outBits) {
   std::mt19937_64 rng(uint64_t(cs.S * 131 + cs.H * 7 + cs.D + cs.K * 3 + cs.dt));
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
   HostCase c{cs.S, cs.H, cs.D, cs.T, cs.K, cs.W, cs.start, {}, {}, {}, {}, {}};
@@ -376,7 +378,7 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   std::vector<uint16_t> canary(hq.size(), 0x7fc1); // a NaN pattern
   check(api->cuMemcpyHtoD(dout.ptr, canary.data(), dout.bytes), "copy");
 
-  SparseAttentionKernel k{cs.dt, cs.sinkType, int(sparseAttentionPaddedDim(c.D)), compressed};
+  SparseAttentionKernel k{cs.dt, cs.sinkType, int(sparseAttentionPaddedDim(c.D)), compressed, kind};
   CUfunction f = sparseKernel(k);
   const double scale = 1.0 / std::sqrt(double(c.D));
   std::vector<uint64_t> slots;
@@ -389,8 +391,8 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
   pushF32(slots, float(scale * 1.4426950408889634));
   slots.push_back(uint64_t(c.W));
   slots.push_back(uint64_t(cs.start));
-  const int64_t smem = sparseAttentionSmemBytes(k.paddedDim, c.W + c.K);
-  launch(f, unsigned(c.S), unsigned((c.H + 63) / 64), kSparseAttentionThreads, unsigned(smem), slots);
+  const int64_t smem = sparseAttentionSmemBytes(k.paddedDim, c.W + c.K, kind);
+  launch(f, unsigned(c.S), unsigned((c.H + 63) / 64), unsigned(k.threads()), unsigned(smem), slots);
   check(api->cuCtxSynchronize(), "sparse attention kernel");
   std::vector<uint16_t> hout(hq.size());
   check(api->cuMemcpyDtoH(hout.data(), dout.ptr, dout.bytes), "copy");
@@ -419,9 +421,9 @@ bool runCase(const Case &cs, std::vector<uint16_t> *outBits) {
       untouched = false;
   double rel = std::sqrt(err2 / std::max(ref2, 1e-300));
   bool ok = rel <= 1e-2 && std::isfinite(rel) && untouched;
-  std::printf("%s %-34s S=%-4lld H=%-3lld D=%-3lld T=%-4lld K=%-3lld W=%-3lld start=%-4lld %s "
+  std::printf("%s %-5s %-34s S=%-4lld H=%-3lld D=%-3lld T=%-4lld K=%-3lld W=%-3lld start=%-4lld %s "
               "rel_l2=%.2e%s\n",
-              ok ? "PASS" : "FAIL", cs.name, (long long)c.S, (long long)c.H, (long long)c.D,
+              ok ? "PASS" : "FAIL", kind == 1 ? "wgmma" : "mma", cs.name, (long long)c.S, (long long)c.H, (long long)c.D,
               (long long)c.T, (long long)c.K, (long long)c.W, (long long)c.P,
               cs.dt == 1 ? "f16" : "bf16", rel,
               untouched ? "" : " (wrote outside the output view)");
@@ -452,16 +454,22 @@ bool runChecks() {
       {"ring, chunk at position 20, strided", 1, 1, 40, 4, 40, 23, 16, 16, kStrided, 20, 15},
   };
   bool all = true;
-  std::vector<uint16_t> contiguous;
-  for (const Case &cs : cases) {
-    std::vector<uint16_t> bits;
-    all &= runCase(cs, &bits);
-    if (std::strcmp(cs.name, "window+picks") == 0)
-      contiguous = bits;
-    if ((cs.layout == kStrided || cs.layout == kUnaligned) && cs.start == 0) {
-      bool same = bits == contiguous;
-      std::printf("%s %s equals the contiguous run bit for bit\n", same ? "PASS" : "FAIL", cs.name);
-      all &= same;
+  // Both kernels; the wgmma one where it takes the head dim.
+  for (int kind : {0, 1}) {
+    std::vector<uint16_t> contiguous;
+    for (const Case &cs : cases) {
+      if (kind == 1 && !sparseAttentionWgmmaTakes(sparseAttentionPaddedDim(cs.D)))
+        continue;
+      std::vector<uint16_t> bits;
+      all &= runCase(cs, kind, &bits);
+      if (std::strcmp(cs.name, "window+picks") == 0)
+        contiguous = bits;
+      if ((cs.layout == kStrided || cs.layout == kUnaligned) && cs.start == 0) {
+        bool same = bits == contiguous;
+        std::printf("%s %s equals the contiguous run bit for bit\n", same ? "PASS" : "FAIL",
+                    cs.name);
+        all &= same;
+      }
     }
   }
   return all;
@@ -489,7 +497,7 @@ double medianMs(CUfunction f, unsigned gx, unsigned gy, unsigned block, unsigned
 
 std::string json = "[";
 
-bool timeSparse(int64_t S, int64_t ratio, int reps) {
+bool timeSparse(int64_t S, int64_t ratio, int reps, int kind) {
   const int64_t H = 64, D = 512, W = 128, K = 512, T = S / ratio;
   const int dt = 2;
   Buffer dq(size_t(S * H * D) * 2), dlat(size_t(S * D) * 2), dcmp(size_t(std::max<int64_t>(T, 1) * D) * 2),
@@ -504,8 +512,9 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
   std::vector<int64_t> idx;
   makePicks(idx, S, K, T, ratio);
   check(api->cuMemcpyHtoD(didx.ptr, idx.data(), didx.bytes), "copy");
-  SparseAttentionKernel k{dt, 0, 512, true};
+  SparseAttentionKernel k{dt, 0, 512, true, kind};
   CUfunction f = sparseKernel(k);
+  const unsigned threads = unsigned(k.threads());
   const double scale = 1.0 / std::sqrt(double(D));
   std::vector<uint64_t> slots;
   pushMemref(slots, dq.ptr, 0, {S, H, D}, {H * D, D, 1});
@@ -517,8 +526,8 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
   pushF32(slots, float(scale * 1.4426950408889634));
   slots.push_back(uint64_t(W));
   slots.push_back(uint64_t(0)); // start: the whole prompt
-  const unsigned smem = unsigned(sparseAttentionSmemBytes(512, W + K));
-  launch(f, unsigned(S), 1, kSparseAttentionThreads, smem, slots);
+  const unsigned smem = unsigned(sparseAttentionSmemBytes(512, W + K, kind));
+  launch(f, unsigned(S), 1, threads, smem, slots);
   check(api->cuCtxSynchronize(), "sparse attention kernel");
 
   // Spot check of 48 rows against float64.
@@ -553,24 +562,26 @@ bool timeSparse(int64_t S, int64_t ratio, int reps) {
   }
   double rel = std::sqrt(err2 / ref2);
   bool ok = rel <= 1e-2;
-  std::printf("%s flash sparse attention S=%lld ratio=%lld: 48 rows vs float64 rel_l2=%.2e\n",
-              ok ? "PASS" : "FAIL", (long long)S, (long long)ratio, rel);
+  const char *kname = kind == 1 ? "sparse_attention_wgmma" : "sparse_attention";
+  std::printf("%s flash %s S=%lld ratio=%lld: 48 rows vs float64 rel_l2=%.2e\n",
+              ok ? "PASS" : "FAIL", kname, (long long)S, (long long)ratio, rel);
 
   double flops = 0;
   for (int64_t i = 0; i < S; ++i)
     flops += double(std::min<int64_t>(W, i + 1) + std::min<int64_t>(K, std::min<int64_t>((i + 1) / ratio, T)));
   flops *= 4.0 * double(D) * double(H);
-  double ms = medianMs(f, unsigned(S), 1, kSparseAttentionThreads, smem, slots, reps);
+  double ms = medianMs(f, unsigned(S), 1, threads, smem, slots, reps);
   double tflops = flops / (ms * 1e-3) / 1e12;
-  std::printf("TIME sparse_attention S=%lld ratio=%lld H=64 D=512 W=128 K=512 bf16: %.3f ms, "
+  std::printf("TIME %s S=%lld ratio=%lld H=64 D=512 W=128 K=512 bf16: %.3f ms, "
               "%.1f TFLOP/s (%.3e FLOPs)\n",
-              (long long)S, (long long)ratio, ms, tflops, flops);
+              kname, (long long)S, (long long)ratio, ms, tflops, flops);
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%s{\"kernel\": \"sparse_attention\", \"S\": %lld, \"ratio\": %lld, \"H\": 64, "
+                "%s{\"kernel\": \"%s\", \"S\": %lld, \"ratio\": %lld, \"H\": 64, "
                 "\"D\": 512, \"window\": 128, \"topk\": 512, \"ms\": %.4f, \"flops\": %.6e, "
                 "\"tflops\": %.2f, \"check_rel_l2\": %.3e}",
-                json.size() > 1 ? ", " : "", (long long)S, (long long)ratio, ms, flops, tflops, rel);
+                json.size() > 1 ? ", " : "", kname, (long long)S, (long long)ratio, ms, flops, tflops,
+                rel);
   json += buf;
   return ok;
 }
@@ -1018,7 +1029,8 @@ int main(int argc, char **argv) {
     ok &= runIndexerChecks();
   }
   for (int64_t S : times)
-    ok &= timeSparse(S, ratio, reps);
+    for (int kind : {0, 1}) // mma.sync, then wgmma
+      ok &= timeSparse(S, ratio, reps, kind);
   for (size_t p = 0; p + 1 < indexerTimes.size(); p += 2)
     ok &= timeIndexer(indexerTimes[p], indexerTimes[p + 1], std::max(1, reps / 2));
   for (size_t p = 0; p + 1 < candidateTimes.size(); p += 2)

@@ -281,8 +281,8 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
     (the kernels are bottom-right), or more than 65535 heads or batches.
 
     `kernel=mma` keeps the kind-0 kernels (mma.sync, FMA for f32) where
-    the wgmma kernel would run, for comparisons (h20-opt
-    --attention-kernel=mma).
+    a wgmma kernel would run, dense and sparse attention alike, for
+    comparisons (h20-opt --attention-kernel=mma).
 
     DeepSeek-V4.1's kernels are chosen here too, for `target`, and the
     host program builds what the IR names (IndexerKernel.h,
@@ -299,9 +299,11 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
       within candidate blocks the entries its shared memory was sized for
       (the keys' static count, or the last chunk's: h20.chunked's capacity
       / ratio); kind "fma" otherwise (f32, or entries unknown).
-    - sparse attention: `h20.kernel = {kind = "mma", padded_dim,
-      heads_per_cta, threads}`; window + picks that do not fit its shared
-      memory are an error naming the op.
+    - sparse attention: `h20.kernel = {kind, padded_dim, heads_per_cta,
+      threads}`: kind "wgmma" (384 threads; sm_90a) on Hopper targets where
+      the padded head dim is 128, 256 or 512 and its shared memory holds
+      the window + picks, else "mma" (256 threads); window + picks that fit
+      neither are an error naming the op.
     - routed experts (onnx.h20.RoutedExperts[Mxfp4]): `h20.kernel =
       {tile_tokens, expert_gemm}`, the token tile whose scratch fits 8 GiB
       (moeTileTokens) and "mxfp4" (dequantised in the GEMM's load path)

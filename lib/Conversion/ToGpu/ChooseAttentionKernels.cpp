@@ -148,13 +148,18 @@ void chooseIndexer(Operation *op, const h20::TargetDescription &desc) {
   op->setAttr("h20.kernel", b.getDictionaryAttr(fields));
 }
 
-/// DeepSeek-V4.1's sparse attention: its one kernel family
-/// (sparse_attention.cuh, mma.sync), recorded as `h20.kernel = {kind =
-/// "mma", padded_dim, heads_per_cta, threads}`. An op whose key slots
-/// (window + picks) do not fit its shared memory on the target is an
+/// DeepSeek-V4.1's sparse attention, recorded as `h20.kernel = {kind,
+/// padded_dim, heads_per_cta, threads}`: kind "wgmma"
+/// (sparse_attention_wgmma.cuh, 384 threads) on Hopper targets (compute
+/// capability 9.x) where it takes the padded head dim (128, 256, 512) and
+/// its key slots fit the shared memory, else "mma" (sparse_attention.cuh,
+/// mma.sync, 256 threads). Measured on an H100 at V4.1-Flash shapes
+/// (bench/results/issue31-h100-sparse-wgmma): wgmma 60.6 ms vs mma 65.4 ms
+/// at 128K, 0.91-0.93x at 8K-128K. `mmaOnly` (the pass's kernel=mma) keeps "mma". An op whose
+/// key slots (window + picks) fit neither kernel's shared memory is an
 /// error here, at compile time, naming the op.
 LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
-                                    const h20::TargetDescription &desc) {
+                                    const h20::TargetDescription &desc, bool mmaOnly) {
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   const int64_t window = static_cast<int64_t>(op.getWindow());
   // The picks per query (a dynamic count, e.g. behind a tensor.cast, is
@@ -167,17 +172,23 @@ LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
   const int64_t dim = q.getDimSize(2);
   const int64_t paddedDim = h20::sparseAttentionPaddedDim(dim);
   const int64_t slots = window + (ShapedType::isDynamic(picks) ? 0 : picks);
-  const int64_t smem = h20::sparseAttentionSmemBytes(paddedDim, slots);
-  if (dim > h20::kSparseAttentionMaxHeadDim ||
-      smem > std::min<int64_t>(desc.smemPerBlock, h20::kSparseAttentionSmemLimit))
+  const int64_t smemLimit = std::min<int64_t>(desc.smemPerBlock, h20::kSparseAttentionSmemLimit);
+  auto fits = [&](int kind) {
+    return h20::sparseAttentionSmemBytes(paddedDim, slots, kind) <= smemLimit;
+  };
+  if (dim > h20::kSparseAttentionMaxHeadDim || !fits(0))
     return op.emitError("GPU target: sparse attention with head dim ")
            << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
+  const bool wgmma = !mmaOnly && desc.computeCapability / 10 == 9 &&
+                     h20::sparseAttentionWgmmaTakes(paddedDim) && fits(1);
+  h20::SparseAttentionKernel kernel;
+  kernel.kind = wgmma ? 1 : 0;
   Builder b(op.getContext());
   op->setAttr("h20.kernel",
-              b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr("mma")),
+              b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr(wgmma ? "wgmma" : "mma")),
                                    i64(b, "padded_dim", paddedDim),
                                    i64(b, "heads_per_cta", h20::kSparseAttentionHeadsPerCta),
-                                   i64(b, "threads", h20::kSparseAttentionThreads)}));
+                                   i64(b, "threads", kernel.threads())}));
   return success();
 }
 
@@ -233,7 +244,7 @@ struct ChooseAttentionKernelsPass
       if (isa<h20::attn::IndexerTopKOp, h20::attn::IndexerCandidatesOp>(op))
         chooseIndexer(op, *desc);
       else if (auto sparse = dyn_cast<h20::attn::SparseAttentionOp>(op))
-        failed |= mlir::failed(chooseSparseAttention(sparse, *desc));
+        failed |= mlir::failed(chooseSparseAttention(sparse, *desc, kernel == "mma"));
       else if (isa<h20::onnx::H20RoutedExpertsOp, h20::onnx::H20RoutedExpertsMxfp4Op>(op))
         chooseRoutedExperts(op);
     });

@@ -24,6 +24,7 @@ namespace {
 #include "AttentionMmaSource.inc"
 #include "AttentionWgmmaSource.inc"
 #include "TensorCoreSource.inc"
+#include "WgmmaSource.inc"
 
 const char *dtypeName(int dtype) {
   switch (dtype) {
@@ -312,6 +313,7 @@ bool compileAttentionPtx(const std::vector<AttentionVariant> &variants, const st
                            {kAttentionMmaCuh, "h20_attention_mma.cuh"},
                            {kAttentionFmaCuh, "h20_attention_fma.cuh"},
                            {kAttentionWgmmaCuh, "h20_attention_wgmma.cuh"},
+                           {kWgmmaCuh, "h20_wgmma.cuh"},
                            {kTensorCoreCuh, "h20_tensor_core.cuh"}},
                           "h20_attention.cu", cc, ptx, log);
 }

@@ -210,8 +210,10 @@ LogicalResult addKernelModules(ModuleOp module, const gpu::HostProgram &host,
       return failure();
   }
   if (plan.sparseAttention >= 0) {
-    bool ok = compileSparseAttentionPtx(host.sparseAttentionKernels, "sm_90", code, nvrtcLog);
-    if (failed(compiled("sparse attention kernel", "sparse_attention", "sm_90", ok, code,
+    // sm_90a when the wgmma kernel was chosen (sparseAttentionArch).
+    const std::string arch = sparseAttentionArch(host.sparseAttentionKernels);
+    bool ok = compileSparseAttentionPtx(host.sparseAttentionKernels, arch, code, nvrtcLog);
+    if (failed(compiled("sparse attention kernel", "sparse_attention", arch, ok, code,
                         nvrtcLog)))
       return failure();
   }

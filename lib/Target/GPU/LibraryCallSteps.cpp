@@ -635,15 +635,21 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   auto choice = op->getAttrOfType<DictionaryAttr>("h20.kernel");
   auto paddedDim = choice ? choice.getAs<IntegerAttr>("padded_dim") : IntegerAttr();
   auto headsPerCta = choice ? choice.getAs<IntegerAttr>("heads_per_cta") : IntegerAttr();
-  if (!paddedDim || !headsPerCta)
+  auto kind = choice ? choice.getAs<StringAttr>("kind") : StringAttr();
+  auto threads = choice ? choice.getAs<IntegerAttr>("threads") : IntegerAttr();
+  if (!paddedDim || !headsPerCta || !kind || !threads ||
+      (kind.getValue() != "mma" && kind.getValue() != "wgmma"))
     return op->emitError("GPU target: internal: sparse attention call without its recorded "
                          "kernel (h20-choose-attention-kernels did not run)");
   SparseAttentionKernel kernel{dt, code(sink.element), static_cast<int>(paddedDim.getInt()),
-                               compressed};
-  const int64_t smem = sparseAttentionSmemBytes(kernel.paddedDim, slots);
-  if (dim > kernel.paddedDim || headsPerCta.getInt() != kSparseAttentionHeadsPerCta)
-    return op->emitError("GPU target: internal: the recorded sparse attention kernel (head dim ")
-           << kernel.paddedDim << ") does not fit this call (head dim " << dim << ")";
+                               compressed, kind.getValue() == "wgmma" ? 1 : 0};
+  const int64_t smem = sparseAttentionSmemBytes(kernel.paddedDim, slots, kernel.kind);
+  if (dim > kernel.paddedDim || headsPerCta.getInt() != kSparseAttentionHeadsPerCta ||
+      threads.getInt() != kernel.threads() ||
+      (kernel.kind == 1 && !sparseAttentionWgmmaTakes(kernel.paddedDim)))
+    return op->emitError("GPU target: internal: the recorded sparse attention kernel (")
+           << kind.getValue() << ", head dim " << kernel.paddedDim
+           << ") does not fit this call (head dim " << dim << ")";
   if (smem > kSparseAttentionSmemLimit)
     return op->emitError("GPU target: sparse attention with head dim ")
            << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
@@ -658,7 +664,7 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   args.push_back(intArg(runtime::LaunchArg::I64, Lin{window}));
   args.push_back(intArg(runtime::LaunchArg::I64, start));
   runtime::LaunchStep launch = launchStep(modules.sparseAttention, kernel.name(), q.sizes[0],
-                                          kSparseAttentionThreads, smem, std::move(args));
+                                          kernel.threads(), smem, std::move(args));
   launch.grid[1] = runtime::LinearExpr::constant((heads + kSparseAttentionHeadsPerCta - 1) /
                                                  kSparseAttentionHeadsPerCta);
   steps.push_back(std::move(launch));

@@ -18,26 +18,53 @@ namespace {
 /// The embedded kernel source (generated from sparse_attention.cuh by
 /// EmbedFile.cmake): `static const char kSparseAttentionCuh[] = R"...(...)...";`.
 #include "SparseAttentionKernelSource.inc"
+#include "SparseAttentionWgmmaKernelSource.inc"
 #include "TensorCoreSource.inc"
+#include "WgmmaSource.inc"
 
 const char *typeName(int t) { return t == 0 ? "f32" : t == 1 ? "f16" : t == 2 ? "bf16" : "x"; }
 
 bool supported(const SparseAttentionKernel &k) {
   return (k.dtype == 1 || k.dtype == 2) && k.sinkType >= 0 && k.sinkType <= 2 &&
-         k.paddedDim >= 64 && k.paddedDim <= kSparseAttentionMaxHeadDim && k.paddedDim % 64 == 0;
+         k.paddedDim >= 64 && k.paddedDim <= kSparseAttentionMaxHeadDim && k.paddedDim % 64 == 0 &&
+         (k.kind == 0 || (k.kind == 1 && sparseAttentionWgmmaTakes(k.paddedDim)));
 }
 
 } // namespace
 
 std::string SparseAttentionKernel::name() const {
   return std::string("h20_sparse_attn_") + typeName(dtype) + "_s" + typeName(sinkType) + "_d" +
-         std::to_string(paddedDim) + (compressed ? "_c" : "_w");
+         std::to_string(paddedDim) + (compressed ? "_c" : "_w") + (kind == 1 ? "_wg" : "");
+}
+
+int SparseAttentionKernel::threads() const {
+  return kind == 1 ? kSparseAttentionWgmmaThreads : kSparseAttentionThreads;
+}
+
+std::string SparseAttentionKernel::requiredArch() const { return kind == 1 ? "sm_90a" : "sm_90"; }
+
+bool sparseAttentionWgmmaTakes(int64_t paddedDim) {
+  return paddedDim == 128 || paddedDim == 256 || paddedDim == 512;
+}
+
+std::string sparseAttentionArch(const std::vector<SparseAttentionKernel> &kernels) {
+  for (const SparseAttentionKernel &k : kernels)
+    if (k.requiredArch() == "sm_90a")
+      return "sm_90a";
+  return "sm_90";
 }
 
 int64_t sparseAttentionPaddedDim(int64_t d) { return (std::max<int64_t>(d, 1) + 63) / 64 * 64; }
 
-int64_t sparseAttentionSmemBytes(int64_t paddedDim, int64_t slots) {
+int64_t sparseAttentionSmemBytes(int64_t paddedDim, int64_t slots, int kind) {
   const int64_t rows = kSparseAttentionHeadsPerCta, tile = 64;
+  if (kind == 1) {
+    // SawLayout: Q and two key tiles, two P tiles, 64 bytes of mbarriers,
+    // maxima and sums [2][64] floats each, 16 warp counts, the list; then
+    // the slack that aligns the base to 1024 bytes.
+    int64_t bytes = 3 * rows * paddedDim * 2 + 2 * rows * tile * 2 + 64 + 2 * 2 * rows * 4 + 16 * 4;
+    return bytes + slots * 4 + 1024;
+  }
   int64_t bytes = rows * paddedDim * 2 + 2 * tile * paddedDim * 2 + rows * tile * 2;
   bytes += 4 * rows * 4;            // redMax, redSum: [2][64] floats each
   bytes += 16 * 4 + slots * 4;      // warp counts (+ pad), then the slot list
@@ -52,12 +79,13 @@ std::string sparseAttentionProgramSource(const std::vector<SparseAttentionKernel
     if (std::find(seen.begin(), seen.end(), name) != seen.end())
       continue;
     seen.push_back(name);
-    src += instantiateCudaHeader("h20_sparse_attention.cuh",
-                                 {{"H20_SA_DT", std::to_string(k.dtype)},
-                                  {"H20_SA_SINK", std::to_string(k.sinkType)},
-                                  {"H20_SA_DP", std::to_string(k.paddedDim)},
-                                  {"H20_SA_COMPRESSED", k.compressed ? "1" : "0"},
-                                  {"H20_SA_NAME", name}});
+    src += instantiateCudaHeader(
+        k.kind == 1 ? "h20_sparse_attention_wgmma.cuh" : "h20_sparse_attention.cuh",
+        {{"H20_SA_DT", std::to_string(k.dtype)},
+         {"H20_SA_SINK", std::to_string(k.sinkType)},
+         {"H20_SA_DP", std::to_string(k.paddedDim)},
+         {"H20_SA_COMPRESSED", k.compressed ? "1" : "0"},
+         {k.kind == 1 ? "H20_SAW_NAME" : "H20_SA_NAME", name}});
   }
   return src;
 }
@@ -80,8 +108,16 @@ bool compileSparseAttentionPtx(const std::vector<SparseAttentionKernel> &kernels
     log = "sparse attention: malformed GPU architecture '" + arch + "' (expected e.g. sm_90)";
     return false;
   }
+  for (const SparseAttentionKernel &k : kernels)
+    if (k.requiredArch() == "sm_90a" && cc != "90a") {
+      log = "sparse attention: " + k.name() + " (wgmma) needs sm_90a, not '" + arch +
+            "' (compile with sparseAttentionArch(kernels))";
+      return false;
+    }
   return compileCudaToPtx(sparseAttentionProgramSource(kernels),
                           {{kSparseAttentionCuh, "h20_sparse_attention.cuh"},
+                           {kSparseAttentionWgmmaCuh, "h20_sparse_attention_wgmma.cuh"},
+                           {kWgmmaCuh, "h20_wgmma.cuh"},
                            {kTensorCoreCuh, "h20_tensor_core.cuh"}},
                           "h20_sparse_attention.cu", cc, ptx, log);
 }

@@ -55,8 +55,10 @@ __device__ __forceinline__ void saPairBarrier(int id) {
   asm volatile("bar.sync %0, 64;\n" ::"r"(id));
 }
 
-/// Exclusive prefix count of `flag` over the CTA's threads, in thread order;
-/// `total` receives the CTA-wide count. `warpCounts`: 8 words of shared memory.
+/// Exclusive prefix count of `flag` over the CTA's NT threads, in thread
+/// order; `total` receives the CTA-wide count. `warpCounts`: NT / 32 words
+/// of shared memory.
+template <int NT>
 __device__ __forceinline__ int saExclusiveCount(bool flag, int *warpCounts, int &total) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const u32 ballot = __ballot_sync(0xffffffffu, flag);
@@ -64,7 +66,7 @@ __device__ __forceinline__ int saExclusiveCount(bool flag, int *warpCounts, int 
     warpCounts[warp] = __popc(ballot);
   __syncthreads();
   int before = 0, all = 0;
-  for (int w = 0; w < H20_SA_THREADS / 32; ++w) {
+  for (int w = 0; w < NT / 32; ++w) {
     const int c = warpCounts[w];
     before += w < warp ? c : 0;
     all += c;
@@ -108,14 +110,15 @@ __device__ __forceinline__ void saLoadQuery(unsigned char *qs, u32 qsAddr, const
 /// (kept as pos - j when >= lo, the first visible row),
 /// slot window + k is compressed row c = idx[i, k] (element off + i * s0 +
 /// k * s1; kept as -2 - c when
-/// 0 <= c < T; CMP only). Returns their count. `warpCounts`: 8 words.
-template <bool CMP>
+/// 0 <= c < T; CMP only). Returns their count. NT: the CTA's threads, all
+/// of which call this; `warpCounts`: NT / 32 words.
+template <bool CMP, int NT = H20_SA_THREADS>
 __device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64 pos, i64 lo,
                                           i64 window, i64 K, i64 T, const i64 *idx, i64 off,
                                           i64 s0, i64 s1, int tid) {
   const i64 slots = window + K;
   int n = 0;
-  for (i64 base = 0; base < slots; base += H20_SA_THREADS) {
+  for (i64 base = 0; base < slots; base += NT) {
     const i64 j = base + tid;
     int code = 0;
     bool valid = false;
@@ -128,7 +131,7 @@ __device__ __forceinline__ int saSlotList(int *list, int *warpCounts, i64 i, i64
       code = static_cast<int>(-2 - c);
     }
     int total = 0;
-    const int pos = saExclusiveCount(valid, warpCounts, total);
+    const int pos = saExclusiveCount<NT>(valid, warpCounts, total);
     if (valid)
       list[n + pos] = code;
     n += total;
