@@ -436,6 +436,7 @@ bool runChecks() {
       {"window+picks", 2, 0, 300, 64, 128, 150, 64, 128, kContiguous},
       {"heads-not-64 (tiny shape)", 2, 2, 129, 4, 40, 64, 16, 8, kContiguous},
       {"heads-over-64", 1, 1, 70, 80, 64, 35, 32, 16, kContiguous},
+      {"heads-over-64, D 128", 2, 0, 70, 80, 128, 35, 32, 16, kContiguous},
       {"many-slots-f16", 1, 0, 200, 16, 128, 100, 200, 128, kContiguous},
       {"flash-head-dim", 2, 0, 96, 64, 512, 48, 64, 64, kContiguous},
       {"strided", 2, 0, 300, 64, 128, 150, 64, 128, kStrided},
