@@ -437,11 +437,19 @@ bool runChecks() {
       {"heads-not-64 (tiny shape)", 2, 2, 129, 4, 40, 64, 16, 8, kContiguous},
       {"heads-over-64", 1, 1, 70, 80, 64, 35, 32, 16, kContiguous},
       {"heads-over-64, D 128", 2, 0, 70, 80, 128, 35, 32, 16, kContiguous},
+      // Head dims that pad (partial 16-byte chunks: element copies) and the
+      // wgmma kernel's N = 128 (DP 256).
+      {"head dim 100", 2, 0, 150, 64, 100, 75, 32, 16, kContiguous},
+      {"head dim 256", 1, 1, 100, 64, 256, 50, 64, 32, kContiguous},
       {"many-slots-f16", 1, 0, 200, 16, 128, 100, 200, 128, kContiguous},
       {"flash-head-dim", 2, 0, 96, 64, 512, 48, 64, 64, kContiguous},
       {"strided", 2, 0, 300, 64, 128, 150, 64, 128, kStrided},
       {"unaligned", 2, 0, 300, 64, 128, 150, 64, 128, kUnaligned},
       {"mixed alignment, D 40", 2, 0, 129, 4, 40, 64, 16, 8, kMixed},
+      // The same at D 128 (the wgmma kernel): one producer thread copies
+      // window rows element by element and picked rows by cp.async in the
+      // same key block.
+      {"mixed alignment, D 128", 2, 0, 129, 4, 128, 64, 16, 8, kMixed},
       // A later prefill chunk: 100 queries at positions 250..349 over a
       // 350-row latent, window reaching back into the earlier chunk.
       {"chunk at position 250", 2, 0, 100, 64, 128, 175, 64, 128, kContiguous, 250},

@@ -652,7 +652,10 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
            << ") does not fit this call (head dim " << dim << ")";
   if (smem > kSparseAttentionSmemLimit)
     return op->emitError("GPU target: sparse attention with head dim ")
-           << dim << " and " << slots << " key slots does not fit the kernel's shared memory";
+           << dim << " and " << slots << " key slots does not fit the kernel's shared memory"
+           << (kernel.kind == 1 ? " (the wgmma kernel was chosen before the picks were known; "
+                                  "--attention-kernel=mma takes more)"
+                                : "");
   if (llvm::find(program.sparseAttentionKernels, kernel) == program.sparseAttentionKernels.end())
     program.sparseAttentionKernels.push_back(kernel);
   std::vector<runtime::LaunchArg> args;

@@ -87,12 +87,19 @@ template <int DT> __device__ __forceinline__ u32 pack2(float lo, float hi) {
   return r;
 }
 
+/// Waits until every cp.async this thread issued has landed (committed to
+/// a group or not: this kernel never commits).
+__device__ __forceinline__ void cpAsyncWaitAll() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
 /// The producer's arrival for one loaded buffer: asynchronous when all its
-/// copies were cp.async; after element copies (st.shared) it waits for its
+/// copies were cp.async; after element copies (st.shared; a thread may have
+/// issued cp.async for other rows of the block too) it waits for all its
 /// copies, fences them for the tensor cores' async proxy and arrives.
 __device__ __forceinline__ void arriveLoaded(u32 bar, bool scalar) {
   if (scalar) {
-    h20CpAsyncWait<0>();
+    cpAsyncWaitAll(); // (cp.async.wait_group 0 would skip uncommitted copies)
     fenceProxyAsync();
     mbarArrive(bar);
   } else {
@@ -348,7 +355,7 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
       }
       arriveLoaded(full + 8 * buf, scalar);
     }
-    h20CpAsyncWait<0>();
+    cpAsyncWaitAll();
     return;
   }
 
