@@ -9,6 +9,7 @@
 #   - attn.sparse_attention: 64 heads x 512 (one latent KV head), window 128,
 #     top-512 picks out of T = S / ratio, ratio 2 and 1 (the Flash layers'
 #     compress ratios), S in H20_V41_S (default 131072 524288); median of 5;
+#     both kernels (mma.sync and the Hopper wgmma one), a row each;
 #   - attn.indexer_topk: 32 heads x 128, top 512, the same S and ratios,
 #     attn.indexer_candidates (the 2048 best blocks of 8 entries) and the
 #     top-512 within those blocks (attn.indexer_topk with candidates, the
