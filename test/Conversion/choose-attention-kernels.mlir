@@ -136,9 +136,14 @@ func.func @indexer_fma(%q: tensor<?x32x128xbf16>, %k: tensor<?x128xbf16>, %w: te
 // MMA-LABEL: func.func @sparse
 // MMA: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 512 : i64, threads = 256 : i64}
 // MMA: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 192 : i64, threads = 256 : i64}
-func.func @sparse(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<64xf32>, %c: tensor<?x512xbf16>, %i: tensor<?x512xi64>, %q2: tensor<?x64x136xbf16>, %l2: tensor<?x136xbf16>) -> (tensor<?x64x512xbf16>, tensor<?x64x136xbf16>) {
+// 128 + 5000 key slots at 512 wide: over the wgmma kernel's shared memory
+// (its Q, two key tiles and two P tiles leave room for 4320), within the
+// mma.sync kernel's (6640): mma.sync.
+// CHECK: attn.sparse_attention {{.*}}h20.kernel = {heads_per_cta = 64 : i64, kind = "mma", padded_dim = 512 : i64, threads = 256 : i64}
+func.func @sparse(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<64xf32>, %c: tensor<?x512xbf16>, %i: tensor<?x512xi64>, %q2: tensor<?x64x136xbf16>, %l2: tensor<?x136xbf16>, %i5000: tensor<?x5000xi64>) -> (tensor<?x64x512xbf16>, tensor<?x64x136xbf16>) {
   %0 = attn.sparse_attention %q, %l, %s compressed(%c : tensor<?x512xbf16>, %i : tensor<?x512xi64>) {scale = 0.044 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
   %1 = attn.sparse_attention %q2, %l2, %s {scale = 0.085 : f64, window = 128 : i64} : (tensor<?x64x136xbf16>, tensor<?x136xbf16>, tensor<64xf32>) -> tensor<?x64x136xbf16>
+  %2 = attn.sparse_attention %q, %l, %s compressed(%c : tensor<?x512xbf16>, %i5000 : tensor<?x5000xi64>) {scale = 0.044 : f64, window = 128 : i64} : (tensor<?x64x512xbf16>, tensor<?x512xbf16>, tensor<64xf32>) -> tensor<?x64x512xbf16>
   return %0, %1 : tensor<?x64x512xbf16>, tensor<?x64x136xbf16>
 }
 
