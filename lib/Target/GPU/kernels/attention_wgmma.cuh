@@ -299,14 +299,6 @@ template <int DT, int D, int DV, int BN> struct WgConsumer {
   }
 };
 
-/// Keeps the P registers live (and unchanged) until here: they are read by
-/// an asynchronous wgmma until its wait, which the compiler cannot see.
-template <int K> __device__ __forceinline__ void holdRegs(u32 (&pa)[K][4]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k)
-    asm volatile("" : "+r"(pa[k][0]), "+r"(pa[k][1]), "+r"(pa[k][2]), "+r"(pa[k][3])::"memory");
-}
-
 } // namespace wg
 
 /// The wgmma forward kernel body (kind 1): 384 threads, BLOCK_M = 128, ST

@@ -212,19 +212,6 @@ __device__ __forceinline__ void pvFromShared(float (&o)[NO], u32 p, u32 kv, u32 
   wgmmaCommit();
 }
 
-/// Keeps the P registers live (and unchanged) until an asynchronous wgmma
-/// that reads them has been waited for.
-__device__ __forceinline__ void holdP(u32 (&pa)[4][4]) {
-#pragma unroll
-  for (int k = 0; k < 4; ++k)
-    asm volatile("" : "+r"(pa[k][0]), "+r"(pa[k][1]), "+r"(pa[k][2]), "+r"(pa[k][3])::"memory");
-}
-template <int N> __device__ __forceinline__ void holdF(float (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    asm volatile("" : "+f"(d[i])::"memory");
-}
-
 } // namespace h20saw
 
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
@@ -405,7 +392,7 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
                           kk > 0 ? 1 : 0);
       wgmmaCommit();
       wgmmaWait<0>();
-      holdF(sc);
+      fenceRegs(sc);
       maskedMax(sc, n - b * 64, t4, scaleLog2, mx);
     }
     if (w == 0) {
@@ -440,8 +427,8 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
         rL[hr] *= f[hr];
       }
       wgmmaWait<0>();
-      holdP(pa);
-      holdF(o);
+      holdRegs(pa);
+      fenceRegs(o);
       if (lane == 0)
         mbarArrive(empty); // buffer 0: this consumer is done with it
       scaleO(o, f);
@@ -452,7 +439,7 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
         namedBarrier(4, 256); // consumer 1's P
         pvFromShared<DT>(o, otherP, otherK, vCols);
         wgmmaWait<0>();
-        holdF(o);
+        fenceRegs(o);
         if (lane == 0)
           mbarArrive(empty + 8);
       }
@@ -488,8 +475,8 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
       pvFromShared<DT>(o, otherP, otherK, vCols);
       wgmmaWait<0>();
       if (mine)
-        holdP(pa);
-      holdF(o);
+        holdRegs(pa);
+      fenceRegs(o);
       if (lane == 0) {
         if (mine)
           mbarArrive(empty + 8);

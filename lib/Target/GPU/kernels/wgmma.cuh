@@ -109,6 +109,14 @@ template <int N> __device__ __forceinline__ void fenceRegs(float (&d)[N]) {
   for (int i = 0; i < N; ++i)
     asm volatile("" : "+f"(d[i])::"memory");
 }
+/// Keeps register A operands (P, K k-steps of 4 x 32 bits) live and unchanged
+/// until here: an asynchronous wgmma reads them until its wait, which the
+/// compiler cannot see.
+template <int K> __device__ __forceinline__ void holdRegs(wgU32 (&pa)[K][4]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    asm volatile("" : "+r"(pa[k][0]), "+r"(pa[k][1]), "+r"(pa[k][2]), "+r"(pa[k][3])::"memory");
+}
 
 __device__ __forceinline__ void wgmmaFence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
