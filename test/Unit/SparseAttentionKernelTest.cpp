@@ -52,11 +52,11 @@ TEST(SparseAttentionKernel, WgmmaVariantNamesArchAndSharedMemory) {
   EXPECT_TRUE(sparseAttentionWgmmaTakes(128));
   EXPECT_FALSE(sparseAttentionWgmmaTakes(64));
   EXPECT_FALSE(sparseAttentionWgmmaTakes(192));
-  // SawLayout at DP = 512: Q + 2 key tiles 192 KiB, 2 P tiles 16 KiB, 64 B
-  // of mbarriers, 1 KiB maxima and sums, 64 B counts, 640 slots, 1 KiB of
-  // base alignment: still under the 227 KiB a CTA may use.
+  // SawLayout at DP = 512: Q + 2 key tiles 192 KiB, 2 P tiles 16 KiB, 128 B
+  // of mbarriers (9 used), 1 KiB maxima and sums, 64 B counts, 640 slots,
+  // 1 KiB of base alignment: still under the 227 KiB a CTA may use.
   EXPECT_EQ(sparseAttentionSmemBytes(512, 640, 1),
-            196608 + 16384 + 64 + 1024 + 64 + 2560 + 1024);
+            196608 + 16384 + 128 + 1024 + 64 + 2560 + 1024);
   EXPECT_LE(sparseAttentionSmemBytes(512, 640, 1), kSparseAttentionSmemLimit);
   std::string ptx, log;
   EXPECT_FALSE(compileSparseAttentionPtx({wg}, "sm_90", ptx, log));

@@ -59,10 +59,10 @@ int64_t sparseAttentionPaddedDim(int64_t d) { return (std::max<int64_t>(d, 1) + 
 int64_t sparseAttentionSmemBytes(int64_t paddedDim, int64_t slots, int kind) {
   const int64_t rows = kSparseAttentionHeadsPerCta, tile = 64;
   if (kind == 1) {
-    // SawLayout: Q and two key tiles, two P tiles, 64 bytes of mbarriers,
+    // SawLayout: Q and two key tiles, two P tiles, 128 bytes of mbarriers,
     // maxima and sums [2][64] floats each, 16 warp counts, the list; then
     // the slack that aligns the base to 1024 bytes.
-    int64_t bytes = 3 * rows * paddedDim * 2 + 2 * rows * tile * 2 + 64 + 2 * 2 * rows * 4 + 16 * 4;
+    int64_t bytes = 3 * rows * paddedDim * 2 + 2 * rows * tile * 2 + 128 + 2 * 2 * rows * 4 + 16 * 4;
     return bytes + slots * 4 + 1024;
   }
   int64_t bytes = rows * paddedDim * 2 + 2 * tile * paddedDim * 2 + rows * tile * 2;

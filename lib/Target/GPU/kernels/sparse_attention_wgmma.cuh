@@ -11,18 +11,25 @@
 //     gathers the CTA's key slots (the compacted list of sparse_attention.cuh:
 //     window rows, then picked compressed rows) 64 rows at a time into two
 //     buffers, by cp.async with 16-byte copies where the view allows (element
-//     copies otherwise); each thread's arrival on the buffer's `full`
-//     mbarrier fires when its copies land (cp.async.mbarrier.arrive.noinc),
-//     so the producer never blocks on its own copies. Block b goes to buffer
-//     b % 2, once both consumers released that buffer's previous block.
+//     copies otherwise). Eight threads move one 128-byte row segment; a
+//     thread computes its rows' addresses once and issues all its copies of
+//     a half-buffer (half 0: key columns [0, DP / 2), half 1: the rest)
+//     before it waits again. Each half has its own `full` and `empty`
+//     mbarrier: a thread's arrival on `full` fires when its copies land
+//     (cp.async.mbarrier.arrive.noinc), so the producer never blocks on its
+//     own copies, and a half is refilled as soon as its last reader frees it.
 //   * Warpgroups 1 and 2, the consumers (setmaxnreg 232), take the blocks in
-//     pairs: consumer c computes S = Q K^T of block 2j + c (m64n64k16, K =
-//     DP, Q and K K-major in shared memory), so no score is computed twice.
-//     Each owns half of O's DP columns (DP / 4 float32 registers a thread)
-//     and multiplies both blocks' P into it: its own P from registers (the
-//     S accumulators are the A operand) and the other consumer's P from
-//     shared memory, with V the same key rows read MN-major (K = V: one
-//     latent row is both).
+//     pairs: consumer c computes S = Q K^T of block 2j + c (buffer c;
+//     m64n64k16, K = DP, Q and K K-major in shared memory), so no score is
+//     computed twice. Each owns half c of O's DP columns (DP / 4 float32
+//     registers a thread) and multiplies both blocks' P into it: its own P
+//     from registers (the S accumulators are the A operand) and the other
+//     consumer's P from shared memory, with V the same key rows read
+//     MN-major (K = V: one latent row is both). So half c of buffer c is
+//     free after consumer c's own P V, and the other half of each buffer
+//     after the other consumer's P V with that block: the producer refills
+//     them in that order (FlashMLA's order), and consumer 0 issues the next
+//     pair's S GEMM behind its last P V, which overlaps the refills.
 //   * The softmax maxima stay consistent across the pair: consumer 0 takes
 //     its block's row maxima and publishes them; consumer 1 folds them into
 //     its own and publishes the pair's maxima; consumer 0 then rescales its
@@ -69,8 +76,8 @@ template <int DP> struct SawLayout {
   static constexpr int kQ = 0;
   static constexpr int kK = kQ + kTile;          ///< two key buffers
   static constexpr int kP = kK + 2 * kTile;      ///< two [64][64] P tiles
-  static constexpr int kBar = kP + 2 * 64 * 64 * 2; ///< fullQ, full[2], empty[2]
-  static constexpr int kMax = kBar + 64;         ///< float [2][64]
+  static constexpr int kBar = kP + 2 * 64 * 64 * 2; ///< fullQ, full[2][2], empty[2][2]
+  static constexpr int kMax = kBar + 128;        ///< float [2][64]
   static constexpr int kSum = kMax + 2 * 64 * 4; ///< float [2][64]
   static constexpr int kCounts = kSum + 2 * 64 * 4; ///< int [16]
   static constexpr int kList = kCounts + 16 * 4;    ///< int [window + K]
@@ -115,6 +122,10 @@ __device__ __forceinline__ void loadChunk(u32 (&w)[4], const u16 *row, i64 ds, i
   for (int k = 0; k < 8; ++k)
     if (c * 8 + k < D)
       w[k / 2] |= u32(row[i64(c * 8 + k) * ds]) << (16 * (k % 2));
+}
+
+__device__ __forceinline__ void stShared16(u32 addr, u16 v) {
+  asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(v) : "memory");
 }
 
 /// Mask, scale and row maxima of one S block: columns >= `valid` become
@@ -232,6 +243,7 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   constexpr int DP = H20_SA_DP, DT = H20_SA_DT;
   constexpr int CH = DP / 8; // 16-byte chunks per row
   constexpr int NO = DP / 4; // O registers per consumer thread (DP / 2 columns)
+  constexpr int TH = DP / 128; // 64-column tiles per half of a key row
   static_assert(DP == 128 || DP == 256 || DP == 512, "wgmma sparse attention: DP 128, 256, 512");
   typedef SawLayout<DP> L;
   extern __shared__ __align__(1024) unsigned char h20SawSmem[];
@@ -239,7 +251,8 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   const u32 base = (raw + 1023u) & ~1023u;
   unsigned char *gbase = h20SawSmem + (base - raw);
   const u32 sQ = base + L::kQ, sK = base + L::kK, sP = base + L::kP;
-  const u32 fullQ = base + L::kBar, full = fullQ + 8, empty = full + 16; // + 8 * buffer
+  // full and empty: one mbarrier per (buffer, half), at + 8 * (2 * buffer + half).
+  const u32 fullQ = base + L::kBar, full = fullQ + 8, empty = full + 32;
   float *sMax = reinterpret_cast<float *>(gbase + L::kMax);
   float *sSum = reinterpret_cast<float *>(gbase + L::kSum);
   int *warpCounts = reinterpret_cast<int *>(gbase + L::kCounts);
@@ -254,9 +267,9 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
 
   if (tid == 0) {
     mbarInit(fullQ, 128);
-    for (int b = 0; b < 2; ++b) {
+    for (int b = 0; b < 4; ++b) {
       mbarInit(full + 8 * b, 128); // one arrival per producer thread
-      mbarInit(empty + 8 * b, 8);  // one per consumer warp
+      mbarInit(empty + 8 * b, 4);  // one per warp of the half's last reader
     }
     fenceBarrierInit();
   }
@@ -300,22 +313,18 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
       }
     }
     arriveLoaded(fullQ, scalar);
-#pragma unroll 1
-    for (int b = 0; b < nb; ++b) {
-      const int buf = b & 1;
-      if (b >= 2)
-        mbarWait(empty + 8 * buf, u32((b >> 1) - 1) & 1u);
-      const u32 dst = sK + buf * L::kTile;
-      scalar = false;
-      // Thread tid copies chunk column tid % CH of every (128 / CH)-th row:
-      // a row's chunks are consecutive threads (coalesced). (Unrolling
-      // this loop made ptxas spill in the 40-register producer for 1-2%.)
-#pragma unroll 1
-      for (int k = 0; k < 64 * CH / 128; ++k) {
-        const int r = tid / CH + k * (128 / CH), c = tid % CH;
-        const int p = b * 64 + r;
+    // Thread tid copies 16-byte chunk tid % 8 of every 64-column tile of
+    // rows tid / 8 + 16 k (k < 4) of a block: eight consecutive threads move
+    // one 128-byte tile row, the row's source address is computed once for
+    // all its tiles, and every copy of a half is issued before any waits.
+    const int grp = tid / 8, c8 = tid % 8;
+    auto copyHalf = [&](int b, int half) {
+      const u32 dst = sK + (b & 1) * L::kTile;
+      bool slow = false;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int r = grp + 16 * k, p = b * 64 + r;
         const int code = p < n ? list[p] : 0;
-        const bool ok = p < n && c * 8 < D;
         // A zero-filling copy still names a 16-byte aligned address: the
         // base of the view being read (aligned: `vec`).
         const u16 *view = lat + lat_off;
@@ -330,17 +339,45 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
           vec = cmpVec;
         }
 #endif
+        const u32 at = dst + r * 128 + (((c8 ^ r) & 7) << 4); // + t * 8192: tile t
         if (vec) {
-          h20CpAsync16(dst + swz128(r, c, 64), ok ? row + c * 8 : view, ok ? 16 : 0);
+#pragma unroll
+          for (int t = half * TH; t < (half + 1) * TH; ++t) {
+            const int c = t * 8 + c8;
+            const bool ok = p < n && c * 8 < D;
+            h20CpAsync16(at + t * (64 * 128), ok ? row + c * 8 : view, ok ? 16 : 0);
+          }
         } else {
-          u32 w[4] = {0u, 0u, 0u, 0u};
-          if (ok)
-            loadChunk(w, row, ds, c, D);
-          stShared128(dst + swz128(r, c, 64), w[0], w[1], w[2], w[3]);
-          scalar = true;
+          // Element by element, one at a time: this rare path (strided or
+          // unaligned views) must not take registers from the copies above.
+#pragma unroll 1
+          for (int t = half * TH; t < (half + 1) * TH; ++t) {
+            const int c = t * 8 + c8;
+#pragma unroll 1
+            for (int k = 0; k < 8; ++k) {
+              const i64 col = i64(c) * 8 + k;
+              stShared16(at + t * (64 * 128) + 2 * k, p < n && col < D ? row[col * ds] : u16(0));
+            }
+          }
+          slow = true;
         }
       }
-      arriveLoaded(full + 8 * buf, scalar);
+      arriveLoaded(full + 8 * (2 * (b & 1) + half), slow);
+    };
+    // Pair j holds blocks 2j (buffer 0) and 2j + 1 (buffer 1). Each half
+    // is refilled as soon as its last reader released it, in the order the
+    // consumers free them (step s: buffer s % 2, half (s ^ s / 2) % 2):
+    // buffer 0's half 0 (after consumer 0's own P V), buffer 1's half 1
+    // (consumer 1's own), buffer 0's half 1 (consumer 1's P V with consumer
+    // 0's P), buffer 1's half 0 (consumer 0's with consumer 1's P).
+#pragma unroll 1
+    for (int s = 0; s < 4 * ((nb + 1) / 2); ++s) {
+      const int j = s / 4, buf = s & 1, half = (s ^ (s >> 1)) & 1;
+      if (2 * j + buf >= nb)
+        continue; // the last pair has one block
+      if (j > 0)
+        mbarWait(empty + 8 * (2 * buf + half), u32(j - 1) & 1u); // pair j - 1's release
+      copyHalf(2 * j + buf, half);
     }
     cpAsyncWaitAll();
     return;
@@ -376,21 +413,39 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   const u32 myK = sK + w * L::kTile, otherK = sK + (1 - w) * L::kTile;
   const u32 myP = sP + w * 8192, otherP = sP + (1 - w) * 8192;
 
+  // Half `half` of the S GEMM of this consumer's block (buffer w, fill
+  // `par`): the k-steps of that half's key columns, one commit group.
+  // Consumer w issues its own half first, the half the producer loads first.
+  auto issueS = [&](int half, u32 par, bool first) {
+    mbarWait(full + 8 * (2 * w + half), par);
+    wgmmaFence();
+#pragma unroll
+    for (int q = 0; q < 4 * TH; ++q) {
+      const int kk = half * 4 * TH + q; // k-step: 16 key columns
+      Wgmma<DT, 64>::ss(sc, smemDesc(sQ + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024),
+                        smemDesc(myK + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024),
+                        first && q == 0 ? 0 : 1);
+    }
+    wgmmaCommit();
+  };
+
   mbarWait(fullQ, 0);
+  if (w == 0) {
+    // Consumer 0 issues each pair's S GEMM during the previous pair's last
+    // P V (below); the first one here.
+    issueS(0, 0u, true);
+    issueS(1, 0u, false);
+  }
 #pragma unroll 1
   for (int j = 0; j < (nb + 1) / 2; ++j) {
     const int b = 2 * j + w;
     const bool mine = b < nb, has1 = 2 * j + 1 < nb;
     float mx[2] = {negInf, negInf};
     if (mine) {
-      mbarWait(full + 8 * w, u32(j) & 1u);
-      wgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < DP / 16; ++kk)
-        Wgmma<DT, 64>::ss(sc, smemDesc(sQ + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024),
-                          smemDesc(myK + (kk >> 2) * (64 * 128) + (kk & 3) * 32, 16, 1024),
-                          kk > 0 ? 1 : 0);
-      wgmmaCommit();
+      if (w == 1) {
+        issueS(1, u32(j) & 1u, true);
+        issueS(0, u32(j) & 1u, false);
+      }
       wgmmaWait<0>();
       fenceRegs(sc);
       maskedMax(sc, n - b * 64, t4, scaleLog2, mx);
@@ -430,18 +485,26 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
       holdRegs(pa);
       fenceRegs(o);
       if (lane == 0)
-        mbarArrive(empty); // buffer 0: this consumer is done with it
+        mbarArrive(empty + 8 * 0); // buffer 0, half 0: its last reader
       scaleO(o, f);
       storeP<DT>(myP, sc, f, row, t4);
       fenceProxyAsync();
       namedBarrierArrive(3, 256);
       if (has1) {
+        const bool next = false;
         namedBarrier(4, 256); // consumer 1's P
         pvFromShared<DT>(o, otherP, otherK, vCols);
-        wgmmaWait<0>();
+        if (next) {
+          issueS(0, u32(j + 1) & 1u, true); // block 2j + 2's first half
+          wgmmaWait<1>();                   // this P V, not that S half
+        } else {
+          wgmmaWait<0>();
+        }
         fenceRegs(o);
         if (lane == 0)
-          mbarArrive(empty + 8);
+          mbarArrive(empty + 8 * 2); // buffer 1, half 0
+        if (next)
+          issueS(1, u32(j + 1) & 1u, false);
       }
     } else {
       // Consumer 1: the pair's maxima, its P, then consumer 0's P.
@@ -473,15 +536,16 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
       }
       namedBarrier(3, 256); // consumer 0's P
       pvFromShared<DT>(o, otherP, otherK, vCols);
-      wgmmaWait<0>();
-      if (mine)
+      if (mine) {
+        wgmmaWait<1>(); // its own P V
         holdRegs(pa);
-      fenceRegs(o);
-      if (lane == 0) {
-        if (mine)
-          mbarArrive(empty + 8);
-        mbarArrive(empty);
+        if (lane == 0)
+          mbarArrive(empty + 8 * 3); // buffer 1, half 1
       }
+      wgmmaWait<0>();
+      fenceRegs(o);
+      if (lane == 0)
+        mbarArrive(empty + 8 * 1); // buffer 0, half 1
     }
   }
 
