@@ -430,7 +430,7 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   };
 
   mbarWait(fullQ, 0);
-  if (w == 0) {
+  if (w == 0 && nb > 0) {
     // Consumer 0 issues each pair's S GEMM during the previous pair's last
     // P V (below); the first one here.
     issueS(0, 0u, true);
