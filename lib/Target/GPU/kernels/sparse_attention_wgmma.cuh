@@ -265,6 +265,22 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   const i64 H = q_d1, D = q_d2;
   const i64 h0 = static_cast<i64>(blockIdx.y) * 64;
 
+  // The query block's copies go out first, so that they land while all
+  // threads build the slot list (16-byte copies only; element copies wait
+  // for the producer below).
+  auto aligned16 = [](const void *p) { return (reinterpret_cast<u64>(p) & 15u) == 0; };
+  const bool dVec = D % 8 == 0;
+  const bool qVec = dVec && q_s2 == 1 && q_s1 % 8 == 0 && q_s0 % 8 == 0 && aligned16(q + q_off);
+  if (qVec && tid < 128) {
+#pragma unroll 1
+    for (int e = tid; e < 64 * CH; e += 128) {
+      const int r = e / CH, c = e % CH;
+      const i64 h = h0 + r;
+      const bool ok = h < H && c * 8 < D;
+      h20CpAsync16(sQ + swz128(r, c, 64),
+                   ok ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off, ok ? 16 : 0);
+    }
+  }
   if (tid == 0) {
     mbarInit(fullQ, 128);
     for (int b = 0; b < 4; ++b) {
@@ -288,28 +304,20 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   if (warpgroup == 0) {
     // ---- producer -------------------------------------------------------
     setMaxRegsDec<40>();
-    auto aligned16 = [](const void *p) { return (reinterpret_cast<u64>(p) & 15u) == 0; };
-    const bool dVec = D % 8 == 0;
-    const bool qVec = dVec && q_s2 == 1 && q_s1 % 8 == 0 && q_s0 % 8 == 0 && aligned16(q + q_off);
     const bool latVec = dVec && lat_s1 == 1 && lat_s0 % 8 == 0 && aligned16(lat + lat_off);
 #if H20_SA_COMPRESSED
     const bool cmpVec = dVec && cmp_s1 == 1 && cmp_s0 % 8 == 0 && aligned16(cmp + cmp_off);
 #endif
-    bool scalar = false;
+    const bool scalar = !qVec;
+    if (scalar) {
 #pragma unroll 1
-    for (int e = tid; e < 64 * CH; e += 128) {
-      const int r = e / CH, c = e % CH;
-      const i64 h = h0 + r;
-      const bool ok = h < H && c * 8 < D;
-      const u32 dst = sQ + swz128(r, c, 64);
-      if (qVec) {
-        h20CpAsync16(dst, ok ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off, ok ? 16 : 0);
-      } else {
+      for (int e = tid; e < 64 * CH; e += 128) {
+        const int r = e / CH, c = e % CH;
+        const i64 h = h0 + r;
         u32 w[4] = {0u, 0u, 0u, 0u};
-        if (ok)
+        if (h < H && c * 8 < D)
           loadChunk(w, q + q_off + i * q_s0 + h * q_s1, q_s2, c, D);
-        stShared128(dst, w[0], w[1], w[2], w[3]);
-        scalar = true;
+        stShared128(sQ + swz128(r, c, 64), w[0], w[1], w[2], w[3]);
       }
     }
     arriveLoaded(fullQ, scalar);
