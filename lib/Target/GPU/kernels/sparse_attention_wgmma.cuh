@@ -28,8 +28,10 @@
 //     MN-major (K = V: one latent row is both). So half c of buffer c is
 //     free after consumer c's own P V, and the other half of each buffer
 //     after the other consumer's P V with that block: the producer refills
-//     them in that order (FlashMLA's order), and consumer 0 issues the next
-//     pair's S GEMM behind its last P V, which overlaps the refills.
+//     them in that order (FlashMLA's order) while the pair's last P V run.
+//     (Issuing consumer 0's next S GEMM behind its last P V, as FlashMLA
+//     does, keeps S accumulators in flight across the loop's back edge:
+//     ptxas then serialises every wgmma of the kernel, warning C7518.)
 //   * The softmax maxima stay consistent across the pair: consumer 0 takes
 //     its block's row maxima and publishes them; consumer 1 folds them into
 //     its own and publishes the pair's maxima; consumer 0 then rescales its
@@ -122,10 +124,6 @@ __device__ __forceinline__ void loadChunk(u32 (&w)[4], const u16 *row, i64 ds, i
   for (int k = 0; k < 8; ++k)
     if (c * 8 + k < D)
       w[k / 2] |= u32(row[i64(c * 8 + k) * ds]) << (16 * (k % 2));
-}
-
-__device__ __forceinline__ void stShared16(u32 addr, u16 v) {
-  asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(v) : "memory");
 }
 
 /// Mask, scale and row maxima of one S block: columns >= `valid` become
@@ -356,16 +354,16 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
             h20CpAsync16(at + t * (64 * 128), ok ? row + c * 8 : view, ok ? 16 : 0);
           }
         } else {
-          // Element by element, one at a time: this rare path (strided or
-          // unaligned views) must not take registers from the copies above.
+          // Element by element (strided or unaligned views), a chunk at a
+          // time, tiles not unrolled: this rare path must not take
+          // registers from the copies above.
 #pragma unroll 1
           for (int t = half * TH; t < (half + 1) * TH; ++t) {
             const int c = t * 8 + c8;
-#pragma unroll 1
-            for (int k = 0; k < 8; ++k) {
-              const i64 col = i64(c) * 8 + k;
-              stShared16(at + t * (64 * 128) + 2 * k, p < n && col < D ? row[col * ds] : u16(0));
-            }
+            u32 wv[4] = {0u, 0u, 0u, 0u};
+            if (p < n)
+              loadChunk(wv, row, ds, c, D); // 8 independent loads
+            stShared128(at + t * (64 * 128), wv[0], wv[1], wv[2], wv[3]);
           }
           slow = true;
         }
@@ -438,19 +436,16 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   };
 
   mbarWait(fullQ, 0);
-  if (w == 0 && nb > 0) {
-    // Consumer 0 issues each pair's S GEMM during the previous pair's last
-    // P V (below); the first one here.
-    issueS(0, 0u, true);
-    issueS(1, 0u, false);
-  }
 #pragma unroll 1
   for (int j = 0; j < (nb + 1) / 2; ++j) {
     const int b = 2 * j + w;
     const bool mine = b < nb, has1 = 2 * j + 1 < nb;
     float mx[2] = {negInf, negInf};
     if (mine) {
-      if (w == 1) {
+      if (w == 0) {
+        issueS(0, u32(j) & 1u, true);
+        issueS(1, u32(j) & 1u, false);
+      } else {
         issueS(1, u32(j) & 1u, true);
         issueS(0, u32(j) & 1u, false);
       }
@@ -499,20 +494,12 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
       fenceProxyAsync();
       namedBarrierArrive(3, 256);
       if (has1) {
-        const bool next = false;
         namedBarrier(4, 256); // consumer 1's P
         pvFromShared<DT>(o, otherP, otherK, vCols);
-        if (next) {
-          issueS(0, u32(j + 1) & 1u, true); // block 2j + 2's first half
-          wgmmaWait<1>();                   // this P V, not that S half
-        } else {
-          wgmmaWait<0>();
-        }
+        wgmmaWait<0>();
         fenceRegs(o);
         if (lane == 0)
           mbarArrive(empty + 8 * 2); // buffer 1, half 0
-        if (next)
-          issueS(1, u32(j + 1) & 1u, false);
       }
     } else {
       // Consumer 1: the pair's maxima, its P, then consumer 0's P.
