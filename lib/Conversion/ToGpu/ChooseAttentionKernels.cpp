@@ -153,9 +153,10 @@ void chooseIndexer(Operation *op, const h20::TargetDescription &desc) {
 /// (sparse_attention_wgmma.cuh, 384 threads) on Hopper targets (compute
 /// capability 9.x) where it takes the padded head dim (128, 256, 512) and
 /// its key slots fit the shared memory, else "mma" (sparse_attention.cuh,
-/// mma.sync, 256 threads). Measured on an H100 at V4.1-Flash shapes
-/// (bench/results/issue31-h100-sparse-wgmma): wgmma 60.6 ms vs mma 65.4 ms
-/// at 128K, 0.91-0.93x at 8K-128K. `mmaOnly` (the pass's kernel=mma) keeps "mma". An op whose
+/// mma.sync, 256 threads). Measured on an H200 at V4.1-Flash shapes
+/// (bench/results/issue31-h200-sparse-halves): wgmma 33.8 ms vs mma 66.1 ms
+/// at 128K, 0.50-0.51x at 8K-128K. `mmaOnly` (the pass's kernel=mma)
+/// keeps "mma". An op whose
 /// key slots (window + picks) fit neither kernel's shared memory is an
 /// error here, at compile time, naming the op.
 LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,

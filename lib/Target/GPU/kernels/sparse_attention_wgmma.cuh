@@ -7,7 +7,7 @@
 // does, but on warpgroup MMAs with both GEMM operands in shared memory and
 // three warpgroups (384 threads), after the split FlashMLA's Hopper sparse
 // prefill uses (DeepSeek-AI, csrc/sm90/prefill/sparse, 2025):
-//   * Warpgroup 0, the producer (setmaxnreg 40): loads the query block, then
+//   * Warpgroup 0, the producer (setmaxnreg 40; 56 below DP 512): loads the query block, then
 //     gathers the CTA's key slots (the compacted list of sparse_attention.cuh:
 //     window rows, then picked compressed rows) 64 rows at a time into two
 //     buffers, by cp.async with 16-byte copies where the view allows (element
@@ -18,7 +18,7 @@
 //     mbarrier: a thread's arrival on `full` fires when its copies land
 //     (cp.async.mbarrier.arrive.noinc), so the producer never blocks on its
 //     own copies, and a half is refilled as soon as its last reader frees it.
-//   * Warpgroups 1 and 2, the consumers (setmaxnreg 232), take the blocks in
+//   * Warpgroups 1 and 2, the consumers (setmaxnreg 232; 224 below DP 512), take the blocks in
 //     pairs: consumer c computes S = Q K^T of block 2j + c (buffer c;
 //     m64n64k16, K = DP, Q and K K-major in shared memory), so no score is
 //     computed twice. Each owns half c of O's DP columns (DP / 4 float32
@@ -41,10 +41,10 @@
 //     is the initial running maximum with weight 1 (counted by consumer 0).
 //   * Epilogue: O / l rounded to the element type, staged in the query's
 //     tile (barrier 6), stored with 16-byte stores where the view allows.
-// Measured on an H100 at V4.1-Flash shapes (bench/results/
-// issue31-h100-sparse-wgmma): 0.91-0.93x the mma.sync kernel's time, 181
-// TFLOP/s at 128K; the bound is the producer's gather (~17 GB/s per SM,
-// the same with L2-resident rows): without it the kernel runs at 444.
+// Measured on an H200 at V4.1-Flash shapes (bench/results/
+// issue31-h200-sparse-halves): 322-330 TFLOP/s at 8K-128K, 0.51x the
+// mma.sync kernel's time and 0.55x this kernel's before the half-buffer
+// refills (179 TFLOP/s).
 //
 // Shared memory (SawLayout; sparseAttentionSmemBytes(dp, slots, kind 1)
 // mirrors it), from the dynamic base rounded up to 1024 bytes: Q [64][DP],
@@ -242,6 +242,11 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   constexpr int CH = DP / 8; // 16-byte chunks per row
   constexpr int NO = DP / 4; // O registers per consumer thread (DP / 2 columns)
   constexpr int TH = DP / 128; // 64-column tiles per half of a key row
+  // Registers per thread after setmaxnreg (128 x producer + 256 x consumer
+  // <= 64K): the DP 512 consumers hold 128 O accumulators and need 232;
+  // below that they need far fewer, and the producer gets 56 (at 40 its
+  // window-only DP 128 build spills).
+  constexpr int kProducerRegs = DP == 512 ? 40 : 56, kConsumerRegs = DP == 512 ? 232 : 224;
   static_assert(DP == 128 || DP == 256 || DP == 512, "wgmma sparse attention: DP 128, 256, 512");
   typedef SawLayout<DP> L;
   extern __shared__ __align__(1024) unsigned char h20SawSmem[];
@@ -301,7 +306,7 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
 
   if (warpgroup == 0) {
     // ---- producer -------------------------------------------------------
-    setMaxRegsDec<40>();
+    setMaxRegsDec<kProducerRegs>();
     const bool latVec = dVec && lat_s1 == 1 && lat_s0 % 8 == 0 && aligned16(lat + lat_off);
 #if H20_SA_COMPRESSED
     const bool cmpVec = dVec && cmp_s1 == 1 && cmp_s0 % 8 == 0 && aligned16(cmp + cmp_off);
@@ -390,7 +395,7 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   }
 
   // ---- consumers ----------------------------------------------------------
-  setMaxRegsInc<232>();
+  setMaxRegsInc<kConsumerRegs>();
   const int w = warpgroup - 1; // 0 or 1: this consumer's blocks and O columns
   const int ct = tid % 128, warp = ct / 32, lane = ct % 32, g = lane / 4, t4 = lane % 4;
   const int row = 16 * warp + g; // rows row, row + 8 of the 64 heads
