@@ -39,7 +39,7 @@ TEST(PrefillCostModel, V41KernelsOnAnH20ScaleTheirNonTensorTimeBySms) {
     EXPECT_GE(ms, flops / 148e12 * 1e3 * (1 - 1e-12)) << share;
     EXPECT_LE(ms, flops / (share * 148e12) * 1e3 * (1 + 1e-12)) << share;
   }
-  // The sparse attention's 0.17 of an H200: 66.2 TFLOP/s on an H20, not
+  // A kernel at 0.17 of an H200 (the indexer today): 66.2 TFLOP/s on an H20, not
   // 0.17 x 148 = 25.2.
   EXPECT_NEAR(1e15 / (v41KernelMs(1e15, 0.17, false, t) * 1e-3) / 1e12, 66.2, 0.1);
 }
