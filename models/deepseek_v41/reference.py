@@ -20,11 +20,18 @@ so the ONNX export and this reference select the same entries.
 `Model.record_decisions` makes a forward also record how far every top-k
 decision is from flipping (`topk_margin`), so a comparison with another
 float32 implementation can pick prompts whose choices rounding cannot flip.
+`Model.record_quant_margins` does the same for the FP8 / FP4 fake
+quantisations (`quant_margin`): an element within ~1e-7 of a rounding
+midpoint quantises differently under another evaluation order, and every
+later position sees it (BENCHMARKS.md, issue 31: tiny-wide).
 
 Usage: reference.py CHECKPOINT_DIR IDS.npy OUT.npy [--logits all|last]
-(CHECKPOINT_DIR as written by generate.py; logits float32 [1, S or 1, vocab]).
+[--quant-margins JSON] (CHECKPOINT_DIR as written by generate.py; logits
+float32 [1, S or 1, vocab]; JSON: every fake quantisation's smallest margin
+and row, closest first).
 """
 import argparse
+import json
 import os
 import sys
 
@@ -131,6 +138,62 @@ def fake_quant_fp8(x, block=32):
     return (round_e4m3(q) * scale).reshape(x.shape)
 
 
+def _midpoint_margin(v, step):
+    """Relative distance of each v from the nearest rounding midpoint of
+    the grid of spacing `step` (round-to-nearest: at a midpoint the last bit
+    of v decides): |frac(v / step) - 1/2| x step / |v|; inf for v = 0."""
+    r = v.astype(np.float64) / step
+    d = np.abs(r - np.floor(r) - 0.5) * step
+    return np.where(v == 0, np.inf, d / np.maximum(np.abs(v).astype(np.float64), 1e-300))
+
+
+def _pow2_ceil_margin(t):
+    """Relative distance of each t > 0 from the nearest power of two, where
+    pow2_ceil changes its result."""
+    t = t.astype(np.float64)
+    return np.abs(t / np.exp2(np.round(np.log2(t))) - 1.0)
+
+
+def quant_margin(x, block, kind, e4m3_scales=False):
+    """Per row of x (axis 0): the smallest relative distance, over the row's
+    elements and block scales, from a rounding boundary of
+    fake_quant_fp8(x, block) (kind "fp8") or fake_quant_fp4(x, block,
+    e4m3_scales) (kind "fp4"): the e4m3 / e2m1 midpoints of the scaled
+    values, and the power-of-two (ue8m0) or e4m3 scale's own boundary. A
+    margin near float32's rounding (~1e-6) means an evaluation differing in
+    the last bit may quantise the row differently: a decision as fragile as
+    a top-k near a tie. inf where nothing is quantised."""
+    n = x.shape[-1]
+    if n % block:
+        return np.full(x.shape[0], np.inf)
+    b = x.reshape(*x.shape[:-1], n // block, block)
+    amax = np.max(np.abs(b), axis=-1, keepdims=True)
+    if kind == "fp8":
+        amax = np.maximum(amax, F32(1e-4))
+        t = amax * F32(1.0 / 448.0)
+        scale, scale_margin = pow2_ceil(t), _pow2_ceil_margin(t)
+        q = np.clip(b / scale, -448, 448).astype(F32)
+        _, e = np.frexp(np.maximum(np.abs(q), F32(2.0 ** -7)))
+        step = np.exp2((np.maximum(e - 1, -6) - 3).astype(np.float64))
+        inside = np.abs(q) < 448
+    else:
+        if e4m3_scales:
+            t = np.maximum(amax, F32(6.0 * 2.0 ** -9)) / F32(6.0)
+            scale = round_e4m3(t)
+            _, e = np.frexp(np.maximum(t, F32(2.0 ** -7)))
+            scale_margin = _midpoint_margin(t, np.exp2((np.maximum(e - 1, -6) - 3).astype(np.float64)))
+        else:
+            t = np.maximum(amax, F32(6.0 * 2.0 ** -126)) * F32(1.0 / 6.0)
+            scale, scale_margin = pow2_ceil(t), _pow2_ceil_margin(t)
+        q = np.clip(b / scale, -6, 6).astype(F32)
+        m = np.abs(q)
+        step = np.where(m < 2, 0.5, np.where(m < 4, 1.0, 2.0))
+        inside = m < 6
+    elem = np.where(inside, _midpoint_margin(q, step), np.inf)
+    per_block = np.minimum(elem.min(-1), scale_margin[..., 0])
+    return per_block.reshape(x.shape[0], -1).min(-1)
+
+
 def fake_quant_fp4(x, block, e4m3_scales=False):
     n = x.shape[-1]
     if n % block:
@@ -181,6 +244,7 @@ class Model:
         self._cache = {}
         self.intermediates = {}  # streams.{i} after every layer, for debugging
         self.decisions = None  # record_decisions: [(site, margins [rows])] per top-k
+        self.quant_margins = None  # record_quant_margins: [(site, margins [rows])]
         self.fragile_tol = 0.0
 
     def record_decisions(self, tol):
@@ -190,6 +254,25 @@ class Model:
         of 0 counts as fragile (topk_margin). Costs an S x H x T product per
         indexer; the logits are unchanged."""
         self.decisions, self.fragile_tol = [], tol
+
+    def record_quant_margins(self):
+        """Make forward() append (site, quant_margin per row) for every fake
+        quantisation it applies to self.quant_margins ("fp8.kv.i",
+        "fp4.index_k.i", "fp4.index_q.i", "fp4.compress_kv.i"; i the
+        layer): where a float32 evaluation in another order may round
+        differently. Kept apart from the top-k decisions, whose margins
+        check_transformers.py gates prompts on; the logits are unchanged."""
+        self.quant_margins = []
+
+    def quant(self, x, block, kind, site, e4m3_scales=False):
+        """fake_quant_fp8 / fake_quant_fp4 of x, recording (site, its
+        quant_margin per row) when recording and x is quantised (its last
+        dim a multiple of block)."""
+        if self.quant_margins is not None and x.shape[-1] % block == 0:
+            self.quant_margins.append((site, quant_margin(x, block, kind, e4m3_scales)))
+        if kind == "fp8":
+            return fake_quant_fp8(x, block)
+        return fake_quant_fp4(x, block, e4m3_scales)
 
     def topk(self, scores, k, site, fragile=None, scale=None):
         if self.decisions is not None:
@@ -294,14 +377,14 @@ class Model:
                 k = rms_norm(latent @ self.w(a + "indexer.wk.weight").T, self.w(a + "indexer.k_norm.weight"),
                              cfg["rms_norm_eps"])
                 cos, sin = rope_table(cfg, "compress", ratio * np.arange(k.shape[0]))
-                shared["index_k"] = fake_quant_fp4(rope(k, cos, sin), 32)
+                shared["index_k"] = self.quant(rope(k, cos, sin), 32, "fp4", f"fp4.index_k.{i}")
         index_k = shared.get("index_k")
         t = 0 if index_k is None else index_k.shape[0]
         if t == 0:
             return
         cos, sin = rope_table(cfg, "compress", np.arange(s))
         q = rope(self.linear(q_res, a + "indexer.wq_b.weight").reshape(s, hi, di), cos, sin)
-        q = fake_quant_fp4(q, 32)
+        q = self.quant(q, 32, "fp4", f"fp4.index_q.{i}")
         weights = self.linear(x, a + "indexer.weights_proj.weight") * F32(hi ** -0.5)
         index_scores = indexer_scores(q, index_k, weights)  # [S, T]
         lens = (np.arange(s) + 1) // ratio
@@ -348,7 +431,7 @@ class Model:
         q_res = rms_norm(self.linear(x, a + "wq_a.weight"), self.w(a + "q_norm.weight"), eps)
         q = rope(self.linear(q_res, a + "wq_b.weight").reshape(s, h, hd), cos, sin)
         kv = rms_norm(self.linear(x, a + "wkv.weight"), self.w(a + "kv_norm.weight"), eps)
-        kv = fake_quant_fp8(rope(kv, cos, sin), 32)
+        kv = self.quant(rope(kv, cos, sin), 32, "fp8", f"fp8.kv.{i}")
         pos = np.arange(s)
         mask = np.where((pos[None, :] <= pos[:, None]) & (pos[:, None] - pos[None, :] < cfg["sliding_window"]),
                         F32(0), F32(-np.inf))
@@ -362,7 +445,8 @@ class Model:
             if i in cfg["kv_source_layer_ids"]:
                 if latent.shape[0]:
                     c_cos, c_sin = rope_table(cfg, "compress", ratio * np.arange(latent.shape[0]))
-                    shared["compress_kv"] = fake_quant_fp4(rope(latent, c_cos, c_sin), 16, e4m3_scales=True)
+                    shared["compress_kv"] = self.quant(rope(latent, c_cos, c_sin), 16, "fp4",
+                                                       f"fp4.compress_kv.{i}", e4m3_scales=True)
                     self.intermediates[f"latent.{i}"] = latent
                     self.intermediates[f"compress_kv.{i}"] = shared["compress_kv"]
                 else:
@@ -511,10 +595,21 @@ def main():
     ap.add_argument("ids")
     ap.add_argument("out")
     ap.add_argument("--logits", choices=["all", "last"], default="all")
+    ap.add_argument("--quant-margins", metavar="JSON",
+                    help="also write every fake quantisation's smallest quant_margin and its row, "
+                         "closest to flipping first")
     args = ap.parse_args()
     ids = np.load(args.ids).reshape(-1).astype(np.int64)
     model = load_model(args.checkpoint)
+    if args.quant_margins:
+        model.record_quant_margins()
     out = model.forward(ids, args.logits)
+    if args.quant_margins:
+        rows = sorted(({"site": site, "margin": float(m.min()), "row": int(m.argmin())}
+                       for site, m in model.quant_margins), key=lambda r: r["margin"])
+        with open(args.quant_margins + ".tmp", "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(args.quant_margins + ".tmp", args.quant_margins)
     tmp = args.out + ".tmp.npy"
     np.save(tmp, out)
     os.replace(tmp, args.out)

@@ -2,8 +2,10 @@
 """Checks of reference.topk_margin and Model.record_decisions (what
 check_transformers.py uses to pick prompts whose top-k decisions are not
 near a tie): margins of hand-made rows, exact ties only at a robust 0, and a
-recording forward of the tiny config giving the same logits bit for bit.
-Exit 1 on failure."""
+recording forward of the tiny config giving the same logits bit for bit;
+and of quant_margin / Model.record_quant_margins (how close a fake FP8 / FP4
+quantisation is to rounding the other way): hand-made rows, and tiny-wide's
+known fragile element. Exit 1 on failure."""
 import os
 import subprocess
 import sys
@@ -61,6 +63,46 @@ with tempfile.TemporaryDirectory() as d:
     # generate.py's weights are fixed by the config's seed: this prompt is the
     # one check_transformers.py --prompts 129 takes first on tiny.
     check(n == 1456 and worst >= 1e-5, f"tiny S=129 prompt 0: {n} decisions, min margin {worst:.2e}")
+
+# quant_margin: the relative distance from a rounding boundary of the FP8
+# (e4m3, power-of-two scale per block of 32) fake quantisation, per row.
+row = np.zeros((2, 32), np.float32)
+row[:, 0] = 300  # scale 1 (300 / 448 = 0.67: 0.34 from a power of two); 300 is 4 / 300 from a midpoint
+row[0, 1], row[1, 1] = 1.0, 1.0625  # on the grid (1/16 off); exactly between 1 and 1.125
+qm = reference.quant_margin(row, 32, "fp8")
+check(abs(qm[0] - 4 / 300) < 1e-9 and qm[1] == 0, f"fp8 margins of hand-made rows ({qm})")
+check(reference.quant_margin(np.ones((3, 40), np.float32), 32, "fp8").tolist() == [inf] * 3,
+      "a row the block does not divide is not quantised")
+# FP4 (e2m1, power-of-two scale per block): 0.7 / 6 = 0.1167 -> scale 0.125,
+# 1 / 15 from the power of two; 0.7 / 0.125 = 5.6 is 0.6 / 5.6 from a midpoint.
+fp4 = reference.quant_margin(np.full((1, 16), 0.7, np.float32), 16, "fp4")[0]
+check(abs(fp4 - abs(0.7 / 6 / 0.125 - 1)) < 1e-6, f"fp4: the scale's margin ({fp4})")
+check(reference.quant_margin(np.full((1, 16), 0.75, np.float32), 16, "fp4")[0] == 0,
+      "fp4: a block maximum / 6 exactly a power of two is on pow2_ceil's boundary")
+
+with tempfile.TemporaryDirectory() as d:
+    # tiny-wide from a bf16 checkpoint and prompts as gpu-bundle.sh makes them
+    # (--ids 8 129 1000): its 128-wide KV
+    # rows are FP8 fake-quantised, and at this S = 129 prompt layer 4's row
+    # 83 holds an element within 1e-7 (relative) of an e4m3 midpoint: the
+    # element that made h20's float32 run drift by 2.0e-4 (BENCHMARKS.md).
+    subprocess.run([sys.executable, os.path.join(HERE, "generate.py"), "tiny-wide", d, "--dtype", "bf16",
+                    "--ids", "8", "129", "1000"], check=True, stdout=subprocess.DEVNULL)
+    model = reference.load_model(d)
+    ids = np.load(os.path.join(d, "ids-129.npy")).reshape(-1)
+    plain = model.forward(ids)
+    model.record_quant_margins()
+    recorded = model.forward(ids)
+    check(np.array_equal(plain, recorded), "recording quantisation margins changes the logits")
+    sites = dict(model.quant_margins)
+    check(sorted(sites) == sorted([f"fp8.kv.{i}" for i in range(7)] + ["fp4.compress_kv.1", "fp4.compress_kv.3",
+                                                                    "fp4.compress_kv.4"]),
+          f"tiny-wide's quantised sites ({sorted(sites)})")
+    kv4 = sites.get("fp8.kv.4", np.array([inf]))
+    check(kv4.shape == (129,) and int(kv4.argmin()) == 83 and kv4.min() < 1e-7,
+          f"tiny-wide S=129: fp8.kv.4 row {int(kv4.argmin())} margin {kv4.min():.2e}")
+    others = min(float(m.min()) for s, m in model.quant_margins if s != "fp8.kv.4")
+    check(others > 1e-7, f"no other site that close ({others:.2e})")
 
 print("test_margin:", "FAIL" if failures else "PASS", f"({len(failures)} failure(s))")
 sys.exit(1 if failures else 0)
