@@ -185,7 +185,10 @@ fi
 # Engram), which run a chunk at a time: chunks of 12 tokens, the window
 # latents, compressed entries and indexer keys carried in caches
 # (models/v41-window, art/v41-window.*, models/v41-chunked,
-# art/v41-chunked.*).
+# art/v41-chunked.*). And tiny-wide (tiny-all-picks with 128-wide KV rows:
+# FP8 fake-quantised, the wgmma sparse attention on Hopper; models/v41-wide,
+# art/v41-wide.*). Each reference also writes quant-S.json (reference.py
+# --quant-margins: how close each FP8 / FP4 rounding is to flipping).
 # v41_model CFG DIR GENERATE-ARGS... -- EXPORT-ARGS...: a random
 # checkpoint of CFG, its export to DIR, ids and reference logits at S = 8,
 # 129, 1000 (the checkpoint itself is dropped).
@@ -200,7 +203,8 @@ v41_model() {
   "$py" "$root/models/deepseek_v41/export.py" "$dir/ckpt" "$dir" "${exp[@]}" >/dev/null
   for S in 8 129 1000; do
     cp "$dir/ckpt/ids-$S.npy" "$dir/"
-    "$py" "$root/models/deepseek_v41/reference.py" "$dir/ckpt" "$dir/ids-$S.npy" "$dir/ref-$S.npy" >/dev/null
+    "$py" "$root/models/deepseek_v41/reference.py" "$dir/ckpt" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
+      --quant-margins "$dir/quant-$S.json" >/dev/null
   done
 }
 # v41_art ONNX NAME COMPUTE [H20-OPT ARGS...]: a tiny V4.1 model's GPU
@@ -212,7 +216,7 @@ v41_art() {
     -o "$out/art/$name.h20" 2>/dev/null
 }
 if [[ $bench != only && $bench != tp && $bench != robust ]]; then
-  for cfg in tiny tiny-all-picks tiny-window tiny-chunked; do
+  for cfg in tiny tiny-all-picks tiny-window tiny-chunked tiny-wide; do
     name=${cfg/#tiny-/}
     v41=$out/models/v41${cfg#tiny}
     v41_model "$cfg" "$v41" --dtype bf16
@@ -228,7 +232,7 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       # of 16, 129 or 1000): the window latents in rings of 15 + 20 rows
       # (art/v41-{tiny,window,chunked}-c20.*); chunks of 12 keep them in
       # caches of every position.
-      if [[ $cfg != tiny-all-picks ]]; then
+      if [[ $cfg != tiny-all-picks && $cfg != tiny-wide ]]; then
         v41_art "$v41/model.onnx" "v41-$name-c20.$ct" "$ct" --chunk=20
       fi
     done
