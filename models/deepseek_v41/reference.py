@@ -160,9 +160,9 @@ def quant_margin(x, block, kind, e4m3_scales=False):
     fake_quant_fp8(x, block) (kind "fp8") or fake_quant_fp4(x, block,
     e4m3_scales) (kind "fp4"): the e4m3 / e2m1 midpoints of the scaled
     values, and the power-of-two (ue8m0) or e4m3 scale's own boundary. A
-    margin near float32's rounding (~1e-6) means an evaluation differing in
-    the last bit may quantise the row differently: a decision as fragile as
-    a top-k near a tie. inf where nothing is quantised."""
+    margin within a few float32 ulps (~1e-7 to 1e-6) means an evaluation
+    in another order may quantise the row differently: a decision as
+    fragile as a top-k near a tie. inf where nothing is quantised."""
     n = x.shape[-1]
     if n % block:
         return np.full(x.shape[0], np.inf)
