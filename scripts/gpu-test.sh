@@ -228,10 +228,10 @@ seed_dense() { # layers S name
 # Engram's token ids through caches) against the same whole-prompt
 # reference: tiny-window gated as tiny-all-picks; the other two (tiny's
 # top-k choices) gated in f32, their bf16 reported as tiny's. tiny-wide
-# (128-wide FP8 KV rows, the wgmma sparse attention): f32 gated at 1e-4
-# unless an FP8 rounding of the prompt is within 1e-6 of flipping (then
-# INFO, naming it), bf16 at 6e-2 (bf16 emulations of the reference land
-# 2.7-3.9e-2 from it). The -c20
+# (128-wide FP8 KV rows, the wgmma sparse attention): f32 gated at 1e-4,
+# or at 1e-2 (INFO between the two, naming it) where a rounding of the
+# prompt's fake quantisation is within 1e-6 of flipping; bf16 at 6e-2
+# (bf16 emulations of the reference land 2.7-3.9e-2 from it). The -c20
 # variants run in chunks of 20, their window latents in rings (the 15 rows
 # before the chunk, then its own), gated as their 12-token runs.
 if want deepseek; then
@@ -250,11 +250,17 @@ if want deepseek; then
           $tol "$results/v41-$model.$ct.S$S.npy"
         [[ ($base == tiny || $base == chunked) && $ct == bf16 && $st == FAIL &&
            -n ${cmp:-} ]] && st=INFO
-        # tiny-wide in f32: a prompt whose FP8 KV rounding is within 1e-6
-        # of flipping (reference.py --quant-margins) is reported, not gated.
+        # tiny-wide in f32: a prompt with an FP8 / FP4 rounding within 1e-6
+        # of flipping (reference.py --quant-margins) may drift by one code
+        # from there on (2e-4 to 2e-3 seen): above 1e-4 it is reported
+        # (INFO, naming the rounding) while within 1e-2 with the same next
+        # token, and fails beyond that.
         if [[ $base == wide && $ct == f32 && $st == FAIL && -n ${cmp:-} && -f $dir/quant-$S.json ]]; then
           fragile=$(python3 -c "import json, sys; r = json.load(open(sys.argv[1]))[0]; print(r['site'], 'row', r['row'], '%.1e' % r['margin']) if r['margin'] < 1e-6 else None" "$dir/quant-$S.json" 2>/dev/null)
-          [[ -n $fragile && $fragile != None ]] && { st=INFO; cmp="$cmp (FP8 rounding near a midpoint: $fragile)"; }
+          if [[ -n $fragile ]] && "$bin/npy-compare" "$results/v41-$model.$ct.S$S.npy" "$dir/ref-$S.npy" \
+               --max-rel-l2 1e-2 >/dev/null 2>&1; then
+            st=INFO; cmp="$cmp (within 1e-2; a rounding near a midpoint: $fragile)"
+          fi
         fi
         record "$name" $st "${cmp:-h20-run failed}"
       done

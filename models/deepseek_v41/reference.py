@@ -138,58 +138,73 @@ def fake_quant_fp8(x, block=32):
     return (round_e4m3(q) * scale).reshape(x.shape)
 
 
-def _midpoint_margin(v, step):
-    """Relative distance of each v from the nearest rounding midpoint of
-    the grid of spacing `step` (round-to-nearest: at a midpoint the last bit
-    of v decides): |frac(v / step) - 1/2| x step / |v|; inf for v = 0."""
+def _midpoint_margin(v, step, ref):
+    """Distance of each v from the nearest rounding midpoint of the grid of
+    spacing `step` (round-to-nearest: at a midpoint the last bit of v
+    decides), relative to `ref`: |frac(v / step) - 1/2| x step / ref."""
     r = v.astype(np.float64) / step
     d = np.abs(r - np.floor(r) - 0.5) * step
-    return np.where(v == 0, np.inf, d / np.maximum(np.abs(v).astype(np.float64), 1e-300))
+    return d / np.maximum(np.asarray(ref, np.float64), 1e-300)
 
 
-def _pow2_ceil_margin(t):
-    """Relative distance of each t > 0 from the nearest power of two, where
-    pow2_ceil changes its result."""
-    t = t.astype(np.float64)
-    return np.abs(t / np.exp2(np.round(np.log2(t))) - 1.0)
+def _scale_margin(amax, floor, t, pow2):
+    """Relative distance of a block's scale input t (from amax, floored at
+    `floor`) from the boundary where its rounding changes: the nearest
+    power of two (pow2_ceil) or e4m3 midpoint. A floored amax moves the
+    scale only once it reaches the floor: its margin is its distance to it."""
+    t64 = t.astype(np.float64)
+    if pow2:
+        m = np.abs(t64 / np.exp2(np.round(np.log2(t64))) - 1.0)
+    else:
+        _, e = np.frexp(np.maximum(t, F32(2.0 ** -7)))
+        m = _midpoint_margin(t, np.exp2((np.maximum(e - 1, -6) - 3).astype(np.float64)), t64)
+    a = amax.astype(np.float64)
+    return np.where(a < floor, (floor - a) / floor, m)
 
 
 def quant_margin(x, block, kind, e4m3_scales=False):
-    """Per row of x (axis 0): the smallest relative distance, over the row's
-    elements and block scales, from a rounding boundary of
-    fake_quant_fp8(x, block) (kind "fp8") or fake_quant_fp4(x, block,
-    e4m3_scales) (kind "fp4"): the e4m3 / e2m1 midpoints of the scaled
+    """Per row of x ([rows, ..., D], D a multiple of block; axis 0 the
+    rows): the smallest distance, over the row's blocks, from a rounding
+    boundary of fake_quant_fp8(x, block) (kind "fp8") or fake_quant_fp4(x,
+    block, e4m3_scales) (kind "fp4"), relative to the block's largest
+    magnitude (another evaluation order moves every element by about an
+    ulp of that, not of itself): the e4m3 / e2m1 midpoints of the scaled
     values, and the power-of-two (ue8m0) or e4m3 scale's own boundary. A
     margin within a few float32 ulps (~1e-7 to 1e-6) means an evaluation
     in another order may quantise the row differently: a decision as
-    fragile as a top-k near a tie. inf where nothing is quantised."""
+    fragile as a top-k near a tie. inf for every row when D is not a
+    multiple of block (nothing is quantised). A scale boundary is counted
+    even where both scales would give the same codes (a conservative
+    margin)."""
     n = x.shape[-1]
     if n % block:
         return np.full(x.shape[0], np.inf)
     b = x.reshape(*x.shape[:-1], n // block, block)
     amax = np.max(np.abs(b), axis=-1, keepdims=True)
     if kind == "fp8":
-        amax = np.maximum(amax, F32(1e-4))
-        t = amax * F32(1.0 / 448.0)
-        scale, scale_margin = pow2_ceil(t), _pow2_ceil_margin(t)
+        floor = F32(1e-4)
+        t = np.maximum(amax, floor) * F32(1.0 / 448.0)
+        scale, scale_margin = pow2_ceil(t), _scale_margin(amax, 1e-4, t, True)
         q = np.clip(b / scale, -448, 448).astype(F32)
         _, e = np.frexp(np.maximum(np.abs(q), F32(2.0 ** -7)))
         step = np.exp2((np.maximum(e - 1, -6) - 3).astype(np.float64))
         inside = np.abs(q) < 448
     else:
         if e4m3_scales:
-            t = np.maximum(amax, F32(6.0 * 2.0 ** -9)) / F32(6.0)
+            floor = 6.0 * 2.0 ** -9
+            t = np.maximum(amax, F32(floor)) / F32(6.0)
             scale = round_e4m3(t)
-            _, e = np.frexp(np.maximum(t, F32(2.0 ** -7)))
-            scale_margin = _midpoint_margin(t, np.exp2((np.maximum(e - 1, -6) - 3).astype(np.float64)))
         else:
-            t = np.maximum(amax, F32(6.0 * 2.0 ** -126)) * F32(1.0 / 6.0)
-            scale, scale_margin = pow2_ceil(t), _pow2_ceil_margin(t)
+            floor = 6.0 * 2.0 ** -126
+            t = np.maximum(amax, F32(floor)) * F32(1.0 / 6.0)
+            scale = pow2_ceil(t)
+        scale_margin = _scale_margin(amax, floor, t, not e4m3_scales)
         q = np.clip(b / scale, -6, 6).astype(F32)
         m = np.abs(q)
         step = np.where(m < 2, 0.5, np.where(m < 4, 1.0, 2.0))
         inside = m < 6
-    elem = np.where(inside, _midpoint_margin(q, step), np.inf)
+    qmax = np.max(np.abs(q), axis=-1, keepdims=True).astype(np.float64)
+    elem = np.where(inside & (q != 0), _midpoint_margin(q, step, qmax), np.inf)
     per_block = np.minimum(elem.min(-1), scale_margin[..., 0])
     return per_block.reshape(x.shape[0], -1).min(-1)
 

@@ -66,11 +66,23 @@ with tempfile.TemporaryDirectory() as d:
 
 # quant_margin: the relative distance from a rounding boundary of the FP8
 # (e4m3, power-of-two scale per block of 32) fake quantisation, per row.
+# Distances are relative to the block's largest magnitude: another
+# evaluation order moves every element by about an ulp of that.
 row = np.zeros((2, 32), np.float32)
-row[:, 0] = 300  # scale 1 (300 / 448 = 0.67: 0.34 from a power of two); 300 is 4 / 300 from a midpoint
+row[:, 0] = 300  # scale 1 (300 / 448 = 0.67: 0.34 from a power of two); 300 is 4 from a midpoint
 row[0, 1], row[1, 1] = 1.0, 1.0625  # on the grid (1/16 off); exactly between 1 and 1.125
 qm = reference.quant_margin(row, 32, "fp8")
-check(abs(qm[0] - 4 / 300) < 1e-9 and qm[1] == 0, f"fp8 margins of hand-made rows ({qm})")
+check(abs(qm[0] - 0.0625 / 300) < 1e-12 and qm[1] == 0, f"fp8 margins of hand-made rows ({qm})")
+small = np.zeros((1, 32), np.float32)
+small[0, 0] = 2.25  # scale 2^-7: a small element's e4m3 subnormal midpoint is 2^-10 x 2^-7
+small[0, 1] = np.float32(2.0 ** -17 + 3e-8)  # 3e-8 past it: 1.3e-8 of the block's maximum
+qs = reference.quant_margin(small, 32, "fp8")[0]
+check(1e-8 < qs < 2e-8, f"a small element near a midpoint counts against the block maximum ({qs:.2e})")
+zero = np.zeros((2, 32), np.float32)
+zero[1, :16] = 1  # scale 0.25: q = 4, 1 from the midpoint 5 of 4 and 6, a quarter of the maximum
+check(reference.quant_margin(zero, 16, "fp4").tolist() == [1.0, 0.25],
+      f"fp4: an all-zero block is its floor's width from moving the scale "
+      f"({reference.quant_margin(zero, 16, 'fp4')})")
 check(reference.quant_margin(np.ones((3, 40), np.float32), 32, "fp8").tolist() == [inf] * 3,
       "a row the block does not divide is not quantised")
 # FP4 (e2m1, power-of-two scale per block): 0.7 / 6 = 0.1167 -> scale 0.125,
@@ -102,7 +114,7 @@ with tempfile.TemporaryDirectory() as d:
     check(kv4.shape == (129,) and int(kv4.argmin()) == 83 and kv4.min() < 1e-7,
           f"tiny-wide S=129: fp8.kv.4 row {int(kv4.argmin())} margin {kv4.min():.2e}")
     others = min(float(m.min()) for s, m in model.quant_margins if s != "fp8.kv.4")
-    check(others > 1e-7, f"no other site that close ({others:.2e})")
+    check(others > kv4.min(), f"the prompt's closest rounding ({others:.2e} elsewhere)")
 
 print("test_margin:", "FAIL" if failures else "PASS", f"({len(failures)} failure(s))")
 sys.exit(1 if failures else 0)
