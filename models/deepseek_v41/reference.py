@@ -112,19 +112,48 @@ def pow2_ceil(t):
     return np.exp2(k.astype(F32))
 
 
+def e4m3_step(q):
+    """The float8 e4m3fn grid spacing at each q (2^-9 below 2^-6)."""
+    _, e = np.frexp(np.maximum(np.abs(q), F32(2.0 ** -7)))
+    return np.exp2((np.maximum(e - 1, -6) - 3).astype(F32))
+
+
+def e2m1_step(q):
+    """The float4 e2m1 grid spacing at each q (|q| <= 6)."""
+    m = np.abs(q)
+    return np.where(m < 2, F32(0.5), np.where(m < 4, F32(1.0), F32(2.0)))
+
+
 def round_e4m3(q):
     """Round-to-nearest-even onto the float8 e4m3fn grid (|q| <= 448)."""
-    m = np.abs(q)
-    _, e = np.frexp(np.maximum(m, F32(2.0 ** -7)))
-    step = np.exp2((np.maximum(e - 1, -6) - 3).astype(F32))
+    step = e4m3_step(q)
     return (np.round(q / step) * step).astype(F32)
 
 
 def round_e2m1(q):
     """Round-to-nearest-even onto the float4 e2m1 grid (|q| <= 6)."""
-    m = np.abs(q)
-    step = np.where(m < 2, F32(0.5), np.where(m < 4, F32(1.0), F32(2.0)))
+    step = e2m1_step(q)
     return (np.round(q / step) * step).astype(F32)
+
+
+def _block_scales(b, kind, e4m3_scales=False):
+    """The per-block scales of fake_quant_fp8 (kind "fp8": ue8m0 of
+    amax / 448, amax floored at 1e-4) or fake_quant_fp4 (kind "fp4": ue8m0
+    or, with e4m3_scales, e4m3 of amax / 6) for blocks b [..., blocks,
+    block]: (amax, its floor, the scale's input t, scale, the code limit),
+    amax unfloored, the others [..., blocks, 1]."""
+    amax = np.max(np.abs(b), axis=-1, keepdims=True)
+    if kind == "fp8":
+        floor = 1e-4
+        t = np.maximum(amax, F32(floor)) * F32(1.0 / 448.0)
+        return amax, floor, t, pow2_ceil(t), 448
+    if e4m3_scales:
+        floor = 6.0 * 2.0 ** -9
+        t = np.maximum(amax, F32(floor)) / F32(6.0)
+        return amax, floor, t, round_e4m3(t), 6
+    floor = 6.0 * 2.0 ** -126
+    t = np.maximum(amax, F32(floor)) * F32(1.0 / 6.0)
+    return amax, floor, t, pow2_ceil(t), 6
 
 
 def fake_quant_fp8(x, block=32):
@@ -132,8 +161,7 @@ def fake_quant_fp8(x, block=32):
     if n % block:
         return x
     b = x.reshape(*x.shape[:-1], n // block, block)
-    amax = np.maximum(np.max(np.abs(b), axis=-1, keepdims=True), F32(1e-4))
-    scale = pow2_ceil(amax * F32(1.0 / 448.0))
+    scale = _block_scales(b, "fp8")[3]
     q = np.clip(b / scale, -448, 448).astype(F32)
     return (round_e4m3(q) * scale).reshape(x.shape)
 
@@ -156,8 +184,7 @@ def _scale_margin(amax, floor, t, pow2):
     if pow2:
         m = np.abs(t64 / np.exp2(np.round(np.log2(t64))) - 1.0)
     else:
-        _, e = np.frexp(np.maximum(t, F32(2.0 ** -7)))
-        m = _midpoint_margin(t, np.exp2((np.maximum(e - 1, -6) - 3).astype(np.float64)), t64)
+        m = _midpoint_margin(t, e4m3_step(t).astype(np.float64), t64)
     a = amax.astype(np.float64)
     return np.where(a < floor, (floor - a) / floor, m)
 
@@ -180,31 +207,12 @@ def quant_margin(x, block, kind, e4m3_scales=False):
     if n % block:
         return np.full(x.shape[0], np.inf)
     b = x.reshape(*x.shape[:-1], n // block, block)
-    amax = np.max(np.abs(b), axis=-1, keepdims=True)
-    if kind == "fp8":
-        floor = F32(1e-4)
-        t = np.maximum(amax, floor) * F32(1.0 / 448.0)
-        scale, scale_margin = pow2_ceil(t), _scale_margin(amax, 1e-4, t, True)
-        q = np.clip(b / scale, -448, 448).astype(F32)
-        _, e = np.frexp(np.maximum(np.abs(q), F32(2.0 ** -7)))
-        step = np.exp2((np.maximum(e - 1, -6) - 3).astype(np.float64))
-        inside = np.abs(q) < 448
-    else:
-        if e4m3_scales:
-            floor = 6.0 * 2.0 ** -9
-            t = np.maximum(amax, F32(floor)) / F32(6.0)
-            scale = round_e4m3(t)
-        else:
-            floor = 6.0 * 2.0 ** -126
-            t = np.maximum(amax, F32(floor)) * F32(1.0 / 6.0)
-            scale = pow2_ceil(t)
-        scale_margin = _scale_margin(amax, floor, t, not e4m3_scales)
-        q = np.clip(b / scale, -6, 6).astype(F32)
-        m = np.abs(q)
-        step = np.where(m < 2, 0.5, np.where(m < 4, 1.0, 2.0))
-        inside = m < 6
+    amax, floor, t, scale, limit = _block_scales(b, kind, e4m3_scales)
+    scale_margin = _scale_margin(amax, floor, t, kind == "fp8" or not e4m3_scales)
+    q = np.clip(b / scale, -limit, limit).astype(F32)
+    step = (e4m3_step(q) if kind == "fp8" else e2m1_step(q)).astype(np.float64)
     qmax = np.max(np.abs(q), axis=-1, keepdims=True).astype(np.float64)
-    elem = np.where(inside & (q != 0), _midpoint_margin(q, step, qmax), np.inf)
+    elem = np.where((np.abs(q) < limit) & (q != 0), _midpoint_margin(q, step, qmax), np.inf)
     per_block = np.minimum(elem.min(-1), scale_margin[..., 0])
     return per_block.reshape(x.shape[0], -1).min(-1)
 
@@ -214,11 +222,7 @@ def fake_quant_fp4(x, block, e4m3_scales=False):
     if n % block:
         return x
     b = x.reshape(*x.shape[:-1], n // block, block)
-    amax = np.max(np.abs(b), axis=-1, keepdims=True)
-    if e4m3_scales:
-        scale = round_e4m3(np.maximum(amax, F32(6.0 * 2.0 ** -9)) / F32(6.0))
-    else:
-        scale = pow2_ceil(np.maximum(amax, F32(6.0 * 2.0 ** -126)) * F32(1.0 / 6.0))
+    scale = _block_scales(b, "fp4", e4m3_scales)[3]
     q = np.clip(b / scale, -6, 6).astype(F32)
     return (round_e2m1(q) * scale).reshape(x.shape)
 
