@@ -274,16 +274,27 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
   auto aligned16 = [](const void *p) { return (reinterpret_cast<u64>(p) & 15u) == 0; };
   const bool dVec = D % 8 == 0;
   const bool qVec = dVec && q_s2 == 1 && q_s1 % 8 == 0 && q_s0 % 8 == 0 && aligned16(q + q_off);
-  if (qVec && tid < 128) {
+  // Threads 0..127 copy the [64][DP] query tile: 16-byte cp.async when
+  // `vec`, else element by element and st.shared.
+  auto copyQuery = [&](bool vec) {
 #pragma unroll 1
     for (int e = tid; e < 64 * CH; e += 128) {
       const int r = e / CH, c = e % CH;
       const i64 h = h0 + r;
       const bool ok = h < H && c * 8 < D;
-      h20CpAsync16(sQ + swz128(r, c, 64),
-                   ok ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off, ok ? 16 : 0);
+      const u32 dst = sQ + swz128(r, c, 64);
+      if (vec) {
+        h20CpAsync16(dst, ok ? q + q_off + i * q_s0 + h * q_s1 + c * 8 : q + q_off, ok ? 16 : 0);
+      } else {
+        u32 w[4] = {0u, 0u, 0u, 0u};
+        if (ok)
+          loadChunk(w, q + q_off + i * q_s0 + h * q_s1, q_s2, c, D);
+        stShared128(dst, w[0], w[1], w[2], w[3]);
+      }
     }
-  }
+  };
+  if (qVec && tid < 128)
+    copyQuery(true);
   if (tid == 0) {
     mbarInit(fullQ, 128);
     for (int b = 0; b < 4; ++b) {
@@ -311,19 +322,9 @@ H20_SAW_NAME(H20_MR3(const u16, q), H20_MR2(const u16, lat), H20_MR1(const void,
 #if H20_SA_COMPRESSED
     const bool cmpVec = dVec && cmp_s1 == 1 && cmp_s0 % 8 == 0 && aligned16(cmp + cmp_off);
 #endif
-    const bool scalar = !qVec;
-    if (scalar) {
-#pragma unroll 1
-      for (int e = tid; e < 64 * CH; e += 128) {
-        const int r = e / CH, c = e % CH;
-        const i64 h = h0 + r;
-        u32 w[4] = {0u, 0u, 0u, 0u};
-        if (h < H && c * 8 < D)
-          loadChunk(w, q + q_off + i * q_s0 + h * q_s1, q_s2, c, D);
-        stShared128(sQ + swz128(r, c, 64), w[0], w[1], w[2], w[3]);
-      }
-    }
-    arriveLoaded(fullQ, scalar);
+    if (!qVec)
+      copyQuery(false);
+    arriveLoaded(fullQ, !qVec);
     // Thread tid copies 16-byte chunk tid % 8 of every 64-column tile of
     // rows tid / 8 + 16 k (k < 4) of a block: eight consecutive threads move
     // one 128-byte tile row, the row's source address is computed once for
