@@ -151,15 +151,21 @@ func.func @sparse(%q: tensor<?x64x512xbf16>, %l: tensor<?x512xbf16>, %s: tensor<
 
 // Routed experts: the token tile whose scratch fits 8 GiB (8 experts, 2
 // picks, 64 wide, 32 intermediate: 1472 bytes a token, 5835520 tokens)
-// and the expert GEMM: the MXFP4 kernel, or cuBLASLt's grouped GEMMs on
-// float weights.
+// and the expert GEMM: on a Hopper target the MXFP4 kernel on wgmma for
+// bf16 tokens, on mma.sync for f32 ones (and for every type with
+// kernel=mma), or cuBLASLt's grouped GEMMs on float weights.
 // CHECK-LABEL: func.func @experts
-// CHECK: onnx.h20.RoutedExpertsMxfp4{{.*}}h20.kernel = {expert_gemm = "mxfp4", tile_tokens = 5835520 : i64}
+// CHECK: onnx.h20.RoutedExpertsMxfp4{{.*}}h20.kernel = {expert_gemm = "mxfp4_wgmma", tile_tokens = 5835520 : i64}
 // CHECK: onnx.h20.RoutedExperts({{.*}}h20.kernel = {expert_gemm = "cublaslt", tile_tokens = 5835520 : i64}
-func.func @experts(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf32>, %w1: tensor<8x32x32xi8>, %s1: tensor<8x32x2xi8>, %w3: tensor<8x32x32xi8>, %s3: tensor<8x32x2xi8>, %w2: tensor<8x64x16xi8>, %s2: tensor<8x64x1xi8>, %f1: tensor<8x64x32xbf16>, %f3: tensor<8x64x32xbf16>, %f2: tensor<8x32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+// CHECK: onnx.h20.RoutedExpertsMxfp4{{.*}}h20.kernel = {expert_gemm = "mxfp4", tile_tokens =
+// MMA-LABEL: func.func @experts
+// MMA: onnx.h20.RoutedExpertsMxfp4{{.*}}h20.kernel = {expert_gemm = "mxfp4", tile_tokens = 5835520 : i64}
+// MMA: onnx.h20.RoutedExperts({{.*}}h20.kernel = {expert_gemm = "cublaslt", tile_tokens = 5835520 : i64}
+func.func @experts(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf32>, %w1: tensor<8x32x32xi8>, %s1: tensor<8x32x2xi8>, %w3: tensor<8x32x32xi8>, %s3: tensor<8x32x2xi8>, %w2: tensor<8x64x16xi8>, %s2: tensor<8x64x1xi8>, %f1: tensor<8x64x32xbf16>, %f3: tensor<8x64x32xbf16>, %f2: tensor<8x32x64xbf16>, %xf: tensor<?x64xf32>, %rf: tensor<64x8xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xf32>) {
   %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w3, %s3, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x64x16xi8>, tensor<8x64x1xi8>) -> tensor<?x64xbf16>
   %1 = onnx.h20.RoutedExperts(%x, %r, %b, %f1, %f3, %f2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x64x32xbf16>, tensor<8x64x32xbf16>, tensor<8x32x64xbf16>) -> tensor<?x64xbf16>
-  return %0, %1 : tensor<?x64xbf16>, tensor<?x64xbf16>
+  %2 = onnx.h20.RoutedExpertsMxfp4(%xf, %rf, %b, %w1, %s1, %w3, %s3, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xf32>, tensor<64x8xf32>, tensor<8xf32>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x64x16xi8>, tensor<8x64x1xi8>) -> tensor<?x64xf32>
+  return %0, %1, %2 : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xf32>
 }
 
 // -----
@@ -170,9 +176,9 @@ func.func @experts(%x: tensor<?x64xbf16>, %r: tensor<64x8xbf16>, %b: tensor<8xf3
 // to 10.2 GiB (at most 16) so that a chunk is one tile: every expert's
 // rows in one GEMM.
 // CHECK-LABEL: func.func @flash_experts_whole
-// CHECK: h20.kernel = {expert_gemm = "mxfp4", tile_tokens = 26368 : i64}
+// CHECK: h20.kernel = {expert_gemm = "mxfp4_wgmma", tile_tokens = 26368 : i64}
 // CHECK-LABEL: func.func @flash_experts_chunked
-// CHECK: h20.kernel = {expert_gemm = "mxfp4", tile_tokens = 33792 : i64}
+// CHECK: h20.kernel = {expert_gemm = "mxfp4_wgmma", tile_tokens = 33792 : i64}
 func.func @flash_experts_whole(%x: tensor<?x5120xbf16>, %r: tensor<5120x384xbf16>, %b: tensor<384xf32>, %w1: tensor<384x2304x2560xi8>, %s1: tensor<384x2304x160xi8>, %w2: tensor<384x5120x1152xi8>, %s2: tensor<384x5120x72xi8>) -> tensor<?x5120xbf16> {
   %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w1, %s1, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 6 : si64} : (tensor<?x5120xbf16>, tensor<5120x384xbf16>, tensor<384xf32>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x5120x1152xi8>, tensor<384x5120x72xi8>) -> tensor<?x5120xbf16>
   return %0 : tensor<?x5120xbf16>

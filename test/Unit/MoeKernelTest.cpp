@@ -68,6 +68,14 @@ TEST(MoeKernel, NamesGridsAndLimits) {
   EXPECT_EQ(moeFp4GemmGridY(138, 4, 1), 3 + 4);
   EXPECT_EQ(moeFp4GemmSmemBytes(2), 77824);
   EXPECT_EQ(moeFp4GemmSmemBytes(0), 0);
+  // The wgmma variant: bf16 only; three stages + three dequantised W tiles
+  // + 16 + 1024 bytes, two CTAs within an SM's 228 KiB (1 KiB reserved each).
+  EXPECT_EQ(moeFp4GemmKernel(2, true), "h20_moe_fp4_gemm_bf16_wg");
+  EXPECT_EQ(moeFp4GemmKernel(0, true), "");
+  EXPECT_TRUE(moeFp4GemmWgmmaTakes(2));
+  EXPECT_FALSE(moeFp4GemmWgmmaTakes(1));
+  EXPECT_EQ(moeFp4GemmSmemBytes(2, true), 111632);
+  EXPECT_LE(2 * (moeFp4GemmSmemBytes(2, true) + 1024), 228 * 1024);
 
   std::string why;
   EXPECT_TRUE(moeShapeSupported(384, 6, &why)) << why;
@@ -108,4 +116,33 @@ TEST(MoeKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   ASSERT_EQ(assemblePtx(ptx, "sm_90", cubin, report, error), PtxasStatus::Ok) << error;
   test::expectListedWithoutSpills(report, names);
   std::printf("%s", report.c_str());
+}
+
+// sm_90a adds the wgmma MXFP4 GEMM (absent from the sm_90 module: it needs
+// the arch-specific features), assembled without spills, with every wgmma
+// of the k loop kept asynchronous (ptxas says C7515 / C7518-style
+// "wgmma ... serialized" when it cannot).
+TEST(MoeKernel, CompilesTheWgmmaGemmForSm90a) {
+  std::string reason;
+  if (!nvrtcAvailable(&reason)) {
+    std::printf("SKIP: %s\n", reason.c_str());
+    GTEST_SKIP() << reason;
+  }
+  std::string ptx, log;
+  ASSERT_TRUE(compileMoePtx("sm_90", ptx, log)) << log;
+  EXPECT_EQ(ptx.find(".entry h20_moe_fp4_gemm_bf16_wg("), std::string::npos);
+  ASSERT_TRUE(compileMoePtx("sm_90a", ptx, log)) << log;
+  std::vector<std::string> names = allKernels();
+  names.push_back(moeFp4GemmKernel(2, true));
+  for (const std::string &name : names)
+    EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << name;
+  EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), std::string::npos);
+  if (findPtxas().empty()) {
+    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+    GTEST_SKIP() << "ptxas not found";
+  }
+  std::string cubin, report, error;
+  ASSERT_EQ(assemblePtx(ptx, "sm_90a", cubin, report, error), PtxasStatus::Ok) << error;
+  test::expectListedWithoutSpills(report, names);
+  EXPECT_EQ(report.find("serializ"), std::string::npos) << report;
 }

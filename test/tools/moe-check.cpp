@@ -822,7 +822,7 @@ double e8m0Value(unsigned s) { return s == 255 ? NAN : std::ldexp(1.0, int(s) - 
 /// [off[0], off[E]) and columns past N stay untouched. With `timeIt`, the
 /// median time of 20 launches as TFLOP/s over the real rows.
 bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K, bool timeIt,
-                bool bigScales = false) {
+                bool bigScales = false, bool wg = false) {
   const int64_t E = int64_t(counts.size());
   std::vector<int32_t> off(size_t(E) + 1, 0);
   for (int64_t e = 0; e < E; ++e)
@@ -855,12 +855,13 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
   const int64_t rowsReal = off[size_t(E)];
   const unsigned gx = unsigned(moeFp4GemmGridX(N, dt)),
                  gy = unsigned(moeFp4GemmGridY(rowsReal, E, dt));
-  const auto smem = unsigned(moeFp4GemmSmemBytes(dt));
-  check(api->cuFuncSetAttribute(kernel(moeFp4GemmKernel(dt)),
+  const auto smem = unsigned(moeFp4GemmSmemBytes(dt, wg));
+  const std::string name = moeFp4GemmKernel(dt, wg);
+  check(api->cuFuncSetAttribute(kernel(name),
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
         "cuFuncSetAttribute fp4 gemm");
   auto go = [&] {
-    check(api->cuLaunchKernel(kernel(moeFp4GemmKernel(dt)), gx, gy, 1, kMoeThreads, 1, 1, smem,
+    check(api->cuLaunchKernel(kernel(name), gx, gy, 1, kMoeThreads, 1, 1, smem,
                               nullptr, ptrs.data(), nullptr),
           "cuLaunchKernel fp4 gemm");
   };
@@ -905,26 +906,34 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
   std::snprintf(detail, sizeof detail, "E=%lld R=%lld N=%lld K=%lld%s max err %.2e of sum|aw|%s%s",
                 (long long)E, (long long)rowsReal, (long long)N, (long long)K,
                 bigScales ? " scales to 2^67" : "", worst, why.empty() ? "" : ": ", why.c_str());
-  const bool ok = report(why.empty(), std::string("fp4 gemm ") + typeName(dt), detail);
+  const bool ok =
+      report(why.empty(), std::string("fp4 gemm ") + typeName(dt) + (wg ? " wgmma" : ""), detail);
   if (ok && timeIt) {
     const double ms = h20::checktool::medianMs(go, nullptr, 3, 20);
-    std::printf("TIME fp4 gemm %s E=%lld rows=%lld N=%lld K=%lld: %.3f ms, %.1f TFLOP/s, weights "
-                "%.1f GB/s\n",
-                typeName(dt), (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
+    std::printf("TIME fp4 gemm %s%s E=%lld rows=%lld N=%lld K=%lld: %.3f ms, %.1f TFLOP/s, "
+                "weights %.1f GB/s\n",
+                typeName(dt), wg ? " wgmma" : "", (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
                 2.0 * double(rowsReal) * double(N) * double(K) / (ms * 1e-3) / 1e12,
                 double(wq.size() + ws.size()) / (ms * 1e-3) / 1e9);
   }
   return ok;
 }
 
-bool runFp4GemmChecks() {
+/// The bf16 cases run on the mma.sync kernel and, where the module was
+/// compiled for sm_90a (`wgmma`), on the wgmma kernel too.
+bool runFp4GemmChecks(bool wgmma) {
   bool ok = true;
-  // Empty experts, one-row experts, partial row and column tiles, K not a
-  // multiple of the bf16 kernel's 64.
-  ok &= runFp4Gemm(2, {0, 1, 130, 256, 37}, 200, 96, false);
-  ok &= runFp4Gemm(2, {5, 0, 0, 128}, 128, 64, false);
-  ok &= runFp4Gemm(2, {40, 17}, 32, 32, false);
-  ok &= runFp4Gemm(2, {33, 90}, 64, 128, false, /*bigScales=*/true);
+  for (bool wg : {false, true}) {
+    if (wg && !wgmma)
+      continue;
+    // Empty experts, one-row experts, partial row and column tiles, K not a
+    // multiple of the bf16 kernel's 64, a K of one k tile, many k tiles.
+    ok &= runFp4Gemm(2, {0, 1, 130, 256, 37}, 200, 96, false, false, wg);
+    ok &= runFp4Gemm(2, {5, 0, 0, 128}, 128, 64, false, false, wg);
+    ok &= runFp4Gemm(2, {40, 17}, 32, 32, false, false, wg);
+    ok &= runFp4Gemm(2, {33, 90}, 64, 128, false, /*bigScales=*/true, wg);
+    ok &= runFp4Gemm(2, {300, 7, 129}, 264, 1056, false, false, wg);
+  }
   for (int dt : {0, 1}) {
     ok &= runFp4Gemm(dt, {3, 70, 0, 65}, 72, 64, false);
     ok &= runFp4Gemm(dt, {1, 2}, 40, 32, false);
@@ -939,8 +948,12 @@ bool runFp4GemmChecks() {
     std::vector<int32_t> counts(384);
     for (int32_t &c : counts)
       c = int32_t(mean / 2 + int64_t(rng() % uint64_t(mean + 1)));
-    ok &= runFp4Gemm(2, counts, 2304, 5120, true);
-    ok &= runFp4Gemm(2, counts, 5120, 2304, true);
+    for (bool wg : {false, true}) {
+      if (wg && !wgmma)
+        continue;
+      ok &= runFp4Gemm(2, counts, 2304, 5120, true, false, wg);
+      ok &= runFp4Gemm(2, counts, 5120, 2304, true, false, wg);
+    }
   }
   return ok;
 }
@@ -959,8 +972,13 @@ int main() {
   char name[128] = {0};
   api->cuDeviceGetName(name, sizeof name, dev);
   std::printf("device: %s\n", name);
+  // sm_90a (the wgmma GEMM too) on a compute capability 9.0 device.
+  int major = 0, minor = 0;
+  api->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  api->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  const bool wgmma = major == 9 && minor == 0;
   std::string ptx, log;
-  if (!compileMoePtx("sm_90", ptx, log)) {
+  if (!compileMoePtx(wgmma ? "sm_90a" : "sm_90", ptx, log)) {
     std::fprintf(stderr, "moe-check: %s\n", log.c_str());
     return 1;
   }
@@ -971,7 +989,7 @@ int main() {
   ok &= runGatherChecks();
   ok &= runSwigluChecks();
   ok &= runCombineChecks();
-  ok &= runFp4GemmChecks();
+  ok &= runFp4GemmChecks(wgmma);
   std::printf("%s\n", ok ? "moe-check: all passed" : "moe-check: FAILED");
   return ok ? 0 : 1;
 }

@@ -306,8 +306,10 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
       neither are an error naming the op.
     - routed experts (onnx.h20.RoutedExperts[Mxfp4]): `h20.kernel =
       {tile_tokens, expert_gemm}`, the token tile whose scratch fits 8 GiB
-      (moeTileTokens) and "mxfp4" (dequantised in the GEMM's load path)
-      or "cublaslt" (grouped GEMMs on float weights).
+      (moeTileTokens) and the expert GEMM: "mxfp4_wgmma" (sm_90a; bf16
+      tokens on a Hopper target unless kernel=mma) or "mxfp4" (mma.sync),
+      both dequantising in the GEMM's load path, or "cublaslt" (grouped
+      GEMMs on float weights).
     Hopper GPUs share shared memory and registers per SM, so today only the
     FMA indexer's grid differs between them.
   }];

@@ -69,7 +69,12 @@ std::string moeCombineKernel(int dt);
 /// pairs, ue8m0 scales per 32 inputs) dequantised in the kernel's load
 /// path. Needs K a multiple of 32, unit inner strides, A's row stride a
 /// multiple of 8 elements and Wq's of 16 bytes, 16-byte aligned origins.
-std::string moeFp4GemmKernel(int dt);
+/// `wgmma`: h20_moe_fp4_gemm_bf16_wg, the same GEMM on Hopper's warpgroup
+/// MMA (sm_90a only: compileMoePtx with "sm_90a"), for bf16 A only (""
+/// for other types: moeFp4GemmWgmmaTakes).
+std::string moeFp4GemmKernel(int dt, bool wgmma = false);
+/// Whether the wgmma variant takes element type `dt` (bf16 only).
+bool moeFp4GemmWgmmaTakes(int dt);
 /// Its tile (rows x columns of C per CTA): 128 x 128 for bf16 (tensor
 /// cores), 64 x 64 for f32 / f16 (CUDA cores).
 int64_t moeFp4GemmTileRows(int dt);
@@ -77,8 +82,9 @@ int64_t moeFp4GemmTileCols(int dt);
 /// Its dynamic shared memory in bytes: 77824 for bf16 (three stages of the
 /// A and packed W tiles and the dequantised W tile: moe_fp4_gemm.cuh's
 /// H20_FP4_SMEM_BYTES; above 48 KiB, so the launcher raises the kernel's
-/// limit), 0 for f32 / f16.
-int64_t moeFp4GemmSmemBytes(int dt);
+/// limit), 0 for f32 / f16. The wgmma variant: 111632 (three stages, three
+/// dequantised W tiles, 1024 bytes of alignment slack: two CTAs an SM).
+int64_t moeFp4GemmSmemBytes(int dt, bool wgmma = false);
 /// Its grid: x = ceil(N / tile columns); y = ceil(R / tile rows) + E, an
 /// upper bound on the experts' row tiles (CTAs past them exit).
 int64_t moeFp4GemmGridX(int64_t cols, int dt);
@@ -121,8 +127,8 @@ int64_t moeCombineGrid(int64_t tokens);
 /// this header is defined there).
 std::string moeProgramSource();
 
-/// Compiles the MoE module (all 16 kernels) to PTX for `arch` ("sm_90", or
-/// any later "sm_XX[a]"). True with the module in `ptx`; false with the
+/// Compiles the MoE module (all 16 kernels, and for "sm_90a" the wgmma
+/// GEMM too) to PTX for `arch` ("sm_90", or any later "sm_XX[a]"). True with the module in `ptx`; false with the
 /// reason in `log` when `arch` is malformed, NVRTC cannot be loaded, or the
 /// compilation fails (NVRTC's log). `log` also receives NVRTC's warnings
 /// on success. Thread-safe.

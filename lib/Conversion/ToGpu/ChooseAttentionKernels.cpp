@@ -196,11 +196,14 @@ LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
 /// DeepSeek-V4.1's routed experts (onnx.h20.RoutedExperts[Mxfp4]): the
 /// token tile the host program runs them in (moeTileTokens for the
 /// function's prefill chunk, h20.chunked's) and the expert GEMM, recorded
-/// as `h20.kernel = {tile_tokens, expert_gemm}`: "mxfp4" (moe_fp4_gemm.cuh,
-/// the weights dequantised in its load path) or "cublaslt" (grouped GEMMs
-/// on float weights). Ops of dynamic weight shapes get nothing (the lowering
-/// rejects them).
-void chooseRoutedExperts(Operation *op) {
+/// as `h20.kernel = {tile_tokens, expert_gemm}`: "mxfp4_wgmma"
+/// (moe_fp4_gemm.cuh's warpgroup-MMA kernel, the weights dequantised in its
+/// load path) for bf16 activations on Hopper targets (compute capability
+/// 9.x) unless `mmaOnly` (the pass's kernel=mma), "mxfp4" (the same
+/// dequantisation, mma.sync) for other MXFP4 cases, or "cublaslt" (grouped
+/// GEMMs on float weights). Ops of dynamic weight shapes get nothing (the
+/// lowering rejects them).
+void chooseRoutedExperts(Operation *op, const h20::TargetDescription &desc, bool mmaOnly) {
   const bool mxfp4 = isa<h20::onnx::H20RoutedExpertsMxfp4Op>(op);
   auto x = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto router = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
@@ -214,13 +217,16 @@ void chooseRoutedExperts(Operation *op) {
   // Float W1 [E, Dm, I]; MXFP4 W1 [E, I, Dm / 2].
   const int64_t inter = mxfp4 ? w1.getDimSize(1) : w1.getDimSize(2);
   const int64_t es = x.getElementType().getIntOrFloatBitWidth() / 8;
+  const bool wgmma = mxfp4 && !mmaOnly && desc.computeCapability / 10 == 9 &&
+                     h20::moeFp4GemmWgmmaTakes(dtypeOf(x.getElementType()));
+  const char *gemm = wgmma ? "mxfp4_wgmma" : mxfp4 ? "mxfp4" : "cublaslt";
   Builder b(op->getContext());
   op->setAttr("h20.kernel",
               b.getDictionaryAttr(
                   {i64(b, "tile_tokens",
                        h20::moeTileTokens(e, topK.getInt(), dm, inter, es,
                                           std::max<int64_t>(chunkedInt(op, "chunk"), 0))),
-                   b.getNamedAttr("expert_gemm", b.getStringAttr(mxfp4 ? "mxfp4" : "cublaslt"))}));
+                   b.getNamedAttr("expert_gemm", b.getStringAttr(gemm))}));
 }
 
 struct ChooseAttentionKernelsPass
@@ -247,7 +253,7 @@ struct ChooseAttentionKernelsPass
       else if (auto sparse = dyn_cast<h20::attn::SparseAttentionOp>(op))
         failed |= mlir::failed(chooseSparseAttention(sparse, *desc, kernel == "mma"));
       else if (isa<h20::onnx::H20RoutedExpertsOp, h20::onnx::H20RoutedExpertsMxfp4Op>(op))
-        chooseRoutedExperts(op);
+        chooseRoutedExperts(op, *desc, kernel == "mma");
     });
     if (failed)
       return signalPassFailure();

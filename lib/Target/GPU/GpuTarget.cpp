@@ -218,8 +218,10 @@ LogicalResult addKernelModules(ModuleOp module, const gpu::HostProgram &host,
       return failure();
   }
   if (plan.moe >= 0) {
-    bool ok = compileMoePtx("sm_90", code, nvrtcLog);
-    if (failed(compiled("routed-experts kernels", "moe", "sm_90", ok, code, nvrtcLog)))
+    // sm_90a when a routed-experts op chose the wgmma MXFP4 GEMM.
+    const std::string arch = host.moeWgmma ? "sm_90a" : "sm_90";
+    bool ok = compileMoePtx(arch, code, nvrtcLog);
+    if (failed(compiled("routed-experts kernels", "moe", arch, ok, code, nvrtcLog)))
       return failure();
   }
   if (plan.fp8 >= 0) {

@@ -72,6 +72,9 @@ struct HostProgram {
   /// Whether a step launches a routed-experts kernel (KernelModules::moe:
   /// every kernel of kernels/moe.cuh).
   bool usesMoe = false;
+  /// Whether one launches the wgmma MXFP4 GEMM (the module then needs
+  /// sm_90a: compileMoePtx).
+  bool moeWgmma = false;
   /// The program's layers (GpuProgram.h "layers"): declared when every
   /// attention step reads K/V as a view of one layer of the KV cache.
   std::vector<runtime::GpuLayer> layers;

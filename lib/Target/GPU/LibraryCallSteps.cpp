@@ -744,10 +744,14 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   auto choice = op->getAttrOfType<DictionaryAttr>("h20.kernel");
   auto tileAttr = choice ? choice.getAs<IntegerAttr>("tile_tokens") : IntegerAttr();
   auto gemmAttr = choice ? choice.getAs<StringAttr>("expert_gemm") : StringAttr();
-  if (!tileAttr || tileAttr.getInt() < 1 || !gemmAttr ||
-      gemmAttr.getValue() != (mxfp4 ? "mxfp4" : "cublaslt") || tileAttr.getInt() * k > kMoeMaxRows)
+  const bool wgmma = gemmAttr && gemmAttr.getValue() == "mxfp4_wgmma";
+  const bool gemmOk = gemmAttr && (mxfp4 ? gemmAttr.getValue() == "mxfp4" ||
+                                               (wgmma && moeFp4GemmWgmmaTakes(dt))
+                                         : gemmAttr.getValue() == "cublaslt");
+  if (!tileAttr || tileAttr.getInt() < 1 || !gemmOk || tileAttr.getInt() * k > kMoeMaxRows)
     return op->emitError("GPU target: internal: routed experts call without a valid recorded "
                          "kernel (h20-choose-attention-kernels did not run)");
+  program.moeWgmma |= wgmma;
   const int64_t tile = std::min(tileAttr.getInt(), n);
   auto temp = [&](int64_t elems, Type t) {
     return addBuffer(Buffer{"temp", -1, checkedMul(elems, elementBytes(t)), dtypeName(t)});
@@ -808,8 +812,8 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     for (const View *t : {&a, &w, scales, &offsets, &c})
       args.push_back(memrefArg(*t));
     runtime::LaunchStep l =
-        launchStep(modules.moe, moeFp4GemmKernel(dt), Lin{moeFp4GemmGridX(nn, dt)}, kMoeThreads,
-                   moeFp4GemmSmemBytes(dt), std::move(args));
+        launchStep(modules.moe, moeFp4GemmKernel(dt, wgmma), Lin{moeFp4GemmGridX(nn, dt)},
+                   kMoeThreads, moeFp4GemmSmemBytes(dt, wgmma), std::move(args));
     l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, el, dt));
     steps.push_back(std::move(l));
   };
