@@ -76,6 +76,8 @@ TEST(MoeKernel, NamesGridsAndLimits) {
   EXPECT_FALSE(moeFp4GemmWgmmaTakes(1));
   EXPECT_EQ(moeFp4GemmSmemBytes(2, true), 111632);
   EXPECT_LE(2 * (moeFp4GemmSmemBytes(2, true) + 1024), 228 * 1024);
+  EXPECT_EQ(moeFp4GemmFp8Kernel(), "h20_moe_fp4_gemm_fp8_wg");
+  EXPECT_EQ(moeFp4GemmFp8SmemBytes(), 126992);
 
   std::string why;
   EXPECT_TRUE(moeShapeSupported(384, 6, &why)) << why;
@@ -134,9 +136,11 @@ TEST(MoeKernel, CompilesTheWgmmaGemmForSm90a) {
   ASSERT_TRUE(compileMoePtx("sm_90a", ptx, log)) << log;
   std::vector<std::string> names = allKernels();
   names.push_back(moeFp4GemmKernel(2, true));
+  names.push_back(moeFp4GemmFp8Kernel());
   for (const std::string &name : names)
     EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << name;
   EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), std::string::npos);
+  EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"), std::string::npos);
   if (findPtxas().empty()) {
     std::printf("SKIP: ptxas not found; PTX not assembled\n");
     GTEST_SKIP() << "ptxas not found";

@@ -919,6 +919,156 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
   return ok;
 }
 
+/// x rounded to e4m3 (round to nearest even, subnormals down to 2^-9,
+/// saturating at 448), and its byte.
+double e4m3Round(double x) {
+  const double a = std::fabs(x);
+  if (a == 0.0)
+    return 0.0;
+  if (a >= 448.0)
+    return std::copysign(448.0, x);
+  const int e = std::max(int(std::floor(std::log2(a))), -6);
+  const double step = std::ldexp(1.0, e - 3);
+  return std::copysign(std::nearbyint(a / step) * step, x);
+}
+uint8_t e4m3Byte(double r) {
+  const uint8_t sign = std::signbit(r) ? 0x80 : 0;
+  const double a = std::fabs(r);
+  if (a < std::ldexp(1.0, -6))
+    return uint8_t(sign | uint8_t(std::lround(a / std::ldexp(1.0, -9))));
+  const int e = int(std::floor(std::log2(a)));
+  return uint8_t(sign | uint8_t((e + 7) << 3) | uint8_t(std::lround((a / std::ldexp(1.0, e) - 1) * 8)));
+}
+
+/// The FP8 expert GEMM (h20_moe_fp4_gemm_fp8_wg): A quantised here as
+/// fp8_quant.cuh does (per row and 128 inputs, scale amax / 448), each
+/// 128-input block of a weight row as the kernel does (e2m1 * 2^(si - m) in
+/// e4m3, block scale 2^(m - 127)), against a float64 reference of those
+/// quantised operands: |C - ref| <= 1e-5 * sum |a w|. Also reports the rel.
+/// L2 distance from the unquantised product (the FP8 error itself) and,
+/// with `timeIt`, the median time. `spread`: the ue8m0 scales of a row's
+/// four blocks of 32 span up to this many octaves (> 8: the smallest lose
+/// bits in e4m3; the reference rounds them as the kernel does).
+bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, bool timeIt,
+                   int spread = 6) {
+  const int64_t E = int64_t(counts.size()), KB = K / 128;
+  std::vector<int32_t> off(size_t(E) + 1, 0);
+  for (int64_t e = 0; e < E; ++e)
+    off[size_t(e) + 1] = off[size_t(e)] + counts[size_t(e)];
+  const int64_t R = off[size_t(E)] + 3, rowsReal = off[size_t(E)];
+  std::mt19937_64 rng(uint64_t(N * 131 + K * 17 + E + spread));
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<float> af(size_t(R * K));
+  for (size_t i = 0; i < af.size(); ++i)
+    af[i] = uni(rng) * (i % 128 < 64 ? 1.0f : 0.05f); // uneven blocks
+  std::vector<uint8_t> aq(size_t(R * K));
+  std::vector<float> as(size_t(KB * R));
+  std::vector<double> ad(size_t(R * K)); // dequantised A
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t kb = 0; kb < KB; ++kb) {
+      float amax = 0.0f;
+      for (int64_t k = kb * 128; k < kb * 128 + 128; ++k)
+        amax = std::max(amax, std::fabs(af[size_t(r * K + k)]));
+      const float sc = std::max(amax, 1e-4f) / 448.0f;
+      as[size_t(kb * R + r)] = sc;
+      for (int64_t k = kb * 128; k < kb * 128 + 128; ++k) {
+        const double q = e4m3Round(double(af[size_t(r * K + k)] / sc));
+        aq[size_t(r * K + k)] = e4m3Byte(q);
+        ad[size_t(r * K + k)] = q * double(sc);
+      }
+    }
+  std::vector<uint8_t> wq(size_t(E * N * K / 2)), ws(size_t(E * N * K / 32));
+  for (uint8_t &b : wq)
+    b = uint8_t(rng() & 0xff);
+  for (size_t i = 0; i < ws.size(); ++i)
+    ws[i] = uint8_t(118 + rng() % uint64_t(spread + 1));
+  std::vector<float> c(size_t(R * N), 1234.5f);
+  Buffer da(aq.data(), aq.size()), das(as.data(), as.size() * 4), dq(wq.data(), wq.size()),
+      ds(ws.data(), ws.size()), doff(off.data(), off.size() * 4), dc(c.data(), c.size() * 4);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, da.ptr, 0, {R, K}, {K, 1});
+  pushMemref(slots, das.ptr, 0, {KB, R}, {R, 1});
+  pushMemref(slots, dq.ptr, 0, {E, N, K / 2}, {N * K / 2, K / 2, 1});
+  pushMemref(slots, ds.ptr, 0, {E, N, K / 32}, {N * K / 32, K / 32, 1});
+  pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
+  pushMemref(slots, dc.ptr, 0, {R, N}, {N, 1});
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  const unsigned gx = unsigned(moeFp4GemmGridX(N, 2)), gy = unsigned(moeFp4GemmGridY(rowsReal, E, 2));
+  const auto smem = unsigned(moeFp4GemmFp8SmemBytes());
+  const std::string name = moeFp4GemmFp8Kernel();
+  check(api->cuFuncSetAttribute(kernel(name), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                int(smem)),
+        "cuFuncSetAttribute fp8 gemm");
+  auto go = [&] {
+    check(api->cuLaunchKernel(kernel(name), gx, gy, 1, kMoeThreads, 1, 1, smem, nullptr,
+                              ptrs.data(), nullptr),
+          "cuLaunchKernel fp8 gemm");
+  };
+  go();
+  check(api->cuCtxSynchronize(), "fp8 gemm");
+  dc.download(c.data());
+  std::string why;
+  double worst = 0.0, errL2 = 0.0, refL2 = 0.0;
+  std::vector<double> wk(static_cast<size_t>(K)), wx(static_cast<size_t>(K));
+  const int64_t rowStep = rowsReal > 4096 ? 61 : 1, colStep = rowsReal > 4096 ? 37 : 1;
+  for (int64_t e = 0; e < E && why.empty(); ++e)
+    for (int64_t n = 0; n < N && why.empty(); n += colStep) {
+      if (off[size_t(e)] == off[size_t(e) + 1])
+        continue;
+      const uint8_t *srow = &ws[size_t((e * N + n) * (K / 32))];
+      for (int64_t kb = 0; kb < KB; ++kb) {
+        int m = 0;
+        for (int i = 0; i < 4; ++i)
+          m = std::max(m, int(srow[kb * 4 + i]));
+        for (int64_t k = kb * 128; k < kb * 128 + 128; ++k) {
+          const uint8_t b = wq[size_t((e * N + n) * (K / 2) + k / 2)];
+          const unsigned code = k % 2 ? b >> 4 : b & 15;
+          const int si = srow[k / 32];
+          wk[size_t(k)] = e4m3Round(e2m1Value(code) * std::ldexp(1.0, si - m)) * e8m0Value(unsigned(m));
+          wx[size_t(k)] = e2m1Value(code) * e8m0Value(unsigned(si));
+        }
+      }
+      for (int64_t r = off[size_t(e)]; r < off[size_t(e) + 1] && why.empty(); r += rowStep) {
+        double ref = 0.0, mag = 0.0, exact = 0.0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = ad[size_t(r * K + k)] * wk[size_t(k)];
+          ref += p;
+          mag += std::fabs(p);
+          exact += double(af[size_t(r * K + k)]) * wx[size_t(k)];
+        }
+        const double got = c[size_t(r * N + n)], err = std::fabs(got - ref);
+        worst = std::max(worst, err / (mag + 1e-30));
+        errL2 += (got - exact) * (got - exact);
+        refL2 += exact * exact;
+        if (!(err <= 1e-5 * mag + 1e-30))
+          why = "C[" + std::to_string(r) + ", " + std::to_string(n) + "] = " + std::to_string(got) +
+                ", want " + std::to_string(ref);
+      }
+    }
+  for (int64_t r = rowsReal; r < R && why.empty(); ++r)
+    for (int64_t n = 0; n < N; ++n)
+      if (c[size_t(r * N + n)] != 1234.5f) {
+        why = "wrote row " + std::to_string(r) + " past the experts' rows";
+        break;
+      }
+  char detail[300];
+  std::snprintf(detail, sizeof detail,
+                "E=%lld R=%lld N=%lld K=%lld scale spread 2^%d max err %.2e of sum|aw|, FP8 rel. L2 "
+                "from the unquantised product %.2e%s%s",
+                (long long)E, (long long)rowsReal, (long long)N, (long long)K, spread, worst,
+                std::sqrt(errL2 / std::max(refL2, 1e-300)), why.empty() ? "" : ": ", why.c_str());
+  const bool ok = report(why.empty(), "fp4 gemm fp8 wgmma", detail);
+  if (ok && timeIt) {
+    const double ms = h20::checktool::medianMs(go, nullptr, 3, 20);
+    std::printf("TIME fp4 gemm fp8 wgmma E=%lld rows=%lld N=%lld K=%lld: %.3f ms, %.1f TFLOP/s\n",
+                (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
+                2.0 * double(rowsReal) * double(N) * double(K) / (ms * 1e-3) / 1e12);
+  }
+  return ok;
+}
+
 /// The bf16 cases run on the mma.sync kernel and, where the module was
 /// compiled for sm_90a (`wgmma`), on the wgmma kernel too.
 bool runFp4GemmChecks(bool wgmma) {
@@ -933,6 +1083,13 @@ bool runFp4GemmChecks(bool wgmma) {
     ok &= runFp4Gemm(2, {40, 17}, 32, 32, false, false, wg);
     ok &= runFp4Gemm(2, {33, 90}, 64, 128, false, /*bigScales=*/true, wg);
     ok &= runFp4Gemm(2, {300, 7, 129}, 264, 1056, false, false, wg);
+  }
+  if (wgmma) {
+    // The FP8 kernel (K a multiple of 128): the same edge cases, one k tile,
+    // scale blocks spanning more than e4m3's 8 spare octaves.
+    ok &= runFp4GemmFp8({0, 1, 130, 256, 37}, 200, 256, false);
+    ok &= runFp4GemmFp8({5, 0, 0, 128}, 128, 128, false);
+    ok &= runFp4GemmFp8({300, 7, 129}, 264, 1152, false, /*spread=*/12);
   }
   for (int dt : {0, 1}) {
     ok &= runFp4Gemm(dt, {3, 70, 0, 65}, 72, 64, false);
@@ -953,6 +1110,10 @@ bool runFp4GemmChecks(bool wgmma) {
         continue;
       ok &= runFp4Gemm(2, counts, 2304, 5120, true, false, wg);
       ok &= runFp4Gemm(2, counts, 5120, 2304, true, false, wg);
+    }
+    if (wgmma) {
+      ok &= runFp4GemmFp8(counts, 2304, 5120, true);
+      ok &= runFp4GemmFp8(counts, 5120, 2304, true);
     }
   }
   return ok;

@@ -75,6 +75,17 @@ std::string moeCombineKernel(int dt);
 std::string moeFp4GemmKernel(int dt, bool wgmma = false);
 /// Whether the wgmma variant takes element type `dt` (bf16 only).
 bool moeFp4GemmWgmmaTakes(int dt);
+
+/// h20_moe_fp4_gemm_fp8_wg (sm_90a): the same grouped GEMM in FP8 (A e4m3
+/// [R, K] with float scales As [K / 128, R], as fp8QuantizeKernel writes
+/// them; each 128-input block of a weight row made e4m3 with one
+/// power-of-two scale in the load path; float32 promotion per block; C
+/// [R, N] f32): (Aq, As, Wq, Ws, offsets, C). Needs K a multiple of
+/// kMoeFp4GemmFp8BlockK; grid and tile as moeFp4GemmGridX / Y for bf16.
+std::string moeFp4GemmFp8Kernel();
+inline constexpr int64_t kMoeFp4GemmFp8BlockK = 128;
+/// Its dynamic shared memory: 126992 bytes (one CTA an SM).
+int64_t moeFp4GemmFp8SmemBytes();
 /// Its tile (rows x columns of C per CTA): 128 x 128 for bf16 (tensor
 /// cores), 64 x 64 for f32 / f16 (CUDA cores).
 int64_t moeFp4GemmTileRows(int dt);

@@ -62,6 +62,11 @@ std::string moeFp4GemmKernel(int dt, bool wgmma) {
   return named("h20_moe_fp4_gemm_", dt);
 }
 bool moeFp4GemmWgmmaTakes(int dt) { return dt == 2; }
+std::string moeFp4GemmFp8Kernel() { return "h20_moe_fp4_gemm_fp8_wg"; }
+int64_t moeFp4GemmFp8SmemBytes() {
+  // moe_fp4_gemm.cuh's H20_FP4Q_SMEM_BYTES.
+  return 3 * (128 * 128 + 128 * 64) + 3 * 128 * 128 + 2 * 3 * 128 * 4 + 16 + 1024;
+}
 
 int64_t moeRouteGrid(int64_t tokens) {
   return std::max<int64_t>(1, ceilDiv(tokens, kMoeRouteTokensPerCta));

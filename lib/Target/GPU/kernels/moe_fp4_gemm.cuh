@@ -438,6 +438,226 @@ __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w,
 
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
 
+// ---- FP8 on wgmma (sm_90a) --------------------------------------------------------------
+
+/// The FP8 kernel's k tile: 128 e4m3 (one 128-byte swizzled row, one scale
+/// block of A and four of W).
+#define H20_FP4Q_BK 128
+/// A stage: the A tile [128][128] e4m3 and the packed W tile [128][64] bytes.
+#define H20_FP4Q_STAGE_BYTES (H20_FP4_BM * H20_FP4Q_BK + H20_FP4_BN * H20_FP4Q_BK / 2)
+/// Its dynamic shared memory: three stages, three e4m3 W tiles, three
+/// [128] float scale slots each for A and W, the tile lookup (16 bytes) and
+/// 1024 bytes of alignment slack: 126992 bytes, one CTA an SM.
+#define H20_FP4Q_SMEM_BYTES                                                                        \
+  (3 * H20_FP4Q_STAGE_BYTES + 3 * H20_FP4_BN * H20_FP4Q_BK + 2 * 3 * 128 * 4 + 16 + 1024)
+
+/// The e4m3 codes of the eight e2m1 magnitudes (0, 0.5, 1, 1.5, 2, 3, 4, 6)
+/// times 2^d, d <= 0, as a prmt table (byte m = magnitude m): exact while
+/// 0.5 * 2^d is at least e4m3's smallest subnormal 2^-9 (d >= -8), rounded
+/// to nearest even (to 0 below) past that.
+__device__ __forceinline__ uint2 fp4E4m3Table(int d) {
+  const float p = d < -60 ? 0.0f : __int_as_float((127 + d) << 23);
+  auto pair = [&](float lo, float hi) {
+    unsigned short r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi * p), "f"(lo * p));
+    return static_cast<u32>(r);
+  };
+  return make_uint2(pair(0.0f, 0.5f) | pair(1.0f, 1.5f) << 16, pair(2.0f, 3.0f) | pair(4.0f, 6.0f) << 16);
+}
+
+/// Four packed e2m1 codes (the low 16 bits of x, code i in bits 4i..4i+3)
+/// as four e4m3 bytes through table t (fp4E4m3Table), signs copied.
+__device__ __forceinline__ u32 fp4ToE4m3x4(u32 x, uint2 t) {
+  u32 mag;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(mag) : "r"(t.x), "r"(t.y), "r"(x & 0x7777u));
+  return mag | ((x & 0x8u) << 4) | ((x & 0x80u) << 8) | ((x & 0x800u) << 12) | ((x & 0x8000u) << 16);
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/// The expert GEMM in FP8 on Hopper's warpgroup MMA: A is e4m3 with one
+/// float scale per row and 128 inputs (As [K / 128, R], fp8_quant.cuh's
+/// layout: A[r, k] ~ Aq[r, k] * As[k / 128, r]); each 128-input block of a
+/// weight row becomes e4m3 in the load path with one power-of-two scale:
+/// its four ue8m0 scales s0..s3 have a maximum m, and the codes of
+/// sub-block i become e4m3(e2m1 * 2^(si - m)) (exact unless si < m - 8:
+/// a sub-block 256x smaller than its neighbours keeps ~3 bits), the block
+/// scale 2^(m - 127). Per k tile of 128: four wgmma m64n128k32 e4m3 into a
+/// temporary, then acc += tmp * As[kb, r] * Ws[n, kb] (DeepGEMM's
+/// promotion, float32). Two temporaries alternate, so tile kt's wgmma runs
+/// while tile kt - 1 is promoted and tile kt + 1 dequantised. Same tiles,
+/// grid, tile lookup and 3-stage load ring as fp4GemmBf16Wg; needs K a
+/// multiple of 128. One CTA an SM (192 accumulator registers a thread).
+__device__ __forceinline__ void fp4GemmFp8Wg(Fp4Mat<const unsigned char> a, const float *as,
+                                             i64 asRow, i64 asCol, Fp4Weights w, const int *off,
+                                             i64 offStride, int E, Fp4Mat<float> c) {
+  constexpr int BM = H20_FP4_BM, BN = H20_FP4_BN, BK = H20_FP4Q_BK;
+  constexpr u32 kStage = H20_FP4Q_STAGE_BYTES, kWTile = BN * BK;
+  extern __shared__ __align__(1024) unsigned char fp4QSmem[];
+  const u32 raw = h20SmemAddr(fp4QSmem);
+  unsigned char *base = fp4QSmem + (((raw + 1023u) & ~1023u) - raw);
+  auto stageA = [&](int st) { return base + st * kStage; };
+  auto stageW = [&](int st) { return base + st * kStage + BM * BK; };
+  unsigned char *sB = base + 3 * kStage;                         // [3][BN][BK] e4m3, swizzled
+  float *aS = reinterpret_cast<float *>(sB + 3 * kWTile);       // [3][BM]
+  float *wS = aS + 3 * BM;                                       // [3][BN]
+  int(&sh)[3] = *reinterpret_cast<int(*)[3]>(wS + 3 * BN);
+  const int tid = threadIdx.x, wg = tid >> 7, t = tid & 127, lane = tid & 31;
+  int e, row0, rowEnd;
+  if (!fp4FindTile<BM>(off, offStride, E, blockIdx.y, sh, e, row0, rowEnd))
+    return;
+  const i64 n0 = static_cast<i64>(blockIdx.x) * BN, N = c.cols, K = a.cols;
+  const unsigned char *wq = w.q + e * w.qExpert, *ws = w.s + e * w.sExpert;
+  const int nk = static_cast<int>(K / BK);
+
+  // Warpgroup wg copies A rows [64 wg, 64 wg + 64); thread tid copies and
+  // dequantises W row tid / 2, 64 inputs (two scale blocks of 32) half tid % 2.
+  const int dr = tid >> 1, dh = tid & 1;
+  const i64 gn = n0 + dr;
+  auto loadTiles = [&](int kt) {
+    if (kt < nk) {
+      const int st = kt % 3;
+      const i64 k0 = static_cast<i64>(kt) * BK;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = wg * 64 + (t >> 3) + 16 * i, cc = t & 7;
+        const i64 gr = row0 + r;
+        const bool ok = gr < rowEnd;
+        h20CpAsync16(h20SmemAddr(stageA(st)) + h20Swizzle(r, cc * 8, 64),
+                     ok ? a.row(gr) + k0 + cc * 16 : a.p, ok ? 16 : 0);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        h20CpAsync16(h20SmemAddr(stageW(st) + dr * (BK / 2) + dh * 32 + i * 16),
+                     gn < N ? wq + gn * w.qRow + k0 / 2 + dh * 32 + i * 16 : w.q, gn < N ? 16 : 0);
+    }
+    h20CpAsyncCommit(); // an empty group past the end keeps the wait counts uniform
+  };
+  // Tile kt's four W scale bytes of row dr and A scale of row t (tid < 128).
+  auto loadScales = [&](int kt, u32 &wsb, float &asv) {
+    wsb = 0;
+    asv = 0.0f;
+    if (kt >= nk)
+      return;
+    if (gn < N)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        wsb |= static_cast<u32>(ws[gn * w.sRow + (kt * 4 + i) * w.sCol]) << (8 * i);
+    if (tid < BM && row0 + tid < rowEnd)
+      asv = as[kt * asRow + (row0 + tid) * asCol];
+  };
+
+  float acc[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i)
+    acc[i] = 0.0f;
+  // The temporary is written by wgmma only (scale-d 0 on a tile's first k
+  // step): ordinary writes would make ptxas serialise the wgmma (C7515).
+  float tmp[64];
+  loadTiles(0);
+  loadTiles(1);
+  u32 wsb;
+  float asv;
+  loadScales(0, wsb, asv);
+  const u32 aBase = h20SmemAddr(base) + wg * 64 * 128, bBase = h20SmemAddr(sB);
+  const int wr = wg * 64 + (t >> 5) * 16 + (lane >> 2); // accumulator rows wr, wr + 8
+
+  // Dequantises W tile kt into slot kt % 3 and publishes the tile's scales.
+  auto dequant = [&](int kt) {
+    const int st = kt % 3;
+    u32 m = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      m = max(m, (wsb >> (8 * i)) & 255u);
+    const bool nan = ((wsb & 0xffu) == 255u) || ((wsb >> 8 & 0xffu) == 255u) ||
+                     ((wsb >> 16 & 0xffu) == 255u) || ((wsb >> 24) == 255u);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int blk = 2 * dh + i;
+      const uint2 tab = fp4E4m3Table(static_cast<int>((wsb >> (8 * blk)) & 255u) - static_cast<int>(m));
+      const uint4 q = *reinterpret_cast<const uint4 *>(stageW(st) + dr * (BK / 2) + blk * 16);
+      const u32 words[4] = {q.x, q.y, q.z, q.w};
+      u32 o[8];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        o[2 * j] = fp4ToE4m3x4(words[j], tab);
+        o[2 * j + 1] = fp4ToE4m3x4(words[j] >> 16, tab);
+      }
+      // Inputs 32 blk .. 32 blk + 31: 16-byte chunks 2 blk and 2 blk + 1.
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        *reinterpret_cast<uint4 *>(sB + st * kWTile + h20Swizzle(dr, (2 * blk + j) * 8, 64)) =
+            make_uint4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
+    }
+    if (dh == 0)
+      wS[st * BN + dr] = nan ? __int_as_float(0x7fc00000) : fp4ScaleF32(m);
+    if (tid < BM)
+      aS[st * BM + tid] = asv;
+  };
+  // acc += tmp * As * Ws of tile kt (its wgmma retired).
+  auto promote = [&](int st) {
+    const float a0 = aS[st * BM + wr], a1 = aS[st * BM + wr + 8];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const float2 wv = *reinterpret_cast<const float2 *>(wS + st * BN + 8 * j + 2 * (lane & 3));
+      acc[4 * j] = fmaf(tmp[4 * j], a0 * wv.x, acc[4 * j]);
+      acc[4 * j + 1] = fmaf(tmp[4 * j + 1], a0 * wv.y, acc[4 * j + 1]);
+      acc[4 * j + 2] = fmaf(tmp[4 * j + 2], a1 * wv.x, acc[4 * j + 2]);
+      acc[4 * j + 3] = fmaf(tmp[4 * j + 3], a1 * wv.y, acc[4 * j + 3]);
+    }
+  };
+  // Per k tile: its tiles landed (own copies) and are dequantised, one
+  // barrier (every warpgroup promoted tile kt - 1, so its wgmma retired,
+  // and slot kt % 3's last reader, tile kt - 3, is long done); its wgmma
+  // issued; the loads of tile kt + 2 go to tile kt - 1's stage while it
+  // runs; then it retires and is promoted. (Reading the temporary of one
+  // tile while the next tile's wgmma runs makes ptxas serialise the
+  // wgmma, C7514: the overlap comes from the other warpgroup, whose wgmma
+  // run while this one promotes.)
+  for (int kt = 0; kt < nk; ++kt) {
+    const int st = kt % 3;
+    h20CpAsyncWait<1>();
+    dequant(kt);
+    h20wg::fenceProxyAsync();
+    __syncthreads();
+    h20wg::wgmmaFence();
+#pragma unroll
+    for (int s = 0; s < BK / 32; ++s)
+      h20wg::WgmmaE4m3N128::ss(tmp, h20wg::smemDesc(aBase + st * kStage + s * 32, 16, 1024),
+                               h20wg::smemDesc(bBase + st * kWTile + s * 32, 16, 1024), s > 0);
+    h20wg::wgmmaCommit();
+    loadTiles(kt + 2);
+    loadScales(kt + 1, wsb, asv);
+    h20wg::wgmmaWait<0>();
+    h20wg::fenceRegs(tmp);
+    promote(st);
+  }
+
+  const bool pairs = (c.rowStride & 1) == 0 && (reinterpret_cast<u64>(c.p) & 7) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const i64 r = row0 + wr + 8 * h;
+    if (r >= rowEnd)
+      continue;
+    float *dst = c.row(r);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const i64 col = n0 + 8 * j + 2 * (lane & 3);
+      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      if (pairs && col + 1 < N) {
+        *reinterpret_cast<float2 *>(dst + col) = make_float2(v0, v1);
+      } else {
+        if (col < N)
+          dst[col] = v0;
+        if (col + 1 < N)
+          dst[col + 1] = v1;
+      }
+    }
+  }
+}
+
+#endif // __CUDA_ARCH_FEAT_SM90_ALL
+
 // ---- f32 / f16: CUDA cores ------------------------------------------------------------
 
 template <int DT>
@@ -530,6 +750,17 @@ extern "C" __global__ void __launch_bounds__(H20_FP4_THREADS, 2)
     h20_moe_fp4_gemm_bf16_wg(H20_FP4_ARGS(const u16)) {
   fp4GemmBf16Wg(Fp4Mat<const u16>{a + a_off, a_d0, a_d1, a_s0}, H20_FP4_WEIGHTS, off + off_off,
                 off_s0, static_cast<int>(off_d0 - 1), Fp4Mat<float>{c + c_off, c_d0, c_d1, c_s0});
+}
+#endif
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/// Aq [R, K] e4m3, As [K / 128, R] f32, Wq, Ws, offsets, C as above.
+extern "C" __global__ void __launch_bounds__(H20_FP4_THREADS, 1)
+    h20_moe_fp4_gemm_fp8_wg(H20_MR2(const unsigned char, a), H20_MR2(const float, as),
+                            H20_MR3(const unsigned char, wq), H20_MR3(const unsigned char, ws),
+                            H20_MR1(const int, off), H20_MR2(float, c)) {
+  fp4GemmFp8Wg(Fp4Mat<const unsigned char>{a + a_off, a_d0, a_d1, a_s0}, as + as_off, as_s0, as_s1,
+               H20_FP4_WEIGHTS, off + off_off, off_s0, static_cast<int>(off_d0 - 1),
+               Fp4Mat<float>{c + c_off, c_d0, c_d1, c_s0});
 }
 #endif
 #define H20_FP4_SIMT(NAME, DT, AT)                                                                 \

@@ -102,6 +102,20 @@ H20_WGMMA(2, 64, "bf16", H20_WG_ACC32)
 H20_WGMMA(2, 128, "bf16", H20_WG_ACC64)
 H20_WGMMA(2, 256, "bf16", H20_WG_ACC128)
 
+/// D[64 x 128] = (scaleD ? D : 0) + A[64 x 32] * B[32 x 128] in e4m3 with
+/// float32 accumulators, A and B both K-major in shared memory (FP8 wgmma
+/// has no transposed forms; descriptors as smemDesc, a k32 step is 32
+/// bytes of a 128-byte row). Asynchronous, as Wgmma.
+struct WgmmaE4m3N128 {
+  static __device__ __forceinline__ void ss(float (&d)[64], wgU64 a, wgU64 b, int scaleD) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " H20_WG_REGS_128
+                 ", %64, %65, p, 1, 1;\n}\n"
+                 : H20_WG_ACC64(d)
+                 : "l"(a), "l"(b), "r"(scaleD));
+  }
+};
+
 /// Pins accumulator registers between asynchronous wgmma and their next
 /// ordinary use (the compiler must not move or copy them across the wait).
 template <int N> __device__ __forceinline__ void fenceRegs(float (&d)[N]) {
