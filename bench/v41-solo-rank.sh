@@ -13,7 +13,8 @@
 # and on the GPU machine:
 #   BUNDLE/bench/v41-solo-rank.sh run BUNDLE
 # (gpu-bundle.sh with H20_BUNDLE_BENCH=v41 runs the compile step.)
-# H20_SOLO_S: prompt lengths (default 131072 524288); rows-false: the same
+# H20_SOLO_FLAGS: more h20-opt flags for the compile step (e.g.
+# --expert-gemm=fp8). H20_SOLO_S: prompt lengths (default 131072 524288); rows-false: the same
 # program with --split-attention-rows=false (every rank attends every
 # query), the baseline of the split.
 # Run: per artifact one warm-up (the first chunk) and one timed prefill,
@@ -44,6 +45,7 @@ if [[ $mode == compile ]]; then
     for rows in true false; do
       "$bin/h20-opt" "$work/onnx/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
         --max-positions="$S" --gpus 8 --split-attention-rows=$rows --print-memory --quiet \
+        ${H20_SOLO_FLAGS:-} \
         -o "$bundle/art/v41-solo.S$S.rows-$rows.h20" >"$bundle/art/v41-solo.S$S.rows-$rows.log" 2>&1 ||
         { cat "$bundle/art/v41-solo.S$S.rows-$rows.log" >&2; exit 1; }
     done

@@ -56,6 +56,7 @@ void addLinalgStage(OpPassManager &pm, const GpuPipelineOptions &o) {
   ChooseAttentionKernelsOptions choose;
   choose.kernel = o.attentionKernel;
   choose.target = o.target;
+  choose.expertGemm = o.expertGemm;
   pm.addNestedPass<func::FuncOp>(createChooseAttentionKernels(choose));
   LowerToLinalgOptions lower;
   lower.libraryCalls = true;

@@ -187,3 +187,23 @@ func.func @flash_experts_chunked(%x: tensor<?x5120xbf16>, %r: tensor<5120x384xbf
   %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w1, %s1, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 6 : si64} : (tensor<?x5120xbf16>, tensor<5120x384xbf16>, tensor<384xf32>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x5120x1152xi8>, tensor<384x5120x72xi8>) -> tensor<?x5120xbf16>
   return %0 : tensor<?x5120xbf16>
 }
+
+// -----
+
+// expert-gemm=fp8 (an explicit choice: the token rows are quantised):
+// Flash's experts (hidden 5120, intermediate 2304: multiples of 128) run
+// the FP8 kernel; the tiny ones (64, 32) keep the bf16 wgmma kernel and
+// say why.
+// RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-choose-attention-kernels{expert-gemm=fp8}))' 2>/dev/null | FileCheck %s --check-prefix=FP8
+// RUN: h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-choose-attention-kernels{expert-gemm=fp8}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=FP8REMARK
+// RUN: not h20-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(h20-choose-attention-kernels{expert-gemm=fp4}))' 2>&1 | FileCheck %s --check-prefix=BADGEMM
+// FP8-LABEL: func.func @fp8_experts
+// FP8: h20.kernel = {expert_gemm = "mxfp4_fp8", tile_tokens = 26368 : i64}
+// FP8REMARK: remark: expert-gemm=fp8: these MXFP4 experts keep bf16 GEMMs (hidden 64 and intermediate 32 must be multiples of 128)
+// FP8: h20.kernel = {expert_gemm = "mxfp4_wgmma", tile_tokens = 5835520 : i64}
+// BADGEMM: expert-gemm must be bf16 or fp8, got 'fp4'
+func.func @fp8_experts(%x: tensor<?x5120xbf16>, %r: tensor<5120x384xbf16>, %b: tensor<384xf32>, %w1: tensor<384x2304x2560xi8>, %s1: tensor<384x2304x160xi8>, %w2: tensor<384x5120x1152xi8>, %s2: tensor<384x5120x72xi8>, %xt: tensor<?x64xbf16>, %rt: tensor<64x8xbf16>, %bt: tensor<8xf32>, %t1: tensor<8x32x32xi8>, %ts1: tensor<8x32x2xi8>, %t2: tensor<8x64x16xi8>, %ts2: tensor<8x64x1xi8>) -> (tensor<?x5120xbf16>, tensor<?x64xbf16>) {
+  %0 = onnx.h20.RoutedExpertsMxfp4(%x, %r, %b, %w1, %s1, %w1, %s1, %w2, %s2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 6 : si64} : (tensor<?x5120xbf16>, tensor<5120x384xbf16>, tensor<384xf32>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x2304x2560xi8>, tensor<384x2304x160xi8>, tensor<384x5120x1152xi8>, tensor<384x5120x72xi8>) -> tensor<?x5120xbf16>
+  %1 = onnx.h20.RoutedExpertsMxfp4(%xt, %rt, %bt, %t1, %ts1, %t1, %ts1, %t2, %ts2) {limit = 10.0 : f32, scaling = 1.5 : f32, temp = 1.0 : f32, top_k = 2 : si64} : (tensor<?x64xbf16>, tensor<64x8xbf16>, tensor<8xf32>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x32x32xi8>, tensor<8x32x2xi8>, tensor<8x64x16xi8>, tensor<8x64x1xi8>) -> tensor<?x64xbf16>
+  return %0, %1 : tensor<?x5120xbf16>, tensor<?x64xbf16>
+}

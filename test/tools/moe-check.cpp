@@ -822,7 +822,7 @@ double e8m0Value(unsigned s) { return s == 255 ? NAN : std::ldexp(1.0, int(s) - 
 /// [off[0], off[E]) and columns past N stay untouched. With `timeIt`, the
 /// median time of 20 launches as TFLOP/s over the real rows.
 bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K, bool timeIt,
-                bool bigScales = false, bool wg = false) {
+                bool bigScales = false, int wg = 0) {
   const int64_t E = int64_t(counts.size());
   std::vector<int32_t> off(size_t(E) + 1, 0);
   for (int64_t e = 0; e < E; ++e)
@@ -853,7 +853,7 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
   for (size_t i = 0; i < slots.size(); ++i)
     ptrs[i] = &slots[i];
   const int64_t rowsReal = off[size_t(E)];
-  const unsigned gx = unsigned(moeFp4GemmGridX(N, dt)),
+  const unsigned gx = unsigned(moeFp4GemmGridX(N, dt, wg)),
                  gy = unsigned(moeFp4GemmGridY(rowsReal, E, dt));
   const auto smem = unsigned(moeFp4GemmSmemBytes(dt, wg));
   const std::string name = moeFp4GemmKernel(dt, wg);
@@ -872,7 +872,7 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
   double worst = 0.0;
   std::vector<double> w(static_cast<size_t>(K));
   // Check every element of small cases, a sample of rows and columns of large ones.
-  const int64_t rowStep = rowsReal > 4096 ? 61 : 1, colStep = rowsReal > 4096 ? 37 : 1;
+  const int64_t rowStep = rowsReal > 4096 ? 251 : 1, colStep = rowsReal > 4096 ? 97 : 1;
   for (int64_t e = 0; e < E && why.empty(); ++e)
     for (int64_t n = 0; n < N && why.empty(); n += colStep) {
       if (off[size_t(e)] == off[size_t(e) + 1])
@@ -907,12 +907,14 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
                 (long long)E, (long long)rowsReal, (long long)N, (long long)K,
                 bigScales ? " scales to 2^67" : "", worst, why.empty() ? "" : ": ", why.c_str());
   const bool ok =
-      report(why.empty(), std::string("fp4 gemm ") + typeName(dt) + (wg ? " wgmma" : ""), detail);
+      report(why.empty(),
+             std::string("fp4 gemm ") + typeName(dt) + (wg ? " wgmma " + std::to_string(wg) : ""),
+             detail);
   if (ok && timeIt) {
     const double ms = h20::checktool::medianMs(go, nullptr, 3, 20);
     std::printf("TIME fp4 gemm %s%s E=%lld rows=%lld N=%lld K=%lld: %.3f ms, %.1f TFLOP/s, "
                 "weights %.1f GB/s\n",
-                typeName(dt), wg ? " wgmma" : "", (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
+                typeName(dt), wg ? (" wgmma " + std::to_string(wg)).c_str() : "", (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
                 2.0 * double(rowsReal) * double(N) * double(K) / (ms * 1e-3) / 1e12,
                 double(wq.size() + ws.size()) / (ms * 1e-3) / 1e9);
   }
@@ -944,8 +946,9 @@ uint8_t e4m3Byte(double r) {
 /// fp8_quant.cuh does (per row and 128 inputs, scale amax / 448), each
 /// 128-input block of a weight row as the kernel does (e2m1 * 2^(si - m) in
 /// e4m3, block scale 2^(m - 127)), against a float64 reference of those
-/// quantised operands: |C - ref| <= 1e-5 * sum |a w|. Also reports the rel.
-/// L2 distance from the unquantised product (the FP8 error itself) and,
+/// quantised operands: |C - ref| <= 1e-3 * sum |a w| (FP8 MMA
+/// accumulation, below). Also reports the rel. L2 distance from the
+/// unquantised product (the FP8 error itself) and,
 /// with `timeIt`, the median time. `spread`: the ue8m0 scales of a row's
 /// four blocks of 32 span up to this many octaves (> 8: the smallest lose
 /// bits in e4m3; the reference rounds them as the kernel does).
@@ -1012,7 +1015,7 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
   std::string why;
   double worst = 0.0, errL2 = 0.0, refL2 = 0.0;
   std::vector<double> wk(static_cast<size_t>(K)), wx(static_cast<size_t>(K));
-  const int64_t rowStep = rowsReal > 4096 ? 61 : 1, colStep = rowsReal > 4096 ? 37 : 1;
+  const int64_t rowStep = rowsReal > 4096 ? 251 : 1, colStep = rowsReal > 4096 ? 97 : 1;
   for (int64_t e = 0; e < E && why.empty(); ++e)
     for (int64_t n = 0; n < N && why.empty(); n += colStep) {
       if (off[size_t(e)] == off[size_t(e) + 1])
@@ -1042,7 +1045,11 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
         worst = std::max(worst, err / (mag + 1e-30));
         errL2 += (got - exact) * (got - exact);
         refL2 += exact * exact;
-        if (!(err <= 1e-5 * mag + 1e-30))
+        // Hopper's FP8 MMA adds its products with about 14 mantissa bits
+        // (DeepSeek-V3 technical report, section 3.3.2; measured here
+        // 1e-5..2.2e-4 of sum |a w| per 128-input block): 1e-3, where a
+        // wrong scale or code would be off by a whole factor.
+        if (!(err <= 1e-3 * mag + 1e-30))
           why = "C[" + std::to_string(r) + ", " + std::to_string(n) + "] = " + std::to_string(got) +
                 ", want " + std::to_string(ref);
       }
@@ -1073,7 +1080,7 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
 /// compiled for sm_90a (`wgmma`), on the wgmma kernel too.
 bool runFp4GemmChecks(bool wgmma) {
   bool ok = true;
-  for (bool wg : {false, true}) {
+  for (int wg : {0, 128, 256}) {
     if (wg && !wgmma)
       continue;
     // Empty experts, one-row experts, partial row and column tiles, K not a
@@ -1101,17 +1108,17 @@ bool runFp4GemmChecks(bool wgmma) {
   // 132: many half-empty 128-row tiles; 64-row tiles were measured slower
   // still, bench/results/issue30-h100-fp4-m64).
   std::mt19937_64 rng(7);
-  for (int64_t mean : {256, 132}) {
+  for (int64_t mean : {528, 132}) {
     std::vector<int32_t> counts(384);
     for (int32_t &c : counts)
       c = int32_t(mean / 2 + int64_t(rng() % uint64_t(mean + 1)));
-    for (bool wg : {false, true}) {
+    for (int wg : {0, 128, 256}) {
       if (wg && !wgmma)
         continue;
       ok &= runFp4Gemm(2, counts, 2304, 5120, true, false, wg);
       ok &= runFp4Gemm(2, counts, 5120, 2304, true, false, wg);
     }
-    if (wgmma) {
+    if (wgmma && mean == 528) {
       ok &= runFp4GemmFp8(counts, 2304, 5120, true);
       ok &= runFp4GemmFp8(counts, 5120, 2304, true);
     }

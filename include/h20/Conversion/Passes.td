@@ -306,9 +306,10 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
       neither are an error naming the op.
     - routed experts (onnx.h20.RoutedExperts[Mxfp4]): `h20.kernel =
       {tile_tokens, expert_gemm}`, the token tile whose scratch fits 8 GiB
-      (moeTileTokens) and the expert GEMM: "mxfp4_wgmma" (sm_90a; bf16
+      (moeTileTokens) and the expert GEMM: "mxfp4_fp8" (sm_90a, only
+      with expert-gemm=fp8: FP8 tensor cores), "mxfp4_wgmma" (sm_90a; bf16
       tokens on a Hopper target unless kernel=mma) or "mxfp4" (mma.sync),
-      both dequantising in the GEMM's load path, or "cublaslt" (grouped
+      all dequantising in the GEMM's load path, or "cublaslt" (grouped
       GEMMs on float weights).
     Hopper GPUs share shared memory and registers per SM, so today only the
     FMA indexer's grid differs between them.
@@ -318,6 +319,11 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
            "auto (wgmma where it has a variant) or mma">,
     Option<"target", "target", "std::string", "\"h200\"",
            "the GPU the grids are sized for (TargetDescription: h20, h100, h200, h800)">,
+    Option<"expertGemm", "expert-gemm", "std::string", "\"bf16\"",
+           "MXFP4 routed experts: bf16 (dequantised to bf16 in the GEMM's load path) or "
+           "fp8 (token rows quantised per 1 x 128 block, weights made e4m3 per 128-input "
+           "block: mxfp4_fp8 where the token type is bf16, both GEMMs' K are multiples "
+           "of 128 and the target is Hopper)">,
   ];
 }
 

@@ -60,6 +60,8 @@ struct GpuPipelineOptions {
   std::string attentionKernel = "auto";
   /// h20-lower-to-linalg's FP8 linears: "fp8" or "dequantize".
   std::string fp8Gemm = "fp8";
+  /// h20-choose-attention-kernels' MXFP4 expert GEMMs: "bf16" or "fp8".
+  std::string expertGemm = "bf16";
   /// The last stage to run (one of gpuStages()); empty: every stage.
   std::string stopAfter;
   /// CUDA toolkit directory for libdevice ("" : none found).

@@ -34,6 +34,9 @@ struct GpuTargetOptions {
   /// FP8 linears: "fp8" (block-scaled FP8 GEMMs) or "dequantize"
   /// (h20-lower-to-linalg's `fp8-gemm` option).
   std::string fp8Gemm = "fp8";
+  /// MXFP4 routed experts' GEMMs: "bf16" or "fp8"
+  /// (h20-choose-attention-kernels' `expert-gemm` option).
+  std::string expertGemm = "bf16";
   // The multi-GPU plan is the module's `h20.parallel` attribute
   // (h20-choose-parallel-plan), written to the manifest's "parallel"
   // object; with plan "tensor" the module must already be split

@@ -201,9 +201,14 @@ LogicalResult chooseSparseAttention(h20::attn::SparseAttentionOp op,
 /// load path) for bf16 activations on Hopper targets (compute capability
 /// 9.x) unless `mmaOnly` (the pass's kernel=mma), "mxfp4" (the same
 /// dequantisation, mma.sync) for other MXFP4 cases, or "cublaslt" (grouped
-/// GEMMs on float weights). Ops of dynamic weight shapes get nothing (the
-/// lowering rejects them).
-void chooseRoutedExperts(Operation *op, const h20::TargetDescription &desc, bool mmaOnly) {
+/// GEMMs on float weights). With `fp8` (the pass's expert-gemm=fp8, an
+/// explicit choice: the token rows are quantised), "mxfp4_fp8"
+/// (moe_fp4_gemm.cuh's FP8 kernel) where the wgmma kernel would run and
+/// both GEMMs' K (hidden and intermediate) are multiples of 128; an op that
+/// cannot gets a remark saying why and keeps its bf16 choice. Ops of
+/// dynamic weight shapes get nothing (the lowering rejects them).
+void chooseRoutedExperts(Operation *op, const h20::TargetDescription &desc, bool mmaOnly,
+                         bool fp8) {
   const bool mxfp4 = isa<h20::onnx::H20RoutedExpertsMxfp4Op>(op);
   auto x = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto router = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
@@ -219,7 +224,18 @@ void chooseRoutedExperts(Operation *op, const h20::TargetDescription &desc, bool
   const int64_t es = x.getElementType().getIntOrFloatBitWidth() / 8;
   const bool wgmma = mxfp4 && !mmaOnly && desc.computeCapability / 10 == 9 &&
                      h20::moeFp4GemmWgmmaTakes(dtypeOf(x.getElementType()));
-  const char *gemm = wgmma ? "mxfp4_wgmma" : mxfp4 ? "mxfp4" : "cublaslt";
+  const int64_t kb = h20::kMoeFp4GemmFp8BlockK;
+  const bool fp8Fits = wgmma && dm % kb == 0 && inter % kb == 0;
+  if (fp8 && mxfp4 && !fp8Fits)
+    op->emitRemark("expert-gemm=fp8: these MXFP4 experts keep bf16 GEMMs (")
+        << (wgmma ? "hidden " + std::to_string(dm) + " and intermediate " + std::to_string(inter) +
+                        " must be multiples of 128"
+                  : std::string("FP8 experts need bf16 tokens on a Hopper target"))
+        << ")";
+  const char *gemm = fp8 && fp8Fits ? "mxfp4_fp8"
+                     : wgmma        ? "mxfp4_wgmma"
+                     : mxfp4        ? "mxfp4"
+                                    : "cublaslt";
   Builder b(op->getContext());
   op->setAttr("h20.kernel",
               b.getDictionaryAttr(
@@ -234,6 +250,12 @@ struct ChooseAttentionKernelsPass
   using ChooseAttentionKernelsBase::ChooseAttentionKernelsBase;
 
   void runOnOperation() override {
+    if (expertGemm != "bf16" && expertGemm != "fp8") {
+      getOperation().emitError("h20-choose-attention-kernels: expert-gemm must be bf16 or fp8, "
+                               "got '")
+          << expertGemm << "'";
+      return signalPassFailure();
+    }
     if (kernel != "auto" && kernel != "mma") {
       getOperation().emitError("h20-choose-attention-kernels: kernel must be auto or mma, got '")
           << kernel << "'";
@@ -253,7 +275,7 @@ struct ChooseAttentionKernelsPass
       else if (auto sparse = dyn_cast<h20::attn::SparseAttentionOp>(op))
         failed |= mlir::failed(chooseSparseAttention(sparse, *desc, kernel == "mma"));
       else if (isa<h20::onnx::H20RoutedExpertsOp, h20::onnx::H20RoutedExpertsMxfp4Op>(op))
-        chooseRoutedExperts(op, *desc, kernel == "mma");
+        chooseRoutedExperts(op, *desc, kernel == "mma", expertGemm == "fp8");
     });
     if (failed)
       return signalPassFailure();

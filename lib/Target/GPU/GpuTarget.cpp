@@ -446,6 +446,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   pipeline.computeType = options.computeType;
   pipeline.attentionKernel = options.attentionKernel;
   pipeline.fp8Gemm = options.fp8Gemm;
+  pipeline.expertGemm = options.expertGemm;
   pipeline.stopAfter = options.stopAfter;
   pipeline.toolkitPath = toolkitPath();
   pipeline.entryName = kEntryFunc.str();

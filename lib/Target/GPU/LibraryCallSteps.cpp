@@ -744,10 +744,14 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   auto choice = op->getAttrOfType<DictionaryAttr>("h20.kernel");
   auto tileAttr = choice ? choice.getAs<IntegerAttr>("tile_tokens") : IntegerAttr();
   auto gemmAttr = choice ? choice.getAs<StringAttr>("expert_gemm") : StringAttr();
-  const bool wgmma = gemmAttr && gemmAttr.getValue() == "mxfp4_wgmma";
-  const bool gemmOk = gemmAttr && (mxfp4 ? gemmAttr.getValue() == "mxfp4" ||
-                                               (wgmma && moeFp4GemmWgmmaTakes(dt))
-                                         : gemmAttr.getValue() == "cublaslt");
+  const bool fp8 = gemmAttr && gemmAttr.getValue() == "mxfp4_fp8";
+  const bool wgmma = fp8 || (gemmAttr && gemmAttr.getValue() == "mxfp4_wgmma");
+  const bool gemmOk =
+      gemmAttr && (mxfp4 ? gemmAttr.getValue() == "mxfp4" || (wgmma && moeFp4GemmWgmmaTakes(dt))
+                         : gemmAttr.getValue() == "cublaslt");
+  if (fp8 && (dm % kMoeFp4GemmFp8BlockK || inter % kMoeFp4GemmFp8BlockK || modules.fp8 < 0))
+    return op->emitError("GPU target: internal: FP8 expert GEMMs recorded for K not a multiple "
+                         "of 128, or without the FP8 quantising module");
   if (!tileAttr || tileAttr.getInt() < 1 || !gemmOk || tileAttr.getInt() * k > kMoeMaxRows)
     return op->emitError("GPU target: internal: routed experts call without a valid recorded "
                          "kernel (h20-choose-attention-kernels did not run)");
@@ -761,6 +765,12 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
             bRowTok = temp(tile * k, i32), bXp = temp(tile * k * dm, x.element),
             bG = temp(tile * k * inter, f32), bU = temp(tile * k * inter, f32),
             bA = temp(tile * k * inter, x.element), bYp = temp(tile * k * dm, f32);
+  // FP8 expert GEMMs: the token rows of one GEMM in e4m3 and their scales
+  // [K / 128, rows], reused by the three GEMMs of a tile.
+  Type f8 = types.getType<Float8E4M3FNType>();
+  const int64_t kMax = std::max(dm, inter);
+  const int bA8 = fp8 ? temp(tile * k * kMax, f8) : -1,
+            bAs = fp8 ? temp(tile * k * (kMax / kMoeFp4GemmFp8BlockK), f32) : -1;
 
   // Row-major views of the scratch, and of the operands at a row offset.
   auto rows = [&](int buffer, ArrayRef<int64_t> shape, Type t) {
@@ -809,11 +819,33 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     use(bOff);
     const View offsets = rows(bOff, {el + 1}, i32);
     std::vector<runtime::LaunchArg> args;
+    if (fp8) {
+      // A's rows in e4m3 per 1 x 128 block (fp8_quant.cuh), then the FP8 GEMM.
+      const View aq = rows(bA8, {rr, kk}, f8),
+                 as = rows(bAs, {kk / kMoeFp4GemmFp8BlockK, rr}, f32);
+      std::vector<runtime::LaunchArg> qargs;
+      for (const View *t : {&a, &aq, &as})
+        qargs.push_back(memrefArg(*t));
+      runtime::LaunchStep q =
+          launchStep(modules.fp8, fp8QuantizeKernel(dt),
+                     Lin{rr * (kk / kMoeFp4GemmFp8BlockK)}, kFp8QuantThreads, 0, std::move(qargs));
+      q.gridDiv[0] = kFp8QuantBlocksPerCta;
+      steps.push_back(std::move(q));
+      for (const View *t : {&aq, &as, &w, scales, &offsets, &c})
+        args.push_back(memrefArg(*t));
+      runtime::LaunchStep l =
+          launchStep(modules.moe, moeFp4GemmFp8Kernel(), Lin{moeFp4GemmGridX(nn, dt)}, kMoeThreads,
+                     moeFp4GemmFp8SmemBytes(), std::move(args));
+      l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, el, dt));
+      steps.push_back(std::move(l));
+      return;
+    }
     for (const View *t : {&a, &w, scales, &offsets, &c})
       args.push_back(memrefArg(*t));
     runtime::LaunchStep l =
-        launchStep(modules.moe, moeFp4GemmKernel(dt, wgmma), Lin{moeFp4GemmGridX(nn, dt)},
-                   kMoeThreads, moeFp4GemmSmemBytes(dt, wgmma), std::move(args));
+        launchStep(modules.moe, moeFp4GemmKernel(dt, wgmma ? 128 : 0),
+                   Lin{moeFp4GemmGridX(nn, dt, wgmma ? 128 : 0)}, kMoeThreads,
+                   moeFp4GemmSmemBytes(dt, wgmma ? 128 : 0), std::move(args));
     l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, el, dt));
     steps.push_back(std::move(l));
   };
