@@ -37,7 +37,7 @@
 // not 17% of 148; memory-bound kernels at 80% of 4.0 TB/s.
 // JSON-DAG: "kernel_rates": {
 // JSON-DAG: "indexer_tflops": 66.17
-// JSON-DAG: "fp4_experts_tflops": 73.52
+// JSON-DAG: "fp4_experts_tflops": 97.74
 // JSON-DAG: "fp8_gemm_tflops": 251.7
 // JSON-DAG: "memory_gbytes_per_s": 3200
 

@@ -822,7 +822,7 @@ double e8m0Value(unsigned s) { return s == 255 ? NAN : std::ldexp(1.0, int(s) - 
 /// [off[0], off[E]) and columns past N stay untouched. With `timeIt`, the
 /// median time of 20 launches as TFLOP/s over the real rows.
 bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K, bool timeIt,
-                bool bigScales = false, int wg = 0) {
+                bool bigScales = false, bool wg = false) {
   const int64_t E = int64_t(counts.size());
   std::vector<int32_t> off(size_t(E) + 1, 0);
   for (int64_t e = 0; e < E; ++e)
@@ -853,7 +853,7 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
   for (size_t i = 0; i < slots.size(); ++i)
     ptrs[i] = &slots[i];
   const int64_t rowsReal = off[size_t(E)];
-  const unsigned gx = unsigned(moeFp4GemmGridX(N, dt, wg)),
+  const unsigned gx = unsigned(moeFp4GemmGridX(N, dt)),
                  gy = unsigned(moeFp4GemmGridY(rowsReal, E, dt));
   const auto smem = unsigned(moeFp4GemmSmemBytes(dt, wg));
   const std::string name = moeFp4GemmKernel(dt, wg);
@@ -908,13 +908,13 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
                 bigScales ? " scales to 2^67" : "", worst, why.empty() ? "" : ": ", why.c_str());
   const bool ok =
       report(why.empty(),
-             std::string("fp4 gemm ") + typeName(dt) + (wg ? " wgmma " + std::to_string(wg) : ""),
+             std::string("fp4 gemm ") + typeName(dt) + (wg ? " wgmma" : ""),
              detail);
   if (ok && timeIt) {
     const double ms = h20::checktool::medianMs(go, nullptr, 3, 20);
     std::printf("TIME fp4 gemm %s%s E=%lld rows=%lld N=%lld K=%lld: %.3f ms, %.1f TFLOP/s, "
                 "weights %.1f GB/s\n",
-                typeName(dt), wg ? (" wgmma " + std::to_string(wg)).c_str() : "", (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
+                typeName(dt), wg ? " wgmma" : "", (long long)E, (long long)rowsReal, (long long)N, (long long)K, ms,
                 2.0 * double(rowsReal) * double(N) * double(K) / (ms * 1e-3) / 1e12,
                 double(wq.size() + ws.size()) / (ms * 1e-3) / 1e9);
   }
@@ -1080,7 +1080,7 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
 /// compiled for sm_90a (`wgmma`), on the wgmma kernel too.
 bool runFp4GemmChecks(bool wgmma) {
   bool ok = true;
-  for (int wg : {0, 128, 256}) {
+  for (bool wg : {false, true}) {
     if (wg && !wgmma)
       continue;
     // Empty experts, one-row experts, partial row and column tiles, K not a
@@ -1112,7 +1112,7 @@ bool runFp4GemmChecks(bool wgmma) {
     std::vector<int32_t> counts(384);
     for (int32_t &c : counts)
       c = int32_t(mean / 2 + int64_t(rng() % uint64_t(mean + 1)));
-    for (int wg : {0, 128, 256}) {
+    for (bool wg : {false, true}) {
       if (wg && !wgmma)
         continue;
       ok &= runFp4Gemm(2, counts, 2304, 5120, true, false, wg);

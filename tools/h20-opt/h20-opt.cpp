@@ -119,8 +119,9 @@ static llvm::cl::opt<std::string> expertGemm(
     llvm::cl::desc("GPU targets, MXFP4 routed experts (DeepSeek-V4.1 --fp4-experts): bf16 "
                    "(default: the weights dequantised to bf16 in the GEMM's load path) or fp8 "
                    "(token rows quantised per 1 x 128 block, the weights made e4m3 per 128-input "
-                   "block in the load path: FP8 tensor cores, about twice the rate, FP8 "
-                   "activation error; Hopper, bf16 tokens, K multiples of 128)"),
+                   "block in the load path: FP8 tensor cores with FP8 activation error; "
+                   "Hopper, bf16 tokens, K multiples of 128; today slower than bf16, see "
+                   "BENCHMARKS.md)"),
     llvm::cl::cat(gpuCategory), llvm::cl::value_desc("bf16|fp8"), llvm::cl::init("bf16"));
 static llvm::cl::opt<std::string> quantizeLinears(
     "quantize-linears",

@@ -69,11 +69,10 @@ std::string moeCombineKernel(int dt);
 /// pairs, ue8m0 scales per 32 inputs) dequantised in the kernel's load
 /// path. Needs K a multiple of 32, unit inner strides, A's row stride a
 /// multiple of 8 elements and Wq's of 16 bytes, 16-byte aligned origins.
-/// `wgCols` 128 or 256: h20_moe_fp4_gemm_bf16_wg / _wg256, the same GEMM
-/// on Hopper's warpgroup MMA with 128 x wgCols tiles (sm_90a only:
-/// compileMoePtx with "sm_90a"), for bf16 A only ("" for other types:
-/// moeFp4GemmWgmmaTakes); 0: the mma.sync / CUDA-core kernel.
-std::string moeFp4GemmKernel(int dt, int wgCols = 0);
+/// `wgmma`: h20_moe_fp4_gemm_bf16_wg, the same GEMM on Hopper's warpgroup
+/// MMA (sm_90a only: compileMoePtx with "sm_90a"), for bf16 A only (""
+/// for other types: moeFp4GemmWgmmaTakes).
+std::string moeFp4GemmKernel(int dt, bool wgmma = false);
 /// Whether the wgmma variant takes element type `dt` (bf16 only).
 bool moeFp4GemmWgmmaTakes(int dt);
 
@@ -90,17 +89,16 @@ int64_t moeFp4GemmFp8SmemBytes();
 /// Its tile (rows x columns of C per CTA): 128 x 128 for bf16 (tensor
 /// cores), 64 x 64 for f32 / f16 (CUDA cores).
 int64_t moeFp4GemmTileRows(int dt);
-int64_t moeFp4GemmTileCols(int dt, int wgCols = 0);
+int64_t moeFp4GemmTileCols(int dt);
 /// Its dynamic shared memory in bytes: 77824 for bf16 (three stages of the
 /// A and packed W tiles and the dequantised W tile: moe_fp4_gemm.cuh's
 /// H20_FP4_SMEM_BYTES; above 48 KiB, so the launcher raises the kernel's
-/// limit), 0 for f32 / f16. The wgmma variants (three stages, three
-/// dequantised W tiles, 1024 bytes of alignment slack): 111632 for 128
-/// columns (two CTAs an SM), 173072 for 256 (one).
-int64_t moeFp4GemmSmemBytes(int dt, int wgCols = 0);
+/// limit), 0 for f32 / f16. The wgmma variant: 111632 (three stages, three
+/// dequantised W tiles, 1024 bytes of alignment slack: two CTAs an SM).
+int64_t moeFp4GemmSmemBytes(int dt, bool wgmma = false);
 /// Its grid: x = ceil(N / tile columns); y = ceil(R / tile rows) + E, an
 /// upper bound on the experts' row tiles (CTAs past them exit).
-int64_t moeFp4GemmGridX(int64_t cols, int dt, int wgCols = 0);
+int64_t moeFp4GemmGridX(int64_t cols, int dt);
 int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt);
 
 /// The scratch the routed experts' tile may take: 8 GiB, beside a

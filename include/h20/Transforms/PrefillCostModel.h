@@ -49,12 +49,14 @@ struct PrefillWork {
 /// that h20's DeepSeek-V4.1 kernels reach today, from their measured rates
 /// (BENCHMARKS.md: sparse attention 322-330 TFLOP/s (the wgmma kernel,
 /// bench/results/issue31-h200-sparse-halves) and the indexer 147-189 on
-/// an H200; the MXFP4 expert GEMM 183-233 and cuBLASLt's block-scaled FP8
-/// GEMM 1158 in the 8-layer Flash model on an H100; grouped cuBLASLt bf16
-/// expert GEMMs about 0.6 of peak). A calibration of this model to today's
-/// kernels, not a property of the hardware: update them with the kernels.
+/// an H200; the MXFP4 expert GEMM on wgmma 322-331 at 528 rows an expert
+/// (moe-check, bench/results/issue31-h100-moe-wgmma) and cuBLASLt's
+/// block-scaled FP8 GEMM 1158 in the 8-layer Flash model on an H100;
+/// grouped cuBLASLt bf16 expert GEMMs about 0.6 of peak). A calibration of
+/// this model to today's kernels, not a property of the hardware: update
+/// them with the kernels.
 struct V41Rates {
-  double sparseAttention = 0.33, indexer = 0.17, fp4Experts = 0.2, experts = 0.6, fp8Gemm = 0.59;
+  double sparseAttention = 0.33, indexer = 0.17, fp4Experts = 0.33, experts = 0.6, fp8Gemm = 0.59;
 };
 constexpr V41Rates kV41Rates{};
 /// The GPU kV41Rates were measured on: an H100 / H200 (132 SMs, 989 bf16

@@ -843,9 +843,8 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     for (const View *t : {&a, &w, scales, &offsets, &c})
       args.push_back(memrefArg(*t));
     runtime::LaunchStep l =
-        launchStep(modules.moe, moeFp4GemmKernel(dt, wgmma ? 128 : 0),
-                   Lin{moeFp4GemmGridX(nn, dt, wgmma ? 128 : 0)}, kMoeThreads,
-                   moeFp4GemmSmemBytes(dt, wgmma ? 128 : 0), std::move(args));
+        launchStep(modules.moe, moeFp4GemmKernel(dt, wgmma), Lin{moeFp4GemmGridX(nn, dt)},
+                   kMoeThreads, moeFp4GemmSmemBytes(dt, wgmma), std::move(args));
     l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, el, dt));
     steps.push_back(std::move(l));
   };

@@ -56,11 +56,9 @@ std::string moePositionsKernel() { return "h20_moe_positions"; }
 std::string moeGatherKernel(int dt) { return named("h20_moe_gather_", dt); }
 std::string moeSwigluKernel(int dt) { return named("h20_moe_swiglu_", dt); }
 std::string moeCombineKernel(int dt) { return named("h20_moe_combine_", dt); }
-std::string moeFp4GemmKernel(int dt, int wgCols) {
-  if (wgCols)
-    return moeFp4GemmWgmmaTakes(dt) && (wgCols == 128 || wgCols == 256)
-               ? std::string("h20_moe_fp4_gemm_bf16_wg") + (wgCols == 256 ? "256" : "")
-               : std::string();
+std::string moeFp4GemmKernel(int dt, bool wgmma) {
+  if (wgmma)
+    return moeFp4GemmWgmmaTakes(dt) ? "h20_moe_fp4_gemm_bf16_wg" : std::string();
   return named("h20_moe_fp4_gemm_", dt);
 }
 bool moeFp4GemmWgmmaTakes(int dt) { return dt == 2; }
@@ -83,14 +81,14 @@ int64_t moeSwigluGrid(int64_t elements) {
 int64_t moeCombineGrid(int64_t tokens) { return std::max<int64_t>(1, tokens); }
 
 int64_t moeFp4GemmTileRows(int dt) { return dt == 2 ? 128 : 64; }
-int64_t moeFp4GemmTileCols(int dt, int wgCols) { return wgCols ? wgCols : dt == 2 ? 128 : 64; }
-int64_t moeFp4GemmSmemBytes(int dt, int wgCols) {
-  if (wgCols) // moe_fp4_gemm.cuh's H20_FP4W_SMEM_BYTES(wgCols)
-    return dt == 2 ? 3 * (128 * 64 * 2 + wgCols * 32) + 3 * wgCols * 64 * 2 + 16 + 1024 : 0;
+int64_t moeFp4GemmTileCols(int dt) { return dt == 2 ? 128 : 64; }
+int64_t moeFp4GemmSmemBytes(int dt, bool wgmma) {
+  if (wgmma) // moe_fp4_gemm.cuh's H20_FP4W_SMEM_BYTES
+    return dt == 2 ? 3 * (128 * 64 * 2 + 128 * 32) + 3 * 128 * 64 * 2 + 16 + 1024 : 0;
   return dt == 2 ? 3 * (128 * 64 * 2 + 128 * 32) + 128 * 64 * 2 : 0;
 }
-int64_t moeFp4GemmGridX(int64_t cols, int dt, int wgCols) {
-  return std::max<int64_t>(1, ceilDiv(cols, moeFp4GemmTileCols(dt, wgCols)));
+int64_t moeFp4GemmGridX(int64_t cols, int dt) {
+  return std::max<int64_t>(1, ceilDiv(cols, moeFp4GemmTileCols(dt)));
 }
 int64_t moeFp4GemmGridY(int64_t rows, int64_t experts, int dt) {
   return ceilDiv(rows, moeFp4GemmTileRows(dt)) + experts;

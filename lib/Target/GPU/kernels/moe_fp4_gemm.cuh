@@ -39,8 +39,8 @@
 // weights' layout and K; A is the pipeline's own contiguous scratch.)
 // Launch geometry (MoeKernel.h): 256 threads, grid (ceil(N / BN),
 // ceil(R / BM) + E); dynamic shared memory H20_FP4_SMEM_BYTES (77824) for
-// bf16, H20_FP4W_SMEM_BYTES(128 or 256) (111632, 173072) for the wgmma
-// kernels (grid x = ceil(N / 256) for the second), none for f32 / f16.
+// bf16, H20_FP4W_SMEM_BYTES (111632) for the wgmma kernel, none for f32 /
+// f16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -307,45 +307,39 @@ __device__ __forceinline__ void fp4GemmBf16(Fp4Mat<const u16> a, Fp4Weights w, c
 /// three iterations after its wgmma was issued, when every warpgroup has
 /// waited for it and passed a barrier since: one barrier per k tile).
 #define H20_FP4W_STAGES 3
-/// A stage of the wgmma kernel of WN columns: the A tile [128][64] bf16
-/// and the packed W tile [WN][32] bytes.
-#define H20_FP4W_STAGE_BYTES(WN) (H20_FP4_BM * H20_FP4_BK * 2 + (WN) * H20_FP4_BK / 2)
 /// Its dynamic shared memory: the stages, the dequantised W tiles, the
 /// tile lookup's three ints (16 bytes) and the slack that aligns the base
-/// to 1024 bytes (the 128-byte swizzle's atom). WN 128: 111632 bytes, two
-/// CTAs an SM on sm_90 (227 KiB a CTA, 228 KiB an SM with 1 KiB reserved
-/// a CTA); WN 256: 173072 bytes, one.
-#define H20_FP4W_SMEM_BYTES(WN)                                                                    \
-  (H20_FP4W_STAGES * H20_FP4W_STAGE_BYTES(WN) + H20_FP4W_STAGES * (WN) * H20_FP4_BK * 2 + 16 + 1024)
+/// to 1024 bytes (the 128-byte swizzle's atom). 111632 bytes: two CTAs an
+/// SM on sm_90 (227 KiB a CTA, 228 KiB an SM with 1 KiB reserved a CTA).
+#define H20_FP4W_SMEM_BYTES                                                                        \
+  (H20_FP4W_STAGES * H20_FP4_STAGE_BYTES + H20_FP4W_STAGES * H20_FP4_BN * H20_FP4_BK * 2 + 16 +    \
+   1024)
 
-/// The bf16 kernel on Hopper's warpgroup MMA: the same loads and
-/// dequantisation as fp4GemmBf16, and C's 128 x WN tile as two warpgroups
-/// of 64 x WN (wgmma m64nWNk16, A and the dequantised W both K-major in
+/// The bf16 kernel on Hopper's warpgroup MMA: the same tiles, loads and
+/// dequantisation as fp4GemmBf16, and C's 128 x 128 tile as two warpgroups
+/// of 64 x 128 (wgmma m64n128k16, A and the dequantised W both K-major in
 /// shared memory with the 128-byte swizzle that h20Swizzle already lays
-/// out, float32 accumulators in registers). WN 256 halves the A tile
-/// traffic per FLOP (A rows are re-read from L2 by every column tile: at
-/// WN 128 that traffic, ~24 bytes a clock an SM, bounds the kernel). Per
-/// k tile: every thread waits for its own copies of tile kt, dequantises
-/// its WN / 8 bytes of W into
+/// out, float32 accumulators in registers). Per k tile: every thread waits
+/// for its own copies of tile kt, dequantises its 16 bytes of W into
 /// dequantised tile kt % 3, fences them for the async proxy, one CTA
 /// barrier; then waits for its warpgroup's wgmma of tile kt - 1 (which ran
 /// under this tile's waits and dequantisation), reuses that stage for tile
 /// kt + 2 (a warpgroup copies only its own 64 A rows, a thread only its
 /// own W bytes, so no other barrier is needed) and issues tile kt's four
-/// wgmma. mma.sync reaches ~233 TFLOP/s here (moe-check, H100); wgmma
-/// frees the warps of the ldmatrix / mma issue work.
-template <int BN>
+/// wgmma. Measured (moe-check, H100, V4.1-Flash shapes at 528 rows an
+/// expert, bench/results/issue31-h100-moe-wgmma): 331 / 322 TFLOP/s
+/// against mma.sync's 258 / 246. 128 x 256 tiles (one CTA an SM, to halve
+/// the A rows each column tile re-reads from L2) ran slower: 314 / 296.
 __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w, const int *off,
                                               i64 offStride, int E, Fp4Mat<float> c) {
-  constexpr int BM = H20_FP4_BM, BK = H20_FP4_BK, ST = H20_FP4W_STAGES, NR = BN / 128;
-  constexpr u32 kWTile = BN * BK * 2, kStage = H20_FP4W_STAGE_BYTES(BN);
-  static_assert(BN == 128 || BN == 256, "BN: 128 or 256");
+  constexpr int BM = H20_FP4_BM, BN = H20_FP4_BN, BK = H20_FP4_BK, ST = H20_FP4W_STAGES;
+  constexpr u32 kWTile = BN * BK * 2;
   extern __shared__ __align__(1024) unsigned char fp4WgSmem[];
   const u32 raw = h20SmemAddr(fp4WgSmem);
   unsigned char *base = fp4WgSmem + (((raw + 1023u) & ~1023u) - raw);
-  auto stageA = [&](int st) { return base + st * kStage; };
-  auto stageW = [&](int st) { return base + st * kStage + BM * BK * 2; };
-  unsigned char *sB = base + ST * kStage; // [ST][BN][BK] bf16, swizzled
+  auto stageA = [&](int st) { return base + st * H20_FP4_STAGE_BYTES; };
+  auto stageW = [&](int st) { return base + st * H20_FP4_STAGE_BYTES + BM * BK * 2; };
+  unsigned char *sB = base + ST * H20_FP4_STAGE_BYTES; // [ST][BN][BK] bf16, swizzled
   int(&sh)[3] = *reinterpret_cast<int(*)[3]>(sB + ST * kWTile);
   const int tid = threadIdx.x, wg = tid >> 7, t = tid & 127, lane = tid & 31;
   int e, row0, rowEnd;
@@ -356,8 +350,8 @@ __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w,
   const int nk = static_cast<int>((K + BK - 1) / BK);
 
   // Warpgroup wg copies A rows [64 wg, 64 wg + 64) (thread t: rows t / 8 +
-  // 16 i, chunk t % 8); thread tid copies and later dequantises W rows
-  // tid / 2 + 128 i (i < WN / 128), scale block tid % 2.
+  // 16 i, chunk t % 8); thread tid copies and later dequantises W row
+  // tid / 2, scale block tid % 2.
   const int dr = tid >> 1, dh = tid & 1;
   auto loadTiles = [&](int kt) {
     if (kt < nk) {
@@ -371,58 +365,49 @@ __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w,
         h20CpAsync16(h20SmemAddr(stageA(st)) + h20Swizzle(r, cc * 8, BK), ok ? a.row(gr) + gk : a.p,
                      ok ? 16 : 0);
       }
-#pragma unroll
-      for (int i = 0; i < NR; ++i) {
-        const i64 gn = n0 + dr + 128 * i, gk = k0 + dh * 32;
-        const bool ok = gn < N && gk < K;
-        h20CpAsync16(h20SmemAddr(stageW(st) + (dr + 128 * i) * (BK / 2) + dh * 16),
-                     ok ? wq + gn * w.qRow + gk / 2 : w.q, ok ? 16 : 0);
-      }
+      const i64 gn = n0 + dr, gk = k0 + dh * 32;
+      const bool ok = gn < N && gk < K;
+      h20CpAsync16(h20SmemAddr(stageW(st) + dr * (BK / 2) + dh * 16),
+                   ok ? wq + gn * w.qRow + gk / 2 : w.q, ok ? 16 : 0);
     }
     h20CpAsyncCommit(); // an empty group past the end keeps the wait counts uniform
   };
-  auto loadScales = [&](int kt, unsigned (&sc)[NR]) {
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const i64 gn = n0 + dr + 128 * i, gb = static_cast<i64>(kt) * (BK / 32) + dh;
-      sc[i] = kt < nk && gn < N && gb * 32 < K ? ws[gn * w.sRow + gb * w.sCol] : 0u;
-    }
+  auto loadScale = [&](int kt) -> unsigned {
+    const i64 gn = n0 + dr, gb = static_cast<i64>(kt) * (BK / 32) + dh;
+    return kt < nk && gn < N && gb * 32 < K ? ws[gn * w.sRow + gb * w.sCol] : 0u;
   };
 
   // Not zeroed: the first k step's wgmma ignores the accumulators (scale-d
   // 0). Zeroing them by ordinary moves makes ptxas serialise every wgmma of
   // the loop (C7515).
-  float acc[BN / 2];
+  float acc[64];
   loadTiles(0);
   loadTiles(1);
-  unsigned scale[NR];
-  loadScales(0, scale);
+  unsigned scale = loadScale(0);
   const u32 aBase = h20SmemAddr(base) + wg * 64 * 128, bBase = h20SmemAddr(sB);
   for (int kt = 0; kt < nk; ++kt) {
     const int st = kt % ST;
     h20CpAsyncWait<1>(); // this thread's copies of tile kt landed
-#pragma unroll
-    for (int i = 0; i < NR; ++i) {
-      const int row = dr + 128 * i;
-      const uint4 q = *reinterpret_cast<const uint4 *>(stageW(st) + row * (BK / 2) + dh * 16);
+    {
+      const uint4 q = *reinterpret_cast<const uint4 *>(stageW(st) + dr * (BK / 2) + dh * 16);
       u32 v[16];
-      fp4Dequant16(q, scale[i], v);
+      fp4Dequant16(q, scale, v);
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        *reinterpret_cast<uint4 *>(sB + st * kWTile + h20Swizzle(row, dh * 32 + j * 8, BK)) =
+        *reinterpret_cast<uint4 *>(sB + st * kWTile + h20Swizzle(dr, dh * 32 + j * 8, BK)) =
             make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
     }
     h20wg::fenceProxyAsync(); // A (cp.async) and W (st.shared) of tile kt, for wgmma
     __syncthreads();          // both tiles whole; every warpgroup waited for tile kt - 2
     h20wg::wgmmaWait<0>();    // tile kt - 1 done: its stage is free for tile kt + 2
     loadTiles(kt + 2);
-    loadScales(kt + 1, scale);
+    scale = loadScale(kt + 1);
     h20wg::wgmmaFence();
 #pragma unroll
     for (int s = 0; s < BK / 16; ++s)
-      h20wg::Wgmma<2, BN>::ss(acc, h20wg::smemDesc(aBase + st * kStage + s * 32, 16, 1024),
-                              h20wg::smemDesc(bBase + st * kWTile + s * 32, 16, 1024),
-                              kt > 0 || s > 0);
+      h20wg::Wgmma<2, 128>::ss(
+          acc, h20wg::smemDesc(aBase + st * H20_FP4_STAGE_BYTES + s * 32, 16, 1024),
+          h20wg::smemDesc(bBase + st * kWTile + s * 32, 16, 1024), kt > 0 || s > 0);
     h20wg::wgmmaCommit();
   }
   h20wg::wgmmaWait<0>();
@@ -438,7 +423,7 @@ __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w,
       continue;
     float *dst = c.row(r);
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
+    for (int j = 0; j < 16; ++j) {
       const i64 col = n0 + 8 * j + 2 * (lane & 3);
       const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
       if (pairs && col + 1 < N) {
@@ -504,7 +489,11 @@ __device__ __forceinline__ u32 fp4ToE4m3x4(u32 x, uint2 t) {
 /// promotion, float32). Two temporaries alternate, so tile kt's wgmma runs
 /// while tile kt - 1 is promoted and tile kt + 1 dequantised. Same tiles,
 /// grid, tile lookup and 3-stage load ring as fp4GemmBf16Wg; needs K a
-/// multiple of 128. One CTA an SM (192 accumulator registers a thread).
+/// multiple of 128. One CTA an SM (218 registers a thread). Measured
+/// (H100, bench/results/issue31-h100-moe-wgmma): 296 / 269 TFLOP/s at the
+/// Flash shapes, below the bf16 wgmma kernel's 331 / 322 (one CTA an SM
+/// and a promotion that waits for each tile's wgmma), FP8 error 2.5e-2
+/// rel. L2 from the unquantised product.
 __device__ __forceinline__ void fp4GemmFp8Wg(Fp4Mat<const unsigned char> a, const float *as,
                                              i64 asRow, i64 asCol, Fp4Weights w, const int *off,
                                              i64 offStride, int E, Fp4Mat<float> c) {
@@ -765,16 +754,8 @@ extern "C" __global__ void __launch_bounds__(H20_FP4_THREADS, 2)
 // Two CTAs per SM: one CTA's barrier and dequantisation overlap the other's wgmma.
 extern "C" __global__ void __launch_bounds__(H20_FP4_THREADS, 2)
     h20_moe_fp4_gemm_bf16_wg(H20_FP4_ARGS(const u16)) {
-  fp4GemmBf16Wg<128>(Fp4Mat<const u16>{a + a_off, a_d0, a_d1, a_s0}, H20_FP4_WEIGHTS,
-                     off + off_off, off_s0, static_cast<int>(off_d0 - 1),
-                     Fp4Mat<float>{c + c_off, c_d0, c_d1, c_s0});
-}
-// 128 x 256 tiles: one CTA an SM (128 accumulators a thread).
-extern "C" __global__ void __launch_bounds__(H20_FP4_THREADS, 1)
-    h20_moe_fp4_gemm_bf16_wg256(H20_FP4_ARGS(const u16)) {
-  fp4GemmBf16Wg<256>(Fp4Mat<const u16>{a + a_off, a_d0, a_d1, a_s0}, H20_FP4_WEIGHTS,
-                     off + off_off, off_s0, static_cast<int>(off_d0 - 1),
-                     Fp4Mat<float>{c + c_off, c_d0, c_d1, c_s0});
+  fp4GemmBf16Wg(Fp4Mat<const u16>{a + a_off, a_d0, a_d1, a_s0}, H20_FP4_WEIGHTS, off + off_off,
+                off_s0, static_cast<int>(off_d0 - 1), Fp4Mat<float>{c + c_off, c_d0, c_d1, c_s0});
 }
 #endif
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
