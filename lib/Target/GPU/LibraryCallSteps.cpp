@@ -765,8 +765,10 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
             bRowTok = temp(tile * k, i32), bXp = temp(tile * k * dm, x.element),
             bG = temp(tile * k * inter, f32), bU = temp(tile * k * inter, f32),
             bA = temp(tile * k * inter, x.element), bYp = temp(tile * k * dm, f32);
-  // FP8 expert GEMMs: the token rows of one GEMM in e4m3 and their scales
-  // [K / 128, rows], reused by the three GEMMs of a tile.
+  // FP8 expert GEMMs: the token rows of a GEMM in e4m3 and their scales
+  // [K / 128, rows] (W1 and W3 share theirs; W2 quantises its own). Not in
+  // moeTileTokens' scratch budget: ~1 GiB more for a Flash chunk, which the
+  // arena plan counts.
   Type f8 = types.getType<Float8E4M3FNType>();
   const int64_t kMax = std::max(dm, inter);
   const int bA8 = fp8 ? temp(tile * k * kMax, f8) : -1,
@@ -812,8 +814,9 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   // C [rr, nn] f32 = A [rr, kk] . W_e per expert row range (offsets): a
   // grouped cuBLASLt GEMM on float weights, the MXFP4 kernel (which reads
   // the offsets on the device and dequantises in its load path) otherwise.
+  // FP8: `quantize` false reuses the e4m3 rows of the previous GEMM (same A).
   auto expertGemm = [&](const View &a, const View &w, const View *scales, const View &c, int64_t rr,
-                        int64_t nn, int64_t kk) {
+                        int64_t nn, int64_t kk, bool quantize) {
     if (!scales)
       return gemm(a, w, c, rr, nn, kk, true);
     use(bOff);
@@ -823,14 +826,16 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
       // A's rows in e4m3 per 1 x 128 block (fp8_quant.cuh), then the FP8 GEMM.
       const View aq = rows(bA8, {rr, kk}, f8),
                  as = rows(bAs, {kk / kMoeFp4GemmFp8BlockK, rr}, f32);
-      std::vector<runtime::LaunchArg> qargs;
-      for (const View *t : {&a, &aq, &as})
-        qargs.push_back(memrefArg(*t));
-      runtime::LaunchStep q =
-          launchStep(modules.fp8, fp8QuantizeKernel(dt),
-                     Lin{rr * (kk / kMoeFp4GemmFp8BlockK)}, kFp8QuantThreads, 0, std::move(qargs));
-      q.gridDiv[0] = kFp8QuantBlocksPerCta;
-      steps.push_back(std::move(q));
+      if (quantize) {
+        std::vector<runtime::LaunchArg> qargs;
+        for (const View *t : {&a, &aq, &as})
+          qargs.push_back(memrefArg(*t));
+        runtime::LaunchStep q =
+            launchStep(modules.fp8, fp8QuantizeKernel(dt), Lin{rr * (kk / kMoeFp4GemmFp8BlockK)},
+                       kFp8QuantThreads, 0, std::move(qargs));
+        q.gridDiv[0] = kFp8QuantBlocksPerCta;
+        steps.push_back(std::move(q));
+      }
       for (const View *t : {&aq, &as, &w, scales, &offsets, &c})
         args.push_back(memrefArg(*t));
       runtime::LaunchStep l =
@@ -880,11 +885,11 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     // scratch, never read by the GEMMs, which stop at the offsets, nor by
     // the combine, which skips pos -1). Their grids still cover r rows.
     launch(moeGatherKernel(dt), moeGatherGrid(r), {&xt, &rowTok, &xp, &offsets}, {});
-    expertGemm(xp, w1, s1, g, r, inter, dm);
-    expertGemm(xp, w3, s3, u, r, inter, dm);
+    expertGemm(xp, w1, s1, g, r, inter, dm, true);
+    expertGemm(xp, w3, s3, u, r, inter, dm, false);
     launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a, &offsets},
            {f32Arg(limit)});
-    expertGemm(a, w2, s2, yp, r, dm, inter);
+    expertGemm(a, w2, s2, yp, r, dm, inter, true);
     launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
   }
   return success();

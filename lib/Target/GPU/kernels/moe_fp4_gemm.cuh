@@ -464,7 +464,8 @@ __device__ __forceinline__ uint2 fp4E4m3Table(int d) {
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi * p), "f"(lo * p));
     return static_cast<u32>(r);
   };
-  return make_uint2(pair(0.0f, 0.5f) | pair(1.0f, 1.5f) << 16, pair(2.0f, 3.0f) | pair(4.0f, 6.0f) << 16);
+  return make_uint2(pair(0.0f, 0.5f) | pair(1.0f, 1.5f) << 16,
+                    pair(2.0f, 3.0f) | pair(4.0f, 6.0f) << 16);
 }
 
 /// Four packed e2m1 codes (the low 16 bits of x, code i in bits 4i..4i+3)
@@ -472,7 +473,8 @@ __device__ __forceinline__ uint2 fp4E4m3Table(int d) {
 __device__ __forceinline__ u32 fp4ToE4m3x4(u32 x, uint2 t) {
   u32 mag;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(mag) : "r"(t.x), "r"(t.y), "r"(x & 0x7777u));
-  return mag | ((x & 0x8u) << 4) | ((x & 0x80u) << 8) | ((x & 0x800u) << 12) | ((x & 0x8000u) << 16);
+  return mag | ((x & 0x8u) << 4) | ((x & 0x80u) << 8) | ((x & 0x800u) << 12) |
+         ((x & 0x8000u) << 16);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -486,8 +488,8 @@ __device__ __forceinline__ u32 fp4ToE4m3x4(u32 x, uint2 t) {
 /// a sub-block 256x smaller than its neighbours keeps ~3 bits), the block
 /// scale 2^(m - 127). Per k tile of 128: four wgmma m64n128k32 e4m3 into a
 /// temporary, then acc += tmp * As[kb, r] * Ws[n, kb] (DeepGEMM's
-/// promotion, float32). Two temporaries alternate, so tile kt's wgmma runs
-/// while tile kt - 1 is promoted and tile kt + 1 dequantised. Same tiles,
+/// promotion, float32), waiting for each tile's wgmma before its promotion
+/// (the other warpgroup's wgmma run meanwhile). Same tiles,
 /// grid, tile lookup and 3-stage load ring as fp4GemmBf16Wg; needs K a
 /// multiple of 128. One CTA an SM (218 registers a thread). Measured
 /// (H100, bench/results/issue31-h100-moe-wgmma): 296 / 269 TFLOP/s at the
@@ -580,7 +582,8 @@ __device__ __forceinline__ void fp4GemmFp8Wg(Fp4Mat<const unsigned char> a, cons
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int blk = 2 * dh + i;
-      const uint2 tab = fp4E4m3Table(static_cast<int>((wsb >> (8 * blk)) & 255u) - static_cast<int>(m));
+      const uint2 tab =
+          fp4E4m3Table(static_cast<int>((wsb >> (8 * blk)) & 255u) - static_cast<int>(m));
       const uint4 q = *reinterpret_cast<const uint4 *>(stageW(st) + dr * (BK / 2) + blk * 16);
       const u32 words[4] = {q.x, q.y, q.z, q.w};
       u32 o[8];
