@@ -816,6 +816,17 @@ double e2m1Value(unsigned c) {
 }
 double e8m0Value(unsigned s) { return s == 255 ? NAN : std::ldexp(1.0, int(s) - 127); }
 
+/// "" when rows [rowsReal, R) of C [R, N] still hold the 1234.5 fill the
+/// expert GEMM must not touch, else which row it wrote.
+std::string rowsPastExpertsTouched(const std::vector<float> &c, int64_t rowsReal, int64_t R,
+                                   int64_t N) {
+  for (int64_t r = rowsReal; r < R; ++r)
+    for (int64_t n = 0; n < N; ++n)
+      if (c[size_t(r * N + n)] != 1234.5f)
+        return "wrote row " + std::to_string(r) + " past the experts' rows";
+  return "";
+}
+
 /// Fast reproducible bits for the large cases (splitmix64; mt19937 and a
 /// float distribution per element took most of moe-check's minutes).
 uint64_t splitmix(uint64_t x) {
@@ -917,12 +928,8 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
                   "] = " + std::to_string(got) + ", want " + std::to_string(ref);
         }
       }
-    for (int64_t r = rowsReal; r < R && why.empty(); ++r)
-      for (int64_t n = 0; n < N; ++n)
-        if (c[size_t(r * N + n)] != 1234.5f) {
-          why = "wrote row " + std::to_string(r) + " past the experts' rows";
-          break;
-        }
+    if (why.empty())
+      why = rowsPastExpertsTouched(c, rowsReal, R, N);
     char detail[260];
     std::snprintf(detail, sizeof detail,
                   "E=%lld R=%lld N=%lld K=%lld%s max err %.2e of sum|aw|%s%s", (long long)E,
@@ -1092,12 +1099,8 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
                 ", want " + std::to_string(ref);
       }
     }
-  for (int64_t r = rowsReal; r < R && why.empty(); ++r)
-    for (int64_t n = 0; n < N; ++n)
-      if (c[size_t(r * N + n)] != 1234.5f) {
-        why = "wrote row " + std::to_string(r) + " past the experts' rows";
-        break;
-      }
+  if (why.empty())
+    why = rowsPastExpertsTouched(c, rowsReal, R, N);
   char detail[300];
   std::snprintf(detail, sizeof detail,
                 "E=%lld R=%lld N=%lld K=%lld scale spread 2^%d max err %.2e of sum|aw|, "

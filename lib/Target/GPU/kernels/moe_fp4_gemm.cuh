@@ -300,6 +300,36 @@ __device__ __forceinline__ void fp4GemmBf16(Fp4Mat<const u16> a, Fp4Weights w, c
 }
 
 // ---- bf16: wgmma (sm_90a) -------------------------------------------------------------
+
+/// Stores a warpgroup's 64 x N float32 wgmma accumulators d (register
+/// layout d[4j + 2h + x] = D[16 warp + g + 8h][8j + 2 quad + x]) as rows
+/// row0 + wr + 8h (wr: this thread's row of the warpgroup's 64, g included)
+/// and columns n0 + ... of C, skipping rows >= rowEnd and columns >= C's.
+template <int N>
+__device__ __forceinline__ void fp4StoreWgmmaRows(const float (&d)[N / 2], Fp4Mat<float> c,
+                                                  i64 row0, int wr, i64 rowEnd, i64 n0, int lane) {
+  const bool pairs = (c.rowStride & 1) == 0 && (reinterpret_cast<u64>(c.p) & 7) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const i64 r = row0 + wr + 8 * h;
+    if (r >= rowEnd)
+      continue;
+    float *dst = c.row(r);
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+      const i64 col = n0 + 8 * j + 2 * (lane & 3);
+      const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+      if (pairs && col + 1 < c.cols) {
+        *reinterpret_cast<float2 *>(dst + col) = make_float2(v0, v1);
+      } else {
+        if (col < c.cols)
+          dst[col] = v0;
+        if (col + 1 < c.cols)
+          dst[col + 1] = v1;
+      }
+    }
+  }
+}
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// Stages of the wgmma kernel: A tile + packed W tile per stage (loads run
@@ -413,29 +443,7 @@ __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w,
   h20wg::wgmmaWait<0>();
   h20wg::fenceRegs(acc);
 
-  // d[4j + 2h + x] = C[16 warp + g + 8h][8j + 2 quad + x] of the warpgroup's 64 rows.
-  const bool pairs = (c.rowStride & 1) == 0 && (reinterpret_cast<u64>(c.p) & 7) == 0;
-  const int wr = (t >> 5) * 16 + (lane >> 2);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const i64 r = row0 + wg * 64 + wr + 8 * h;
-    if (r >= rowEnd)
-      continue;
-    float *dst = c.row(r);
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const i64 col = n0 + 8 * j + 2 * (lane & 3);
-      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-      if (pairs && col + 1 < N) {
-        *reinterpret_cast<float2 *>(dst + col) = make_float2(v0, v1);
-      } else {
-        if (col < N)
-          dst[col] = v0;
-        if (col + 1 < N)
-          dst[col + 1] = v1;
-      }
-    }
-  }
+  fp4StoreWgmmaRows<128>(acc, c, row0, wg * 64 + (t >> 5) * 16 + (lane >> 2), rowEnd, n0, lane);
 }
 
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
@@ -642,27 +650,7 @@ __device__ __forceinline__ void fp4GemmFp8Wg(Fp4Mat<const unsigned char> a, cons
     promote(st);
   }
 
-  const bool pairs = (c.rowStride & 1) == 0 && (reinterpret_cast<u64>(c.p) & 7) == 0;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const i64 r = row0 + wr + 8 * h;
-    if (r >= rowEnd)
-      continue;
-    float *dst = c.row(r);
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const i64 col = n0 + 8 * j + 2 * (lane & 3);
-      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-      if (pairs && col + 1 < N) {
-        *reinterpret_cast<float2 *>(dst + col) = make_float2(v0, v1);
-      } else {
-        if (col < N)
-          dst[col] = v0;
-        if (col + 1 < N)
-          dst[col + 1] = v1;
-      }
-    }
-  }
+  fp4StoreWgmmaRows<128>(acc, c, row0, wr, rowEnd, n0, lane);
 }
 
 #endif // __CUDA_ARCH_FEAT_SM90_ALL
