@@ -103,9 +103,9 @@ static llvm::cl::opt<std::string> computeType(
 static llvm::cl::opt<std::string> attentionKernel(
     "attention-kernel",
     llvm::cl::desc("GPU targets: auto (default: the wgmma kernels, dense and V4.1 sparse "
-                   "attention, where they have a variant, else mma.sync / FMA) or mma (the "
-                   "mma.sync kernels everywhere, for comparisons); recorded per attention by "
-                   "h20-choose-attention-kernels"),
+                   "attention and the MXFP4 expert GEMM, where they have a variant, else "
+                   "mma.sync / FMA) or mma (the mma.sync kernels everywhere, for comparisons); "
+                   "recorded per op by h20-choose-attention-kernels"),
     llvm::cl::cat(gpuCategory), llvm::cl::value_desc("auto|mma"), llvm::cl::init("auto"));
 static llvm::cl::opt<std::string> fp8Gemm(
     "fp8-gemm",
