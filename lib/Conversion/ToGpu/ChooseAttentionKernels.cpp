@@ -230,7 +230,8 @@ void chooseRoutedExperts(Operation *op, const h20::TargetDescription &desc, bool
     op->emitRemark("expert-gemm=fp8: these MXFP4 experts keep bf16 GEMMs (")
         << (wgmma ? "hidden " + std::to_string(dm) + " and intermediate " + std::to_string(inter) +
                         " must be multiples of 128"
-                  : std::string("FP8 experts need bf16 tokens on a Hopper target"))
+                  : std::string("FP8 experts need the wgmma kernels: bf16 tokens, a Hopper "
+                                "target, kernel=auto"))
         << ")";
   const char *gemm = fp8 && fp8Fits ? "mxfp4_fp8"
                      : wgmma        ? "mxfp4_wgmma"
