@@ -959,8 +959,9 @@ double e4m3Round(double x) {
     return 0.0;
   if (a >= 448.0)
     return std::copysign(448.0, x);
-  const int e = std::max(int(std::floor(std::log2(a))), -6);
-  const double step = std::ldexp(1.0, e - 3);
+  int e;
+  std::frexp(a, &e); // a = f 2^e with f in [0.5, 1): floor(log2 a) = e - 1
+  const double step = std::ldexp(1.0, std::max(e - 1, -6) - 3);
   return std::copysign(std::nearbyint(a / step) * step, x);
 }
 uint8_t e4m3Byte(double r) {
