@@ -499,7 +499,7 @@ __device__ __forceinline__ u32 fp4ToE4m3x4(u32 x, uint2 t) {
 /// promotion, float32), waiting for each tile's wgmma before its promotion
 /// (the other warpgroup's wgmma run meanwhile). Same tiles,
 /// grid, tile lookup and 3-stage load ring as fp4GemmBf16Wg; needs K a
-/// multiple of 128. One CTA an SM (218 registers a thread). Measured
+/// multiple of 128. One CTA an SM (~216 registers a thread). Measured
 /// (H100, bench/results/issue31-h100-moe-wgmma): 296 / 269 TFLOP/s at the
 /// Flash shapes, below the bf16 wgmma kernel's 331 / 322 (one CTA an SM
 /// and a promotion that waits for each tile's wgmma), FP8 error 2.5e-2
