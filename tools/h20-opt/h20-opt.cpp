@@ -501,6 +501,9 @@ std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode
       !(emitLevel == "planned" && !targetName.empty() && targetName != "cpu"))
     return "--quantize-linears=fp8 needs a GPU --target (h20, h100, h200, h800): the CPU "
            "target has no FP8 linears";
+  if (expertGemm == "fp8" && targetName == "cpu")
+    return "--expert-gemm=fp8 needs a GPU --target (h20, h100, h200, h800): the CPU target "
+           "computes MXFP4 experts in float";
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
     return "--chunk must be between 1 and 1048576 tokens (0: automatic)";
   if (gpuCount < 1 || gpuCount > 8)
