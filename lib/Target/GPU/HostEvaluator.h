@@ -306,6 +306,11 @@ private:
   LogicalResult evalSparseAttention(linalg::GenericOp op);
   LogicalResult evalRoutedExperts(linalg::GenericOp op);
   LogicalResult evalFp8Quantize(linalg::GenericOp op);
+  /// The launch that quantises x [rows, k] (element code dt) per 1 x 128
+  /// block into xq (e4m3) and xs [ceil(k / 128), rows] f32
+  /// (kernels/fp8_quant.cuh): FP8 linears' inputs and FP8 expert GEMMs'.
+  void addFp8QuantizeStep(int dt, const View &x, const View &xq, const View &xs, Lin rows,
+                          int64_t k);
   LogicalResult evalFp8Gemm(linalg::GenericOp op);
   /// The views of a library call's operands, inputs then inits.
   FailureOr<SmallVector<View>> operandViews(linalg::GenericOp op) {

@@ -821,35 +821,25 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
       return gemm(a, w, c, rr, nn, kk, true);
     use(bOff);
     const View offsets = rows(bOff, {el + 1}, i32);
-    std::vector<runtime::LaunchArg> args;
+    // FP8: A's rows in e4m3 per 1 x 128 block (fp8_quant.cuh), then the FP8
+    // GEMM reads them and their scales in A's place.
+    SmallVector<const View *, 6> operands{&a};
+    View aq, as;
     if (fp8) {
-      // A's rows in e4m3 per 1 x 128 block (fp8_quant.cuh), then the FP8 GEMM.
-      const View aq = rows(bA8, {rr, kk}, f8),
-                 as = rows(bAs, {kk / kMoeFp4GemmFp8BlockK, rr}, f32);
-      if (quantize) {
-        std::vector<runtime::LaunchArg> qargs;
-        for (const View *t : {&a, &aq, &as})
-          qargs.push_back(memrefArg(*t));
-        runtime::LaunchStep q =
-            launchStep(modules.fp8, fp8QuantizeKernel(dt), Lin{rr * (kk / kMoeFp4GemmFp8BlockK)},
-                       kFp8QuantThreads, 0, std::move(qargs));
-        q.gridDiv[0] = kFp8QuantBlocksPerCta;
-        steps.push_back(std::move(q));
-      }
-      for (const View *t : {&aq, &as, &w, scales, &offsets, &c})
-        args.push_back(memrefArg(*t));
-      runtime::LaunchStep l =
-          launchStep(modules.moe, moeFp4GemmFp8Kernel(), Lin{moeFp4GemmGridX(nn, dt)}, kMoeThreads,
-                     moeFp4GemmFp8SmemBytes(), std::move(args));
-      l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, el, dt));
-      steps.push_back(std::move(l));
-      return;
+      aq = rows(bA8, {rr, kk}, f8);
+      as = rows(bAs, {kk / kMoeFp4GemmFp8BlockK, rr}, f32);
+      if (quantize)
+        addFp8QuantizeStep(dt, a, aq, as, Lin{rr}, kk);
+      operands = {&aq, &as};
     }
-    for (const View *t : {&a, &w, scales, &offsets, &c})
+    operands.append({&w, scales, &offsets, &c});
+    std::vector<runtime::LaunchArg> args;
+    for (const View *t : operands)
       args.push_back(memrefArg(*t));
-    runtime::LaunchStep l =
-        launchStep(modules.moe, moeFp4GemmKernel(dt, wgmma), Lin{moeFp4GemmGridX(nn, dt)},
-                   kMoeThreads, moeFp4GemmSmemBytes(dt, wgmma), std::move(args));
+    runtime::LaunchStep l = launchStep(
+        modules.moe, fp8 ? moeFp4GemmFp8Kernel() : moeFp4GemmKernel(dt, wgmma),
+        Lin{moeFp4GemmGridX(nn, dt)}, kMoeThreads,
+        fp8 ? moeFp4GemmFp8SmemBytes() : moeFp4GemmSmemBytes(dt, wgmma), std::move(args));
     l.grid[1] = runtime::LinearExpr::constant(moeFp4GemmGridY(rr, el, dt));
     steps.push_back(std::move(l));
   };
@@ -935,15 +925,21 @@ LogicalResult Evaluator::evalFp8Quantize(linalg::GenericOp op) {
                          "or layouts");
   if (!x.sizes[1].isConst())
     return op->emitError("GPU target: FP8 quantisation needs a static K");
-  const int64_t kb = (x.sizes[1].c + 127) / 128;
+  addFp8QuantizeStep(dt, x, xq, xs, x.sizes[0], x.sizes[1].c);
+  return success();
+}
+
+void Evaluator::addFp8QuantizeStep(int dt, const View &x, const View &xq, const View &xs,
+                                   Lin rows, int64_t k) {
   std::vector<runtime::LaunchArg> args;
   for (const View *v : {&x, &xq, &xs})
     args.push_back(memrefArg(*v));
-  runtime::LaunchStep l = launchStep(modules.fp8, fp8QuantizeKernel(dt), x.sizes[0].scaled(kb),
-                                     kFp8QuantThreads, 0, std::move(args));
+  // One warp per block of 128: rows x ceil(k / 128) warps, grid_div of them a CTA.
+  runtime::LaunchStep l = launchStep(modules.fp8, fp8QuantizeKernel(dt),
+                                     rows.scaled((k + 127) / 128), kFp8QuantThreads, 0,
+                                     std::move(args));
   l.gridDiv[0] = kFp8QuantBlocksPerCta;
   steps.push_back(std::move(l));
-  return success();
 }
 
 LogicalResult Evaluator::evalFp8Gemm(linalg::GenericOp op) {
