@@ -37,6 +37,7 @@
 #include "GpuCheckTool.h"
 #include "h20/Runtime/Cuda/CudaDriver.h"
 #include "h20/Runtime/Format/GpuProgram.h"
+#include "h20/Runtime/Format/WeightDerive.h"
 #include "h20/Target/AttentionKernel.h"
 #include "h20/Target/MoeKernel.h"
 
@@ -951,29 +952,6 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
   return all;
 }
 
-/// x rounded to e4m3 (round to nearest even, subnormals down to 2^-9,
-/// saturating at 448), and its byte.
-double e4m3Round(double x) {
-  const double a = std::fabs(x);
-  if (a == 0.0)
-    return 0.0;
-  if (a >= 448.0)
-    return std::copysign(448.0, x);
-  int e;
-  std::frexp(a, &e); // a = f 2^e with f in [0.5, 1): floor(log2 a) = e - 1
-  const double step = std::ldexp(1.0, std::max(e - 1, -6) - 3);
-  return std::copysign(std::nearbyint(a / step) * step, x);
-}
-uint8_t e4m3Byte(double r) {
-  const uint8_t sign = std::signbit(r) ? 0x80 : 0;
-  const double a = std::fabs(r);
-  if (a < std::ldexp(1.0, -6))
-    return uint8_t(sign | uint8_t(std::lround(a / std::ldexp(1.0, -9))));
-  const int e = int(std::floor(std::log2(a)));
-  const long mant = std::lround((a / std::ldexp(1.0, e) - 1) * 8);
-  return uint8_t(sign | uint8_t((e + 7) << 3) | uint8_t(mant));
-}
-
 /// The FP8 expert GEMM (h20_moe_fp4_gemm_fp8_wg): A quantised here as
 /// fp8_quant.cuh does (per row and 128 inputs, scale amax / 448), each
 /// 128-input block of a weight row as the kernel does (e2m1 * 2^(si - m) in
@@ -1007,17 +985,11 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
       const float sc = std::max(amax, 1e-4f) / 448.0f;
       as[size_t(kb * R + r)] = sc;
       for (int64_t k = kb * 128; k < kb * 128 + 128; ++k)
-        aq[size_t(r * K + k)] = e4m3Byte(e4m3Round(double(aval(r, k) / sc)));
+        aq[size_t(r * K + k)] = runtime::encodeE4m3(aval(r, k) / sc);
     }
-  // e4m3 byte -> value (no NaN codes: the quantisation saturates).
-  double e4m3Value[256];
-  for (int b = 0; b < 256; ++b) {
-    const int ex = (b >> 3) & 15, m = b & 7;
-    const double v = ex == 0 ? std::ldexp(double(m), -9) : std::ldexp(1.0 + m / 8.0, ex - 7);
-    e4m3Value[b] = (b & 0x80) ? -v : v;
-  }
   auto adeq = [&](int64_t r, int64_t k) {
-    return e4m3Value[aq[size_t(r * K + k)]] * double(as[size_t((k / 128) * R + r)]);
+    return double(runtime::decodeE4m3(aq[size_t(r * K + k)])) *
+           double(as[size_t((k / 128) * R + r)]);
   };
   std::vector<uint8_t> wq(size_t(E * N * K / 2)), ws(size_t(E * N * K / 32));
   for (size_t i = 0; i < wq.size(); i += 8) {
@@ -1075,7 +1047,9 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
           const unsigned code = k % 2 ? b >> 4 : b & 15;
           const int si = srow[k / 32];
           wk[size_t(k)] =
-              e4m3Round(e2m1Value(code) * std::ldexp(1.0, si - m)) * e8m0Value(unsigned(m));
+              double(runtime::decodeE4m3(runtime::encodeE4m3(
+                  float(e2m1Value(code) * std::ldexp(1.0, si - m))))) *
+              e8m0Value(unsigned(m));
           wx[size_t(k)] = e2m1Value(code) * e8m0Value(unsigned(si));
         }
       }
