@@ -32,6 +32,27 @@ std::vector<std::string> allKernels() {
   return names;
 }
 
+/// A failure for each kernel of `names` without an entry in `ptx`.
+void expectEntries(const std::string &ptx, const std::vector<std::string> &names) {
+  for (const std::string &name : names)
+    EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << name;
+}
+
+/// Assembles `ptx` for `arch` into `report` (ptxas's -v output), every
+/// kernel of `names` listed without spills. False when ptxas is missing
+/// (the caller skips); a failed assembly is a test failure.
+bool assembleWithoutSpills(const std::string &ptx, const char *arch,
+                           const std::vector<std::string> &names, std::string &report) {
+  if (findPtxas().empty()) {
+    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+    return false;
+  }
+  std::string cubin, error;
+  EXPECT_EQ(assemblePtx(ptx, arch, cubin, report, error), PtxasStatus::Ok) << error;
+  test::expectListedWithoutSpills(report, names);
+  return true;
+}
+
 } // namespace
 
 TEST(MoeKernel, NamesGridsAndLimits) {
@@ -106,17 +127,12 @@ TEST(MoeKernel, CompilesAndAssemblesForSm90WithoutSpills) {
   std::string ptx, log;
   ASSERT_TRUE(compileMoePtx("sm_90", ptx, log)) << log;
   const std::vector<std::string> names = allKernels();
-  for (const std::string &name : names)
-    EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << name;
+  expectEntries(ptx, names);
   // The route kernel counts picks with atomics (the permutation itself uses none).
   EXPECT_NE(ptx.find("atom.global.add.u32"), std::string::npos);
-  if (findPtxas().empty()) {
-    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+  std::string report;
+  if (!assembleWithoutSpills(ptx, "sm_90", names, report))
     GTEST_SKIP() << "ptxas not found";
-  }
-  std::string cubin, report, error;
-  ASSERT_EQ(assemblePtx(ptx, "sm_90", cubin, report, error), PtxasStatus::Ok) << error;
-  test::expectListedWithoutSpills(report, names);
   std::printf("%s", report.c_str());
 }
 
@@ -137,16 +153,11 @@ TEST(MoeKernel, CompilesTheWgmmaGemmForSm90a) {
   std::vector<std::string> names = allKernels();
   names.push_back(moeFp4GemmKernel(2, true));
   names.push_back(moeFp4GemmFp8Kernel());
-  for (const std::string &name : names)
-    EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << name;
+  expectEntries(ptx, names);
   EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), std::string::npos);
   EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"), std::string::npos);
-  if (findPtxas().empty()) {
-    std::printf("SKIP: ptxas not found; PTX not assembled\n");
+  std::string report;
+  if (!assembleWithoutSpills(ptx, "sm_90a", names, report))
     GTEST_SKIP() << "ptxas not found";
-  }
-  std::string cubin, report, error;
-  ASSERT_EQ(assemblePtx(ptx, "sm_90a", cubin, report, error), PtxasStatus::Ok) << error;
-  test::expectListedWithoutSpills(report, names);
   EXPECT_EQ(report.find("serializ"), std::string::npos) << report;
 }
