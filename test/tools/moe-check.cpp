@@ -817,6 +817,23 @@ double e2m1Value(unsigned c) {
 }
 double e8m0Value(unsigned s) { return s == 255 ? NAN : std::ldexp(1.0, int(s) - 127); }
 
+/// The expert GEMM's kernel arguments: `slots` (A's memref(s) already
+/// pushed) plus Wq [E, N, K / 2], Ws [E, N, K / 32], offsets [E + 1] and C
+/// [R, N], all contiguous; the pointers cuLaunchKernel takes (into `slots`,
+/// which must outlive them).
+std::vector<void *> expertGemmArgs(std::vector<uint64_t> &slots, const Buffer &dq,
+                                   const Buffer &ds, const Buffer &doff, const Buffer &dc,
+                                   int64_t E, int64_t N, int64_t K, int64_t R) {
+  pushMemref(slots, dq.ptr, 0, {E, N, K / 2}, {N * K / 2, K / 2, 1});
+  pushMemref(slots, ds.ptr, 0, {E, N, K / 32}, {N * K / 32, K / 32, 1});
+  pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
+  pushMemref(slots, dc.ptr, 0, {R, N}, {N, 1});
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  return ptrs;
+}
+
 /// "" when rows [rowsReal, R) of C [R, N] still hold the 1234.5 fill the
 /// expert GEMM must not touch, else which row it wrote.
 std::string rowsPastExpertsTouched(const std::vector<float> &c, int64_t rowsReal, int64_t R,
@@ -875,13 +892,7 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
       doff(off.data(), off.size() * 4), dc(fill.data(), fill.size() * 4);
   std::vector<uint64_t> slots;
   pushMemref(slots, da.ptr, 0, {R, K}, {K, 1});
-  pushMemref(slots, dq.ptr, 0, {E, N, K / 2}, {N * K / 2, K / 2, 1});
-  pushMemref(slots, ds.ptr, 0, {E, N, K / 32}, {N * K / 32, K / 32, 1});
-  pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
-  pushMemref(slots, dc.ptr, 0, {R, N}, {N, 1});
-  std::vector<void *> ptrs(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i)
-    ptrs[i] = &slots[i];
+  std::vector<void *> ptrs = expertGemmArgs(slots, dq, ds, doff, dc, E, N, K, R);
   const int64_t rowsReal = off[size_t(E)];
   const unsigned gx = unsigned(moeFp4GemmGridX(N, dt)),
                  gy = unsigned(moeFp4GemmGridY(rowsReal, E, dt));
@@ -1007,13 +1018,7 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
   std::vector<uint64_t> slots;
   pushMemref(slots, da.ptr, 0, {R, K}, {K, 1});
   pushMemref(slots, das.ptr, 0, {KB, R}, {R, 1});
-  pushMemref(slots, dq.ptr, 0, {E, N, K / 2}, {N * K / 2, K / 2, 1});
-  pushMemref(slots, ds.ptr, 0, {E, N, K / 32}, {N * K / 32, K / 32, 1});
-  pushMemref(slots, doff.ptr, 0, {E + 1}, {1});
-  pushMemref(slots, dc.ptr, 0, {R, N}, {N, 1});
-  std::vector<void *> ptrs(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i)
-    ptrs[i] = &slots[i];
+  std::vector<void *> ptrs = expertGemmArgs(slots, dq, ds, doff, dc, E, N, K, R);
   const unsigned gx = unsigned(moeFp4GemmGridX(N, 2)),
                  gy = unsigned(moeFp4GemmGridY(rowsReal, E, 2));
   const auto smem = unsigned(moeFp4GemmFp8SmemBytes());
