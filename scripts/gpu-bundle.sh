@@ -267,6 +267,14 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
     v41_art "$v4/model.onnx" "v41-all-picks-fp4.$ct" "$ct"
   done
   v41_art "$v4/fp8/model.onnx" v41-all-picks-fp4.fp8-bf16 bf16
+  # tiny-fp8-experts (hidden and expert intermediate 128) with MXFP4
+  # experts on the bf16 and the FP8 expert GEMM
+  # (art/v41-fp8-experts.{bf16,fp8x}.h20; the latter --expert-gemm=fp8).
+  vx=$out/models/v41-fp8-experts
+  v41_model tiny-fp8-experts "$vx" --quantize fp8-fp4-experts -- --fp4-experts
+  rm -rf "$vx/ckpt"
+  v41_art "$vx/model.onnx" v41-fp8-experts.bf16 bf16
+  v41_art "$vx/model.onnx" v41-fp8-experts.fp8x bf16 --expert-gemm=fp8
   # Expert parallelism (h20-opt --gpus T --parallel tensor: each rank holds
   # E / T of the routed experts, an all-reduce sums their shares) for T =
   # 2, 4, 8: art/BASE.tpT.h20 beside art/BASE.h20, which

@@ -303,6 +303,14 @@ want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]] &&
 # checkpoint case above (1e-1).
 want deepseek && [[ -f $bundle/art/v41-all-picks-fp4.bf16.h20 ]] &&
   v41_ckpt_cases v41-all-picks-fp4 "FP4 experts" f32::1e-4 bf16::2e-2 fp8-bf16:fp8:1e-1
+# tiny-fp8-experts (tiny-all-picks with hidden and expert intermediate
+# 128, the smallest the FP8 expert GEMM takes) with MXFP4 routed experts:
+# bf16 on the bf16 expert GEMM gated as all-picks bf16 (2e-2), and on the
+# FP8 one (fp8x: h20-opt --expert-gemm=fp8, the permuted token rows and
+# the SwiGLU output quantised per 1 x 128 block by the gather and SwiGLU
+# kernels) gated as the FP8 checkpoint's cases (1e-1).
+want deepseek && [[ -f $bundle/art/v41-fp8-experts.bf16.h20 ]] &&
+  v41_ckpt_cases v41-fp8-experts "FP8 experts" bf16::2e-2 fp8x::1e-1
 # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py: an
 # embedding, two linears with SiLU between and an LM head; K 512, N 1024,
 # V 1024): weights FP8, inputs quantised per 1 x 128 block, cuBLASLt

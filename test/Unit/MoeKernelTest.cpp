@@ -63,6 +63,9 @@ TEST(MoeKernel, NamesGridsAndLimits) {
   EXPECT_EQ(moeGatherKernel(2), "h20_moe_gather_bf16");
   EXPECT_EQ(moeSwigluKernel(1), "h20_moe_swiglu_f16");
   EXPECT_EQ(moeCombineKernel(0), "h20_moe_combine_f32");
+  EXPECT_EQ(moeGatherFp8Kernel(2), "h20_moe_gather_fp8_bf16");
+  EXPECT_EQ(moeGatherFp8Kernel(3), "");
+  EXPECT_EQ(moeSwigluFp8Kernel(), "h20_moe_swiglu_fp8");
   EXPECT_EQ(moeRouteKernel(3), "");
   EXPECT_EQ(moeCombineKernel(-1), "");
 
@@ -149,10 +152,14 @@ TEST(MoeKernel, CompilesTheWgmmaGemmForSm90a) {
   std::string ptx, log;
   ASSERT_TRUE(compileMoePtx("sm_90", ptx, log)) << log;
   EXPECT_EQ(ptx.find(".entry h20_moe_fp4_gemm_bf16_wg("), std::string::npos);
+  EXPECT_EQ(ptx.find(".entry h20_moe_swiglu_fp8("), std::string::npos); // FP8: sm_90a only
   ASSERT_TRUE(compileMoePtx("sm_90a", ptx, log)) << log;
   std::vector<std::string> names = allKernels();
   names.push_back(moeFp4GemmKernel(2, true));
   names.push_back(moeFp4GemmFp8Kernel());
+  for (int t = 0; t < 3; ++t)
+    names.push_back(moeGatherFp8Kernel(t));
+  names.push_back(moeSwigluFp8Kernel());
   expectEntries(ptx, names);
   EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), std::string::npos);
   EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"), std::string::npos);

@@ -25,6 +25,11 @@
 //   combine    f32 / f16 / bf16 outputs, contiguous, a strided Y, an
 //              unaligned Y and Yp (element path); nothing outside Y's view
 //              written.
+//   fp8 A      (sm_90a) the FP8 forms of gather and swiglu: Aq / As bit for
+//              bit the quantised gathered rows; SwiGLU scales within 1e-5
+//              and codes within e4m3 rounding of float64; partial blocks,
+//              zero blocks, unplaced rows untouched; timed at V4.1-Flash
+//              shapes against the 16-bit kernel + the quantising kernel.
 //   fp4 gemm   the grouped GEMM over MXFP4 weights (moe_fp4_gemm.cuh), bf16
 //              tensor-core and f32 / f16 CUDA-core kernels, against float64
 //              (empty and one-row experts, partial tiles, subnormal scales,
@@ -39,6 +44,7 @@
 #include "h20/Runtime/Format/GpuProgram.h"
 #include "h20/Runtime/Format/WeightDerive.h"
 #include "h20/Target/AttentionKernel.h"
+#include "h20/Target/Fp8Kernel.h"
 #include "h20/Target/MoeKernel.h"
 
 #include <algorithm>
@@ -1097,6 +1103,280 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
   return ok;
 }
 
+// ---- gather and SwiGLU in FP8 (the FP8 expert GEMM's A) ---------------------------
+
+/// The FP8 quantising module (fp8_quant.cuh), for the unfused baseline the
+/// timings compare with: the 16-bit gather / SwiGLU, then this kernel.
+CUmodule fp8Module = nullptr;
+
+/// Canary-filled device copies of Aq [R, K] bytes and As [ceil(K / 128), R]
+/// f32 with the memref slots of both (row pitch K, As pitch R).
+struct Fp8Out {
+  int64_t R, K, KB;
+  std::vector<uint8_t> q;
+  std::vector<float> s;
+  Buffer dq, ds;
+  Fp8Out(int64_t R, int64_t K)
+      : R(R), K(K), KB((K + 127) / 128), q(size_t(R * K), 0xA5), s(size_t(KB * R), -7.0f),
+        dq(q.data(), q.size()), ds(s.data(), s.size() * 4) {}
+  void push(std::vector<uint64_t> &slots) const {
+    pushMemref(slots, dq.ptr, 0, {R, K}, {K, 1});
+    pushMemref(slots, ds.ptr, 0, {KB, R}, {R, 1});
+  }
+  void download() {
+    dq.download(q.data());
+    ds.download(s.data());
+  }
+  /// Rows from `placed` on must keep their canaries.
+  std::string untouchedFrom(int64_t placed) const {
+    for (int64_t r = placed; r < R; ++r) {
+      for (int64_t k = 0; k < K; ++k)
+        if (q[size_t(r * K + k)] != 0xA5)
+          return "wrote Aq of unplaced row " + std::to_string(r);
+      for (int64_t b = 0; b < KB; ++b)
+        if (s[size_t(b * R + r)] != -7.0f)
+          return "wrote As of unplaced row " + std::to_string(r);
+    }
+    return "";
+  }
+};
+
+/// One row's blocks of 128 as fp8_quant.cuh quantises them (float32:
+/// scale max(amax, 1e-4) / 448, code e4m3(v / scale) to nearest even).
+void quantizeRowRef(const float *v, int64_t K, std::vector<uint8_t> &q, std::vector<float> &s) {
+  const int64_t KB = (K + 127) / 128;
+  q.assign(size_t(K), 0);
+  s.assign(size_t(KB), 0.0f);
+  for (int64_t b = 0; b < KB; ++b) {
+    float amax = 0.0f;
+    for (int64_t k = b * 128; k < std::min(K, b * 128 + 128); ++k)
+      amax = std::max(amax, std::fabs(v[k]));
+    const float sc = std::max(amax, 1e-4f) / 448.0f;
+    s[size_t(b)] = sc;
+    for (int64_t k = b * 128; k < std::min(K, b * 128 + 128); ++k)
+      q[size_t(k)] = runtime::encodeE4m3(v[k] / sc);
+  }
+}
+
+/// Median ms of `name` (moe module) or, with `fp8`, of the FP8 module's.
+double timeKernel(const std::string &name, int64_t grid, std::vector<uint64_t> &slots,
+                  bool fp8 = false) {
+  CUfunction f = nullptr;
+  if (fp8)
+    check(api->cuModuleGetFunction(&f, fp8Module, name.c_str()), name.c_str());
+  else
+    f = kernel(name);
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  return h20::checktool::medianMs(
+      [&] {
+        check(api->cuLaunchKernel(f, unsigned(grid), 1, 1, kMoeThreads, 1, 1, 0, nullptr,
+                                  ptrs.data(), nullptr),
+              name.c_str());
+      },
+      nullptr, 3, 20);
+}
+
+/// The unfused baseline's FP8 step: h20_fp8_quantize_bf16 over all R rows
+/// of `src` [R, K] bf16 (what the host program launched before the fused
+/// kernels: its grid is R's, not the placed rows').
+double timeQuantizeBf16(const Buffer &src, int64_t R, int64_t K, Fp8Out &out) {
+  std::vector<uint64_t> slots;
+  pushMemref(slots, src.ptr, 0, {R, K}, {K, 1});
+  out.push(slots);
+  return timeKernel("h20_fp8_quantize_bf16", (R * ((K + 127) / 128) + 7) / 8, slots, true);
+}
+
+/// h20_moe_gather_fp8_<dt>: Aq / As bit for bit what quantising the
+/// gathered rows gives (quantizeRowRef of X[rowToken[r]]; a token outside
+/// [0, T) a zero row), the unplaced rows untouched. `xPitch` > D with
+/// `xOff` 1: an unaligned X (element path). With `timeIt`: the fused
+/// kernel against the 16-bit gather + h20_fp8_quantize_bf16 (same run).
+bool runGatherFp8(int dt, int64_t T, int64_t D, int64_t R, int64_t placed, bool unaligned,
+                  bool timeIt = false) {
+  const int64_t xOff = unaligned ? 1 : 0, xPitch = unaligned ? D + 3 : D;
+  const uint64_t seed = uint64_t(T * 7 + D * 13 + R + dt * 5 + unaligned) << 24;
+  HostArray x(dt, size_t(xOff + T * xPitch));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t d = 0; d < D; ++d) {
+      // Blocks of very different magnitudes, one all zero (the 1e-4 floor).
+      const int64_t blk = d / 128;
+      const float mag = (t + blk) % 5 == 3 ? 0.0f : std::ldexp(1.0f, int((t * 3 + blk) % 21) - 14);
+      x.set(size_t(xOff + t * xPitch + d), mag * unitFloat(splitmix(seed + uint64_t(t * D + d))));
+    }
+  std::vector<int32_t> rowToken(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r)
+    rowToken[size_t(r)] = r == 1 ? -1 : int32_t(splitmix(seed ^ uint64_t(r)) % uint64_t(T));
+  std::vector<int32_t> offsets = {0, int32_t(placed / 2), int32_t(placed)};
+  Buffer dx(x.bytes.data(), x.bytes.size()), drt(rowToken.data(), rowToken.size() * 4),
+      doff(offsets.data(), offsets.size() * 4);
+  Fp8Out out(R, D);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dx.ptr, xOff, {T, D}, {xPitch, 1});
+  pushMemref(slots, drt.ptr, 0, {R}, {1});
+  out.push(slots);
+  pushMemref(slots, doff.ptr, 0, {3}, {1});
+  launch(moeGatherFp8Kernel(dt), moeGatherGrid(R), slots);
+  out.download();
+  std::string why;
+  std::vector<float> row(static_cast<size_t>(D));
+  std::vector<uint8_t> q;
+  std::vector<float> sc;
+  const int64_t step = placed > 4096 ? 97 : 1;
+  for (int64_t r = 0; r < placed && why.empty(); r += step) {
+    const int32_t tok = rowToken[size_t(r)];
+    for (int64_t d = 0; d < D; ++d)
+      row[size_t(d)] = tok >= 0 ? x.get(size_t(xOff + tok * xPitch + d)) : 0.0f;
+    quantizeRowRef(row.data(), D, q, sc);
+    for (int64_t d = 0; d < D && why.empty(); ++d)
+      if (out.q[size_t(r * D + d)] != q[size_t(d)])
+        why = "Aq[" + std::to_string(r) + ", " + std::to_string(d) + "] differs";
+    for (int64_t b = 0; b < out.KB && why.empty(); ++b)
+      if (std::memcmp(&out.s[size_t(b * R + r)], &sc[size_t(b)], 4) != 0)
+        why = "As[" + std::to_string(b) + ", " + std::to_string(r) + "] differs";
+  }
+  if (why.empty())
+    why = out.untouchedFrom(placed);
+  char detail[240];
+  std::snprintf(detail, sizeof detail, "T=%lld Dm=%lld R=%lld placed=%lld%s%s", (long long)T,
+                (long long)D, (long long)R, (long long)placed,
+                why.empty() ? " bit-exact, the rest untouched" : ": ", why.c_str());
+  const bool ok = report(why.empty(),
+                         std::string("gather fp8 ") + typeName(dt) +
+                             (unaligned ? " unaligned (element path)" : ""),
+                         detail);
+  if (ok && timeIt && fp8Module) {
+    const double fused = timeKernel(moeGatherFp8Kernel(dt), moeGatherGrid(R), slots);
+    Buffer xp(size_t(R * D * 2));
+    std::vector<uint64_t> g16;
+    pushMemref(g16, dx.ptr, xOff, {T, D}, {xPitch, 1});
+    pushMemref(g16, drt.ptr, 0, {R}, {1});
+    pushMemref(g16, xp.ptr, 0, {R, D}, {D, 1});
+    pushMemref(g16, doff.ptr, 0, {3}, {1});
+    const double gather = timeKernel(moeGatherKernel(dt), moeGatherGrid(R), g16);
+    const double quant = timeQuantizeBf16(xp, R, D, out);
+    std::printf("TIME gather fp8 %s R=%lld placed=%lld Dm=%lld: fused %.3f ms; unfused %.3f "
+                "(gather) + %.3f (quantize all R rows) = %.3f ms\n",
+                typeName(dt), (long long)R, (long long)placed, (long long)D, fused, gather, quant,
+                gather + quant);
+  }
+  return ok;
+}
+
+/// h20_moe_swiglu_fp8: for the placed rows, each block's scale within
+/// 1e-5 of max |SwiGLU| / 448 (float64 reference; GPU expf differs by
+/// ulps) and each code within e4m3's rounding of the reference (half a
+/// step: 2^-4 of the value, 2^-10 of the scale in the subnormal range);
+/// the unplaced rows untouched. G and U hold swiglu's special values. With
+/// `timeIt`: against the 16-bit SwiGLU + h20_fp8_quantize_bf16.
+bool runSwigluFp8(int64_t R, int64_t I, int64_t placed, bool unaligned, bool timeIt = false) {
+  const float limit = 7.0f;
+  const int64_t off = unaligned ? 1 : 0, pitch = unaligned ? I + 1 : I;
+  const uint64_t seed = uint64_t(R * 3 + I + unaligned) << 28;
+  const float special[] = {limit, -limit, limit * 1.0001f, 3 * limit, -3 * limit, -100.0f,
+                           -1000.0f, 0.0f, 1e-3f, 1e-30f};
+  std::vector<float> g(size_t(off + R * pitch), NAN), u(g.size(), NAN);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t i = 0; i < I; ++i) {
+      const uint64_t h = splitmix(seed + uint64_t(r * I + i));
+      // Rows of different magnitudes (the per-block scales differ).
+      const float mag = std::ldexp(1.0f, int(r % 9) - 6);
+      const size_t at = size_t(off + r * pitch + i);
+      g[at] = h % 13 == 0 ? special[(h >> 8) % 10] : 1.5f * limit * unitFloat(h);
+      u[at] = h % 11 == 0 ? special[(h >> 12) % 10] : mag * unitFloat(splitmix(h));
+    }
+  std::vector<int32_t> offsets = {0, int32_t(placed)};
+  Buffer dg(g.data(), g.size() * 4), du(u.data(), u.size() * 4),
+      doff(offsets.data(), offsets.size() * 4);
+  Fp8Out out(R, I);
+  std::vector<uint64_t> slots;
+  pushMemref(slots, dg.ptr, off, {R, I}, {pitch, 1});
+  pushMemref(slots, du.ptr, off, {R, I}, {pitch, 1});
+  out.push(slots);
+  pushMemref(slots, doff.ptr, 0, {2}, {1});
+  pushF32(slots, limit);
+  launch(moeSwigluFp8Kernel(), moeGatherGrid(R), slots);
+  out.download();
+  std::string why;
+  double worstScale = 0.0;
+  std::vector<double> ref(static_cast<size_t>(I));
+  const int64_t step = placed > 4096 ? 97 : 1;
+  for (int64_t r = 0; r < placed && why.empty(); r += step) {
+    for (int64_t i = 0; i < I; ++i)
+      ref[size_t(i)] =
+          swigluRef(g[size_t(off + r * pitch + i)], u[size_t(off + r * pitch + i)], limit);
+    for (int64_t b = 0; b < out.KB && why.empty(); ++b) {
+      double amax = 0.0;
+      for (int64_t i = b * 128; i < std::min(I, b * 128 + 128); ++i)
+        amax = std::max(amax, std::fabs(ref[size_t(i)]));
+      const double want = std::max(amax, 1e-4) / 448.0, got = out.s[size_t(b * R + r)];
+      const double se = std::fabs(got - want) / want;
+      worstScale = std::max(worstScale, se);
+      if (!(se <= 1e-5)) {
+        why = "As[" + std::to_string(b) + ", " + std::to_string(r) + "] = " +
+              std::to_string(got) + ", want " + std::to_string(want);
+        break;
+      }
+      for (int64_t i = b * 128; i < std::min(I, b * 128 + 128) && why.empty(); ++i) {
+        const double v = double(runtime::decodeE4m3(out.q[size_t(r * I + i)])) * got,
+                     w = ref[size_t(i)];
+        if (!(std::fabs(v - w) <= 0.0626 * std::fabs(w) + got * (1.001 / 1024)))
+          why = "Aq[" + std::to_string(r) + ", " + std::to_string(i) + "] = " + std::to_string(v) +
+                ", want " + std::to_string(w);
+      }
+    }
+  }
+  if (why.empty())
+    why = out.untouchedFrom(placed);
+  char detail[260];
+  std::snprintf(detail, sizeof detail, "R=%lld placed=%lld I=%lld max scale err %.1e%s%s",
+                (long long)R, (long long)placed, (long long)I, worstScale,
+                why.empty() ? ", codes within e4m3 rounding" : ": ", why.c_str());
+  const bool ok = report(
+      why.empty(), std::string("swiglu fp8") + (unaligned ? " unaligned (element path)" : ""),
+      detail);
+  if (ok && timeIt && fp8Module) {
+    const double fused = timeKernel(moeSwigluFp8Kernel(), moeGatherGrid(R), slots);
+    Buffer a16(size_t(R * I * 2));
+    std::vector<uint64_t> s16;
+    pushMemref(s16, dg.ptr, off, {R, I}, {pitch, 1});
+    pushMemref(s16, du.ptr, off, {R, I}, {pitch, 1});
+    pushMemref(s16, a16.ptr, 0, {R, I}, {I, 1});
+    pushMemref(s16, doff.ptr, 0, {2}, {1});
+    pushF32(s16, limit);
+    const double swiglu = timeKernel(moeSwigluKernel(2), moeSwigluGrid(R * I), s16);
+    const double quant = timeQuantizeBf16(a16, R, I, out);
+    std::printf("TIME swiglu fp8 R=%lld placed=%lld I=%lld: fused %.3f ms; unfused %.3f "
+                "(swiglu bf16) + %.3f (quantize all R rows) = %.3f ms\n",
+                (long long)R, (long long)placed, (long long)I, fused, swiglu, quant,
+                swiglu + quant);
+  }
+  return ok;
+}
+
+/// Edge cases on every type, then V4.1-Flash's shapes timed: a 33792-token
+/// chunk's 202752 picks on one GPU (all placed) and on one rank of eight
+/// (expert parallelism: ~1/8 placed).
+bool runFp8ActivationChecks() {
+  bool ok = true;
+  for (int dt : {0, 1, 2}) {
+    ok &= runGatherFp8(dt, 40, 384, 70, 70, false);
+    ok &= runGatherFp8(dt, 33, 200, 61, 50, true); // a partial last block
+  }
+  ok &= runGatherFp8(2, 300, 5120, 90, 11, false);
+  ok &= runGatherFp8(2, 30, 256, 20, 0, false);
+  ok &= runSwigluFp8(77, 384, 77, false);
+  ok &= runSwigluFp8(45, 200, 30, true);
+  ok &= runSwigluFp8(600, 2304, 75, false);
+  const int64_t R = 33792 * 6;
+  for (int64_t placed : {R, R / 8}) {
+    ok &= runGatherFp8(2, 33792, 5120, R, placed, false, true);
+    ok &= runSwigluFp8(R, 2304, placed, false, true);
+  }
+  return ok;
+}
+
 /// The bf16 cases run on the mma.sync kernel and, where the module was
 /// compiled for sm_90a (`wgmma`), on the wgmma kernel too (same operands).
 bool runFp4GemmChecks(bool wgmma) {
@@ -1140,7 +1420,13 @@ bool runFp4GemmChecks(bool wgmma) {
 
 } // namespace
 
-int main() {
+/// moe-check [SECTION...]: route, positions, gather, swiglu, combine,
+/// fp8 (the FP8 gather / SwiGLU), fp4 (the expert GEMMs); all by default.
+int main(int argc, char **argv) {
+  const std::vector<std::string> sections(argv + 1, argv + argc);
+  auto wanted = [&](const char *s) {
+    return sections.empty() || std::find(sections.begin(), sections.end(), s) != sections.end();
+  };
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // lines survive a timeout's kill
   CUdevice dev;
   if (!h20::checktool::openDevice("moe-check", dev))
@@ -1164,12 +1450,27 @@ int main() {
   }
   check(api->cuModuleLoadDataEx(&module, ptx.c_str(), 0, nullptr, nullptr), "cuModuleLoadDataEx");
   bool ok = true;
-  ok &= runRouteChecks();
-  ok &= runPositionsChecks();
-  ok &= runGatherChecks();
-  ok &= runSwigluChecks();
-  ok &= runCombineChecks();
-  ok &= runFp4GemmChecks(wgmma);
+  if (wanted("route"))
+    ok &= runRouteChecks();
+  if (wanted("positions"))
+    ok &= runPositionsChecks();
+  if (wanted("gather"))
+    ok &= runGatherChecks();
+  if (wanted("swiglu"))
+    ok &= runSwigluChecks();
+  if (wanted("combine"))
+    ok &= runCombineChecks();
+  if (wgmma && wanted("fp8")) {
+    if (!compileFp8Ptx("sm_90a", ptx, log)) {
+      std::fprintf(stderr, "moe-check: %s\n", log.c_str());
+      return 1;
+    }
+    check(api->cuModuleLoadDataEx(&fp8Module, ptx.c_str(), 0, nullptr, nullptr),
+          "cuModuleLoadDataEx fp8");
+    ok &= runFp8ActivationChecks();
+  }
+  if (wanted("fp4"))
+    ok &= runFp4GemmChecks(wgmma);
   std::printf("%s\n", ok ? "moe-check: all passed" : "moe-check: FAILED");
   return ok ? 0 : 1;
 }

@@ -321,7 +321,8 @@ def ChooseAttentionKernels : Pass<"h20-choose-attention-kernels", "mlir::func::F
            "the GPU the grids are sized for (TargetDescription: h20, h100, h200, h800)">,
     Option<"expertGemm", "expert-gemm", "std::string", "\"bf16\"",
            "MXFP4 routed experts: bf16 (dequantised to bf16 in the GEMM's load path) or "
-           "fp8 (token rows quantised per 1 x 128 block, weights made e4m3 per 128-input "
+           "fp8 (token rows quantised per 1 x 128 block in the gather and SwiGLU kernels, "
+           "weights made e4m3 per 128-input "
            "block: mxfp4_fp8 where the token type is bf16, both GEMMs' K are multiples "
            "of 128 and the target is Hopper)">,
   ];

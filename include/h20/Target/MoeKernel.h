@@ -58,6 +58,15 @@ std::string moeGatherKernel(int dt);
 /// h20_moe_swiglu_{f32,f16,bf16} by the element type `dt` of A: (G [R, I]
 /// f32, U [R, I] f32, A [R, I], float limit).
 std::string moeSwigluKernel(int dt);
+/// The FP8 expert GEMM's forms of the two (sm_90a modules only; moe.cuh,
+/// "4 / 6 in FP8"): h20_moe_gather_fp8_{f32,f16,bf16} by X's type (X [T,
+/// Dm], rowToken [R] i32, Xq [R, Dm] e4m3, Xs [ceil(Dm / 128), R] f32,
+/// offsets [E + 1] i32) and h20_moe_swiglu_fp8 (G, U [R, I] f32, Aq [R, I]
+/// e4m3, As [ceil(I / 128), R] f32, offsets, float limit): A quantised per
+/// 1 x 128 block as fp8_quant.cuh does, for the placed rows. Both run one
+/// warp per row: grid moeGatherGrid(R).
+std::string moeGatherFp8Kernel(int dt);
+std::string moeSwigluFp8Kernel();
 /// h20_moe_combine_{f32,f16,bf16} by the element type `dt` of Y: (Yp [R, Dm]
 /// f32, pos [T, K] i32, weights [T, K] f32, Y [T, Dm]).
 std::string moeCombineKernel(int dt);

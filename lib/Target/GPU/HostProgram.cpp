@@ -719,11 +719,9 @@ KernelModules planKernelModules(func::FuncOp func) {
     indexer |= call.getValue() == kIndexer;
     sparse |= call.getValue() == kSparseAttention;
     moe |= call.getValue() == kRoutedExperts;
+    // (FP8 expert GEMMs quantise their token rows in the moe module's own
+    // gather and SwiGLU kernels, not with this module.)
     fp8 |= call.getValue() == kFp8Quantize;
-    // FP8 expert GEMMs quantise their token rows with fp8_quant.cuh.
-    if (auto choice = g->getAttrOfType<DictionaryAttr>("h20.kernel"))
-      if (auto gemm = choice.getAs<StringAttr>("expert_gemm"))
-        fp8 |= call.getValue() == kRoutedExperts && gemm.getValue() == "mxfp4_fp8";
   });
   KernelModules m;
   int next = 1;

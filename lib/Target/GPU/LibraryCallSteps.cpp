@@ -749,9 +749,9 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   const bool gemmOk =
       gemmAttr && (mxfp4 ? gemmAttr.getValue() == "mxfp4" || (wgmma && moeFp4GemmWgmmaTakes(dt))
                          : gemmAttr.getValue() == "cublaslt");
-  if (fp8 && (dm % kMoeFp4GemmFp8BlockK || inter % kMoeFp4GemmFp8BlockK || modules.fp8 < 0))
+  if (fp8 && (dm % kMoeFp4GemmFp8BlockK || inter % kMoeFp4GemmFp8BlockK))
     return op->emitError("GPU target: internal: FP8 expert GEMMs recorded for K not a multiple "
-                         "of 128, or without the FP8 quantising module");
+                         "of 128");
   if (!tileAttr || tileAttr.getInt() < 1 || !gemmOk || tileAttr.getInt() * k > kMoeMaxRows)
     return op->emitError("GPU target: internal: routed experts call without a valid recorded "
                          "kernel (h20-choose-attention-kernels did not run)");
@@ -762,16 +762,19 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   };
   const int bLogits = temp(tile * e, f32), bIds = temp(tile * k, i32), bW = temp(tile * k, f32),
             bCounts = temp(el, i32), bOff = temp(el + 1, i32), bPos = temp(tile * k, i32),
-            bRowTok = temp(tile * k, i32), bXp = temp(tile * k * dm, x.element),
-            bG = temp(tile * k * inter, f32), bU = temp(tile * k * inter, f32),
-            bA = temp(tile * k * inter, x.element), bYp = temp(tile * k * dm, f32);
-  // FP8 expert GEMMs: the token rows of a GEMM in e4m3 and their scales
-  // [K / 128, rows] (W1 and W3 share theirs; W2 quantises its own). Not in
-  // moeTileTokens' scratch budget: ~1 GiB more for a Flash chunk, which the
-  // arena plan counts.
+            bRowTok = temp(tile * k, i32), bG = temp(tile * k * inter, f32),
+            bU = temp(tile * k * inter, f32), bYp = temp(tile * k * dm, f32);
+  // The GEMMs' A: Xp [R, Dm] and A [R, I] in the token type, or, for FP8
+  // expert GEMMs, one e4m3 buffer [R, max(Dm, I)] and its scales [K / 128,
+  // R] that the FP8 gather writes for W1 and W3 and the FP8 SwiGLU
+  // rewrites for W2 (each GEMM has finished reading it by then: one
+  // stream). The FP8 pair is smaller than Xp and A (1 + 4 / 128 bytes an
+  // element against 2 + 2), so moeTileTokens' budget covers it.
   Type f8 = types.getType<Float8E4M3FNType>();
   const int64_t kMax = std::max(dm, inter);
-  const int bA8 = fp8 ? temp(tile * k * kMax, f8) : -1,
+  const int bXp = fp8 ? -1 : temp(tile * k * dm, x.element),
+            bA = fp8 ? -1 : temp(tile * k * inter, x.element),
+            bA8 = fp8 ? temp(tile * k * kMax, f8) : -1,
             bAs = fp8 ? temp(tile * k * (kMax / kMoeFp4GemmFp8BlockK), f32) : -1;
 
   // Row-major views of the scratch, and of the operands at a row offset.
@@ -814,22 +817,19 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   // C [rr, nn] f32 = A [rr, kk] . W_e per expert row range (offsets): a
   // grouped cuBLASLt GEMM on float weights, the MXFP4 kernel (which reads
   // the offsets on the device and dequantises in its load path) otherwise.
-  // FP8: `quantize` false reuses the e4m3 rows of the previous GEMM (same A).
+  // FP8: A is the e4m3 buffer and its scales as [rr, kk] / [kk / 128, rr]
+  // (`a` unused).
   auto expertGemm = [&](const View &a, const View &w, const View *scales, const View &c, int64_t rr,
-                        int64_t nn, int64_t kk, bool quantize) {
+                        int64_t nn, int64_t kk) {
     if (!scales)
       return gemm(a, w, c, rr, nn, kk, true);
     use(bOff);
     const View offsets = rows(bOff, {el + 1}, i32);
-    // FP8: A's rows in e4m3 per 1 x 128 block (fp8_quant.cuh), then the FP8
-    // GEMM reads them and their scales in A's place.
     SmallVector<const View *, 6> operands{&a};
     View aq, as;
     if (fp8) {
       aq = rows(bA8, {rr, kk}, f8);
       as = rows(bAs, {kk / kMoeFp4GemmFp8BlockK, rr}, f32);
-      if (quantize)
-        addFp8QuantizeStep(dt, a, aq, as, Lin{rr}, kk);
       operands = {&aq, &as};
     }
     operands.append({&w, scales, &offsets, &c});
@@ -856,9 +856,10 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     const View logits = rows(bLogits, {tt, e}, f32), ids = rows(bIds, {tt, k}, i32),
                weights = rows(bW, {tt, k}, f32), counts = rows(bCounts, {el}, i32),
                offsets = rows(bOff, {el + 1}, i32), pos = rows(bPos, {tt, k}, i32),
-               rowTok = rows(bRowTok, {r}, i32), xp = rows(bXp, {r, dm}, x.element),
-               g = rows(bG, {r, inter}, f32), u = rows(bU, {r, inter}, f32),
-               a = rows(bA, {r, inter}, x.element), yp = rows(bYp, {r, dm}, f32);
+               rowTok = rows(bRowTok, {r}, i32), g = rows(bG, {r, inter}, f32),
+               u = rows(bU, {r, inter}, f32), yp = rows(bYp, {r, dm}, f32);
+    const View xp = fp8 ? View() : rows(bXp, {r, dm}, x.element),
+               a = fp8 ? View() : rows(bA, {r, inter}, x.element);
     gemm(xt, router, logits, tt, e, dm, false);
     use(bCounts);
     runtime::MemsetStep clear;
@@ -874,12 +875,24 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
     // on the device and stop there (the rest are unused rows of the
     // scratch, never read by the GEMMs, which stop at the offsets, nor by
     // the combine, which skips pos -1). Their grids still cover r rows.
-    launch(moeGatherKernel(dt), moeGatherGrid(r), {&xt, &rowTok, &xp, &offsets}, {});
-    expertGemm(xp, w1, s1, g, r, inter, dm, true);
-    expertGemm(xp, w3, s3, u, r, inter, dm, false);
-    launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a, &offsets},
-           {f32Arg(limit)});
-    expertGemm(a, w2, s2, yp, r, dm, inter, true);
+    if (fp8) {
+      const View xq = rows(bA8, {r, dm}, f8), xs = rows(bAs, {dm / kMoeFp4GemmFp8BlockK, r}, f32);
+      launch(moeGatherFp8Kernel(dt), moeGatherGrid(r), {&xt, &rowTok, &xq, &xs, &offsets}, {});
+    } else {
+      launch(moeGatherKernel(dt), moeGatherGrid(r), {&xt, &rowTok, &xp, &offsets}, {});
+    }
+    expertGemm(xp, w1, s1, g, r, inter, dm);
+    expertGemm(xp, w3, s3, u, r, inter, dm);
+    if (fp8) {
+      const View aq = rows(bA8, {r, inter}, f8),
+                 as = rows(bAs, {inter / kMoeFp4GemmFp8BlockK, r}, f32);
+      launch(moeSwigluFp8Kernel(), moeGatherGrid(r), {&g, &u, &aq, &as, &offsets},
+             {f32Arg(limit)});
+    } else {
+      launch(moeSwigluKernel(dt), moeSwigluGrid(r * inter), {&g, &u, &a, &offsets},
+             {f32Arg(limit)});
+    }
+    expertGemm(a, w2, s2, yp, r, dm, inter);
     launch(moeCombineKernel(dt), moeCombineGrid(tt), {&yp, &pos, &weights, &yt}, {});
   }
   return success();

@@ -55,6 +55,8 @@ std::string moeRouteKernel(int biasType) { return named("h20_moe_route_b", biasT
 std::string moePositionsKernel() { return "h20_moe_positions"; }
 std::string moeGatherKernel(int dt) { return named("h20_moe_gather_", dt); }
 std::string moeSwigluKernel(int dt) { return named("h20_moe_swiglu_", dt); }
+std::string moeGatherFp8Kernel(int dt) { return named("h20_moe_gather_fp8_", dt); }
+std::string moeSwigluFp8Kernel() { return "h20_moe_swiglu_fp8"; }
 std::string moeCombineKernel(int dt) { return named("h20_moe_combine_", dt); }
 std::string moeFp4GemmKernel(int dt, bool wgmma) {
   if (wgmma)

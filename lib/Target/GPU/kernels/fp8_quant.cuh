@@ -38,13 +38,6 @@
 #define H20_FP8_THREADS 256
 #define H20_FP8_BLOCK 128
 
-/// Two floats as e4m3 (round to nearest even, saturating): lo in bits 0-7.
-__device__ __forceinline__ u16 h20Fp8Pair(float lo, float hi) {
-  u16 r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 template <int DT>
 __device__ __forceinline__ void h20Fp8Quantize(const void *x, i64 xOff, i64 m, i64 k, i64 xs0,
                                                i64 xs1, unsigned char *q, i64 qOff, i64 qs0,
@@ -69,20 +62,16 @@ __device__ __forceinline__ void h20Fp8Quantize(const void *x, i64 xOff, i64 m, i
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float scale = fmaxf(amax, 1e-4f) / 448.0f;
-  u16 lo = h20Fp8Pair(v[0] / scale, v[1] / scale), hi = h20Fp8Pair(v[2] / scale, v[3] / scale);
-  unsigned char b[4] = {static_cast<unsigned char>(lo & 0xff), static_cast<unsigned char>(lo >> 8),
-                        static_cast<unsigned char>(hi & 0xff), static_cast<unsigned char>(hi >> 8)};
+  const float scale = h20Fp8Scale(amax);
+  const u32 codes = h20Fp8Codes4(v[0], v[1], v[2], v[3], scale);
   unsigned char *qrow = q + qOff + row * qs0;
   if (qs1 == 1 && col0 + 3 < k && ((reinterpret_cast<u64>(qrow + col0) & 3) == 0)) {
-    *reinterpret_cast<u32 *>(qrow + col0) =
-        static_cast<u32>(b[0]) | (static_cast<u32>(b[1]) << 8) | (static_cast<u32>(b[2]) << 16) |
-        (static_cast<u32>(b[3]) << 24);
+    *reinterpret_cast<u32 *>(qrow + col0) = codes;
   } else {
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       if (col0 + e < k)
-        qrow[(col0 + e) * qs1] = b[e];
+        qrow[(col0 + e) * qs1] = static_cast<unsigned char>(codes >> (8 * e));
   }
   if (lane == 0)
     s[sOff + blk * ss0 + row * ss1] = scale;

@@ -39,6 +39,10 @@
 //   7. (runtime) Yp [R, Dm] f32 = A . W2[e] per expert row range
 //   8. h20_moe_combine_{f32,f16,bf16}: Y[t, :] = sum_j weights[t, j] *
 //      Yp[pos[t, j], :] (float32, j in order), rounded to the element type
+// Under the FP8 expert GEMM (Hopper), steps 4 and 6 are
+// h20_moe_gather_fp8_{f32,f16,bf16} and h20_moe_swiglu_fp8: they write Xq
+// / Aq as e4m3 with a float32 scale per 1 x 128 block, which the GEMMs of 5
+// and 7 read in place of Xp / A.
 // The element type of X, Xp, A and Y: 0 f32, 1 f16, 2 bf16 (16-bit values
 // as their bits, u16); logits, G, U, Yp and weights are float32.
 //
@@ -452,6 +456,144 @@ __device__ __forceinline__ void moeSwiglu(MoeView2<const float> g, MoeView2<cons
   }
 }
 
+// ---- 4 / 6 in FP8: GATHER and SWIGLU for the FP8 expert GEMM -------------------------
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/// Under the FP8 expert GEMM (moe_fp4_gemm.cuh's h20_moe_fp4_gemm_fp8_wg,
+/// Hopper only) the GEMMs read their A as e4m3 codes with one float32
+/// scale per 1 x 128 block: Aq [R, K] bytes and As [K / 128, R] f32, the
+/// layout and the formula of fp8_quant.cuh (amax floored at 1e-4, scale
+/// amax / 448, codes x / scale rounded to nearest even). GATHER and SWIGLU
+/// write that form directly, so no 16-bit A is stored and read back by a
+/// separate quantising kernel, and, like their 16-bit forms, they stop at
+/// the placed rows (a rank of an expert-parallel split quantises only its
+/// own ~R / N rows). One warp per row r (8 per CTA, grid ceil(R / 8)); a
+/// half-warp per 128-element block, 8 elements a lane. `load(col, v)`
+/// gives the row's elements col .. col + 7 as floats (0 past K). A partial
+/// last block (K % 128 != 0) counts its missing elements as 0.
+template <class Load>
+__device__ __forceinline__ void moeQuantizeRowFp8(Load load, i64 K, MoeView2<unsigned char> q,
+                                                  MoeView2<float> s, i64 r) {
+  const int lane = threadIdx.x & 31, half = lane >> 4, hl = lane & 15;
+  const unsigned mask = 0xffffu << (16 * half);
+  unsigned char *qrow = q.at(r, 0);
+  const bool vecStore = q.s1 == 1 && moeAligned(qrow, 8);
+  const i64 blocks = (K + 127) / 128;
+  for (i64 b = half; b < blocks; b += 2) {
+    const i64 col0 = b * 128 + hl * 8;
+    float v[8];
+    load(col0, v);
+    float amax = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      amax = fmaxf(amax, fabsf(v[e]));
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1)
+      amax = fmaxf(amax, __shfl_xor_sync(mask, amax, o));
+    const float scale = h20Fp8Scale(amax);
+    const u32 lo = h20Fp8Codes4(v[0], v[1], v[2], v[3], scale),
+              hi = h20Fp8Codes4(v[4], v[5], v[6], v[7], scale);
+    if (vecStore && col0 + 8 <= K) {
+      *reinterpret_cast<uint2 *>(qrow + col0) = make_uint2(lo, hi);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (col0 + e < K)
+          qrow[(col0 + e) * q.s1] = static_cast<unsigned char>((e < 4 ? lo : hi) >> (8 * (e & 3)));
+    }
+    if (hl == 0)
+      *s.at(b, r) = scale;
+  }
+}
+
+/// GATHER into e4m3: Xq[r, :], Xs[:, r] = the FP8 blocks of X[rowToken[r],
+/// :] for the placed rows (bit for bit what GATHER and then fp8_quant.cuh
+/// give: the same element values and arithmetic). A token outside [0, T)
+/// gives a zero row, as in GATHER.
+template <int DT>
+__device__ __forceinline__ void moeGatherFp8(MoeView2<const MoeElemT<DT>> x,
+                                             MoeView1<const int> rowToken,
+                                             MoeView2<unsigned char> xq, MoeView2<float> xs,
+                                             MoeView1<const int> offsets) {
+  typedef MoeElemT<DT> T;
+  const i64 r = static_cast<i64>(blockIdx.x) * H20_MOE_GATHER_ROWS + (threadIdx.x >> 5);
+  if (r >= moePlacedRows(offsets, xq.d0))
+    return;
+  const i64 D = xq.d1;
+  const int tok = *rowToken.at(r);
+  const bool valid = tok >= 0 && tok < x.d0;
+  const T *src = valid ? x.at(tok, 0) : x.origin();
+  const bool vec = D % 8 == 0 && x.s1 == 1 && moeAligned(src, 16);
+  moeQuantizeRowFp8(
+      [&](i64 col, float *v) {
+        if (valid && vec && col + 8 <= D) {
+          if constexpr (DT == 0) {
+            const float4 a = *reinterpret_cast<const float4 *>(src + col);
+            const float4 b = *reinterpret_cast<const float4 *>(src + col + 4);
+            v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+            v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+          } else {
+            const uint4 w = *reinterpret_cast<const uint4 *>(src + col);
+            const u32 p[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const u16 l = static_cast<u16>(p[e] & 0xffffu), h = static_cast<u16>(p[e] >> 16);
+              v[2 * e] = moeLoad<DT>(&l);
+              v[2 * e + 1] = moeLoad<DT>(&h);
+            }
+          }
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            v[e] = valid && col + e < D ? moeLoad<DT>(x.at(tok, col + e)) : 0.0f;
+        }
+      },
+      D, xq, xs, r);
+}
+
+/// v[e] = SwiGLU of (G, U)[r, col + e], e < 8 (0 past I): the element
+/// path, out of line so that its 64-bit addressing does not cost the vector
+/// path registers (102 against 47 inlined).
+__device__ __noinline__ void moeSwigluElements8(MoeView2<const float> g, MoeView2<const float> u,
+                                                i64 r, i64 col, i64 I, float limit, float *v) {
+  for (int e = 0; e < 8; ++e)
+    v[e] = col + e < I ? moeSwigluValue(*g.at(r, col + e), *u.at(r, col + e), limit) : 0.0f;
+}
+
+/// SWIGLU into e4m3: Aq[r, :], As[:, r] = the FP8 blocks of
+/// silu(min(G, limit)) * clamp(U, -limit, limit) for the placed rows,
+/// quantised from the float32 values (the 16-bit path rounds A to its
+/// element type first; here that second rounding is not made).
+__device__ __forceinline__ void moeSwigluFp8(MoeView2<const float> g, MoeView2<const float> u,
+                                             MoeView2<unsigned char> aq, MoeView2<float> as,
+                                             MoeView1<const int> offsets, float limit) {
+  const i64 r = static_cast<i64>(blockIdx.x) * H20_MOE_GATHER_ROWS + (threadIdx.x >> 5);
+  if (r >= moePlacedRows(offsets, aq.d0))
+    return;
+  const i64 I = aq.d1;
+  const float *gr = g.at(r, 0), *ur = u.at(r, 0);
+  const bool vec = I % 8 == 0 && g.s1 == 1 && u.s1 == 1 && moeAligned(gr, 16) &&
+                   moeAligned(ur, 16);
+  moeQuantizeRowFp8(
+      [&](i64 col, float *v) {
+        if (vec && col + 8 <= I) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float4 gv = *reinterpret_cast<const float4 *>(gr + col + 4 * h);
+            const float4 uv = *reinterpret_cast<const float4 *>(ur + col + 4 * h);
+            v[4 * h] = moeSwigluValue(gv.x, uv.x, limit);
+            v[4 * h + 1] = moeSwigluValue(gv.y, uv.y, limit);
+            v[4 * h + 2] = moeSwigluValue(gv.z, uv.z, limit);
+            v[4 * h + 3] = moeSwigluValue(gv.w, uv.w, limit);
+          }
+        } else {
+          moeSwigluElements8(g, u, r, col, I, limit, v);
+        }
+      },
+      I, aq, as, r);
+}
+#endif // __CUDA_ARCH_FEAT_SM90_ALL
+
 // ---- 8. COMBINE ---------------------------------------------------------------------
 
 /// One CTA per token t: its K (row, weight) pairs in shared memory, then
@@ -565,6 +707,32 @@ H20_MOE_GATHER(h20_moe_gather_bf16, 2)
 H20_MOE_SWIGLU(h20_moe_swiglu_f32, 0)
 H20_MOE_SWIGLU(h20_moe_swiglu_f16, 1)
 H20_MOE_SWIGLU(h20_moe_swiglu_bf16, 2)
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/// X [T, Dm] (DT), rowToken [R] i32, Xq [R, Dm] e4m3, Xs [ceil(Dm / 128),
+/// R] f32, offsets [E + 1] i32. Grid ceil(R / 8).
+#define H20_MOE_GATHER_FP8(NAME, DT)                                                               \
+  extern "C" __global__ void __launch_bounds__(H20_MOE_THREADS)                                    \
+      NAME(H20_MR2(const MoeElemT<DT>, x), H20_MR1(const int, rowToken),                           \
+           H20_MR2(unsigned char, xq), H20_MR2(float, xs), H20_MR1(const int, offsets)) {          \
+    moeGatherFp8<DT>(H20_MOE_V2(x), H20_MOE_V1(rowToken), H20_MOE_V2(xq), H20_MOE_V2(xs),          \
+                     H20_MOE_V1(offsets));                                                         \
+  }
+H20_MOE_GATHER_FP8(h20_moe_gather_fp8_f32, 0)
+H20_MOE_GATHER_FP8(h20_moe_gather_fp8_f16, 1)
+H20_MOE_GATHER_FP8(h20_moe_gather_fp8_bf16, 2)
+#undef H20_MOE_GATHER_FP8
+
+/// G [R, I] f32, U [R, I] f32, Aq [R, I] e4m3, As [ceil(I / 128), R] f32,
+/// offsets [E + 1] i32. Grid ceil(R / 8).
+extern "C" __global__ void __launch_bounds__(H20_MOE_THREADS)
+    h20_moe_swiglu_fp8(H20_MR2(const float, g), H20_MR2(const float, u),
+                       H20_MR2(unsigned char, aq), H20_MR2(float, as), H20_MR1(const int, offsets),
+                       float limit) {
+  moeSwigluFp8(H20_MOE_V2(g), H20_MOE_V2(u), H20_MOE_V2(aq), H20_MOE_V2(as), H20_MOE_V1(offsets),
+               limit);
+}
+#endif // __CUDA_ARCH_FEAT_SM90_ALL
 
 /// Yp [R, Dm] f32, pos [T, K] i32, weights [T, K] f32, Y [T, Dm] (DT).
 /// Grid T.

@@ -467,11 +467,7 @@ __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w,
 /// to nearest even (to 0 below) past that.
 __device__ __forceinline__ uint2 fp4E4m3Table(int d) {
   const float p = d < -60 ? 0.0f : __int_as_float((127 + d) << 23);
-  auto pair = [&](float lo, float hi) {
-    unsigned short r;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi * p), "f"(lo * p));
-    return static_cast<u32>(r);
-  };
+  auto pair = [&](float lo, float hi) { return static_cast<u32>(h20Fp8Pair(lo * p, hi * p)); };
   return make_uint2(pair(0.0f, 0.5f) | pair(1.0f, 1.5f) << 16,
                     pair(2.0f, 3.0f) | pair(4.0f, 6.0f) << 16);
 }

@@ -123,4 +123,24 @@ template <> struct H20Elem<2> {
   }
 };
 
+/// e4m3 (FP8) codes, sm_89 and later (PTX ISA "cvt", .e4m3x2): two floats
+/// rounded to nearest even and saturated to +-448, `lo` in bits 0-7.
+__device__ __forceinline__ u16 h20Fp8Pair(float lo, float hi) {
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+/// The scale of one quantisation block whose largest magnitude is `amax`:
+/// max(amax, 1e-4) / 448 (448 the largest e4m3 value; the floor is
+/// DeepGEMM's per_token_cast_to_fp8). NaN amax is impossible (fmaxf drops
+/// NaN elements before); an infinite one gives an infinite scale.
+__device__ __forceinline__ float h20Fp8Scale(float amax) { return fmaxf(amax, 1e-4f) / 448.0f; }
+/// Four floats divided by `scale` as e4m3 codes, `a` in bits 0-7. A true
+/// division, not a multiply by 1 / scale: every FP8 quantiser of h20 (and
+/// the CPU's runtime::encodeE4m3 of x / s) gives the same codes.
+__device__ __forceinline__ u32 h20Fp8Codes4(float a, float b, float c, float d, float scale) {
+  return static_cast<u32>(h20Fp8Pair(a / scale, b / scale)) |
+         static_cast<u32>(h20Fp8Pair(c / scale, d / scale)) << 16;
+}
+
 #endif // H20_TENSOR_CORE_CUH
