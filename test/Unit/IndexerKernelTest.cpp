@@ -56,11 +56,11 @@ TEST(IndexerKernel, TensorCoreVariantChoice) {
   EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 48 + 1280 + 16 + 2 * 8192 + 1024);
   // The same with its 2048 candidate blocks: 2 rows x 16K picked entries
   // are under half of 524288, so it gathers them: three gathered tiles'
-  // entries and counts (784 bytes) instead of the tile bits.
+  // entries, segments and counts (2336 bytes) instead of the tile bits.
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 524288, kIndexerMmaMaxSmem,
                                kIndexerMmaSmemPerSm, 2048));
   EXPECT_EQ(k.name(), "h20_indexer_mma_m1_bf16_bf16_h32_d128_c1024_o3_g");
-  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 48 + 1280 + 16 + 784 + 2 * 8192);
+  EXPECT_EQ(indexerMmaSmemBytes(k, 524288, 8), 32768 + 16384 + 48 + 1280 + 16 + 2336 + 2 * 8192);
   // At 32K entries (ratio 4 at 128K) the picks cover most key tiles: no.
   ASSERT_TRUE(chooseIndexerMma(1, 2, 2, 2, 32, 128, 512, k, 8, 32768, kIndexerMmaMaxSmem,
                                kIndexerMmaSmemPerSm, 2048));

@@ -52,7 +52,8 @@ int64_t indexerMmaSmemBytes(const IndexerKernel &k, int64_t entries, int64_t blo
     const int64_t blocks = (t + b - 1) / b, tiles = (t + 63) / 64;
     bytes = (bytes + 15) / 16 * 16;
     if (k.gather)
-      bytes += 3 * 64 * 4 + 4 * 4; // three gathered tiles' entries, their counts
+      bytes += 3 * 3 * 64 * 4 + 2 * 4 * 4; // three gathered tiles: entries, segment offsets and
+                                           // first entries; tile and segment counts
     bytes += rows * ((blocks + 31) / 32) * 4; // a bit per candidate block and row
     if (!k.gather)
       bytes += (tiles + 31) / 32 * 4; // a bit per key tile

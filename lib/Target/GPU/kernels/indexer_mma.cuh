@@ -318,7 +318,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   const u64 used = static_cast<u64>(reinterpret_cast<unsigned char *>(flag + 1) - smem);
   int *tcol = reinterpret_cast<int *>(smem + (used + 15) / 16 * 16); // [3][64]
   int *tcnt = tcol + 3 * H20_IDXM_TILE;                                // [4]
-  u32 *blockBits = reinterpret_cast<u32 *>(tcnt + 4);                  // [R][blockWords]
+  int *segOff = tcnt + 4;                 // [3][64]: a segment's first slot in its tile
+  int *segT = segOff + 3 * H20_IDXM_TILE; // [3][64]: its first entry
+  int *nseg = segT + 3 * H20_IDXM_TILE;   // [4]: segments per tile
+  u32 *blockBits = reinterpret_cast<u32 *>(nseg + 4);                  // [R][blockWords]
 #elif H20_IDXM_MODE == 1
   // After the counts, 16-byte aligned (indexerMmaSmemBytes): per row a bit
   // per candidate block, then a bit per key tile holding a visible
@@ -431,9 +434,11 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
 #if H20_IDXM_GATHER
   // Gathered tiles: the visible entries of the blocks any of the CTA's
   // rows picked, in increasing order, 64 to a tile (ordinal j in slot
-  // j % 3 of tcol, -1 past the last; its count in tcnt). Thread 0 keeps the
-  // cursor: the block being emitted (-1: none), its next entry, and the
-  // block to search from.
+  // j % 3 of tcol, -1 past the last; its count in tcnt). Thread 0 plans a
+  // tile as segments of consecutive entries (a block, or what of it fits:
+  // for blocks of 8 about 9 per tile), keeping the cursor: the block being
+  // emitted (-1: none), its next entry, and the block to search from; 64
+  // threads then expand the segments into the tile's entries.
   i64 gBlock = -1, gNext = 0, gFrom = 0;
   auto nextUnionBlock = [&](i64 from) -> i64 {
     i64 wi = from / 32;
@@ -451,8 +456,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
       word = unionWord(wi);
     return word ? wi * 32 + __ffs(static_cast<int>(word)) - 1 : -1;
   };
-  auto gatherFill = [&](int slot) {
-    int n = 0;
+  // Thread 0. A block with a set bit starts below visMax (bits are set for
+  // visible blocks only), so every segment takes at least one entry.
+  auto gatherPlan = [&](int slot) {
+    int n = 0, k = 0;
     while (n < H20_IDXM_TILE) {
       if (gBlock < 0) {
         gBlock = nextUnionBlock(gFrom);
@@ -461,24 +468,45 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
         gNext = gBlock * block;
       }
       const i64 end = (gBlock + 1) * block < visMax ? (gBlock + 1) * block : visMax;
-      while (n < H20_IDXM_TILE && gNext < end)
-        tcol[slot * H20_IDXM_TILE + n++] = static_cast<int>(gNext++);
+      const i64 take = end - gNext < H20_IDXM_TILE - n ? end - gNext : H20_IDXM_TILE - n;
+      segOff[slot * H20_IDXM_TILE + k] = n;
+      segT[slot * H20_IDXM_TILE + k] = static_cast<int>(gNext);
+      ++k;
+      n += static_cast<int>(take);
+      gNext += take;
       if (gNext >= end) {
         gFrom = gBlock + 1;
         gBlock = -1;
       }
     }
-    for (int c = n; c < H20_IDXM_TILE; ++c)
-      tcol[slot * H20_IDXM_TILE + c] = -1;
+    nseg[slot] = k;
     tcnt[slot] = n;
   };
+  // Threads 0..63, after a barrier that follows the plan of `slot`.
+  auto gatherExpand = [&](int slot) {
+    if (tid < H20_IDXM_TILE) {
+      int t = -1;
+      if (tid < tcnt[slot]) {
+        int k = nseg[slot] - 1;
+        while (segOff[slot * H20_IDXM_TILE + k] > tid)
+          --k;
+        t = segT[slot * H20_IDXM_TILE + k] + tid - segOff[slot * H20_IDXM_TILE + k];
+      }
+      tcol[slot * H20_IDXM_TILE + tid] = t;
+    }
+  };
   if (tid == 0) {
-    gatherFill(0);
-    if (tcnt[0] > 0)
-      gatherFill(1);
-    else
+    gatherPlan(0);
+    if (tcnt[0] > 0) {
+      gatherPlan(1);
+    } else {
       tcnt[1] = 0;
+      nseg[1] = 0;
+    }
   }
+  __syncthreads();
+  gatherExpand(0);
+  gatherExpand(1);
   __syncthreads();
   cur = tcnt[0] > 0 ? 0 : kNoTile;
   nxt = tcnt[1] > 0 ? 1 : kNoTile;
@@ -522,16 +550,17 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     }
 #if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
     // The tile after next, into the slot of the tile scored last time
-    // (while the loads are in flight). Safe because every thread finished
-    // scoring that tile before the barriers that open
-    // idxmCutFullBuffers; a change there must keep a barrier here.
-    // Thread 0 alone builds the list: where that shows in a profile, let
-    // warp 0 build it.
+    // (planned while the loads are in flight, expanded after the barrier
+    // below). Safe because every thread finished scoring that tile before
+    // the barriers that open idxmCutFullBuffers; a change there must keep a
+    // barrier here.
     if (tid == 0) {
-      if (nxt != kNoTile)
-        gatherFill(static_cast<int>((tile + 2) % 3));
-      else
+      if (nxt != kNoTile) {
+        gatherPlan(static_cast<int>((tile + 2) % 3));
+      } else {
         tcnt[(tile + 2) % 3] = 0;
+        nseg[(tile + 2) % 3] = 0;
+      }
     }
 #endif
     if (nxt != kNoTile)
@@ -539,6 +568,11 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     else
       h20CpAsyncWait<0>();
     __syncthreads();
+#if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
+    // Read by the next iteration's loadTile, after the barrier that follows
+    // the head sums below; this iteration reads the other two slots.
+    gatherExpand(static_cast<int>((tile + 2) % 3));
+#endif
     const u32 kt = ksAddr + stage * H20_IDXM_TILE * DP * 2;
     float acc[8][4];
 #pragma unroll
