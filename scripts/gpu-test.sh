@@ -54,6 +54,9 @@ logits_case() {
 }
 record() { # name status detail
   rows+=("$(printf '%-44s %-5s %s' "$1" "$2" "$3")")
+  # Also at once, timed, on stderr: a run cut by a time limit still shows
+  # what passed and where its time went (the table below is printed last).
+  printf '[%s] %s\n' "$(date +%T)" "${rows[${#rows[@]} - 1]}" >&2
   local d=${3//\\/\\\\}
   d=${d//\"/\\\"}
   json+=("{\"test\": \"$1\", \"status\": \"$2\", \"detail\": \"$d\"}")
