@@ -9,7 +9,7 @@
 namespace h20 {
 namespace {
 
-constexpr int64_t KiB = 1024, MiB = 1024 * KiB;
+constexpr int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 
 // Shared memory and registers of Hopper (sm_90): 228 KB per SM, 227 KB per
 // CTA opt-in, 64K registers (NVIDIA Hopper Tuning Guide, "Occupancy").
@@ -17,20 +17,21 @@ constexpr int64_t KiB = 1024, MiB = 1024 * KiB;
 // SM, 99 KB per CTA (Ada Tuning Guide). Rates and bandwidths: DESIGN.md
 // section 1 (datasheets) for H20/H100/H200; the H800 SXM datasheet (same
 // compute as H100, NVLink 400 GB/s); the A100 80GB SXM datasheet; the L20
-// product brief (PCIe, no NVLink).
+// product brief (PCIe, no NVLink). Memory: the same datasheets (H20 96 GB,
+// DESIGN.md s1).
 const TargetDescription kTargets[] = {
     {"h20", 78, 227 * KiB, 228 * KiB, 65536, 60 * MiB, 4.0e12, 148e12, 296e12, 90, 900e9,
-     "DESIGN.md s1 / NVIDIA H20 datasheet; Hopper tuning guide (smem, regs)", 44e12},
+     "DESIGN.md s1 / NVIDIA H20 datasheet; Hopper tuning guide (smem, regs)", 44e12, 96 * GiB},
     {"h100", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 3.35e12, 989e12, 1979e12, 90, 900e9,
-     "NVIDIA H100 SXM datasheet; Hopper tuning guide", 67e12},
+     "NVIDIA H100 SXM datasheet; Hopper tuning guide", 67e12, 80 * GiB},
     {"h200", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 4.8e12, 989e12, 1979e12, 90, 900e9,
-     "NVIDIA H200 SXM datasheet; Hopper tuning guide", 67e12},
+     "NVIDIA H200 SXM datasheet; Hopper tuning guide", 67e12, 141 * GiB},
     {"h800", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 3.35e12, 989e12, 1979e12, 90, 400e9,
-     "NVIDIA H800 SXM datasheet (H100 compute, 400 GB/s NVLink)", 67e12},
+     "NVIDIA H800 SXM datasheet (H100 compute, 400 GB/s NVLink)", 67e12, 80 * GiB},
     {"a100", 108, 163 * KiB, 164 * KiB, 65536, 40 * MiB, 2.039e12, 312e12, 0, 80, 600e9,
-     "NVIDIA A100 80GB SXM datasheet; Ampere tuning guide", 19.5e12},
+     "NVIDIA A100 80GB SXM datasheet; Ampere tuning guide", 19.5e12, 80 * GiB},
     {"l20", 92, 99 * KiB, 100 * KiB, 65536, 96 * MiB, 0.864e12, 119.5e12, 239e12, 89, 0,
-     "NVIDIA L20 product brief (dense rates); Ada tuning guide", 59.8e12},
+     "NVIDIA L20 product brief (dense rates); Ada tuning guide", 59.8e12, 48 * GiB},
     // The CPU target: "SMs" are cores, "shared memory" the per-core L2 the
     // reference loops block for; rates are nominal (the CPU target is about
     // correctness, not speed).

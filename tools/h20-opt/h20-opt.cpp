@@ -184,12 +184,12 @@ static llvm::cl::opt<bool> verbose(
 
 namespace {
 
-/// Prints every KV-cache plan of `module`: the dense cache (kv.alloc) and
-/// the sparse-attention plan (kv.sparse_plan).
-/// --print-memory: what h20-run allocates on one GPU for `artifact` (the
-/// runtime's own plan, planBuffers: each buffer 256-byte aligned), in GiB.
+/// What h20-run allocates on one GPU for `artifact` (the runtime's own
+/// plan, planBuffers: each buffer 256-byte aligned): printed in GiB with
+/// --print-memory, and compared with the target's memory always (a plan
+/// that does not fit is a warning: h20-run would refuse it on that GPU).
 /// Fails with `error` if the artifact's program does not parse.
-bool printDeviceMemory(const h20::runtime::Artifact &artifact, std::string &error) {
+bool checkDeviceMemory(const h20::runtime::Artifact &artifact, bool print, std::string &error) {
   h20::runtime::Manifest m;
   h20::runtime::GpuProgram program;
   h20::runtime::BufferPlan plan;
@@ -205,16 +205,28 @@ bool printDeviceMemory(const h20::runtime::Artifact &artifact, std::string &erro
   std::string gpus = "1 GPU";
   if (m.parallel)
     gpus = std::to_string(m.parallel->gpus) + " GPUs, " + m.parallel->plan + " parallel";
-  llvm::outs() << llvm::format("h20: device memory per GPU (%s, %lld-token prompts): weights %.2f "
-                               "GiB, KV cache %.2f GiB, inputs/outputs %.2f GiB, constants %.2f "
-                               "GiB, temp arena %.2f GiB; total %.2f GiB (%llu bytes)\n",
-                               gpus.c_str(), static_cast<long long>(m.maxPositions.value_or(0)),
-                               gib(plan.weightBytes), gib(plan.stateBytes), gib(plan.ioBytes),
-                               gib(plan.constBytes), gib(arena), gib(plan.totalBytes),
-                               static_cast<unsigned long long>(plan.totalBytes));
+  if (print)
+    llvm::outs() << llvm::format(
+        "h20: device memory per GPU (%s, %lld-token prompts): weights %.2f GiB, KV cache %.2f "
+        "GiB, inputs/outputs %.2f GiB, constants %.2f GiB, temp arena %.2f GiB; total %.2f GiB "
+        "(%llu bytes)\n",
+        gpus.c_str(), static_cast<long long>(m.maxPositions.value_or(0)), gib(plan.weightBytes),
+        gib(plan.stateBytes), gib(plan.ioBytes), gib(plan.constBytes), gib(arena),
+        gib(plan.totalBytes), static_cast<unsigned long long>(plan.totalBytes));
+  const h20::TargetDescription *t = h20::findTarget(targetName);
+  if (t && t->memoryBytes > 0 && plan.totalBytes > static_cast<uint64_t>(t->memoryBytes))
+    llvm::errs() << llvm::format(
+        "h20-opt: warning: the program needs %.2f GiB per GPU (%s: weights %.2f GiB, KV cache "
+        "%.2f GiB, temp arena %.2f GiB), more than an %s holds (%.0f GiB): h20-run will refuse "
+        "it there. Keep the weights quantised (an FP8 / FP4 export), split them over more GPUs "
+        "(--gpus), or plan for fewer tokens (--max-positions)\n",
+        gib(plan.totalBytes), gpus.c_str(), gib(plan.weightBytes), gib(plan.stateBytes),
+        gib(arena), t->name.str().c_str(), gib(static_cast<uint64_t>(t->memoryBytes)));
   return true;
 }
 
+/// Prints every KV-cache plan of `module`: the dense cache (kv.alloc) and
+/// the sparse-attention plan (kv.sparse_plan).
 void printKVPlans(ModuleOp module) {
   module.walk([](func::FuncOp f) {
     f.walk([](h20::kv::AllocOp alloc) {
@@ -749,7 +761,7 @@ int compileGpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
   if (int rc = writeArtifactFile(output, artifact, progress))
     return rc;
   std::string error;
-  if (printMemory && !printDeviceMemory(artifact, error))
+  if (!checkDeviceMemory(artifact, printMemory, error))
     return fail("internal: " + error);
   return 0;
 }

@@ -25,6 +25,10 @@ struct TargetDescription {
   double nvlinkBytesPerS;      ///< per GPU, 0 when PCIe only
   llvm::StringRef source;
   double fp32Flops = 0;        ///< dense fp32 CUDA-core FLOP/s (an FMA is 2)
+  /// Device memory per GPU, bytes (0: not a GPU): the datasheet's "GB",
+  /// which the driver reports as about that many GiB (an H200's "141 GB" is
+  /// 143771 MiB, an H100's "80GB" 81559 MiB).
+  int64_t memoryBytes = 0;
 };
 
 /// All known targets: h20, h100, h200, h800, a100, l20, cpu.
