@@ -9,7 +9,8 @@ the same rank on other GPUs, plus its all-reduces, labelled a model:
   rank time on GPU X = sum over kinds of (measured ms of the kind, scaled to
       the TTFT) x (the measured GPU's rate / X's rate), the rate being the
       dense bf16 peak for tensor-core kinds (GEMMs, the MXFP4 expert GEMM,
-      sparse attention, indexers), the FP8 peak for FP8 GEMMs, and the HBM
+      sparse attention, indexers), the FP8 peak for FP8 GEMMs and the FP8
+      form of the expert GEMM (--expert-gemm=fp8), and the HBM
       bandwidth for everything else (generated kernels, quantisation,
       routing, memsets); i.e. today's kernels keep their share of each peak
   all-reduce time = bytes x 2 (N - 1) / N at half the bidirectional NVLink
@@ -60,6 +61,9 @@ GPUS = {
 }
 SMS = {"h20": 78, "h100": 132, "h200": 132}
 # bench/v41_flops.py's kinds: which profiled kernels run them, at which peak.
+# The MXFP4 expert GEMMs run on bf16 tensor cores, or on FP8 ones under
+# h20-opt --expert-gemm=fp8 (kernel h20_moe_fp4_gemm_fp8_wg): flop_kinds
+# picks the peak from the kernel the rank ran.
 FLOP_KINDS = {"gemm_fp8": ("fp8", lambda k: k.startswith("gemm float8")),
               "gemm_bf16": ("bf16", lambda k: k.startswith("gemm ") and
                             not k.startswith("gemm float8")),
@@ -69,9 +73,22 @@ FLOP_KINDS = {"gemm_fp8": ("fp8", lambda k: k.startswith("gemm float8")),
 VLLM_8XH20_128K_S = 17.3
 
 
+def fp8_experts(kind):
+    """Whether a profiled kernel kind is the FP8 form of the MXFP4 expert GEMM."""
+    return "moe_fp4_gemm_fp8" in kind
+
+
+def flop_kinds(kinds_ms):
+    """FLOP_KINDS with the experts' peak of the kernel the rank ran."""
+    out = dict(FLOP_KINDS)
+    if any(fp8_experts(k) for k in kinds_ms):
+        out["experts_fp4"] = ("fp8", FLOP_KINDS["experts_fp4"][1])
+    return out
+
+
 def kind_rate(kind):
     """Which rate bounds a kernel kind: 'fp8', 'bf16' or 'hbm'."""
-    if kind.startswith("gemm float8"):
+    if kind.startswith("gemm float8") or fp8_experts(kind):
         return "fp8"
     if kind.startswith("gemm ") or "moe_fp4_gemm" in kind or "sparse_attn" in kind or \
             "indexer" in kind:
@@ -122,7 +139,7 @@ def project_sm_bound(run, rows, kinds_ms, tflop, measured_on):
         _, bf, fp, _ = GPUS[r["gpu"]]
         peak = {"bf16": bf, "fp8": fp}
         tensor = 0.0
-        for key, (rate, match) in FLOP_KINDS.items():
+        for key, (rate, match) in flop_kinds(kinds_ms).items():
             t = sum(ms for k, ms in kinds_ms.items() if match(k)) / 1e3
             f = tflop.get(key, 0.0) * 1e12
             tensor += f / peak[rate] + max(0.0, t - f / peak0[rate]) * SMS[measured_on] / SMS[r["gpu"]]

@@ -50,8 +50,9 @@ def flops(prog, S):
         elif s["op"] != "launch":
             continue
         elif s["kernel"].startswith("h20_moe_fp4_gemm"):
+            # (A, Wq, Ws, offsets, C); the FP8 form (Aq, As, Wq, Ws, offsets, C)
             rows, k = (const(d) for d in sizes(s, 0))
-            n = const(sizes(s, 4)[1])
+            n = const(sizes(s, 5 if "_fp8" in s["kernel"] else 4)[1])
             f["experts_fp4"] += 2.0 * n * k * rows * share / C * S
         elif s["kernel"].startswith("h20_sparse_attn"):
             q, idx = sizes(s, 0), sizes(s, 4)
