@@ -17,17 +17,18 @@ constexpr int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 // SM, 99 KB per CTA (Ada Tuning Guide). Rates and bandwidths: DESIGN.md
 // section 1 (datasheets) for H20/H100/H200; the H800 SXM datasheet (same
 // compute as H100, NVLink 400 GB/s); the A100 80GB SXM datasheet; the L20
-// product brief (PCIe, no NVLink). Memory: the same datasheets (H20 96 GB,
-// DESIGN.md s1).
+// product brief (PCIe, no NVLink). Memory: what the driver reported on
+// the H100 and H200 h20 ran on (the H800 taken as the H100), else the
+// datasheets' GB as GiB (H20 96 GB, DESIGN.md s1).
 const TargetDescription kTargets[] = {
     {"h20", 78, 227 * KiB, 228 * KiB, 65536, 60 * MiB, 4.0e12, 148e12, 296e12, 90, 900e9,
      "DESIGN.md s1 / NVIDIA H20 datasheet; Hopper tuning guide (smem, regs)", 44e12, 96 * GiB},
     {"h100", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 3.35e12, 989e12, 1979e12, 90, 900e9,
-     "NVIDIA H100 SXM datasheet; Hopper tuning guide", 67e12, 80 * GiB},
+     "NVIDIA H100 SXM datasheet; Hopper tuning guide", 67e12, 81559 * MiB},
     {"h200", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 4.8e12, 989e12, 1979e12, 90, 900e9,
-     "NVIDIA H200 SXM datasheet; Hopper tuning guide", 67e12, 141 * GiB},
+     "NVIDIA H200 SXM datasheet; Hopper tuning guide", 67e12, 143771 * MiB},
     {"h800", 132, 227 * KiB, 228 * KiB, 65536, 50 * MiB, 3.35e12, 989e12, 1979e12, 90, 400e9,
-     "NVIDIA H800 SXM datasheet (H100 compute, 400 GB/s NVLink)", 67e12, 80 * GiB},
+     "NVIDIA H800 SXM datasheet (H100 compute, 400 GB/s NVLink)", 67e12, 81559 * MiB},
     {"a100", 108, 163 * KiB, 164 * KiB, 65536, 40 * MiB, 2.039e12, 312e12, 0, 80, 600e9,
      "NVIDIA A100 80GB SXM datasheet; Ampere tuning guide", 19.5e12, 80 * GiB},
     {"l20", 92, 99 * KiB, 100 * KiB, 65536, 96 * MiB, 0.864e12, 119.5e12, 239e12, 89, 0,

@@ -1366,8 +1366,11 @@ bool runFp8ActivationChecks() {
   }
   ok &= runGatherFp8(2, 300, 5120, 90, 11, false);
   ok &= runGatherFp8(2, 30, 256, 20, 0, false);
+  // K 131: Aq rows not 8-byte aligned (byte stores), a 3-element block.
+  ok &= runGatherFp8(2, 33, 131, 40, 40, false);
   ok &= runSwigluFp8(77, 384, 77, false);
   ok &= runSwigluFp8(45, 200, 30, true);
+  ok &= runSwigluFp8(40, 131, 35, false);
   ok &= runSwigluFp8(600, 2304, 75, false);
   const int64_t R = 33792 * 6;
   for (int64_t placed : {R, R / 8}) {

@@ -213,15 +213,26 @@ bool checkDeviceMemory(const h20::runtime::Artifact &artifact, bool print, std::
         gpus.c_str(), static_cast<long long>(m.maxPositions.value_or(0)), gib(plan.weightBytes),
         gib(plan.stateBytes), gib(plan.ioBytes), gib(plan.constBytes), gib(arena),
         gib(plan.totalBytes), static_cast<unsigned long long>(plan.totalBytes));
+  // h20-run needs the plan plus the cuBLASLt workspace in free memory,
+  // and the CUDA context takes about 0.5 GiB of the device's: 1 GiB kept
+  // for both. (Context parallelism allocates more than this plan on each
+  // GPU: its ranks' extra arenas, and the virtual ranks' caches.)
+  constexpr uint64_t kReserve = uint64_t(1) << 30;
   const h20::TargetDescription *t = h20::findTarget(targetName);
-  if (t && t->memoryBytes > 0 && plan.totalBytes > static_cast<uint64_t>(t->memoryBytes))
+  if (t && t->memoryBytes > 0 &&
+      plan.totalBytes + kReserve > static_cast<uint64_t>(t->memoryBytes)) {
+    const bool context = m.parallel && m.parallel->plan == "context";
     llvm::errs() << llvm::format(
         "h20-opt: warning: the program needs %.2f GiB per GPU (%s: weights %.2f GiB, KV cache "
-        "%.2f GiB, temp arena %.2f GiB), more than an %s holds (%.0f GiB): h20-run will refuse "
-        "it there. Keep the weights quantised (an FP8 / FP4 export), split them over more GPUs "
-        "(--gpus), or plan for fewer tokens (--max-positions)\n",
+        "%.2f GiB, temp arena %.2f GiB, inputs, outputs and constants %.2f GiB%s), and an %s "
+        "has %.2f GiB, about 1 GiB of it taken by the CUDA context and cuBLASLt: h20-run will "
+        "refuse it there. Keep the weights quantised (an FP8 / FP4 export), split them over "
+        "more GPUs (--gpus), or plan for fewer tokens (--max-positions)\n",
         gib(plan.totalBytes), gpus.c_str(), gib(plan.weightBytes), gib(plan.stateBytes),
-        gib(arena), t->name.str().c_str(), gib(static_cast<uint64_t>(t->memoryBytes)));
+        gib(arena), gib(plan.ioBytes + plan.constBytes),
+        context ? "; context parallelism needs more on each GPU" : "", t->name.str().c_str(),
+        gib(static_cast<uint64_t>(t->memoryBytes)));
+  }
   return true;
 }
 

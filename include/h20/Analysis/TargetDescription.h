@@ -25,9 +25,10 @@ struct TargetDescription {
   double nvlinkBytesPerS;      ///< per GPU, 0 when PCIe only
   llvm::StringRef source;
   double fp32Flops = 0;        ///< dense fp32 CUDA-core FLOP/s (an FMA is 2)
-  /// Device memory per GPU, bytes (0: not a GPU): the datasheet's "GB",
-  /// which the driver reports as about that many GiB (an H200's "141 GB" is
-  /// 143771 MiB, an H100's "80GB" 81559 MiB).
+  /// Device memory per GPU, bytes, as the driver reports it (0: not a
+  /// GPU): measured where h20 has run (H100 80GB HBM3: 81559 MiB; H200:
+  /// 143771 MiB), else the datasheet's "GB" taken as GiB, which is how
+  /// those two compare. The CUDA context takes about 0.5 GiB of it.
   int64_t memoryBytes = 0;
 };
 

@@ -312,8 +312,8 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
   const i64 S = q_d0, Hi = q_d1, Di = q_d2, T = k_d0, K = out_d1;
 #if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
   // After the counts, 16-byte aligned (indexerMmaSmemBytes): the entries
-  // of three gathered tiles (gatherFill, below) and their counts, then per
-  // row a bit per candidate block.
+  // of three gathered tiles, their counts and their segments (gatherPlan,
+  // gatherExpand, below), then per row a bit per candidate block.
   const i64 NBall = (T + block - 1) / block, blockWords = (NBall + 31) / 32;
   const u64 used = static_cast<u64>(reinterpret_cast<unsigned char *>(flag + 1) - smem);
   int *tcol = reinterpret_cast<int *>(smem + (used + 15) / 16 * 16); // [3][64]
@@ -487,10 +487,17 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
     if (tid < H20_IDXM_TILE) {
       int t = -1;
       if (tid < tcnt[slot]) {
-        int k = nseg[slot] - 1;
-        while (segOff[slot * H20_IDXM_TILE + k] > tid)
-          --k;
-        t = segT[slot * H20_IDXM_TILE + k] + tid - segOff[slot * H20_IDXM_TILE + k];
+        // The last segment starting at or before tid (segOff rises from 0).
+        const int *off = segOff + slot * H20_IDXM_TILE;
+        int lo = 0, hi = nseg[slot] - 1;
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (off[mid] <= tid)
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        t = segT[slot * H20_IDXM_TILE + lo] + tid - off[lo];
       }
       tcol[slot * H20_IDXM_TILE + tid] = t;
     }
@@ -549,11 +556,10 @@ H20_IDXM_NAME(H20_MR3(const u16, q), H20_MR2(const u16, k), H20_MR2(const void, 
       h20CpAsyncCommit();
     }
 #if H20_IDXM_MODE == 1 && H20_IDXM_GATHER
-    // The tile after next, into the slot of the tile scored last time
-    // (planned while the loads are in flight, expanded after the barrier
-    // below). Safe because every thread finished scoring that tile before
-    // the barriers that open idxmCutFullBuffers; a change there must keep a
-    // barrier here.
+    // The tile after next, into the slot of the tile scored last time:
+    // its segments planned here while the loads are in flight, its entries
+    // expanded after the barrier below (that slot's entries were last read
+    // by the previous iteration's scoring, which that barrier follows).
     if (tid == 0) {
       if (nxt != kNoTile) {
         gatherPlan(static_cast<int>((tile + 2) % 3));

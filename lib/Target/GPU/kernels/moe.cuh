@@ -551,13 +551,22 @@ __device__ __forceinline__ void moeGatherFp8(MoeView2<const MoeElemT<DT>> x,
       D, xq, xs, r);
 }
 
-/// v[e] = SwiGLU of (G, U)[r, col + e], e < 8 (0 past I): the element
-/// path, out of line so that its 64-bit addressing does not cost the vector
-/// path registers (102 against 47 inlined).
-__device__ __noinline__ void moeSwigluElements8(MoeView2<const float> g, MoeView2<const float> u,
-                                                i64 r, i64 col, i64 I, float limit, float *v) {
+/// Eight floats returned by value (kept in registers, never addressed).
+struct MoeFloat8 {
+  float v[8];
+};
+
+/// SwiGLU of (G, U)[r, col + e], e < 8 (0 past I): the element path, out
+/// of line so that its 64-bit addressing does not cost the vector path
+/// registers (inlined, the kernel took 102).
+__device__ __noinline__ MoeFloat8 moeSwigluElements8(MoeView2<const float> g,
+                                                     MoeView2<const float> u, i64 r, i64 col,
+                                                     i64 I, float limit) {
+  MoeFloat8 o;
+#pragma unroll
   for (int e = 0; e < 8; ++e)
-    v[e] = col + e < I ? moeSwigluValue(*g.at(r, col + e), *u.at(r, col + e), limit) : 0.0f;
+    o.v[e] = col + e < I ? moeSwigluValue(*g.at(r, col + e), *u.at(r, col + e), limit) : 0.0f;
+  return o;
 }
 
 /// SWIGLU into e4m3: Aq[r, :], As[:, r] = the FP8 blocks of
@@ -587,7 +596,10 @@ __device__ __forceinline__ void moeSwigluFp8(MoeView2<const float> g, MoeView2<c
             v[4 * h + 3] = moeSwigluValue(gv.w, uv.w, limit);
           }
         } else {
-          moeSwigluElements8(g, u, r, col, I, limit, v);
+          const MoeFloat8 o = moeSwigluElements8(g, u, r, col, I, limit);
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            v[e] = o.v[e];
         }
       },
       I, aq, as, r);
