@@ -365,8 +365,7 @@ __device__ __forceinline__ void fp4GemmBf16Wg(Fp4Mat<const u16> a, Fp4Weights w,
   constexpr int BM = H20_FP4_BM, BN = H20_FP4_BN, BK = H20_FP4_BK, ST = H20_FP4W_STAGES;
   constexpr u32 kWTile = BN * BK * 2;
   extern __shared__ __align__(1024) unsigned char fp4WgSmem[];
-  const u32 raw = h20SmemAddr(fp4WgSmem);
-  unsigned char *base = fp4WgSmem + (((raw + 1023u) & ~1023u) - raw);
+  unsigned char *base = h20wg::alignSmem1024(fp4WgSmem);
   auto stageA = [&](int st) { return base + st * H20_FP4_STAGE_BYTES; };
   auto stageW = [&](int st) { return base + st * H20_FP4_STAGE_BYTES + BM * BK * 2; };
   unsigned char *sB = base + ST * H20_FP4_STAGE_BYTES; // [ST][BN][BK] bf16, swizzled
@@ -506,8 +505,7 @@ __device__ __forceinline__ void fp4GemmFp8Wg(Fp4Mat<const unsigned char> a, cons
   constexpr int BM = H20_FP4_BM, BN = H20_FP4_BN, BK = H20_FP4Q_BK;
   constexpr u32 kStage = H20_FP4Q_STAGE_BYTES, kWTile = BN * BK;
   extern __shared__ __align__(1024) unsigned char fp4QSmem[];
-  const u32 raw = h20SmemAddr(fp4QSmem);
-  unsigned char *base = fp4QSmem + (((raw + 1023u) & ~1023u) - raw);
+  unsigned char *base = h20wg::alignSmem1024(fp4QSmem);
   auto stageA = [&](int st) { return base + st * kStage; };
   auto stageW = [&](int st) { return base + st * kStage + BM * BK; };
   unsigned char *sB = base + 3 * kStage;                         // [3][BN][BK] e4m3, swizzled

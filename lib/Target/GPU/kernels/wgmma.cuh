@@ -157,6 +157,15 @@ __device__ __forceinline__ wgU64 smemDesc(wgU32 addr, wgU32 lbo, wgU32 sbo) {
          (wgU64((sbo >> 4) & 0x3fffu) << 32) | (1ull << 62);
 }
 
+/// `smem` advanced to the next 1024-byte boundary of the shared window:
+/// the 128-byte swizzle repeats every 1024 bytes and smemDesc's tiles must
+/// start on one. The kernel's dynamic shared memory keeps 1024 bytes of
+/// slack for it.
+__device__ __forceinline__ unsigned char *alignSmem1024(unsigned char *smem) {
+  const wgU32 raw = static_cast<wgU32>(__cvta_generic_to_shared(smem));
+  return smem + (((raw + 1023u) & ~1023u) - raw);
+}
+
 /// Byte offset of 16-byte chunk c (elements 8c..8c+7) of row r in a tile of
 /// `rows` rows stored as 64-column blocks with the 128-byte swizzle.
 __device__ __forceinline__ wgU32 swz128(int r, int c, int rows) {
