@@ -53,6 +53,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -840,6 +841,21 @@ std::vector<void *> expertGemmArgs(std::vector<uint64_t> &slots, const Buffer &d
   return ptrs;
 }
 
+/// Launches expert GEMM kernel `name` (grid gx x gy, `smem` bytes of
+/// dynamic shared memory, arguments `ptrs`) when called; sets the kernel's
+/// dynamic shared memory limit first.
+std::function<void()> expertGemmLauncher(const std::string &name, unsigned gx, unsigned gy,
+                                         unsigned smem, std::vector<void *> &ptrs) {
+  check(api->cuFuncSetAttribute(kernel(name), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                int(smem)),
+        ("cuFuncSetAttribute " + name).c_str());
+  return [name, gx, gy, smem, &ptrs] {
+    check(api->cuLaunchKernel(kernel(name), gx, gy, 1, kMoeThreads, 1, 1, smem, nullptr,
+                              ptrs.data(), nullptr),
+          ("cuLaunchKernel " + name).c_str());
+  };
+}
+
 /// "" when rows [rowsReal, R) of C [R, N] still hold the 1234.5 fill the
 /// expert GEMM must not touch, else which row it wrote.
 std::string rowsPastExpertsTouched(const std::vector<float> &c, int64_t rowsReal, int64_t R,
@@ -904,16 +920,8 @@ bool runFp4Gemm(int dt, const std::vector<int32_t> &counts, int64_t N, int64_t K
                  gy = unsigned(moeFp4GemmGridY(rowsReal, E, dt));
   bool all = true;
   for (bool wg : variants) {
-    const auto smem = unsigned(moeFp4GemmSmemBytes(dt, wg));
-    const std::string name = moeFp4GemmKernel(dt, wg);
-    check(api->cuFuncSetAttribute(kernel(name), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  int(smem)),
-          "cuFuncSetAttribute fp4 gemm");
-    auto go = [&] {
-      check(api->cuLaunchKernel(kernel(name), gx, gy, 1, kMoeThreads, 1, 1, smem, nullptr,
-                                ptrs.data(), nullptr),
-            "cuLaunchKernel fp4 gemm");
-    };
+    const auto go = expertGemmLauncher(moeFp4GemmKernel(dt, wg), gx, gy,
+                                       unsigned(moeFp4GemmSmemBytes(dt, wg)), ptrs);
     dc.upload(fill.data());
     go();
     check(api->cuCtxSynchronize(), "fp4 gemm");
@@ -1027,16 +1035,8 @@ bool runFp4GemmFp8(const std::vector<int32_t> &counts, int64_t N, int64_t K, boo
   std::vector<void *> ptrs = expertGemmArgs(slots, dq, ds, doff, dc, E, N, K, R);
   const unsigned gx = unsigned(moeFp4GemmGridX(N, 2)),
                  gy = unsigned(moeFp4GemmGridY(rowsReal, E, 2));
-  const auto smem = unsigned(moeFp4GemmFp8SmemBytes());
-  const std::string name = moeFp4GemmFp8Kernel();
-  check(api->cuFuncSetAttribute(kernel(name), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                int(smem)),
-        "cuFuncSetAttribute fp8 gemm");
-  auto go = [&] {
-    check(api->cuLaunchKernel(kernel(name), gx, gy, 1, kMoeThreads, 1, 1, smem, nullptr,
-                              ptrs.data(), nullptr),
-          "cuLaunchKernel fp8 gemm");
-  };
+  const auto go =
+      expertGemmLauncher(moeFp4GemmFp8Kernel(), gx, gy, unsigned(moeFp4GemmFp8SmemBytes()), ptrs);
   go();
   check(api->cuCtxSynchronize(), "fp8 gemm");
   dc.download(c.data());
