@@ -449,6 +449,27 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
     return std::string("a Gather that is neither a table lookup per token nor a pick along a "
                        "static axis");
   }
+  if (isa<ox::GatherElementsOp, ox::ScatterElementsOp>(op)) {
+    // Elements picked (or placed) along a static axis, each token's row
+    // from its own row of indices (and updates): per token when every
+    // operand has its one token axis at the same position (a routed
+    // experts' body, imported where the op has no lowering: the top-k
+    // scores' gather and the scatter of each token's picks).
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis")
+                       ? op->getAttrOfType<IntegerAttr>("axis").getInt()
+                       : 0;
+    std::optional<int64_t> token = tokenAxis(xt);
+    bool rows = token && llvm::all_of(op->getOperands(), [&](Value v) {
+                  return tokenAxis(rankedOf(v)) == token;
+                });
+    if (!isStaticAxis(x, axis))
+      return refuse(isa<ox::GatherElementsOp>(op) ? "a GatherElements" : "a ScatterElements");
+    if (!rows)
+      return std::string("a ") +
+             (isa<ox::GatherElementsOp>(op) ? "GatherElements" : "ScatterElements") +
+             " whose operands are not rows of the same tokens";
+    return std::nullopt;
+  }
   if (isa<ox::SliceOp>(op)) {
     // The only slice along the tokens allowed is h20-logits-last's, which
     // the pass rewrites to the chunk's last real row.

@@ -172,3 +172,47 @@ func.func @token_matmul(%ids: tensor<1x?xi64>) -> tensor<1x?x?xf32> {
   %y = onnx.MatMul(%x, %t) : (tensor<1x?x8xf32>, tensor<1x8x?xf32>) -> tensor<1x?x?xf32>
   return %y : tensor<1x?x?xf32>
 }
+
+// -----
+
+// A routed experts' body as the CPU target imports it: each token's top-k
+// scores gathered and its picks scattered along the expert axis
+// (GatherElements / ScatterElements on a static axis, every operand rows
+// of the same tokens) act within each token: chunked.
+// CHECK-LABEL: func.func @pick_experts_per_token
+// CHECK-SAME: h20.chunked
+func.func @pick_experts_per_token(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %k = onnx.Constant() {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %v, %i = onnx.TopK(%x, %k) {axis = -1 : si64} : (tensor<1x?x8xf32>, tensor<1xi64>) -> (tensor<1x?x2xf32>, tensor<1x?x2xi64>)
+  %g = onnx.GatherElements(%x, %i) {axis = 2 : si64} : (tensor<1x?x8xf32>, tensor<1x?x2xi64>) -> tensor<1x?x2xf32>
+  %s = onnx.ScatterElements(%x, %i, %g) {axis = -1 : si64} : (tensor<1x?x8xf32>, tensor<1x?x2xi64>, tensor<1x?x2xf32>) -> tensor<1x?x8xf32>
+  return %s : tensor<1x?x8xf32>
+}
+
+// -----
+
+// GatherElements along the token axis picks other tokens' elements.
+func.func @gather_elements_tokens(%ids: tensor<1x?xi64>) -> tensor<1x?x2xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %k = onnx.Constant() {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %v, %i = onnx.TopK(%x, %k) {axis = -1 : si64} : (tensor<1x?x8xf32>, tensor<1xi64>) -> (tensor<1x?x2xf32>, tensor<1x?x2xi64>)
+  // expected-error @+1 {{chunked prefill: a GatherElements along the token axis mixes tokens}}
+  %g = onnx.GatherElements(%x, %i) {axis = 1 : si64} : (tensor<1x?x8xf32>, tensor<1x?x2xi64>) -> tensor<1x?x2xf32>
+  return %g : tensor<1x?x2xf32>
+}
+
+// -----
+
+// Constant indices [1, 1, 2] pick from one row only: not rows of the tokens.
+func.func @scatter_elements_fixed_rows(%ids: tensor<1x?xi64>) -> tensor<1x?x8xf32> {
+  %w = onnx.Weight {name = "embed"} : tensor<16x8xf32>
+  %x = onnx.Gather(%w, %ids) {axis = 0 : si64} : (tensor<16x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %i = onnx.Constant() {value = dense<[[[0, 3]]]> : tensor<1x1x2xi64>} : () -> tensor<1x1x2xi64>
+  %u = onnx.Constant() {value = dense<1.0> : tensor<1x1x2xf32>} : () -> tensor<1x1x2xf32>
+  // expected-error @+1 {{chunked prefill: a ScatterElements whose operands are not rows of the same tokens}}
+  %s = onnx.ScatterElements(%x, %i, %u) {axis = 2 : si64} : (tensor<1x?x8xf32>, tensor<1x1x2xi64>, tensor<1x1x2xf32>) -> tensor<1x?x8xf32>
+  return %s : tensor<1x?x8xf32>
+}
