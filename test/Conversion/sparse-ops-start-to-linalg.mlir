@@ -67,3 +67,20 @@ func.func @candidates_at_start(%q: tensor<?x4x24xf32>, %k: tensor<?x24xf32>, %w:
   %0 = attn.indexer_candidates %q, %k, %w start(%p0) {ratio = 2 : i64, blocks = 4 : i64, block_size = 4 : i64, scale = 0.25 : f64} : (tensor<?x4x24xf32>, tensor<?x24xf32>, tensor<?x4xf32>) -> tensor<?x?xi64>
   return %0 : tensor<?x?xi64>
 }
+
+// -----
+
+// A chunked prefill's picks keep the static K of its last chunk (here 8)
+// while an earlier chunk may see fewer entries: every one of the K columns
+// is written (the picks past the visible entries are `none`, the number
+// of keys), not only min(topk, T) of them.
+// CHECK-LABEL: func.func @indexer_static_k
+// CHECK-NOT: arith.minsi
+// CHECK: %[[K:.*]] = arith.constant 8 : index
+// CHECK: scf.for %[[I:.*]] = %c0{{.*}} to %{{.*}}
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[K]] step
+// CHECK: tensor.insert %{{.*}}[%[[I]], %{{.*}}] : tensor<?x8xi64>
+func.func @indexer_static_k(%q: tensor<?x4x24xf32>, %k: tensor<?x24xf32>, %w: tensor<?x4xf32>, %p0: index) -> tensor<?x8xi64> {
+  %0 = attn.indexer_topk %q, %k, %w start(%p0) {ratio = 4 : i64, topk = 8 : i64, scale = 0.25 : f64} : (tensor<?x4x24xf32>, tensor<?x24xf32>, tensor<?x4xf32>) -> tensor<?x8xi64>
+  return %0 : tensor<?x8xi64>
+}

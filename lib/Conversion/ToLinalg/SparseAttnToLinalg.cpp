@@ -366,7 +366,14 @@ FailureOr<Value> lowerIndexerTopK(OpBuilder &b, attn::IndexerTopKOp op) {
   auto rt = cast<RankedTensorType>(op.getResult().getType());
   Value q = op.getQuery(), k = op.getKeys(), w = op.getWeights();
   Value S = dimOf(b, loc, q, 0), T = dimOf(b, loc, k, 0);
-  Value K = arith::MinSIOp::create(b, loc, cIdx(b, loc, static_cast<int64_t>(op.getTopk())), T);
+  // K = min(topk, T); a chunked prefill's picks keep the static K of its
+  // last chunk (h20-chunked-prefill), which an earlier chunk's fewer
+  // entries may not fill: those columns get `none` (T), like every pick
+  // past the visible entries.
+  Value K = rt.isDynamicDim(1)
+                ? arith::MinSIOp::create(b, loc, cIdx(b, loc, static_cast<int64_t>(op.getTopk())), T)
+                      .getResult()
+                : cIdx(b, loc, rt.getDimSize(1));
   int64_t blockSize = op.getBlockSize() ? static_cast<int64_t>(*op.getBlockSize()) : 1;
   Value out = emptyTensor(b, loc, rt, {S, K});
   Value start = op.getStart() ? op.getStart() : cIdx(b, loc, 0);
@@ -390,7 +397,12 @@ FailureOr<Value> lowerIndexerCandidates(OpBuilder &b, attn::IndexerCandidatesOp 
   int64_t ratio = static_cast<int64_t>(op.getRatio());
   Value S = dimOf(b, loc, q, 0), T = dimOf(b, loc, k, 0);
   Value NB = arith::CeilDivSIOp::create(b, loc, T, cIdx(b, loc, bs));
-  Value KB = arith::MinSIOp::create(b, loc, cIdx(b, loc, static_cast<int64_t>(op.getBlocks())), NB);
+  // As the top-k's K: a static result width is filled, with `none` (NB)
+  // past the blocks there are.
+  Value KB = rt.isDynamicDim(1)
+                 ? arith::MinSIOp::create(b, loc, cIdx(b, loc, static_cast<int64_t>(op.getBlocks())), NB)
+                       .getResult()
+                 : cIdx(b, loc, rt.getDimSize(1));
   auto blockType = RankedTensorType::get({ShapedType::kDynamic}, f32);
   Value out = emptyTensor(b, loc, rt, {S, KB});
   Value start = op.getStart() ? op.getStart() : cIdx(b, loc, 0);
