@@ -150,6 +150,64 @@ TEST(RuntimeInput, CpuAbiCheckStaysInsideItsTable) {
   EXPECT_TRUE(contains(error, "describes 2 arguments but the code takes 3")) << error;
 }
 
+TEST(RuntimeInput, CpuAbiTellsScalarsFromTensors) {
+  // A chunked entry: ids [1, n], chunk start and length by value, output.
+  static char data[64];
+  std::vector<MemRefDescriptor> args;
+  args.emplace_back(data, std::vector<int64_t>{1, 5});
+  args.push_back(MemRefDescriptor::index(12));
+  args.push_back(MemRefDescriptor::index(5));
+  args.emplace_back(data, std::vector<int64_t>{1, 5, 8});
+  EXPECT_TRUE(args[1].isScalar());
+  EXPECT_EQ(*static_cast<int64_t *>(args[1].get()), 12);
+  EXPECT_TRUE(args[1].shape().empty());
+  std::string error;
+  const long long good[] = {4, 2, 1, -1, -1, -1, 3, 1, -1, 8};
+  EXPECT_TRUE(checkCpuAbi(good, 10, args, error)) << error;
+  // A tensor where the code takes a scalar, and the other way round.
+  const long long scalarFirst[] = {4, -1, -1, -1, 3, 1, -1, 8};
+  EXPECT_FALSE(checkCpuAbi(scalarFirst, 8, args, error));
+  EXPECT_TRUE(contains(error, "argument 0 is a tensor but the code takes an index scalar")) << error;
+  const long long tensorSecond[] = {4, 2, 1, -1, 1, 1, -1, 3, 1, -1, 8};
+  EXPECT_FALSE(checkCpuAbi(tensorSecond, 11, args, error));
+  EXPECT_TRUE(contains(error, "argument 1 is an index scalar but the code takes a tensor")) << error;
+}
+
+TEST(RuntimeInput, ManifestCpuChunking) {
+  Manifest m;
+  std::string error;
+  const std::string chunked = R"("cpu_chunked": {"chunk": 12, "capacity": 2052, "output": "rows",
+      "caches": [{"dtype": "float32", "shape": [8, 1, 1, 2052, 40]},
+                 {"dtype": "int64", "shape": [1, 1, 1, 2052, 1]}]},
+      "inputs")";
+  ASSERT_TRUE(parseManifest(manifestWith("\"inputs\"", chunked), m, error)) << error;
+  ASSERT_TRUE(m.cpuChunking.has_value());
+  EXPECT_EQ(m.cpuChunking->chunk, 12);
+  EXPECT_EQ(m.cpuChunking->capacity, 2052);
+  EXPECT_EQ(m.cpuChunking->output, "rows");
+  ASSERT_EQ(m.cpuChunking->caches.size(), 2u);
+  EXPECT_EQ(m.cpuChunking->caches[1].dtype, "int64");
+  EXPECT_EQ(m.cpuChunking->caches[0].shape, (std::vector<int64_t>{8, 1, 1, 2052, 40}));
+  ASSERT_TRUE(parseManifest(kManifest, m, error)) << error;
+  EXPECT_FALSE(m.cpuChunking.has_value());
+  struct Case {
+    std::string from, to, message;
+  } cases[] = {
+      {"\"chunk\": 12", "\"chunk\": 0", "cpu_chunked chunk is 0, outside [1,"},
+      {"\"capacity\": 2052", "\"capacity\": 8", "cpu_chunked capacity is 8, outside [12,"},
+      {"\"output\": \"rows\"", "\"output\": \"all\"", "output must be \"rows\" or \"last\""},
+      {"[8, 1, 1, 2052, 40]", "[8, 1, 1, -1, 40]", "cpu_chunked cache 0 shape dim is -1"},
+      {"\"dtype\": \"int64\", \"shape\": [1, 1", "\"dtype\": \"int3\", \"shape\": [1, 1",
+       "cpu_chunked cache 1 dtype 'int3'"},
+  };
+  for (const Case &c : cases) {
+    std::string text = manifestWith("\"inputs\"", chunked);
+    text.replace(text.find(c.from), c.from.size(), c.to);
+    EXPECT_FALSE(parseManifest(text, m, error)) << c.to;
+    EXPECT_TRUE(contains(error, c.message)) << c.to << ": " << error;
+  }
+}
+
 TEST(RuntimeInput, TensorProtoSizesCheckedBeforeAllocating) {
   // dims [2^40] FLOAT, no data: once a 4 TiB resize, then abort.
   std::string pb = {0x08, char(0x80), char(0x80), char(0x80), char(0x80), char(0x80), 0x20, 0x10, 0x01};

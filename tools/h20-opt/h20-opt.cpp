@@ -93,7 +93,9 @@ static llvm::cl::opt<int64_t> chunkTokens(
     "chunk",
     llvm::cl::desc("GPU targets: tokens per prefill chunk (0: about 8192, or with routed "
                    "experts 512 rows an expert, a whole number of attention waves on the "
-                   "target, at most max-positions)"),
+                   "target, at most max-positions). --target=cpu: 0 runs the whole prompt "
+                   "in one call (default); C > 0 runs chunks of C tokens with KV caches for "
+                   "max-positions (default 8192)"),
     llvm::cl::cat(gpuCategory), llvm::cl::value_desc("tokens"), llvm::cl::init(0));
 static llvm::cl::opt<std::string> computeType(
     "compute-type",
@@ -777,14 +779,20 @@ int compileGpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
   return 0;
 }
 
-/// The CPU target (attn-level module): an artifact to `output`, or with
-/// --emit=llvm its LLVM IR. Returns an exit code.
-int compileCpu(ModuleOp module, const Mode &mode, llvm::StringRef output, Progress &progress) {
+/// The CPU target (attn-level module, or planned for `chunks` when its
+/// chunk is set): an artifact to `output`, or with --emit=llvm its LLVM IR.
+/// Returns an exit code.
+int compileCpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
+               llvm::StringRef output, Progress &progress) {
   h20::CpuTargetOptions options;
   options.logitsLast = logitsMode == "last";
   options.optLevel = cpuOptLevel;
   if (maxPositions > 0)
     options.maxPositions = maxPositions;
+  if (chunks.chunk > 0) {
+    options.chunk = chunks.chunk;
+    options.maxPositions = chunks.maxPositions;
+  }
   options.onStage = progress.reporter();
   std::string llvmIR;
   if (mode.llvmStage)
@@ -824,16 +832,21 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
   // An artifact is compiled from the attn level; the attn pipeline leaves
   // IR that is already there (--emit=attn output, or a pass under test)
   // as it is, and raises onnx-level .mlir like an ONNX file.
-  std::string level = mode.gpuArtifact     ? "planned"
-                      : mode.buildArtifact ? "attn"
+  // A chunked CPU artifact starts from the planned level too (KV caches
+  // and RoPE tables for the positions its chunks reach).
+  const bool cpuChunked = mode.buildArtifact && !mode.gpuArtifact && chunkTokens > 0;
+  std::string level = mode.gpuArtifact || cpuChunked ? "planned"
+                      : mode.buildArtifact           ? "attn"
                       : emitLevel.empty()  ? "onnx"
                                            : emitLevel.getValue();
   const ChunkPlan chunks = chooseChunk(*module);
   if (printKVPlan && level != "planned")
     return fail("--print-kv-plan needs --emit=planned (or a GPU --target)");
   // The sparse KV plan is sized in the GPU targets' storage type.
-  int64_t kvElementBytes =
-      targetName.empty() || targetName == "cpu" ? 0 : computeType == "f32" ? 4 : 2;
+  int64_t kvElementBytes = cpuChunked ? 4
+                           : targetName.empty() || targetName == "cpu" ? 0
+                           : computeType == "f32"                      ? 4
+                                                                       : 2;
   if (mode.gpuArtifact) {
     if (int rc = planForGpu(*module, chunks, kvElementBytes, progress))
       return rc;
@@ -841,8 +854,9 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     PassManager pm(&ctx);
     if (failed(h20::applyDeveloperOptions(pm)))
       return kExitBadInput;
-    if (failed(h20::buildEmitPipeline(pm, level, targetName, maxSeq.getValue(), kvElementBytes,
-                                      1, computeType, quantizeLinears == "fp8")))
+    if (failed(h20::buildEmitPipeline(pm, level, targetName,
+                                      cpuChunked ? chunks.capacity : maxSeq.getValue(),
+                                      kvElementBytes, 1, computeType, quantizeLinears == "fp8")))
       return fail("unknown --emit level '" + level +
                   "' (expected onnx, attn or planned; with a GPU --target also chunked, linalg, "
                   "buffers, gpu, host; with --target=cpu llvm)");
@@ -856,7 +870,7 @@ int compile(llvm::StringRef input, llvm::StringRef output, DialectRegistry &regi
     if (int rc = compileGpu(*module, mode, chunks, output, progress); rc || !mode.gpuStage)
       return rc;
   } else if (mode.buildArtifact) {
-    return compileCpu(*module, mode, output, progress);
+    return compileCpu(*module, mode, cpuChunked ? chunks : ChunkPlan{}, output, progress);
   }
   std::string text;
   llvm::raw_string_ostream os(text);

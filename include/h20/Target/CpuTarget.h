@@ -16,6 +16,14 @@ struct CpuTargetOptions {
   bool logitsLast = false;
   /// Longest accepted prompt; recorded in the manifest, enforced by h20-run.
   std::optional<int64_t> maxPositions;
+  /// Tokens per prefill chunk (h20-opt --target=cpu --chunk); 0: the whole
+  /// prompt in one call. With C > 0 `module` must be at the planned level
+  /// (KV caches and RoPE tables for maxPositions rounded up to whole chunks,
+  /// which must be set): h20-chunked-prefill makes the entry one chunk, the
+  /// caches of every row read across chunks become arguments the runtime
+  /// keeps (manifest "cpu_chunked", runtime::CpuChunking), and a graph that
+  /// cannot run in chunks of C is refused, naming the op.
+  int64_t chunk = 0;
   /// LLVM optimisation level, 0..3 (h20-opt --cpu-opt-level). 3 makes the
   /// fastest code; 0 compiles faster (DeepSeek-V4.1 tiny: 25 s instead of
   /// 41 s on 2 cores, the code ~3x slower, the logits bitwise the same: no

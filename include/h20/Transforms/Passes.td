@@ -151,7 +151,7 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
     `h20.chunked.whole` (op, node, why). Positions and KV writes are then
     left as they are; the last-position slice still takes row n - 1.
 
-    With `chunk` C > 0 (the GPU target's choice) the attribute also records
+    With `chunk` C > 0 (a GPU target's choice, or --chunk) the attribute also records
     `chunk = C`, the tokens per chunk every later stage uses; a whole-prompt
     graph records `max-positions` instead (its one chunk holds the longest
     accepted prompt) with a warning saying why, and fails without it.

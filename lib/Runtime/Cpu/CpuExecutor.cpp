@@ -24,7 +24,16 @@ MemRefDescriptor::MemRefDescriptor(void *data, const std::vector<int64_t> &shape
   }
 }
 
+MemRefDescriptor MemRefDescriptor::index(int64_t value) {
+  MemRefDescriptor d;
+  d.words = {value};
+  d.scalar = true;
+  return d;
+}
+
 std::vector<int64_t> MemRefDescriptor::shape() const {
+  if (scalar)
+    return {};
   size_t r = (words.size() - 3) / 2;
   return std::vector<int64_t>(words.begin() + 3, words.begin() + 3 + r);
 }
@@ -101,7 +110,13 @@ bool checkCpuAbi(const long long *abi, size_t words, const std::vector<MemRefDes
     long long rank;
     if (!next(rank))
       return truncated();
-    bool ok = rank == static_cast<long long>(shape.size());
+    if ((rank == -1) != args[i].isScalar()) {
+      error = "argument " + std::to_string(i) + " is " +
+              (args[i].isScalar() ? "an index scalar" : "a tensor") + " but the code takes " +
+              (rank == -1 ? "an index scalar" : "a tensor");
+      return false;
+    }
+    bool ok = rank == -1 || rank == static_cast<long long>(shape.size());
     for (size_t k = 0; ok && k < shape.size(); ++k) {
       long long dim;
       if (!next(dim))

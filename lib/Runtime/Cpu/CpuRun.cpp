@@ -4,6 +4,7 @@
 #include "h20/Runtime/Cpu/CpuExecutor.h"
 #include "h20/Runtime/Format/FileUtil.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -76,6 +77,92 @@ CpuStatus loadWeight(const Manifest &m, const WeightSpec &w, const std::string &
   return CpuStatus::Ok;
 }
 
+/// A chunked artifact's prefill (CpuChunking): the caches zeroed, then one
+/// call per chunk of C tokens (the last may be shorter) with its ids, its
+/// first position and length, and its part of the output: its rows of
+/// [1, S, ...] ("rows"), or the whole [1, 1, ...] output that each chunk
+/// overwrites with its last real row ("last", the last chunk's stays).
+CpuStatus runChunks(const std::string &name, CpuModule &module, const Manifest &m,
+                    const std::vector<HostTensor> &inputs, const Buffers &weightBufs,
+                    const Buffers &outBufs, const std::vector<std::vector<int64_t>> &outShapes,
+                    CpuRunResult &result, std::string &error) {
+  const CpuChunking &c = *m.cpuChunking;
+  if (inputs.size() != 1 || inputs[0].shape.size() != 2 || inputs[0].shape[0] != 1 ||
+      outBufs.size() != 1) {
+    error = "'" + name + "' is inconsistent: a chunked prefill takes one [1, S] input of token "
+            "ids and gives one output";
+    return CpuStatus::BadInput;
+  }
+  const int64_t S = inputs[0].shape[1];
+  if (S > c.capacity) {
+    error = "the prompt has " + std::to_string(S) + " tokens but '" + name +
+            "' holds caches for " + std::to_string(c.capacity) +
+            " positions: recompile with a larger --max-positions";
+    return CpuStatus::BadInput;
+  }
+  Buffers caches;
+  for (const CpuChunking::Cache &k : c.caches) {
+    int64_t count = 0;
+    if (!elementCount(k.shape, count)) {
+      error = "'" + name + "' is inconsistent: a cache of shape " + shapeText(k.shape);
+      return CpuStatus::BadInput;
+    }
+    int64_t bytes = count * dtypeSize(k.dtype);
+    auto buf = std::make_unique<Buffer>(bytes);
+    if (!buf->data) {
+      error = "out of memory for the chunked prefill's caches (" + std::to_string(bytes) +
+              " bytes)";
+      return CpuStatus::Resources;
+    }
+    std::memset(buf->data, 0, bytes);
+    caches.push_back(std::move(buf));
+  }
+  const std::vector<int64_t> &outShape = outShapes[0];
+  const bool rows = c.output == "rows";
+  // Bytes of one output row (one token): the dims after [1, S].
+  int64_t rowBytes = dtypeSize(m.outputs[0].dtype);
+  for (size_t k = 2; k < outShape.size(); ++k)
+    rowBytes *= outShape[k];
+  if (outShape.size() < 2 || outShape[0] != 1 || outShape[1] != (rows ? S : 1)) {
+    error = "'" + name + "' is inconsistent: its output " + shapeText(outShape) +
+            " is not [1, " + (rows ? std::string("S") : std::string("1")) + ", ...]";
+    return CpuStatus::BadInput;
+  }
+  // Each chunk's ids in an aligned buffer of their own.
+  const int64_t idBytes = dtypeSize(inputs[0].dtype);
+  Buffer ids(c.chunk * idBytes);
+  if (!ids.data) {
+    error = "out of memory for a chunk's token ids";
+    return CpuStatus::Resources;
+  }
+  auto tRun = std::chrono::steady_clock::now();
+  for (int64_t p0 = 0; p0 < S; p0 += c.chunk) {
+    const int64_t n = std::min(c.chunk, S - p0);
+    std::memcpy(ids.data, inputs[0].data.data() + p0 * idBytes, n * idBytes);
+    std::vector<MemRefDescriptor> args;
+    args.emplace_back(ids.data, std::vector<int64_t>{1, n});
+    args.push_back(MemRefDescriptor::index(p0));
+    args.push_back(MemRefDescriptor::index(n));
+    for (size_t w = 0; w < m.weights.size(); ++w)
+      args.emplace_back(weightBufs[w]->data, m.weights[w].shape);
+    for (size_t k = 0; k < caches.size(); ++k)
+      args.emplace_back(caches[k]->data, c.caches[k].shape);
+    std::vector<int64_t> shape = outShape;
+    shape[1] = rows ? n : 1;
+    args.emplace_back(static_cast<uint8_t *>(outBufs[0]->data) + (rows ? p0 * rowBytes : 0),
+                      shape);
+    // Every chunk: the last one's length differs, which a static dim
+    // would refuse.
+    if (!module.checkAbi(args, error)) {
+      error = "'" + name + "' is inconsistent: " + error;
+      return CpuStatus::BadInput;
+    }
+    module.run(args);
+  }
+  result.prefillMs = msSince(tRun);
+  return CpuStatus::Ok;
+}
+
 } // namespace
 
 CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const Manifest &m,
@@ -135,17 +222,25 @@ CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const
       error = "out of memory for output '" + o.name + "'";
       return CpuStatus::Resources;
     }
-    args.emplace_back(buf->data, shape);
     outBufs.push_back(std::move(buf));
     outShapes.push_back(shape);
   }
-  if (!module.checkAbi(args, error)) {
-    error = "'" + name + "' is inconsistent: " + error;
-    return CpuStatus::BadInput;
+  if (m.cpuChunking) {
+    if (CpuStatus s = runChunks(name, module, m, inputs, weightBufs, outBufs, outShapes,
+                                result, error);
+        s != CpuStatus::Ok)
+      return s;
+  } else {
+    for (size_t j = 0; j < outBufs.size(); ++j)
+      args.emplace_back(outBufs[j]->data, outShapes[j]);
+    if (!module.checkAbi(args, error)) {
+      error = "'" + name + "' is inconsistent: " + error;
+      return CpuStatus::BadInput;
+    }
+    auto tRun = std::chrono::steady_clock::now();
+    module.run(args);
+    result.prefillMs = msSince(tRun);
   }
-  auto tRun = std::chrono::steady_clock::now();
-  module.run(args);
-  result.prefillMs = msSince(tRun);
 
   result.outputs.assign(m.outputs.size(), HostTensor{});
   for (size_t j = 0; j < m.outputs.size(); ++j) {

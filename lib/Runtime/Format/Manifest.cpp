@@ -137,6 +137,25 @@ TensorSpec tensorSpec(const json &j, const std::string &what) {
   return t;
 }
 
+/// The top-level "cpu_chunked" object (CpuChunking).
+CpuChunking cpuChunking(const json &j) {
+  const std::string what = "cpu_chunked";
+  if (!j.is_object())
+    throw Invalid(what + " must be an object");
+  CpuChunking c;
+  c.chunk = integer(j.at("chunk"), what + " chunk", 1, int64_t(1) << 20);
+  c.capacity = integer(j.at("capacity"), what + " capacity", c.chunk, int64_t(1) << 40);
+  c.output = stringOf(j.at("output"), what + " output");
+  if (c.output != "rows" && c.output != "last")
+    throw Invalid(what + " output must be \"rows\" or \"last\", got \"" + c.output + "\"");
+  for (const json &k : arrayOf(j.at("caches"), what + " caches")) {
+    std::string name = what + " cache " + std::to_string(c.caches.size());
+    c.caches.push_back({dtypeOf(k.at("dtype"), name + " dtype"),
+                        shapeOf(k.at("shape"), name + " shape", /*dynamicOk=*/false)});
+  }
+  return c;
+}
+
 /// The top-level "parallel" object.
 ParallelPlan parallelPlan(const json &j) {
   const std::string what = "parallel";
@@ -252,6 +271,8 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
       m.maxPositions = integer(j.at("max_positions"), "max_positions", 0);
     if (j.contains("parallel") && !j.at("parallel").is_null())
       m.parallel = parallelPlan(j.at("parallel"));
+    if (j.contains("cpu_chunked") && !j.at("cpu_chunked").is_null())
+      m.cpuChunking = cpuChunking(j.at("cpu_chunked"));
     for (const json &t : arrayOf(j.at("inputs"), "inputs"))
       m.inputs.push_back(tensorSpec(t, "input " + std::to_string(m.inputs.size())));
     for (const json &t : arrayOf(j.at("outputs"), "outputs"))

@@ -13,12 +13,18 @@ namespace h20::runtime {
 class MemRefDescriptor {
 public:
   MemRefDescriptor(void *data, const std::vector<int64_t> &shape);
+  /// An index scalar (a chunked prefill's chunk_start, chunk_tokens): the
+  /// entry wrapper passes the word itself, not a descriptor.
+  static MemRefDescriptor index(int64_t value);
   void *get() { return words.data(); }
-  /// Rank and sizes, as described.
+  /// Rank and sizes, as described (empty for a scalar).
   std::vector<int64_t> shape() const;
+  bool isScalar() const { return scalar; }
 
 private:
+  MemRefDescriptor() = default;
   std::vector<int64_t> words;
+  bool scalar = false;
 };
 
 /// A loaded CPU kernel library: the artifact's shared object, loaded from
@@ -45,7 +51,8 @@ private:
 };
 
 /// The ABI check of CpuModule::checkAbi on a table `abi` of `words` words
-/// (argument count, then per argument its rank and dims, -1 for dynamic):
+/// (argument count, then per argument its rank and dims, -1 for dynamic;
+/// rank -1 for an index scalar, which only a scalar argument matches):
 /// false with `error` when `args` differ in count, rank or a static dim, or
 /// when the table is shorter than it says. Never reads past `words`.
 bool checkCpuAbi(const long long *abi, size_t words, const std::vector<MemRefDescriptor> &args,

@@ -2,8 +2,10 @@
 //
 // The CPU runner: the artifact's shared object loaded (CpuModule), the
 // weights read by byte range from the model's files, the outputs sized from
-// the input dims the manifest ties them to, one call. h20-run's CPU path;
-// the GPU's is GpuPrefill.h.
+// the input dims the manifest ties them to, one call (or, for an artifact
+// compiled with --chunk, one call per chunk with the caches kept between
+// them: Manifest's CpuChunking). h20-run's CPU path; the GPU's is
+// GpuPrefill.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef H20_RUNTIME_CPU_CPURUN_H
@@ -39,7 +41,8 @@ struct CpuRunResult {
 /// the weight, file or output: a missing or resized weight file
 /// (BadInput: recompile or give weightsDir), weights stored in typed
 /// protobuf fields (BadInput), host memory exhausted (Resources), code
-/// that does not load or match the ABI (Internal / BadInput).
+/// that does not load or match the ABI (Internal / BadInput), a prompt
+/// longer than a chunked artifact's caches (BadInput).
 CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const Manifest &m,
                         const std::vector<HostTensor> &inputs, const std::string &weightsDir,
                         CpuRunResult &result, std::string &error);

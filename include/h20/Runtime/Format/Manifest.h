@@ -95,6 +95,23 @@ struct BlobSpec {
   uint64_t offset = 0, size = 0;
 };
 
+/// A CPU artifact compiled for a chunked prefill (h20-opt --target=cpu
+/// --chunk=C, manifest "cpu_chunked"): the entry takes one chunk's token ids
+/// [1, n] (n <= C; every chunk but the last holds C), its first position p0
+/// and n as index scalars, the weights, the caches (zeroed before the first
+/// chunk, kept across chunks, in this order) and the chunk's output: its
+/// rows ([1, n, ...], `output` "rows") or its last real row ("last").
+struct CpuChunking {
+  int64_t chunk = 0;    ///< C, tokens per chunk
+  int64_t capacity = 0; ///< positions the caches hold (max-positions rounded up to chunks)
+  std::string output;   ///< "rows" or "last"
+  struct Cache {
+    std::string dtype;          ///< "float32", "int64", ...
+    std::vector<int64_t> shape; ///< static
+  };
+  std::vector<Cache> caches;
+};
+
 struct Manifest {
   std::string target;   ///< "cpu", "h200", ...
   std::string logits;   ///< "all" or "last"
@@ -106,6 +123,7 @@ struct Manifest {
   std::vector<WeightSpec> weights;
   std::vector<BlobSpec> blobs;
   std::optional<ParallelPlan> parallel; ///< absent: one GPU, no tensor parallelism
+  std::optional<CpuChunking> cpuChunking; ///< absent: the whole prompt in one call
 
   /// T: the tensor-parallel ranks the artifact needs (1 without "parallel").
   int tensorParallel() const { return parallel ? parallel->tensorParallel : 1; }
