@@ -17,6 +17,15 @@ OPSET = 23
 H20_DOMAIN = "ai.h20"
 
 
+def _tensor_type(dtype):
+    """TensorProto data type of numpy `dtype`: helper.np_dtype_to_tensor_dtype
+    (onnx >= 1.13; onnx 1.19 removed onnx.mapping), else onnx.mapping
+    (Debian 12's onnx 1.12)."""
+    if hasattr(helper, "np_dtype_to_tensor_dtype"):
+        return helper.np_dtype_to_tensor_dtype(dtype)
+    return onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[dtype]
+
+
 class Ref:
     """An attribute of the enclosing function, by name (ref_attr_name)."""
 
@@ -68,7 +77,7 @@ class ExternalData:
         t = TensorProto()
         t.name = name
         # By number: Debian 12's onnx 1.12 has no float8 types.
-        t.data_type = onnx_type or onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
+        t.data_type = onnx_type or _tensor_type(np.dtype(dtype))
         t.dims.extend(shape)
         t.data_location = TensorProto.EXTERNAL
         for k, v in (("location", os.path.basename(self.path)), ("offset", str(offset)),
