@@ -275,6 +275,12 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
   rm -rf "$vx/ckpt"
   v41_art "$vx/model.onnx" v41-fp8-experts.bf16 bf16
   v41_art "$vx/model.onnx" v41-fp8-experts.fp8x bf16 --expert-gemm=fp8
+  # tiny-qat (the KV, compressed-KV and indexer fake quantisation on) from
+  # an FP8 checkpoint with MXFP4 experts, in bf16 and f32, FP8 and
+  # dequantised GEMMs, and its dequantised export: bench/v41-accuracy.sh's
+  # compile step without the Flash-shaped part (models/v41-qat-fp4,
+  # art/v41-qat-fp4.*.h20; gpu-test.sh's deepseek section gates them).
+  PYTHON=$py H20_ACC_FLASH=0 "$root/bench/v41-accuracy.sh" compile "$out" || exit 1
   # Expert parallelism (h20-opt --gpus T --parallel tensor: each rank holds
   # E / T of the routed experts, an all-reduce sums their shares) for T =
   # 2, 4, 8: art/BASE.tpT.h20 beside art/BASE.h20, which

@@ -273,19 +273,28 @@ fi
 # A V4.1 model made from a quantised checkpoint against reference.py on the
 # same checkpoint (float32, weights dequantised): v41_ckpt_cases MODEL
 # LABEL SPEC..., each SPEC "artifact:weights subdir:tolerance" for
-# art/MODEL.artifact.h20 at S = 8, 129, 1000.
+# art/MODEL.artifact.h20 at S = 8, 129, 1000, or
+# "artifact:subdir:tolerance:loose[:any]": past the tolerance, a result
+# within the loose bound is INFO, not FAIL (with the same next token, or
+# any with ":any").
 v41_ckpt_cases() {
-  local model=$1 label=$2 spec a sub tol w S name
+  local model=$1 label=$2 spec a sub tol loose token w S name rel
   local dir=$bundle/models/$model
   shift 2
   for spec in "$@"; do
-    IFS=: read -r a sub tol <<<"$spec"
+    IFS=: read -r a sub tol loose token <<<"$spec"
     w=$dir${sub:+/$sub}
     for S in 8 129 1000; do
-      name="deepseek-v4.1 all-picks $label $a S=$S"
+      name="deepseek-v4.1 $label $a S=$S"
       if [[ $gpu == no ]]; then record "$name" SKIP "no GPU"; continue; fi
       logits_case "$bundle/art/$model.$a.h20" "$w" "$dir/ids-$S.npy" "$dir/ref-$S.npy" \
         "$tol" "$results/$model.$a.S$S.npy"
+      rel=$(sed -n 's/^rel_l2 \([^ ]*\) .*/\1/p' <<<"${cmp:-}")
+      if [[ $st == FAIL && -n $loose && -n $rel ]] &&
+         awk -v r="$rel" -v b="$loose" 'BEGIN { exit !(r <= b) }' &&
+         { [[ $token == any ]] || grep -qE 'argmax ([0-9]+) vs reference \1:' <<<"$cmp"; }; then
+        st=INFO; cmp="$cmp (within the loose bound $loose)"
+      fi
       record "$name" $st "${cmp:-h20-run failed}"
     done
   done
@@ -298,14 +307,14 @@ v41_ckpt_cases() {
 # weights FP8 in memory but runs bf16 GEMMs on a dequantised temporary
 # (--fp8-gemm=dequantize): gated as the dequantised export.
 want deepseek && [[ -f $bundle/art/v41-all-picks-fp8.bf16.h20 ]] &&
-  v41_ckpt_cases v41-all-picks-fp8 "FP8 ckpt" f32::1e-1 bf16::1e-1 bf16-c12::1e-1 deq-bf16:deq:2e-2 \
+  v41_ckpt_cases v41-all-picks-fp8 "all-picks FP8 ckpt" f32::1e-1 bf16::1e-1 bf16-c12::1e-1 deq-bf16:deq:2e-2 \
     bf16-deqgemm::2e-2
 # tiny-all-picks with MXFP4 routed experts (kept FP4 on the GPU: the
 # grouped GEMM dequantises in its load path): f32 and bf16 gated as
 # tiny-all-picks (1e-4, 2e-2); with FP8 linears too (fp8-bf16) as the FP8
 # checkpoint case above (1e-1).
 want deepseek && [[ -f $bundle/art/v41-all-picks-fp4.bf16.h20 ]] &&
-  v41_ckpt_cases v41-all-picks-fp4 "FP4 experts" f32::1e-4 bf16::2e-2 fp8-bf16:fp8:1e-1
+  v41_ckpt_cases v41-all-picks-fp4 "all-picks FP4 experts" f32::1e-4 bf16::2e-2 fp8-bf16:fp8:1e-1
 # tiny-fp8-experts (tiny-all-picks with hidden and expert intermediate
 # 128, the smallest the FP8 expert GEMM takes) with MXFP4 routed experts:
 # bf16 on the bf16 expert GEMM gated as all-picks bf16 (2e-2), and on the
@@ -313,7 +322,26 @@ want deepseek && [[ -f $bundle/art/v41-all-picks-fp4.bf16.h20 ]] &&
 # the SwiGLU output quantised per 1 x 128 block by the gather and SwiGLU
 # kernels) gated as the FP8 checkpoint's cases (1e-1).
 want deepseek && [[ -f $bundle/art/v41-fp8-experts.bf16.h20 ]] &&
-  v41_ckpt_cases v41-fp8-experts "FP8 experts" bf16::2e-2 fp8x::1e-1
+  v41_ckpt_cases v41-fp8-experts "all-picks FP8 experts" bf16::2e-2 fp8x::1e-1
+# tiny-qat (head_dim 64: the KV, compressed-KV and indexer fake
+# quantisation on; top-k choices as tiny's) from an FP8 checkpoint with
+# MXFP4 experts (bench/v41-accuracy.sh compile: models/v41-qat-fp4, its
+# exports fp8/ with FP8 linears and deq/ dequantised, artifacts by mode;
+# that script's header has the measurements behind these bounds). f32 and
+# fp8-deqf32 (the FP8 / FP4 storage in float32) gated at 1e-4, INFO to
+# 1e-1 with the same next token: every prompt has fake-quant roundings
+# within 1e-7 of a midpoint that another float32 order flips, and the
+# top-k choices carry them (h20's CPU target: 1.0e-2 at S = 1000), while
+# bugs simulated in reference.py land 0.18-0.37. The bf16 modes (MXFP4
+# experts with widened linears, FP8 GEMMs, bf16 GEMMs on dequantised
+# FP8, the dequantised export) gated as their all-picks cases, INFO to
+# 0.8 whatever the next token: any bf16 rounding flips tiny-qat's
+# near-tie choices (bf16 emulations of the reference: 0.27-0.36, the next
+# token kept at 59-100% of positions), so only a gross error (unrelated
+# logits: 1.4) fails them.
+want deepseek && [[ -f $bundle/art/v41-qat-fp4.bf16.h20 ]] &&
+  v41_ckpt_cases v41-qat-fp4 "qat FP8/FP4 ckpt" f32::1e-4:1e-1 fp8-deqf32:fp8:1e-4:1e-1 \
+    bf16::2e-2:0.8:any fp8-bf16:fp8:1e-1:0.8:any fp8-deqgemm:fp8:2e-2:0.8:any deq-bf16:deq:2e-2:0.8:any
 # Block-scaled FP8 linears (models/deepseek_v41/fp8_linear.py: an
 # embedding, two linears with SiLU between and an LM head; K 512, N 1024,
 # V 1024): weights FP8, inputs quantised per 1 x 128 block, cuBLASLt
