@@ -139,7 +139,7 @@ Value shiftRing(OpBuilder &b, Location loc, Value cache, h20::kv::CacheType type
 ///    ranges do not overlap. So a window layer holds R + C rows instead of
 ///    max-positions.
 LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64_t chunk,
-                        ArrayRef<RowRead> reads) {
+                        ArrayRef<RowRead> reads, bool carryGroups) {
   if (reads.empty())
     return success();
   Operation *first = reads[0].use->getOwner();
@@ -180,7 +180,10 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     if (!h20::kv::isCacheElementType(t.getElementType()))
       return r.use->getOwner()->emitError("chunked prefill: rows of ")
              << t.getElementType() << " cannot be kept in a KV cache";
-    if (r.ratio < 1 || chunk % r.ratio)
+    // (Carried partial groups: a chunk's first entry is group p0 / ratio,
+    // the one a previous chunk began, and it writes (p0 + n) / ratio -
+    // p0 / ratio entries; readers see (p0 + n) / ratio.)
+    if (r.ratio < 1 || (!carryGroups && chunk % r.ratio))
       return r.use->getOwner()->emitError("chunked prefill: the chunk size ")
              << chunk << " is not a multiple of the ratio " << r.ratio;
     Kind &k = kindOf(widthOf(t), t.getElementType(), r.ratio, ringOf(r));
@@ -311,6 +314,84 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
   return success();
 }
 
+/// The compressors' Slices to whole groups of k tokens whose k does not
+/// divide the chunk (carry-partial-groups), found on the original graph.
+SmallVector<std::pair<ox::SliceOp, int64_t>> partialGroupSlices(func::FuncOp func,
+                                                                int64_t chunk) {
+  SmallVector<std::pair<ox::SliceOp, int64_t>> out;
+  for (Operation &op : func.getBody().front())
+    if (std::optional<int64_t> k = h20::PerTokenOps::groupsSlice(&op); k && chunk % *k != 0)
+      out.push_back({cast<ox::SliceOp>(op), *k});
+  return out;
+}
+
+/// Carries each compressor's partial last group into the next chunk (see
+/// Passes.td, carry-partial-groups): its input rows x [n, D] go through a
+/// ring of k - 1 + C rows (the k - 1 positions before the chunk, moved to
+/// the front before the chunk's rows are written at row k - 1, as a
+/// window ring), and its Slice to whole groups becomes rows
+/// [k - 1 - p0 mod k, .. + G k) of the ring, G = (p0 + n) / k - p0 / k:
+/// the groups that end in this chunk, the first of them begun by the
+/// previous one. At p0 = 0 that is rows [k - 1, ..): the chunk's own.
+LogicalResult carryGroupRows(func::FuncOp func, Value p0, int64_t chunk,
+                             ArrayRef<std::pair<ox::SliceOp, int64_t>> slices) {
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(ctx);
+  for (auto [slice, k] : slices) {
+    Value x = slice->getOperand(0);
+    auto t = cast<RankedTensorType>(x.getType());
+    if (t.getRank() != 2 || !t.isDynamicDim(0) || t.isDynamicDim(1))
+      return slice->emitError("chunked prefill: a compressor's rows ")
+             << t << " are not [n, D]: its partial groups cannot be carried across chunks";
+    if (!h20::kv::isCacheElementType(t.getElementType()))
+      return slice->emitError("chunked prefill: rows of ")
+             << t.getElementType() << " cannot be kept in a KV cache";
+    const int64_t ring = k - 1, dim = t.getDimSize(1);
+    if (ring > chunk)
+      return slice->emitError("chunked prefill: a compressor's groups of ")
+             << k << " tokens need chunks of at least " << ring << " tokens (the chunk is "
+             << chunk << ")";
+    Type elt = t.getElementType();
+    const int64_t rowBytes = dim * std::max<int64_t>(elt.getIntOrFloatBitWidth() / 8, 1);
+    const int64_t align =
+        std::min<int64_t>(128, static_cast<int64_t>(llvm::PowerOf2Ceil(rowBytes)));
+    auto cacheType = h20::kv::CacheType::get(
+        ctx, {1, 1, 1, ring + chunk, dim}, elt,
+        h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, align, /*page=*/0));
+    b.setInsertionPointToStart(&func.getBody().front());
+    Value cache = h20::kv::AllocOp::create(b, func.getLoc(), cacheType, ValueRange{});
+    b.setInsertionPoint(slice);
+    Location loc = slice.getLoc();
+    auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+    if (ring > 0)
+      cache = shiftRing(b, loc, cache, cacheType, 0, ring, chunk);
+    Value n = tensor::DimOp::create(b, loc, x, 0);
+    auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, dim}, elt);
+    SmallVector<ReassociationIndices> rows4d{{0, 1, 2}, {3}};
+    Value rows = tensor::ExpandShapeOp::create(
+        b, loc, rowsType, x, rows4d,
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), n, b.getIndexAttr(dim)});
+    cache = h20::kv::WriteOp::create(b, loc, cacheType, cache, rows, idx(ring), 0, 0);
+    Value len = arith::AddIOp::create(b, loc, idx(ring), n);
+    Value view = h20::kv::ViewOp::create(b, loc, rowsType, cache, len, Value(), 0, 0);
+    Value all = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic, dim}, elt), view, rows4d);
+    Value first = arith::DivUIOp::create(b, loc, p0, idx(k));
+    Value end = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, p0, n), idx(k));
+    Value count = arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, end, first), idx(k));
+    Value begun = arith::SubIOp::create(b, loc, p0, arith::MulIOp::create(b, loc, first, idx(k)));
+    Value start = arith::SubIOp::create(b, loc, idx(ring), begun);
+    Value cut = tensor::ExtractSliceOp::create(
+        b, loc, cast<RankedTensorType>(slice->getResult(0).getType()), all,
+        ArrayRef<OpFoldResult>{start, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{count, b.getIndexAttr(dim)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    slice->getResult(0).replaceAllUsesWith(cut);
+    slice->erase();
+  }
+  return success();
+}
+
 /// The ops (and operand numbers) that read position expressions beside
 /// activations, collected before any rewrite (PerTokenOps knows only the
 /// original values).
@@ -386,7 +467,7 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     // the end; p0 is then always 0.
     std::optional<std::string> whole;
     std::string wholeDetail;
-    h20::PerTokenOps perToken(func, func.getArgument(0), chunk);
+    h20::PerTokenOps perToken(func, func.getArgument(0), chunk, carryPartialGroups);
     SmallVector<std::pair<Operation *, std::string>> blockers;
     for (Operation &op : func.getBody().front())
       if (std::optional<std::string> why = perToken.whyNot(&op))
@@ -425,27 +506,37 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
     func.setArgAttr(1, "onnx.name", StringAttr::get(ctx, "h20.chunk_start"));
     func.setArgAttr(2, "onnx.name", StringAttr::get(ctx, "h20.chunk_tokens"));
 
-    // Positions: p0 + in-chunk position, computed once per positions value.
-    DenseMap<Value, Value> shifted;
+    // Positions: p0 + in-chunk position, computed once per positions value
+    // (and group size). Rows of groups of k tokens whose partial groups are
+    // carried start at group p0 / k, position (p0 / k) * k.
+    DenseMap<std::pair<Value, int64_t>, Value> shifted;
     WalkResult walk = WalkResult::advance();
     if (!whole)
       walk = func.walk([&](h20::attn::RopeApplyOp rope) -> WalkResult {
       Value pos = rope.getPositions();
       if (isa<BlockArgument>(pos))
         return rope.emitError("positions are a graph input; chunked prefill computes them");
-      auto it = shifted.find(pos);
+      int64_t group = perToken.tokensPerRow(rope->getOperand(0));
+      if (!carryPartialGroups || group <= 1 || chunk % group == 0)
+        group = 1;
+      auto it = shifted.find({pos, group});
       if (it == shifted.end()) {
         OpBuilder b(ctx);
         b.setInsertionPointAfterValue(pos);
         auto pt = cast<RankedTensorType>(pos.getType());
-        Value start = arith::IndexCastOp::create(b, loc, pt.getElementType(), p0);
+        Value first = p0;
+        if (group > 1) {
+          Value g = arith::ConstantIndexOp::create(b, loc, group);
+          first = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, p0, g), g);
+        }
+        Value start = arith::IndexCastOp::create(b, loc, pt.getElementType(), first);
         SmallVector<Value> dyn;
         for (int64_t k = 0; k < pt.getRank(); ++k)
           if (pt.isDynamicDim(k))
             dyn.push_back(tensor::DimOp::create(b, loc, pos, k));
         Value splat = tensor::SplatOp::create(b, loc, pt, start, dyn);
         Value sum = ox::AddOp::create(b, loc, TypeRange{pt}, ValueRange{pos, splat})->getResult(0);
-        it = shifted.try_emplace(pos, sum).first;
+        it = shifted.try_emplace({pos, group}, sum).first;
       }
       rope->setOperand(1, it->second);
       return WalkResult::advance();
@@ -478,8 +569,11 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       // Both read the analysis of the original graph: collect, then rewrite.
       SmallVector<RowRead> reads = rowReads(func, perToken);
       PositionUsers users = positionUsers(func, perToken);
+      auto partial = carryPartialGroups ? partialGroupSlices(func, chunk)
+                                        : SmallVector<std::pair<ox::SliceOp, int64_t>>();
       globalizePositions(func, p0, perToken, users);
-      if (failed(cacheRows(func, p0, maxPositions, chunk, reads)))
+      if (failed(carryGroupRows(func, p0, chunk, partial)) ||
+          failed(cacheRows(func, p0, maxPositions, chunk, reads, carryPartialGroups)))
         return failure();
     }
 

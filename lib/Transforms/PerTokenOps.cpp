@@ -170,8 +170,33 @@ std::optional<SmallVector<int64_t>> h20::constantInts(Value v) {
 
 namespace h20 {
 
-PerTokenOps::PerTokenOps(func::FuncOp func, Value ids, int64_t chunk)
-    : func(func), ids(ids), chunk(chunk) {
+std::optional<int64_t> PerTokenOps::groupsSlice(Operation *op) {
+  auto slice = dyn_cast_or_null<ox::SliceOp>(op);
+  return slice ? wholeGroupsSlice(slice) : std::nullopt;
+}
+
+bool PerTokenOps::alignedToGroups(Value v, int64_t k) const {
+  for (int depth = 0; depth < 16; ++depth) {
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return false;
+    if (std::optional<int64_t> g = groupsSlice(op))
+      return *g % k == 0;
+    if (!isa<ox::MatMulOp, ox::H20BlockScaledMatMulOp>(op) && !isOnnxElementwise(op))
+      return false;
+    SmallVector<Value> rows;
+    for (Value o : dataOperands(op))
+      if (dependsOnPrompt(o) && !fromSizes.contains(o))
+        rows.push_back(o);
+    if (rows.size() != 1 || tokensPerRow(rows[0]) != 1)
+      return false;
+    v = rows[0];
+  }
+  return false;
+}
+
+PerTokenOps::PerTokenOps(func::FuncOp func, Value ids, int64_t chunk, bool carryGroups)
+    : func(func), ids(ids), chunk(chunk), carryGroups(carryGroups) {
   fromPrompt.insert(ids);
   func.walk([&](Operation *op) {
     if (llvm::none_of(op->getOperands(), [&](Value v) { return fromPrompt.contains(v); }))
@@ -321,6 +346,15 @@ std::optional<std::string> PerTokenOps::whyNotSizes(Operation *op) const {
 std::optional<std::string> PerTokenOps::whyNotGroups(int64_t k, StringRef what) const {
   if (k >= 1 && chunk > 0 && chunk % k == 0)
     return std::nullopt;
+  // Carried partial groups: the compressor reads its last k - 1 rows
+  // before the chunk from a ring of at most a chunk's rows.
+  if (carryGroups && k >= 1 && chunk >= k - 1)
+    return std::nullopt;
+  if (carryGroups && k >= 1)
+    return (what + " of " + std::to_string(k) + " tokens needs chunks of at least " +
+            std::to_string(k - 1) + " tokens (a partial group's rows are carried into the next "
+            "chunk; the chunk is " + std::to_string(chunk) + ")")
+        .str();
   return (what + " of " + std::to_string(k) + " tokens needs a chunk size that is a multiple of " +
           std::to_string(k) + (chunk > 0 ? " (the chunk is " + std::to_string(chunk) + ")" : ""))
       .str();
@@ -546,8 +580,16 @@ std::optional<std::string> PerTokenOps::whyNotReshape(Operation *op) const {
     return std::nullopt;
   // Rows of k whole tokens: groups, per token when chunks hold whole groups
   // (of k rows of tokensPerRow tokens each).
-  if (std::optional<int64_t> k = groupedRows(op); k && tokensPerRow(op->getOperand(0)) > 0)
-    return whyNotGroups(*k * tokensPerRow(op->getOperand(0)), "a Reshape that groups rows");
+  if (std::optional<int64_t> k = groupedRows(op); k && tokensPerRow(op->getOperand(0)) > 0) {
+    const int64_t tokens = *k * tokensPerRow(op->getOperand(0));
+    // With carried partial groups the rows need not be a multiple of k per
+    // chunk, but they must start on a group: a whole-groups Slice's rows.
+    if (carryGroups && chunk % tokens != 0 && !alignedToGroups(op->getOperand(0), tokens))
+      return std::string("a Reshape that groups rows of ") + std::to_string(tokens) +
+             " tokens not taken from a Slice to whole groups (a chunk's rows do not start on "
+             "a group)";
+    return whyNotGroups(tokens, "a Reshape that groups rows");
+  }
   return std::string("a Reshape that groups tokens together (its rows along the token axis "
                      "span several tokens)");
 }

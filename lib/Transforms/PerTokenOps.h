@@ -60,7 +60,18 @@ class PerTokenOps {
 public:
   /// `ids` is the graph's token-id argument; `chunk` the chunk size (0:
   /// not known, and then no op that groups tokens is per token).
-  PerTokenOps(mlir::func::FuncOp func, mlir::Value ids, int64_t chunk = 0);
+  /// `carryGroups`: chunked prefill carries a compressor's partial last
+  /// group into the next chunk (ChunkedPrefill's carry-partial-groups), so
+  /// rows of groups need no chunk size that is a multiple of the group;
+  /// a grouping Reshape must then read rows that a whole-groups Slice
+  /// aligned (groupsSlice), through per-row ops.
+  PerTokenOps(mlir::func::FuncOp func, mlir::Value ids, int64_t chunk = 0,
+              bool carryGroups = false);
+
+  /// k when `op` is a compressor's Slice to whole groups of k tokens,
+  /// x[0 : (n / k) * k] along x's token axis (n its length as Shape reads
+  /// it), else nothing.
+  static std::optional<int64_t> groupsSlice(mlir::Operation *op);
 
   /// Why `op` cannot be chunked, or nothing when it acts per token.
   std::optional<std::string> whyNot(mlir::Operation *op) const;
@@ -99,9 +110,15 @@ private:
   /// size is a multiple of k.
   std::optional<std::string> whyNotGroups(int64_t k, llvm::StringRef what) const;
 
+  /// Whether `v`'s rows start at a multiple of k tokens: v comes from a
+  /// Slice to whole groups of a multiple of k through ops that map one
+  /// activation row to one row (a MatMul by a weight, elementwise ops).
+  bool alignedToGroups(mlir::Value v, int64_t k) const;
+
   mlir::func::FuncOp func;
   mlir::Value ids;
   int64_t chunk;
+  bool carryGroups;
   mutable llvm::DenseMap<mlir::Value, bool> positionExprs;
   /// tokensPerRow's values; -1 where an op mixes rows of different sizes.
   llvm::DenseMap<mlir::Value, int64_t> rowTokens;

@@ -141,6 +141,17 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
     embedding such as absolute position embeddings, a reduction over the
     sequence, ...): chunking those would silently change the result.
 
+    With `carry-partial-groups` (the CPU target; the GPU host program's
+    sizes are linear in the chunk index, which p0 mod k is not), a chunk
+    size that is not a multiple of a compressor's group k is accepted (k -
+    1 <= C): the compressor's input rows go through a ring (kv cache of k -
+    1 + C rows: the k - 1 positions before the chunk, then its own), and
+    its Slice to whole groups takes rows [k - 1 - p0 mod k, ..) of it, the
+    groups that end in the chunk, (p0 + n) / k - p0 / k of them: the group
+    a previous chunk began is completed here, and the chunk's last partial
+    group is completed by the next. Their RoPE positions start at
+    (p0 / k) * k. A grouping Reshape must then read rows of such a Slice.
+
     With `whole-prompt-fallback`, such a graph holding attn.sparse_attention
     (h20's DeepSeek-V4.1 exports, causal by construction) is not refused: it becomes
     one chunk that holds the whole prompt (the target sizes the chunk to the
@@ -162,7 +173,10 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
     Option<"chunk", "chunk", "int64_t", /*default=*/"0",
            "Tokens per chunk to record in h20.chunked (0: none recorded)">,
     Option<"maxPositions", "max-positions", "int64_t", /*default=*/"0",
-           "Longest accepted prompt: the chunk of a whole-prompt graph">
+           "Longest accepted prompt: the chunk of a whole-prompt graph">,
+    Option<"carryPartialGroups", "carry-partial-groups", "bool", /*default=*/"false",
+           "Carry a compressor's partial last group of k tokens into the next chunk "
+           "(a ring of k - 1 rows), so chunks need not be multiples of k (CPU target)">
   ];
 }
 

@@ -274,6 +274,10 @@ FailureOr<func::FuncOp> chunkEntry(ModuleOp module, const CpuTargetOptions &opti
   c.chunk = options.chunk;
   c.maxPositions = *options.maxPositions;
   c.wholePromptFallback = false;
+  // The CPU's sizes are computed at run time: a chunk need not hold whole
+  // compressor groups (the GPU's step program needs sizes linear in the
+  // chunk index, which p0 mod k is not).
+  c.carryPartialGroups = true;
   pm.addPass(createChunkedPrefill(c));
   if (failed(pm.run(module)))
     return failure();
