@@ -219,8 +219,10 @@ if [[ $mode == flash-prepare ]]; then
   jobs=$(nproc)
   ((jobs > 16)) && jobs=16
   t0=$(date +%s)
-  python3 "$v41/generate.py" "$cfg" "$work/ckpt" --quantize fp8-fp4-experts --ids $flash_sizes \
-    --jobs "$jobs" &
+  # generate.py forks its workers; they need no BLAS, so none of its
+  # threads are started to be forked (Python 3.12 warns of that).
+  OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python3 "$v41/generate.py" "$cfg" "$work/ckpt" \
+    --quantize fp8-fp4-experts --ids $flash_sizes --jobs "$jobs" &
   wait $! || { echo "flash-prepare: generate.py failed" >&2; exit 1; }
   t1=$(date +%s)
   cp "$work"/ckpt/ids-*.npy "$work/"
