@@ -94,6 +94,10 @@ CpuStatus runChunks(const std::string &name, CpuModule &module, const Manifest &
     return CpuStatus::BadInput;
   }
   const int64_t S = inputs[0].shape[1];
+  if (S < 1) {
+    error = "the prompt is empty: a chunked prefill needs at least one token";
+    return CpuStatus::BadInput;
+  }
   if (S > c.capacity) {
     error = "the prompt has " + std::to_string(S) + " tokens but '" + name +
             "' holds caches for " + std::to_string(c.capacity) +

@@ -355,11 +355,11 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
       continue;
     // Recorded in the manifest; LLVM has no use for the mark.
     func.removeArgAttr(i, "h20.kv_cache");
-    caches.push_back(llvm::json::Object{
-          {"dtype", dtypeName(shaped.getElementType())},
-          {"shape", llvm::json::Array(llvm::map_range(shaped.getShape(), [](int64_t d) {
-             return llvm::json::Value(d);
-           }))}});
+    llvm::json::Array shape;
+    for (int64_t d : shaped.getShape())
+      shape.push_back(d);
+    caches.push_back(llvm::json::Object{{"dtype", dtypeName(shaped.getElementType())},
+                                        {"shape", std::move(shape)}});
   }
   const unsigned numCaches = caches.size();
   if (options.chunk > 0) {
