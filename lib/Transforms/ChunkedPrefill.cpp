@@ -488,7 +488,8 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
                << blockerSummary(blockers);
       if (!wholePromptFallback || !causalByConstruction)
         return op->emitError("chunked prefill: ")
-               << why << "; this graph cannot run a chunk at a time (compile it for --target=cpu)"
+               << why << "; this graph cannot run a chunk at a time (compile it for --target=cpu "
+                  "without --chunk: the whole prompt in one call)"
                << blockerSummary(blockers);
       whole = describe(op) + ": " + why;
       wholeDetail = blockerSummary(blockers);

@@ -530,7 +530,8 @@ std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode
     return "--expert-gemm=fp8 needs a GPU --target (h20, h100, h200, h800): the CPU target "
            "computes MXFP4 experts in float";
   if (chunkTokens < 0 || chunkTokens > (int64_t(1) << 20))
-    return "--chunk must be between 1 and 1048576 tokens (0: automatic)";
+    return "--chunk must be between 1 and 1048576 tokens (0: the target's default: about 8192 "
+           "on a GPU, the whole prompt in one call on the CPU)";
   if (gpuCount < 1 || gpuCount > 8)
     return "--gpus must be between 1 and 8 (the GPUs of one node: h20-run's ranks run on one "
            "host), got " + std::to_string(gpuCount);

@@ -73,6 +73,11 @@ bool CpuModule::load(const std::vector<uint8_t> &payload, uint64_t offset, uint6
   void *extra = nullptr; // dladdr1 stores a `const ElfW(Sym) *` here
   if (abi && dladdr1(abi, &info, &extra, RTLD_DL_SYMENT) && extra)
     abiWords = static_cast<const ElfW(Sym) *>(extra)->st_size / sizeof(long long);
+  // A chunked artifact's facts (CpuTarget.cpp writes them beside h20_abi).
+  chunking = static_cast<const long long *>(dlsym(handle, "h20_chunking"));
+  extra = nullptr;
+  if (chunking && dladdr1(chunking, &info, &extra, RTLD_DL_SYMENT) && extra)
+    chunkingWords = static_cast<const ElfW(Sym) *>(extra)->st_size / sizeof(long long);
   if (!entry || !abi || abiWords == 0) {
     error = "the artifact's code has no entry '" + symbol + "' or no ABI description";
     return false;
@@ -129,6 +134,35 @@ bool checkCpuAbi(const long long *abi, size_t words, const std::vector<MemRefDes
       return false;
     }
   }
+  return true;
+}
+
+bool CpuModule::checkChunking(const CpuChunking &c, std::string &error) const {
+  if (!chunking || chunkingWords < 3) {
+    error = "the manifest describes a chunked prefill but the code was not compiled for one";
+    return false;
+  }
+  auto differs = [&](const std::string &what, long long code, long long manifest) {
+    error = "the manifest's cpu_chunked " + what + " is " + std::to_string(manifest) +
+            " but the code was compiled for " + std::to_string(code);
+    return false;
+  };
+  if (chunking[0] != c.chunk)
+    return differs("chunk", chunking[0], c.chunk);
+  if (chunking[1] != c.capacity)
+    return differs("capacity", chunking[1], c.capacity);
+  const long long count = chunking[2];
+  if (count < 0 || chunkingWords != static_cast<size_t>(3 + count)) {
+    error = "the code's chunking table is malformed";
+    return false;
+  }
+  if (count != static_cast<long long>(c.caches.size()))
+    return differs("cache count", count, static_cast<long long>(c.caches.size()));
+  for (size_t k = 0; k < c.caches.size(); ++k)
+    if (chunking[3 + k] != dtypeSize(c.caches[k].dtype))
+      return differs("cache " + std::to_string(k) + " bytes per element ('" +
+                         c.caches[k].dtype + "')",
+                     chunking[3 + k], dtypeSize(c.caches[k].dtype));
   return true;
 }
 

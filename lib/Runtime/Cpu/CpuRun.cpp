@@ -93,6 +93,10 @@ CpuStatus runChunks(const std::string &name, CpuModule &module, const Manifest &
             "ids and gives one output";
     return CpuStatus::BadInput;
   }
+  if (!module.checkChunking(c, error)) {
+    error = "'" + name + "' is inconsistent: " + error;
+    return CpuStatus::BadInput;
+  }
   const int64_t S = inputs[0].shape[1];
   if (S < 1) {
     error = "the prompt is empty: a chunked prefill needs at least one token";

@@ -185,7 +185,7 @@ FailureOr<std::string> emitObject(llvm::Module &m, int level, std::string &cpuNa
 /// runtime's argv slot points at its word).
 FailureOr<std::string> linkSharedObject(const std::string &obj,
                                         ArrayRef<std::optional<SmallVector<int64_t>>> argShapes,
-                                        Location loc) {
+                                        ArrayRef<int64_t> chunking, Location loc) {
   unsigned numArgs = argShapes.size();
   auto cc = llvm::sys::findProgramByName("cc");
   if (!cc)
@@ -238,6 +238,15 @@ FailureOr<std::string> linkSharedObject(const std::string &obj,
       "   its rank and dims (-1: dynamic), or rank -1 for an index scalar.\n"
       "   h20-run checks the manifest against it. */\n"
       "const long long h20_abi[] = {" + abi + "};\n";
+  // A chunked prefill's facts, which h20-run checks the manifest's
+  // cpu_chunked against: chunk, capacity, cache count, each cache's bytes
+  // per element.
+  if (!chunking.empty()) {
+    wrapper += "const long long h20_chunking[] = {";
+    for (auto [i, v] : llvm::enumerate(chunking))
+      wrapper += (i ? ", " : "") + std::to_string(v);
+    wrapper += "};\n";
+  }
   auto cleanup = [&] {
     for (const std::string &p : {objPath, cPath, soPath})
       llvm::sys::fs::remove(p);
@@ -341,6 +350,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   // length), which the entry takes by value.
   SmallVector<std::optional<SmallVector<int64_t>>> argShapes;
   llvm::json::Array caches;
+  SmallVector<int64_t> cacheElementBytes;
   for (auto [i, t] : llvm::enumerate(func.getArgumentTypes())) {
     if (t.isIndex()) {
       argShapes.push_back(std::nullopt);
@@ -360,10 +370,16 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
       shape.push_back(d);
     caches.push_back(llvm::json::Object{{"dtype", dtypeName(shaped.getElementType())},
                                         {"shape", std::move(shape)}});
+    Type elt = shaped.getElementType();
+    cacheElementBytes.push_back(elt.isIndex() ? 8 : std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8));
   }
   const unsigned numCaches = caches.size();
+  SmallVector<int64_t> chunking;
   if (options.chunk > 0) {
     auto c = func->getAttrOfType<DictionaryAttr>("h20.chunked");
+    chunking = {options.chunk, c.getAs<IntegerAttr>("capacity").getInt(),
+                static_cast<int64_t>(numCaches)};
+    chunking.append(cacheElementBytes);
     manifest["cpu_chunked"] = llvm::json::Object{
         {"chunk", options.chunk},
         {"capacity", c.getAs<IntegerAttr>("capacity").getInt()},
@@ -407,7 +423,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
                                           << numInputs + numWeights + numCaches + numOutputs
                                           << " inputs, weights, caches and outputs";
   clock.lap(); // restart: emitObject reported its own stages
-  auto so = linkSharedObject(*obj, argShapes, module.getLoc());
+  auto so = linkSharedObject(*obj, argShapes, chunking, module.getLoc());
   if (failed(so))
     return failure();
   if (options.onStage)

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "h20/Runtime/Format/Manifest.h"
+
 namespace h20::runtime {
 
 /// A strided-memref descriptor as MLIR's C interface expects it:
@@ -43,11 +45,20 @@ public:
   /// Calls the entry with pointers to descriptors (inputs, weights, outputs).
   void run(std::vector<MemRefDescriptor> &args);
 
+  /// Checks a chunked artifact's manifest (`c`) against what its code was
+  /// compiled for (the code's h20_chunking table: chunk, capacity, cache
+  /// count, bytes per element of each cache): the ring moves assume the
+  /// chunk, and the caches' buffers are sized from the manifest. False
+  /// with `error` naming the field when they differ or the table is absent.
+  bool checkChunking(const CpuChunking &c, std::string &error) const;
+
 private:
   void *handle = nullptr;
   void (*entry)(void **) = nullptr;
   const long long *abi = nullptr;
   size_t abiWords = 0; ///< length of the code's h20_abi table
+  const long long *chunking = nullptr; ///< h20_chunking; null when not chunked
+  size_t chunkingWords = 0;
 };
 
 /// The ABI check of CpuModule::checkAbi on a table `abi` of `words` words
