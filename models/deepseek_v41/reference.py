@@ -379,8 +379,12 @@ class Model:
             return rms_norm(self.linear(x, a + "compressor.wkv.weight"), self.w(a + "compressor.norm.weight"),
                             self.cfg["rms_norm_eps"])
         g = x.shape[0] // ratio
-        kv = self.linear(x[:g * ratio], a + "compressor.wkv.weight").reshape(g, ratio, -1)
-        gate = self.linear(x[:g * ratio], a + "compressor.wgate.weight").reshape(g, ratio, -1)
+        # (The width spelled out: a prompt shorter than one group has g = 0,
+        # and numpy cannot infer a -1 dim of an empty array.)
+        kv = self.linear(x[:g * ratio], a + "compressor.wkv.weight")
+        kv = kv.reshape(g, ratio, kv.shape[-1])
+        gate = self.linear(x[:g * ratio], a + "compressor.wgate.weight")
+        gate = gate.reshape(g, ratio, gate.shape[-1])
         latent = np.sum(kv * softmax(gate, 1), axis=1)
         return rms_norm(latent, self.w(a + "compressor.norm.weight"), self.cfg["rms_norm_eps"])
 
