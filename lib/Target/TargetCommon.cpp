@@ -27,6 +27,13 @@ llvm::json::Array shapeOf(RankedTensorType t) {
 
 } // namespace
 
+int64_t elementBytes(Type t) {
+  if (t.isIndex())
+    return 8;
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return bits < 8 ? 1 : bits / 8;
+}
+
 std::string dtypeName(Type t) {
   if (t.isF32()) return "float32";
   if (t.isF16()) return "float16";

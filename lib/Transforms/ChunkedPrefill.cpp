@@ -102,6 +102,26 @@ SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToke
   return reads;
 }
 
+/// The cache of `slots` values of `rows` rows of `dim` elements each (one
+/// kind, no value half: rows are read as they were written), rows padded to
+/// 128 bytes as the attention caches'; a narrow row (a token id) only to
+/// its own power-of-two size.
+h20::kv::CacheType rowCacheType(MLIRContext *ctx, int64_t slots, int64_t rows, int64_t dim,
+                                Type elt) {
+  const int64_t rowBytes = dim * std::max<int64_t>(elt.getIntOrFloatBitWidth() / 8, 1);
+  const int64_t align =
+      std::min<int64_t>(128, static_cast<int64_t>(llvm::PowerOf2Ceil(rowBytes)));
+  return h20::kv::CacheType::get(ctx, {slots, 1, 1, rows, dim}, elt,
+                                 h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, align,
+                                                          /*page=*/0));
+}
+
+/// How rows [n, D] (or [n]) become a cache's [1, 1, n, D] and back.
+SmallVector<ReassociationIndices> rowsOf4d(RankedTensorType t) {
+  return t.getRank() == 1 ? SmallVector<ReassociationIndices>{{0, 1, 2, 3}}
+                          : SmallVector<ReassociationIndices>{{0, 1, 2}, {3}};
+}
+
 /// A window ring's move before a chunk's write (cacheRows): rows
 /// [chunk, chunk + ring) of `slot` to rows [0, ring). Returns the cache.
 /// (Bufferization moves them through a temporary of `ring` rows: the view
@@ -193,22 +213,10 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());
   for (Kind &k : kinds) {
-    // Rows padded to 128 bytes, as the attention caches'; a narrow row
-    // (a token id) only to its own power-of-two size.
-    const int64_t rowBytes = k.dim * std::max<int64_t>(k.elt.getIntOrFloatBitWidth() / 8, 1);
-    const int64_t align =
-        std::min<int64_t>(128, static_cast<int64_t>(llvm::PowerOf2Ceil(rowBytes)));
-    // One kind (no value half): the rows are read as they were written.
     const int64_t rows = k.ring >= 0 ? k.ring + chunk : capacity / k.ratio;
-    k.type = h20::kv::CacheType::get(
-        ctx, {static_cast<int64_t>(k.values.size()), 1, 1, rows, k.dim}, k.elt,
-        h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, align, /*page=*/0));
+    k.type = rowCacheType(ctx, static_cast<int64_t>(k.values.size()), rows, k.dim, k.elt);
     k.cache = h20::kv::AllocOp::create(b, func.getLoc(), k.type, ValueRange{});
   }
-  auto rowsOf4d = [](RankedTensorType t) {
-    return t.getRank() == 1 ? SmallVector<ReassociationIndices>{{0, 1, 2, 3}}
-                            : SmallVector<ReassociationIndices>{{0, 1, 2}, {3}};
-  };
   // (value, kind): a value read as two kinds is written into both.
   DenseSet<std::pair<Value, Kind *>> written;
   auto perRow = [&](Location loc, Value tokens, int64_t ratio) -> Value {
@@ -352,12 +360,7 @@ LogicalResult carryGroupRows(func::FuncOp func, Value p0, int64_t chunk,
              << k << " tokens need chunks of at least " << ring << " tokens (the chunk is "
              << chunk << ")";
     Type elt = t.getElementType();
-    const int64_t rowBytes = dim * std::max<int64_t>(elt.getIntOrFloatBitWidth() / 8, 1);
-    const int64_t align =
-        std::min<int64_t>(128, static_cast<int64_t>(llvm::PowerOf2Ceil(rowBytes)));
-    auto cacheType = h20::kv::CacheType::get(
-        ctx, {1, 1, 1, ring + chunk, dim}, elt,
-        h20::kv::LayoutAttr::get(ctx, {0, 1, 2, 3, 4}, align, /*page=*/0));
+    auto cacheType = rowCacheType(ctx, 1, ring + chunk, dim, elt);
     b.setInsertionPointToStart(&func.getBody().front());
     Value cache = h20::kv::AllocOp::create(b, func.getLoc(), cacheType, ValueRange{});
     b.setInsertionPoint(slice);
@@ -367,7 +370,7 @@ LogicalResult carryGroupRows(func::FuncOp func, Value p0, int64_t chunk,
       cache = shiftRing(b, loc, cache, cacheType, 0, ring, chunk);
     Value n = tensor::DimOp::create(b, loc, x, 0);
     auto rowsType = RankedTensorType::get({1, 1, ShapedType::kDynamic, dim}, elt);
-    SmallVector<ReassociationIndices> rows4d{{0, 1, 2}, {3}};
+    SmallVector<ReassociationIndices> rows4d = rowsOf4d(t);
     Value rows = tensor::ExpandShapeOp::create(
         b, loc, rowsType, x, rows4d,
         SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), n, b.getIndexAttr(dim)});

@@ -489,9 +489,8 @@ std::optional<std::string> PerTokenOps::whyNotAxisOp(Operation *op) const {
     // operand has its one token axis at the same position (a routed
     // experts' body, imported where the op has no lowering: the top-k
     // scores' gather and the scatter of each token's picks).
-    int64_t axis = op->getAttrOfType<IntegerAttr>("axis")
-                       ? op->getAttrOfType<IntegerAttr>("axis").getInt()
-                       : 0;
+    auto axisAttr = op->getAttrOfType<IntegerAttr>("axis"); // default 0 in both
+    int64_t axis = axisAttr ? axisAttr.getInt() : 0;
     std::optional<int64_t> token = tokenAxis(xt);
     bool rows = token && llvm::all_of(op->getOperands(), [&](Value v) {
                   return tokenAxis(rankedOf(v)) == token;

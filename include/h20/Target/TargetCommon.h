@@ -44,6 +44,11 @@ struct StageClock {
 /// "int64", ...; "unsupported" for others).
 std::string dtypeName(mlir::Type t);
 
+/// Bytes per element of `t` in device or host memory: 8 for index (64-bit
+/// on every h20 target), a byte for types narrower than 8 bits (i1, FP4
+/// codes are stored a byte each unless packed), else bit width / 8.
+int64_t elementBytes(mlir::Type t);
+
 /// The vocabulary size: rows of the embedding table that a Gather on axis 0
 /// reads with argument 0 (the token ids); none when there is no such Gather.
 std::optional<int64_t> vocabSize(mlir::func::FuncOp func);

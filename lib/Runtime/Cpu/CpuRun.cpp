@@ -77,6 +77,38 @@ CpuStatus loadWeight(const Manifest &m, const WeightSpec &w, const std::string &
   return CpuStatus::Ok;
 }
 
+/// The whole prompt in one call: the entry's arguments in its order
+/// (inputs, copied into aligned buffers; weights; outputs).
+CpuStatus runWhole(const std::string &name, CpuModule &module, const Manifest &m,
+                   const std::vector<HostTensor> &inputs, const Buffers &weightBufs,
+                   const Buffers &outBufs, const std::vector<std::vector<int64_t>> &outShapes,
+                   CpuRunResult &result, std::string &error) {
+  Buffers inputBufs;
+  std::vector<MemRefDescriptor> args;
+  for (const HostTensor &t : inputs) {
+    auto buf = std::make_unique<Buffer>(t.data.size());
+    if (!buf->data) {
+      error = "out of memory for input '" + t.name + "'";
+      return CpuStatus::Resources;
+    }
+    std::memcpy(buf->data, t.data.data(), t.data.size());
+    args.emplace_back(buf->data, t.shape);
+    inputBufs.push_back(std::move(buf));
+  }
+  for (size_t w = 0; w < m.weights.size(); ++w)
+    args.emplace_back(weightBufs[w]->data, m.weights[w].shape);
+  for (size_t j = 0; j < outBufs.size(); ++j)
+    args.emplace_back(outBufs[j]->data, outShapes[j]);
+  if (!module.checkAbi(args, error)) {
+    error = "'" + name + "' is inconsistent: " + error;
+    return CpuStatus::BadInput;
+  }
+  auto tRun = std::chrono::steady_clock::now();
+  module.run(args);
+  result.prefillMs = msSince(tRun);
+  return CpuStatus::Ok;
+}
+
 /// A chunked artifact's prefill (CpuChunking): the caches zeroed, then one
 /// call per chunk of C tokens (the last may be shorter) with its ids, its
 /// first position and length, and its part of the output: its rows of
@@ -191,26 +223,13 @@ CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const
   if (!module.load(artifact.payload, m.blobs[0].offset, m.blobs[0].size, m.entrySymbol, error))
     return CpuStatus::Internal;
 
-  // Arguments in the entry's order: inputs, weights, outputs.
-  Buffers inputBufs, weightBufs, outBufs;
-  std::vector<MemRefDescriptor> args;
-  for (const HostTensor &t : inputs) {
-    auto buf = std::make_unique<Buffer>(t.data.size());
-    if (!buf->data) {
-      error = "out of memory for input '" + t.name + "'";
-      return CpuStatus::Resources;
-    }
-    std::memcpy(buf->data, t.data.data(), t.data.size());
-    args.emplace_back(buf->data, t.shape);
-    inputBufs.push_back(std::move(buf));
-  }
+  Buffers weightBufs, outBufs;
   result.weightBytes = 0;
   for (const WeightSpec &w : m.weights) {
     int64_t bytes = 0;
     if (CpuStatus s = loadWeight(m, w, weightsDir, weightBufs, bytes, error); s != CpuStatus::Ok)
       return s;
     result.weightBytes += bytes;
-    args.emplace_back(weightBufs.back()->data, w.shape);
   }
   result.loadMs = msSince(tLoad);
 
@@ -233,22 +252,12 @@ CpuStatus runCpuPrefill(const std::string &name, const Artifact &artifact, const
     outBufs.push_back(std::move(buf));
     outShapes.push_back(shape);
   }
-  if (m.cpuChunking) {
-    if (CpuStatus s = runChunks(name, module, m, inputs, weightBufs, outBufs, outShapes,
-                                result, error);
-        s != CpuStatus::Ok)
-      return s;
-  } else {
-    for (size_t j = 0; j < outBufs.size(); ++j)
-      args.emplace_back(outBufs[j]->data, outShapes[j]);
-    if (!module.checkAbi(args, error)) {
-      error = "'" + name + "' is inconsistent: " + error;
-      return CpuStatus::BadInput;
-    }
-    auto tRun = std::chrono::steady_clock::now();
-    module.run(args);
-    result.prefillMs = msSince(tRun);
-  }
+  CpuStatus ran = m.cpuChunking ? runChunks(name, module, m, inputs, weightBufs, outBufs,
+                                            outShapes, result, error)
+                                : runWhole(name, module, m, inputs, weightBufs, outBufs,
+                                           outShapes, result, error);
+  if (ran != CpuStatus::Ok)
+    return ran;
 
   result.outputs.assign(m.outputs.size(), HostTensor{});
   for (size_t j = 0; j < m.outputs.size(); ++j) {

@@ -370,8 +370,7 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
       shape.push_back(d);
     caches.push_back(llvm::json::Object{{"dtype", dtypeName(shaped.getElementType())},
                                         {"shape", std::move(shape)}});
-    Type elt = shaped.getElementType();
-    cacheElementBytes.push_back(elt.isIndex() ? 8 : std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8));
+    cacheElementBytes.push_back(elementBytes(shaped.getElementType()));
   }
   const unsigned numCaches = caches.size();
   SmallVector<int64_t> chunking;

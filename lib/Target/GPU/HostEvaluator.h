@@ -165,13 +165,6 @@ struct Buffer {
 /// f16, 2 bf16; -1 for any other type.
 inline int kernelElementCode(Type t) { return t.isF32() ? 0 : t.isF16() ? 1 : t.isBF16() ? 2 : -1; }
 
-inline int64_t elementBytes(Type t) {
-  if (t.isIndex())
-    return 8;
-  unsigned bits = t.getIntOrFloatBitWidth();
-  return bits < 8 ? 1 : bits / 8;
-}
-
 
 class Evaluator {
 public:
