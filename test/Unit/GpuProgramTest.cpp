@@ -422,7 +422,7 @@ TEST(GpuProgram, ChunkIndexSymbol) {
   EXPECT_EQ(s[0].q, 0);
   EXPECT_EQ(s[1].q, 1);
   EXPECT_EQ(s[2].q, 2);
-  StepSymbols m = stepSymbols(p.steps[3]);
+  StepSymbols m = stepSymbols(p.steps[3], p.derived);
   EXPECT_TRUE(m.q && m.p0 && !m.n); // q is a chunk position: replayed graphs re-resolve it
   ResolvedStep r;
   std::string error;
@@ -473,9 +473,9 @@ TEST(GpuProgram, StepSymbols) {
   GpuProgram p;
   ASSERT_EQ(parse(baseProgram(), p), "");
   ASSERT_EQ(p.steps.size(), 5u);
-  StepSymbols launch = stepSymbols(p.steps[0]), gemm = stepSymbols(p.steps[1]),
-              attn = stepSymbols(p.steps[2]), memset = stepSymbols(p.steps[3]),
-              copy = stepSymbols(p.steps[4]);
+  StepSymbols launch = stepSymbols(p.steps[0], p.derived), gemm = stepSymbols(p.steps[1], p.derived),
+              attn = stepSymbols(p.steps[2], p.derived), memset = stepSymbols(p.steps[3], p.derived),
+              copy = stepSymbols(p.steps[4], p.derived);
   EXPECT_TRUE(launch.p0 && launch.n);
   EXPECT_TRUE(!gemm.p0 && gemm.n); // m = n
   EXPECT_TRUE(attn.p0 && attn.n);  // skv = p0 + n
@@ -488,16 +488,16 @@ TEST(GpuProgram, StepSymbols) {
   gpu["steps"][4]["src_offset_bytes"] = {{"p0", 2}};
   gpu["steps"][4]["bytes"] = 16;
   ASSERT_EQ(parse(gpu, p), "");
-  EXPECT_FALSE(stepSymbols(p.steps[3]).any());
-  EXPECT_TRUE(stepSymbols(p.steps[4]).p0);
-  EXPECT_FALSE(stepSymbols(p.steps[4]).n);
+  EXPECT_FALSE(stepSymbols(p.steps[3], p.derived).any());
+  EXPECT_TRUE(stepSymbols(p.steps[4], p.derived).p0);
+  EXPECT_FALSE(stepSymbols(p.steps[4], p.derived).n);
   // A scalar launch argument counts too.
   gpu = baseProgram();
   gpu["steps"][0]["grid"] = {1, 1, 1};
   gpu["steps"][0]["args"] = {{{"i64", {{"n", 1}}}}};
   ASSERT_EQ(parse(gpu, p), "");
-  EXPECT_TRUE(stepSymbols(p.steps[0]).n);
-  EXPECT_FALSE(stepSymbols(p.steps[0]).p0);
+  EXPECT_TRUE(stepSymbols(p.steps[0], p.derived).n);
+  EXPECT_FALSE(stepSymbols(p.steps[0], p.derived).p0);
 }
 
 TEST(GpuProgram, ChecksTheLastChunkOfALength) {
@@ -877,7 +877,7 @@ TEST(GpuProgram, ParsesAllReduce) {
   EXPECT_EQ(a.src, 6);
   EXPECT_EQ(a.dst, 6);
   EXPECT_EQ(a.bytes.n, 8);
-  StepSymbols sy = stepSymbols(p.steps[5]);
+  StepSymbols sy = stepSymbols(p.steps[5], p.derived);
   EXPECT_TRUE(sy.n);
   EXPECT_FALSE(sy.p0);
   ResolvedStep r;

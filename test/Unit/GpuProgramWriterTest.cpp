@@ -187,8 +187,8 @@ TEST(GpuProgramWriter, RoundTripsTheRankSymbol) {
   const LaunchArg &a = std::get<LaunchStep>(p.steps[0]).args[2];
   EXPECT_EQ(a.value.r, 48);
   EXPECT_FALSE(a.value.isConstant());
-  EXPECT_TRUE(stepSymbols(p.steps[0]).rank);
-  EXPECT_FALSE(stepSymbols(p.steps[1]).rank);
+  EXPECT_TRUE(stepSymbols(p.steps[0], p.derived).rank);
+  EXPECT_FALSE(stepSymbols(p.steps[1], p.derived).rank);
   int64_t v = -1;
   SymbolValues s;
   s.rank = 3;
@@ -198,6 +198,63 @@ TEST(GpuProgramWriter, RoundTripsTheRankSymbol) {
   GpuProgram bad;
   EXPECT_NE(parse(g, bad).find("uses symbol 'rank', which gpu.symbols does not declare"),
             std::string::npos);
+}
+
+// Derived symbols (a compressor's groups of 4 split by chunks of 16 + 2):
+// floor((p0 + 2) / 4) and floor(p0 / 3) in a memset's size round-trip,
+// evaluate per chunk in chunkSchedule (floor, not truncation), mark the
+// step as naming p0 (and n where their `of` does), and malformed
+// declarations are refused with the field named.
+TEST(GpuProgramWriter, RoundTripsDerivedSymbols) {
+  json g = baseProgram();
+  g["derived"] = {{{"of", {{"c", 2}, {"p0", 1}}}, {"div", 4}},
+                  {{"of", {{"c", -5}, {"p0", 1}, {"n", 1}}}, {"div", 3}}};
+  // 2 d0 - d1 + 4 stays within the memset's 32-byte buffer for every
+  // chunk of the longest prompt (64 tokens), which the parser checks.
+  g["steps"][3]["bytes"] = {{"c", 4}, {"d0", 2}, {"d1", -1}};
+  expectRoundTrip(g);
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p), "");
+  ASSERT_EQ(p.derived.size(), 2u);
+  EXPECT_EQ(p.derived[0].div, 4);
+  EXPECT_EQ(p.derived[1].of.n, 1);
+  auto chunks = chunkSchedule(p, 40); // chunks of 16: p0 = 0, 16, 32; n = 16, 16, 8
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0].d[0], 0);  // 2 / 4
+  EXPECT_EQ(chunks[1].d[0], 4);  // 18 / 4
+  EXPECT_EQ(chunks[2].d[0], 8);  // 34 / 4
+  EXPECT_EQ(chunks[0].d[1], 3);  // 11 / 3
+  EXPECT_EQ(chunks[2].d[1], 11); // 35 / 3
+  SymbolValues neg{0, 1, 0};
+  ASSERT_TRUE(deriveSymbols(p.derived, neg));
+  EXPECT_EQ(neg.d[1], -2); // floor(-4 / 3), not truncation's -1
+  ResolvedStep r;
+  std::string error;
+  ASSERT_TRUE(resolveStep(p, 3, chunks[1], r, error)) << error;
+  EXPECT_EQ(std::get<ResolvedMemset>(r).bytes, 2 * 4 - 9 + 4); // d0 = 18 / 4, d1 = 27 / 3
+  StepSymbols m = stepSymbols(p.steps[3], p.derived);
+  EXPECT_TRUE(m.p0 && m.n);
+  EXPECT_FALSE(stepSymbols(p.steps[3], {}).any()); // without the table: constant
+  GpuProgram bad;
+  auto refused = [&](json d, const char *what) {
+    json b = g;
+    b["symbols"] = {"p0", "n", "rank"};
+    b["derived"] = std::move(d);
+    std::string e = parse(b, bad);
+    EXPECT_NE(e.find(what), std::string::npos) << e;
+  };
+  refused(json::array({{{"of", {{"p0", 1}}}, {"div", 0}}, g["derived"][1]}), "gpu.derived[0].div");
+  refused(json::array({{{"of", {{"rank", 1}}}, {"div", 4}}, g["derived"][1]}),
+          "may name only p0, n and q");
+  refused(json::array({{{"of", {{"d1", 1}}}, {"div", 4}}, g["derived"][1]}),
+          "which gpu.derived does not declare");
+  refused(json::array({{{"of", {{"p0", int64_t(1) << 21}}}, {"div", 4}}, g["derived"][1]}),
+          "outside +-2^20");
+  refused(json::array({g["derived"][0]}), "uses derived symbol 'd1'");
+  json many = json::array();
+  for (int k = 0; k < 9; ++k)
+    many.push_back(g["derived"][0]);
+  refused(many, "at most 8 derived symbols");
 }
 
 // What the compiler builds: a program from structs, never parsed before.

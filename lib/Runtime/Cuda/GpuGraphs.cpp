@@ -40,7 +40,7 @@ void GpuExecutor::Impl::planSegments() {
   segments.clear();
   symbols.resize(p.steps.size());
   for (size_t i = 0; i < p.steps.size(); ++i) {
-    symbols[i] = stepSymbols(p.steps[i]);
+    symbols[i] = stepSymbols(p.steps[i], p.derived);
     // A kernel's parameters are updated in the graph; a gemm/memset/copy
     // cannot be, so one naming p0 (a new value every chunk) runs outside.
     bool outside = !isKernel(i) && symbols[i].p0;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 
 namespace h20::runtime {
@@ -32,6 +33,8 @@ struct Invalid : std::runtime_error {
 /// Bytes above which a size is refused as absurd (1 PiB): keeps every sum
 /// and product of sizes below int64 overflow.
 constexpr int64_t kMaxBytes = int64_t(1) << 50;
+/// Bound on a derived symbol's coefficients and constant (parseDerived).
+constexpr int64_t kMaxDerivedCoefficient = int64_t(1) << 20;
 
 std::string describe(const json &v) {
   std::string s = v.dump();
@@ -193,6 +196,8 @@ public:
         p.symbols.push_back(name);
       }
     }
+    if (const json *d = find(g, "derived"); d && !d->is_null())
+      parseDerived(*d);
     p.tf32 = boolField(g, "tf32", "gpu", false);
     p.arenaBytes = intField(g, "arena_bytes", "gpu", 0);
     if (p.arenaBytes < 0 || p.arenaBytes > kMaxBytes)
@@ -301,11 +306,54 @@ private:
         if (x != 0 && !std::count(p.symbols.begin(), p.symbols.end(), key))
           invalid(where, "uses symbol '" + key + "', which gpu.symbols does not declare");
         (key == "p0" ? e.p0 : key == "n" ? e.n : key == "q" ? e.q : e.r) = x;
+      } else if (int k = derivedIndex(key); k >= 0) {
+        if (x != 0 && k >= static_cast<int>(p.derived.size()))
+          invalid(where, "uses derived symbol '" + key + "', which gpu.derived does not declare (" +
+                             std::to_string(p.derived.size()) + " declared)");
+        e.d[k] = x;
       } else {
-        invalid(where, "unknown key '" + key + "' (a linear expression has c, p0, n, q, rank)");
+        invalid(where, "unknown key '" + key +
+                           "' (a linear expression has c, p0, n, q, rank, d0 .. d" +
+                           std::to_string(kMaxDerived - 1) + ")");
       }
     }
     return e;
+  }
+
+  /// k for "d<k>" with 0 <= k < kMaxDerived, else -1.
+  static int derivedIndex(const std::string &key) {
+    if (key.size() != 2 || key[0] != 'd' || key[1] < '0' || key[1] >= '0' + kMaxDerived)
+      return -1;
+    return key[1] - '0';
+  }
+
+  /// gpu.derived: [{"of": linear over p0, n, q, "div": k >= 1}, ...].
+  void parseDerived(const json &d) {
+    if (!d.is_array())
+      invalid("gpu.derived", "expected an array, got " + describe(d));
+    if (d.size() > static_cast<size_t>(kMaxDerived))
+      invalid("gpu.derived", "at most " + std::to_string(kMaxDerived) + " derived symbols, got " +
+                                 std::to_string(d.size()));
+    for (size_t i = 0; i < d.size(); ++i) {
+      const std::string where = "gpu.derived[" + std::to_string(i) + "]";
+      if (!d[i].is_object())
+        invalid(where, "expected an object, got " + describe(d[i]));
+      DerivedSymbol s;
+      s.div = intField(d[i], "div", where);
+      if (s.div < 1)
+        invalid(sub(where, "div"), "must be >= 1, got " + std::to_string(s.div));
+      // Declared one by one: `of` may not name this symbol or a later one,
+      // and the check below refuses earlier ones too.
+      s.of = linearField(d[i], "of", where);
+      if (s.of.r != 0 || !s.of.noDerived())
+        invalid(sub(where, "of"), "may name only p0, n and q (not rank or a derived symbol)");
+      // Bounded so that no prompt the runtime accepts (< 2^40 tokens)
+      // overflows them: chunkSchedule has no error to report.
+      for (int64_t x : {s.of.c, s.of.p0, s.of.n, s.of.q})
+        if (x < -kMaxDerivedCoefficient || x > kMaxDerivedCoefficient)
+          invalid(sub(where, "of"), "coefficient " + std::to_string(x) + " outside +-2^20");
+      p.derived.push_back(s);
+    }
   }
 
   LinearExpr linearField(const json &obj, const char *key, const std::string &where) {
@@ -1332,11 +1380,27 @@ private:
 } // namespace
 
 bool LinearExpr::evaluate(const SymbolValues &s, int64_t &out) const {
-  int64_t a, b, d, e, sum;
-  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !mulOk(q, s.q, d) || !mulOk(r, s.rank, e) ||
-      !addOk(c, a, sum) || !addOk(sum, b, sum) || !addOk(sum, d, sum) || !addOk(sum, e, sum))
+  int64_t a, b, dq, e, sum;
+  if (!mulOk(p0, s.p0, a) || !mulOk(n, s.n, b) || !mulOk(q, s.q, dq) || !mulOk(r, s.rank, e) ||
+      !addOk(c, a, sum) || !addOk(sum, b, sum) || !addOk(sum, dq, sum) || !addOk(sum, e, sum))
     return false;
+  for (int k = 0; k < kMaxDerived; ++k) {
+    int64_t t;
+    if (d[k] != 0 && (!mulOk(d[k], s.d[k], t) || !addOk(sum, t, sum)))
+      return false;
+  }
   out = sum;
+  return true;
+}
+
+bool deriveSymbols(const std::vector<DerivedSymbol> &derived, SymbolValues &s) {
+  for (size_t k = 0; k < derived.size() && k < static_cast<size_t>(kMaxDerived); ++k) {
+    int64_t v;
+    if (!derived[k].of.evaluate(s, v) || derived[k].div < 1)
+      return false;
+    const int64_t div = derived[k].div;
+    s.d[k] = v / div - (v % div != 0 && v < 0 ? 1 : 0);
+  }
   return true;
 }
 
@@ -1369,13 +1433,19 @@ int64_t viewElementBytes(const GpuProgram &p, int buffer, const std::string &dty
   return es > 0 ? es : 1;
 }
 
-StepSymbols stepSymbols(const GpuStep &step) {
+StepSymbols stepSymbols(const GpuStep &step, const std::vector<DerivedSymbol> &derived) {
   StepSymbols r;
-  auto use = [&](const LinearExpr &e) {
+  auto base = [&](const LinearExpr &e) {
     r.p0 = r.p0 || e.p0 != 0 || e.q != 0;
     r.q = r.q || e.q != 0;
     r.n = r.n || e.n != 0;
     r.rank = r.rank || e.r != 0;
+  };
+  auto use = [&](const LinearExpr &e) {
+    base(e);
+    for (size_t k = 0; k < derived.size() && k < static_cast<size_t>(kMaxDerived); ++k)
+      if (e.d[k] != 0)
+        base(derived[k].of);
   };
   if (auto *l = std::get_if<LaunchStep>(&step)) {
     for (int d = 0; d < 3; ++d) {
@@ -1453,8 +1523,12 @@ std::vector<SymbolValues> chunkSchedule(const GpuProgram &program, int64_t lengt
     return {SymbolValues{0, std::max<int64_t>(length, 0), 0}};
   int64_t c = program.chunking->chunk;
   std::vector<SymbolValues> out;
-  for (int64_t p0 = 0; p0 < length; p0 += c)
+  for (int64_t p0 = 0; p0 < length; p0 += c) {
     out.push_back({p0, std::min(c, length - p0), p0 / c});
+    // No overflow: positions < 2^40 times coefficients of at most 2^20
+    // (parseDerived), four terms.
+    deriveSymbols(program.derived, out.back());
+  }
   return out;
 }
 
@@ -1492,6 +1566,15 @@ bool checkGpuProgramForLength(const GpuProgram &program, int64_t length, std::st
     probe.push_back(k - 2);
   if (k >= 2)
     probe.push_back(k - 1);
+  // Derived symbols (floor(of / div)) repeat with the chunk index modulo
+  // their divisors: also the chunks of one such period before the last,
+  // where each residue's accesses reach furthest (at most 32 more; every
+  // chunk's steps are resolved again, and checked, when they run).
+  int64_t period = 1;
+  for (const DerivedSymbol &d : program.derived)
+    period = std::min<int64_t>(32, std::lcm(period, std::max<int64_t>(d.div, 1)));
+  for (int64_t j = 3; j <= period && j <= static_cast<int64_t>(k); ++j)
+    probe.push_back(k - static_cast<size_t>(j));
   for (size_t c : probe)
     for (size_t i = 0; i < program.steps.size(); ++i) {
       ResolvedStep r;

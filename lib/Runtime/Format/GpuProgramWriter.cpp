@@ -18,7 +18,7 @@ namespace {
 using json = nlohmann::json;
 
 /// An integer when constant, else {"c": c, "p0": a, "n": b, "q": d,
-/// "rank": r} without zero symbol coefficients.
+/// "rank": r, "d0": .., ...} without zero symbol coefficients.
 json linearJson(const LinearExpr &e) {
   if (e.isConstant())
     return e.c;
@@ -31,6 +31,9 @@ json linearJson(const LinearExpr &e) {
     o["q"] = e.q;
   if (e.r)
     o["rank"] = e.r;
+  for (int k = 0; k < kMaxDerived; ++k)
+    if (e.d[k])
+      o["d" + std::to_string(k)] = e.d[k];
   return o;
 }
 
@@ -216,6 +219,12 @@ std::string writeGpuProgram(const GpuProgram &p) {
   json g = {{"arch", p.arch}, {"symbols", p.symbols}, {"arena_bytes", p.arenaBytes}};
   if (p.tf32)
     g["tf32"] = true;
+  if (!p.derived.empty()) {
+    json derived = json::array();
+    for (const DerivedSymbol &d : p.derived)
+      derived.push_back({{"of", linearJson(d.of)}, {"div", d.div}});
+    g["derived"] = std::move(derived);
+  }
   if (p.chunking)
     g["chunking"] = {{"chunk", p.chunking->chunk},
                      {"input", p.chunking->input},

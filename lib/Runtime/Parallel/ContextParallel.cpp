@@ -374,6 +374,10 @@ bool planContextParallel(const GpuProgram &p, int ranks, int64_t tokens, CpPlan 
     return false;
   if (!planCpSchedule(ranks, tokens, p.chunking->chunk, plan.schedule, error))
     return false;
+  // The schedule's pieces are chunks of the program: their derived
+  // symbols (a compressor's partial groups) follow from p0, n and q.
+  for (SymbolValues &piece : plan.schedule.pieces)
+    deriveSymbols(p.derived, piece);
   const CpSchedule &s = plan.schedule;
   std::vector<std::vector<std::vector<StateRun>>> written;
   for (size_t l = 0; l + 1 < plan.segments.size(); ++l) {

@@ -19,6 +19,13 @@
 //                          "rank" = this rank's index under tensor / expert
 //                          parallelism (0 otherwise), e.g. the first expert
 //                          of a rank's slice of the routed experts.
+//   "derived": [{"of": L, "div": k}, ...]  optional, at most 8: symbols
+//                          d0, d1, ... = floor(L / k), L over p0, n and q
+//                          only (coefficients within +-2^20), k >= 1, set
+//                          per chunk before its steps run. A chunk size that
+//                          splits a compressor's groups of k tokens places
+//                          and sizes them by p0 / k, (p0 + C) / k and
+//                          p0 mod k = p0 - k d, none linear in q.
 //   "chunking": null | {"chunk": C, "input": i, "dim": d, "pad_value": v}
 //                          input i (token ids [1, S]) is cut along dim d into
 //                          chunks of C tokens: chunk c has p0 = c*C and
@@ -62,8 +69,9 @@
 //   "steps": [...]         run in order, on one stream, once per chunk.
 //
 // A linear expression L is a JSON integer or an object {"c": k, "p0": a,
-// "n": b, "q": d} (missing keys are 0) with the value k + a*p0 + b*n + d*q;
-// int64, overflow is an error. Offsets, sizes and strides count elements unless named _bytes.
+// "n": b, "q": d, "rank": r, "d0": e0, ...} (missing keys are 0) with the
+// value k + a*p0 + b*n + d*q + r*rank + e0*d0 + ...; int64, overflow is an
+// error. Offsets, sizes and strides count elements unless named _bytes.
 //
 // Steps ("op"):
 //   "launch": {"module": m, "kernel": name, "grid": [L, L, L], "block": [L, L, L],
@@ -218,6 +226,9 @@
 
 namespace h20::runtime {
 
+/// The most derived symbols (GpuProgram::derived) one program may declare.
+inline constexpr int kMaxDerived = 8;
+
 /// Values of the program's symbols for one chunk.
 struct SymbolValues {
   int64_t p0 = 0; ///< position of the chunk's first token
@@ -230,18 +241,42 @@ struct SymbolValues {
   /// This rank's index under tensor / expert parallelism (0 on one GPU);
   /// the same for every chunk of a run.
   int64_t rank = 0;
+  /// The derived symbols' values, floor(of / div) of GpuProgram::derived
+  /// (deriveSymbols fills them); 0 past the program's count.
+  std::array<int64_t, kMaxDerived> d{};
 };
 
-/// c + p0*P0 + n*N + q*Q + rank*R.
+/// c + p0*P0 + n*N + q*Q + rank*R + sum_k d_k*D_k.
 struct LinearExpr {
   int64_t c = 0, p0 = 0, n = 0, q = 0, r = 0;
+  /// Coefficients of the derived symbols d0 .. d7 ("d0".. in JSON).
+  std::array<int64_t, kMaxDerived> d{};
 
   /// The constant `v`.
   static LinearExpr constant(int64_t v) { return {v, 0, 0, 0, 0}; }
+  /// True when no derived symbol appears.
+  bool noDerived() const {
+    for (int64_t x : d)
+      if (x != 0)
+        return false;
+    return true;
+  }
   /// True when the value does not depend on any symbol.
-  bool isConstant() const { return p0 == 0 && n == 0 && q == 0 && r == 0; }
+  bool isConstant() const { return p0 == 0 && n == 0 && q == 0 && r == 0 && noDerived(); }
   /// Evaluates for `s` into `out`; false (out unchanged) on int64 overflow.
   bool evaluate(const SymbolValues &s, int64_t &out) const;
+};
+
+/// A symbol the compiler derives from the chunk's position:
+/// d = floor(of / div), `of` over p0, n and q only (no rank, no derived
+/// symbol), div >= 1. A chunk size that is not a multiple of a
+/// compressor's group k makes p0 / k, (p0 + n) / k and p0 mod k
+/// = p0 - k * (p0 / k) non-linear in the chunk index; the group rows
+/// carried between chunks are sized and placed by them
+/// (h20-chunked-prefill's carry-partial-groups).
+struct DerivedSymbol {
+  LinearExpr of;
+  int64_t div = 1;
 };
 
 enum class BufferKind { Input, Output, Weight, State, Temp, Const };
@@ -391,6 +426,9 @@ struct GpuProgram {
   std::string arch; ///< "sm_90"
   int archMajor = 0, archMinor = 0;
   std::vector<std::string> symbols;
+  /// Derived symbols d0, d1, ... ("derived"), evaluated per chunk after
+  /// p0, n and q (deriveSymbols); at most kMaxDerived.
+  std::vector<DerivedSymbol> derived;
   std::optional<GpuChunking> chunking;
   std::vector<GpuOutput> outputs;
   std::vector<GpuModule> modules;
@@ -422,7 +460,13 @@ struct StepSymbols {
   bool rank = false;          ///< the step uses the rank (not per chunk)
   bool any() const { return p0 || n; }
 };
-StepSymbols stepSymbols(const GpuStep &step);
+/// A derived symbol counts as the base symbols its `of` names.
+StepSymbols stepSymbols(const GpuStep &step, const std::vector<DerivedSymbol> &derived);
+
+/// Fills s.d from s.p0, s.n and s.q: d_k = floor(of_k / div_k), rounding
+/// toward minus infinity. False on int64 overflow (then s.d is partly
+/// filled).
+bool deriveSymbols(const std::vector<DerivedSymbol> &derived, SymbolValues &s);
 
 /// Parses and validates manifest["gpu"] from the manifest JSON text, against
 /// the already parsed manifest `m` (inputs, outputs, weights, blobs) and the
