@@ -235,6 +235,14 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       if [[ $cfg != tiny-all-picks && $cfg != tiny-wide ]]; then
         v41_art "$v41/model.onnx" "v41-$name-c20.$ct" "$ct" --chunk=20
       fi
+      # Chunks of 10 and 7, which split the compressors' groups of 4 (and
+      # 2): partial groups carried into the next chunk
+      # (art/v41-{tiny,chunked}-c{10,7}.*).
+      if [[ $cfg == tiny || $cfg == tiny-chunked ]]; then
+        for c in 10 7; do
+          v41_art "$v41/model.onnx" "v41-$name-c$c.$ct" "$ct" --chunk=$c
+        done
+      fi
     done
   done
   # tiny-all-picks from an FP8 checkpoint (generate.py --quantize fp8),

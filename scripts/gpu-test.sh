@@ -236,9 +236,16 @@ seed_dense() { # layers S name
 # prompt's fake quantisation is within 1e-6 of flipping; bf16 at 6e-2
 # (bf16 emulations of the reference land 2.7-3.9e-2 from it). The -c20
 # variants run in chunks of 20, their window latents in rings (the 15 rows
-# before the chunk, then its own), gated as their 12-token runs.
+# before the chunk, then its own), gated as their 12-token runs. The -c10
+# and -c7 variants run in chunks that split the compressors' groups of 4
+# (and, for 7, of 2): each compressor carries its partial last group into
+# the next chunk (h20-chunked-prefill's carry-partial-groups), gated as
+# their 12-token runs; tiny's chunked runs are also compared with its
+# whole-prompt GPU run (issue 30: f32 within 1e-5, bf16 the same next
+# token), "... vs whole".
 if want deepseek; then
-  for model in tiny all-picks window chunked tiny-c12 tiny-c20 window-c20 chunked-c20 wide; do
+  for model in tiny all-picks window chunked tiny-c12 tiny-c20 window-c20 chunked-c20 wide \
+               tiny-c10 tiny-c7 chunked-c10 chunked-c7; do
     base=${model%-c[0-9]*}
     dir=$bundle/models/v41
     [[ $base != tiny ]] && dir=$bundle/models/v41-$base
@@ -266,6 +273,17 @@ if want deepseek; then
           fi
         fi
         record "$name" $st "${cmp:-h20-run failed}"
+        # tiny's chunked runs against its whole-prompt run (one chunk of
+        # 1024 tokens), run before them in this loop.
+        whole=$results/v41-$base.$ct.S$S.npy
+        if [[ $model == *-c[0-9]* && $base == tiny && -f $whole && -f $results/v41-$model.$ct.S$S.npy ]]; then
+          wtol=1e-5; [[ $ct == bf16 ]] && wtol=1
+          if c=$("$bin/npy-compare" "$results/v41-$model.$ct.S$S.npy" "$whole" --max-rel-l2 $wtol 2>&1); then
+            record "$name vs whole" PASS "$c"
+          else
+            record "$name vs whole" FAIL "${c:-npy-compare failed}"
+          fi
+        fi
       done
     done
   done

@@ -33,6 +33,9 @@ void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
     c.wholePromptFallback = !o.chunkGiven;
     c.chunk = o.chunk;
     c.maxPositions = o.maxPositions;
+    // A chunk that splits a compressor's groups carries the partial one;
+    // the step program names p0 / k and the like as derived symbols.
+    c.carryPartialGroups = true;
     pm.addPass(createChunkedPrefill(c));
   }
   if (o.computeType != "f32") {

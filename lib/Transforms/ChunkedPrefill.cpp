@@ -201,8 +201,9 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
       return r.use->getOwner()->emitError("chunked prefill: rows of ")
              << t.getElementType() << " cannot be kept in a KV cache";
     // (Carried partial groups: a chunk's first entry is group p0 / ratio,
-    // the one a previous chunk began, and it writes (p0 + n) / ratio -
-    // p0 / ratio entries; readers see (p0 + n) / ratio.)
+    // the one a previous chunk began, and it writes ceil(C / ratio)
+    // entries, those from (p0 + n) / ratio on not yet whole; readers see
+    // (p0 + n) / ratio.)
     if (r.ratio < 1 || (!carryGroups && chunk % r.ratio))
       return r.use->getOwner()->emitError("chunked prefill: the chunk size ")
              << chunk << " is not a multiple of the ratio " << r.ratio;
@@ -213,7 +214,13 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());
   for (Kind &k : kinds) {
-    const int64_t rows = k.ring >= 0 ? k.ring + chunk : capacity / k.ratio;
+    // Carried partial groups: a chunk writes ceil(C / ratio) entries from
+    // entry p0 / ratio (carryGroupRows), the last chunk's reach past
+    // capacity / ratio.
+    const int64_t rows = k.ring >= 0           ? k.ring + chunk
+                         : chunk % k.ratio == 0 ? capacity / k.ratio
+                                                : (capacity - chunk) / k.ratio +
+                                                      (chunk + k.ratio - 1) / k.ratio;
     k.type = rowCacheType(ctx, static_cast<int64_t>(k.values.size()), rows, k.dim, k.elt);
     k.cache = h20::kv::AllocOp::create(b, func.getLoc(), k.type, ValueRange{});
   }
@@ -335,12 +342,18 @@ SmallVector<std::pair<ox::SliceOp, int64_t>> partialGroupSlices(func::FuncOp fun
 
 /// Carries each compressor's partial last group into the next chunk (see
 /// Passes.td, carry-partial-groups): its input rows x [n, D] go through a
-/// ring of k - 1 + C rows (the k - 1 positions before the chunk, moved to
-/// the front before the chunk's rows are written at row k - 1, as a
-/// window ring), and its Slice to whole groups becomes rows
-/// [k - 1 - p0 mod k, .. + G k) of the ring, G = (p0 + n) / k - p0 / k:
-/// the groups that end in this chunk, the first of them begun by the
-/// previous one. At p0 = 0 that is rows [k - 1, ..): the chunk's own.
+/// ring of k - 1 + G k rows, G = ceil(C / k) (the k - 1 positions before
+/// the chunk, moved to the front before the chunk's rows are written at
+/// row k - 1, as a window ring), and its Slice to whole groups becomes
+/// rows [k - 1 - p0 mod k, .. + G k) of the ring: the groups that end in
+/// this chunk, the first of them begun by the previous one, then as many
+/// that do not end in it as make G (at most one; their rows past the
+/// chunk's are stale). G is static, so every size after the Slice is: a
+/// GPU step program's sizes stay linear in p0 / k, which a count of
+/// (p0 + n) / k - p0 / k groups is not. The groups that do not end in the
+/// chunk are written at entries p0 / k + G - 1 .. that no reader of this
+/// chunk sees (they see (p0 + n) / k entries) and the next chunk rewrites
+/// first. At p0 = 0 the Slice starts at row k - 1: the chunk's own.
 LogicalResult carryGroupRows(func::FuncOp func, Value p0, int64_t chunk,
                              ArrayRef<std::pair<ox::SliceOp, int64_t>> slices) {
   MLIRContext *ctx = func.getContext();
@@ -359,8 +372,9 @@ LogicalResult carryGroupRows(func::FuncOp func, Value p0, int64_t chunk,
       return slice->emitError("chunked prefill: a compressor's groups of ")
              << k << " tokens need chunks of at least " << ring << " tokens (the chunk is "
              << chunk << ")";
+    const int64_t groupRows = (chunk + k - 1) / k * k;
     Type elt = t.getElementType();
-    auto cacheType = rowCacheType(ctx, 1, ring + chunk, dim, elt);
+    auto cacheType = rowCacheType(ctx, 1, ring + groupRows, dim, elt);
     b.setInsertionPointToStart(&func.getBody().front());
     Value cache = h20::kv::AllocOp::create(b, func.getLoc(), cacheType, ValueRange{});
     b.setInsertionPoint(slice);
@@ -375,21 +389,20 @@ LogicalResult carryGroupRows(func::FuncOp func, Value p0, int64_t chunk,
         b, loc, rowsType, x, rows4d,
         SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), n, b.getIndexAttr(dim)});
     cache = h20::kv::WriteOp::create(b, loc, cacheType, cache, rows, idx(ring), 0, 0);
-    Value len = arith::AddIOp::create(b, loc, idx(ring), n);
-    Value view = h20::kv::ViewOp::create(b, loc, rowsType, cache, len, Value(), 0, 0);
+    Value view = h20::kv::ViewOp::create(b, loc, rowsType, cache, idx(ring + groupRows), Value(),
+                                         0, 0);
     Value all = tensor::CollapseShapeOp::create(
         b, loc, RankedTensorType::get({ShapedType::kDynamic, dim}, elt), view, rows4d);
     Value first = arith::DivUIOp::create(b, loc, p0, idx(k));
-    Value end = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, p0, n), idx(k));
-    Value count = arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, end, first), idx(k));
     Value begun = arith::SubIOp::create(b, loc, p0, arith::MulIOp::create(b, loc, first, idx(k)));
     Value start = arith::SubIOp::create(b, loc, idx(ring), begun);
     Value cut = tensor::ExtractSliceOp::create(
-        b, loc, cast<RankedTensorType>(slice->getResult(0).getType()), all,
+        b, loc, RankedTensorType::get({groupRows, dim}, elt), all,
         ArrayRef<OpFoldResult>{start, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{count, b.getIndexAttr(dim)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(groupRows), b.getIndexAttr(dim)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
-    slice->getResult(0).replaceAllUsesWith(cut);
+    Value same = tensor::CastOp::create(b, loc, slice->getResult(0).getType(), cut);
+    slice->getResult(0).replaceAllUsesWith(same);
     slice->erase();
   }
   return success();
@@ -540,6 +553,16 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
             dyn.push_back(tensor::DimOp::create(b, loc, pos, k));
         Value splat = tensor::SplatOp::create(b, loc, pt, start, dyn);
         Value sum = ox::AddOp::create(b, loc, TypeRange{pt}, ValueRange{pos, splat})->getResult(0);
+        if (group > 1 && maxPositions > 0) {
+          // The groups past the chunk's last whole one (carryGroupRows)
+          // may sit past the capacity, where the RoPE tables end: their
+          // rows are never read, clamp their positions into the tables.
+          const int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
+          Value top = arith::ConstantOp::create(
+              b, loc, DenseElementsAttr::get(RankedTensorType::get({}, pt.getElementType()),
+                                             b.getIntegerAttr(pt.getElementType(), capacity - 1)));
+          sum = ox::MinOp::create(b, loc, TypeRange{pt}, ValueRange{sum, top})->getResult(0);
+        }
         it = shifted.try_emplace({pos, group}, sum).first;
       }
       rope->setOperand(1, it->second);

@@ -1,44 +1,45 @@
 // RUN: h20-opt %s --split-input-file --verify-diagnostics --h20-chunked-prefill="chunk=6 max-positions=12 carry-partial-groups=true" | FileCheck %s
-// With carry-partial-groups (the CPU target) a chunk of 6 tokens runs a
-// compressor of groups of 4: its input rows go through a ring of 3 + 6
-// rows (the 3 positions before the chunk, moved to the front, then the
-// chunk's own at row 3), and its Slice to whole groups becomes the ring's
-// rows [3 - (p0 - (p0 / 4) * 4), ..) for the ((p0 + n) / 4 - p0 / 4) * 4
-// tokens of the groups that end in this chunk. Their entries are written
-// at p0 / 4 as before, and their RoPE positions start at (p0 / 4) * 4.
+// With carry-partial-groups a chunk of 6 tokens runs a compressor of
+// groups of 4: its input rows go through a ring of 3 + 8 rows (the 3
+// positions before the chunk, moved to the front, then the chunk's own at
+// row 3, then room for the rest of a group), and its Slice to whole groups
+// becomes the ring's rows [3 - (p0 - (p0 / 4) * 4), .. + 8): ceil(6 / 4) =
+// 2 groups, a static count, those that end in this chunk and at most one
+// that does not (rewritten by the next chunk before anyone reads it).
+// Their entries are written at p0 / 4 (a cache of (12 - 6) / 4 + 2 = 3
+// entries), and their RoPE positions start at (p0 / 4) * 4, clamped to
+// the capacity's last position (the RoPE tables end there).
 
 // CHECK-LABEL: func.func @compressor
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x?xi64>, %[[P0:.*]]: index {onnx.name = "h20.chunk_start"}
 // CHECK-SAME: h20.chunked = {capacity = 12 : i64, chunk = 6 : i64
 // CHECK-DAG: %[[CMP:.*]] = kv.alloc() : !kv.cache<1x1x1x3x8xf32
-// (Two rings of 3 + 6 rows: the window latents' and the compressor's.)
+// (The window latents' ring of 3 + 6 rows, the compressor's of 3 + 8.)
 // CHECK-DAG: kv.alloc() : !kv.cache<1x1x1x9x8xf32
-// CHECK-DAG: %[[RING:.*]] = kv.alloc() : !kv.cache<1x1x1x9x8xf32
+// CHECK-DAG: %[[RING:.*]] = kv.alloc() : !kv.cache<1x1x1x11x8xf32
 // The compressor's ring: the previous chunk's rows [6, 9) to [0, 3), this
 // chunk's x at row 3.
 // CHECK: %[[LAST:.*]] = kv.view %[[RING]][layer = 0, kind = 0] from %{{.*}} length %{{.*}} : {{.*}} -> tensor<1x1x3x8xf32>
 // CHECK: %[[SHIFTED:.*]] = kv.write %[[LAST]] into %[[RING]][layer = 0, kind = 0] at %{{.*}}
-// CHECK: %[[N:.*]] = tensor.dim %[[X:.*]], %{{.*}} : tensor<?x8xf32>
 // CHECK: %[[ROWS:.*]] = kv.write %{{.*}} into %[[SHIFTED]][layer = 0, kind = 0] at %{{.*}} :
-// CHECK: %[[LEN:.*]] = arith.addi %{{.*}}, %[[N]] : index
-// CHECK: %[[VIEW:.*]] = kv.view %[[ROWS]][layer = 0, kind = 0] length %[[LEN]]
+// CHECK: %[[C11:.*]] = arith.constant 11 : index
+// CHECK: %[[VIEW:.*]] = kv.view %[[ROWS]][layer = 0, kind = 0] length %[[C11]]
 // CHECK: %[[ALL:.*]] = tensor.collapse_shape %[[VIEW]]
-// Rows [3 - (p0 - (p0 / 4) * 4), ..) for ((p0 + n) / 4 - p0 / 4) * 4 tokens.
+// Rows [3 - (p0 - (p0 / 4) * 4), .. + 8).
 // CHECK: %[[FIRST:.*]] = arith.divui %[[P0]], %{{.*}} : index
-// CHECK: %[[ENDPOS:.*]] = arith.addi %[[P0]], %[[N]] : index
-// CHECK: %[[END:.*]] = arith.divui %[[ENDPOS]], %{{.*}} : index
-// CHECK: %[[G:.*]] = arith.subi %[[END]], %[[FIRST]] : index
-// CHECK: %[[COUNT:.*]] = arith.muli %[[G]], %{{.*}} : index
 // CHECK: %[[ALIGNED:.*]] = arith.muli %[[FIRST]], %{{.*}} : index
 // CHECK: %[[BEGUN:.*]] = arith.subi %[[P0]], %[[ALIGNED]] : index
 // CHECK: %[[START:.*]] = arith.subi %{{.*}}, %[[BEGUN]] : index
-// CHECK: %[[XS:.*]] = tensor.extract_slice %[[ALL]][%[[START]], 0] [%[[COUNT]], 8] [1, 1]
+// CHECK: %[[XS:.*]] = tensor.extract_slice %[[ALL]][%[[START]], 0] [8, 8] [1, 1] : tensor<?x8xf32> to tensor<8x8xf32>
+// CHECK: %[[XD:.*]] = tensor.cast %[[XS]] : tensor<8x8xf32> to tensor<?x8xf32>
 // CHECK-NOT: onnx.Slice
-// CHECK: onnx.MatMul(%[[XS]]
+// CHECK: onnx.MatMul(%[[XD]]
 // The entries' positions: (p0 / 4) * 4 + 4 j.
 // CHECK: %[[G0:.*]] = arith.divui %[[P0]], %[[C4:.*]] : index
 // CHECK: %[[FIRSTPOS:.*]] = arith.muli %[[G0]], %[[C4]] : index
 // CHECK: arith.index_cast %[[FIRSTPOS]] : index to i64
+// CHECK: %[[TOP:.*]] = arith.constant dense<11> : tensor<i64>
+// CHECK: onnx.Min(%{{.*}}, %[[TOP]])
 // CHECK: attn.rope_apply
 // The entries: written at p0 / 4.
 // CHECK: %[[R0:.*]] = arith.divui %[[P0]], %{{.*}} : index

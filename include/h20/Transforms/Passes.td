@@ -141,16 +141,21 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
     embedding such as absolute position embeddings, a reduction over the
     sequence, ...): chunking those would silently change the result.
 
-    With `carry-partial-groups` (the CPU target; the GPU host program's
-    sizes are linear in the chunk index, which p0 mod k is not), a chunk
+    With `carry-partial-groups` (the CPU and GPU targets set it), a chunk
     size that is not a multiple of a compressor's group k is accepted (k -
-    1 <= C): the compressor's input rows go through a ring (kv cache of k -
-    1 + C rows: the k - 1 positions before the chunk, then its own), and
-    its Slice to whole groups takes rows [k - 1 - p0 mod k, ..) of it, the
-    groups that end in the chunk, (p0 + n) / k - p0 / k of them: the group
-    a previous chunk began is completed here, and the chunk's last partial
-    group is completed by the next. Their RoPE positions start at
-    (p0 / k) * k. A grouping Reshape must then read rows of such a Slice.
+    1 <= C): the compressor's input rows go through a ring (a kv cache of
+    k - 1 + G k rows, G = ceil(C / k): the k - 1 positions before the
+    chunk, then its own, then room for the rest of a group), and its Slice
+    to whole groups takes the G k rows [k - 1 - p0 mod k, ..) of it: the
+    groups that end in the chunk (the group a previous chunk began is
+    completed here), then at most one that does not. G is static, so the
+    sizes after the Slice are too (a GPU step program can size them); the
+    group that does not end in the chunk is written at an entry no reader
+    of this chunk sees ((p0 + n) / k of them) and the next chunk rewrites
+    it first, so the caches of entries hold (capacity - C) / k + G rows.
+    Their RoPE positions start at (p0 / k) * k, clamped to the capacity's
+    last position (the tables end there). A grouping Reshape must then
+    read rows of such a Slice.
 
     With `whole-prompt-fallback`, such a graph holding attn.sparse_attention
     (h20's DeepSeek-V4.1 exports, causal by construction) is not refused: it becomes
@@ -176,7 +181,7 @@ def ChunkedPrefill : Pass<"h20-chunked-prefill", "mlir::ModuleOp"> {
            "Longest accepted prompt: the chunk of a whole-prompt graph">,
     Option<"carryPartialGroups", "carry-partial-groups", "bool", /*default=*/"false",
            "Carry a compressor's partial last group of k tokens into the next chunk "
-           "(a ring of k - 1 rows), so chunks need not be multiples of k (CPU target)">
+           "(a ring of k - 1 rows), so chunks need not be multiples of k">
   ];
 }
 

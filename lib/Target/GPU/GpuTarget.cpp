@@ -349,13 +349,18 @@ LogicalResult writeArtifact(ModuleOp module, func::FuncOp func, const GpuTargetO
   runtime::GpuProgram program;
   program.arch = "sm_90";
   program.symbols = {"p0", "n"};
+  program.derived = host.derived;
+  auto anyStep = [&](bool runtime::StepSymbols::*flag) {
+    return llvm::any_of(host.steps, [&](const runtime::GpuStep &s) {
+      return runtime::stepSymbols(s, program.derived).*flag;
+    });
+  };
   // q (the chunk's index) only where a step counts rows of groups of
   // tokens: older runtimes refuse a symbol they do not know.
-  if (llvm::any_of(host.steps, [](const runtime::GpuStep &s) { return runtime::stepSymbols(s).q; }))
+  if (anyStep(&runtime::StepSymbols::q))
     program.symbols.push_back("q");
   // rank only where a step reads it (an expert-parallel rank's experts).
-  if (llvm::any_of(host.steps,
-                   [](const runtime::GpuStep &s) { return runtime::stepSymbols(s).rank; }))
+  if (anyStep(&runtime::StepSymbols::rank))
     program.symbols.push_back("rank");
   describeChunking(func, numOutputs, program);
   ArtifactWriter writer(module, artifact, log);

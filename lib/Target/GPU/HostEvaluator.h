@@ -23,6 +23,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,31 +74,50 @@ inline int64_t checkedMul(int64_t a, int64_t b) {
   return r;
 }
 
-/// c + p0 * P0 + n * N + q * Q + r * R (q = p0 / C, the chunk's index; r
-/// the tensor-parallel rank, which only the library-call emitters put in:
-/// no IR value evaluates to it), every operation checked for int64
-/// overflow.
+/// c + p0 * P0 + n * N + q * Q + r * R + sum_k d_k * D_k (q = p0 / C, the
+/// chunk's index; r the tensor-parallel rank, which only the library-call
+/// emitters put in: no IR value evaluates to it; d_k the program's derived
+/// symbols, floor divisions of the others, Evaluator::floorDiv), every
+/// operation checked for int64 overflow.
 struct Lin {
+  static constexpr int kD = runtime::kMaxDerived;
   int64_t c = 0, p0 = 0, n = 0, q = 0, r = 0;
-  bool isConst() const { return p0 == 0 && n == 0 && q == 0 && r == 0; }
+  std::array<int64_t, kD> d{};
+  bool noDerived() const {
+    return llvm::all_of(d, [](int64_t x) { return x == 0; });
+  }
+  bool isConst() const { return p0 == 0 && n == 0 && q == 0 && r == 0 && noDerived(); }
   bool operator==(const Lin &o) const {
-    return c == o.c && p0 == o.p0 && n == o.n && q == o.q && r == o.r;
+    return c == o.c && p0 == o.p0 && n == o.n && q == o.q && r == o.r && d == o.d;
   }
   bool operator!=(const Lin &o) const { return !(*this == o); }
   Lin operator+(const Lin &o) const {
-    return {checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n), checkedAdd(q, o.q),
-            checkedAdd(r, o.r)};
+    Lin s{checkedAdd(c, o.c), checkedAdd(p0, o.p0), checkedAdd(n, o.n), checkedAdd(q, o.q),
+          checkedAdd(r, o.r)};
+    for (int k = 0; k < kD; ++k)
+      s.d[k] = checkedAdd(d[k], o.d[k]);
+    return s;
   }
-  Lin operator-(const Lin &o) const {
-    return {checkedSub(c, o.c), checkedSub(p0, o.p0), checkedSub(n, o.n), checkedSub(q, o.q),
-            checkedSub(r, o.r)};
-  }
+  Lin operator-(const Lin &o) const { return *this + o.scaled(-1); }
   Lin scaled(int64_t k) const {
-    return {checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k), checkedMul(q, k),
-            checkedMul(r, k)};
+    Lin s{checkedMul(c, k), checkedMul(p0, k), checkedMul(n, k), checkedMul(q, k),
+          checkedMul(r, k)};
+    for (int j = 0; j < kD; ++j)
+      s.d[j] = checkedMul(d[j], k);
+    return s;
+  }
+  /// The derived symbol d_k.
+  static Lin derived(int k) {
+    Lin s;
+    s.d[k] = 1;
+    return s;
   }
   /// The program's form of the value.
-  runtime::LinearExpr expr() const { return {c, p0, n, q, r}; }
+  runtime::LinearExpr expr() const {
+    runtime::LinearExpr e{c, p0, n, q, r};
+    e.d = d;
+    return e;
+  }
 };
 
 /// An integer kernel argument (i64 or i32).
@@ -195,19 +215,24 @@ private:
     auto v = info ? info.getAs<IntegerAttr>(key) : IntegerAttr();
     return v ? v.getInt() : 0;
   }
-  /// `v` in the last chunk a chunked prefill runs (p0 = capacity - C, q =
-  /// capacity / C - 1, from h20.chunked's chunk and capacity), when it
-  /// grows with the chunk's position and not with its token count;
-  /// otherwise nothing.
-  std::optional<int64_t> lastChunkValue(const Lin &v) const {
-    const int64_t c = chunkedInt("chunk"), capacity = chunkedInt("capacity");
-    if (c <= 0 || capacity < c || v.n != 0 || v.r != 0 || v.p0 < 0 || v.q < 0)
-      return std::nullopt;
-    const int64_t last = capacity - c;
-    const int64_t value =
-        checkedAdd(checkedAdd(v.c, checkedMul(v.p0, last)), checkedMul(v.q, last / c));
-    return value >= 0 ? std::optional<int64_t>(value) : std::nullopt;
-  }
+  /// The largest value `v` takes over the chunks of a chunked prefill
+  /// (p0 = q * C for q < capacity / C, from h20.chunked's chunk and
+  /// capacity), when it depends on the chunk's position and not on its
+  /// token count or the rank: a buffer sized by it holds every chunk's.
+  /// Without derived symbols `v` must grow with the position (its last
+  /// chunk's value); with them every chunk is evaluated (a count of whole
+  /// groups is periodic in q). Nothing otherwise, or when it is negative.
+  std::optional<int64_t> largestOverChunks(const Lin &v) const;
+  /// floor(a / k) for k > 0 as a Lin: linear in q where chunks hold whole
+  /// groups of k (q * C + c over k with k dividing C and c >= 0), else a
+  /// derived symbol of the program (found or declared; floor of a derived
+  /// symbol plus a constant folds: floor((floor(x / m) + c) / k) =
+  /// floor((x + c m) / (m k))). Fails on `user` when `a` names the rank,
+  /// mixes derived symbols, or the program has kMaxDerived already.
+  FailureOr<Lin> floorDiv(const Lin &a, int64_t k, Operation *user);
+  /// True when `a` is >= 0 in every chunk (the symbols are): no negative
+  /// coefficient, and only derived symbols of such values.
+  bool nonNegative(const Lin &a) const;
   FailureOr<Lin> mul(Lin a, Lin b, Operation *user) {
     if (a.isConst())
       return b.scaled(a.c);
@@ -306,8 +331,8 @@ private:
                           int64_t k);
   LogicalResult evalFp8Gemm(linalg::GenericOp op);
   /// The views of a library call's operands, inputs then inits.
-  FailureOr<SmallVector<View>> operandViews(linalg::GenericOp op) {
-    SmallVector<View> v;
+  FailureOr<SmallVector<View, 4>> operandViews(linalg::GenericOp op) {
+    SmallVector<View, 4> v;
     for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
       auto vw = view(x, op);
       if (failed(vw))
@@ -322,6 +347,8 @@ private:
   const ArgumentRoles &roles;
   const KernelModules &modules;
   HostProgram &program;
+  /// The derived symbols declared so far (HostProgram::derived).
+  std::vector<runtime::DerivedSymbol> derived;
   DenseMap<Value, Lin> ints;
   DenseMap<Value, double> floats;
   DenseMap<Value, View> views;

@@ -121,22 +121,23 @@ LogicalResult Evaluator::evalArith(Operation *op) {
     ints[r] = *m;
     return success();
   }
-  if (isa<arith::DivUIOp, arith::DivSIOp>(op) && !args[0].isConst() && args[1].isConst()) {
-    // Chunks start at multiples of C (p0 = q * C), so a position over a
-    // constant r is linear in q when r divides what it counts:
-    // (c + p0 * P + q * Q) / r = c / r + q * (P * C + Q) / r, for c >= 0
-    // and P * C + Q >= 0 (floor and truncation agree). The compressed
-    // entries before a chunk, p0 / 4 = q * (C / 4), are such a value.
-    const Lin &a = args[0];
-    const int64_t r = args[1].c;
-    const int64_t chunk = chunkedInt("chunk");
-    if (chunk > 0 && r > 0 && a.n == 0 && a.c >= 0) {
-      const int64_t q = checkedAdd(checkedMul(a.p0, chunk), a.q);
-      if (q >= 0 && q % r == 0) {
-        ints[op->getResult(0)] = Lin{a.c / r, 0, 0, q / r};
-        return success();
-      }
-    }
+  // Divisions of a chunk position by a constant: p0 / k, (p0 + n) / k,
+  // p0 mod k of a compressor's groups of k tokens. Only of values that are
+  // >= 0 in every chunk, where floor, truncation and unsigned division
+  // agree.
+  if (isa<arith::DivUIOp, arith::DivSIOp, arith::FloorDivSIOp, arith::CeilDivSIOp,
+          arith::CeilDivUIOp, arith::RemUIOp, arith::RemSIOp>(op) &&
+      !args[0].isConst() && args[1].isConst() && args[1].c > 0) {
+    const int64_t k = args[1].c;
+    if (!nonNegative(args[0]))
+      return op->emitError("GPU target: a division by ")
+             << k << " of a chunk position that may be negative";
+    const bool ceil = isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(op);
+    auto f = floorDiv(ceil ? args[0] + Lin{k - 1} : args[0], k, op);
+    if (failed(f))
+      return failure();
+    ints[r] = isa<arith::RemUIOp, arith::RemSIOp>(op) ? args[0] - f->scaled(k) : *f;
+    return success();
   }
   for (const Lin &a : args)
     if (!a.isConst())
@@ -202,6 +203,101 @@ LogicalResult Evaluator::evalArith(Operation *op) {
   return success();
 }
 
+bool Evaluator::nonNegative(const Lin &a) const {
+  if (a.c < 0 || a.p0 < 0 || a.n < 0 || a.q < 0 || a.r < 0)
+    return false;
+  for (int j = 0; j < Lin::kD; ++j)
+    if (a.d[j] < 0 || (a.d[j] > 0 && (derived[j].of.c < 0 || derived[j].of.p0 < 0 ||
+                                      derived[j].of.n < 0 || derived[j].of.q < 0)))
+      return false;
+  return true;
+}
+
+FailureOr<Lin> Evaluator::floorDiv(const Lin &a, int64_t k, Operation *user) {
+  // Every coefficient a multiple of k: the quotient is exact (the rows of
+  // a Reshape, an element count over the other dims' product).
+  if (a.c % k == 0 && a.p0 % k == 0 && a.n % k == 0 && a.q % k == 0 && a.r % k == 0 &&
+      llvm::all_of(a.d, [&](int64_t x) { return x % k == 0; })) {
+    Lin e{a.c / k, a.p0 / k, a.n / k, a.q / k, a.r / k};
+    for (int j = 0; j < Lin::kD; ++j)
+      e.d[j] = a.d[j] / k;
+    return e;
+  }
+  const int64_t chunk = chunkedInt("chunk");
+  // Chunks start at multiples of C (p0 = q * C), so a position over k is
+  // linear in q when k divides what it counts:
+  // (c + p0 * P + q * Q) / k = c / k + q * (P * C + Q) / k, for c >= 0
+  // and P * C + Q >= 0. The compressed entries before a chunk of whole
+  // groups, p0 / 4 = q * (C / 4), are such a value.
+  if (chunk > 0 && a.n == 0 && a.r == 0 && a.c >= 0 && a.noDerived()) {
+    const int64_t q = checkedAdd(checkedMul(a.p0, chunk), a.q);
+    if (q >= 0 && q % k == 0)
+      return Lin{a.c / k, 0, 0, q / k};
+  }
+  if (a.r != 0)
+    return user->emitError("GPU target: a division of the rank by ") << k;
+  // floor((floor(x / m) + c) / k) = floor((x + c * m) / (m * k)).
+  runtime::LinearExpr of = a.expr();
+  int64_t div = k;
+  if (!a.noDerived()) {
+    int used = -1;
+    for (int j = 0; j < Lin::kD; ++j)
+      if (a.d[j] != 0)
+        used = used < 0 && a.d[j] == 1 ? j : Lin::kD;
+    if (used < 0 || used == Lin::kD || a.p0 != 0 || a.n != 0 || a.q != 0)
+      return user->emitError("GPU target: a division by ")
+             << k << " of a chunk position that is not one derived symbol plus a constant";
+    const runtime::DerivedSymbol &inner = derived[used];
+    of = inner.of;
+    of.c = checkedAdd(of.c, checkedMul(a.c, inner.div));
+    div = checkedMul(inner.div, k);
+  }
+  if (linOverflow)
+    return user->emitError("GPU target: a chunk position's division overflows 64 bits");
+  auto same = [&](const runtime::DerivedSymbol &s) {
+    return s.div == div && s.of.c == of.c && s.of.p0 == of.p0 && s.of.n == of.n &&
+           s.of.q == of.q;
+  };
+  auto found = llvm::find_if(derived, same);
+  if (found != derived.end())
+    return Lin::derived(static_cast<int>(found - derived.begin()));
+  if (derived.size() >= static_cast<size_t>(Lin::kD))
+    return user->emitError("GPU target: more than ")
+           << Lin::kD << " distinct divisions of the chunk position (derived symbols)";
+  derived.push_back({of, div});
+  return Lin::derived(static_cast<int>(derived.size()) - 1);
+}
+
+std::optional<int64_t> Evaluator::largestOverChunks(const Lin &v) const {
+  const int64_t c = chunkedInt("chunk"), capacity = chunkedInt("capacity");
+  if (c <= 0 || capacity < c || v.n != 0 || v.r != 0)
+    return std::nullopt;
+  const int64_t chunks = capacity / c;
+  if (v.noDerived()) {
+    if (v.p0 < 0 || v.q < 0)
+      return std::nullopt;
+    const int64_t last = capacity - c;
+    const int64_t value =
+        checkedAdd(checkedAdd(v.c, checkedMul(v.p0, last)), checkedMul(v.q, chunks - 1));
+    return value >= 0 ? std::optional<int64_t>(value) : std::nullopt;
+  }
+  // Every chunk: a count of the groups that end in a chunk rises and falls
+  // with p0 mod k. capacity / C evaluations of a few terms each (at most
+  // ~10^6 for a 1M-token capacity in chunks of one token).
+  for (int j = 0; j < Lin::kD; ++j)
+    if (v.d[j] != 0 && derived[j].of.n != 0)
+      return std::nullopt;
+  int64_t most = std::numeric_limits<int64_t>::min();
+  for (int64_t q = 0; q < chunks; ++q) {
+    runtime::SymbolValues s{q * c, c, q};
+    int64_t value;
+    if (!runtime::deriveSymbols(derived, s) || !v.expr().evaluate(s, value))
+      return std::nullopt;
+    most = std::max(most, value);
+  }
+  return most >= 0 ? std::optional<int64_t>(most) : std::nullopt;
+}
+
 LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynamic) {
   if (t.hasStaticShape() && t.getNumElements() <= 16 &&
       (t.getElementType().isIndex() || t.getElementType().isInteger())) {
@@ -230,7 +326,7 @@ LogicalResult Evaluator::evalAlloc(Operation *op, MemRefType t, ValueRange dynam
         // of every earlier position): the buffer holds the last chunk's,
         // the view keeps each chunk's own size (one such dim: its strides
         // stay linear).
-        std::optional<int64_t> last = lastChunkValue(*v);
+        std::optional<int64_t> last = largestOverChunks(*v);
         if (!last || llvm::any_of(sizes, [](const Lin &s) { return !s.isConst(); }))
           return op->emitError("GPU target: an allocation whose size depends on the chunk "
                                "position");
@@ -691,6 +787,7 @@ LogicalResult Evaluator::run() {
     program.buffers.push_back(std::move(o));
   }
   program.steps = std::move(steps);
+  program.derived = derived;
   // The layers, when every attention reads a layer of the KV cache (an LLM
   // program; GpuProgram.h "layers"): layer i is the steps after the
   // previous attention up to its own.

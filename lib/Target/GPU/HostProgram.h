@@ -61,6 +61,8 @@ struct ArgumentRoles {
 struct HostProgram {
   std::vector<runtime::GpuBuffer> buffers;
   std::vector<runtime::GpuStep> steps;
+  /// The derived symbols the steps name (runtime::GpuProgram::derived).
+  std::vector<runtime::DerivedSymbol> derived;
   int64_t arenaBytes = 0;
   std::string constBlob;  ///< "consts.bin": memref.global initial values
   /// Attention variants the steps launch (KernelModules::attention).
