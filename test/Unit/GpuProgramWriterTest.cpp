@@ -204,7 +204,7 @@ TEST(GpuProgramWriter, RoundTripsTheRankSymbol) {
 // floor((p0 + 2) / 4) and floor(p0 / 3) in a memset's size round-trip,
 // evaluate per chunk in chunkSchedule (floor, not truncation), mark the
 // step as naming p0 (and n where their `of` does), and malformed
-// declarations are refused with the field named.
+// declarations are refused with the field named (7 ways).
 TEST(GpuProgramWriter, RoundTripsDerivedSymbols) {
   json g = baseProgram();
   g["derived"] = {{{"of", {{"c", 2}, {"p0", 1}}}, {"div", 4}},
@@ -244,6 +244,8 @@ TEST(GpuProgramWriter, RoundTripsDerivedSymbols) {
     EXPECT_NE(e.find(what), std::string::npos) << e;
   };
   refused(json::array({{{"of", {{"p0", 1}}}, {"div", 0}}, g["derived"][1]}), "gpu.derived[0].div");
+  refused(json::array({{{"of", {{"p0", 1}}}, {"div", (int64_t(1) << 40) + 1}}, g["derived"][1]}),
+          "must be in [1, 2^40]");
   refused(json::array({{{"of", {{"rank", 1}}}, {"div", 4}}, g["derived"][1]}),
           "may name only p0, n and q");
   refused(json::array({{{"of", {{"d1", 1}}}, {"div", 4}}, g["derived"][1]}),

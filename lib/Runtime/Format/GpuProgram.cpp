@@ -33,8 +33,6 @@ struct Invalid : std::runtime_error {
 /// Bytes above which a size is refused as absurd (1 PiB): keeps every sum
 /// and product of sizes below int64 overflow.
 constexpr int64_t kMaxBytes = int64_t(1) << 50;
-/// Bound on a derived symbol's coefficients and constant (parseDerived).
-constexpr int64_t kMaxDerivedCoefficient = int64_t(1) << 20;
 
 std::string describe(const json &v) {
   std::string s = v.dump();
@@ -295,7 +293,8 @@ private:
       return LinearExpr::constant(asInt(v, where));
     if (!v.is_object())
       invalid(where,
-              "expected an integer or {\"c\", \"p0\", \"n\", \"q\", \"rank\"}, got " + describe(v));
+              "expected an integer or {\"c\", \"p0\", \"n\", \"q\", \"rank\", \"d0\".. \"d7\"}, got " +
+                  describe(v));
     LinearExpr e;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string &key = it.key();
@@ -340,8 +339,8 @@ private:
         invalid(where, "expected an object, got " + describe(d[i]));
       DerivedSymbol s;
       s.div = intField(d[i], "div", where);
-      if (s.div < 1)
-        invalid(sub(where, "div"), "must be >= 1, got " + std::to_string(s.div));
+      if (s.div < 1 || s.div > kMaxDerivedDivisor)
+        invalid(sub(where, "div"), "must be in [1, 2^40], got " + std::to_string(s.div));
       // Declared one by one: `of` may not name this symbol or a later one,
       // and the check below refuses earlier ones too.
       s.of = linearField(d[i], "of", where);
@@ -1572,7 +1571,7 @@ bool checkGpuProgramForLength(const GpuProgram &program, int64_t length, std::st
   // chunk's steps are resolved again, and checked, when they run).
   int64_t period = 1;
   for (const DerivedSymbol &d : program.derived)
-    period = std::min<int64_t>(32, std::lcm(period, std::max<int64_t>(d.div, 1)));
+    period = d.div > 32 ? 32 : std::min<int64_t>(32, std::lcm(period, std::max<int64_t>(d.div, 1)));
   for (int64_t j = 3; j <= period && j <= static_cast<int64_t>(k); ++j)
     probe.push_back(k - static_cast<size_t>(j));
   for (size_t c : probe)

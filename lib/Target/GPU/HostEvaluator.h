@@ -223,13 +223,16 @@ private:
   /// chunk's value); with them every chunk is evaluated (a count of whole
   /// groups is periodic in q). Nothing otherwise, or when it is negative.
   std::optional<int64_t> largestOverChunks(const Lin &v) const;
-  /// floor(a / k) for k > 0 as a Lin: linear in q where chunks hold whole
-  /// groups of k (q * C + c over k with k dividing C and c >= 0), else a
-  /// derived symbol of the program (found or declared; floor of a derived
-  /// symbol plus a constant folds: floor((floor(x / m) + c) / k) =
-  /// floor((x + c m) / (m k))). Fails on `user` when `a` names the rank,
-  /// mixes derived symbols, or the program has kMaxDerived already.
-  FailureOr<Lin> floorDiv(const Lin &a, int64_t k, Operation *user);
+  /// floor(a / k) for k > 0 as a Lin: exact where k divides every
+  /// coefficient (of a signed division, or of a value >= 0); linear in q
+  /// where chunks hold whole groups of k (q * C + c over k with k dividing
+  /// C and c >= 0); else a derived symbol of the program, for a >= 0 in
+  /// every chunk (found or declared; floor of a derived symbol plus a
+  /// constant folds: floor((floor(x / m) + c) / k) = floor((x + c m) /
+  /// (m k))). Fails on `user` when `a` names the rank, may be negative,
+  /// mixes derived symbols, exceeds the format's bounds, or the program
+  /// has kMaxDerived already.
+  FailureOr<Lin> floorDiv(const Lin &a, int64_t k, bool isUnsigned, Operation *user);
   /// True when `a` is >= 0 in every chunk (the symbols are): no negative
   /// coefficient, and only derived symbols of such values.
   bool nonNegative(const Lin &a) const;

@@ -129,11 +129,9 @@ LogicalResult Evaluator::evalArith(Operation *op) {
           arith::CeilDivUIOp, arith::RemUIOp, arith::RemSIOp>(op) &&
       !args[0].isConst() && args[1].isConst() && args[1].c > 0) {
     const int64_t k = args[1].c;
-    if (!nonNegative(args[0]))
-      return op->emitError("GPU target: a division by ")
-             << k << " of a chunk position that may be negative";
     const bool ceil = isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(op);
-    auto f = floorDiv(ceil ? args[0] + Lin{k - 1} : args[0], k, op);
+    const bool isUnsigned = isa<arith::DivUIOp, arith::CeilDivUIOp, arith::RemUIOp>(op);
+    auto f = floorDiv(ceil ? args[0] + Lin{k - 1} : args[0], k, isUnsigned, op);
     if (failed(f))
       return failure();
     ints[r] = isa<arith::RemUIOp, arith::RemSIOp>(op) ? args[0] - f->scaled(k) : *f;
@@ -213,11 +211,14 @@ bool Evaluator::nonNegative(const Lin &a) const {
   return true;
 }
 
-FailureOr<Lin> Evaluator::floorDiv(const Lin &a, int64_t k, Operation *user) {
+FailureOr<Lin> Evaluator::floorDiv(const Lin &a, int64_t k, bool isUnsigned, Operation *user) {
   // Every coefficient a multiple of k: the quotient is exact (the rows of
-  // a Reshape, an element count over the other dims' product).
+  // a Reshape, an element count over the other dims' product), for a
+  // signed division whatever the sign (an unsigned one would read a
+  // negative value as a huge one).
   if (a.c % k == 0 && a.p0 % k == 0 && a.n % k == 0 && a.q % k == 0 && a.r % k == 0 &&
-      llvm::all_of(a.d, [&](int64_t x) { return x % k == 0; })) {
+      llvm::all_of(a.d, [&](int64_t x) { return x % k == 0; }) &&
+      (!isUnsigned || nonNegative(a))) {
     Lin e{a.c / k, a.p0 / k, a.n / k, a.q / k, a.r / k};
     for (int j = 0; j < Lin::kD; ++j)
       e.d[j] = a.d[j] / k;
@@ -236,6 +237,11 @@ FailureOr<Lin> Evaluator::floorDiv(const Lin &a, int64_t k, Operation *user) {
   }
   if (a.r != 0)
     return user->emitError("GPU target: a division of the rank by ") << k;
+  // Only of values >= 0 in every chunk, where floor, truncation and
+  // unsigned division agree.
+  if (!nonNegative(a))
+    return user->emitError("GPU target: a division by ")
+           << k << " of a chunk position that may be negative";
   // floor((floor(x / m) + c) / k) = floor((x + c * m) / (m * k)).
   runtime::LinearExpr of = a.expr();
   int64_t div = k;
@@ -254,6 +260,14 @@ FailureOr<Lin> Evaluator::floorDiv(const Lin &a, int64_t k, Operation *user) {
   }
   if (linOverflow)
     return user->emitError("GPU target: a chunk position's division overflows 64 bits");
+  // The program format's bounds (GpuProgram.h, "derived").
+  for (int64_t x : {of.c, of.p0, of.n, of.q})
+    if (x < -runtime::kMaxDerivedCoefficient || x > runtime::kMaxDerivedCoefficient)
+      return user->emitError("GPU target: a division by ")
+             << div << " of a chunk position with a coefficient " << x << " beyond +-2^20";
+  if (div > runtime::kMaxDerivedDivisor)
+    return user->emitError("GPU target: a division of a chunk position by ")
+           << div << ", beyond 2^40";
   auto same = [&](const runtime::DerivedSymbol &s) {
     return s.div == div && s.of.c == of.c && s.of.p0 == of.p0 && s.of.n == of.n &&
            s.of.q == of.q;

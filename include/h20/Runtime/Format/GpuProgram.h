@@ -21,7 +21,8 @@
 //                          of a rank's slice of the routed experts.
 //   "derived": [{"of": L, "div": k}, ...]  optional, at most 8: symbols
 //                          d0, d1, ... = floor(L / k), L over p0, n and q
-//                          only (coefficients within +-2^20), k >= 1, set
+//                          only (coefficients within +-2^20), 1 <= k <=
+//                          2^40, set
 //                          per chunk before its steps run. A chunk size that
 //                          splits a compressor's groups of k tokens places
 //                          and sizes them by p0 / k, (p0 + C) / k and
@@ -228,6 +229,11 @@ namespace h20::runtime {
 
 /// The most derived symbols (GpuProgram::derived) one program may declare.
 inline constexpr int kMaxDerived = 8;
+/// Bounds on a derived symbol's `of` coefficients and constant (|x|) and
+/// on its divisor: no prompt the runtime accepts (< 2^40 tokens)
+/// overflows them.
+inline constexpr int64_t kMaxDerivedCoefficient = int64_t(1) << 20;
+inline constexpr int64_t kMaxDerivedDivisor = int64_t(1) << 40;
 
 /// Values of the program's symbols for one chunk.
 struct SymbolValues {
