@@ -7,6 +7,12 @@ once in float32, once with bf16 rounding (round to nearest even) of
       projections), the storage a bf16 prefill uses between GEMMs; the
       other products (mHC mixes, Engram, indexer keys, the grouped output
       projection, the LM head) and everything else stay float32;
+  --round fp8: as linear, and the input of every linear whose weight the
+      checkpoint stores in FP8 e4m3 (generate.py --quantize) also
+      quantised to e4m3 per row and 128 consecutive inputs, scale
+      max(amax, 1e-4) / 448, as h20's FP8 GEMMs do
+      (lib/Target/GPU/kernels/fp8_quant.cuh): what FP8 activations cost
+      any implementation;
   --round all: also the outputs of every block and helper (RMSNorm,
       sigmoid, softmax, RoPE, the mHC mixes, collapse and expand, Engram,
       compressor, attention, MoE), closer to a prefill that stores every
@@ -30,7 +36,7 @@ h20's bf16 GPU target is compared with the float32 reference in
 scripts/gpu-test.sh; this script says what any bf16 implementation
 should expect there.
 
-Usage: bf16_sensitivity.py CHECKPOINT_DIR [--round linear|all] [--json OUT.json]
+Usage: bf16_sensitivity.py CHECKPOINT_DIR [--round linear|fp8|all] [--json OUT.json]
 (CHECKPOINT_DIR as written by generate.py, with ids-*.npy prompts.)
 """
 import argparse
@@ -53,6 +59,21 @@ def round_bf16(x):
     u = x.view(np.uint32).astype(np.uint64)
     u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
     return u.astype(np.uint32).view(F32).reshape(x.shape)
+
+
+def quant_fp8_rows(x, block=128):
+    """x [rows, k] float32 through e4m3 per row and `block` consecutive
+    inputs (scale max(amax, 1e-4) / 448, saturating), returned dequantised."""
+    x = np.ascontiguousarray(x, dtype=F32)
+    shape = x.shape
+    x2 = x.reshape(-1, shape[-1])
+    out = np.empty_like(x2)
+    for j in range(0, x2.shape[1], block):
+        b = x2[:, j:j + block]
+        s = (np.maximum(np.abs(b).max(axis=1, keepdims=True), F32(1e-4)) / F32(448)).astype(F32)
+        q = np.clip(b / s, F32(-448), F32(448))
+        out[:, j:j + block] = reference.round_e4m3(q) * s
+    return out.reshape(shape)
 
 
 class Recorder:
@@ -101,13 +122,23 @@ class RoundedHelpers:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint")
-    ap.add_argument("--round", choices=("linear", "all"), default="linear")
+    ap.add_argument("--round", choices=("linear", "fp8", "all"), default="linear")
     ap.add_argument("--json")
     args = ap.parse_args()
     exact = reference.load_model(args.checkpoint)
     rounded = reference.load_model(args.checkpoint)
     linear = reference.Model.linear
     rounded.linear = lambda x, name: round_bf16(linear(rounded, round_bf16(x), name))
+    if args.round == "fp8":
+        ckpt = rounded.ckpt
+        fp8 = {}
+
+        def is_fp8(name):
+            if name not in fp8:
+                fp8[name] = ckpt.scale_of(name) is not None and ckpt.info(name)[0] == "F8_E4M3"
+            return fp8[name]
+        rounded.linear = lambda x, name: round_bf16(linear(
+            rounded, quant_fp8_rows(round_bf16(x)) if is_fp8(name) else round_bf16(x), name))
     if args.round == "all":
         for name in BLOCKS:
             setattr(rounded, name, rounded_outputs(getattr(rounded, name)))
