@@ -181,8 +181,11 @@ def main():
             config = json.load(f).get("name", os.path.basename(os.path.normpath(args.checkpoint)))
         runs = [r for r in runs if (r.get("config"), r.get("round")) != (config, args.round)]
         runs.append({"config": config, "round": args.round,
-                     "rounded": "linear inputs/outputs" if args.round == "linear"
-                                else "linear inputs/outputs and every block's and helper's outputs",
+                     "rounded": {"linear": "linear inputs/outputs",
+                                 "fp8": "linear inputs/outputs, FP8-stored linears' inputs in "
+                                        "e4m3 per 1 x 128",
+                                 "all": "linear inputs/outputs and every block's and helper's "
+                                        "outputs"}[args.round],
                      "cases": results})
         tmp = args.json + ".tmp"
         with open(tmp, "w") as f:
