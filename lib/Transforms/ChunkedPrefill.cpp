@@ -102,6 +102,12 @@ SmallVector<RowRead> rowReads(func::FuncOp func, const h20::PerTokenOps &perToke
   return reads;
 }
 
+/// The positions a chunked prefill's caches hold: max-positions rounded
+/// up to whole chunks (the last chunk is padded to C tokens).
+int64_t capacityOf(int64_t maxPositions, int64_t chunk) {
+  return (maxPositions + chunk - 1) / chunk * chunk;
+}
+
 /// The cache of `slots` values of `rows` rows of `dim` elements each (one
 /// kind, no value half: rows are read as they were written), rows padded to
 /// 128 bytes as the attention caches'; a narrow row (a token id) only to
@@ -174,7 +180,7 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
     Value cache;
     h20::kv::CacheType type;
   };
-  const int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
+  const int64_t capacity = capacityOf(maxPositions, chunk);
   // A read's ring rows, or -1 for a cache of every position: a ring when
   // the move cannot overlap (R <= C) and it is smaller than that cache.
   auto ringOf = [&](const RowRead &r) {
@@ -214,13 +220,12 @@ LogicalResult cacheRows(func::FuncOp func, Value p0, int64_t maxPositions, int64
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());
   for (Kind &k : kinds) {
-    // Carried partial groups: a chunk writes ceil(C / ratio) entries from
-    // entry p0 / ratio (carryGroupRows), the last chunk's reach past
-    // capacity / ratio.
-    const int64_t rows = k.ring >= 0           ? k.ring + chunk
-                         : chunk % k.ratio == 0 ? capacity / k.ratio
-                                                : (capacity - chunk) / k.ratio +
-                                                      (chunk + k.ratio - 1) / k.ratio;
+    // The last chunk writes ceil(C / ratio) entries from entry
+    // (capacity - C) / ratio: capacity / ratio when the ratio divides C,
+    // past it when a chunk carries partial groups (carryGroupRows).
+    const int64_t rows = k.ring >= 0 ? k.ring + chunk
+                                     : (capacity - chunk) / k.ratio +
+                                           (chunk + k.ratio - 1) / k.ratio;
     k.type = rowCacheType(ctx, static_cast<int64_t>(k.values.size()), rows, k.dim, k.elt);
     k.cache = h20::kv::AllocOp::create(b, func.getLoc(), k.type, ValueRange{});
   }
@@ -557,7 +562,7 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
           // The groups past the chunk's last whole one (carryGroupRows)
           // may sit past the capacity, where the RoPE tables end: their
           // rows are never read, clamp their positions into the tables.
-          const int64_t capacity = (maxPositions + chunk - 1) / chunk * chunk;
+          const int64_t capacity = capacityOf(maxPositions, chunk);
           Value top = arith::ConstantOp::create(
               b, loc, DenseElementsAttr::get(RankedTensorType::get({}, pt.getElementType()),
                                              b.getIntegerAttr(pt.getElementType(), capacity - 1)));
@@ -654,7 +659,7 @@ struct ChunkedPrefillPass : h20::impl::ChunkedPrefillBase<ChunkedPrefillPass> {
       // (kernel scratch over every earlier row) are sized for.
       if (!whole && maxPositions > 0)
         info.push_back(
-            b.getNamedAttr("capacity", b.getI64IntegerAttr((maxPositions + c - 1) / c * c)));
+            b.getNamedAttr("capacity", b.getI64IntegerAttr(capacityOf(maxPositions, c))));
     }
     func->setAttr("h20.chunked", b.getDictionaryAttr(info));
     return success();

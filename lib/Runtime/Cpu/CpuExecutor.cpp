@@ -67,17 +67,20 @@ bool CpuModule::load(const std::vector<uint8_t> &payload, uint64_t offset, uint6
     return false;
   }
   entry = reinterpret_cast<void (*)(void **)>(dlsym(handle, symbol.c_str()));
-  abi = static_cast<const long long *>(dlsym(handle, "h20_abi"));
-  // The table's length, from its ELF symbol: checkCpuAbi never reads past it.
-  Dl_info info;
-  void *extra = nullptr; // dladdr1 stores a `const ElfW(Sym) *` here
-  if (abi && dladdr1(abi, &info, &extra, RTLD_DL_SYMENT) && extra)
-    abiWords = static_cast<const ElfW(Sym) *>(extra)->st_size / sizeof(long long);
+  // A table and its length in words, from its ELF symbol: the checks
+  // never read past it. Null (0 words) when the code has no such table.
+  auto table = [&](const char *name, size_t &words) {
+    auto *t = static_cast<const long long *>(dlsym(handle, name));
+    Dl_info info;
+    void *extra = nullptr; // dladdr1 stores a `const ElfW(Sym) *` here
+    words = t && dladdr1(t, &info, &extra, RTLD_DL_SYMENT) && extra
+                ? static_cast<const ElfW(Sym) *>(extra)->st_size / sizeof(long long)
+                : 0;
+    return t;
+  };
+  abi = table("h20_abi", abiWords);
   // A chunked artifact's facts (CpuTarget.cpp writes them beside h20_abi).
-  chunking = static_cast<const long long *>(dlsym(handle, "h20_chunking"));
-  extra = nullptr;
-  if (chunking && dladdr1(chunking, &info, &extra, RTLD_DL_SYMENT) && extra)
-    chunkingWords = static_cast<const ElfW(Sym) *>(extra)->st_size / sizeof(long long);
+  chunking = table("h20_chunking", chunkingWords);
   if (!entry || !abi || abiWords == 0) {
     error = "the artifact's code has no entry '" + symbol + "' or no ABI description";
     return false;

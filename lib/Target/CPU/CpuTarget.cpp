@@ -283,9 +283,7 @@ FailureOr<func::FuncOp> chunkEntry(ModuleOp module, const CpuTargetOptions &opti
   c.chunk = options.chunk;
   c.maxPositions = *options.maxPositions;
   c.wholePromptFallback = false;
-  // The CPU's sizes are computed at run time: a chunk need not hold whole
-  // compressor groups (the GPU's step program needs sizes linear in the
-  // chunk index, which p0 mod k is not).
+  // A chunk need not hold whole compressor groups (as on the GPU).
   c.carryPartialGroups = true;
   pm.addPass(createChunkedPrefill(c));
   if (failed(pm.run(module)))
@@ -376,12 +374,12 @@ LogicalResult compileForCpu(ModuleOp module, const CpuTargetOptions &options,
   SmallVector<int64_t> chunking;
   if (options.chunk > 0) {
     auto c = func->getAttrOfType<DictionaryAttr>("h20.chunked");
-    chunking = {options.chunk, c.getAs<IntegerAttr>("capacity").getInt(),
-                static_cast<int64_t>(numCaches)};
+    const int64_t capacity = c.getAs<IntegerAttr>("capacity").getInt();
+    chunking = {options.chunk, capacity, static_cast<int64_t>(numCaches)};
     chunking.append(cacheElementBytes);
     manifest["cpu_chunked"] = llvm::json::Object{
         {"chunk", options.chunk},
-        {"capacity", c.getAs<IntegerAttr>("capacity").getInt()},
+        {"capacity", capacity},
         {"output", c.getAs<StringAttr>("output").getValue().str()},
         {"caches", std::move(caches)}};
   }

@@ -171,6 +171,9 @@ struct View {
   Type element;
 };
 
+/// A library call's operand views (inputs, then inits).
+using Views = SmallVector<View, 4>;
+
 struct Buffer {
   std::string kind;  ///< input, output, weight, state, temp, const
   int64_t index = -1;
@@ -334,8 +337,8 @@ private:
                           int64_t k);
   LogicalResult evalFp8Gemm(linalg::GenericOp op);
   /// The views of a library call's operands, inputs then inits.
-  FailureOr<SmallVector<View, 4>> operandViews(linalg::GenericOp op) {
-    SmallVector<View, 4> v;
+  FailureOr<Views> operandViews(linalg::GenericOp op) {
+    Views v;
     for (Value x : llvm::concat<Value>(op.getDpsInputs(), op.getDpsInits())) {
       auto vw = view(x, op);
       if (failed(vw))

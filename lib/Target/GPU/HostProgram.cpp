@@ -301,11 +301,12 @@ std::optional<int64_t> Evaluator::largestOverChunks(const Lin &v) const {
   for (int j = 0; j < Lin::kD; ++j)
     if (v.d[j] != 0 && derived[j].of.n != 0)
       return std::nullopt;
+  const runtime::LinearExpr e = v.expr();
   int64_t most = std::numeric_limits<int64_t>::min();
   for (int64_t q = 0; q < chunks; ++q) {
     runtime::SymbolValues s{q * c, c, q};
     int64_t value;
-    if (!runtime::deriveSymbols(derived, s) || !v.expr().evaluate(s, value))
+    if (!runtime::deriveSymbols(derived, s) || !e.evaluate(s, value))
       return std::nullopt;
     most = std::max(most, value);
   }
@@ -801,7 +802,7 @@ LogicalResult Evaluator::run() {
     program.buffers.push_back(std::move(o));
   }
   program.steps = std::move(steps);
-  program.derived = derived;
+  program.derived = std::move(derived);
   // The layers, when every attention reads a layer of the KV cache (an LLM
   // program; GpuProgram.h "layers"): layer i is the steps after the
   // previous attention up to its own.

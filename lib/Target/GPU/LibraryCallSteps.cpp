@@ -438,7 +438,7 @@ LogicalResult Evaluator::evalAttention(linalg::GenericOp op) {
 /// Removes the start carrier, views[at] (SparseAttnToLinalg.cpp,
 /// startCarrier: an [start + 1] i8 input), and sets `start` from its
 /// length. `what` names the call in the error of a malformed carrier.
-static LogicalResult takeStartCarrier(linalg::GenericOp op, SmallVector<View, 4> &views, unsigned at,
+static LogicalResult takeStartCarrier(linalg::GenericOp op, Views &views, unsigned at,
                                       StringRef what, Lin &start) {
   if (at >= views.size() || views[at].sizes.size() != 1)
     return op->emitError("GPU target: internal: the ") << what << "'s start carrier is not rank 1";
@@ -460,7 +460,7 @@ LogicalResult Evaluator::evalIndexer(linalg::GenericOp op) {
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
-  SmallVector<View, 4> v = *operands;
+  Views v = *operands;
   Lin start{0};
   if (hasStart && failed(takeStartCarrier(op, v, numIns, "indexer", start)))
     return failure();
@@ -574,7 +574,7 @@ LogicalResult Evaluator::evalSparseAttention(linalg::GenericOp op) {
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
-  SmallVector<View, 4> v = *operands;
+  Views v = *operands;
   const bool compressed = numIns == 5;
   // Query row 0's prompt position (a ring's carrier; set below otherwise).
   Lin start{0};
@@ -686,7 +686,7 @@ LogicalResult Evaluator::evalRoutedExperts(linalg::GenericOp op) {
   auto operands = operandViews(op);
   if (failed(operands))
     return failure();
-  const SmallVector<View, 4> &v = *operands;
+  const Views &v = *operands;
   // Float experts: W1, W3 [E, Dm, I], W2 [E, I, Dm]. MXFP4 experts: W1, W3
   // [E, I, Dm / 2] and W2 [E, Dm, I / 2] packed bytes, each followed by its
   // scale bytes [E, out, in / 32] (s1, s3, s2).
