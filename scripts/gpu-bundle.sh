@@ -227,6 +227,9 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       # tiny (Engram too) also in chunks of 12: art/v41-tiny-c12.*.
       if [[ $cfg == tiny ]]; then
         v41_art "$v41/model.onnx" "v41-tiny-c12.$ct" "$ct" --chunk=12
+        # And with every gather-only table (the token embedding, Engram's
+        # n-gram tables) in pinned host memory: art/v41-tiny-c12h.*.
+        v41_art "$v41/model.onnx" "v41-tiny-c12h.$ct" "$ct" --chunk=12 --host-tables=all
       fi
       # Chunks of 20 (>= the window's 15 rows before a chunk, not a divisor
       # of 16, 129 or 1000): the window latents in rings of 15 + 20 rows
@@ -423,7 +426,31 @@ if [[ $bench != 0 && $bench != tp && $bench != robust ]]; then
   # layers, 61 GiB) for 80 GB cards. H20_V41_DEEP=0: skipped.
   if [[ ${H20_V41_DEEP:-1} != 0 ]]; then
     deep=${H20_V41_DEEP_CONFIG:-flash-16}
-    "$py" "$root/models/deepseek_v41/export.py" --graph-only "$deep" "$fl/deep" --logits last \
+    # A config with Engram layers (flash-16e) exports from a directory
+    # holding its config.json and a token map (random, seeded: the
+    # benchmark's ids are random too).
+    src=$deep
+    if "$py" - "$root/models/deepseek_v41" "$deep" "$fl/deep-src" <<'PY'
+import json, os, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import config
+cfg = config.load(sys.argv[2])
+if not cfg["engram_layer_ids"]:
+    sys.exit(1)
+os.makedirs(sys.argv[3], exist_ok=True)
+with open(os.path.join(config.CONFIG_DIR, sys.argv[2] + ".json")) as f:
+    raw = json.load(f)
+with open(os.path.join(sys.argv[3], "config.json"), "w") as f:
+    json.dump(raw, f)
+rng = np.random.default_rng(int(cfg.get("seed", 0)) + 7)
+np.save(os.path.join(sys.argv[3], "engram_token_map.npy"),
+        rng.integers(0, cfg["engram_compressed_vocab_size"], cfg["vocab_size"], dtype=np.int64))
+PY
+    then
+      src=$fl/deep-src
+    fi
+    "$py" "$root/models/deepseek_v41/export.py" --graph-only "$src" "$fl/deep" --logits last \
       --fp8-linears --fp4-experts >/dev/null
     for S in 131072 524288; do
       "$build/bin/h20-opt" "$fl/deep/model.onnx" --target=h200 --compute-type=bf16 --logits=last \

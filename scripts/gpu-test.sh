@@ -242,10 +242,13 @@ seed_dense() { # layers S name
 # the next chunk (h20-chunked-prefill's carry-partial-groups), gated as
 # their 12-token runs; tiny's chunked runs are also compared with its
 # whole-prompt GPU run (issue 30: f32 within 1e-5, bf16 the same next
-# token), "... vs whole".
+# token), "... vs whole". tiny-c12h is tiny-c12 with its gather-only
+# tables (token embedding, Engram's) in pinned host memory the kernels
+# read over PCIe (--host-tables=all): gated as tiny-c12, and its logits
+# must equal tiny-c12's bit for bit ("... vs device tables").
 if want deepseek; then
   for model in tiny all-picks window chunked tiny-c12 tiny-c20 window-c20 chunked-c20 wide \
-               tiny-c10 tiny-c7 chunked-c10 chunked-c7; do
+               tiny-c10 tiny-c7 chunked-c10 chunked-c7 tiny-c12h; do
     base=${model%-c[0-9]*}
     dir=$bundle/models/v41
     [[ $base != tiny ]] && dir=$bundle/models/v41-$base
@@ -282,6 +285,15 @@ if want deepseek; then
             record "$name vs whole" PASS "$c"
           else
             record "$name vs whole" FAIL "${c:-npy-compare failed}"
+          fi
+        fi
+        device=$results/v41-tiny-c12.$ct.S$S.npy
+        if [[ $model == tiny-c12h ]]; then
+          if [[ -f $device && -f $results/v41-$model.$ct.S$S.npy ]] &&
+             cmp -s "$results/v41-$model.$ct.S$S.npy" "$device"; then
+            record "$name vs device tables" PASS "bitwise equal to tiny-c12"
+          else
+            record "$name vs device tables" FAIL "differs from tiny-c12 (or a run failed)"
           fi
         fi
       done

@@ -43,6 +43,11 @@ void addChunkedStage(OpPassManager &pm, const GpuPipelineOptions &o) {
     t.type = o.computeType;
     pm.addNestedPass<func::FuncOp>(createComputeType(t));
   }
+  // Large gather-only tables (Engram's) in pinned host memory: decided
+  // on the compute type's bytes.
+  PlaceTablesOptions place;
+  place.minBytes = o.hostTableMinBytes;
+  pm.addNestedPass<func::FuncOp>(createPlaceTables(place));
   // Query-row splits (h20-tensor-parallel) stay where the chunk's rows
   // divide over the ranks and the kernel that splits them runs (the
   // storage type is known now).

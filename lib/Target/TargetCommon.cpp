@@ -278,6 +278,9 @@ llvm::json::Array describeWeights(ModuleOp module, StringRef entry) {
                                         {"full_shape", std::move(full)},
                                         {"starts", std::move(starts)}};
       }
+      // h20-place-tables: "host" (pinned host memory the GPU reads).
+      if (auto placement = d.getAs<StringAttr>("placement"))
+        w["placement"] = placement.str();
       if (auto o = d.getAs<IntegerAttr>("offset"))
         w["offset"] = o.getInt();
       if (auto l = d.getAs<IntegerAttr>("length"))

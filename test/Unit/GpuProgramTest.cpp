@@ -572,6 +572,77 @@ TEST(GpuProgram, PlansBuffers) {
   EXPECT_EQ(plan.totalBytes, 256u);
 }
 
+// h20-place-tables: a weight the manifest places on the host has a host
+// buffer, planned in its own allocation; the device plan shrinks by it.
+TEST(GpuProgram, PlacesTablesOnTheHost) {
+  json manifest = baseManifest();
+  manifest["weights"][0]["placement"] = "host";
+  json g = baseProgram();
+  g["buffers"][3]["placement"] = "host";
+  GpuProgram p;
+  ASSERT_EQ(parse(g, p, manifest), "");
+  EXPECT_TRUE(p.buffers[3].host);
+  EXPECT_FALSE(p.buffers[4].host);
+  // The writer keeps it: parsed again, written again, the same text.
+  std::string written = writeGpuProgram(p);
+  EXPECT_NE(written.find("\"placement\":\"host\""), std::string::npos) << written;
+  GpuProgram again;
+  ASSERT_EQ(parse(json::parse(written), again, manifest), "");
+  EXPECT_TRUE(again.buffers[3].host);
+  EXPECT_EQ(writeGpuProgram(again), written);
+  BufferPlan plan;
+  std::string error;
+  ASSERT_TRUE(planBuffers(p, plan, error)) << error;
+  EXPECT_TRUE(plan.onHost[3]);
+  EXPECT_EQ(plan.offsets[3], 0u);
+  EXPECT_EQ(plan.hostBytes, 256u);
+  EXPECT_EQ(plan.hostWeightBytes, 64u);
+  // The device allocation: weight 4 first now, the rest 256 bytes lower.
+  EXPECT_EQ(plan.offsets[4], 0u);
+  EXPECT_EQ(plan.offsets[8], 256u);
+  EXPECT_EQ(plan.weightBytes, 32u);
+  EXPECT_EQ(plan.totalBytes, 2048u + 4096u - 256u);
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    EXPECT_EQ(plan.onHost[i], i == 3) << "buffer " << i;
+  // --dummy-weights never shares a host table's memory with a device one.
+  GpuProgram same = p;
+  same.buffers[4].bytes = 64;
+  std::vector<int> sameAs(p.buffers.size(), -1);
+  sameAs[4] = 3;
+  EXPECT_FALSE(planBuffers(same, plan, error, sameAs));
+  EXPECT_NE(error.find("cannot share"), std::string::npos) << error;
+  // Without host tables there is no host allocation.
+  GpuProgram plain;
+  ASSERT_EQ(parse(baseProgram(), plain), "");
+  ASSERT_TRUE(planBuffers(plain, plan, error)) << error;
+  EXPECT_EQ(plan.hostBytes, 0u);
+  // Refused: a placement the manifest does not give, one on another
+  // kind of buffer, an unknown one.
+  json g2 = baseProgram();
+  g2["buffers"][3]["placement"] = "host";
+  EXPECT_NE(parseError(g2).find("gpu.buffers[3].placement: weight 'w0' is placed on the host "
+                                "here but on the device in the manifest"),
+            std::string::npos)
+      << parseError(g2);
+  EXPECT_NE(parseError(baseProgram(), manifest).find("placed on the device here but on the host"),
+            std::string::npos);
+  json g3 = baseProgram();
+  g3["buffers"][5]["placement"] = "host";
+  EXPECT_NE(parseError(g3).find("gpu.buffers[5].placement: only a weight buffer has a placement"),
+            std::string::npos)
+      << parseError(g3);
+  json g4 = g;
+  g4["buffers"][3]["placement"] = "disk";
+  EXPECT_NE(parseError(g4, manifest).find("\"disk\" is neither \"host\" nor \"device\""),
+            std::string::npos)
+      << parseError(g4, manifest);
+  json m2 = baseManifest();
+  m2["weights"][1]["placement"] = "nvme";
+  EXPECT_NE(parseError(baseProgram(), m2).find("placement: \"nvme\" is neither"),
+            std::string::npos)
+      << parseError(baseProgram(), m2);
+}
+
 TEST(Manifest, ResolvesOutputShapes) {
   Manifest m;
   std::string error;

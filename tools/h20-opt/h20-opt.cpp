@@ -125,6 +125,14 @@ static llvm::cl::opt<std::string> expertGemm(
                    "Hopper, bf16 tokens, K multiples of 128; today slower than bf16, see "
                    "BENCHMARKS.md)"),
     llvm::cl::cat(gpuCategory), llvm::cl::value_desc("bf16|fp8"), llvm::cl::init("bf16"));
+static llvm::cl::opt<std::string> hostTables(
+    "host-tables",
+    llvm::cl::desc("GPU targets: where large lookup tables live (weights only ever read by "
+                   "row Gathers, such as DeepSeek-V4.1's Engram n-gram tables: 183 GiB each "
+                   "in bf16): auto (default: tables of 4 GiB or more in pinned host memory the "
+                   "GPU reads over PCIe, the rest on the GPU), none (all on the GPU) or all "
+                   "(every gather-only table on the host; tests) (h20-place-tables)"),
+    llvm::cl::cat(gpuCategory), llvm::cl::value_desc("auto|none|all"), llvm::cl::init("auto"));
 static llvm::cl::opt<std::string> quantizeLinears(
     "quantize-linears",
     llvm::cl::desc("GPU targets: none (default) or fp8: the float linears' weights quantised "
@@ -215,6 +223,21 @@ bool checkDeviceMemory(const h20::runtime::Artifact &artifact, bool print, std::
         gpus.c_str(), static_cast<long long>(m.maxPositions.value_or(0)), gib(plan.weightBytes),
         gib(plan.stateBytes), gib(plan.ioBytes), gib(plan.constBytes), gib(arena),
         gib(plan.totalBytes), static_cast<unsigned long long>(plan.totalBytes));
+  if (print && plan.hostBytes) {
+    int tables = 0;
+    std::string names;
+    for (size_t i = 0; i < program.buffers.size(); ++i)
+      if (plan.onHost[i]) {
+        ++tables;
+        if (program.buffers[i].index >= 0 &&
+            static_cast<size_t>(program.buffers[i].index) < m.weights.size())
+          names += (names.empty() ? "" : ", ") + m.weights[program.buffers[i].index].name;
+      }
+    llvm::outs() << llvm::format("h20: pinned host memory per GPU: %.2f GiB for %d gather-only "
+                                 "table(s) the GPU reads over PCIe (",
+                                 gib(plan.hostBytes), tables)
+                 << names << "; --host-tables=none keeps them on the GPU)\n";
+  }
   // h20-run needs the plan plus the cuBLASLt workspace in free memory,
   // and the CUDA context takes about 0.5 GiB of the device's: 1 GiB kept
   // for both. (Context parallelism allocates more than this plan on each
@@ -520,6 +543,8 @@ std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode
     return "--fp8-gemm must be fp8 or dequantize, got '" + fp8Gemm + "'";
   if (!llvm::is_contained({"bf16", "fp8"}, expertGemm.getValue()))
     return "--expert-gemm must be bf16 or fp8, got '" + expertGemm + "'";
+  if (!llvm::is_contained({"auto", "none", "all"}, hostTables.getValue()))
+    return "--host-tables must be auto, none or all, got '" + hostTables + "'";
   if (!llvm::is_contained({"none", "fp8"}, quantizeLinears.getValue()))
     return "--quantize-linears must be none or fp8, got '" + quantizeLinears + "'";
   if (quantizeLinears == "fp8" && !mode.gpuArtifact &&
@@ -760,6 +785,9 @@ int compileGpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
   options.attentionKernel = attentionKernel;
   options.fp8Gemm = fp8Gemm;
   options.expertGemm = expertGemm;
+  options.hostTableMinBytes = hostTables == "none" ? -1
+                              : hostTables == "all" ? 0
+                                                    : h20::GpuTargetOptions().hostTableMinBytes;
   if (mode.gpuStage)
     options.stopAfter = emitLevel;
   options.onStage = progress.reporter();

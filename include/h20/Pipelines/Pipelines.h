@@ -62,6 +62,9 @@ struct GpuPipelineOptions {
   std::string fp8Gemm = "fp8";
   /// h20-choose-attention-kernels' MXFP4 expert GEMMs: "bf16" or "fp8".
   std::string expertGemm = "bf16";
+  /// h20-place-tables' `min-bytes`: gather-only tables this large live in
+  /// pinned host memory (< 0: none).
+  int64_t hostTableMinBytes = int64_t(4) << 30;
   /// The last stage to run (one of gpuStages()); empty: every stage.
   std::string stopAfter;
   /// CUDA toolkit directory for libdevice ("" : none found).
@@ -76,7 +79,7 @@ struct GpuPipelineOptions {
 
 /// The GPU pipeline's stages in order, as `h20-opt --emit` names them:
 ///   chunked — h20-chunked-prefill (chunk recorded), h20-compute-type,
-///             h20-rename-entry;
+///             h20-place-tables, h20-rename-entry;
 ///   linalg  — h20-choose-attention-kernels, h20-lower-to-linalg with
 ///             library calls, h20-concat-in-place, h20-fuse-elementwise,
 ///             h20-widen-elementwise, h20-unroll-small-reductions,

@@ -37,6 +37,9 @@ struct GpuTargetOptions {
   /// MXFP4 routed experts' GEMMs: "bf16" or "fp8"
   /// (h20-choose-attention-kernels' `expert-gemm` option).
   std::string expertGemm = "bf16";
+  /// Gather-only tables of at least this many device bytes live in pinned
+  /// host memory (h20-place-tables' `min-bytes`; < 0: none, 0: all).
+  int64_t hostTableMinBytes = int64_t(4) << 30;
   // The multi-GPU plan is the module's `h20.parallel` attribute
   // (h20-choose-parallel-plan), written to the manifest's "parallel"
   // object; with plan "tensor" the module must already be split

@@ -439,6 +439,37 @@ def QuantizeLinears : Pass<"h20-quantize-linears", "mlir::func::FuncOp"> {
   }];
 }
 
+def PlaceTables : Pass<"h20-place-tables", "mlir::func::FuncOp"> {
+  let dependentDialects = ["h20::onnx::OnnxDialect"];
+  let summary = "Keep large lookup tables in pinned host memory the GPU reads";
+  let description = [{
+    Marks an `onnx.Weight` with `h20.placement = "host"` when every use of
+    it is the data operand of an `onnx.Gather` along axis 0 (row lookups)
+    and its device bytes (element count x the element size of its result
+    type, after h20-compute-type) are at least `min-bytes`. The GPU
+    runtime then keeps it in page-locked host memory mapped into the
+    GPU's address space (cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP)
+    instead of device memory, and the generated gather reads its rows
+    over PCIe: a chunk of C tokens reads C x (rows per token) rows, never
+    the table. This is for DeepSeek-V4.1's Engram n-gram tables: the
+    released V4.1-Flash has two, [384M, 256] each (98 GB in FP8, 183 GiB
+    in bf16), on layers 1 and 14, and a token reads 24 rows of each; the
+    Engram paper keeps them in host memory for the same reason
+    (DeepSeek, "Conditional Memory via Scalable Lookup", arXiv
+    2601.07372: lookups are deterministic given the tokens, so the rows
+    can be fetched from host memory).
+    A table any other op reads (a tied embedding the LM head multiplies,
+    a Gather along another axis) stays in device memory. Records the
+    function's `h20.host_tables = {count, bytes}` when it places any
+    (h20-opt prints it). `min-bytes` < 0 places none; 0 places every
+    gather-only table (tests).
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"int64_t(4) << 30",
+           "Smallest table (device bytes) kept in host memory; < 0: none">
+  ];
+}
+
 def LowerRope : Pass<"h20-lower-rope", "mlir::func::FuncOp"> {
   let summary = "Replace attn.rope by table gathers (no sin/cos per token)";
   let description = [{

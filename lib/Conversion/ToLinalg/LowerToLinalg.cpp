@@ -58,6 +58,9 @@ void weightsToArguments(func::FuncOp func) {
     // h20-quantize-linears: the argument is derived from the stored tensor.
     if (auto derive = w->getAttrOfType<DictionaryAttr>("h20.derive"))
       d.push_back(b.getNamedAttr("derive", derive));
+    // h20-place-tables: the argument lives in pinned host memory.
+    if (auto placement = w->getAttrOfType<StringAttr>("h20.placement"))
+      d.push_back(b.getNamedAttr("placement", placement));
     descriptions.push_back(b.getDictionaryAttr(d));
     w.erase();
   }

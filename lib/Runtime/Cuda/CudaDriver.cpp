@@ -77,6 +77,8 @@ void loadCuda(CudaState &s) {
   resolve(lib, a.cuMemFree, {"cuMemFree_v2"}, missing);
   resolve(lib, a.cuMemAllocHost, {"cuMemAllocHost_v2"}, missing);
   resolve(lib, a.cuMemFreeHost, {"cuMemFreeHost"}, missing);
+  resolve(lib, a.cuMemHostAlloc, {"cuMemHostAlloc"}, missing);
+  resolve(lib, a.cuMemHostGetDevicePointer, {"cuMemHostGetDevicePointer_v2"}, missing);
   resolve(lib, a.cuMemcpyHtoD, {"cuMemcpyHtoD_v2"}, missing);
   resolve(lib, a.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"}, missing);
   resolve(lib, a.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"}, missing);

@@ -88,6 +88,8 @@ GpuExecutor::Impl::~Impl() {
   gemm.reset();
   release(workspace, workspaceBytes);
   release(base, plan.totalBytes);
+  if (hostPtr)
+    cu->cuMemFreeHost(hostPtr);
   for (CUmodule mod : modules)
     cu->cuModuleUnload(mod);
   if (stream)
@@ -266,7 +268,7 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
       const GpuBuffer &b = I.p.buffers[bi];
       if (b.kind != BufferKind::Weight || b.index < 0 || size_t(b.index) >= I.m.weights.size())
         continue;
-      std::string key = b.dtype + ":" + std::to_string(b.bytes);
+      std::string key = b.dtype + ":" + std::to_string(b.bytes) + (b.host ? ":host" : "");
       for (int64_t d : I.m.weights[b.index].shape)
         key += "x" + std::to_string(d);
       auto [it, isNew] = first.emplace(key, static_cast<int>(bi));
@@ -292,7 +294,8 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
                            gib(freeB) + " free of " + gib(totalB)));
   }
   if (!I.alloc(I.base, I.plan.totalBytes, "the program's buffers") ||
-      (I.workspaceBytes && !I.alloc(I.workspace, I.workspaceBytes, "the cuBLASLt workspace")))
+      (I.workspaceBytes && !I.alloc(I.workspace, I.workspaceBytes, "the cuBLASLt workspace")) ||
+      !I.allocHost())
     return done(false);
   I.resetAddresses();
   I.loadStats.planBytes = I.plan.totalBytes;
@@ -301,6 +304,7 @@ GpuStatus GpuExecutor::load(const Artifact &artifact, const Manifest &manifest,
     return done(false);
   I.loadStats.loadWeightsMs = msSince(t0);
   I.loadStats.weightBytes = I.plan.weightBytes;
+  I.loadStats.hostWeightBytes = I.plan.hostWeightBytes;
   I.loaded = true;
   return GpuStatus::Ok;
 }

@@ -91,11 +91,17 @@ struct GpuExecutor::Impl {
   std::vector<CUmodule> modules;
   std::vector<CUfunction> stepFunction; ///< per step; null for gemm/memset/copy
   CUdeviceptr base = 0, workspace = 0;
+  /// The host allocation of the tables placed on the host (BufferPlan::
+  /// hostBytes; page-locked, mapped): its host address and the address
+  /// kernels use for it.
+  void *hostPtr = nullptr;
+  CUdeviceptr hostBase = 0;
   uint64_t workspaceBytes = 0;
   bool tuneGemms = false; ///< GpuLoadOptions::tuneGemms
   bool gemmsTuned = false; ///< the first run tuned them
   std::unique_ptr<CublasLtGemm> gemm;
   uint64_t heldBytes = 0, peakBytes = 0, peakDeviceUsed = 0;
+  uint64_t hostHeldBytes = 0; ///< the host allocation, when made
   bool loaded = false, loadTried = false;
   bool syncEachStep = false; ///< H20_GPU_SYNC=1: find the step of an asynchronous fault
   std::unique_ptr<NcclComm> nccl; ///< GpuLoadOptions::ncclRanks >= 1 and NCCL came up
@@ -218,8 +224,15 @@ struct GpuExecutor::Impl {
   void resetAddresses() {
     addr.resize(plan.offsets.size());
     for (size_t b = 0; b < plan.offsets.size(); ++b)
-      addr[b] = base + plan.offsets[b];
+      addr[b] = (plan.onHost[b] ? hostBase : base) + plan.offsets[b];
   }
+  /// Allocates the plan's host buffers (pinned, mapped into the GPU's
+  /// address space); true when there are none.
+  bool allocHost();
+  /// Copies `bytes` from host memory `src` to buffer `bi` at `offset`:
+  /// enqueued on the stream for a device buffer (`src` must stay valid
+  /// until the stream reaches it), done now for a host one.
+  bool copyIn(int bi, uint64_t offset, const void *src, uint64_t bytes, const std::string &what);
 
   bool loadModules(const Artifact &artifact);
   bool resolveKernels();

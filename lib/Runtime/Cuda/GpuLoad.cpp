@@ -132,6 +132,44 @@ bool GpuExecutor::Impl::resolveKernels() {
   return true;
 }
 
+bool GpuExecutor::Impl::allocHost() {
+  if (plan.hostBytes == 0)
+    return true;
+  // Portable: any context of the process may use it; device-mapped: the
+  // kernels read it through hostBase (under unified addressing the same
+  // address as hostPtr).
+  CUresult r = cu->cuMemHostAlloc(&hostPtr, plan.hostBytes,
+                                  CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+  if (r != CUDA_SUCCESS) {
+    hostPtr = nullptr;
+    std::string tables;
+    for (size_t b = 0; b < p.buffers.size(); ++b)
+      if (plan.onHost[b] && p.buffers[b].index >= 0 &&
+          static_cast<size_t>(p.buffers[b].index) < m.weights.size())
+        tables += (tables.empty() ? "'" : ", '") + m.weights[p.buffers[b].index].name + "'";
+    return check(r, "allocating " + gib(plan.hostBytes) +
+                        " of page-locked host memory for the tables the compiler placed on the "
+                        "host (" + tables + "; h20-opt --host-tables=none keeps them on the GPU)",
+                 GpuStatus::Resources);
+  }
+  hostHeldBytes = plan.hostBytes;
+  if (!check(cu->cuMemHostGetDevicePointer(&hostBase, hostPtr, 0),
+             "mapping the host tables into the GPU's address space"))
+    return false;
+  resetAddresses();
+  return true;
+}
+
+bool GpuExecutor::Impl::copyIn(int bi, uint64_t offset, const void *src, uint64_t bytes,
+                               const std::string &what) {
+  if (plan.onHost[static_cast<size_t>(bi)]) {
+    std::memcpy(static_cast<char *>(hostPtr) + plan.offsets[static_cast<size_t>(bi)] + offset,
+                src, bytes);
+    return true;
+  }
+  return check(cu->cuMemcpyHtoDAsync(address(bi) + offset, src, bytes, stream), what);
+}
+
 bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
   uint64_t stageBytes = std::max<uint64_t>(o.stagingBytes, 1 << 16);
   void *stage[2] = {nullptr, nullptr};
@@ -206,7 +244,6 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
       return false;
     bool convert = w.dtype != b.dtype;
     int64_t perPiece = static_cast<int64_t>(stageBytes) / std::max(srcEs, dstEs);
-    CUdeviceptr dst = address(static_cast<int>(bi));
     for (const ShardRead &rd : planShardReads(slice, perPiece)) {
       if (used[slot] && !check(cu->cuEventSynchronize(done[slot]), "uploading " + name))
         return false;
@@ -226,9 +263,8 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
                           static_cast<uint8_t *>(stage[slot]) + row * rd.runElements * dstEs,
                           static_cast<size_t>(rd.runElements));
       }
-      if (!check(cu->cuMemcpyHtoDAsync(dst + rd.deviceElement * dstEs, stage[slot], n * dstEs,
-                                       stream),
-                 "uploading " + name) ||
+      if (!copyIn(static_cast<int>(bi), static_cast<uint64_t>(rd.deviceElement * dstEs),
+                  stage[slot], static_cast<uint64_t>(n * dstEs), "uploading " + name) ||
           !check(cu->cuEventRecord(done[slot], stream), "uploading " + name))
         return false;
       used[slot] = true;
@@ -289,8 +325,7 @@ bool GpuExecutor::Impl::uploadDerivedWeight(int bi, const WeightSpec &w,
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(b.bytes));
   deriveWeight(w, derivedSource.data(), bytes.data());
-  return check(cu->cuMemcpyHtoDAsync(address(bi), bytes.data(), bytes.size(), stream),
-               "uploading " + name) &&
+  return copyIn(bi, 0, bytes.data(), bytes.size(), "uploading " + name) &&
          check(cu->cuStreamSynchronize(stream), "uploading " + name);
 }
 
@@ -323,9 +358,15 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   const bool isFloat = b.dtype == "float32" || b.dtype == "float16" || b.dtype == "bfloat16";
   const bool isScale =
       w.name.size() > 6 && w.name.compare(w.name.size() - 6, 6, ".scale") == 0 && !w.shape.empty();
-  if (!isFloat && b.dtype != "int8" && b.dtype != "float8_e4m3fn")
+  if (!isFloat && b.dtype != "int8" && b.dtype != "float8_e4m3fn") {
+    if (plan.onHost[static_cast<size_t>(bi)]) {
+      std::memset(static_cast<char *>(hostPtr) + plan.offsets[static_cast<size_t>(bi)], 0,
+                  static_cast<size_t>(b.bytes));
+      return true;
+    }
     return check(cu->cuMemsetD8Async(address(bi), 0, static_cast<size_t>(b.bytes), stream),
                  "zeroing dummy weight '" + w.name + "'");
+  }
   const int64_t es = dtypeSize(b.dtype);
   ShardSlice slice;
   std::string err;
@@ -398,14 +439,13 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   // Each run of the slice (ShardSlice: stored elements [runStart(o),
   // runStart(o) + runElements), placed one after the other on the device)
   // in pieces of at most P elements starting at V[j mod P].
-  const CUdeviceptr dst = address(bi);
   int64_t device = 0;
   for (int64_t o = 0; o < slice.outer; ++o)
     for (int64_t j = slice.runStart(o), end = j + slice.runElements; j < end;) {
       const int64_t n = std::min(period, end - j);
       const char *from = static_cast<const char *>(stage[slot]) + (j % period) * es;
-      if (!check(cu->cuMemcpyHtoDAsync(dst + device * es, from, n * es, stream),
-                 "uploading " + name))
+      if (!copyIn(bi, static_cast<uint64_t>(device * es), from, static_cast<uint64_t>(n * es),
+                  "uploading " + name))
         return false;
       device += n;
       j += n;

@@ -209,6 +209,7 @@ nlohmann::json commonReport(const Manifest &m, const GpuDeviceInfo &dev, const G
                         {"peak_gpu_memory_bytes", st.peakGpuMemoryBytes},
                         {"device_memory_used_bytes", st.deviceMemoryUsedBytes},
                         {"weight_bytes", ls.weightBytes},
+                        {"host_weight_bytes", ls.hostWeightBytes},
                         {"logits", m.logits}};
   report["gpus"] = c.physicalGpus;
   if (ls.nccl.empty() || ls.nccl.rfind("unavailable", 0) == 0)
@@ -341,9 +342,13 @@ void printLoadSummary(GpuPrefill &prefill, FILE *out) {
   const GpuLoadStats &loaded = prefill.executor().loadStats();
   const double gib = static_cast<double>(loaded.weightBytes) / (1ull << 30);
   const double s = loaded.loadWeightsMs / 1000.0;
-  std::fprintf(out, "h20-run: %s (GPU %d): weights %.2f GiB loaded in %.1f s (%.2f GiB/s), "
+  const double host = static_cast<double>(loaded.hostWeightBytes) / (1ull << 30);
+  char onHost[96] = "";
+  if (loaded.hostWeightBytes)
+    std::snprintf(onHost, sizeof onHost, " (+ %.2f GiB of tables in pinned host memory)", host);
+  std::fprintf(out, "h20-run: %s (GPU %d): weights %.2f GiB%s loaded in %.1f s (%.2f GiB/s), "
                "%.2f GiB allocated, %s kernels\n",
-               dev.name.c_str(), dev.ordinal, gib, s, s > 0 ? gib / s : 0.0,
+               dev.name.c_str(), dev.ordinal, gib, onHost, s, s > 0 ? (gib + host) / s : 0.0,
                static_cast<double>(loaded.planBytes) / (1ull << 30), loaded.code.c_str());
 }
 

@@ -447,6 +447,8 @@ private:
     std::string where = "gpu.buffers[" + std::to_string(i) + "]";
     GpuBuffer b;
     std::string kind = stringField(j, "kind", where);
+    if (const json *pl = find(j, "placement"); pl && !pl->is_null() && kind != "weight")
+      invalid(sub(where, "placement"), "only a weight buffer has a placement, not a " + kind + " one");
     b.bytes = intField(j, "bytes", where);
     if (b.bytes < 0 || b.bytes > kMaxBytes)
       invalid(sub(where, "bytes"), "must be in [0, 2^50], got " + std::to_string(b.bytes));
@@ -489,6 +491,16 @@ private:
       if (w.derive.empty() && !canConvert(w.dtype, b.dtype))
         invalid(sub(where, "dtype"), "weight '" + w.name + "' is " + w.dtype +
                                          " in the model; cannot convert it to " + b.dtype);
+      if (const json *pl = find(j, "placement"); pl && !pl->is_null()) {
+        std::string placement = asString(*pl, sub(where, "placement"));
+        if (placement != "host" && placement != "device")
+          invalid(sub(where, "placement"), "\"" + placement + "\" is neither \"host\" nor \"device\"");
+        b.host = placement == "host";
+      }
+      if (b.host != (w.placement == "host"))
+        invalid(sub(where, "placement"), std::string("weight '") + w.name + "' is placed on the " +
+                                             (b.host ? "host" : "device") + " here but on the " +
+                                             (b.host ? "device" : "host") + " in the manifest");
       int64_t n = elementCount(w.shape, "weight '" + w.name + "' " + shapeText(w.shape));
       if (n > kMaxBytes / 8 || n * dtypeSize(b.dtype) != b.bytes)
         invalid(sub(where, "bytes"), std::to_string(b.bytes) + " bytes, but weight '" + w.name +
@@ -1594,10 +1606,12 @@ bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error
     return false;
   }
   plan.offsets.assign(program.buffers.size(), 0);
-  uint64_t cursor = 0;
-  auto place = [&](uint64_t bytes) {
-    uint64_t at = (cursor + 255) / 256 * 256;
-    cursor = at + bytes;
+  plan.onHost.assign(program.buffers.size(), false);
+  uint64_t cursor = 0, hostCursor = 0;
+  auto place = [&](uint64_t bytes, bool host = false) {
+    uint64_t &c = host ? hostCursor : cursor;
+    uint64_t at = (c + 255) / 256 * 256;
+    c = at + bytes;
     return at;
   };
   for (BufferKind kind : {BufferKind::Weight, BufferKind::Const, BufferKind::State,
@@ -1606,23 +1620,31 @@ bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error
       const GpuBuffer &b = program.buffers[i];
       if (b.kind != kind)
         continue;
-      if (b.bytes < 0 || b.bytes > kMaxBytes || cursor > (uint64_t(1) << 62)) {
+      if (b.bytes < 0 || b.bytes > kMaxBytes || cursor > (uint64_t(1) << 62) ||
+          hostCursor > (uint64_t(1) << 62)) {
         error = "gpu program: buffers too large to plan";
         return false;
       }
       if (kind == BufferKind::Weight && !sameAs.empty() && sameAs[i] >= 0) {
         const size_t j = static_cast<size_t>(sameAs[i]);
         if (j >= i || program.buffers[j].kind != BufferKind::Weight ||
-            program.buffers[j].bytes != b.bytes) {
+            program.buffers[j].bytes != b.bytes || program.buffers[j].host != b.host) {
           error = "gpu program: internal: weight buffer " + std::to_string(i) +
                   " cannot share buffer " + std::to_string(j) + "'s memory";
           return false;
         }
         plan.offsets[i] = plan.offsets[j];
+        plan.onHost[i] = plan.onHost[j];
         continue;
       }
-      plan.offsets[i] = place(static_cast<uint64_t>(b.bytes));
       uint64_t bytes = static_cast<uint64_t>(b.bytes);
+      if (kind == BufferKind::Weight && b.host) {
+        plan.offsets[i] = place(bytes, true);
+        plan.onHost[i] = true;
+        plan.hostWeightBytes += bytes;
+        continue;
+      }
+      plan.offsets[i] = place(bytes);
       (kind == BufferKind::Weight  ? plan.weightBytes
        : kind == BufferKind::Const ? plan.constBytes
        : kind == BufferKind::State ? plan.stateBytes
@@ -1637,6 +1659,7 @@ bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error
     if (program.buffers[i].kind == BufferKind::Temp)
       plan.offsets[i] = plan.arenaOffset + static_cast<uint64_t>(program.buffers[i].offset);
   plan.totalBytes = std::max<uint64_t>((cursor + 255) / 256 * 256, 256);
+  plan.hostBytes = hostCursor ? (hostCursor + 255) / 256 * 256 : 0;
   return true;
 }
 

@@ -64,6 +64,8 @@ json bufferJson(const GpuBuffer &b) {
     o["index"] = b.index;
   if (b.kind == BufferKind::Temp)
     o["offset"] = b.offset;
+  if (b.host)
+    o["placement"] = "host";
   if (b.kind == BufferKind::Const) {
     o["blob"] = b.blob;
     o["blob_offset"] = b.blobOffset;

@@ -301,6 +301,12 @@ bool parseManifest(const std::string &text, Manifest &m, std::string &error) {
       if (w.contains("shard") && !w.at("shard").is_null())
         s.shard = weightShard(w.at("shard"), what + " ('" + s.name + "') shard", s.shape,
                               m.tensorParallel());
+      if (w.contains("placement")) {
+        s.placement = stringOf(w.at("placement"), what + " placement");
+        if (s.placement != "host" && s.placement != "device")
+          throw Invalid(what + " ('" + s.name + "') placement: \"" + s.placement +
+                        "\" is neither \"host\" nor \"device\"");
+      }
       if (w.contains("derive")) {
         s.derive = stringOf(w.at("derive"), what + " derive");
         s.sourceShape = shapeOf(w.at("source_shape"), what + " source_shape", false);

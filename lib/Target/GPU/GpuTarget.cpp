@@ -100,8 +100,11 @@ FailureOr<gpu::ArgumentRoles> argumentRoles(func::FuncOp func, unsigned numInput
   roles.numInputs = numInputs;
   roles.numOutputs = numOutputs;
   roles.numWeights = weights.size();
-  for (const llvm::json::Value &w : weights)
+  for (const llvm::json::Value &w : weights) {
     roles.weightDtypes.push_back(w.getAsObject()->getString("device_dtype")->str());
+    auto placement = w.getAsObject()->getString("placement");
+    roles.weightOnHost.push_back(placement && *placement == "host");
+  }
   if (auto info = func->getAttrOfType<DictionaryAttr>("h20.chunked")) {
     auto chunk = info.getAs<IntegerAttr>("chunk");
     if (!chunk)
@@ -452,6 +455,7 @@ LogicalResult compileForGpu(ModuleOp module, const GpuTargetOptions &options,
   pipeline.attentionKernel = options.attentionKernel;
   pipeline.fp8Gemm = options.fp8Gemm;
   pipeline.expertGemm = options.expertGemm;
+  pipeline.hostTableMinBytes = options.hostTableMinBytes;
   pipeline.stopAfter = options.stopAfter;
   pipeline.toolkitPath = toolkitPath();
   pipeline.entryName = kEntryFunc.str();

@@ -182,6 +182,7 @@ struct Buffer {
   int first = -1, last = -1;
   int64_t blobOffset = -1;
   int64_t arenaOffset = -1;
+  bool host = false; ///< weight: in pinned host memory (h20-place-tables)
 };
 
 /// The kernels' element-type code (MoeKernel.h and the others): 0 f32, 1

@@ -34,7 +34,7 @@ LogicalResult Evaluator::bindArguments() {
     return n;
   };
   auto bind = [&](unsigned a, StringRef kind, int64_t index, ArrayRef<int64_t> dims,
-                  StringRef dtype = "") -> LogicalResult {
+                  StringRef dtype = "", bool host = false) -> LogicalResult {
     MemRefType t = memrefArg(a);
     if (!t || !t.getLayout().isIdentity())
       return func.emitError("GPU target: argument ") << a << " is not an identity memref";
@@ -47,6 +47,7 @@ LogicalResult Evaluator::bindArguments() {
     SmallVector<Lin> sizes = staticSizes(t, d);
     Buffer b{kind.str(), index, bytesOf(t, sizes),
              dtype.empty() ? dtypeName(t.getElementType()) : dtype.str()};
+    b.host = host;
     views[func.getArgument(a)] = identityView(addBuffer(b), t.getElementType(), sizes);
     return success();
   };
@@ -58,7 +59,8 @@ LogicalResult Evaluator::bindArguments() {
   if (roles.chunkTokensArg >= 0)
     ints[func.getArgument(i++)] = Lin{0, 0, 1};
   for (unsigned k = 0; k < roles.numWeights; ++k, ++i)
-    if (failed(bind(i, "weight", k, {}, roles.weightDtypes[k])))
+    if (failed(bind(i, "weight", k, {}, roles.weightDtypes[k],
+                    k < roles.weightOnHost.size() && roles.weightOnHost[k])))
       return failure();
   for (unsigned k = 0; k < roles.numState; ++k, ++i)
     if (failed(bind(i, "state", k, {})))
@@ -793,6 +795,7 @@ LogicalResult Evaluator::run() {
     o.index = b.index;
     o.bytes = b.bytes;
     o.dtype = b.dtype;
+    o.host = b.host;
     if (b.kind == "temp")
       o.offset = b.arenaOffset < 0 ? int64_t(0) : b.arenaOffset;
     if (b.kind == "const") {

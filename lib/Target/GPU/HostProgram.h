@@ -54,6 +54,8 @@ struct ArgumentRoles {
   std::vector<std::vector<int64_t>> inputDims;
   /// Weight dtypes on the device ("float32", "bfloat16", ...).
   std::vector<std::string> weightDtypes;
+  /// Weights h20-place-tables put in pinned host memory (GpuBuffer::host).
+  std::vector<bool> weightOnHost;
 };
 
 /// The step program and the bytes it references: the buffers and steps of

@@ -34,6 +34,8 @@ struct CudaApi {
   decltype(&::cuMemFree) cuMemFree;
   decltype(&::cuMemAllocHost) cuMemAllocHost;
   decltype(&::cuMemFreeHost) cuMemFreeHost;
+  decltype(&::cuMemHostAlloc) cuMemHostAlloc;
+  decltype(&::cuMemHostGetDevicePointer) cuMemHostGetDevicePointer;
   decltype(&::cuMemcpyHtoD) cuMemcpyHtoD;
   decltype(&::cuMemcpyDtoH) cuMemcpyDtoH;
   decltype(&::cuMemcpyHtoDAsync) cuMemcpyHtoDAsync;

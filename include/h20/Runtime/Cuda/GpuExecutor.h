@@ -159,6 +159,9 @@ struct GpuLoadStats {
   std::string code;        ///< "cubin", "ptx", or "none" (no modules)
   double loadWeightsMs = 0; ///< weights + consts to the GPU, host wall time
   uint64_t weightBytes = 0; ///< device bytes of all weight buffers
+  /// Bytes of the weights kept in pinned host memory (h20-place-tables),
+  /// not in weightBytes or planBytes.
+  uint64_t hostWeightBytes = 0;
   uint64_t planBytes = 0;   ///< the one device allocation (weights, state, I/O, arena)
   /// NCCL: empty when not asked for (ncclRanks 0); the library version
   /// ("2.28.9") when the communicator is up and its all-reduce self-check

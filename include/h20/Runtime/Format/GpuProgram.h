@@ -54,7 +54,12 @@
 //                          device dtype) differs from the file's: float32 ->
 //                          bfloat16/float16 (round to nearest even), and
 //                          bfloat16/float16 -> float32. B must be the weight's
-//                          element count times t's size.
+//                          element count times t's size. "placement":
+//                          "host" (optional, as the manifest weight's): the
+//                          buffer is page-locked host memory mapped into the
+//                          GPU's address space, not device memory; kernels
+//                          read it over PCIe (h20-place-tables' large
+//                          gather-only tables). No other kind has one.
 //       {"kind": "state",  "bytes": B}               zeroed once per run before
 //                                                    chunk 0; persists (KV cache)
 //       {"kind": "temp",   "bytes": B, "offset": O}  bytes [O, O + B) of the one
@@ -296,6 +301,10 @@ struct GpuBuffer {
   int64_t offset = 0;     ///< temp: byte offset in the arena
   std::string blob;       ///< const: blob name
   int64_t blobOffset = 0; ///< const: byte offset in the blob
+  /// weight: kept in page-locked host memory mapped into the GPU's address
+  /// space, read by kernels over PCIe (JSON "placement": "host";
+  /// h20-place-tables chooses it for large gather-only tables).
+  bool host = false;
 };
 
 struct GpuChunking {
@@ -589,12 +598,16 @@ bool checkGpuProgramForLength(const GpuProgram &program, int64_t length, std::st
 
 /// Where each buffer lives in one device allocation: weights, consts, state,
 /// inputs and outputs one after the other, then the temp arena; every base
-/// 256-byte aligned.
+/// 256-byte aligned. Weights placed on the host (GpuBuffer::host) live in a
+/// second, host allocation instead, planned the same way.
 struct BufferPlan {
-  std::vector<uint64_t> offsets; ///< per buffer, byte offset from the allocation's base
+  std::vector<uint64_t> offsets; ///< per buffer, byte offset from its allocation's base
+  std::vector<bool> onHost;      ///< per buffer: in the host allocation
   uint64_t arenaOffset = 0;      ///< where the temp arena starts
-  uint64_t totalBytes = 0;       ///< size of the allocation
+  uint64_t totalBytes = 0;       ///< size of the device allocation
   uint64_t weightBytes = 0, constBytes = 0, stateBytes = 0, ioBytes = 0; ///< sums of buffer sizes
+  uint64_t hostBytes = 0;        ///< size of the host allocation (0: none)
+  uint64_t hostWeightBytes = 0;  ///< sum of the host buffers' sizes
 };
 
 /// Computes the plan for a validated program; false with `error` when the

@@ -75,6 +75,10 @@ struct WeightSpec {
   /// (WeightDerive.h). Validated by parseManifest against `shape`.
   std::string derive;
   std::vector<int64_t> sourceShape;
+  /// Manifest "placement" (h20-place-tables): "host" for a table kept in
+  /// pinned host memory the GPU reads over PCIe; empty or "device"
+  /// otherwise. Its program buffer says the same (GpuBuffer::host).
+  std::string placement;
 };
 
 /// The manifest's "parallel" object: how many GPUs the artifact was
