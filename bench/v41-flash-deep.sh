@@ -8,9 +8,10 @@
 # Artifacts: art/v41-flash-deep-CONFIG.SN.h20 (gpu-bundle.sh with
 # H20_BUNDLE_BENCH=1 or v41: a --graph-only export of configs/CONFIG.json,
 # H20_V41_DEEP_CONFIG, default flash-16 for a 141 GB H200, flash-8 for 80 GB
-# cards, with --fp8-linears --fp4-experts, compiled --compute-type=bf16;
-# each model has every layer kind of the released 40 layers in about its
-# share).
+# cards, flash-16e for flash-16 with an Engram layer, with --fp8-linears
+# --fp4-experts --fp8-engram, compiled --compute-type=bf16; each model has
+# every layer kind of the released 40 layers in about its share; Engram's
+# table stays in pinned host memory, h20-opt --host-tables=auto).
 # Weights: h20-run --dummy-weights (FP8 codes and FP4 bytes of the right
 # scale, see h20-run --help) with H20_DUMMY_SHARE=0: every layer its own
 # weights, so the peak memory is the model's; ids random (seed S).

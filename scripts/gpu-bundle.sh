@@ -451,7 +451,7 @@ PY
       src=$fl/deep-src
     fi
     "$py" "$root/models/deepseek_v41/export.py" --graph-only "$src" "$fl/deep" --logits last \
-      --fp8-linears --fp4-experts >/dev/null
+      --fp8-linears --fp4-experts --fp8-engram >/dev/null
     for S in 131072 524288; do
       "$build/bin/h20-opt" "$fl/deep/model.onnx" --target=h200 --compute-type=bf16 --logits=last \
         --max-positions=$S -o "$out/art/v41-flash-deep-$deep.S$S.h20" 2>/dev/null

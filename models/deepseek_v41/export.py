@@ -22,7 +22,13 @@ the stored codes and float32 scales (h20's GPU target: FP8 GEMMs), not as a
 MatMul on a widened copy. With --fp4-experts, routed experts stored as FP4
 (e2m1 pairs + ue8m0 scales per 32 inputs) stay FP4: ai.h20
 RoutedExpertsMxfp4 on the stored bytes (h20's GPU target dequantises them
-inside its grouped GEMM). The grouped wo_a is still widened.
+inside its grouped GEMM). The grouped wo_a is still widened. With
+--fp8-engram, Engram tables stored as FP8 rows (e4m3 with a scale per row
+and 32 channels, as the released checkpoint stores them; all of them in a
+--graph-only export whose Engram head dim is a multiple of 32) stay FP8:
+the graph gathers a token's e4m3 rows and their scales and dequantises
+only those (Gather, Cast, Mul), half the bytes of a bf16 table in memory
+and per lookup.
 
 Prefill semantics: reference.py (this exporter's graph computes the same
 thing op for op; tests compare both, and ONNX Runtime on the file).
@@ -63,6 +69,7 @@ class Exporter:
         self._ones = {}
         self.fp8_linears = False  # FP8-stored linears as BlockScaledMatMul (module docstring)
         self.fp4_experts = False  # FP4-stored routed experts as RoutedExpertsMxfp4
+        self.fp8_engram = False  # FP8-stored Engram rows gathered as FP8 (engram_rows)
         self.intermediates = False  # also output streams.{i} [S, hc, D] after every layer
         self.debug_outputs = []  # (name, value, dtype, rank) graph outputs for debugging
 
@@ -132,6 +139,62 @@ class Exporter:
         self.g.initializers.append(self.data.add(name, self.ckpt.raw(name), onnx_type=17))
         self.g.initializers.append(self.data.add(scale_name, np.ascontiguousarray(scale, dtype=F32)))
         return name, scale_name
+
+    def fp8_engram_table(self, name):
+        """(codes, scale) initializers of Engram table `name` [R, ehd] stored
+        as FP8 rows: e4m3 codes as FLOAT8E4M3FN [R, ehd] and float32 scales
+        [R, ehd / 32] (ue8m0 bytes decoded, exactly); None when the
+        checkpoint stores float rows. A graph-only export reserves them
+        whenever ehd is a multiple of 32, as the released checkpoint stores
+        them."""
+        scale_name = name[: -len(".weight")] + ".scale"
+        block = quant.FP4_BLOCK
+        if self.ckpt is None:
+            shape = self.shapes.get(name)
+            if shape is None:
+                raise ExportError(f"no parameter {name!r} in this config")
+            if shape[1] % block:
+                return None
+            self.g.initializers.append(self.data.reserve(name, shape, np.uint8, onnx_type=17))
+            self.g.initializers.append(self.data.reserve(scale_name, [shape[0], shape[1] // block], F32))
+            return name, scale_name
+        if name not in self.ckpt:
+            raise ExportError(f"checkpoint has no tensor {name!r} (needed by the config)")
+        dtype, shape = self.ckpt.info(name)
+        stored = self.ckpt.scale_of(name)
+        if dtype != "F8_E4M3" or stored is None:
+            return None
+        sdtype, sshape = self.ckpt.info(stored)
+        if sdtype in ("F8_E8M0", "U8"):
+            scale = quant.e8m0_to_f32(self.ckpt.raw(stored))
+        elif sdtype in ("F32", "BF16", "F16"):
+            scale = self.ckpt.read(stored)
+        else:
+            raise ExportError(f"{stored}: Engram table scales are ue8m0 or float, got {sdtype}")
+        if len(shape) != 2 or shape[1] % block or list(sshape) != [shape[0], shape[1] // block]:
+            raise ExportError(f"{name}: FP8 Engram table {list(shape)} needs scales [rows, {block}-channel "
+                              f"blocks], got {list(sshape)}")
+        self.g.initializers.append(self.data.add(name, self.ckpt.raw(name), onnx_type=17))
+        self.g.initializers.append(self.data.add(scale_name, np.ascontiguousarray(scale, dtype=F32)))
+        return name, scale_name
+
+    def engram_rows(self, name, ids):
+        """Rows `ids` [S, cols] of Engram table `name` [R, ehd] as float32
+        [S, cols, ehd]: a Gather of the widened table, or with fp8_engram and
+        an FP8-stored table a Gather of its e4m3 rows and of their scales,
+        dequantised after the gather (exact: e4m3 times a power of two)."""
+        fp8 = self.fp8_engram_table(name) if self.fp8_engram else None
+        if fp8 is None:
+            return self.g.op("Gather", [self.weight(name), ids], axis=0)
+        g, cfg = self.g, self.cfg
+        codes, scale = fp8
+        ehd, block = cfg["engram_head_dim"], quant.FP4_BLOCK
+        ncols = (cfg["engram_max_ngram_size"] - 1) * cfg["engram_n_heads"]
+        rows = g.op("Cast", [g.op("Gather", [codes, ids], axis=0)], to=TensorProto.FLOAT)
+        scales = g.op("Gather", [scale, ids], axis=0)  # [S, cols, ehd / 32]
+        blocks = g.op("Reshape", [rows, g.i64(-1, ncols, ehd // block, block)])
+        scaled = g.op("Mul", [blocks, g.op("Unsqueeze", [scales, g.i64(3)])])
+        return g.op("Reshape", [scaled, g.i64(-1, ncols, ehd)])
 
     def stacked_t(self, names, out_name):
         """Linear weights [out, in] written back to back as one [len(names), in, out]."""
@@ -326,7 +389,7 @@ class Exporter:
         hc, d = cfg["hc_mult"], cfg["hidden_size"]
         li = cfg["engram_layer_ids"].index(i)
         ids = g.op("Gather", [hash_ids, g.const(np.int64(li))], axis=1)  # [S, cols]
-        rows = g.op("Gather", [self.weight(p + "engram.embed.weight"), ids], axis=0)  # [S, cols, ehd]
+        rows = self.engram_rows(p + "engram.embed.weight", ids)  # [S, cols, ehd]
         ncols = (cfg["engram_max_ngram_size"] - 1) * cfg["engram_n_heads"]
         kv = self.linear(g.op("Reshape", [rows, g.i64(-1, ncols * cfg["engram_head_dim"])]),
                          p + "engram.wkv.weight")
@@ -575,7 +638,7 @@ def check_supported(cfg):
 
 
 def export(src, out_dir, logits="all", intermediates=False, graph_only=False, layers=None,
-           fp8_linears=False, fp4_experts=False):
+           fp8_linears=False, fp4_experts=False, fp8_engram=False):
     """Write out_dir/model.onnx(+.data) for checkpoint directory `src`; with
     graph_only, `src` is a config (name, file or directory) and the weights'
     bytes are left as a hole of the right size (compilers only need shapes)."""
@@ -604,6 +667,7 @@ def export(src, out_dir, logits="all", intermediates=False, graph_only=False, la
         ex.intermediates = intermediates
         ex.fp8_linears = fp8_linears
         ex.fp4_experts = fp4_experts
+        ex.fp8_engram = fp8_engram
         ex.build(logits)
         for name, value, _, _ in ex.debug_outputs:
             ex.g.op("Identity", [value], outs=[name])
@@ -649,10 +713,14 @@ def main():
     ap.add_argument("--fp4-experts", action="store_true",
                     help="keep FP4-stored routed experts FP4 (ai.h20 RoutedExpertsMxfp4; with --graph-only: "
                          "every MoE layer, as DeepSeek's V4 checkpoints store them)")
+    ap.add_argument("--fp8-engram", action="store_true",
+                    help="keep FP8-stored Engram tables FP8 (rows and their scales gathered, then "
+                         "dequantised; with --graph-only: every table whose head dim is a multiple of 32, "
+                         "as the released checkpoint stores them)")
     args = ap.parse_args()
     try:
         print(export(args.checkpoint, args.out, args.logits, args.intermediates, args.graph_only,
-                     args.layers or None, args.fp8_linears, args.fp4_experts))
+                     args.layers or None, args.fp8_linears, args.fp4_experts, args.fp8_engram))
     except (v41config.ConfigError, CheckpointError, ExportError) as e:
         print(f"export.py: {e}", file=sys.stderr)
         sys.exit(2)  # bad input

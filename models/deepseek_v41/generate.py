@@ -15,13 +15,16 @@ embeddings N(0, 1); norm weights, hc scales, Engram q/k weights 1 + N(0, 0.1);
 biases, hc bases and attention sinks N(0, 0.5); router bias N(0, 0.1).
 
 Usage: generate.py CONFIG DIR [--dtype f32|bf16] [--layers N] [--ids S ...]
-                   [--quantize none|fp8|fp8-fp4-experts] [--jobs N]
+                   [--quantize none|fp8|fp8-fp4-experts] [--engram-fp8] [--jobs N]
 (CONFIG: a name under configs/ or a path; --ids also writes DIR/ids-S.npy,
 uniform random token ids, for each S. --jobs N > 1 draws and quantises in N
 processes, each writing one shard, model-0000J-of-0000N.safetensors, with
 model.safetensors.index.json naming each tensor's shard: the tensors are
 the same bytes as with one process, and a Flash-shaped checkpoint of
-several GB is made in seconds instead of minutes.)
+several GB is made in seconds instead of minutes. --engram-fp8 stores the
+Engram tables as the released checkpoint does: FP8 e4m3 rows with a ue8m0
+scale per row and 32 channels, `P.scale` beside `P.weight`; the head dim
+must be a multiple of 32.)
 """
 import argparse
 import json
@@ -76,18 +79,34 @@ def quantized(tensors, fp4_experts):
     return out
 
 
-def make(cfg, specs, quantize):
+def fp8_engram(tensors):
+    """Engram tables (`*.engram.embed.weight`) as FP8 e4m3 rows with ue8m0
+    scales per row and 32 channels (quant.quantize_fp8_rows), the format of
+    the released V4.1 checkpoint; other tensors as they are."""
+    out = {}
+    for name, w in tensors.items():
+        if not name.endswith("engram.embed.weight") or isinstance(w, tuple):
+            out[name] = w
+            continue
+        codes, scale = quant.quantize_fp8_rows(w)
+        out[name] = (codes, "F8_E4M3")
+        out[name[: -len(".weight")] + ".scale"] = (scale, "F8_E8M0")
+    return out
+
+
+def make(cfg, specs, quantize, engram_fp8=False):
     """{name: array} of the parameters `specs` ((index, name, shape, init)
     from weights.tensors) as generate.py stores them: drawn from their
     per-tensor seeds, then quantised (`quantized`) unless quantize is
-    "none"."""
+    "none", the Engram tables as FP8 rows with `engram_fp8`."""
     seed = int(cfg.get("seed", 0))
     tensors = {}
     for k, name, shape, init in specs:
         t = {name: draw(shape, init, seed * 100003 + k)}
         # One tensor at a time: a float32 copy of every weight would be
         # 17 GB for flash-e16, whose FP8 / FP4 checkpoint is 7.
-        tensors.update(quantized(t, fp4_experts=quantize == "fp8-fp4-experts") if quantize != "none" else t)
+        t = quantized(t, fp4_experts=quantize == "fp8-fp4-experts") if quantize != "none" else t
+        tensors.update(fp8_engram(t) if engram_fp8 else t)
     return tensors
 
 
@@ -98,13 +117,13 @@ def shard_name(j, jobs):
 def _write_shard(job):
     """Worker of --jobs: make one shard's tensors and write them; returns
     the names written (scales included)."""
-    cfg, specs, quantize, dtype, path = job
-    tensors = make(cfg, specs, quantize)
+    cfg, specs, quantize, engram_fp8, dtype, path = job
+    tensors = make(cfg, specs, quantize, engram_fp8)
     safetensors_io.write(path, tensors, dtype)
     return list(tensors)
 
 
-def write_sharded(cfg, out, jobs, quantize, dtype):
+def write_sharded(cfg, out, jobs, quantize, dtype, engram_fp8=False):
     """The checkpoint as `jobs` shards made in as many processes, plus
     model.safetensors.index.json. Parameters go to shards largest first,
     each to the shard with the fewest elements so far: a deterministic
@@ -117,7 +136,7 @@ def write_sharded(cfg, out, jobs, quantize, dtype):
         j = load.index(min(load))
         parts[j].append(spec)
         load[j] += size[spec[0]]
-    work = [(cfg, sorted(part), quantize, dtype, os.path.join(out, shard_name(j, jobs)))
+    work = [(cfg, sorted(part), quantize, engram_fp8, dtype, os.path.join(out, shard_name(j, jobs)))
             for j, part in enumerate(parts)]
     # fork: the workers inherit the modules; each holds only its shard.
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -140,6 +159,9 @@ def main():
                     help="store linear weights as FP8 e4m3 with 128 x 128 block scales "
                          "(fp8-fp4-experts: routed experts as FP4 e2m1 with ue8m0 scales per 32); "
                          "quant.py")
+    ap.add_argument("--engram-fp8", action="store_true",
+                    help="store the Engram tables as FP8 e4m3 rows with ue8m0 scales per row and 32 "
+                         "channels, as the released checkpoint does (head dim a multiple of 32)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="processes drawing and quantising, one shard each (default 1: one "
                          "model.safetensors)")
@@ -150,6 +172,9 @@ def main():
         cfg = v41config.load(args.config, args.layers or None)
     except v41config.ConfigError as e:
         sys.exit(f"generate.py: {e}")
+    if args.engram_fp8 and cfg["engram_layer_ids"] and cfg["engram_head_dim"] % quant.FP4_BLOCK:
+        sys.exit(f"generate.py: --engram-fp8 needs engram_head_dim a multiple of {quant.FP4_BLOCK} (a scale "
+                 f"per 32 channels), got {cfg['engram_head_dim']}")
     os.makedirs(args.out, exist_ok=True)
     seed = int(cfg.get("seed", 0))
     dtype = "F32" if args.dtype == "f32" else "BF16"
@@ -159,11 +184,11 @@ def main():
         if re.fullmatch(r"model(\.safetensors\.index\.json|\.safetensors|-\d{5}-of-\d{5}\.safetensors)", old):
             os.unlink(os.path.join(args.out, old))
     if args.jobs > 1:
-        write_sharded(cfg, args.out, args.jobs, args.quantize, dtype)
+        write_sharded(cfg, args.out, args.jobs, args.quantize, dtype, args.engram_fp8)
     else:
         specs = [(k, name, shape, init) for k, (name, shape, init) in enumerate(weights.tensors(cfg))]
-        safetensors_io.write(os.path.join(args.out, "model.safetensors"), make(cfg, specs, args.quantize),
-                             dtype)
+        safetensors_io.write(os.path.join(args.out, "model.safetensors"),
+                             make(cfg, specs, args.quantize, args.engram_fp8), dtype)
     saved = {k: v for k, v in cfg.items() if k not in ("engram_primes", "rope_compress_yarn")}
     tmp = os.path.join(args.out, "config.json.tmp")
     with open(tmp, "w") as f:
