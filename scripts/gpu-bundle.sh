@@ -248,6 +248,17 @@ if [[ $bench != only && $bench != tp && $bench != robust ]]; then
       fi
     done
   done
+  # tiny-fp8-engram: Engram tables as the release stores them (FP8 rows,
+  # ue8m0 scales per 32 channels), kept FP8 (export.py --fp8-engram) and
+  # read from pinned host memory (--host-tables=all), in chunks of 12
+  # (art/v41-fp8-engram.{f32,bf16}.h20); references from reference.py on
+  # the same checkpoint.
+  ve=$out/models/v41-fp8-engram
+  v41_model tiny-fp8-engram "$ve" --dtype bf16 --engram-fp8 -- --fp8-engram
+  rm -rf "$ve/ckpt"
+  for ct in f32 bf16; do
+    v41_art "$ve/model.onnx" "v41-fp8-engram.$ct" "$ct" --chunk=12 --host-tables=all
+  done
   # tiny-all-picks from an FP8 checkpoint (generate.py --quantize fp8),
   # exported with --fp8-linears (art/v41-all-picks-fp8.{f32,bf16,bf16-c12}.h20:
   # FP8 GEMMs where the shapes allow) and without (the weights dequantised

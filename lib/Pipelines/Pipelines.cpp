@@ -55,6 +55,8 @@ llvm::LogicalResult h20::buildEmitPipeline(mlir::PassManager &pm, llvm::StringRe
     // canonical order makes equal models print equally.
     pm.addNestedPass<mlir::func::FuncOp>(createInferShapes());
     pm.addNestedPass<mlir::func::FuncOp>(createFoldShapes());
+    // A table's rows are gathered in its stored type, then cast.
+    pm.addNestedPass<mlir::func::FuncOp>(createGatherBeforeCast());
     pm.addNestedPass<mlir::func::FuncOp>(createAnalyzeMasks());
     pm.addNestedPass<mlir::func::FuncOp>(createRaiseToAttn());
     // After raising: the RoPE a round trip of transposes wraps is one op.

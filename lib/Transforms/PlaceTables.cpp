@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace h20 {
 #define GEN_PASS_DEF_PLACETABLES
@@ -63,15 +64,32 @@ struct PlaceTablesPass : h20::impl::PlaceTablesBase<PlaceTablesPass> {
       return;
     Builder b(f.getContext());
     int64_t count = 0, total = 0;
-    f.walk([&](ox::WeightOp w) {
-      auto t = cast<RankedTensorType>(w.getResult().getType());
-      int64_t bytes = deviceBytes(t);
-      if (bytes < 0 || bytes < minBytes || !onlyRowLookups(w))
-        return;
+    auto place = [&](ox::WeightOp w, int64_t bytes) {
       w->setAttr("h20.placement", b.getStringAttr("host"));
       ++count;
       total += bytes;
+    };
+    // Tables large enough on their own; the indices they are read with.
+    SmallVector<std::pair<ox::WeightOp, int64_t>> smaller;
+    llvm::DenseSet<Value> hostIndices;
+    f.walk([&](ox::WeightOp w) {
+      int64_t bytes = deviceBytes(cast<RankedTensorType>(w.getResult().getType()));
+      if (bytes < 0 || !onlyRowLookups(w))
+        return;
+      if (bytes < minBytes) {
+        smaller.push_back({w, bytes});
+        return;
+      }
+      place(w, bytes);
+      for (Operation *g : w.getResult().getUsers())
+        hostIndices.insert(g->getOperand(1));
     });
+    // A smaller table read with the same indices goes with them (an FP8
+    // table's scales beside its rows): one lookup, one place.
+    for (auto [w, bytes] : smaller)
+      if (llvm::any_of(w.getResult().getUsers(),
+                       [&](Operation *g) { return hostIndices.contains(g->getOperand(1)); }))
+        place(w, bytes);
     if (count)
       f->setAttr("h20.host_tables",
                  b.getDictionaryAttr({b.getNamedAttr("count", b.getI64IntegerAttr(count)),

@@ -27,8 +27,9 @@ inside its grouped GEMM). The grouped wo_a is still widened. With
 and 32 channels, as the released checkpoint stores them; all of them in a
 --graph-only export whose Engram head dim is a multiple of 32) stay FP8:
 the graph gathers a token's e4m3 rows and their scales and dequantises
-only those (Gather, Cast, Mul), half the bytes of a bf16 table in memory
-and per lookup.
+them (written as Cast, Gather, Mul, standard ONNX: Gather takes no float8;
+h20 gathers before it casts, so only those rows are widened), half the
+bytes of a bf16 table in memory and per lookup.
 
 Prefill semantics: reference.py (this exporter's graph computes the same
 thing op for op; tests compare both, and ONNX Runtime on the file).
@@ -190,7 +191,9 @@ class Exporter:
         codes, scale = fp8
         ehd, block = cfg["engram_head_dim"], quant.FP4_BLOCK
         ncols = (cfg["engram_max_ngram_size"] - 1) * cfg["engram_n_heads"]
-        rows = g.op("Cast", [g.op("Gather", [codes, ids], axis=0)], to=TensorProto.FLOAT)
+        # Cast, then Gather: standard ONNX (Gather-13 takes no float8); h20
+        # gathers first (h20-gather-before-cast), so the table stays FP8.
+        rows = g.op("Gather", [g.op("Cast", [codes], to=TensorProto.FLOAT), ids], axis=0)
         scales = g.op("Gather", [scale, ids], axis=0)  # [S, cols, ehd / 32]
         blocks = g.op("Reshape", [rows, g.i64(-1, ncols, ehd // block, block)])
         scaled = g.op("Mul", [blocks, g.op("Unsqueeze", [scales, g.i64(3)])])

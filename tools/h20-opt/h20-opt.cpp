@@ -545,6 +545,9 @@ std::string checkFlags(llvm::StringRef input, llvm::StringRef output, Mode &mode
     return "--expert-gemm must be bf16 or fp8, got '" + expertGemm + "'";
   if (!llvm::is_contained({"auto", "none", "all"}, hostTables.getValue()))
     return "--host-tables must be auto, none or all, got '" + hostTables + "'";
+  if (hostTables != "auto" && targetName == "cpu")
+    return "--host-tables=" + hostTables + " needs a GPU --target (h20, h100, h200, h800): the CPU "
+           "target keeps every table in host memory anyway";
   if (!llvm::is_contained({"none", "fp8"}, quantizeLinears.getValue()))
     return "--quantize-linears must be none or fp8, got '" + quantizeLinears + "'";
   if (quantizeLinears == "fp8" && !mode.gpuArtifact &&

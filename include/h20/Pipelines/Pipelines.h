@@ -12,7 +12,8 @@ namespace h20 {
 
 /// Fills `pm` with the passes that take imported onnx-dialect IR to `level`:
 ///   onnx    — nothing (the importer's output);
-///   attn    — shape/constant folding, mask analysis, raising to attn ops;
+///   attn    — shape/constant folding, gathers before casts of weights,
+///             mask analysis, raising to attn ops;
 ///   planned — attn, then h20-norm-scale-after-matmul (not for
 ///             `computeType` "f16"), h20-lower-rope, h20-fuse-kv-caches and
 ///             h20-select-tiles for `target` (h20, h100, h200, h800, a100,

@@ -23,6 +23,24 @@ def FoldShapes : Pass<"h20-fold-shapes", "mlir::func::FuncOp"> {
   }];
 }
 
+def GatherBeforeCast : Pass<"h20-gather-before-cast", "mlir::func::FuncOp"> {
+  let dependentDialects = ["h20::onnx::OnnxDialect"];
+  let summary = "Gather a weight's rows before casting them, not after";
+  let description = [{
+    Rewrites `Gather(Cast(W), I)` into `Cast(Gather(W, I))` (same axis,
+    same Cast attributes) where W is an onnx.Weight or onnx.Constant: a
+    Cast is elementwise, so both give the same values, and the second
+    converts only the rows the indices pick instead of the whole table on
+    every call. This is how a standard ONNX graph gathers rows of a table
+    stored in a type Gather does not take (Gather-13 has no float8 types):
+    DeepSeek-V4.1's Engram tables as FP8 rows (models/deepseek_v41
+    export.py --fp8-engram) cast to float, then gathered; after the
+    rewrite the table stays FP8 and only gathered rows are widened (and
+    h20-place-tables sees a table only Gathers read). The Cast of W is
+    removed once no other op reads it.
+  }];
+}
+
 def AnalyzeMasks : Pass<"h20-analyze-masks", "mlir::func::FuncOp"> {
   let summary = "Prove what attention mask subgraphs compute";
   let description = [{
@@ -458,11 +476,14 @@ def PlaceTables : Pass<"h20-place-tables", "mlir::func::FuncOp"> {
     (DeepSeek, "Conditional Memory via Scalable Lookup", arXiv
     2601.07372: lookups are deterministic given the tokens, so the rows
     can be fetched from host memory).
-    A table any other op reads (a tied embedding the LM head multiplies,
-    a Gather along another axis) stays in device memory. Records the
-    function's `h20.host_tables = {count, bytes}` when it places any
-    (h20-opt prints it). `min-bytes` < 0 places none; 0 places every
-    gather-only table (tests).
+    A smaller gather-only table read with the same indices as a placed one
+    goes with it (an FP8 table's scales beside its rows: one lookup, one
+    place). A table any other op reads (a tied embedding the LM head
+    multiplies, a Gather along another axis) stays in device memory. Records the
+    function's `h20.host_tables = {count, bytes}` when it places any (for
+    --emit and lit tests; h20-opt --print-memory reports the host memory
+    from the program's buffers). `min-bytes` < 0 places none; 0 places
+    every gather-only table (tests).
   }];
   let options = [
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"int64_t(4) << 30",

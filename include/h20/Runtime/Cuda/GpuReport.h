@@ -10,7 +10,8 @@
 //   warmup_runs, warmup_ttft_ms, stages_ms {load_weights, upload_ids,
 //   prefill, download, total}, chunks, chunk_ms[], peak_gpu_memory_bytes
 //   (this process's allocations), device_memory_used_bytes (all users),
-//   weight_bytes, logits ("all" or "last"), nccl ("not used",
+//   weight_bytes (GPU memory), host_weight_bytes (tables in pinned host
+//   memory, h20-place-tables), logits ("all" or "last"), nccl ("not used",
 //   "unavailable: ...", or {version, ranks, rank, init_ms}), cuda_graph
 //   {used, captures, launches, node_updates, nodes, note?};
 //   when they apply: gemm_tuning[] {shape, candidates, chosen, first_ms,
