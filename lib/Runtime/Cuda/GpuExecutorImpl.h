@@ -101,7 +101,6 @@ struct GpuExecutor::Impl {
   bool gemmsTuned = false; ///< the first run tuned them
   std::unique_ptr<CublasLtGemm> gemm;
   uint64_t heldBytes = 0, peakBytes = 0, peakDeviceUsed = 0;
-  uint64_t hostHeldBytes = 0; ///< the host allocation, when made
   bool loaded = false, loadTried = false;
   bool syncEachStep = false; ///< H20_GPU_SYNC=1: find the step of an asynchronous fault
   std::unique_ptr<NcclComm> nccl; ///< GpuLoadOptions::ncclRanks >= 1 and NCCL came up

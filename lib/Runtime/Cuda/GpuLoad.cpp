@@ -152,7 +152,6 @@ bool GpuExecutor::Impl::allocHost() {
                         "host (" + tables + "; h20-opt --host-tables=none keeps them on the GPU)",
                  GpuStatus::Resources);
   }
-  hostHeldBytes = plan.hostBytes;
   if (!check(cu->cuMemHostGetDevicePointer(&hostBase, hostPtr, 0),
              "mapping the host tables into the GPU's address space"))
     return false;
