@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -142,3 +143,20 @@ TEST(OutputFiles, RefuseInputsAndRepeats) {
 }
 
 } // namespace
+
+// allocHost's check before pinning host tables: /proc/meminfo's
+// MemAvailable in bytes, -1 when missing or malformed.
+TEST(FileUtil, MemAvailableFromMeminfo) {
+  EXPECT_EQ(memAvailableBytes("MemTotal:       131891012 kB\nMemFree:        12345 kB\n"
+                              "MemAvailable:   120000000 kB\nBuffers:  1 kB\n"),
+            int64_t(120000000) * 1024);
+  EXPECT_EQ(memAvailableBytes("MemAvailable: 0 kB\n"), 0);
+  EXPECT_EQ(memAvailableBytes("MemTotal: 5 kB\n"), -1);             // no such line
+  EXPECT_EQ(memAvailableBytes("XMemAvailable: 5 kB\n"), -1);        // not at a line start
+  EXPECT_EQ(memAvailableBytes("MemAvailable:  kB\n"), -1);          // no digits
+  EXPECT_EQ(memAvailableBytes("MemAvailable: 5 MB\n"), -1);         // another unit
+  EXPECT_EQ(memAvailableBytes("MemAvailable: 99999999999999999999 kB\n"), -1); // overflow
+  // This machine's (procfs reports size 0: read as a stream).
+  if (std::ifstream("/proc/meminfo"))
+    EXPECT_GT(hostMemAvailableBytes(), 0);
+}

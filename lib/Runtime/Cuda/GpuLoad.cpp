@@ -135,6 +135,18 @@ bool GpuExecutor::Impl::resolveKernels() {
 bool GpuExecutor::Impl::allocHost() {
   if (plan.hostBytes == 0)
     return true;
+  // Pinning more than the machine has free would push the rest of the
+  // system into swap or the OOM killer first: refuse it by name.
+  {
+    const int64_t avail = hostMemAvailableBytes();
+    if (avail >= 0 && plan.hostBytes > static_cast<uint64_t>(avail))
+      return fail(GpuStatus::Resources,
+                  "the artifact keeps " + gib(plan.hostBytes) +
+                      " of tables in page-locked host memory (h20-place-tables), and this "
+                      "machine has " + gib(static_cast<uint64_t>(avail)) +
+                      " available (MemAvailable); h20-opt --host-tables=none keeps them on the "
+                      "GPU");
+  }
   // Portable: any context of the process may use it; device-mapped: the
   // kernels read it through hostBase (under unified addressing the same
   // address as hostPtr).

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -304,6 +306,35 @@ bool checkOutputFiles(const std::vector<std::string> &outputs,
       }
   }
   return true;
+}
+
+int64_t memAvailableBytes(const std::string &meminfo) {
+  const std::string key = "MemAvailable:";
+  size_t at = meminfo.find(key);
+  if (at == std::string::npos || (at > 0 && meminfo[at - 1] != '\n'))
+    return -1;
+  at += key.size();
+  while (at < meminfo.size() && meminfo[at] == ' ')
+    ++at;
+  int64_t kb = 0;
+  size_t digits = 0;
+  for (; at < meminfo.size() && meminfo[at] >= '0' && meminfo[at] <= '9'; ++at, ++digits) {
+    if (kb > (INT64_MAX / 1024 - 9) / 10)
+      return -1;
+    kb = kb * 10 + (meminfo[at] - '0');
+  }
+  if (digits == 0 || meminfo.compare(at, 3, " kB") != 0)
+    return -1;
+  return kb * 1024;
+}
+
+int64_t hostMemAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  if (!in)
+    return -1;
+  std::stringstream text;
+  text << in.rdbuf();
+  return memAvailableBytes(text.str());
 }
 
 } // namespace h20::runtime

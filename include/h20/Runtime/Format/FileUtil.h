@@ -47,6 +47,16 @@ int64_t fileSize(const std::string &path);
 bool checkOutputFiles(const std::vector<std::string> &outputs,
                       const std::vector<std::string> &inputs, std::string &error);
 
+/// Bytes of host memory available for new allocations without swapping:
+/// the "MemAvailable:" line (kB) of a /proc/meminfo text (Linux 3.14+,
+/// Documentation/filesystems/proc.rst). -1 when the text has no such line
+/// or its value does not parse.
+int64_t memAvailableBytes(const std::string &meminfo);
+
+/// memAvailableBytes of this machine's /proc/meminfo (read as a stream:
+/// procfs files report size 0); -1 where there is none.
+int64_t hostMemAvailableBytes();
+
 } // namespace h20::runtime
 
 #endif // H20_RUNTIME_FILEUTIL_H
