@@ -182,8 +182,9 @@ class Exporter:
     def engram_rows(self, name, ids):
         """Rows `ids` [S, cols] of Engram table `name` [R, ehd] as float32
         [S, cols, ehd]: a Gather of the widened table, or with fp8_engram and
-        an FP8-stored table a Gather of its e4m3 rows and of their scales,
-        dequantised after the gather (exact: e4m3 times a power of two)."""
+        an FP8-stored table its e4m3 rows (written Cast, then Gather; h20
+        gathers first) times their gathered scales (exact: e4m3 times a
+        power of two)."""
         fp8 = self.fp8_engram_table(name) if self.fp8_engram else None
         if fp8 is None:
             return self.g.op("Gather", [self.weight(name), ids], axis=0)
