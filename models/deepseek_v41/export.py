@@ -165,13 +165,8 @@ class Exporter:
         stored = self.ckpt.scale_of(name)
         if dtype != "F8_E4M3" or stored is None:
             return None
-        sdtype, sshape = self.ckpt.info(stored)
-        if sdtype in ("F8_E8M0", "U8"):
-            scale = quant.e8m0_to_f32(self.ckpt.raw(stored))
-        elif sdtype in ("F32", "BF16", "F16"):
-            scale = self.ckpt.read(stored)
-        else:
-            raise ExportError(f"{stored}: Engram table scales are ue8m0 or float, got {sdtype}")
+        sshape = self.ckpt.info(stored)[1]
+        scale = self.ckpt.engram_scales(stored)
         if len(shape) != 2 or shape[1] % block or list(sshape) != [shape[0], shape[1] // block]:
             raise ExportError(f"{name}: FP8 Engram table {list(shape)} needs scales [rows, {block}-channel "
                               f"blocks], got {list(sshape)}")

@@ -183,17 +183,21 @@ class Checkpoint:
                 f"{name}: an Engram table is float rows, or FP8 e4m3 rows with scales "
                 f"{prefix}.scale per 32 channels; got {dtype}" + ("" if scale else " without scales"))
         import quant  # noqa: PLC0415 (quant imports this module)
-        sdtype, _ = self.info(scale)
-        if sdtype in ("F8_E8M0", "U8"):
-            s = quant.e8m0_to_f32(self._file(scale).raw(scale))
-        elif sdtype in ("F32", "BF16", "F16"):
-            s = self._file(scale).read(scale)
-        else:
-            raise CheckpointError(f"{scale}: Engram table scales are ue8m0 or float, got {sdtype}")
         try:
-            return quant.dequant_fp8_rows(self._file(name).read(name), s, name)
+            return quant.dequant_fp8_rows(self._file(name).read(name), self.engram_scales(scale), name)
         except quant.QuantError as e:
             raise CheckpointError(str(e)) from None
+
+    def engram_scales(self, scale):
+        """An FP8 Engram table's scales `scale` as float32 (ue8m0 bytes
+        decoded exactly, or float values as stored)."""
+        import quant  # noqa: PLC0415 (quant imports this module)
+        sdtype, _ = self.info(scale)
+        if sdtype in ("F8_E8M0", "U8"):
+            return quant.e8m0_to_f32(self._file(scale).raw(scale))
+        if sdtype in ("F32", "BF16", "F16"):
+            return self._file(scale).read(scale)
+        raise CheckpointError(f"{scale}: Engram table scales are ue8m0 or float, got {sdtype}")
 
     def _file(self, name):
         if name not in self.where:

@@ -39,6 +39,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
@@ -224,19 +225,11 @@ bool checkDeviceMemory(const h20::runtime::Artifact &artifact, bool print, std::
         gib(plan.stateBytes), gib(plan.ioBytes), gib(plan.constBytes), gib(arena),
         gib(plan.totalBytes), static_cast<unsigned long long>(plan.totalBytes));
   if (print && plan.hostBytes) {
-    int tables = 0;
-    std::string names;
-    for (size_t i = 0; i < program.buffers.size(); ++i)
-      if (plan.onHost[i]) {
-        ++tables;
-        if (program.buffers[i].index >= 0 &&
-            static_cast<size_t>(program.buffers[i].index) < m.weights.size())
-          names += (names.empty() ? "" : ", ") + m.weights[program.buffers[i].index].name;
-      }
-    llvm::outs() << llvm::format("h20: pinned host memory per GPU: %.2f GiB for %d gather-only "
+    const std::vector<std::string> names = h20::runtime::hostTableNames(program, plan, m);
+    llvm::outs() << llvm::format("h20: pinned host memory per GPU: %.2f GiB for %zu gather-only "
                                  "table(s) the GPU reads over PCIe (",
-                                 gib(plan.hostBytes), tables)
-                 << names << "; --host-tables=none keeps them on the GPU)\n";
+                                 gib(plan.hostBytes), names.size())
+                 << llvm::join(names, ", ") << "; --host-tables=none keeps them on the GPU)\n";
   }
   // h20-run needs the plan plus the cuBLASLt workspace in free memory,
   // and the CUDA context takes about 0.5 GiB of the device's: 1 GiB kept
@@ -790,7 +783,7 @@ int compileGpu(ModuleOp module, const Mode &mode, const ChunkPlan &chunks,
   options.expertGemm = expertGemm;
   options.hostTableMinBytes = hostTables == "none" ? -1
                               : hostTables == "all" ? 0
-                                                    : h20::GpuTargetOptions().hostTableMinBytes;
+                                                    : h20::kHostTableMinBytes;
   if (mode.gpuStage)
     options.stopAfter = emitLevel;
   options.onStage = progress.reporter();

@@ -44,6 +44,10 @@ void buildPlanPipeline(mlir::PassManager &pm, llvm::StringRef target, int64_t ma
                        int64_t kvElementBytes, int64_t tensorParallel,
                        llvm::StringRef computeType = "", bool quantizeLinears = false);
 
+/// Gather-only tables this large (device bytes) live in pinned host memory
+/// by default (h20-place-tables' `min-bytes`, h20-opt --host-tables=auto).
+inline constexpr int64_t kHostTableMinBytes = int64_t(4) << 30;
+
 /// What the GPU pipeline is built for (GpuTarget fills it from its options).
 struct GpuPipelineOptions {
   /// Tokens per prefill chunk: > 0 runs h20-chunked-prefill (a decoder
@@ -65,7 +69,7 @@ struct GpuPipelineOptions {
   std::string expertGemm = "bf16";
   /// h20-place-tables' `min-bytes`: gather-only tables this large live in
   /// pinned host memory (< 0: none).
-  int64_t hostTableMinBytes = int64_t(4) << 30;
+  int64_t hostTableMinBytes = kHostTableMinBytes;
   /// The last stage to run (one of gpuStages()); empty: every stage.
   std::string stopAfter;
   /// CUDA toolkit directory for libdevice ("" : none found).

@@ -2,6 +2,7 @@
 #ifndef H20_TARGET_GPUTARGET_H
 #define H20_TARGET_GPUTARGET_H
 
+#include "h20/Pipelines/Pipelines.h"
 #include "h20/Runtime/Format/Artifact.h"
 #include "h20/Target/TargetCommon.h"
 
@@ -39,7 +40,7 @@ struct GpuTargetOptions {
   std::string expertGemm = "bf16";
   /// Gather-only tables of at least this many device bytes live in pinned
   /// host memory (h20-place-tables' `min-bytes`; < 0: none, 0: all).
-  int64_t hostTableMinBytes = int64_t(4) << 30;
+  int64_t hostTableMinBytes = kHostTableMinBytes;
   // The multi-GPU plan is the module's `h20.parallel` attribute
   // (h20-choose-parallel-plan), written to the manifest's "parallel"
   // object; with plan "tensor" the module must already be split

@@ -225,6 +225,13 @@ struct GpuExecutor::Impl {
     for (size_t b = 0; b < plan.offsets.size(); ++b)
       addr[b] = (plan.onHost[b] ? hostBase : base) + plan.offsets[b];
   }
+  /// The host address of buffer `b` when the plan keeps it in the host
+  /// allocation, else null.
+  char *hostAddress(int b) const {
+    return plan.onHost[static_cast<size_t>(b)]
+               ? static_cast<char *>(hostPtr) + plan.offsets[static_cast<size_t>(b)]
+               : nullptr;
+  }
   /// Allocates the plan's host buffers (pinned, mapped into the GPU's
   /// address space); true when there are none.
   bool allocHost();

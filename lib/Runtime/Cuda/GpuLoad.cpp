@@ -155,10 +155,8 @@ bool GpuExecutor::Impl::allocHost() {
   if (r != CUDA_SUCCESS) {
     hostPtr = nullptr;
     std::string tables;
-    for (size_t b = 0; b < p.buffers.size(); ++b)
-      if (plan.onHost[b] && p.buffers[b].index >= 0 &&
-          static_cast<size_t>(p.buffers[b].index) < m.weights.size())
-        tables += (tables.empty() ? "'" : ", '") + m.weights[p.buffers[b].index].name + "'";
+    for (const std::string &name : hostTableNames(p, plan, m))
+      tables += (tables.empty() ? "'" : ", '") + name + "'";
     return check(r, "allocating " + gib(plan.hostBytes) +
                         " of page-locked host memory for the tables the compiler placed on the "
                         "host (" + tables + "; h20-opt --host-tables=none keeps them on the GPU)",
@@ -173,9 +171,8 @@ bool GpuExecutor::Impl::allocHost() {
 
 bool GpuExecutor::Impl::copyIn(int bi, uint64_t offset, const void *src, uint64_t bytes,
                                const std::string &what) {
-  if (plan.onHost[static_cast<size_t>(bi)]) {
-    std::memcpy(static_cast<char *>(hostPtr) + plan.offsets[static_cast<size_t>(bi)] + offset,
-                src, bytes);
+  if (char *host = hostAddress(bi)) {
+    std::memcpy(host + offset, src, bytes);
     return true;
   }
   return check(cu->cuMemcpyHtoDAsync(address(bi) + offset, src, bytes, stream), what);
@@ -255,12 +252,20 @@ bool GpuExecutor::Impl::uploadWeights(const GpuLoadOptions &o) {
       return false;
     bool convert = w.dtype != b.dtype;
     int64_t perPiece = static_cast<int64_t>(stageBytes) / std::max(srcEs, dstEs);
+    char *host = hostAddress(static_cast<int>(bi));
     for (const ShardRead &rd : planShardReads(slice, perPiece)) {
-      if (used[slot] && !check(cu->cuEventSynchronize(done[slot]), "uploading " + name))
-        return false;
       const int64_t n = rd.rows * rd.runElements;
       const bool contiguous = rd.rows == 1 || rd.runElements == rd.strideElements;
       uint64_t off = static_cast<uint64_t>(*w.offset + rd.fileElement * srcEs);
+      // A host table's bytes as stored: read into place, no staging copy.
+      if (host && !convert && contiguous) {
+        if (!readFileRange(file, off, static_cast<uint64_t>(n * srcEs),
+                           host + rd.deviceElement * dstEs, err))
+          return fail(GpuStatus::BadInput, name + ": " + err);
+        continue;
+      }
+      if (used[slot] && !check(cu->cuEventSynchronize(done[slot]), "uploading " + name))
+        return false;
       if (!convert && contiguous) {
         if (!readFileRange(file, off, static_cast<uint64_t>(n * srcEs), stage[slot], err))
           return fail(GpuStatus::BadInput, name + ": " + err);
@@ -370,9 +375,8 @@ bool GpuExecutor::Impl::uploadDummyWeight(int bi, const WeightSpec &w, void **st
   const bool isScale =
       w.name.size() > 6 && w.name.compare(w.name.size() - 6, 6, ".scale") == 0 && !w.shape.empty();
   if (!isFloat && b.dtype != "int8" && b.dtype != "float8_e4m3fn") {
-    if (plan.onHost[static_cast<size_t>(bi)]) {
-      std::memset(static_cast<char *>(hostPtr) + plan.offsets[static_cast<size_t>(bi)], 0,
-                  static_cast<size_t>(b.bytes));
+    if (char *host = hostAddress(bi)) {
+      std::memset(host, 0, static_cast<size_t>(b.bytes));
       return true;
     }
     return check(cu->cuMemsetD8Async(address(bi), 0, static_cast<size_t>(b.bytes), stream),

@@ -1598,6 +1598,17 @@ bool checkGpuProgramForLength(const GpuProgram &program, int64_t length, std::st
   return true;
 }
 
+std::vector<std::string> hostTableNames(const GpuProgram &program, const BufferPlan &plan,
+                                        const Manifest &manifest) {
+  std::vector<std::string> names;
+  for (size_t b = 0; b < program.buffers.size() && b < plan.onHost.size(); ++b) {
+    const int64_t w = program.buffers[b].index;
+    if (plan.onHost[b] && w >= 0 && static_cast<size_t>(w) < manifest.weights.size())
+      names.push_back(manifest.weights[static_cast<size_t>(w)].name);
+  }
+  return names;
+}
+
 bool planBuffers(const GpuProgram &program, BufferPlan &plan, std::string &error,
                  const std::vector<int> &sameAs) {
   plan = BufferPlan();

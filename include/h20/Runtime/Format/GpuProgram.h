@@ -610,6 +610,11 @@ struct BufferPlan {
   uint64_t hostWeightBytes = 0;  ///< sum of the host buffers' sizes
 };
 
+/// The manifest names of the weights `plan` keeps in the host allocation,
+/// in buffer order (for messages).
+std::vector<std::string> hostTableNames(const GpuProgram &program, const BufferPlan &plan,
+                                        const Manifest &manifest);
+
 /// Computes the plan for a validated program; false with `error` when the
 /// total overflows. `sameAs` (empty, or one entry per buffer): a weight
 /// buffer i with sameAs[i] = j >= 0 (j < i, a weight of the same byte
